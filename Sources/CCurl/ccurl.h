@@ -1,0 +1,24 @@
+// libcurl for Swift. curl_easy_setopt and curl_easy_getinfo are variadic, which Swift cannot call,
+// so each argument type gets one fixed-arity wrapper. No logic lives here.
+#ifndef RESUMECTL_CCURL_H
+#define RESUMECTL_CCURL_H
+
+#include <curl/curl.h>
+
+typedef size_t (*rctl_data_cb)(char *_Nonnull ptr, size_t size, size_t nmemb, void *_Nullable userdata);
+typedef int (*rctl_xferinfo_cb)(void *_Nullable userdata, curl_off_t dltotal, curl_off_t dlnow,
+                                curl_off_t ultotal, curl_off_t ulnow);
+
+static inline CURLcode rctl_setopt_long(CURL *_Nonnull h, CURLoption o, long v) { return curl_easy_setopt(h, o, v); }
+static inline CURLcode rctl_setopt_off_t(CURL *_Nonnull h, CURLoption o, curl_off_t v) { return curl_easy_setopt(h, o, v); }
+static inline CURLcode rctl_setopt_string(CURL *_Nonnull h, CURLoption o, const char *_Nullable v) { return curl_easy_setopt(h, o, v); }
+static inline CURLcode rctl_setopt_pointer(CURL *_Nonnull h, CURLoption o, void *_Nullable v) { return curl_easy_setopt(h, o, v); }
+static inline CURLcode rctl_setopt_slist(CURL *_Nonnull h, CURLoption o, struct curl_slist *_Nullable v) { return curl_easy_setopt(h, o, v); }
+static inline CURLcode rctl_setopt_data_cb(CURL *_Nonnull h, CURLoption o, rctl_data_cb _Nullable v) { return curl_easy_setopt(h, o, v); }
+static inline CURLcode rctl_setopt_xferinfo_cb(CURL *_Nonnull h, CURLoption o, rctl_xferinfo_cb _Nullable v) { return curl_easy_setopt(h, o, v); }
+
+static inline CURLcode rctl_getinfo_long(CURL *_Nonnull h, CURLINFO i, long *_Nonnull v) { return curl_easy_getinfo(h, i, v); }
+static inline CURLcode rctl_getinfo_off_t(CURL *_Nonnull h, CURLINFO i, curl_off_t *_Nonnull v) { return curl_easy_getinfo(h, i, v); }
+static inline CURLcode rctl_getinfo_string(CURL *_Nonnull h, CURLINFO i, char *_Nullable *_Nonnull v) { return curl_easy_getinfo(h, i, v); }
+
+#endif

@@ -1,0 +1,101 @@
+import CCurl
+
+/// The real transport: one libcurl easy handle per exchange, on the calling thread.
+public struct CurlTransport: HTTPTransport {
+    public static let userAgent = "resumectl/\(ResumeKitVersion.string)"
+
+    public init() {}
+
+    public func perform(
+        _ request: TransferRequest, settings: TransportSettings, cancellation: Cancellation,
+        delegate: any ExchangeDelegate
+    ) -> ExchangeResult {
+        let context = ExchangeContext(
+            delegate: delegate, cancellation: cancellation, followRedirects: request.followRedirects,
+            body: request.body)
+        let handle: EasyHandle
+        do {
+            handle = try EasyHandle()
+            try configure(handle, request, settings)
+            try context.install(on: handle)
+        } catch {
+            let message = (error as? CurlError)?.message ?? "\(error)"
+            return ExchangeResult(outcome: .failed(TransportFailure(kind: .fatal, code: -1, message: message)))
+        }
+        let (code, detail) = withExtendedLifetime(context) { handle.perform() }
+        let url = handle.info(string: CURLINFO_EFFECTIVE_URL)
+        return ExchangeResult(outcome: outcome(code, detail, context), head: context.finalHead, effectiveURL: url)
+    }
+
+    private func configure(_ h: EasyHandle, _ request: TransferRequest, _ settings: TransportSettings) throws {
+        try h.set(CURLOPT_URL, request.url)
+        try h.set(CURLOPT_PROTOCOLS_STR, "http,https")
+        try h.set(CURLOPT_REDIR_PROTOCOLS_STR, "http,https")
+        try h.set(CURLOPT_FOLLOWLOCATION, request.followRedirects ? 1 : 0)
+        try h.set(CURLOPT_MAXREDIRS, 10)
+        try h.set(CURLOPT_USERAGENT, Self.userAgent)
+        try h.set(CURLOPT_NETRC, Int(CURL_NETRC_OPTIONAL.rawValue))
+        try h.set(CURLOPT_SUPPRESS_CONNECT_HEADERS, 1)
+        try h.set(CURLOPT_TCP_KEEPALIVE, 1)
+        try h.set(CURLOPT_BUFFERSIZE, settings.receiveBufferSize)
+        try h.set(CURLOPT_UPLOAD_BUFFERSIZE, settings.uploadBufferSize)
+        try h.set(CURLOPT_CONNECTTIMEOUT, settings.connectTimeout)
+        // A stall is less than one byte a second for the whole stall window.
+        try h.set(CURLOPT_LOW_SPEED_LIMIT, 1)
+        try h.set(CURLOPT_LOW_SPEED_TIME, settings.stallTimeout)
+        if settings.maxReceiveRate > 0 { try h.set(CURLOPT_MAX_RECV_SPEED_LARGE, offset: settings.maxReceiveRate) }
+        if settings.maxSendRate > 0 { try h.set(CURLOPT_MAX_SEND_SPEED_LARGE, offset: settings.maxSendRate) }
+        if settings.verbose { try h.set(CURLOPT_VERBOSE, 1) }
+        if settings.insecure {
+            try h.set(CURLOPT_SSL_VERIFYPEER, 0)
+            try h.set(CURLOPT_SSL_VERIFYHOST, 0)
+        }
+
+        var headers = request.headers
+        switch request.method {
+        case "GET":
+            try h.set(CURLOPT_HTTPGET, 1)
+        case "HEAD":
+            try h.set(CURLOPT_NOBODY, 1)
+        default:
+            try h.set(CURLOPT_CUSTOMREQUEST, request.method)
+        }
+        if request.method != "HEAD", request.method != "GET", request.body != nil || request.method == "PATCH" {
+            // Upload mode streams the body from the read callback and keeps libcurl's form defaults out.
+            try h.set(CURLOPT_UPLOAD, 1)
+            try h.set(CURLOPT_INFILESIZE_LARGE, offset: request.body?.length ?? 0)
+            if !headers.contains("Content-Type") { headers.append("Content-Type", "application/octet-stream") }
+            // A 104 does not release libcurl's 100-continue wait; never ask for one.
+            headers.set("Expect", "")
+        }
+        try h.set(CURLOPT_HTTPHEADER, list: headers.fields.map { field in
+            field.value.isEmpty ? "\(field.name):" : "\(field.name): \(field.value)"
+        })
+    }
+
+    private func outcome(_ code: CURLcode, _ detail: String, _ context: ExchangeContext) -> ExchangeOutcome {
+        if context.cancelled { return .cancelled }
+        if context.abortedByDelegate { return .abortedByDelegate }
+        if context.readFailure != 0 {
+            return .failed(TransportFailure(kind: .localRead, code: Int(code.rawValue),
+                message: "reading the source failed: \(String(cString: strerror(context.readFailure)))"))
+        }
+        if code == CURLE_OK { return .completed }
+        let error = CurlError(code, detail: detail)
+        switch code {
+        case CURLE_OPERATION_TIMEDOUT where context.headDelivered || context.bodySent > 0:
+            return .stalled
+        case CURLE_COULDNT_RESOLVE_HOST, CURLE_COULDNT_RESOLVE_PROXY:
+            return .failed(TransportFailure(kind: .resolve, code: error.code, message: error.message))
+        case CURLE_UNSUPPORTED_PROTOCOL, CURLE_URL_MALFORMAT, CURLE_TOO_MANY_REDIRECTS,
+            CURLE_PEER_FAILED_VERIFICATION, CURLE_SSL_CACERT_BADFILE, CURLE_SSL_CERTPROBLEM,
+            CURLE_LOGIN_DENIED, CURLE_OUT_OF_MEMORY, CURLE_NOT_BUILT_IN, CURLE_BAD_FUNCTION_ARGUMENT,
+            CURLE_UNKNOWN_OPTION, CURLE_FILESIZE_EXCEEDED:
+            return .failed(TransportFailure(kind: .fatal, code: error.code, message: error.message))
+        case CURLE_READ_ERROR, CURLE_ABORTED_BY_CALLBACK:
+            return .failed(TransportFailure(kind: .localRead, code: error.code, message: error.message))
+        default:
+            return .failed(TransportFailure(kind: .network, code: error.code, message: error.message))
+        }
+    }
+}

@@ -1,0 +1,125 @@
+import CCurl
+import Glibc
+
+/// The Swift side of libcurl's callbacks for one exchange. This file is the only place that crosses
+/// the C boundary with `Unmanaged`: the handle's callback data points at an `ExchangeContext`, which
+/// `CurlTransport.perform` keeps alive (`withExtendedLifetime`) for as long as the transfer runs.
+final class ExchangeContext {
+    let delegate: any ExchangeDelegate
+    let cancellation: Cancellation
+    let followRedirects: Bool
+    let body: RequestBody?
+    weak var handle: EasyHandle?
+
+    var parser = ResponseHeadParser()
+    var finalHead: ResponseHead?
+    var headDelivered = false
+    var abortedByDelegate = false
+    var cancelled = false
+    var readFailure: Int32 = 0
+    var bodySent: Int64 = 0
+
+    init(delegate: any ExchangeDelegate, cancellation: Cancellation, followRedirects: Bool, body: RequestBody?) {
+        self.delegate = delegate
+        self.cancellation = cancellation
+        self.followRedirects = followRedirects
+        self.body = body
+    }
+
+    static func from(_ userdata: UnsafeMutableRawPointer?) -> ExchangeContext? {
+        guard let userdata else { return nil }
+        return Unmanaged<ExchangeContext>.fromOpaque(userdata).takeUnretainedValue()
+    }
+
+    /// Installs the callbacks on `handle`, pointing them at this context (unretained).
+    func install(on handle: EasyHandle) throws {
+        self.handle = handle
+        let me = Unmanaged.passUnretained(self).toOpaque()
+        try rctl_setopt_data_cb(handle.raw, CURLOPT_HEADERFUNCTION) { ptr, size, count, userdata in
+            guard let ctx = ExchangeContext.from(userdata) else { return 0 }
+            return ctx.header(UnsafeRawBufferPointer(start: ptr, count: size * count)) ? size * count : 0
+        }.check()
+        try handle.set(CURLOPT_HEADERDATA, pointer: me)
+        try rctl_setopt_data_cb(handle.raw, CURLOPT_WRITEFUNCTION) { ptr, size, count, userdata in
+            guard let ctx = ExchangeContext.from(userdata) else { return 0 }
+            return ctx.write(UnsafeRawBufferPointer(start: ptr, count: size * count)) ? size * count : 0
+        }.check()
+        try handle.set(CURLOPT_WRITEDATA, pointer: me)
+        try rctl_setopt_xferinfo_cb(handle.raw, CURLOPT_XFERINFOFUNCTION) { userdata, _, dlnow, _, ulnow in
+            guard let ctx = ExchangeContext.from(userdata) else { return 1 }
+            return ctx.progress(received: Int64(dlnow), sent: Int64(ulnow)) ? 0 : 1
+        }.check()
+        try handle.set(CURLOPT_XFERINFODATA, pointer: me)
+        try handle.set(CURLOPT_NOPROGRESS, 0)
+        if body != nil {
+            try rctl_setopt_data_cb(handle.raw, CURLOPT_READFUNCTION) { ptr, size, count, userdata in
+                guard let ctx = ExchangeContext.from(userdata) else { return Int(CURL_READFUNC_ABORT) }
+                return ctx.read(into: UnsafeMutableRawBufferPointer(start: ptr, count: size * count))
+            }.check()
+            try handle.set(CURLOPT_READDATA, pointer: me)
+        }
+    }
+
+    private func header(_ bytes: UnsafeRawBufferPointer) -> Bool {
+        let line = String(decoding: bytes, as: UTF8.self)
+        guard let head = parser.feed(line: line) else { return true }
+        if head.isInformational {
+            if head.status != 100 { delegate.exchange(informational: head) }
+            return true
+        }
+        if followRedirects, head.isRedirect, head.headers["Location"] != nil {
+            return true  // libcurl follows it; the next head is the one that counts
+        }
+        finalHead = head
+        headDelivered = true
+        let url = handle?.info(string: CURLINFO_EFFECTIVE_URL) ?? ""
+        if !delegate.exchange(head: head, effectiveURL: url) {
+            abortedByDelegate = true
+            return false
+        }
+        return true
+    }
+
+    private func write(_ bytes: UnsafeRawBufferPointer) -> Bool {
+        guard headDelivered else { return true }  // body of a response we skipped
+        if !delegate.exchange(body: bytes) {
+            abortedByDelegate = true
+            return false
+        }
+        return true
+    }
+
+    private func progress(received: Int64, sent: Int64) -> Bool {
+        if cancellation.isStopped {
+            cancelled = true
+            return false
+        }
+        if !delegate.exchange(progressReceived: received, sent: sent) {
+            abortedByDelegate = true
+            return false
+        }
+        return true
+    }
+
+    private func read(into buffer: UnsafeMutableRawBufferPointer) -> Int {
+        guard let body else { return 0 }
+        if cancellation.isStopped {
+            cancelled = true
+            return Int(CURL_READFUNC_ABORT)
+        }
+        let remaining = body.length - bodySent
+        let want = Int(min(Int64(buffer.count), remaining))
+        if want <= 0 { return 0 }
+        while true {
+            let n = pread(body.fileDescriptor, buffer.baseAddress, want, off_t(body.offset + bodySent))
+            if n < 0 && errno == EINTR { continue }
+            if n <= 0 {
+                // A short source (truncated meanwhile) must not be padded with anything.
+                readFailure = n < 0 ? errno : EIO
+                return Int(CURL_READFUNC_ABORT)
+            }
+            bodySent += Int64(n)
+            return n
+        }
+    }
+}

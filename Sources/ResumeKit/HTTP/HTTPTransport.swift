@@ -1,0 +1,123 @@
+/// One HTTP exchange to run: the seam between the protocol logic and libcurl.
+public struct TransferRequest: Sendable, Equatable {
+    public var method: String
+    public var url: String
+    public var headers: HeaderFields
+    /// Follow redirects (at most 10, http and https only). Off for upload resources, whose
+    /// redirects the draft wants handled by the client.
+    public var followRedirects: Bool
+    /// The request body, read from a file at the time it is sent.
+    public var body: RequestBody?
+
+    public init(
+        method: String, url: String, headers: HeaderFields = [:], followRedirects: Bool = false,
+        body: RequestBody? = nil
+    ) {
+        self.method = method
+        self.url = url
+        self.headers = headers
+        self.followRedirects = followRedirects
+        self.body = body
+    }
+}
+
+/// A slice of an open file sent as a request body, read with `pread` so memory stays flat.
+public struct RequestBody: Sendable, Equatable {
+    public var fileDescriptor: Int32
+    public var offset: Int64
+    public var length: Int64
+
+    public init(fileDescriptor: Int32, offset: Int64, length: Int64) {
+        self.fileDescriptor = fileDescriptor
+        self.offset = offset
+        self.length = length
+    }
+}
+
+/// Knobs of the transport that hold for every exchange of one transfer.
+public struct TransportSettings: Sendable, Equatable {
+    /// No byte moved in either direction for this long counts as a stall.
+    public var stallTimeout: Int = 30
+    public var connectTimeout: Int = 30
+    /// Bytes a second, 0 for no limit.
+    public var maxReceiveRate: Int64 = 0
+    public var maxSendRate: Int64 = 0
+    /// libcurl's receive buffer; its 16 KiB default is measurably slower here.
+    public var receiveBufferSize: Int = 512 * 1024
+    public var uploadBufferSize: Int = 512 * 1024
+    public var verbose: Bool = false
+    public var insecure: Bool = false
+
+    public init() {}
+}
+
+/// Receives what one exchange produces. Called on the thread that runs the exchange.
+public protocol ExchangeDelegate: AnyObject {
+    /// An informational (1xx) response, such as the draft's `104 Upload Resumption Supported`.
+    func exchange(informational head: ResponseHead)
+    /// The final response head, after any followed redirects. Return false to abort: the body is unwanted.
+    func exchange(head: ResponseHead, effectiveURL: String) -> Bool
+    /// A piece of the response body. Return false to abort (a local write failed).
+    func exchange(body: UnsafeRawBufferPointer) -> Bool
+    /// Periodic progress with byte counts of this exchange. Return false to abort.
+    func exchange(progressReceived received: Int64, sent: Int64) -> Bool
+}
+
+/// What ended an exchange.
+public enum ExchangeOutcome: Sendable, Equatable {
+    /// The response was received whole.
+    case completed
+    /// The delegate declined to go on.
+    case abortedByDelegate
+    /// The cancellation flag was raised.
+    case cancelled
+    /// No progress for the stall timeout.
+    case stalled
+    /// A transport failure; `retryable` says whether trying again may help.
+    case failed(TransportFailure)
+}
+
+public struct TransportFailure: Sendable, Equatable, CustomStringConvertible {
+    public enum Kind: Sendable, Equatable {
+        /// Connection refused, reset, cut short, timed out: the network may come back.
+        case network
+        /// The host name does not resolve.
+        case resolve
+        /// Bad URL, unsupported scheme, TLS verification failure, too many redirects.
+        case fatal
+        /// Reading the upload source failed.
+        case localRead
+    }
+    public var kind: Kind
+    public var code: Int
+    public var message: String
+    public var description: String { message }
+
+    public init(kind: Kind, code: Int, message: String) {
+        self.kind = kind
+        self.code = code
+        self.message = message
+    }
+}
+
+public struct ExchangeResult: Sendable, Equatable {
+    public var outcome: ExchangeOutcome
+    /// The last final head received, if any.
+    public var head: ResponseHead?
+    public var effectiveURL: String?
+
+    public init(outcome: ExchangeOutcome, head: ResponseHead? = nil, effectiveURL: String? = nil) {
+        self.outcome = outcome
+        self.head = head
+        self.effectiveURL = effectiveURL
+    }
+}
+
+/// Runs HTTP exchanges. `perform` blocks the calling thread until the exchange ends, so callers run it
+/// on a thread of their own, never on Swift's cooperative pool.
+public protocol HTTPTransport: Sendable {
+    func perform(
+        _ request: TransferRequest, settings: TransportSettings, cancellation: Cancellation,
+        delegate: any ExchangeDelegate
+    ) -> ExchangeResult
+}

@@ -1,0 +1,72 @@
+/// One response's status line and header fields, informational (1xx) or final.
+public struct ResponseHead: Sendable, Equatable {
+    public var status: Int
+    public var reason: String
+    public var headers: HeaderFields
+
+    public init(status: Int, reason: String = "", headers: HeaderFields = [:]) {
+        self.status = status
+        self.reason = reason
+        self.headers = headers
+    }
+
+    public var isInformational: Bool { (100..<200).contains(status) }
+    public var isSuccess: Bool { (200..<300).contains(status) }
+    public var isRedirect: Bool { [301, 302, 303, 307, 308].contains(status) }
+}
+
+/// Splits the header lines libcurl hands over into response heads.
+///
+/// libcurl passes every response of a transfer to the header callback (1xx heads, redirects, the
+/// final response), one line at a time; a status line opens a head and an empty line closes it.
+public struct ResponseHeadParser: Sendable {
+    private var current: ResponseHead?
+
+    public init() {}
+
+    /// Feeds one raw header line (with or without CR LF). Returns the head it completes, if any.
+    public mutating func feed(line rawLine: some StringProtocol) -> ResponseHead? {
+        var line = Substring(rawLine)
+        while let last = line.last, last == "\n" || last == "\r" || last == "\r\n" { line = line.dropLast() }
+        if line.isEmpty {
+            defer { current = nil }
+            return current
+        }
+        if line.hasPrefix("HTTP/") {
+            current = Self.parseStatusLine(line)
+            return nil
+        }
+        guard current != nil else { return nil }
+        if let first = line.first, first == " " || first == "\t" {
+            // Obsolete line folding: append to the previous value.
+            if var last = current!.headers.fields.last {
+                last.value += " " + line.trimmingSpaces()
+                var fields = current!.headers.fields
+                fields[fields.count - 1] = last
+                current!.headers = HeaderFields(fields)
+            }
+            return nil
+        }
+        guard let colon = line.firstIndex(of: ":") else { return nil }
+        let name = String(line[..<colon]).trimmingSpaces()
+        let value = String(line[line.index(after: colon)...]).trimmingSpaces()
+        current!.headers.append(name, value)
+        return nil
+    }
+
+    static func parseStatusLine(_ line: Substring) -> ResponseHead {
+        let parts = line.split(separator: " ", maxSplits: 2, omittingEmptySubsequences: true)
+        let status = parts.count > 1 ? Int(parts[1]) ?? 0 : 0
+        let reason = parts.count > 2 ? String(parts[2]) : ""
+        return ResponseHead(status: status, reason: reason)
+    }
+}
+
+extension StringProtocol {
+    func trimmingSpaces() -> String {
+        var s = Substring(self)
+        while let f = s.first, f == " " || f == "\t" { s = s.dropFirst() }
+        while let l = s.last, l == " " || l == "\t" { s = s.dropLast() }
+        return String(s)
+    }
+}

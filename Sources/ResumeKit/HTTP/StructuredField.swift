@@ -1,0 +1,51 @@
+import Foundation
+import RawStructuredFieldValues
+
+/// Structured field values (RFC 9651) read from response headers through swift-http-structured-headers.
+/// A value that does not parse is treated as absent, as the upload draft requires.
+public enum StructuredField {
+    public static func boolean(_ value: String?) -> Bool? {
+        guard case .bool(let b)? = item(value)?.bareItem else { return nil }
+        return b
+    }
+
+    public static func integer(_ value: String?) -> Int64? {
+        guard case .integer(let i)? = item(value)?.bareItem else { return nil }
+        return Int64(i)
+    }
+
+    /// The integer members of a dictionary field, such as `Upload-Limit`.
+    public static func integerDictionary(_ value: String?) -> [String: Int64] {
+        guard let value, let map = try? parser(value).parseDictionaryFieldValue() else { return [:] }
+        var result: [String: Int64] = [:]
+        for (key, member) in map {
+            if case .item(let item) = member, case .integer(let i) = item.bareItem { result[key] = Int64(i) }
+        }
+        return result
+    }
+
+    /// The byte-sequence members of a dictionary field, such as `Repr-Digest`, decoded from base64.
+    public static func byteSequenceDictionary(_ value: String?) -> [String: [UInt8]] {
+        guard let value, let map = try? parser(value).parseDictionaryFieldValue() else { return [:] }
+        var result: [String: [UInt8]] = [:]
+        for (key, member) in map {
+            if case .item(let item) = member, case .undecodedByteSequence(let b64) = item.bareItem,
+                let data = Data(base64Encoded: b64)
+            {
+                result[key] = Array(data)
+            }
+        }
+        return result
+    }
+
+    public static func serialize(_ value: Bool) -> String { value ? "?1" : "?0" }
+
+    private static func item(_ value: String?) -> Item? {
+        guard let value else { return nil }
+        return try? parser(value).parseItemFieldValue()
+    }
+
+    private static func parser(_ value: String) -> StructuredFieldValueParser<[UInt8]> {
+        StructuredFieldValueParser(Array(value.utf8))
+    }
+}

@@ -1,0 +1,58 @@
+/// An entity tag as sent in `ETag` (RFC 9110 §8.8.3).
+public struct EntityTag: Sendable, Equatable, Codable {
+    /// The tag exactly as received, quotes and any `W/` prefix included.
+    public var rawValue: String
+
+    public init?(_ header: String) {
+        let v = header.trimmingSpaces()
+        let opaque = v.hasPrefix("W/") ? v.dropFirst(2) : Substring(v)
+        guard opaque.count >= 2, opaque.first == "\"", opaque.last == "\"" else { return nil }
+        rawValue = v
+    }
+
+    public var isWeak: Bool { rawValue.hasPrefix("W/") }
+
+    /// Strong comparison: both strong and character-for-character equal.
+    public func stronglyMatches(_ other: EntityTag) -> Bool {
+        !isWeak && !other.isWeak && rawValue == other.rawValue
+    }
+
+    public init(from decoder: any Decoder) throws {
+        let raw = try decoder.singleValueContainer().decode(String.self)
+        guard let tag = EntityTag(raw) else {
+            throw DecodingError.dataCorrupted(.init(codingPath: decoder.codingPath, debugDescription: "not an entity tag"))
+        }
+        self = tag
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var c = encoder.singleValueContainer()
+        try c.encode(rawValue)
+    }
+}
+
+/// What a resume may send in `If-Range`: a strong entity tag, else a strong `Last-Modified` date.
+public enum RangeValidator: Sendable, Equatable {
+    case entityTag(EntityTag)
+    case lastModified(String)
+
+    public var headerValue: String {
+        switch self {
+        case .entityTag(let tag): tag.rawValue
+        case .lastModified(let date): date
+        }
+    }
+
+    /// Picks the validator RFC 9110 §13.1.5 allows: never a weak tag, and a date only when the
+    /// response had no entity tag at all and the date is strong (§8.8.2.2: `Date` at least one second
+    /// after `Last-Modified`).
+    public static func select(etag: String?, lastModified: String?, date: String?) -> RangeValidator? {
+        if let raw = etag {
+            guard let tag = EntityTag(raw), !tag.isWeak else { return nil }
+            return .entityTag(tag)
+        }
+        guard let lm = lastModified, let modified = HTTPDate.parse(lm) else { return nil }
+        guard let d = date, let served = HTTPDate.parse(d), served - modified >= 1 else { return nil }
+        return .lastModified(lm)
+    }
+}

@@ -1,0 +1,83 @@
+import Foundation
+
+/// The resume state of one transfer, as stored in `tokens/<id>.json` (schema version 1).
+///
+/// One schema serves both directions; `download` or `upload` holds the direction's part.
+/// Secrets never enter a token: see ``ResumeToken/storableHeaders(_:)``.
+public struct ResumeToken: Codable, Sendable, Equatable {
+    public static let currentVersion = 1
+
+    public enum Kind: String, Codable, Sendable { case download, upload }
+
+    public var version: Int
+    public var id: String
+    public var kind: Kind
+    /// The URL the user gave (downloads) or the creation URL (uploads).
+    public var url: String
+    /// Request headers to send again on resume, without credentials.
+    public var headers: [String]
+    public var createdAt: Date
+    public var updatedAt: Date
+    public var download: DownloadPart?
+    public var upload: UploadPart?
+
+    public struct DownloadPart: Codable, Sendable, Equatable {
+        /// Absolute path of the finished file; the data lives in `path + ".part"` until then.
+        public var path: String
+        /// The URL after redirects, as last seen.
+        public var effectiveURL: String?
+        public var etag: String?
+        public var lastModified: String?
+        /// The `If-Range` value a resume sends; nil when the server gave no strong validator.
+        public var validator: String?
+        public var totalBytes: Int64?
+        /// Bytes fsynced in the `.part` file: where a resume starts.
+        public var committedBytes: Int64
+        /// Expected SHA-256 (hex), from `--checksum` or the server's `Repr-Digest`.
+        public var expectedSHA256: String?
+        /// `restart` or `fail`: what to do when the file changed on the server.
+        public var onChange: String?
+
+        public var partPath: String { path + ".part" }
+    }
+
+    public struct UploadPart: Codable, Sendable, Equatable {
+        /// The upload resource from the 104's `Location`; nil until the server sent one.
+        public var uploadURL: String?
+        public var interopVersion: Int
+        public var source: SourceIdentity
+        /// The last offset the server acknowledged.
+        public var acknowledgedBytes: Int64
+        /// False once a server answered without draft support: only a whole new request can help.
+        public var resumable: Bool
+    }
+
+    /// Identifies an upload's source file, so that a resume never sends a mixture of two files.
+    public struct SourceIdentity: Codable, Sendable, Equatable {
+        public var path: String
+        public var size: Int64
+        public var mtime: Double
+        public var inode: UInt64
+        /// SHA-256 (hex) of the first and last MiB.
+        public var edgeHash: String
+    }
+
+    public init(id: String, kind: Kind, url: String, headers: [String], now: Date = Date()) {
+        self.version = Self.currentVersion
+        self.id = id
+        self.kind = kind
+        self.url = url
+        self.headers = headers
+        self.createdAt = now
+        self.updatedAt = now
+    }
+
+    /// Drops the headers that carry credentials: the user passes them again to `resume`.
+    public static func storableHeaders(_ headers: [String]) -> [String] {
+        let secret: Set<String> = ["authorization", "cookie", "proxy-authorization"]
+        return headers.filter { line in
+            let name = line.split(separator: ":", maxSplits: 1).first.map { $0.trimmingSpaces().lowercased() } ?? ""
+            return !secret.contains(name)
+        }
+    }
+}

@@ -1,0 +1,188 @@
+import Crypto
+import Foundation
+import Glibc
+
+/// Errors of the token store, each with the sentence a user should read.
+public enum TokenStoreError: Error, Sendable, Equatable, CustomStringConvertible {
+    case notFound(String)
+    case unreadable(String, reason: String)
+    case unsupportedVersion(String, Int)
+    case cannotWrite(String, reason: String)
+
+    public var description: String {
+        switch self {
+        case .notFound(let t): "no token named '\(t)'"
+        case .unreadable(let p, let r): "token \(p) is unreadable: \(r)"
+        case .unsupportedVersion(let p, let v): "token \(p) has schema version \(v); this resumectl reads version \(ResumeToken.currentVersion)"
+        case .cannotWrite(let p, let r): "cannot write token \(p): \(r)"
+        }
+    }
+}
+
+/// Tokens on disk: `<state>/tokens/<id>.json`, mode 0600 in a 0700 folder, each written by
+/// temp file + fsync + rename + fsync of the folder, so a crash leaves the old or the new token whole.
+public struct TokenStore: Sendable {
+    public let directory: String
+
+    public var tokensDirectory: String { directory + "/tokens" }
+
+    public init(directory: String) {
+        self.directory = directory
+    }
+
+    /// `$RESUMECTL_STATE_DIR`, else `$XDG_STATE_HOME/resumectl`, else `~/.local/state/resumectl`.
+    public static func defaultDirectory(environment: [String: String] = ProcessInfo.processInfo.environment) -> String {
+        if let dir = environment["RESUMECTL_STATE_DIR"], !dir.isEmpty { return dir }
+        if let xdg = environment["XDG_STATE_HOME"], !xdg.isEmpty { return xdg + "/resumectl" }
+        let home = environment["HOME"].flatMap { $0.isEmpty ? nil : $0 } ?? NSHomeDirectory()
+        return home + "/.local/state/resumectl"
+    }
+
+    /// A stable id: the same URL to the same place gets the same token, so a second run resumes.
+    public static func makeID(kind: ResumeToken.Kind, url: String, path: String) -> String {
+        let digest = SHA256.hash(data: Data((url + "\u{0}" + path).utf8))
+        let hex = digest.map { String(format: "%02x", $0) }.joined()
+        return (kind == .download ? "d-" : "u-") + hex.prefix(16)
+    }
+
+    public func path(forID id: String) -> String { tokensDirectory + "/\(id).json" }
+    public func lockPath(forID id: String) -> String { tokensDirectory + "/\(id).lock" }
+
+    /// Turns what the user typed (an id, or a token file's path) into a token file path.
+    public func resolve(_ reference: String) -> String {
+        if reference.contains("/") || reference.hasSuffix(".json") { return reference }
+        return path(forID: reference)
+    }
+
+    public func ensureDirectory() throws {
+        for dir in [directory, tokensDirectory] {
+            if mkdir(dir, 0o700) != 0 && errno != EEXIST {
+                if errno == ENOENT {
+                    try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true,
+                        attributes: [.posixPermissions: 0o700])
+                    continue
+                }
+                throw TokenStoreError.cannotWrite(dir, reason: String(cString: strerror(errno)))
+            }
+        }
+    }
+
+    public func exists(id: String) -> Bool { access(path(forID: id), F_OK) == 0 }
+
+    /// Reads a token. A missing file, bad JSON or another schema version is an error, never a guess.
+    public func load(_ reference: String) throws -> ResumeToken {
+        let file = resolve(reference)
+        guard let data = FileManager.default.contents(atPath: file) else {
+            if access(file, F_OK) == 0 { throw TokenStoreError.unreadable(file, reason: "permission denied") }
+            throw TokenStoreError.notFound(reference)
+        }
+        return try Self.decode(data, path: file)
+    }
+
+    static func decode(_ data: Data, path: String) throws -> ResumeToken {
+        struct Versioned: Decodable { var version: Int }
+        let decoder = Self.decoder
+        guard let versioned = try? decoder.decode(Versioned.self, from: data) else {
+            throw TokenStoreError.unreadable(path, reason: "not a resumectl token (bad JSON)")
+        }
+        guard versioned.version == ResumeToken.currentVersion else {
+            throw TokenStoreError.unsupportedVersion(path, versioned.version)
+        }
+        do {
+            return try decoder.decode(ResumeToken.self, from: data)
+        } catch {
+            throw TokenStoreError.unreadable(path, reason: "missing or malformed fields")
+        }
+    }
+
+    /// Writes a token atomically and durably.
+    public func save(_ token: ResumeToken) throws {
+        var token = token
+        token.updatedAt = Date()
+        let data = try Self.encoder.encode(token)
+        try ensureDirectory()
+        let final = path(forID: token.id)
+        let temp = final + ".tmp.\(getpid())"
+        let fd = open(temp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
+        guard fd >= 0 else { throw TokenStoreError.cannotWrite(final, reason: String(cString: strerror(errno))) }
+        var ok = data.withUnsafeBytes { writeAll(fd, $0) }
+        ok = ok && fsync(fd) == 0
+        let err = errno
+        close(fd)
+        guard ok, rename(temp, final) == 0 else {
+            let reason = String(cString: strerror(ok ? errno : err))
+            unlink(temp)
+            throw TokenStoreError.cannotWrite(final, reason: reason)
+        }
+        syncDirectory(tokensDirectory)
+    }
+
+    public func remove(id: String) {
+        unlink(path(forID: id))
+        unlink(lockPath(forID: id))
+        syncDirectory(tokensDirectory)
+    }
+
+    /// Every readable token, and the files that are not, for `list`.
+    public func all() -> (tokens: [ResumeToken], broken: [(String, String)]) {
+        let names = (try? FileManager.default.contentsOfDirectory(atPath: tokensDirectory)) ?? []
+        var tokens: [ResumeToken] = []
+        var broken: [(String, String)] = []
+        for name in names.sorted() where name.hasSuffix(".json") {
+            let file = tokensDirectory + "/" + name
+            do { tokens.append(try load(file)) } catch { broken.append((file, "\(error)")) }
+        }
+        return (tokens, broken)
+    }
+
+    /// Removes temp files a crash left between write and rename; the token they were replacing is intact.
+    public func removeLeftovers() -> [String] {
+        let names = (try? FileManager.default.contentsOfDirectory(atPath: tokensDirectory)) ?? []
+        var removed: [String] = []
+        for name in names where name.contains(".json.tmp.") {
+            let pidText = name.split(separator: ".").last.map(String.init) ?? ""
+            if let pid = Int32(pidText), pid != getpid(), kill(pid, 0) == 0 { continue }  // a live writer
+            unlink(tokensDirectory + "/" + name)
+            removed.append(name)
+        }
+        return removed
+    }
+
+    static let encoder: JSONEncoder = {
+        let e = JSONEncoder()
+        e.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
+        e.dateEncodingStrategy = .iso8601
+        return e
+    }()
+
+    static let decoder: JSONDecoder = {
+        let d = JSONDecoder()
+        d.dateDecodingStrategy = .iso8601
+        return d
+    }()
+
+    /// The token as the JSON `show` prints and the README documents.
+    public static func json(_ token: ResumeToken) -> String {
+        String(decoding: (try? encoder.encode(token)) ?? Data(), as: UTF8.self)
+    }
+}
+
+func writeAll(_ fd: Int32, _ bytes: UnsafeRawBufferPointer) -> Bool {
+    var done = 0
+    while done < bytes.count {
+        let n = write(fd, bytes.baseAddress! + done, bytes.count - done)
+        if n < 0 {
+            if errno == EINTR { continue }
+            return false
+        }
+        done += n
+    }
+    return true
+}
+
+func syncDirectory(_ path: String) {
+    let fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+    guard fd >= 0 else { return }
+    fsync(fd)
+    close(fd)
+}

@@ -1,0 +1,2 @@
+// Placeholder: the embedded server lands with `resumectl serve`.
+public enum ResumeServerModule {}
