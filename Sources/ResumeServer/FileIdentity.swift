@@ -13,7 +13,7 @@ struct FileIdentity: Equatable, Sendable {
     }
 
     var lastModified: String {
-        HTTPDate.format(epochSeconds: modifiedSeconds)
+        IMFDate.format(epochSeconds: modifiedSeconds)
     }
 
     /// Whether `Last-Modified` may serve as a strong validator at `now` (RFC 9110 §8.8.2.2): a file

@@ -288,7 +288,7 @@ final class StaticFileHandler: ChannelDuplexHandler {
 
     private func baseHeaders(now: Int64) -> HTTPHeaders {
         var headers = HTTPHeaders()
-        headers.add(name: "Date", value: HTTPDate.format(epochSeconds: now))
+        headers.add(name: "Date", value: IMFDate.format(epochSeconds: now))
         if !keepAlive {
             headers.add(name: "Connection", value: "close")
         } else if requestVersion == .http1_0 {

@@ -2,7 +2,7 @@
 ///
 /// Hand-rolled rather than `strftime`: it must not depend on the process locale, and it is the
 /// only date format the server ever writes.
-enum HTTPDate {
+enum IMFDate {
     private static let weekdays = ["Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"]
     private static let months = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"]
 
