@@ -1,2 +1,199 @@
-// Placeholder: the embedded server lands with `resumectl serve`.
-public enum ResumeServerModule {}
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+import NIOCore
+import NIOHTTP1
+import NIOHTTPTypesHTTP1
+import NIOPosix
+import NIOResumableUpload
+import Synchronization
+
+/// A running `resumectl serve`: ranged GET and HEAD of the files in a folder, and uploads into it
+/// (plain PUT/POST, or resumable per draft-ietf-httpbis-resumable-upload through NIOResumableUpload).
+///
+/// ```swift
+/// let server = try await ResumeServer.start(ServerConfiguration(directory: "/srv/files", port: 0))
+/// print(server.url)                 // http://127.0.0.1:41234
+/// try await server.shutdown()
+/// ```
+public final class ResumeServer: Sendable {
+    /// The address the server listens on, as configured.
+    public let host: String
+    /// The port actually bound: the configured one, or the one the system chose for port 0.
+    public let port: Int
+
+    /// `http://HOST:PORT`, with an IPv6 address in brackets.
+    public var url: String {
+        "http://\(Self.authority(host: host, port: port))"
+    }
+
+    private let group: MultiThreadedEventLoopGroup
+    private let threadPool: NIOThreadPool
+    private let listener: any Channel
+    private let temporaryFiles: TemporaryFiles
+    private let stopped = Mutex(false)
+
+    private init(
+        host: String,
+        port: Int,
+        group: MultiThreadedEventLoopGroup,
+        threadPool: NIOThreadPool,
+        listener: any Channel,
+        temporaryFiles: TemporaryFiles
+    ) {
+        self.host = host
+        self.port = port
+        self.group = group
+        self.threadPool = threadPool
+        self.listener = listener
+        self.temporaryFiles = temporaryFiles
+    }
+
+    /// Binds and starts serving; returns once connections are accepted.
+    ///
+    /// - Throws: ``ServeError`` when the folder is missing or the address cannot be bound.
+    public static func start(_ configuration: ServerConfiguration) async throws -> ResumeServer {
+        let root = try canonicalDirectory(configuration.directory)
+        let group = MultiThreadedEventLoopGroup(numberOfThreads: System.coreCount)
+        let threadPool = NIOThreadPool(numberOfThreads: 2)
+        threadPool.start()
+        let temporaryFiles = TemporaryFiles()
+        // NIO builds each upload's `Location` from a fixed origin, which needs the bound port;
+        // connections wait (auto-read off on the listener) until it is known.
+        let uploadContext = Mutex<HTTPResumableUploadContext?>(nil)
+        let pipeline = PipelineFactory(
+            configuration: configuration,
+            root: root,
+            threadPool: threadPool,
+            temporaryFiles: temporaryFiles
+        )
+
+        let bootstrap = ServerBootstrap(group: group)
+            .serverChannelOption(ChannelOptions.backlog, value: 256)
+            .serverChannelOption(ChannelOptions.socketOption(.so_reuseaddr), value: 1)
+            .serverChannelOption(ChannelOptions.autoRead, value: false)
+            .childChannelOption(ChannelOptions.socketOption(.tcp_nodelay), value: 1)
+            .childChannelInitializer { channel in
+                channel.eventLoop.makeCompletedFuture {
+                    try pipeline.configure(channel, uploadContext: uploadContext.withLock { $0 })
+                }
+            }
+
+        let listener: any Channel
+        do {
+            listener = try await bootstrap.bind(host: configuration.host, port: configuration.port).get()
+        } catch {
+            try? await group.shutdownGracefully()
+            try? await threadPool.shutdownGracefully()
+            throw listenError(error, configuration: configuration)
+        }
+        let port = listener.localAddress?.port ?? configuration.port
+        uploadContext.withLock {
+            $0 = HTTPResumableUploadContext(
+                origin: uploadOrigin(host: configuration.host, port: port),
+                timeout: TimeAmount(configuration.uploadTimeout)
+            )
+        }
+        try await listener.setOption(ChannelOptions.autoRead, value: true).get()
+        return ResumeServer(
+            host: configuration.host,
+            port: port,
+            group: group,
+            threadPool: threadPool,
+            listener: listener,
+            temporaryFiles: temporaryFiles
+        )
+    }
+
+    /// Stops listening, closes every connection, and deletes the temporary files of unfinished
+    /// uploads (NIO keeps upload state in memory only, so they could never be resumed).
+    public func shutdown() async throws {
+        let alreadyStopped = stopped.withLock { value in
+            defer { value = true }
+            return value
+        }
+        guard !alreadyStopped else { return }
+        try? await listener.close()
+        try await group.shutdownGracefully()
+        try await threadPool.shutdownGracefully()
+        temporaryFiles.removeAll()
+    }
+
+    private static func canonicalDirectory(_ path: String) throws(ServeError) -> String {
+        var info = stat()
+        guard stat(path, &info) == 0 else { throw .directoryNotFound(path: path) }
+        guard info.st_mode & S_IFMT == S_IFDIR else { throw .notADirectory(path: path) }
+        guard let root = SafePath.canonical(path) else { throw .directoryNotFound(path: path) }
+        return root
+    }
+
+    private static func listenError(_ error: any Error, configuration: ServerConfiguration) -> ServeError {
+        if let error = error as? IOError, error.errnoCode == EADDRINUSE {
+            return .addressInUse(host: configuration.host, port: configuration.port)
+        }
+        return .cannotListen(host: configuration.host, port: configuration.port, reason: "\(error)")
+    }
+
+    /// The origin upload `Location`s start with. A wildcard address names no host a client could
+    /// use, so uploads then get a path-only `Location`, which a client resolves against its own URL.
+    private static func uploadOrigin(host: String, port: Int) -> String {
+        if host == "0.0.0.0" || host == "::" || host == "[::]" { return "" }
+        return "http://\(authority(host: host, port: port))"
+    }
+
+    private static func authority(host: String, port: Int) -> String {
+        host.contains(":") && !host.hasPrefix("[") ? "[\(host)]:\(port)" : "\(host):\(port)"
+    }
+}
+
+/// Builds one connection's pipeline:
+/// HTTP/1 codec → access log → static files (GET/HEAD) → HTTP types → NIO resumable uploads → ``UploadSink``.
+private struct PipelineFactory: Sendable {
+    let configuration: ServerConfiguration
+    let root: String
+    let threadPool: NIOThreadPool
+    let temporaryFiles: TemporaryFiles
+
+    func configure(_ channel: any Channel, uploadContext: HTTPResumableUploadContext?) throws {
+        let sync = channel.pipeline.syncOperations
+        try sync.configureHTTPServerPipeline(withPipeliningAssistance: true, withErrorHandling: true)
+        if let log = configuration.log {
+            try sync.addHandler(AccessLogHandler(log: log))
+        }
+        let acceptsUploads = !configuration.readOnly && uploadContext != nil
+        try sync.addHandler(
+            StaticFileHandler(
+                settings: .init(root: root, acceptsUploads: acceptsUploads, resumptionPrefix: Self.resumptionPrefix),
+                threadPool: threadPool
+            )
+        )
+        guard acceptsUploads, let uploadContext else { return }
+        let sinkSettings = UploadSink.Settings(
+            root: root,
+            threadPool: threadPool,
+            temporaryFiles: temporaryFiles,
+            log: configuration.log
+        )
+        try sync.addHandler(HTTP1ToHTTPServerCodec(secure: false))
+        // `channelConfigurator:` rather than `handlers:`: a fresh sink for every logical upload.
+        try sync.addHandler(
+            HTTPResumableUploadHandler(context: uploadContext) { uploadChannel in
+                try? uploadChannel.pipeline.syncOperations.addHandler(UploadSink(settings: sinkSettings))
+            }
+        )
+    }
+
+    /// NIO's default resumption path.
+    static let resumptionPrefix = "/resumable_upload/"
+}
+
+extension TimeAmount {
+    fileprivate init(_ duration: Duration) {
+        let (seconds, attoseconds) = duration.components
+        self = .nanoseconds(seconds * 1_000_000_000 + attoseconds / 1_000_000_000)
+    }
+}

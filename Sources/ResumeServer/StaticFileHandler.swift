@@ -1,0 +1,327 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+import NIOCore
+import NIOHTTP1
+import NIOPosix
+
+/// Answers GET and HEAD from the served folder, with single byte ranges, and hands every upload
+/// request on to NIO's resumable-upload handler behind it.
+///
+/// It sits in front of that handler, on HTTP/1 types, for two reasons: a `FileRegion` (sendfile,
+/// constant memory, no copy) cannot travel through swift-http-types' ByteBuffer-only body parts,
+/// and a refused upload (read-only, a path that escapes) must be answered before NIO has sent a
+/// `104` and started tracking it.
+final class StaticFileHandler: ChannelDuplexHandler {
+    typealias InboundIn = HTTPServerRequestPart
+    typealias InboundOut = HTTPServerRequestPart
+    typealias OutboundIn = HTTPServerResponsePart
+    typealias OutboundOut = HTTPServerResponsePart
+
+    struct Settings: Sendable {
+        /// Canonical path of the served folder.
+        var root: String
+        var acceptsUploads: Bool
+        /// NIO's resumption path, e.g. `/resumable_upload/`: everything below it belongs to NIO.
+        var resumptionPrefix: String
+    }
+
+    private enum Mode {
+        case idle
+        /// A GET or HEAD this handler answers.
+        case serving
+        /// Answered with an error; the rest of the request is read and dropped, then the connection closed.
+        case refusing
+        /// Belongs to the upload handler behind this one.
+        case forwarding
+    }
+
+    private let settings: Settings
+    private let threadPool: NIOThreadPool
+    private var mode = Mode.idle
+    private var requestVersion = HTTPVersion.http1_1
+    private var keepAlive = true
+
+    init(settings: Settings, threadPool: NIOThreadPool) {
+        self.settings = settings
+        self.threadPool = threadPool
+    }
+
+    // MARK: Inbound
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        let part = unwrapInboundIn(data)
+        switch (part, mode) {
+        case (.head(let head), _):
+            requestVersion = head.version
+            keepAlive = head.isKeepAlive
+            route(context: context, head: head, data: data)
+        case (.body, .forwarding):
+            context.fireChannelRead(data)
+        case (.end, .forwarding):
+            context.fireChannelRead(data)
+        case (.end, .refusing):
+            context.close(promise: nil)
+        case (.body, _), (.end, _):
+            break
+        }
+    }
+
+    func channelReadComplete(context: ChannelHandlerContext) {
+        if case .forwarding = mode {
+            context.fireChannelReadComplete()
+        } else {
+            // NIO's upload handler behind us swallows the channel's own reads until a request of
+            // its own has ended, so while we answer requests ourselves we keep reading ourselves.
+            // The pipelining handler holds this read back while a response is still being written.
+            context.read()
+        }
+    }
+
+    private func route(context: ChannelHandlerContext, head: HTTPRequestHead, data: NIOAny) {
+        let isResumption = head.uri.hasPrefix(settings.resumptionPrefix)
+        let method = head.method
+        if (method == .GET || method == .HEAD) && !isResumption {
+            serve(context: context, head: head)
+        } else if !settings.acceptsUploads {
+            refuse(context: context, head: head, status: .methodNotAllowed, extra: [("Allow", "GET, HEAD")])
+        } else if isResumption || method == .OPTIONS {
+            forward(context: context, head: head, data: data)
+        } else if method == .PUT || method == .POST {
+            do {
+                _ = try SafePath.components(ofTarget: head.uri)
+                forward(context: context, head: head, data: data)
+            } catch {
+                refuse(context: context, head: head, status: error == .malformed ? .badRequest : .forbidden)
+            }
+        } else {
+            refuse(context: context, head: head, status: .methodNotAllowed, extra: [("Allow", Self.allowed)])
+        }
+    }
+
+    static let allowed = "GET, HEAD, PUT, POST, OPTIONS"
+
+    private func forward(context: ChannelHandlerContext, head: HTTPRequestHead, data: NIOAny) {
+        mode = .forwarding
+        if head.version == .http1_1,
+            head.headers[canonicalForm: "expect"].contains(where: { $0.lowercased() == "100-continue" })
+        {
+            // NIO never answers `Expect` itself, and its 104 does not release a client's wait
+            // (libcurl holds the body back for a second per request).
+            let interim = HTTPResponseHead(version: head.version, status: .continue)
+            context.writeAndFlush(wrapOutboundOut(.head(interim)), promise: nil)
+        }
+        context.fireChannelRead(data)
+    }
+
+    // MARK: Outbound (responses of forwarded requests)
+
+    func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
+        guard case .forwarding = mode else {
+            context.write(data, promise: promise)
+            return
+        }
+        switch unwrapOutboundIn(data) {
+        case .head(let head) where head.status.code < 200:
+            if requestVersion == .http1_0 {
+                // RFC 9110 §15.2: no 1xx to an HTTP/1.0 client.
+                promise?.succeed()
+            } else {
+                context.write(data, promise: promise)
+            }
+        case .head(var head):
+            // The HTTP-types codec always says HTTP/1.1 and knows nothing of keep-alive.
+            head.version = requestVersion
+            if !keepAlive { head.headers.replaceOrAdd(name: "connection", value: "close") }
+            context.write(wrapOutboundOut(.head(head)), promise: promise)
+        case .end where !keepAlive:
+            let written = promise ?? context.eventLoop.makePromise()
+            context.write(data, promise: written)
+            written.futureResult.assumeIsolated().whenComplete { _ in context.close(promise: nil) }
+        default:
+            context.write(data, promise: promise)
+        }
+    }
+
+    // MARK: Serving files
+
+    private func serve(context: ChannelHandlerContext, head: HTTPRequestHead) {
+        mode = .serving
+        let components: [String]
+        do {
+            components = try SafePath.components(ofTarget: head.uri)
+        } catch {
+            respond(context: context, head: head, refusal: error)
+            return
+        }
+        let root = settings.root
+        threadPool.runIfActive(eventLoop: context.eventLoop) {
+            try ServedFile.resolve(components, root: root)
+        }.assumeIsolated().whenComplete { result in
+            switch result {
+            case .success(let file):
+                self.respond(context: context, head: head, file: file)
+            case .failure(let refusal as PathRefusal):
+                self.respond(context: context, head: head, refusal: refusal)
+            case .failure:
+                self.respond(context: context, head: head, status: .internalServerError)
+            }
+        }
+    }
+
+    private func respond(context: ChannelHandlerContext, head: HTTPRequestHead, file: ServedFile) {
+        guard context.channel.isActive else {
+            try? file.handle.close()
+            return
+        }
+        let identity = file.identity
+        let now = Int64(time(nil))
+        let decision =
+            head.method == .GET
+            ? RangeRequest.decide(
+                range: head.headers["range"].first,
+                ifRange: head.headers["if-range"].first,
+                length: identity.size,
+                etag: identity.etag,
+                lastModified: identity.lastModified,
+                lastModifiedIsStrong: identity.lastModifiedIsStrong(now: now)
+            )
+            : .full
+
+        var headers = baseHeaders(now: now)
+        headers.add(name: "ETag", value: identity.etag)
+        headers.add(name: "Last-Modified", value: identity.lastModified)
+        headers.add(name: "Accept-Ranges", value: "bytes")
+        let status: HTTPResponseStatus
+        let bytes: Range<Int64>
+        switch decision {
+        case .full:
+            status = .ok
+            bytes = 0..<identity.size
+        case .partial(let first, let last):
+            status = .partialContent
+            bytes = first..<(last + 1)
+            headers.add(name: "Content-Range", value: "bytes \(first)-\(last)/\(identity.size)")
+        case .unsatisfiable:
+            status = .rangeNotSatisfiable
+            bytes = 0..<0
+            headers.add(name: "Content-Range", value: "bytes */\(identity.size)")
+        }
+        if status != .rangeNotSatisfiable {
+            headers.add(name: "Content-Type", value: "application/octet-stream")
+        }
+        headers.add(name: "Content-Length", value: "\(bytes.count)")
+
+        let responseHead = HTTPResponseHead(version: head.version, status: status, headers: headers)
+        context.write(wrapOutboundOut(.head(responseHead)), promise: nil)
+        if head.method == .GET && !bytes.isEmpty {
+            let region = FileRegion(
+                fileHandle: file.handle,
+                readerIndex: Int(bytes.lowerBound),
+                endIndex: Int(bytes.upperBound)
+            )
+            context.write(wrapOutboundOut(.body(.fileRegion(region))), promise: nil)
+        }
+        finish(context: context) {
+            try? file.handle.close()
+        }
+    }
+
+    private func respond(context: ChannelHandlerContext, head: HTTPRequestHead, refusal: PathRefusal) {
+        let status: HTTPResponseStatus =
+            switch refusal {
+            case .malformed: .badRequest
+            case .forbidden: .forbidden
+            case .hidden, .notFound, .conflict: .notFound
+            }
+        respond(context: context, head: head, status: status)
+    }
+
+    /// An answer without a file: a short text body (none for HEAD, though its length is announced).
+    private func respond(
+        context: ChannelHandlerContext,
+        head: HTTPRequestHead,
+        status: HTTPResponseStatus,
+        extra: [(String, String)] = []
+    ) {
+        guard context.channel.isActive else { return }
+        let text = "\(status.code) \(status.reasonPhrase)\n"
+        var headers = baseHeaders(now: Int64(time(nil)))
+        headers.add(contentsOf: extra)
+        headers.add(name: "Content-Type", value: "text/plain; charset=utf-8")
+        headers.add(name: "Content-Length", value: "\(text.utf8.count)")
+        let responseHead = HTTPResponseHead(version: head.version, status: status, headers: headers)
+        context.write(wrapOutboundOut(.head(responseHead)), promise: nil)
+        if head.method != .HEAD {
+            let body = context.channel.allocator.buffer(string: text)
+            context.write(wrapOutboundOut(.body(.byteBuffer(body))), promise: nil)
+        }
+        finish(context: context) {}
+    }
+
+    /// Refuses a request that must not reach the upload handler; its body is drained, not stored.
+    private func refuse(
+        context: ChannelHandlerContext,
+        head: HTTPRequestHead,
+        status: HTTPResponseStatus,
+        extra: [(String, String)] = []
+    ) {
+        mode = .refusing
+        // Closing at once could reset the connection under an unread body and lose the answer.
+        keepAlive = false
+        respond(context: context, head: head, status: status, extra: extra)
+    }
+
+    private func finish(context: ChannelHandlerContext, then cleanup: @escaping () -> Void) {
+        let close = !keepAlive && mode != .refusing
+        context.writeAndFlush(wrapOutboundOut(.end(nil))).assumeIsolated().whenComplete { result in
+            cleanup()
+            if close || (try? result.get()) == nil {
+                context.close(promise: nil)
+            }
+        }
+    }
+
+    private func baseHeaders(now: Int64) -> HTTPHeaders {
+        var headers = HTTPHeaders()
+        headers.add(name: "Date", value: IMFDate.format(epochSeconds: now))
+        if !keepAlive {
+            headers.add(name: "Connection", value: "close")
+        } else if requestVersion == .http1_0 {
+            headers.add(name: "Connection", value: "keep-alive")
+        }
+        return headers
+    }
+}
+
+/// A regular file below the served folder, opened for a response.
+struct ServedFile: Sendable {
+    let handle: NIOFileHandle
+    let identity: FileIdentity
+
+    /// Resolves and opens `components` below `root`; blocking, so it runs on the thread pool.
+    static func resolve(_ components: [String], root: String) throws(PathRefusal) -> ServedFile {
+        let path = try SafePath.existing(components, root: root)
+        // O_NOFOLLOW: the canonical path has no links left, so a link now means it was swapped in.
+        // O_NONBLOCK: opening a FIFO must not hang a thread; cleared again below for regular files.
+        let fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK)
+        guard fd >= 0 else { throw errno == EACCES ? .forbidden : .notFound }
+        var info = stat()
+        guard fstat(fd, &info) == 0, info.st_mode & S_IFMT == S_IFREG else {
+            close(fd)
+            throw .notFound
+        }
+        _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK)
+        let identity = FileIdentity(
+            inode: UInt64(info.st_ino),
+            size: Int64(info.st_size),
+            modifiedSeconds: Int64(info.st_mtim.tv_sec),
+            modifiedNanoseconds: Int64(info.st_mtim.tv_nsec)
+        )
+        return ServedFile(handle: NIOFileHandle(_deprecatedTakingOwnershipOfDescriptor: fd), identity: identity)
+    }
+}

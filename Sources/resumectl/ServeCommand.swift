@@ -1,0 +1,120 @@
+import ArgumentParser
+import Dispatch
+import ResumeServer
+import Synchronization
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// `resumectl serve [DIR]`: ranged downloads and resumable uploads for one folder.
+struct Serve: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "serve",
+        abstract: "Serve a folder over HTTP: ranged downloads and resumable uploads.",
+        discussion: """
+            GET and HEAD serve the files below DIR with strong ETags and single byte ranges \
+            (Range, If-Range). PUT or POST to a path stores the body there; with the headers of \
+            draft-ietf-httpbis-resumable-upload (interop versions 3, 5 and 6) an interrupted upload \
+            can be resumed. Dot-files are never served. Prints `listening on URL` once ready, then \
+            one line per request on standard error; SIGINT or SIGTERM stops it.
+            """
+    )
+
+    @Argument(help: "Folder to serve.", completion: .directory)
+    var directory: String = "."
+
+    @Option(help: "Address to listen on.")
+    var host: String = "127.0.0.1"
+
+    @Option(help: "Port to listen on; 0 picks a free one.")
+    var port: Int = 8080
+
+    @Flag(help: "Refuse uploads.")
+    var readOnly: Bool = false
+
+    func validate() throws {
+        guard (0...65535).contains(port) else {
+            throw ValidationError("--port must be between 0 and 65535.")
+        }
+    }
+
+    func run() async throws {
+        let configuration = ServerConfiguration(
+            directory: directory,
+            host: host,
+            port: port,
+            readOnly: readOnly,
+            log: { line in Standard.error(line) }
+        )
+        let server: ResumeServer
+        do {
+            server = try await ResumeServer.start(configuration)
+        } catch let error as ServeError {
+            Standard.error("resumectl: \(error)")
+            switch error {
+            case .directoryNotFound, .notADirectory:
+                throw ExitCode(66)
+            case .addressInUse, .cannotListen:
+                throw ExitCode(73)
+            }
+        }
+        // Scripts read the port from this line, often through a pipe: flush it now.
+        print("listening on \(server.url)")
+        fflush(nil)
+
+        await TerminationSignal.wait()
+        try await server.shutdown()
+    }
+}
+
+private enum Standard {
+    /// One line to standard error in a single write(2), so lines from several threads never interleave.
+    static func error(_ line: String) {
+        let bytes = Array((line + "\n").utf8)
+        bytes.withUnsafeBytes { buffer in
+            var offset = 0
+            while offset < buffer.count {
+                let n = write(STDERR_FILENO, buffer.baseAddress! + offset, buffer.count - offset)
+                if n <= 0 { if n < 0 && errno == EINTR { continue }; return }
+                offset += n
+            }
+        }
+    }
+}
+
+/// Suspends until SIGINT or SIGTERM arrives.
+private enum TerminationSignal {
+    static func wait() async {
+        let sources = [SIGINT, SIGTERM].map { number in
+            // Ignored at the process level so that only the dispatch source sees it.
+            signal(number, SIG_IGN)
+            return DispatchSource.makeSignalSource(signal: number, queue: .global())
+        }
+        let fired = Once()
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            for source in sources {
+                source.setEventHandler {
+                    if fired.claim() { continuation.resume() }
+                }
+                source.resume()
+            }
+        }
+        for source in sources { source.cancel() }
+    }
+
+    private final class Once: Sendable {
+        private let done = Mutex(false)
+
+        func claim() -> Bool {
+            done.withLock { done in
+                defer { done = true }
+                return !done
+            }
+        }
+    }
+}

@@ -1,0 +1,669 @@
+import Crypto
+import Foundation
+import Testing
+
+@testable import ResumeServer
+
+/// `resumectl serve`'s server, in-process on 127.0.0.1:0 over its own temporary folder, with the
+/// curl CLI as the independent client.
+@Suite("serve")
+struct ServeTests {
+    // MARK: Downloads
+
+    @Test("HEAD and ranged GET answer with exact headers and bytes")
+    func rangedGet() async throws {
+        try await Harness.withServer { server, folder in
+            let content = Harness.randomBytes(3 << 20)
+            try content.write(to: folder.appending(path: "a.bin"))
+
+            let head = try await Harness.curl(["-I", server.url + "/a.bin"])
+            #expect(head.status == 200)
+            #expect(head["content-length"] == "\(content.count)")
+            #expect(head["accept-ranges"] == "bytes")
+            let etag = try #require(head["etag"])
+            #expect(etag.hasPrefix("\"") && etag.hasSuffix("\""))
+            #expect(head["last-modified"]?.hasSuffix(" GMT") == true)
+            #expect(head.exit == 0)
+
+            let full = try await Harness.curl([server.url + "/a.bin"])
+            #expect(full.status == 200)
+            #expect(Harness.sha256(full.body) == Harness.sha256(content))
+
+            let middle = try await Harness.curl(["-r", "100-1099", server.url + "/a.bin"])
+            #expect(middle.status == 206)
+            #expect(middle["content-range"] == "bytes 100-1099/\(content.count)")
+            #expect(middle["content-length"] == "1000")
+            #expect(middle["etag"] == etag)
+            #expect(middle.body == content[100..<1100])
+
+            let tail = try await Harness.curl(["-r", "2000000-", server.url + "/a.bin"])
+            #expect(tail.status == 206)
+            #expect(tail["content-range"] == "bytes 2000000-\(content.count - 1)/\(content.count)")
+            #expect(Harness.sha256(tail.body) == Harness.sha256(content[2_000_000...]))
+
+            let suffix = try await Harness.curl(["-r", "-500", server.url + "/a.bin"])
+            #expect(suffix.status == 206)
+            #expect(suffix["content-range"] == "bytes \(content.count - 500)-\(content.count - 1)/\(content.count)")
+            #expect(suffix.body == content.suffix(500))
+
+            let beyondEnd = try await Harness.curl(["-r", "3000000-9999999", server.url + "/a.bin"])
+            #expect(beyondEnd["content-range"] == "bytes 3000000-\(content.count - 1)/\(content.count)")
+            #expect(beyondEnd.body == content[3_000_000...])
+        }
+    }
+
+    @Test("If-Range: 206 when the validator matches, the whole file otherwise")
+    func ifRange() async throws {
+        try await Harness.withServer { server, folder in
+            let content = Harness.randomBytes(200_000)
+            let path = folder.appending(path: "v.bin")
+            try content.write(to: path)
+            // An old modification time, so that Last-Modified may act as a strong validator.
+            try FileManager.default.setAttributes(
+                [.modificationDate: Date(timeIntervalSince1970: 1_700_000_000)],
+                ofItemAtPath: path.path
+            )
+            let head = try await Harness.curl(["-I", server.url + "/v.bin"])
+            let etag = try #require(head["etag"])
+            let lastModified = try #require(head["last-modified"])
+            #expect(lastModified == "Tue, 14 Nov 2023 22:13:20 GMT")
+
+            for (validator, expected) in [
+                (etag, 206), ("\"0-0-0\"", 200), ("W/" + etag, 200),
+                (lastModified, 206), ("Wed, 15 Nov 2023 22:13:20 GMT", 200),
+            ] {
+                let response = try await Harness.curl(["-r", "1000-", "-H", "If-Range: \(validator)", server.url + "/v.bin"])
+                #expect(response.status == expected, "If-Range: \(validator)")
+                if expected == 206 {
+                    #expect(response.body == content[1000...])
+                    #expect(response["content-range"] == "bytes 1000-\(content.count - 1)/\(content.count)")
+                } else {
+                    #expect(response.body == content)
+                    #expect(response["content-range"] == nil)
+                }
+            }
+
+            // A rewrite changes the tag even though size and second may not.
+            var changed = content
+            changed[0] ^= 0xFF
+            try changed.write(to: path)
+            let stale = try await Harness.curl(["-r", "1000-", "-H", "If-Range: \(etag)", server.url + "/v.bin"])
+            #expect(stale.status == 200)
+            #expect(stale.body == changed)
+        }
+    }
+
+    @Test("416 with Content-Range */length; several ranges get the whole file")
+    func unsatisfiableAndMultiRange() async throws {
+        try await Harness.withServer { server, folder in
+            let content = Harness.randomBytes(10_000)
+            try content.write(to: folder.appending(path: "r.bin"))
+            try Data().write(to: folder.appending(path: "empty.bin"))
+
+            let past = try await Harness.curl(["-r", "10000-", server.url + "/r.bin"])
+            #expect(past.status == 416)
+            #expect(past["content-range"] == "bytes */10000")
+            #expect(past["content-length"] == "0")
+
+            let emptyFile = try await Harness.curl(["-r", "0-", server.url + "/empty.bin"])
+            #expect(emptyFile.status == 416)
+            #expect(emptyFile["content-range"] == "bytes */0")
+
+            let several = try await Harness.curl(["-r", "0-1,5-6", server.url + "/r.bin"])
+            #expect(several.status == 200)
+            #expect(several.body == content)
+
+            let otherUnit = try await Harness.curl(["-H", "Range: items=0-1", server.url + "/r.bin"])
+            #expect(otherUnit.status == 200)
+        }
+    }
+
+    @Test("request paths never leave the folder")
+    func pathTraversal() async throws {
+        try await Harness.withServer { server, folder in
+            let outside = try Harness.makeFolder()
+            defer { try? FileManager.default.removeItem(at: outside) }
+            try Data("outside".utf8).write(to: outside.appending(path: "secret.txt"))
+            try FileManager.default.createSymbolicLink(at: folder.appending(path: "out"), withDestinationURL: outside)
+            try FileManager.default.createSymbolicLink(
+                at: folder.appending(path: "secret-link"),
+                withDestinationURL: outside.appending(path: "secret.txt")
+            )
+            try Data("inside".utf8).write(to: folder.appending(path: "in.txt"))
+            try FileManager.default.createSymbolicLink(at: folder.appending(path: "in-link"), withDestinationURL: folder.appending(path: "in.txt"))
+            try Data("hidden".utf8).write(to: folder.appending(path: ".env"))
+            try FileManager.default.createDirectory(at: folder.appending(path: "sub"), withIntermediateDirectories: true)
+
+            for path in [
+                "/../etc/passwd", "/%2e%2e/etc/passwd", "/%2E%2E%2Fetc%2Fpasswd", "/sub/../../etc/passwd",
+                "/out/secret.txt", "/secret-link", "/in.txt%00.png", "/.env", "/sub", "/", "/nothing",
+            ] {
+                let response = try await Harness.curl(["--path-as-is", server.url + path])
+                #expect([403, 404].contains(response.status), "GET \(path) → \(response.status)")
+                #expect(!String(decoding: response.body, as: UTF8.self).contains("root:"))
+                #expect(!String(decoding: response.body, as: UTF8.self).contains("outside"))
+            }
+            let absolute = try await Harness.curl(["--path-as-is", server.url + "//etc/passwd"])
+            #expect(absolute.status == 404)
+            let badEscape = try await Harness.curl(["--path-as-is", server.url + "/%zz"])
+            #expect(badEscape.status == 400)
+            let linkInside = try await Harness.curl([server.url + "/in-link"])
+            #expect(linkInside.status == 200)
+            #expect(linkInside.body == Data("inside".utf8))
+
+            // Uploads are held to the same rules.
+            let source = try Harness.file(Harness.randomBytes(1000))
+            defer { try? FileManager.default.removeItem(at: source) }
+            for path in ["/../escaped.bin", "/%2e%2e/escaped.bin", "/out/escaped.bin", "/.escaped"] {
+                let response = try await Harness.curl(["--path-as-is", "-T", source.path, server.url + path])
+                #expect(response.status == 403, "PUT \(path) → \(response.status)")
+            }
+            #expect(try FileManager.default.contentsOfDirectory(atPath: outside.path) == ["secret.txt"])
+            #expect(!FileManager.default.fileExists(atPath: folder.deletingLastPathComponent().appending(path: "escaped.bin").path))
+        }
+    }
+
+    // MARK: Uploads
+
+    @Test("a draft upload in one request lands byte-exact, folders created")
+    func draftUpload() async throws {
+        try await Harness.withServer { server, folder in
+            let content = Harness.randomBytes(3 << 20)
+            let source = try Harness.file(content)
+            defer { try? FileManager.default.removeItem(at: source) }
+
+            let response = try await Harness.curl(
+                Harness.draftHeaders + ["-H", "Upload-Complete: ?1", "-X", "POST", "-T", source.path, server.url + "/new/deep/up.bin"]
+            )
+            #expect(response.status == 201)
+            #expect(response.interim.contains { $0.status == 104 && $0["location"]?.hasPrefix(server.url + "/resumable_upload/") == true })
+            #expect(response["upload-offset"] == "\(content.count)")
+            #expect(try Data(contentsOf: folder.appending(path: "new/deep/up.bin")) == content)
+            #expect(try Harness.leftovers(folder).isEmpty)
+
+            // And it can be downloaded again at once.
+            let back = try await Harness.curl([server.url + "/new/deep/up.bin"])
+            #expect(Harness.sha256(back.body) == Harness.sha256(content))
+        }
+    }
+
+    @Test("a plain PUT and POST store the body and replace an older file")
+    func plainUpload() async throws {
+        try await Harness.withServer { server, folder in
+            try Data("old".utf8).write(to: folder.appending(path: "plain.bin"))
+            let content = Harness.randomBytes(2 << 20)
+            let source = try Harness.file(content)
+            defer { try? FileManager.default.removeItem(at: source) }
+
+            // No `Expect:` override: the server answers 100-continue itself, so curl does not stall.
+            let put = try await Harness.curl(["-T", source.path, server.url + "/plain.bin"])
+            #expect(put.status == 201)
+            #expect(put.interim.map(\.status) == [100])
+            #expect(try Data(contentsOf: folder.appending(path: "plain.bin")) == content)
+
+            let post = try await Harness.curl(["-X", "POST", "-T", source.path, server.url + "/posted.bin"])
+            #expect(post.status == 201)
+            #expect(try Data(contentsOf: folder.appending(path: "posted.bin")) == content)
+
+            // Not `-T`: curl would append the file's name to a URL ending in `/`.
+            let onFolder = try await Harness.curl(["-X", "PUT", "--data-binary", "@" + source.path, server.url + "/"])
+            #expect(onFolder.status == 409)
+            try FileManager.default.createDirectory(at: folder.appending(path: "dir"), withIntermediateDirectories: true)
+            let onExistingFolder = try await Harness.curl(["-T", source.path, server.url + "/dir"])
+            #expect(onExistingFolder.status == 409)
+            #expect(try Harness.leftovers(folder).isEmpty)
+        }
+    }
+
+    @Test("an upload cut off by a timeout resumes with HEAD + PATCH")
+    func interruptedUploadResumes() async throws {
+        try await Harness.withServer { server, folder in
+            let content = Harness.randomBytes(4 << 20)
+            let source = try Harness.file(content)
+            defer { try? FileManager.default.removeItem(at: source) }
+
+            let cut = try await Harness.curl(
+                Harness.draftHeaders + [
+                    "-H", "Upload-Complete: ?1", "-X", "POST", "-T", source.path,
+                    "--limit-rate", "1M", "-m", "1", server.url + "/cut.bin",
+                ]
+            )
+            #expect(cut.exit == 28)
+            let location = try #require(cut.interim.first { $0.status == 104 }?["location"])
+            #expect(!FileManager.default.fileExists(atPath: folder.appending(path: "cut.bin").path))
+
+            let offset = try await Harness.offset(of: location)
+            #expect(offset > 0 && offset < content.count)
+            #expect(try Harness.leftovers(folder).count == 1)
+
+            let rest = try Harness.file(content[offset...])
+            defer { try? FileManager.default.removeItem(at: rest) }
+            let patch = try await Harness.curl(
+                Harness.draftHeaders + [
+                    "-H", "Upload-Complete: ?1", "-H", "Upload-Offset: \(offset)",
+                    "-H", "Content-Type: application/partial-upload", "-X", "PATCH", "-T", rest.path, location,
+                ]
+            )
+            #expect(patch.status == 201)
+            #expect(patch["upload-offset"] == "\(content.count)")
+            #expect(Harness.sha256(try Data(contentsOf: folder.appending(path: "cut.bin"))) == Harness.sha256(content))
+            #expect(try Harness.leftovers(folder).isEmpty)
+
+            // Completed uploads are forgotten.
+            let after = try await Harness.curl(Harness.draftHeaders + ["-I", location])
+            #expect(after.status == 404)
+        }
+    }
+
+    @Test("an upload created incomplete (?0) is finished by a PATCH")
+    func incompleteCreationThenPatch() async throws {
+        try await Harness.withServer { server, folder in
+            let content = Harness.randomBytes(3 << 20)
+            let first = try Harness.file(content.prefix(1_000_000))
+            let rest = try Harness.file(content.dropFirst(1_000_000))
+            defer {
+                try? FileManager.default.removeItem(at: first)
+                try? FileManager.default.removeItem(at: rest)
+            }
+            let creation = try await Harness.curl(
+                Harness.draftHeaders + ["-H", "Upload-Complete: ?0", "-X", "POST", "-T", first.path, server.url + "/two.bin"]
+            )
+            #expect(creation.status == 201)
+            #expect(creation["upload-complete"] == "?0")
+            #expect(creation["upload-offset"] == "1000000")
+            let location = try #require(creation["location"])
+            #expect(!FileManager.default.fileExists(atPath: folder.appending(path: "two.bin").path))
+            #expect(try await Harness.offset(of: location) == 1_000_000)
+
+            let patch = try await Harness.curl(
+                Harness.draftHeaders + [
+                    "-H", "Upload-Complete: ?1", "-H", "Upload-Offset: 1000000",
+                    "-H", "Content-Type: application/partial-upload", "-X", "PATCH", "-T", rest.path, location,
+                ]
+            )
+            #expect(patch.status == 201)
+            #expect(try Data(contentsOf: folder.appending(path: "two.bin")) == content)
+            #expect(try Harness.leftovers(folder).isEmpty)
+        }
+    }
+
+    @Test("concurrent uploads of different files")
+    func concurrentUploads() async throws {
+        try await Harness.withServer { server, folder in
+            let contents = (0..<4).map { _ in Harness.randomBytes(2 << 20) }
+            let sources = try contents.map { try Harness.file($0) }
+            defer { for source in sources { try? FileManager.default.removeItem(at: source) } }
+
+            let statuses = try await withThrowingTaskGroup(of: Int.self) { group in
+                for (index, source) in sources.enumerated() {
+                    group.addTask {
+                        let arguments =
+                            index.isMultiple(of: 2)
+                            ? Harness.draftHeaders + ["-H", "Upload-Complete: ?1", "-X", "POST", "-T", source.path]
+                            : ["-T", source.path]
+                        return try await Harness.curl(arguments + [server.url + "/many/\(index).bin"]).status
+                    }
+                }
+                return try await group.reduce(into: []) { $0.append($1) }
+            }
+            #expect(statuses == [201, 201, 201, 201])
+            for (index, content) in contents.enumerated() {
+                #expect(try Data(contentsOf: folder.appending(path: "many/\(index).bin")) == content)
+            }
+            #expect(try Harness.leftovers(folder).isEmpty)
+        }
+    }
+
+    @Test("an abandoned upload's temporary file is removed")
+    func abandonedUploadsAreCleanedUp() async throws {
+        try await Harness.withServer(uploadTimeout: .milliseconds(300)) { server, folder in
+            let source = try Harness.file(Harness.randomBytes(4 << 20))
+            defer { try? FileManager.default.removeItem(at: source) }
+
+            // A draft upload waits for its client for `uploadTimeout`, then gives up.
+            let draft = try await Harness.curl(
+                Harness.draftHeaders + [
+                    "-H", "Upload-Complete: ?1", "-X", "POST", "-T", source.path,
+                    "--limit-rate", "1M", "-m", "1", server.url + "/draft.bin",
+                ]
+            )
+            #expect(draft.exit == 28)
+            // A plain upload cannot be resumed: dropped at once.
+            let plain = try await Harness.curl(["-T", source.path, "--limit-rate", "1M", "-m", "1", server.url + "/plain.bin"])
+            #expect(plain.exit == 28)
+
+            try await Harness.eventually { try Harness.leftovers(folder).isEmpty }
+            #expect(!FileManager.default.fileExists(atPath: folder.appending(path: "draft.bin").path))
+            #expect(!FileManager.default.fileExists(atPath: folder.appending(path: "plain.bin").path))
+        }
+    }
+
+    @Test("a DELETE on the upload URL cancels it and removes its data")
+    func cancelledUpload() async throws {
+        try await Harness.withServer { server, folder in
+            let first = try Harness.file(Harness.randomBytes(100_000))
+            defer { try? FileManager.default.removeItem(at: first) }
+            let creation = try await Harness.curl(
+                Harness.draftHeaders + ["-H", "Upload-Complete: ?0", "-X", "POST", "-T", first.path, server.url + "/gone.bin"]
+            )
+            let location = try #require(creation["location"])
+            #expect(try Harness.leftovers(folder).count == 1)
+            let delete = try await Harness.curl(Harness.draftHeaders + ["-X", "DELETE", location])
+            #expect(delete.status == 204)
+            try await Harness.eventually { try Harness.leftovers(folder).isEmpty }
+            #expect(try await Harness.curl(Harness.draftHeaders + ["-I", location]).status == 404)
+        }
+    }
+
+    @Test("a restarted server has forgotten unfinished uploads and removed their data")
+    func restartLosesUnfinishedUpload() async throws {
+        let folder = try Harness.makeFolder()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let first = try Harness.file(Harness.randomBytes(500_000))
+        defer { try? FileManager.default.removeItem(at: first) }
+
+        let server = try await ResumeServer.start(ServerConfiguration(directory: folder.path, port: 0))
+        let creation = try await Harness.curl(
+            Harness.draftHeaders + ["-H", "Upload-Complete: ?0", "-X", "POST", "-T", first.path, server.url + "/r.bin"]
+        )
+        let location = try #require(creation["location"])
+        let path = try #require(URL(string: location)?.path)
+        #expect(try Harness.leftovers(folder).count == 1)
+        try await server.shutdown()
+        #expect(try Harness.leftovers(folder).isEmpty)
+
+        let again = try await ResumeServer.start(ServerConfiguration(directory: folder.path, port: 0))
+        let head = try await Harness.curl(Harness.draftHeaders + ["-I", again.url + path])
+        try await again.shutdown()
+        #expect(head.status == 404)
+    }
+
+    @Test("--read-only refuses uploads and still serves files")
+    func readOnly() async throws {
+        try await Harness.withServer(readOnly: true) { server, folder in
+            try Data("hello".utf8).write(to: folder.appending(path: "hello.txt"))
+            let source = try Harness.file(Harness.randomBytes(2 << 20))
+            defer { try? FileManager.default.removeItem(at: source) }
+
+            let put = try await Harness.curl(["-T", source.path, server.url + "/new.bin"])
+            #expect(put.status == 405)
+            #expect(put["allow"] == "GET, HEAD")
+            let draft = try await Harness.curl(
+                Harness.draftHeaders + ["-H", "Upload-Complete: ?1", "-X", "POST", "-T", source.path, server.url + "/new.bin"]
+            )
+            #expect(draft.status == 405)
+            #expect(!draft.interim.contains { $0.status == 104 })
+            #expect(!FileManager.default.fileExists(atPath: folder.appending(path: "new.bin").path))
+            #expect(try Harness.leftovers(folder).isEmpty)
+
+            let get = try await Harness.curl([server.url + "/hello.txt"])
+            #expect(get.status == 200)
+            #expect(get.body == Data("hello".utf8))
+        }
+    }
+
+    // MARK: Protocol edges and errors
+
+    @Test("huge headers are refused with 400 and the connection closed")
+    func hugeHeaders() async throws {
+        try await Harness.withServer { server, folder in
+            try Data("x".utf8).write(to: folder.appending(path: "x"))
+            let huge = String(repeating: "a", count: 100_000)
+            let response = try await Harness.curl(["-H", "X-Huge: \(huge)", server.url + "/x"])
+            #expect([400, 431].contains(response.status))
+        }
+    }
+
+    @Test("one log line per request")
+    func accessLog() async throws {
+        let lines = Harness.Lines()
+        try await Harness.withServer(log: { lines.append($0) }) { server, folder in
+            try Data("x".utf8).write(to: folder.appending(path: "x"))
+            _ = try await Harness.curl([server.url + "/x"])
+            _ = try await Harness.curl(["-r", "0-0", server.url + "/x"])
+            _ = try await Harness.curl([server.url + "/missing"])
+            try await Harness.eventually { lines.all.count >= 3 }
+            #expect(lines.all == ["GET /x 200 in=0 out=1", "GET /x 206 in=0 out=1", "GET /missing 404 in=0 out=14"])
+        }
+    }
+
+    @Test("start fails clearly: missing folder, port in use")
+    func startErrors() async throws {
+        await #expect(throws: ServeError.directoryNotFound(path: "/nonexistent/resumectl-serve")) {
+            _ = try await ResumeServer.start(ServerConfiguration(directory: "/nonexistent/resumectl-serve", port: 0))
+        }
+        try await Harness.withServer { server, folder in
+            let error = await #expect(throws: ServeError.self) {
+                _ = try await ResumeServer.start(ServerConfiguration(directory: folder.path, port: server.port))
+            }
+            #expect(error == .addressInUse(host: "127.0.0.1", port: server.port))
+            #expect(error?.description.contains("address already in use") == true)
+        }
+    }
+
+    // MARK: Pure parts
+
+    @Test("Range and If-Range decisions")
+    func rangeDecisions() {
+        #expect(RangeRequest.resolve("bytes=0-9", length: 100) == .partial(first: 0, last: 9))
+        #expect(RangeRequest.resolve("bytes=90-", length: 100) == .partial(first: 90, last: 99))
+        #expect(RangeRequest.resolve("bytes=-10", length: 100) == .partial(first: 90, last: 99))
+        #expect(RangeRequest.resolve("bytes=-1000", length: 100) == .partial(first: 0, last: 99))
+        #expect(RangeRequest.resolve("bytes=50-5000", length: 100) == .partial(first: 50, last: 99))
+        #expect(RangeRequest.resolve(" Bytes = 1-2 ", length: 100) == .partial(first: 1, last: 2))
+        #expect(RangeRequest.resolve("bytes=100-", length: 100) == .unsatisfiable)
+        #expect(RangeRequest.resolve("bytes=-0", length: 100) == .unsatisfiable)
+        #expect(RangeRequest.resolve("bytes=99999999999999999999999-", length: 100) == .unsatisfiable)
+        #expect(RangeRequest.resolve("bytes=0-", length: 0) == .unsatisfiable)
+        #expect(RangeRequest.resolve("bytes=5-3", length: 100) == .full)
+        #expect(RangeRequest.resolve("bytes=0-1,3-4", length: 100) == .full)
+        #expect(RangeRequest.resolve("bytes=0-1,", length: 100) == .partial(first: 0, last: 1))
+        #expect(RangeRequest.resolve("items=0-1", length: 100) == .full)
+        #expect(RangeRequest.resolve("bytes=a-b", length: 100) == .full)
+        #expect(RangeRequest.resolve("bytes=+1-2", length: 100) == .full)
+
+        let date = "Tue, 14 Nov 2023 22:13:20 GMT"
+        func decide(_ ifRange: String?, strong: Bool = true) -> RangeDecision {
+            RangeRequest.decide(
+                range: "bytes=10-",
+                ifRange: ifRange,
+                length: 100,
+                etag: "\"e\"",
+                lastModified: date,
+                lastModifiedIsStrong: strong
+            )
+        }
+        #expect(decide(nil) == .partial(first: 10, last: 99))
+        #expect(decide("\"e\"") == .partial(first: 10, last: 99))
+        #expect(decide("\"f\"") == .full)
+        #expect(decide("W/\"e\"") == .full)
+        #expect(decide(date) == .partial(first: 10, last: 99))
+        #expect(decide(date, strong: false) == .full)
+        #expect(decide("Tue, 14 Nov 2023 22:13:21 GMT") == .full)
+        #expect(RangeRequest.decide(range: nil, ifRange: "\"e\"", length: 100, etag: "\"e\"", lastModified: date, lastModifiedIsStrong: true) == .full)
+    }
+
+    @Test("request targets decode into safe components")
+    func safePathComponents() throws {
+        #expect(try SafePath.components(ofTarget: "/a/b%20c/d.bin?x=1#f") == ["a", "b c", "d.bin"])
+        #expect(try SafePath.components(ofTarget: "//a/./b/") == ["a", "b"])
+        #expect(try SafePath.components(ofTarget: "http://host:8080/a/b") == ["a", "b"])
+        #expect(try SafePath.components(ofTarget: "/%C3%A9t%C3%A9") == ["été"])
+        #expect(try SafePath.components(ofTarget: "/") == [])
+        #expect(throws: PathRefusal.forbidden) { try SafePath.components(ofTarget: "/a/../b") }
+        #expect(throws: PathRefusal.forbidden) { try SafePath.components(ofTarget: "/%2e%2e/b") }
+        #expect(throws: PathRefusal.forbidden) { try SafePath.components(ofTarget: "/a%2f%2e%2e%2fb") }
+        #expect(throws: PathRefusal.forbidden) { try SafePath.components(ofTarget: "/a%00") }
+        #expect(throws: PathRefusal.hidden) { try SafePath.components(ofTarget: "/.git/config") }
+        #expect(throws: PathRefusal.malformed) { try SafePath.components(ofTarget: "/%zz") }
+        #expect(throws: PathRefusal.malformed) { try SafePath.components(ofTarget: "/%4") }
+        #expect(throws: PathRefusal.malformed) { try SafePath.components(ofTarget: "/%ff") }
+        #expect(throws: PathRefusal.malformed) { try SafePath.components(ofTarget: "*") }
+    }
+
+    @Test("IMF-fixdate formatting")
+    func imfDates() {
+        #expect(IMFDate.format(epochSeconds: 784_111_777) == "Sun, 06 Nov 1994 08:49:37 GMT")
+        #expect(IMFDate.format(epochSeconds: 0) == "Thu, 01 Jan 1970 00:00:00 GMT")
+        #expect(IMFDate.format(epochSeconds: 951_782_400) == "Tue, 29 Feb 2000 00:00:00 GMT")
+        #expect(IMFDate.format(epochSeconds: 4_102_444_799) == "Thu, 31 Dec 2099 23:59:59 GMT")
+        #expect(IMFDate.format(epochSeconds: -1) == "Wed, 31 Dec 1969 23:59:59 GMT")
+    }
+}
+
+// MARK: - Helpers (private to this file: shared test support lives in Support/)
+
+private enum Harness {
+    static let draftHeaders = ["-H", "Expect:", "-H", "Upload-Draft-Interop-Version: 6"]
+
+    /// Runs `body` against a fresh server over a fresh folder, and cleans both up.
+    static func withServer(
+        readOnly: Bool = false,
+        uploadTimeout: Duration = .seconds(3600),
+        log: (@Sendable (String) -> Void)? = nil,
+        _ body: (ResumeServer, URL) async throws -> Void
+    ) async throws {
+        let folder = try makeFolder()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let server = try await ResumeServer.start(
+            ServerConfiguration(directory: folder.path, port: 0, readOnly: readOnly, uploadTimeout: uploadTimeout, log: log)
+        )
+        do {
+            try await body(server, folder)
+        } catch {
+            try? await server.shutdown()
+            throw error
+        }
+        try await server.shutdown()
+    }
+
+    static func makeFolder() throws -> URL {
+        let url = FileManager.default.temporaryDirectory.appending(path: "serve-tests-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+        // Canonical, so that paths compare equal to what the server resolves.
+        return url.resolvingSymlinksInPath()
+    }
+
+    static func file(_ content: some DataProtocol) throws -> URL {
+        let url = FileManager.default.temporaryDirectory.appending(path: "serve-src-\(UUID().uuidString)")
+        try Data(content).write(to: url)
+        return url
+    }
+
+    static func randomBytes(_ count: Int) -> Data {
+        var generator = SystemRandomNumberGenerator()
+        var data = Data(count: count)
+        data.withUnsafeMutableBytes { raw in
+            var index = 0
+            while index + 8 <= raw.count {
+                raw.storeBytes(of: generator.next() as UInt64, toByteOffset: index, as: UInt64.self)
+                index += 8
+            }
+            while index < raw.count {
+                raw[index] = UInt8.random(in: 0...255, using: &generator)
+                index += 1
+            }
+        }
+        return data
+    }
+
+    static func sha256(_ data: some DataProtocol) -> String {
+        SHA256.hash(data: Data(data)).map { String(format: "%02x", $0) }.joined()
+    }
+
+    /// Upload temp files anywhere below `folder`.
+    static func leftovers(_ folder: URL) throws -> [String] {
+        let names = FileManager.default.enumerator(atPath: folder.path)?.allObjects as? [String] ?? []
+        return names.filter { $0.contains(".upload-") }
+    }
+
+    /// `Upload-Offset` from a HEAD on the upload URL.
+    static func offset(of location: String) async throws -> Int {
+        let head = try await curl(draftHeaders + ["-I", location])
+        try #require(head.status == 204)
+        return try #require(head["upload-offset"].flatMap { Int($0) })
+    }
+
+    static func eventually(
+        timeout: Duration = .seconds(10),
+        _ condition: () throws -> Bool
+    ) async throws {
+        let deadline = ContinuousClock.now + timeout
+        while try !condition() {
+            try #require(ContinuousClock.now < deadline, "condition not met within \(timeout)")
+            try await Task.sleep(for: .milliseconds(50))
+        }
+    }
+
+    final class Lines: Sendable {
+        private let lines = LockedLines()
+        var all: [String] { lines.get() }
+        func append(_ line: String) { lines.append(line) }
+    }
+
+    private final class LockedLines: @unchecked Sendable {
+        private let lock = NSLock()
+        private var lines: [String] = []
+        func append(_ line: String) { lock.withLock { lines.append(line) } }
+        func get() -> [String] { lock.withLock { lines } }
+    }
+
+    struct Head {
+        var status: Int
+        var fields: [String: String]
+        subscript(_ name: String) -> String? { fields[name] }
+    }
+
+    struct Response {
+        var exit: Int32
+        /// Every header block curl saw, 1xx included; the last is the final response.
+        var heads: [Head]
+        var body: Data
+
+        var status: Int { heads.last?.status ?? 0 }
+        var interim: [Head] { heads.filter { $0.status < 200 } }
+        subscript(_ name: String) -> String? { heads.last?[name] }
+    }
+
+    /// Runs the curl CLI (`-sS`, headers and body captured in files) without blocking a thread.
+    static func curl(_ arguments: [String]) async throws -> Response {
+        let scratch = FileManager.default.temporaryDirectory.appending(path: "serve-curl-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: scratch, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: scratch) }
+        let headers = scratch.appending(path: "headers")
+        let body = scratch.appending(path: "body")
+        _ = FileManager.default.createFile(atPath: body.path, contents: nil)
+
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/curl")
+        process.arguments = ["-sS", "-D", headers.path, "-o", body.path] + arguments
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle.nullDevice
+        let exit: Int32 = try await withCheckedThrowingContinuation { continuation in
+            process.terminationHandler = { continuation.resume(returning: $0.terminationStatus) }
+            do {
+                try process.run()
+            } catch {
+                process.terminationHandler = nil
+                continuation.resume(throwing: error)
+            }
+        }
+        let headerText = (try? String(contentsOf: headers, encoding: .isoLatin1)) ?? ""
+        return Response(exit: exit, heads: parseHeads(headerText), body: try Data(contentsOf: body))
+    }
+
+    private static func parseHeads(_ text: String) -> [Head] {
+        var heads: [Head] = []
+        for line in text.split(separator: "\r\n", omittingEmptySubsequences: false) {
+            if line.hasPrefix("HTTP/") {
+                let status = line.split(separator: " ").dropFirst().first.flatMap { Int($0) } ?? 0
+                heads.append(Head(status: status, fields: [:]))
+            } else if let colon = line.firstIndex(of: ":"), !heads.isEmpty {
+                let name = line[..<colon].lowercased()
+                let value = line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)
+                heads[heads.count - 1].fields[name] = value
+            }
+        }
+        return heads
+    }
+}
