@@ -1,4 +1,5 @@
 import CCurl
+import Glibc
 
 /// The real transport: one libcurl easy handle per exchange, on the calling thread.
 public struct CurlTransport: HTTPTransport {

@@ -16,7 +16,7 @@ public enum StructuredField {
 
     /// The integer members of a dictionary field, such as `Upload-Limit`.
     public static func integerDictionary(_ value: String?) -> [String: Int64] {
-        guard let value, let map = try? parser(value).parseDictionaryFieldValue() else { return [:] }
+        guard let value, let map = try? dictionary(value) else { return [:] }
         var result: [String: Int64] = [:]
         for (key, member) in map {
             if case .item(let item) = member, case .integer(let i) = item.bareItem { result[key] = Int64(i) }
@@ -26,7 +26,7 @@ public enum StructuredField {
 
     /// The byte-sequence members of a dictionary field, such as `Repr-Digest`, decoded from base64.
     public static func byteSequenceDictionary(_ value: String?) -> [String: [UInt8]] {
-        guard let value, let map = try? parser(value).parseDictionaryFieldValue() else { return [:] }
+        guard let value, let map = try? dictionary(value) else { return [:] }
         var result: [String: [UInt8]] = [:]
         for (key, member) in map {
             if case .item(let item) = member, case .undecodedByteSequence(let b64) = item.bareItem,
@@ -42,7 +42,13 @@ public enum StructuredField {
 
     private static func item(_ value: String?) -> Item? {
         guard let value else { return nil }
-        return try? parser(value).parseItemFieldValue()
+        var p = parser(value)
+        return try? p.parseItemFieldValue()
+    }
+
+    private static func dictionary(_ value: String) throws -> OrderedMap<String, ItemOrInnerList> {
+        var p = parser(value)
+        return try p.parseDictionaryFieldValue()
     }
 
     private static func parser(_ value: String) -> StructuredFieldValueParser<[UInt8]> {

@@ -99,6 +99,7 @@ public struct TokenStore: Sendable {
     public func save(_ token: ResumeToken) throws {
         var token = token
         token.updatedAt = Date()
+        token.headers = ResumeToken.storableHeaders(token.headers)
         let data = try Self.encoder.encode(token)
         try ensureDirectory()
         let final = path(forID: token.id)

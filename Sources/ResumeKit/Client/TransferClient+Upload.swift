@@ -1,0 +1,124 @@
+import Foundation
+
+/// What `resumectl upload` asks for.
+public struct UploadRequest: Sendable, Equatable {
+    public var filePath: String
+    public var url: String
+    public var headers: [String]
+    /// Pin a draft interop version instead of negotiating from the newest.
+    public var interopVersion: InteropVersion?
+    /// Send the file in appends of at most this many bytes.
+    public var chunkSize: Int64?
+
+    public init(filePath: String, url: String, headers: [String] = [], interopVersion: InteropVersion? = nil, chunkSize: Int64? = nil) {
+        self.filePath = filePath
+        self.url = url
+        self.headers = headers
+        self.interopVersion = interopVersion
+        self.chunkSize = chunkSize
+    }
+}
+
+extension TransferClient {
+    /// Uploads a file with the resumable-upload draft, continuing this file's earlier attempt to the same URL.
+    public func upload(
+        _ request: UploadRequest, cancellation: Cancellation = Cancellation(), events: @escaping EventHandler = { _ in }
+    ) async throws(TransferError) -> UploadResult {
+        try await onOwnThread { () throws(TransferError) in
+            try self.runUpload(request, cancellation: cancellation, events: events)
+        }
+    }
+
+    /// The token id an upload request uses.
+    public func uploadTokenID(_ request: UploadRequest) -> String {
+        let absolute = request.filePath.hasPrefix("/") ? request.filePath : FileManager.default.currentDirectoryPath + "/" + request.filePath
+        return TokenStore.makeID(kind: .upload, url: request.url, path: (absolute as NSString).standardizingPath)
+    }
+
+    func runUpload(_ request: UploadRequest, cancellation: Cancellation, events: @escaping EventHandler) throws(TransferError) -> UploadResult {
+        try URLCheck.validate(request.url)
+        _ = try HeaderLines.parse(request.headers)
+        if let chunk = request.chunkSize, chunk <= 0 { throw TransferError(.usage, "--chunk-size must be positive") }
+        let source = try SourceFile(path: request.filePath)
+        let id = uploadTokenID(request)
+        let lock = try takeLock(id)
+        defer { lock.release() }
+        var token: ResumeToken
+        if store.exists(id: id) {
+            token = try loadToken(id)
+            guard token.kind == .upload, token.upload != nil else { throw TransferError(.badToken, "token \(id) is not an upload") }
+            try checkSource(token, source)
+        } else {
+            token = ResumeToken(id: id, kind: .upload, url: request.url, headers: ResumeToken.storableHeaders(request.headers))
+            token.upload = .init(uploadURL: nil, interopVersion: (request.interopVersion ?? .newest).rawValue,
+                source: source.identity, acknowledgedBytes: 0, resumable: true)
+        }
+        token.headers = HeaderLines.merge(stored: token.headers, given: request.headers)
+        do { try store.save(token) } catch { throw TransferError(.localIO, "\(error)") }
+        let operation = UploadOperation(
+            token: token, source: source, store: store, transport: transport, options: options,
+            versionPinned: request.interopVersion != nil, chunkSize: request.chunkSize, cancellation: cancellation, events: events)
+        return try operation.run()
+    }
+
+    func runResumeUpload(
+        _ stored: ResumeToken, newURL: String?, headers: [String], cancellation: Cancellation, events: @escaping EventHandler
+    ) throws(TransferError) -> UploadResult {
+        guard let part = stored.upload else { throw TransferError(.badToken, "token \(stored.id) has no upload state") }
+        if newURL != nil { throw TransferError(.usage, "--url applies to downloads; an upload resumes at the server's upload URL") }
+        let lock = try takeLock(stored.id)
+        defer { lock.release() }
+        var token = try loadToken(stored.id)
+        let source = try SourceFile(path: part.source.path)
+        try checkSource(token, source)
+        token.headers = HeaderLines.merge(stored: token.headers, given: headers)
+        let operation = UploadOperation(
+            token: token, source: source, store: store, transport: transport, options: options,
+            versionPinned: false, chunkSize: nil, cancellation: cancellation, events: events)
+        return try operation.run()
+    }
+
+    private func checkSource(_ token: ResumeToken, _ source: SourceFile) throws(TransferError) {
+        let was = token.upload!.source
+        let now = source.identity
+        guard was.size == now.size, was.mtime == now.mtime, was.inode == now.inode, was.edgeHash == now.edgeHash else {
+            throw TransferError(.sourceChanged, "\(was.path) changed since the upload began; nothing was sent (cancel \(token.id) to start over)",
+                tokenID: nil)
+        }
+    }
+
+    /// Forgets a transfer: a download's `.part` goes, an upload's server resource gets a DELETE, then the token goes.
+    /// - Returns: what was done, for the user.
+    public func cancel(_ reference: String) async throws(TransferError) -> String {
+        try await onOwnThread { () throws(TransferError) in
+            let token = try self.loadToken(reference)
+            let lock = try self.takeLock(token.id)
+            defer { lock.release() }
+            var said = "cancelled \(token.id)"
+            if let d = token.download {
+                unlink(d.partPath)
+                said += "; removed \(d.partPath)"
+            }
+            if let u = token.upload, let url = u.uploadURL {
+                var headers: HeaderFields = [InteropVersion.header: String(u.interopVersion)]
+                if Origin.same(url, token.url), let stored = try? HeaderLines.parse(token.headers) {
+                    for f in stored.fields { headers.append(f.name, f.value) }
+                }
+                let collector = HeadCollector()
+                let result = self.transport.perform(
+                    TransferRequest(method: "DELETE", url: url, headers: headers), settings: self.options.transport,
+                    cancellation: Cancellation(), delegate: collector)
+                switch (result.outcome, collector.head?.status) {
+                case (.completed, let status?) where (200..<300).contains(status) || status == 404 || status == 410:
+                    said += "; the server dropped the upload"
+                case (.completed, let status?):
+                    said += "; the server answered \(status) to DELETE"
+                default:
+                    said += "; the server could not be reached to drop the upload"
+                }
+            }
+            self.store.remove(id: token.id)
+            return said
+        }
+    }
+}

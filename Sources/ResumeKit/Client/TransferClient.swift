@@ -1,0 +1,207 @@
+import Foundation
+import Glibc
+
+/// What `resumectl download` asks for.
+public struct DownloadRequest: Sendable, Equatable {
+    public var url: String
+    /// Where the finished file goes; a folder means "inside it, under the URL's name".
+    public var outputPath: String?
+    /// `Name: value` lines sent with every request.
+    public var headers: [String]
+    /// Expected SHA-256 in hex.
+    public var expectedSHA256: String?
+    public var onChange: DownloadStateMachine.OnChange
+    /// Replace an existing file at the output path.
+    public var force: Bool
+
+    public init(
+        url: String, outputPath: String? = nil, headers: [String] = [], expectedSHA256: String? = nil,
+        onChange: DownloadStateMachine.OnChange = .restart, force: Bool = false
+    ) {
+        self.url = url
+        self.outputPath = outputPath
+        self.headers = headers
+        self.expectedSHA256 = expectedSHA256
+        self.onChange = onChange
+        self.force = force
+    }
+}
+
+/// The library's entry point: downloads, uploads and resumes, each run on a thread of its own.
+///
+/// ```swift
+/// let client = TransferClient(store: TokenStore(directory: TokenStore.defaultDirectory()))
+/// let result = try await client.download(DownloadRequest(url: "https://example.com/big.iso"))
+/// ```
+/// A failure is a ``TransferError``; when it carries a `tokenID`, ``resume(_:newURL:headers:cancellation:events:)``
+/// continues where it stopped.
+public struct TransferClient: Sendable {
+    public var store: TokenStore
+    public var transport: any HTTPTransport
+    public var options: TransferOptions
+
+    public init(store: TokenStore, transport: any HTTPTransport = CurlTransport(), options: TransferOptions = .init()) {
+        self.store = store
+        self.transport = transport
+        self.options = options
+    }
+
+    /// Downloads `request.url`, resuming this URL's earlier attempt to the same path when there is one.
+    public func download(
+        _ request: DownloadRequest, cancellation: Cancellation = Cancellation(), events: @escaping EventHandler = { _ in }
+    ) async throws(TransferError) -> DownloadResult {
+        try await onOwnThread { () throws(TransferError) in
+            try self.runDownload(request, cancellation: cancellation, events: events)
+        }
+    }
+
+    /// Continues the transfer a token describes (by id or token file path).
+    /// - Parameter newURL: for downloads, a replacement URL (e.g. a fresh signed link); it is accepted only
+    ///   if it serves the same representation (same validator and length).
+    public func resume(
+        _ reference: String, newURL: String? = nil, headers: [String] = [], cancellation: Cancellation = Cancellation(),
+        events: @escaping EventHandler = { _ in }
+    ) async throws(TransferError) -> TransferResult {
+        try await onOwnThread { () throws(TransferError) in
+            let token = try self.loadToken(reference)
+            switch token.kind {
+            case .download:
+                return .downloaded(try self.runResumeDownload(token, newURL: newURL, headers: headers, cancellation: cancellation, events: events))
+            case .upload:
+                return .uploaded(try self.runResumeUpload(token, newURL: newURL, headers: headers, cancellation: cancellation, events: events))
+            }
+        }
+    }
+
+    /// Reads a token, mapping store errors to the documented exit statuses.
+    public func loadToken(_ reference: String) throws(TransferError) -> ResumeToken {
+        do {
+            return try store.load(reference)
+        } catch let error as TokenStoreError {
+            if case .notFound = error { throw TransferError(.inputMissing, "\(error)") }
+            throw TransferError(.badToken, "\(error)")
+        } catch {
+            throw TransferError(.badToken, "\(error)")
+        }
+    }
+
+    /// The token id a download request uses, or nil when its URL or output path is unusable.
+    public func downloadTokenID(_ request: DownloadRequest) -> String? {
+        guard let path = try? OutputPath.resolve(url: request.url, output: request.outputPath) else { return nil }
+        return TokenStore.makeID(kind: .download, url: request.url, path: path)
+    }
+
+    // MARK: Downloads
+
+    func runDownload(_ request: DownloadRequest, cancellation: Cancellation, events: @escaping EventHandler) throws(TransferError) -> DownloadResult {
+        try URLCheck.validate(request.url)
+        _ = try HeaderLines.parse(request.headers)
+        let path = try OutputPath.resolve(url: request.url, output: request.outputPath)
+        let id = TokenStore.makeID(kind: .download, url: request.url, path: path)
+        let lock = try takeLock(id)
+        defer { lock.release() }
+
+        var token: ResumeToken
+        if store.exists(id: id) {
+            token = try loadToken(id)
+            guard token.kind == .download else { throw TransferError(.badToken, "token \(id) is not a download") }
+            let stored = ResumeToken.storableHeaders(request.headers)
+            if !stored.isEmpty { token.headers = HeaderLines.merge(stored: token.headers, given: stored) }
+            if let sum = request.expectedSHA256 { token.download?.expectedSHA256 = sum.lowercased() }
+        } else {
+            if FileManager.default.fileExists(atPath: path), !request.force {
+                return try alreadyThere(path, expected: request.expectedSHA256, events: events)
+            }
+            try OutputPath.checkWritable(path)
+            token = ResumeToken(id: id, kind: .download, url: request.url, headers: ResumeToken.storableHeaders(request.headers))
+            token.download = .init(path: path, committedBytes: 0, expectedSHA256: request.expectedSHA256?.lowercased(),
+                onChange: request.onChange.rawValue)
+            do {
+                _ = store.removeLeftovers()
+                try store.save(token)
+            } catch { throw TransferError(.localIO, "\(error)") }
+        }
+        return try runDownloadOperation(token, extraHeaders: request.headers, onChange: request.onChange, cancellation: cancellation, events: events)
+    }
+
+    func runResumeDownload(
+        _ stored: ResumeToken, newURL: String?, headers: [String], cancellation: Cancellation, events: @escaping EventHandler
+    ) throws(TransferError) -> DownloadResult {
+        guard stored.download != nil else { throw TransferError(.badToken, "token \(stored.id) has no download state") }
+        let lock = try takeLock(stored.id)
+        defer { lock.release() }
+        var token = try loadToken(stored.id)  // re-read under the lock
+        var onChange = DownloadStateMachine.OnChange(rawValue: token.download?.onChange ?? "") ?? .restart
+        if let newURL {
+            try URLCheck.validate(newURL)
+            token.url = newURL
+            onChange = .fail  // a replacement URL must serve the very same bytes
+        }
+        return try runDownloadOperation(token, extraHeaders: headers, onChange: onChange, cancellation: cancellation, events: events)
+    }
+
+    private func runDownloadOperation(
+        _ token: ResumeToken, extraHeaders: [String], onChange: DownloadStateMachine.OnChange, cancellation: Cancellation,
+        events: @escaping EventHandler
+    ) throws(TransferError) -> DownloadResult {
+        var token = token
+        // Credentials given now are used for this run; `TokenStore.save` keeps them out of the file.
+        token.headers = HeaderLines.merge(stored: token.headers, given: extraHeaders)
+        let operation = DownloadOperation(
+            token: token, store: store, transport: transport, options: options, onChange: onChange,
+            cancellation: cancellation, events: events)
+        return try operation.run()
+    }
+
+    private func alreadyThere(_ path: String, expected: String?, events: EventHandler) throws(TransferError) -> DownloadResult {
+        let size = (try? FileManager.default.attributesOfItem(atPath: path)[.size] as? Int64) ?? 0
+        var digest: String?
+        if let expected {
+            digest = try FileDigest.sha256(path: path)
+            guard digest == expected.lowercased() else {
+                throw TransferError(.checksumMismatch, "\(path) exists but its sha256 is \(digest ?? "?"), not \(expected); use --force to download again")
+            }
+        }
+        events(.note("\(path) is already there; nothing fetched (use --force to download again)"))
+        events(.completed(location: path, bytes: size, sha256: digest))
+        return DownloadResult(path: path, bytes: size, sha256: digest, alreadyComplete: true)
+    }
+
+    func takeLock(_ id: String) throws(TransferError) -> TokenLock {
+        do {
+            try store.ensureDirectory()
+        } catch { throw TransferError(.localIO, "\(error)") }
+        do {
+            return try TokenLock(path: store.lockPath(forID: id))
+        } catch let failure as TokenLock.Failure {
+            if case .held = failure {
+                throw TransferError(.busy, "\(failure); not starting a second one", tokenID: nil)
+            }
+            throw TransferError(.localIO, "\(failure)")
+        } catch {
+            throw TransferError(.localIO, "\(error)")
+        }
+    }
+}
+
+/// The result of `resume`, for either direction.
+public enum TransferResult: Sendable, Equatable {
+    case downloaded(DownloadResult)
+    case uploaded(UploadResult)
+}
+
+/// Runs blocking work on a thread of its own, never on Swift's cooperative pool.
+func onOwnThread<T: Sendable>(_ body: @escaping @Sendable () throws(TransferError) -> T) async throws(TransferError) -> T {
+    let result: Result<T, TransferError> = await withCheckedContinuation { continuation in
+        let thread = Thread {
+            do throws(TransferError) {
+                continuation.resume(returning: .success(try body()))
+            } catch {
+                continuation.resume(returning: .failure(error))
+            }
+        }
+        thread.stackSize = 4 << 20
+        thread.start()
+    }
+    return try result.get()
+}

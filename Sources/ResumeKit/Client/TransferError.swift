@@ -1,0 +1,65 @@
+/// Why a transfer did not finish, with the exit status the CLI documents for it.
+public struct TransferError: Error, Sendable, Equatable, CustomStringConvertible {
+    public enum Code: Sendable, Equatable {
+        /// Stopped by the user: Ctrl-C (`.interrupt`) or `pause`/SIGTERM (`.pause`). The token is kept.
+        case stopped(StopReason)
+        /// The network failed more often than `--retries` allows. The token is kept.
+        case retriesExhausted
+        /// The server refused for good (404, 403 …), or the transport cannot work (TLS, bad URL).
+        case failed
+        /// The content changed on the server and `--on-change fail` was given.
+        case changed
+        /// The finished data does not match the expected checksum; the `.part` file is kept.
+        case checksumMismatch
+        /// A token that cannot be read, is of another schema version, or belongs to the other direction.
+        case badToken
+        /// The upload's source file changed since the upload began.
+        case sourceChanged
+        /// A token, or an upload's source file, does not exist.
+        case inputMissing
+        /// The output cannot be created (folder missing, not writable, a folder in the way).
+        case cannotCreateOutput
+        /// A local read or write failed (disk full …). The token is kept.
+        case localIO
+        /// Another process is running this transfer.
+        case busy
+        /// Bad arguments.
+        case usage
+    }
+
+    public var code: Code
+    public var message: String
+    /// The token that can continue this transfer, when one is kept.
+    public var tokenID: String?
+
+    public init(_ code: Code, _ message: String, tokenID: String? = nil) {
+        self.code = code
+        self.message = message
+        self.tokenID = tokenID
+    }
+
+    public var description: String { message }
+
+    /// True when `resumectl resume` can continue where this stopped.
+    public var isResumable: Bool {
+        guard tokenID != nil else { return false }
+        switch code {
+        case .stopped, .retriesExhausted, .localIO, .busy: return true
+        default: return false
+        }
+    }
+
+    /// The exit status of DESIGN.md §1.
+    public var exitStatus: Int32 {
+        switch code {
+        case .stopped(.interrupt): 130
+        case .stopped(.pause), .retriesExhausted, .busy: 75
+        case .failed, .changed: 1
+        case .checksumMismatch, .badToken, .sourceChanged: 65
+        case .inputMissing: 66
+        case .cannotCreateOutput: 73
+        case .localIO: 74
+        case .usage: 64
+        }
+    }
+}

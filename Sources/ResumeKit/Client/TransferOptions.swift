@@ -1,0 +1,61 @@
+/// Settings that hold for a whole transfer.
+public struct TransferOptions: Sendable, Equatable {
+    public var retry: RetryPolicy = .default
+    public var transport = TransportSettings()
+    /// A download commits (fsync, then token) after this many new bytes …
+    public var checkpointBytes: Int64 = 16 * 1024 * 1024
+    /// … or after this many seconds, whichever comes first. A resume re-fetches at most this much.
+    public var checkpointInterval: Double = 1.0
+    /// Compute the SHA-256 of the finished data even when nothing asks to verify it (for `--json`).
+    public var computeSHA256 = false
+
+    public init() {}
+}
+
+/// Turns the user's `-H 'Name: value'` lines into header fields.
+public enum HeaderLines {
+    public static func parse(_ lines: [String]) throws(TransferError) -> HeaderFields {
+        var fields = HeaderFields()
+        for line in lines {
+            guard let colon = line.firstIndex(of: ":"), colon != line.startIndex else {
+                throw TransferError(.usage, "bad header '\(line)': expected 'Name: value'")
+            }
+            let name = line[..<colon].trimmingSpaces()
+            guard name.allSatisfy({ $0.isASCII && !$0.isWhitespace && $0 != ":" }) else {
+                throw TransferError(.usage, "bad header name in '\(line)'")
+            }
+            let value = line[line.index(after: colon)...].trimmingSpaces()
+            guard !value.contains("\r"), !value.contains("\n") else {
+                throw TransferError(.usage, "header '\(name)' contains a line break")
+            }
+            fields.append(name, value)
+        }
+        return fields
+    }
+
+    /// Headers from the token, overridden by headers given now (by name).
+    public static func merge(stored: [String], given: [String]) -> [String] {
+        let givenNames = Set(given.compactMap { $0.split(separator: ":", maxSplits: 1).first?.trimmingSpaces().lowercased() })
+        let kept = stored.filter { line in
+            !givenNames.contains(line.split(separator: ":", maxSplits: 1).first?.trimmingSpaces().lowercased() ?? "")
+        }
+        return kept + given
+    }
+}
+
+/// Only http and https, and a URL that has a host.
+public enum URLCheck {
+    public static func validate(_ url: String) throws(TransferError) {
+        let lower = url.lowercased()
+        guard lower.hasPrefix("http://") || lower.hasPrefix("https://") else {
+            let scheme = url.split(separator: ":", maxSplits: 1).first.map(String.init) ?? url
+            if url.contains("://") { throw TransferError(.usage, "unsupported scheme '\(scheme)': only http and https") }
+            throw TransferError(.usage, "'\(url)' is not an http or https URL")
+        }
+        let rest = url.drop(while: { $0 != ":" }).dropFirst(3)
+        let authority = rest.prefix(while: { $0 != "/" && $0 != "?" && $0 != "#" })
+        guard !authority.isEmpty, !url.contains(" "), !url.contains("\n") else {
+            throw TransferError(.usage, "malformed URL '\(url)'")
+        }
+    }
+}

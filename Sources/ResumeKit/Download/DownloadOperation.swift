@@ -1,0 +1,394 @@
+import Crypto
+import Foundation
+import Glibc
+
+/// Runs one download to its end on the calling thread: asks the state machine what to send, moves the
+/// body into the `.part` file, commits (fsync, then token) as it goes, retries, and finally verifies and
+/// renames. Data is always on disk before the token records it.
+final class DownloadOperation: ExchangeDelegate {
+    private var token: ResumeToken
+    private let store: TokenStore
+    private let transport: any HTTPTransport
+    private let options: TransferOptions
+    private let cancellation: Cancellation
+    private let emit: EventHandler
+    private var machine: DownloadStateMachine
+    private var part: PartFile!
+
+    // State of the exchange in flight.
+    private var requestedOffset: Int64 = 0
+    private var decision: DownloadStateMachine.Decision?
+    private var localError: String?
+    private var receivedThisAttempt: Int64 = 0
+    private var started = false
+
+    // Hashing of the data in the `.part` file, from byte 0 up to `hashedUpTo`.
+    private let wantsHash: Bool
+    private var hasher: SHA256?
+    private var hashedUpTo: Int64 = 0
+
+    // Pacing of checkpoints and progress events.
+    private var lastCheckpoint = Monotonic.now
+    private var lastProgress = Monotonic.now
+    private var rateWindow: (time: Double, bytes: Int64) = (Monotonic.now, 0)
+    private var rate: Double = 0
+
+    private var download: ResumeToken.DownloadPart {
+        get { token.download! }
+        set { token.download = newValue }
+    }
+
+    init(
+        token: ResumeToken, store: TokenStore, transport: any HTTPTransport, options: TransferOptions,
+        onChange: DownloadStateMachine.OnChange, cancellation: Cancellation, events: @escaping EventHandler
+    ) {
+        self.token = token
+        self.store = store
+        self.transport = transport
+        self.options = options
+        self.cancellation = cancellation
+        self.emit = events
+        let d = token.download!
+        let resource = d.totalBytes == nil && d.validator == nil && d.etag == nil ? nil
+            : DownloadStateMachine.Resource(etag: d.etag, lastModified: d.lastModified, validator: d.validator,
+                totalBytes: d.totalBytes)
+        machine = DownloadStateMachine(resource: resource, onChange: onChange)
+        wantsHash = options.computeSHA256 || d.expectedSHA256 != nil
+    }
+
+    func run() throws(TransferError) -> DownloadResult {
+        do {
+            part = try PartFile(path: download.partPath, keeping: download.committedBytes)
+        } catch {
+            throw TransferError(.cannotCreateOutput, "cannot open \(download.partPath): \(error)")
+        }
+        defer { part.close() }
+        if part.committed < download.committedBytes {
+            emit(.note("\(download.partPath) holds \(part.committed) of \(download.committedBytes) recorded bytes; continuing from \(part.committed)"))
+            try commit()
+        }
+
+        var failures = 0
+        var refetches = 0
+        // A resume asks the URL the user gave again: a signed redirect target may have expired.
+        let url = token.url
+        while true {
+            if let reason = cancellation.reason { throw try stop(reason) }
+            let outcome: AttemptOutcome
+            switch machine.plan(committed: part.committed) {
+            case .fail(let failure):
+                throw fail(failure)
+            case .verify:
+                outcome = verify(url: url)
+            case .fetch(let offset, let rangeHeaders):
+                outcome = fetch(url: url, offset: offset, rangeHeaders: rangeHeaders)
+            }
+            switch outcome {
+            case .done:
+                return try finish()
+            case .refetch(let reason):
+                refetches += 1
+                guard refetches <= 5 else { throw TransferError(.failed, "giving up: \(reason), again and again", tokenID: token.id) }
+                try restartFromZero(reason: reason)
+            case .again:
+                continue
+            case .failed(let failure):
+                throw fail(failure)
+            case .fatal(let message):
+                throw TransferError(.failed, message, tokenID: part.committed > 0 ? token.id : nil)
+            case .localIO(let message):
+                try? commit()
+                throw TransferError(.localIO, message, tokenID: token.id)
+            case .transient(let message, let retryAfter):
+                if receivedThisAttempt > 0 { failures = 0 }
+                failures += 1
+                try commit()
+                let after = retryAfter.flatMap { RetryPolicy.retryAfter($0, now: Int64(Date().timeIntervalSince1970)) }
+                guard let delay = options.retry.delay(failures: failures, retryAfter: after, jitter: Double.random(in: 0...1)) else {
+                    throw TransferError(.retriesExhausted, "\(message); gave up after \(failures - 1) retries", tokenID: token.id)
+                }
+                emit(.retry(attempt: failures, delay: delay, error: message))
+                if !cancellation.sleep(seconds: delay) { throw try stop(cancellation.reason ?? .interrupt) }
+            }
+        }
+    }
+
+    private enum AttemptOutcome {
+        case done
+        case refetch(String)
+        case again
+        case transient(String, retryAfter: String?)
+        case failed(DownloadStateMachine.Failure)
+        case fatal(String)
+        case localIO(String)
+    }
+
+    // MARK: Attempts
+
+    private func fetch(url: String, offset: Int64, rangeHeaders: HeaderFields) -> AttemptOutcome {
+        var headers = (try? HeaderLines.parse(token.headers)) ?? [:]
+        for field in rangeHeaders.fields { headers.set(field.name, field.value) }
+        // Ranges address the bytes as sent; a body encoded on the fly cannot be resumed.
+        headers.remove("Accept-Encoding")
+        requestedOffset = offset
+        decision = nil
+        localError = nil
+        receivedThisAttempt = 0
+        let request = TransferRequest(method: "GET", url: url, headers: headers, followRedirects: true)
+        let result = transport.perform(request, settings: options.transport, cancellation: cancellation, delegate: self)
+        if let url = result.effectiveURL, url != download.effectiveURL { download.effectiveURL = url }
+
+        switch result.outcome {
+        case .completed, .abortedByDelegate:
+            if let localError { return .localIO(localError) }
+            switch decision {
+            case .write?:
+                if result.outcome == .abortedByDelegate { return .again }
+                if let total = machine.resource?.totalBytes, part.length != total {
+                    return .transient("the connection closed at byte \(part.length) of \(total)", retryAfter: nil)
+                }
+                return .done
+            case .refetchFromZero(let reason)?:
+                return .refetch(reason)
+            case .verifyComplete?, .complete?:
+                return .again
+            case .retry(let status, let after)?:
+                return .transient("the server answered \(status)", retryAfter: after)
+            case .fail(let failure)?:
+                return .failed(failure)
+            case nil:
+                return .transient("the server sent no response", retryAfter: nil)
+            }
+        case .cancelled:
+            return .again
+        case .stalled:
+            return .transient("no data for \(options.transport.stallTimeout) s", retryAfter: nil)
+        case .failed(let failure):
+            return classify(failure)
+        }
+    }
+
+    private func verify(url: String) -> AttemptOutcome {
+        let collector = HeadCollector()
+        var headers = (try? HeaderLines.parse(token.headers)) ?? [:]
+        headers.remove("Accept-Encoding")
+        let request = TransferRequest(method: "HEAD", url: url, headers: headers, followRedirects: true)
+        let result = transport.perform(request, settings: options.transport, cancellation: cancellation, delegate: collector)
+        receivedThisAttempt = 0
+        switch result.outcome {
+        case .completed:
+            guard let head = collector.head else { return .transient("the server sent no response", retryAfter: nil) }
+            switch machine.evaluateVerification(head, committed: part.committed) {
+            case .complete: return .done
+            case .refetchFromZero(let reason): return .refetch(reason)
+            case .retry(let status, let after): return .transient("the server answered \(status)", retryAfter: after)
+            case .fail(let failure): return .failed(failure)
+            default: return .refetch("unexpected answer to the check")
+            }
+        case .cancelled, .abortedByDelegate: return .again
+        case .stalled: return .transient("no answer for \(options.transport.stallTimeout) s", retryAfter: nil)
+        case .failed(let failure): return classify(failure)
+        }
+    }
+
+    private func classify(_ failure: TransportFailure) -> AttemptOutcome {
+        switch failure.kind {
+        case .network: return .transient(failure.message, retryAfter: nil)
+        case .resolve:
+            // A typo'd host on a fresh start fails at once; a known host that stops resolving is the network.
+            if part.committed == 0 && machine.resource == nil { return .fatal(failure.message) }
+            return .transient(failure.message, retryAfter: nil)
+        case .fatal, .localRead: return .fatal(failure.message)
+        }
+    }
+
+    // MARK: ExchangeDelegate
+
+    func exchange(informational head: ResponseHead) {}
+
+    func exchange(head: ResponseHead, effectiveURL: String) -> Bool {
+        let d = machine.evaluate(head, requestedOffset: requestedOffset)
+        decision = d
+        guard case .write(let from, let restarted) = d else { return false }
+        do {
+            if from < part.length || from == 0 { try part.truncate(to: from) }
+            if from < hashedUpTo { hasher = nil; hashedUpTo = 0 }
+            if let restarted { emit(.restarted(reason: restarted)) }
+            let r = machine.resource
+            download.etag = r?.etag
+            download.lastModified = r?.lastModified
+            download.validator = r?.validator
+            download.totalBytes = r?.totalBytes
+            download.effectiveURL = effectiveURL
+            if let digest = r?.reprDigestSHA256, digest.count == 32, download.expectedSHA256 == nil {
+                download.expectedSHA256 = digest.hex
+            }
+            try commit()
+            if wantsHash || download.expectedSHA256 != nil { try catchUpHash() }
+        } catch {
+            localError = "\(error)"
+            return false
+        }
+        if !started {
+            started = true
+            emit(.started(kind: .download, url: token.url, path: download.path, offset: from, total: download.totalBytes))
+        }
+        lastCheckpoint = Monotonic.now
+        return true
+    }
+
+    func exchange(body: UnsafeRawBufferPointer) -> Bool {
+        do {
+            if hasher != nil, hashedUpTo == part.length {
+                hasher!.update(bufferPointer: body)
+                hashedUpTo += Int64(body.count)
+            }
+            try part.append(body)
+            receivedThisAttempt += Int64(body.count)
+            let now = Monotonic.now
+            if part.length - part.committed >= options.checkpointBytes || now - lastCheckpoint >= options.checkpointInterval {
+                try commit()
+                lastCheckpoint = now
+            }
+            reportProgress(now)
+        } catch let error as TransferError {
+            localError = error.message
+            return false
+        } catch {
+            localError = "writing \(part.path) failed: \(error)"
+            return false
+        }
+        return true
+    }
+
+    func exchange(progressReceived received: Int64, sent: Int64) -> Bool {
+        reportProgress(Monotonic.now)
+        return true
+    }
+
+    private func reportProgress(_ now: Double) {
+        guard now - lastProgress >= 0.25 else { return }
+        let elapsed = now - rateWindow.time
+        if elapsed >= 1 {
+            rate = Double(part.length - rateWindow.bytes) / elapsed
+            rateWindow = (now, part.length)
+        }
+        lastProgress = now
+        emit(.progress(bytes: part.length, total: download.totalBytes, rate: max(0, rate)))
+    }
+
+    // MARK: Commit, hash, finish
+
+    /// fsync the data, then record it in the token: never the other way round.
+    private func commit() throws(TransferError) {
+        do { try part.sync() } catch {
+            throw TransferError(.localIO, "cannot write \(part.path): \(error)", tokenID: token.id)
+        }
+        download.committedBytes = part.committed
+        do { try store.save(token) } catch {
+            throw TransferError(.localIO, "\(error)", tokenID: token.id)
+        }
+    }
+
+    private func restartFromZero(reason: String) throws(TransferError) {
+        do { try part.truncate(to: 0) } catch {
+            throw TransferError(.localIO, "cannot truncate \(part.path): \(error)", tokenID: token.id)
+        }
+        hasher = nil
+        hashedUpTo = 0
+        emit(.restarted(reason: reason))
+        try commit()
+    }
+
+    /// Brings the hash up to the end of the data already in the `.part` file (after a resume).
+    private func catchUpHash() throws {
+        if hasher == nil {
+            hasher = SHA256()
+            hashedUpTo = 0
+        }
+        guard hashedUpTo < part.length else { return }
+        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 1 << 20, alignment: 16)
+        defer { buffer.deallocate() }
+        while hashedUpTo < part.length {
+            let n = try part.read(at: hashedUpTo, into: buffer)
+            if n <= 0 { throw TransferError(.localIO, "\(part.path) is shorter than expected", tokenID: token.id) }
+            let take = Int(min(Int64(n), part.length - hashedUpTo))
+            hasher!.update(bufferPointer: UnsafeRawBufferPointer(rebasing: buffer[0..<take]))
+            hashedUpTo += Int64(take)
+        }
+    }
+
+    private func finish() throws(TransferError) -> DownloadResult {
+        try commit()
+        var digest: String?
+        if wantsHash || download.expectedSHA256 != nil {
+            do { try catchUpHash() } catch {
+                throw TransferError(.localIO, "cannot read \(part.path): \(error)", tokenID: token.id)
+            }
+            digest = hasher?.finalize().hex
+        }
+        if let expected = download.expectedSHA256, expected.lowercased() != digest {
+            throw TransferError(.checksumMismatch,
+                "checksum mismatch: expected sha256 \(expected), got \(digest ?? "?"); the data stays in \(part.path)",
+                tokenID: token.id)
+        }
+        part.close()
+        guard rename(download.partPath, download.path) == 0 else {
+            throw TransferError(.cannotCreateOutput, "cannot rename \(download.partPath) to \(download.path): \(String(cString: strerror(errno)))", tokenID: token.id)
+        }
+        syncDirectory((download.path as NSString).deletingLastPathComponent)
+        store.remove(id: token.id)
+        emit(.completed(location: download.path, bytes: part.committed, sha256: digest))
+        return DownloadResult(path: download.path, bytes: part.committed, sha256: digest, alreadyComplete: false)
+    }
+
+    private func stop(_ reason: StopReason) throws(TransferError) -> TransferError {
+        try commit()
+        emit(.paused(offset: part.committed))
+        let what = reason == .interrupt ? "interrupted" : "paused"
+        return TransferError(.stopped(reason), "\(what) at \(part.committed) bytes", tokenID: token.id)
+    }
+
+    private func fail(_ failure: DownloadStateMachine.Failure) -> TransferError {
+        switch failure {
+        case .status(let status, let reason):
+            let text = reason.isEmpty ? "" : " \(reason)"
+            return TransferError(.failed, "the server answered \(status)\(text) for \(token.url)", tokenID: part.committed > 0 ? token.id : nil)
+        case .changed(let reason):
+            return TransferError(.changed, "\(reason) (--on-change fail)", tokenID: token.id)
+        }
+    }
+}
+
+/// Keeps the final head of an exchange whose body is not wanted.
+final class HeadCollector: ExchangeDelegate {
+    var head: ResponseHead?
+    func exchange(informational head: ResponseHead) {}
+    func exchange(head: ResponseHead, effectiveURL: String) -> Bool {
+        self.head = head
+        return true
+    }
+    func exchange(body: UnsafeRawBufferPointer) -> Bool { true }
+    func exchange(progressReceived received: Int64, sent: Int64) -> Bool { true }
+}
+
+/// What a finished download produced.
+public struct DownloadResult: Sendable, Equatable {
+    public var path: String
+    public var bytes: Int64
+    public var sha256: String?
+    /// True when the file was there already and nothing was fetched.
+    public var alreadyComplete: Bool
+}
+
+enum Monotonic {
+    static var now: Double {
+        var ts = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &ts)
+        return Double(ts.tv_sec) + Double(ts.tv_nsec) / 1e9
+    }
+}
+
+extension Sequence where Element == UInt8 {
+    var hex: String { map { String(format: "%02x", $0) }.joined() }
+}

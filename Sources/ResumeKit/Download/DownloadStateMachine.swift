@@ -1,0 +1,180 @@
+/// The download protocol rules, with no I/O and no clock: which request to send for the bytes we
+/// have, and what a response head means for them (DESIGN.md §2, RFC 9110 §13.1.5, §14, §15.3.7).
+public struct DownloadStateMachine: Sendable, Equatable {
+    /// What the server told us about the representation we are fetching.
+    public struct Resource: Sendable, Equatable {
+        public var etag: String?
+        public var lastModified: String?
+        /// The `If-Range` value to resume with; nil when the server gave no strong validator.
+        public var validator: String?
+        public var totalBytes: Int64?
+        /// SHA-256 from `Repr-Digest`, when the server sent one.
+        public var reprDigestSHA256: [UInt8]?
+
+        public init(
+            etag: String? = nil, lastModified: String? = nil, validator: String? = nil, totalBytes: Int64? = nil,
+            reprDigestSHA256: [UInt8]? = nil
+        ) {
+            self.etag = etag
+            self.lastModified = lastModified
+            self.validator = validator
+            self.totalBytes = totalBytes
+            self.reprDigestSHA256 = reprDigestSHA256
+        }
+    }
+
+    public enum OnChange: String, Sendable, Equatable, CaseIterable {
+        /// Start over from zero with the new content.
+        case restart
+        /// Stop: the user wants to know.
+        case fail
+    }
+
+    /// The next request to send.
+    public enum Plan: Sendable, Equatable {
+        /// GET; with `offset > 0` it carries `Range` and `If-Range`.
+        case fetch(offset: Int64, headers: HeaderFields)
+        /// HEAD, to confirm that data we already hold whole is still what the server has.
+        case verify
+        /// The resume cannot be validated and the policy says stop.
+        case fail(Failure)
+    }
+
+    /// What to do with the response to a fetch.
+    public enum Decision: Sendable, Equatable {
+        /// Keep the first `offset` bytes of the `.part` file and write this body after them.
+        case write(from: Int64, restarted: String?)
+        /// This body is unusable (a range of something else); fetch again from zero.
+        case refetchFromZero(reason: String)
+        /// The server says we already hold every byte; confirm with `verify`.
+        case verifyComplete
+        /// Confirmed complete: nothing more to fetch.
+        case complete
+        /// A transient refusal; try again, after `retryAfter` seconds when the server said so.
+        case retry(status: Int, retryAfter: String?)
+        case fail(Failure)
+    }
+
+    public enum Failure: Sendable, Equatable {
+        /// A final status that no retry will change (404, 403, 401 …).
+        case status(Int, reason: String)
+        /// The content changed on the server and `--on-change fail` was given.
+        case changed(String)
+    }
+
+    public private(set) var resource: Resource?
+    public let onChange: OnChange
+
+    public init(resource: Resource? = nil, onChange: OnChange = .restart) {
+        self.resource = resource
+        self.onChange = onChange
+    }
+
+    /// The request that continues from `committed` bytes.
+    public func plan(committed: Int64) -> Plan {
+        guard committed > 0, let resource else { return .fetch(offset: 0, headers: [:]) }
+        guard let validator = resource.validator else {
+            let why = "the server gave no strong validator, so the partial data cannot be checked"
+            return onChange == .fail ? .fail(.changed(why)) : .fetch(offset: 0, headers: [:])
+        }
+        if let total = resource.totalBytes, committed >= total { return .verify }
+        return .fetch(offset: committed, headers: ["Range": "bytes=\(committed)-", "If-Range": validator])
+    }
+
+    /// Interprets the final response head to a fetch that started at `offset`.
+    public mutating func evaluate(_ head: ResponseHead, requestedOffset offset: Int64) -> Decision {
+        switch head.status {
+        case 206:
+            return evaluatePartial(head, offset: offset)
+        case 200...299:
+            let fresh = Self.resource(from: head, totalBytes: head.status == 204 ? 0 : contentLength(head))
+            var restarted: String?
+            if offset > 0 {
+                if let old = resource, old.validator != nil, old.etag == fresh.etag, old.lastModified == fresh.lastModified {
+                    restarted = "the server ignored the range request"
+                } else if resource?.validator == nil {
+                    restarted = "no strong validator to resume safely"
+                } else {
+                    restarted = "the file changed on the server"
+                    if onChange == .fail { return .fail(.changed(restarted!)) }
+                }
+            }
+            resource = fresh
+            return .write(from: 0, restarted: restarted)
+        case 416:
+            guard offset > 0, let resource, let total = resource.totalBytes else {
+                return .fail(.status(416, reason: head.reason))
+            }
+            let served = head.headers["Content-Range"].flatMap(ContentRange.init)?.completeLength
+            if total == offset, served == nil || served == total { return .verifyComplete }
+            return changed("the file on the server has another length now")
+        case 412:
+            return changed("the file changed on the server")
+        default:
+            if RetryPolicy.isRetryable(status: head.status) {
+                return .retry(status: head.status, retryAfter: head.headers["Retry-After"])
+            }
+            return .fail(.status(head.status, reason: head.reason))
+        }
+    }
+
+    /// Interprets the answer to `verify`: the same validator and length mean the data we hold is whole.
+    public mutating func evaluateVerification(_ head: ResponseHead, committed: Int64) -> Decision {
+        guard head.isSuccess else {
+            if RetryPolicy.isRetryable(status: head.status) {
+                return .retry(status: head.status, retryAfter: head.headers["Retry-After"])
+            }
+            return .fail(.status(head.status, reason: head.reason))
+        }
+        let now = Self.resource(from: head, totalBytes: contentLength(head))
+        if let old = resource, old.validator != nil, now.validator == old.validator, now.totalBytes == committed {
+            return .complete
+        }
+        return changed("the file changed on the server")
+    }
+
+    private mutating func evaluatePartial(_ head: ResponseHead, offset: Int64) -> Decision {
+        guard let range = head.headers["Content-Range"].flatMap(ContentRange.init), let bytes = range.range else {
+            return .refetchFromZero(reason: "the server sent a partial response without a usable Content-Range")
+        }
+        if offset == 0 {
+            // We asked for everything; a 206 from zero carrying the complete length is as good as a 200.
+            guard bytes.lowerBound == 0, let total = range.completeLength, bytes.upperBound == total - 1 else {
+                return .refetchFromZero(reason: "the server sent a part we did not ask for")
+            }
+            resource = Self.resource(from: head, totalBytes: total)
+            return .write(from: 0, restarted: nil)
+        }
+        guard let resource else { return .refetchFromZero(reason: "no record of the resource") }
+        if let etag = head.headers["ETag"], let stored = resource.etag, etag != stored {
+            return changed("the file changed on the server")
+        }
+        if let stored = resource.totalBytes, range.completeLength != stored {
+            return changed("the file on the server has another length now")
+        }
+        guard bytes.lowerBound == offset else {
+            return .refetchFromZero(reason: "the server answered from byte \(bytes.lowerBound), not \(offset)")
+        }
+        return .write(from: offset, restarted: nil)
+    }
+
+    private mutating func changed(_ reason: String) -> Decision {
+        if onChange == .fail { return .fail(.changed(reason)) }
+        resource = nil
+        return .refetchFromZero(reason: reason)
+    }
+
+    private func contentLength(_ head: ResponseHead) -> Int64? {
+        head.headers["Content-Length"].flatMap { Int64($0.trimmingSpaces()) }
+    }
+
+    static func resource(from head: ResponseHead, totalBytes: Int64?) -> Resource {
+        let h = head.headers
+        let validator = RangeValidator.select(etag: h["ETag"], lastModified: h["Last-Modified"], date: h["Date"])
+        // A body the server encoded on the fly has no stable byte offsets.
+        let encoded = h["Content-Encoding"].map { !$0.isEmpty && $0.lowercased() != "identity" } ?? false
+        return Resource(
+            etag: h["ETag"], lastModified: h["Last-Modified"], validator: encoded ? nil : validator?.headerValue,
+            totalBytes: totalBytes, reprDigestSHA256: StructuredField.byteSequenceDictionary(h["Repr-Digest"])["sha-256"])
+    }
+}

@@ -1,0 +1,49 @@
+/// When to try again after a failed attempt: capped exponential backoff with jitter.
+///
+/// With the defaults (base 1 s, cap 30 s) the delays before retries 1, 2, 3 … are drawn from
+/// [0.5, 1], [1, 2], [2, 4], [4, 8], [8, 16], [15, 30], [15, 30] … seconds. A server's `Retry-After`
+/// replaces the computed delay (capped at 10 minutes). The count of failures starts again whenever an
+/// attempt made progress, so a long transfer over a flaky link is not cut off by its total number of drops.
+public struct RetryPolicy: Sendable, Equatable {
+    /// nil: retry forever (`--retries inf`).
+    public var maxRetries: Int?
+    public var baseDelay: Double
+    public var maxDelay: Double
+
+    public static let `default` = RetryPolicy(maxRetries: 10, baseDelay: 1, maxDelay: 30)
+
+    public init(maxRetries: Int?, baseDelay: Double = 1, maxDelay: Double = 30) {
+        self.maxRetries = maxRetries
+        self.baseDelay = baseDelay
+        self.maxDelay = maxDelay
+    }
+
+    /// The delay before retry number `failures` (1 for the first retry), or nil when the retries are used up.
+    /// - Parameter jitter: a number in 0...1 (injected so tests are repeatable).
+    public func delay(failures: Int, retryAfter: Double? = nil, jitter: Double) -> Double? {
+        if let max = maxRetries, failures > max { return nil }
+        if let retryAfter { return min(max(0, retryAfter), 600) }
+        let exponent = Double(min(failures - 1, 30))
+        let capped = min(baseDelay * pow2(exponent), maxDelay)
+        return capped / 2 + capped / 2 * min(max(jitter, 0), 1)
+    }
+
+    private func pow2(_ e: Double) -> Double {
+        var r = 1.0
+        for _ in 0..<Int(e) { r *= 2 }
+        return r
+    }
+
+    /// Parses `Retry-After`: delay-seconds or an HTTP date (relative to `now`, seconds since 1970).
+    public static func retryAfter(_ value: String?, now: Int64) -> Double? {
+        guard let value = value?.trimmingSpaces(), !value.isEmpty else { return nil }
+        if let seconds = Int64(value), seconds >= 0 { return Double(seconds) }
+        if let date = HTTPDate.parse(value) { return Double(max(0, date - now)) }
+        return nil
+    }
+
+    /// Status codes worth another try: the request timed out, rate limiting, server trouble.
+    public static func isRetryable(status: Int) -> Bool {
+        [408, 425, 429, 500, 502, 503, 504].contains(status)
+    }
+}

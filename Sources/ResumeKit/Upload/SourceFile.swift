@@ -1,0 +1,57 @@
+import Crypto
+import Foundation
+import Glibc
+
+/// An upload's source, open for the whole upload, with the identity a token records.
+final class SourceFile {
+    let path: String
+    let fd: Int32
+    let identity: ResumeToken.SourceIdentity
+
+    /// Opens `path` for reading. Missing, unreadable and folder are errors with exit 66.
+    init(path: String) throws(TransferError) {
+        let absolute = (path.hasPrefix("/") ? path : FileManager.default.currentDirectoryPath + "/" + path)
+        let standardized = (absolute as NSString).standardizingPath
+        let fd = open(standardized, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else {
+            throw TransferError(.inputMissing, "cannot read \(path): \(String(cString: strerror(errno)))")
+        }
+        var st = stat()
+        guard fstat(fd, &st) == 0, (st.st_mode & S_IFMT) == S_IFREG else {
+            close(fd)
+            throw TransferError(.inputMissing, "\(path) is not a regular file")
+        }
+        self.path = standardized
+        self.fd = fd
+        let size = Int64(st.st_size)
+        let mtime = Double(st.st_mtim.tv_sec) + Double(st.st_mtim.tv_nsec) / 1e9
+        identity = ResumeToken.SourceIdentity(
+            path: standardized, size: size, mtime: mtime, inode: UInt64(st.st_ino),
+            edgeHash: try Self.edgeHash(fd: fd, size: size, path: path))
+    }
+
+    deinit { close(fd) }
+
+    /// SHA-256 of the first and the last MiB: cheap, and catches edits at either end.
+    static func edgeHash(fd: Int32, size: Int64, path: String) throws(TransferError) -> String {
+        let mib: Int64 = 1 << 20
+        var hasher = SHA256()
+        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: Int(mib), alignment: 16)
+        defer { buffer.deallocate() }
+        for start in Set([0, max(0, size - mib)]).sorted() {
+            let want = Int(min(mib, size - start))
+            var got = 0
+            while got < want {
+                let n = pread(fd, buffer.baseAddress! + got, want - got, off_t(start) + off_t(got))
+                if n < 0 && errno == EINTR { continue }
+                guard n > 0 else { throw TransferError(.localIO, "cannot read \(path): \(String(cString: strerror(errno)))") }
+                got += n
+            }
+            hasher.update(bufferPointer: UnsafeRawBufferPointer(rebasing: buffer[0..<want]))
+        }
+        return hasher.finalize().hex
+    }
+
+    /// The file's sha256 (read once more; only when `--json` asks for it).
+    func sha256() throws(TransferError) -> String { try FileDigest.sha256(path: path) }
+}

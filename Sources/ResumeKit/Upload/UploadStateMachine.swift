@@ -1,0 +1,242 @@
+import Foundation
+
+/// The upload protocol rules of draft-ietf-httpbis-resumable-upload, with no I/O and no clock.
+/// It says which request to send next and what each response means; the operation runs them.
+public struct UploadStateMachine: Sendable, Equatable {
+    public enum State: Sendable, Equatable {
+        /// No upload resource known: the next request creates one (POST carrying the file).
+        case create
+        /// The resource exists but our view of its offset is stale: HEAD it.
+        case queryOffset(url: String)
+        /// Append from `offset` (PATCH).
+        case append(url: String, offset: Int64)
+        case done
+    }
+
+    /// The next request.
+    public enum Plan: Sendable, Equatable {
+        case create(headers: HeaderFields, length: Int64, complete: Bool)
+        case queryOffset(url: String, headers: HeaderFields)
+        case append(url: String, headers: HeaderFields, offset: Int64, length: Int64, complete: Bool)
+        case finished
+    }
+
+    /// What a response, or a failed exchange, means.
+    public enum Decision: Sendable, Equatable {
+        /// Go on with the next plan at once.
+        case proceed
+        case completed
+        /// Transient: wait, then go on with the next plan.
+        case retry(reason: String, retryAfter: String?)
+        /// The server no longer has the upload (or never had it): create it anew.
+        case restarted(reason: String)
+        case fail(reason: String)
+    }
+
+    public let size: Int64
+    public private(set) var version: InteropVersion
+    public private(set) var state: State
+    /// True once a 104 (or a token) showed that the server speaks the draft.
+    public private(set) var serverSupportsDraft: Bool
+    /// From `Upload-Limit`, or `--chunk-size`: the largest append.
+    public private(set) var maxAppendSize: Int64?
+    private let versionPinned: Bool
+    private var versionSwitched = false
+
+    public init(
+        size: Int64, version: InteropVersion = .newest, versionPinned: Bool = false, uploadURL: String? = nil,
+        chunkSize: Int64? = nil
+    ) {
+        self.size = size
+        self.version = version
+        self.versionPinned = versionPinned
+        self.maxAppendSize = chunkSize
+        if let uploadURL {
+            state = .queryOffset(url: uploadURL)
+            serverSupportsDraft = true
+        } else {
+            state = .create
+            serverSupportsDraft = false
+        }
+    }
+
+    public var uploadURL: String? {
+        switch state {
+        case .queryOffset(let url), .append(let url, _): url
+        case .create, .done: nil
+        }
+    }
+
+    public func plan() -> Plan {
+        var headers: HeaderFields = [InteropVersion.header: String(version.rawValue)]
+        switch state {
+        case .create:
+            // Only a whole-file creation is safe before the server showed support: an unaware server
+            // would store a first chunk as the complete file.
+            let length = serverSupportsDraft ? min(size, maxAppendSize ?? size) : size
+            let complete = length == size
+            let field = version.completionField(complete: complete)
+            headers.append(field.name, field.value)
+            if version.sendsUploadLength { headers.append("Upload-Length", String(size)) }
+            return .create(headers: headers, length: length, complete: complete)
+        case .queryOffset(let url):
+            return .queryOffset(url: url, headers: headers)
+        case .append(let url, let offset):
+            let length = min(size - offset, maxAppendSize ?? (size - offset))
+            let complete = offset + length == size
+            let field = version.completionField(complete: complete)
+            headers.append(field.name, field.value)
+            headers.append("Upload-Offset", String(offset))
+            if version.sendsUploadLength { headers.append("Upload-Length", String(size)) }
+            headers.append("Content-Type", version.appendContentType)
+            return .append(url: url, headers: headers, offset: offset, length: length, complete: complete)
+        case .done:
+            return .finished
+        }
+    }
+
+    /// A 1xx during creation. Returns the upload URL to persist at once, when this head carries one.
+    public mutating func informational(_ head: ResponseHead, requestURL: String) -> String? {
+        guard head.status == 104, case .create = state else { return nil }
+        // A 104 of another interop version is not for us (draft: ignore it).
+        guard head.headers[InteropVersion.header].flatMap({ Int($0.trimmingSpaces()) }) == version.rawValue,
+            let location = head.headers["Location"],
+            let url = URL(string: location, relativeTo: URL(string: requestURL))?.absoluteString
+        else { return nil }
+        serverSupportsDraft = true
+        let limits = StructuredField.integerDictionary(head.headers["Upload-Limit"])
+        if let maxAppend = limits["max-append-size"], maxAppend > 0 { maxAppendSize = min(maxAppendSize ?? maxAppend, maxAppend) }
+        uploadURLFromInformational = url
+        return url
+    }
+
+    private var uploadURLFromInformational: String?
+
+    /// The largest upload the server accepts, if its 104 said so.
+    public static func maxSize(_ head: ResponseHead) -> Int64? {
+        StructuredField.integerDictionary(head.headers["Upload-Limit"])["max-size"]
+    }
+
+    /// The final response to the plan just run.
+    public mutating func response(_ head: ResponseHead, to plan: Plan) -> Decision {
+        switch plan {
+        case .create(_, let length, let complete):
+            return creationResponse(head, length: length, complete: complete)
+        case .queryOffset(let url, _):
+            return offsetResponse(head, url: url)
+        case .append(let url, _, let offset, let length, let complete):
+            return appendResponse(head, url: url, offset: offset, length: length, complete: complete)
+        case .finished:
+            return .completed
+        }
+    }
+
+    /// The exchange for `plan` ended without a final response (connection lost, stall, timeout).
+    public mutating func exchangeFailed(_ reason: String, during plan: Plan) -> Decision {
+        if let url = uploadURLFromInformational ?? uploadURL {
+            state = .queryOffset(url: url)
+            return .retry(reason: reason, retryAfter: nil)
+        }
+        state = .create
+        return .retry(reason: reason + (serverSupportsDraft ? "" : "; the server cannot resume uploads, so the whole file is sent again"),
+            retryAfter: nil)
+    }
+
+    private mutating func creationResponse(_ head: ResponseHead, length: Int64, complete: Bool) -> Decision {
+        let location = uploadURLFromInformational
+            ?? head.headers["Location"].flatMap { URL(string: $0)?.absoluteString }
+        switch head.status {
+        case 200...299:
+            if complete {
+                if let offset = StructuredField.integer(head.headers["Upload-Offset"]), offset != size {
+                    return failed("the server acknowledged \(offset) of \(size) bytes")
+                }
+                state = .done
+                return .completed
+            }
+            guard let url = location else { return failed("the server did not say where the upload lives") }
+            serverSupportsDraft = true
+            state = .append(url: url, offset: StructuredField.integer(head.headers["Upload-Offset"]) ?? length)
+            return .proceed
+        case 400:
+            if !versionPinned, !versionSwitched,
+                let offered = head.headers[InteropVersion.header].flatMap({ Int($0.trimmingSpaces()) }),
+                offered != version.rawValue, let other = InteropVersion(rawValue: offered)
+            {
+                versionSwitched = true
+                version = other
+                uploadURLFromInformational = nil
+                state = .create
+                return .retry(reason: "the server speaks draft interop version \(offered); switching", retryAfter: "0")
+            }
+            return failed("the server refused the upload: 400 \(head.reason)")
+        default:
+            return transientOrFail(head, url: location, what: "creating the upload")
+        }
+    }
+
+    private mutating func offsetResponse(_ head: ResponseHead, url: String) -> Decision {
+        switch head.status {
+        case 200...299:
+            guard let offset = StructuredField.integer(head.headers["Upload-Offset"]), offset >= 0 else {
+                return failed("the server's answer carries no Upload-Offset")
+            }
+            guard offset <= size else {
+                return failed("the server holds \(offset) bytes, more than the file's \(size)")
+            }
+            if offset == size, version.isComplete(head.headers) == true {
+                state = .done
+                return .completed
+            }
+            state = .append(url: url, offset: offset)
+            return .proceed
+        case 404, 410:
+            return restart("the server no longer has the upload")
+        default:
+            return transientOrFail(head, url: url, what: "asking for the offset")
+        }
+    }
+
+    private mutating func appendResponse(_ head: ResponseHead, url: String, offset: Int64, length: Int64, complete: Bool) -> Decision {
+        switch head.status {
+        case 200...299:
+            let end = offset + length
+            if let acknowledged = StructuredField.integer(head.headers["Upload-Offset"]), acknowledged != end {
+                state = .queryOffset(url: url)
+                return .retry(reason: "the server acknowledged \(acknowledged), not \(end)", retryAfter: "0")
+            }
+            if complete {
+                state = .done
+                return .completed
+            }
+            state = .append(url: url, offset: end)
+            return .proceed
+        case 409:
+            state = .queryOffset(url: url)
+            return .retry(reason: "the server has another offset", retryAfter: "0")
+        case 404, 410:
+            return restart("the server no longer has the upload")
+        default:
+            return transientOrFail(head, url: url, what: "appending")
+        }
+    }
+
+    private mutating func transientOrFail(_ head: ResponseHead, url: String?, what: String) -> Decision {
+        if RetryPolicy.isRetryable(status: head.status) {
+            state = url.map { .queryOffset(url: $0) } ?? .create
+            return .retry(reason: "the server answered \(head.status) while \(what)", retryAfter: head.headers["Retry-After"])
+        }
+        return failed("the server answered \(head.status) \(head.reason) while \(what)")
+    }
+
+    private mutating func restart(_ reason: String) -> Decision {
+        state = .create
+        uploadURLFromInformational = nil
+        return .restarted(reason: reason)
+    }
+
+    private mutating func failed(_ reason: String) -> Decision {
+        state = .done
+        return .fail(reason: reason)
+    }
+}

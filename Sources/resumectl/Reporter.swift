@@ -1,0 +1,170 @@
+import Foundation
+import Glibc
+import ResumeKit
+
+/// Renders transfer events: a progress line on a terminal's stderr, or NDJSON on stdout with `--json`.
+/// Scripts rely on this contract: stdout carries only the result line or JSON events.
+final class Reporter: @unchecked Sendable {
+    private let json: Bool
+    private let quiet: Bool
+    private let showsProgress: Bool
+    private let lock = NSLock()
+    private var tokenID: String
+    private var lastLineLength = 0
+
+    init(json: Bool, quiet: Bool, tokenID: String = "") {
+        self.json = json
+        self.quiet = quiet
+        self.tokenID = tokenID
+        showsProgress = !quiet && !json && isatty(2) != 0
+    }
+
+    func setToken(_ id: String) { lock.withLock { tokenID = id } }
+
+    var handler: EventHandler { { [self] event in self.handle(event) } }
+
+    func handle(_ event: TransferEvent) {
+        lock.withLock {
+            if json { emitJSON(event) } else { emitHuman(event) }
+        }
+    }
+
+    /// The one stdout line of a success (not in `--json` mode, where `completed` says it).
+    func result(_ line: String) {
+        guard !json else { return }
+        Output.stdout(line + "\n")
+    }
+
+    /// The one stderr line of a failure, plus the `failed` event with `--json`.
+    func failure(_ error: TransferError) {
+        lock.withLock {
+            clearProgress()
+            if json {
+                writeJSON(["event": "failed", "token": error.tokenID ?? tokenID, "error": error.message,
+                    "exit": Int(error.exitStatus), "resumable": error.isResumable])
+            }
+            var line = "resumectl: \(error.message)"
+            if error.isResumable, let id = error.tokenID {
+                line += "; resume with: resumectl resume \(id)"
+            }
+            Output.stderr(line + "\n")
+        }
+    }
+
+    func note(_ text: String) {
+        lock.withLock {
+            guard !quiet else { return }
+            clearProgress()
+            Output.stderr("resumectl: \(text)\n")
+        }
+    }
+
+    private func emitHuman(_ event: TransferEvent) {
+        switch event {
+        case .progress(let bytes, let total, let rate):
+            guard showsProgress else { return }
+            drawProgress(bytes: bytes, total: total, rate: rate)
+        case .retry(let attempt, let delay, let error):
+            guard !quiet else { return }
+            clearProgress()
+            Output.stderr(String(format: "resumectl: %@; retry %d in %.1f s\n", error, attempt, delay))
+        case .restarted(let reason):
+            guard !quiet else { return }
+            clearProgress()
+            Output.stderr("resumectl: starting over: \(reason)\n")
+        case .note(let text):
+            guard !quiet else { return }
+            clearProgress()
+            Output.stderr("resumectl: \(text)\n")
+        case .completed, .paused, .started:
+            clearProgress()
+        }
+    }
+
+    private func drawProgress(bytes: Int64, total: Int64?, rate: Double) {
+        var line: String
+        if let total, total > 0 {
+            let fraction = min(1, Double(bytes) / Double(total))
+            let width = 24
+            let filled = Int(fraction * Double(width))
+            let bar = String(repeating: "#", count: filled) + String(repeating: "-", count: width - filled)
+            line = String(format: "[%@] %5.1f%% %@ / %@ %@/s", bar, fraction * 100, Self.size(bytes), Self.size(total), Self.size(Int64(rate)))
+            if rate > 0 {
+                let eta = Double(total - bytes) / rate
+                line += String(format: " ETA %d:%02d", Int(eta) / 60, Int(eta) % 60)
+            }
+        } else {
+            line = "\(Self.size(bytes)) \(Self.size(Int64(rate)))/s"
+        }
+        let pad = max(0, lastLineLength - line.count)
+        Output.stderr("\r" + line + String(repeating: " ", count: pad))
+        lastLineLength = line.count
+    }
+
+    private func clearProgress() {
+        guard showsProgress, lastLineLength > 0 else { return }
+        Output.stderr("\r" + String(repeating: " ", count: lastLineLength) + "\r")
+        lastLineLength = 0
+    }
+
+    private func emitJSON(_ event: TransferEvent) {
+        switch event {
+        case .started(let kind, let url, let path, let offset, let total):
+            writeJSON(["event": "started", "token": tokenID, "kind": kind.rawValue, "url": url, "path": path,
+                "offset": offset, "total": total as Any])
+        case .progress(let bytes, let total, let rate):
+            writeJSON(["event": "progress", "token": tokenID, "bytes": bytes, "total": total as Any, "rate": Int64(rate)])
+        case .retry(let attempt, let delay, let error):
+            writeJSON(["event": "retry", "token": tokenID, "attempt": attempt, "delay": delay, "error": error])
+        case .restarted(let reason):
+            writeJSON(["event": "restarted", "token": tokenID, "reason": reason])
+        case .paused(let offset):
+            writeJSON(["event": "paused", "token": tokenID, "offset": offset])
+        case .completed(let location, let bytes, let sha256):
+            let key = location.hasPrefix("/") ? "path" : "url"
+            writeJSON(["event": "completed", "token": tokenID, key: location, "bytes": bytes, "sha256": sha256 as Any])
+        case .note(let text):
+            if !quiet { Output.stderr("resumectl: \(text)\n") }
+        }
+    }
+
+    private func writeJSON(_ object: [String: Any]) {
+        var clean: [String: Any] = [:]
+        for (key, value) in object {
+            if case Optional<Any>.none = value as Any? { continue }
+            let unwrapped = Mirror(reflecting: value).displayStyle == .optional
+                ? Mirror(reflecting: value).children.first?.value : value
+            clean[key] = unwrapped ?? NSNull()
+        }
+        guard let data = try? JSONSerialization.data(withJSONObject: clean, options: [.sortedKeys, .withoutEscapingSlashes]) else { return }
+        Output.stdout(String(decoding: data, as: UTF8.self) + "\n")
+    }
+
+    static func size(_ bytes: Int64) -> String {
+        let units = ["B", "KiB", "MiB", "GiB", "TiB"]
+        var value = Double(bytes)
+        var unit = 0
+        while value >= 1024 && unit < units.count - 1 {
+            value /= 1024
+            unit += 1
+        }
+        return unit == 0 ? "\(bytes) B" : String(format: "%.1f %@", value, units[unit])
+    }
+}
+
+/// Unbuffered writes to the standard streams (C's `stdout` is not concurrency-safe in Swift 6).
+enum Output {
+    static func stdout(_ text: String) { write(1, text) }
+    static func stderr(_ text: String) { write(2, text) }
+
+    private static func write(_ fd: Int32, _ text: String) {
+        var bytes = Array(text.utf8)
+        var done = 0
+        while done < bytes.count {
+            let n = bytes.withUnsafeMutableBytes { Glibc.write(fd, $0.baseAddress! + done, $0.count - done) }
+            if n < 0 && errno == EINTR { continue }
+            if n <= 0 { return }
+            done += n
+        }
+    }
+}

@@ -1,0 +1,36 @@
+import ArgumentParser
+import Dispatch
+import Glibc
+import ResumeKit
+
+/// Runs a transfer under the signal rules of DESIGN.md: SIGINT stops it as "interrupted" (exit 130),
+/// SIGTERM and SIGHUP as "paused" (exit 75); both commit first. A second signal during the commit
+/// changes nothing. SIGPIPE is ignored so a closed pipe is an error, not a death.
+enum Runner {
+    static func run<T: Sendable>(
+        reporter: Reporter, _ work: @escaping @Sendable (Cancellation) async throws(TransferError) -> T
+    ) async throws -> T {
+        let cancellation = Cancellation()
+        signal(SIGPIPE, SIG_IGN)
+        let sources = [(SIGINT, StopReason.interrupt), (SIGTERM, .pause), (SIGHUP, .pause)].map { sig, reason in
+            signal(sig, SIG_IGN)
+            let source = DispatchSource.makeSignalSource(signal: sig, queue: .global())
+            source.setEventHandler { cancellation.stop(reason) }
+            source.resume()
+            return source
+        }
+        defer { sources.forEach { $0.cancel() } }
+        do {
+            return try await work(cancellation)
+        } catch {
+            reporter.failure(error)
+            throw ExitCode(error.exitStatus)
+        }
+    }
+
+    /// Reports a failure that happened before any transfer started.
+    static func fail(_ error: TransferError, json: Bool) -> ExitCode {
+        Reporter(json: json, quiet: false, tokenID: error.tokenID ?? "").failure(error)
+        return ExitCode(error.exitStatus)
+    }
+}

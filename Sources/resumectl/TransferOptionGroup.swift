@@ -1,0 +1,80 @@
+import ArgumentParser
+import ResumeKit
+
+/// The options every transfer command takes.
+struct TransferOptionGroup: ParsableArguments {
+    @Option(name: [.customShort("H"), .long], help: "Extra request header 'Name: value' (repeatable).")
+    var header: [String] = []
+
+    @Option(help: "Retries after network failures: a number or 'inf'.")
+    var retries: Retries = Retries(value: 10)
+
+    @Option(name: .customLong("retry-delay"), help: "First backoff delay in seconds; it doubles up to 30 s.")
+    var retryDelay: Double = 1
+
+    @Option(name: .customLong("stall-timeout"), help: "Seconds without progress before a retry.")
+    var stallTimeout: Int = 30
+
+    @Option(name: .customLong("limit-rate"), help: "Maximum rate in bytes a second (suffix k or M).")
+    var limitRate: ByteRate?
+
+    @Flag(help: "Newline-delimited JSON events on stdout instead of the result line.")
+    var json = false
+
+    @Flag(name: [.short, .long], help: "No progress and no notes on stderr.")
+    var quiet = false
+
+    @Flag(name: [.short, .long], help: "Show libcurl's protocol trace on stderr.")
+    var verbose = false
+
+    @Option(name: .customLong("state-dir"), help: "Where tokens live (default: $RESUMECTL_STATE_DIR, $XDG_STATE_HOME/resumectl, ~/.local/state/resumectl).")
+    var stateDir: String?
+
+    func validate() throws {
+        if retryDelay < 0 || !retryDelay.isFinite { throw ValidationError("--retry-delay must be 0 or more") }
+        if stallTimeout < 1 { throw ValidationError("--stall-timeout must be at least 1 second") }
+        _ = try HeaderLines.parse(header)
+    }
+
+    var store: TokenStore { TokenStore(directory: stateDir ?? TokenStore.defaultDirectory()) }
+
+    func client() -> TransferClient {
+        var options = TransferOptions()
+        options.retry = RetryPolicy(maxRetries: retries.value, baseDelay: retryDelay)
+        options.transport.stallTimeout = stallTimeout
+        options.transport.verbose = verbose
+        if let limitRate {
+            options.transport.maxReceiveRate = limitRate.bytesPerSecond
+            options.transport.maxSendRate = limitRate.bytesPerSecond
+        }
+        options.computeSHA256 = json
+        return TransferClient(store: store, options: options)
+    }
+}
+
+struct Retries: ExpressibleByArgument {
+    var value: Int?
+    init(value: Int?) { self.value = value }
+    init?(argument: String) {
+        if argument == "inf" { value = nil; return }
+        guard let n = Int(argument), n >= 0 else { return nil }
+        value = n
+    }
+    var defaultValueDescription: String { value.map(String.init) ?? "inf" }
+}
+
+struct ByteRate: ExpressibleByArgument {
+    var bytesPerSecond: Int64
+    init?(argument: String) {
+        var text = Substring(argument)
+        var factor: Int64 = 1
+        switch text.last {
+        case "k", "K": factor = 1024; text = text.dropLast()
+        case "m", "M": factor = 1024 * 1024; text = text.dropLast()
+        case "g", "G": factor = 1024 * 1024 * 1024; text = text.dropLast()
+        default: break
+        }
+        guard let n = Int64(text), n > 0 else { return nil }
+        bytesPerSecond = n * factor
+    }
+}
