@@ -10,7 +10,15 @@ public let resumectlBinary: String = {
     }
     let testExecutable = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe"))
         ?? CommandLine.arguments[0]
-    return URL(fileURLWithPath: testExecutable).deletingLastPathComponent().appendingPathComponent("resumectl").path
+    let beside = URL(fileURLWithPath: testExecutable).deletingLastPathComponent()
+    // Should the runner ever live deeper (a bundle folder), the products folder is a near ancestor.
+    var folder = beside
+    for _ in 0..<3 where folder.path != "/" {
+        let candidate = folder.appendingPathComponent("resumectl").path
+        if FileManager.default.isExecutableFile(atPath: candidate) { return candidate }
+        folder.deleteLastPathComponent()
+    }
+    return beside.appendingPathComponent("resumectl").path
 }()
 
 /// Whether `resumectlBinary` exists and is executable (for `.enabled(if:)` on tests that need it).
