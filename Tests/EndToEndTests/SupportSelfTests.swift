@@ -257,6 +257,14 @@ struct SupportSelfTests {
             curlBinary, ["-sS", "-r", "0-9", "-H", "If-Range: \(weak.etag ?? "")", "-D", "-", "-o", "/dev/null", weak.url()])
         #expect(weakRange.stdoutLines.first == "HTTP/1.1 200 OK", "weak If-Range must not match: \(weakRange)")
 
+        let dated = try await MisbehavingServer(content: body, behaviors: [.lastModifiedOnly])
+        #expect(dated.etag == nil)
+        let date = try #require(dated.lastModified)
+        let datedRange = try await runProcess(
+            curlBinary, ["-sS", "-r", "0-9", "-H", "If-Range: \(date)", "-D", "-", "-o", "/dev/null", dated.url()])
+        #expect(datedRange.stdoutLines.first == "HTTP/1.1 206 Partial Content", "\(datedRange)")
+        #expect(!datedRange.stdout.contains("ETag"))
+
         let none = try await MisbehavingServer(
             content: body, behaviors: [.noValidator(contentProvider: { $0 == 0 ? [1, 2, 3] : [4, 5] })])
         let head = try await runProcess(curlBinary, ["-sS", "-I", none.url()])
@@ -264,6 +272,12 @@ struct SupportSelfTests {
         #expect(head.stdout.contains("Content-Length: 3"))
         let second = try await runProcess(curlBinary, ["-sS", none.url()])
         #expect(Array(second.stdout.utf8) == [4, 5])
+
+        let shortForms = try await MisbehavingServer(content: body, behaviors: [.noValidator(), .status(503)])
+        let first = try await runProcess(curlBinary, ["-sS", "-D", "-", "-o", "/dev/null", shortForms.url()])
+        let then = try await runProcess(curlBinary, ["-sS", "-D", "-", "-o", "/dev/null", shortForms.url()])
+        #expect(first.stdoutLines.first == "HTTP/1.1 503 Service Unavailable" && !first.stdout.contains("Retry-After"))
+        #expect(then.stdoutLines.first == "HTTP/1.1 200 OK" && !then.stdout.contains("ETag"), "\(then)")
 
         let busy = try await MisbehavingServer(content: body, behaviors: [.status(503, retryAfter: 2, count: 1), .reprDigest])
         let refused = try await runProcess(curlBinary, ["-sS", "-D", "-", "-o", "/dev/null", busy.url()])

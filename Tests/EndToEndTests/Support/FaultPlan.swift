@@ -67,7 +67,7 @@ public struct Fault: Sendable, Equatable, CustomStringConvertible {
         Fault(bytesPerSecond: bytesPerSecond)
     }
 
-    /// This fault, forwarding at most `bytesPerSecond` in each direction until it triggers.
+    /// This fault, forwarding at most `bytesPerSecond` in each direction.
     public func throttled(bytesPerSecond: Int) -> Fault {
         var copy = self
         copy.bytesPerSecond = bytesPerSecond

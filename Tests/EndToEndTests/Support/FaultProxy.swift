@@ -89,12 +89,13 @@ public final class FaultProxy: Sendable {
 public struct ConnectionStats: Sendable {
     public let index: Int
     public let fault: Fault
-    public var refused = false
+    public internal(set) var refused = false
     /// True once the fault's byte trigger fired.
-    public var triggered = false
-    public var bytesUpstream = 0
-    public var bytesDownstream = 0
-    public var closed = false
+    public internal(set) var triggered = false
+    public internal(set) var bytesUpstream = 0
+    public internal(set) var bytesDownstream = 0
+    /// Both sockets are closed (or the connection was refused).
+    public internal(set) var closed = false
 }
 
 /// State shared by the proxy object and its threads (the threads never reference `FaultProxy` itself, so
