@@ -17,56 +17,13 @@ import Testing
         (["download", "http://127.0.0.1:9/f", "-o", "/nonexistent-dir/x"], 73, "does not exist"),
         (["frobnicate"], 64, "Unexpected argument"),
     ])
-    func badInputExitsWithTheDocumentedStatus(args: [String], status: Int32, message: String) throws {
-        let state = FileManager.default.temporaryDirectory.appendingPathComponent("cli-\(UUID().uuidString)").path
-        defer { try? FileManager.default.removeItem(atPath: state) }
-        let r = try CLI.run(args + (args.first == "frobnicate" ? [] : ["--state-dir", state]))
+    func badInputExitsWithTheDocumentedStatus(args: [String], status: Int32, message: String) async throws {
+        let h = try Workspace()
+        let r = args.first == "frobnicate" ? try await runProcess(resumectlBinary, args) : try await h.run(args)
         #expect(r.status == status, "stderr: \(r.stderr)")
         #expect(r.stderr.contains(message), "stderr: \(r.stderr)")
         #expect(r.stdout.isEmpty)
-    }
-}
-
-/// Runs the built `resumectl`.
-enum CLI {
-    static var binary: String {
-        if let path = ProcessInfo.processInfo.environment["RESUMECTL_BIN"] { return path }
-        let exe = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
-        var dir = URL(fileURLWithPath: exe).deletingLastPathComponent()
-        while !FileManager.default.fileExists(atPath: dir.appendingPathComponent("resumectl").path), dir.path != "/" {
-            dir.deleteLastPathComponent()
-        }
-        return dir.appendingPathComponent("resumectl").path
-    }
-
-    struct Result {
-        var status: Int32
-        var stdout: String
-        var stderr: String
-    }
-
-    static func run(_ args: [String], environment: [String: String] = [:], currentDirectory: String? = nil) throws -> Result {
-        let p = Process()
-        p.executableURL = URL(fileURLWithPath: binary)
-        p.arguments = args
-        var env = ProcessInfo.processInfo.environment
-        for (k, v) in environment { env[k] = v }
-        p.environment = env
-        if let currentDirectory { p.currentDirectoryURL = URL(fileURLWithPath: currentDirectory) }
-        // Files, not pipes: nothing can block on a full pipe buffer.
-        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("cli-out-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: dir) }
-        let outURL = dir.appendingPathComponent("stdout")
-        let errURL = dir.appendingPathComponent("stderr")
-        FileManager.default.createFile(atPath: outURL.path, contents: nil)
-        FileManager.default.createFile(atPath: errURL.path, contents: nil)
-        p.standardOutput = try FileHandle(forWritingTo: outURL)
-        p.standardError = try FileHandle(forWritingTo: errURL)
-        p.standardInput = FileHandle.nullDevice
-        try p.run()
-        p.waitUntilExit()
-        return Result(status: p.terminationStatus, stdout: try String(contentsOf: outURL, encoding: .utf8),
-            stderr: try String(contentsOf: errURL, encoding: .utf8))
+        #expect(r.stderr.split(separator: "\n").count == 1, "one line: \(r.stderr)")
+        #expect(try h.tokens().isEmpty)
     }
 }

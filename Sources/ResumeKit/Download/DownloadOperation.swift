@@ -64,6 +64,19 @@ final class DownloadOperation: ExchangeDelegate {
 
     func run() throws(TransferError) -> DownloadResult {
         do {
+            return try runAttempts()
+        } catch {
+            // A failure nothing can resume leaves no empty `.part` or token behind.
+            if error.tokenID == nil, let part, part.length == 0 {
+                unlink(part.path)
+                store.remove(id: token.id)
+            }
+            throw error
+        }
+    }
+
+    private func runAttempts() throws(TransferError) -> DownloadResult {
+        do {
             part = try PartFile(path: download.partPath, keeping: download.committedBytes)
         } catch {
             throw TransferError(.cannotCreateOutput, "cannot open \(download.partPath): \(error)")
