@@ -56,7 +56,7 @@ import Testing
 
     @Test func interruptedRunResumesFromItsToken() async throws {
         let h = try Workspace()
-        let (nginx, digest) = try await nginxWithFile(h, limitRate: 1_000_000)
+        let (nginx, digest) = try await nginxWithFile(h, limitRate: 300_000)
         let p = try h.start(["download", nginx.url(for: "f.bin"), "--json"])
         _ = try await p.waitForLine { $0.contains("\"progress\"") && !$0.contains("\"bytes\":0,") }
         p.send(signal: SIGINT)
@@ -78,7 +78,7 @@ import Testing
 
     @Test func fileReplacedOnTheServerIsFetchedAnewNotSpliced() async throws {
         let h = try Workspace()
-        let (nginx, _) = try await nginxWithFile(h, limitRate: 1_000_000)
+        let (nginx, _) = try await nginxWithFile(h, limitRate: 300_000)
         let p = try h.start(["download", nginx.url(for: "f.bin")])
         try await Task.sleep(for: .milliseconds(1500))
         p.send(signal: SIGTERM)

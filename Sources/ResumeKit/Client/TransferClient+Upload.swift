@@ -58,7 +58,13 @@ extension TransferClient {
         let operation = UploadOperation(
             token: token, source: source, store: store, transport: transport, options: options,
             versionPinned: request.interopVersion != nil, chunkSize: request.chunkSize, cancellation: cancellation, events: events)
-        return try operation.run()
+        do {
+            return try operation.run()
+        } catch {
+            // Nothing can continue a refused upload: its token would only clutter `list`.
+            if error.tokenID == nil { store.remove(id: id) }
+            throw error
+        }
     }
 
     func runResumeUpload(
@@ -72,6 +78,10 @@ extension TransferClient {
         let source = try SourceFile(path: part.source.path)
         try checkSource(token, source)
         token.headers = HeaderLines.merge(stored: token.headers, given: headers)
+        if part.uploadURL == nil {
+            events(.note(part.resumable ? "the server never confirmed the upload; sending the whole file"
+                : "the server cannot resume uploads; sending the whole file again"))
+        }
         let operation = UploadOperation(
             token: token, source: source, store: store, transport: transport, options: options,
             versionPinned: false, chunkSize: nil, cancellation: cancellation, events: events)
@@ -105,7 +115,7 @@ extension TransferClient {
                     for f in stored.fields { headers.append(f.name, f.value) }
                 }
                 let collector = HeadCollector()
-                let result = self.transport.perform(
+                let result = self.transport.makeSession().perform(
                     TransferRequest(method: "DELETE", url: url, headers: headers), settings: self.options.transport,
                     cancellation: Cancellation(), delegate: collector)
                 switch (result.outcome, collector.head?.status) {

@@ -1,13 +1,21 @@
 import CCurl
 import Glibc
 
-/// The real transport: one libcurl easy handle per exchange, on the calling thread.
+/// The real transport: libcurl's easy interface on the calling thread.
 public struct CurlTransport: HTTPTransport {
     public static let userAgent = "resumectl/\(ResumeKitVersion.string)"
 
     public init() {}
 
-    public func perform(
+    public func makeSession() -> any TransportSession { CurlSession() }
+}
+
+/// One easy handle, reset and reused for every exchange of a transfer, so that a HEAD and the PATCH after
+/// it (or a resume after a stall) go over the connection libcurl already holds.
+final class CurlSession: TransportSession {
+    private var handle: EasyHandle?
+
+    func perform(
         _ request: TransferRequest, settings: TransportSettings, cancellation: Cancellation,
         delegate: any ExchangeDelegate
     ) -> ExchangeResult {
@@ -16,7 +24,13 @@ public struct CurlTransport: HTTPTransport {
             body: request.body)
         let handle: EasyHandle
         do {
-            handle = try EasyHandle()
+            if let existing = self.handle {
+                existing.reset()
+                handle = existing
+            } else {
+                handle = try EasyHandle()
+                self.handle = handle
+            }
             try configure(handle, request, settings)
             try context.install(on: handle)
         } catch {
@@ -34,12 +48,16 @@ public struct CurlTransport: HTTPTransport {
         try h.set(CURLOPT_REDIR_PROTOCOLS_STR, "http,https")
         try h.set(CURLOPT_FOLLOWLOCATION, request.followRedirects ? 1 : 0)
         try h.set(CURLOPT_MAXREDIRS, 10)
-        try h.set(CURLOPT_USERAGENT, Self.userAgent)
+        try h.set(CURLOPT_USERAGENT, CurlTransport.userAgent)
         try h.set(CURLOPT_NETRC, Int(CURL_NETRC_OPTIONAL.rawValue))
         try h.set(CURLOPT_SUPPRESS_CONNECT_HEADERS, 1)
         try h.set(CURLOPT_TCP_KEEPALIVE, 1)
         try h.set(CURLOPT_BUFFERSIZE, settings.receiveBufferSize)
-        try h.set(CURLOPT_UPLOAD_BUFFERSIZE, settings.uploadBufferSize)
+        // Under a send limit libcurl sleeps a whole buffer's worth between sends and reads no response
+        // meanwhile: a small buffer keeps it responsive (a 104 is noticed within a fraction of a second).
+        let uploadBuffer = settings.maxSendRate > 0
+            ? Int(min(Int64(settings.uploadBufferSize), max(16 * 1024, settings.maxSendRate / 16))) : settings.uploadBufferSize
+        try h.set(CURLOPT_UPLOAD_BUFFERSIZE, uploadBuffer)
         try h.set(CURLOPT_CONNECTTIMEOUT, settings.connectTimeout)
         // A stall is less than one byte a second for the whole stall window.
         try h.set(CURLOPT_LOW_SPEED_LIMIT, 1)

@@ -16,9 +16,21 @@ final class EasyHandle {
         guard let handle = curl_easy_init() else { throw CurlError(CURLE_FAILED_INIT) }
         raw = handle
         errorBuffer.initialize(repeating: 0, count: Int(CURL_ERROR_SIZE) + 1)
+        try setDefaults()
+    }
+
+    private func setDefaults() throws {
         try set(CURLOPT_ERRORBUFFER, pointer: UnsafeMutableRawPointer(errorBuffer))
         // Threads and signals do not mix; the process ignores SIGPIPE instead.
         try set(CURLOPT_NOSIGNAL, 1)
+    }
+
+    /// Forgets every option of the last exchange but keeps the open connections.
+    func reset() {
+        curl_easy_reset(raw)
+        for list in lists { curl_slist_free_all(list) }
+        lists.removeAll()
+        try? setDefaults()
     }
 
     deinit {

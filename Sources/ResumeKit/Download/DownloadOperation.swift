@@ -8,7 +8,7 @@ import Glibc
 final class DownloadOperation: ExchangeDelegate {
     private var token: ResumeToken
     private let store: TokenStore
-    private let transport: any HTTPTransport
+    private let session: any TransportSession
     private let options: TransferOptions
     private let cancellation: Cancellation
     private let emit: EventHandler
@@ -49,7 +49,7 @@ final class DownloadOperation: ExchangeDelegate {
     ) {
         self.token = token
         self.store = store
-        self.transport = transport
+        self.session = transport.makeSession()
         self.options = options
         self.cancellation = cancellation
         self.emit = events
@@ -157,7 +157,7 @@ final class DownloadOperation: ExchangeDelegate {
         localError = nil
         receivedThisAttempt = 0
         let request = TransferRequest(method: "GET", url: url, headers: headers, followRedirects: true)
-        let result = transport.perform(request, settings: options.transport, cancellation: cancellation, delegate: self)
+        let result = session.perform(request, settings: options.transport, cancellation: cancellation, delegate: self)
         if let url = result.effectiveURL, url != download.effectiveURL { download.effectiveURL = url }
 
         switch result.outcome {
@@ -195,7 +195,7 @@ final class DownloadOperation: ExchangeDelegate {
         var headers = (try? HeaderLines.parse(token.headers)) ?? [:]
         headers.remove("Accept-Encoding")
         let request = TransferRequest(method: "HEAD", url: url, headers: headers, followRedirects: true)
-        let result = transport.perform(request, settings: options.transport, cancellation: cancellation, delegate: collector)
+        let result = session.perform(request, settings: options.transport, cancellation: cancellation, delegate: collector)
         receivedThisAttempt = 0
         switch result.outcome {
         case .completed:

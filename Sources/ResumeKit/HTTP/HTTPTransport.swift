@@ -113,9 +113,15 @@ public struct ExchangeResult: Sendable, Equatable {
     }
 }
 
-/// Runs HTTP exchanges. `perform` blocks the calling thread until the exchange ends, so callers run it
-/// on a thread of their own, never on Swift's cooperative pool.
+/// Makes sessions that run HTTP exchanges.
 public protocol HTTPTransport: Sendable {
+    /// A session for one transfer, used from one thread; it keeps connections open between exchanges.
+    func makeSession() -> any TransportSession
+}
+
+/// Runs the exchanges of one transfer, one after another. `perform` blocks the calling thread until the
+/// exchange ends, so callers run it on a thread of their own, never on Swift's cooperative pool.
+public protocol TransportSession: AnyObject {
     func perform(
         _ request: TransferRequest, settings: TransportSettings, cancellation: Cancellation,
         delegate: any ExchangeDelegate

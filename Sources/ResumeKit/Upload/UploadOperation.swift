@@ -14,7 +14,7 @@ public struct UploadResult: Sendable, Equatable {
 final class UploadOperation: ExchangeDelegate {
     private var token: ResumeToken
     private let store: TokenStore
-    private let transport: any HTTPTransport
+    private let session: any TransportSession
     private let options: TransferOptions
     private let cancellation: Cancellation
     private let emit: EventHandler
@@ -45,7 +45,7 @@ final class UploadOperation: ExchangeDelegate {
         self.token = token
         self.source = source
         self.store = store
-        self.transport = transport
+        self.session = transport.makeSession()
         self.options = options
         self.cancellation = cancellation
         self.emit = events
@@ -134,7 +134,7 @@ final class UploadOperation: ExchangeDelegate {
             started = true
             emit(.started(kind: .upload, url: token.url, path: source.path, offset: body.offset, total: upload.source.size))
         }
-        let result = transport.perform(request, settings: options.transport, cancellation: cancellation, delegate: self)
+        let result = session.perform(request, settings: options.transport, cancellation: cancellation, delegate: self)
         switch result.outcome {
         case .completed:
             guard let head = finalHead ?? result.head else {

@@ -72,6 +72,12 @@ public final class UploadPeer: Sendable {
         self.state = state
     }
 
+    /// Makes the upload URLs in `Location` point at `origin` (e.g. a `FaultProxy` in front of this peer),
+    /// so that HEAD and PATCH pass the proxy too. Call it before the first request.
+    public func advertise(origin: String) {
+        state.locked.withLock { $0.origin = origin }
+    }
+
     /// `http://127.0.0.1:PORT`
     public var baseURL: String { "http://127.0.0.1:\(port)" }
 
@@ -128,6 +134,7 @@ final class UploadPeerState: Sendable {
         var uploads: [String: UploadRecord] = [:]
         var requests: [RecordedRequest] = []
         var context: HTTPResumableUploadContext?
+        var origin: String?
     }
 
     let directory: String
@@ -140,7 +147,8 @@ final class UploadPeerState: Sendable {
         let port = try localAddress.flatMap(\.port).orThrow("connection without local port")
         return locked.withLock { shared in
             if let context = shared.context { return context }
-            let context = HTTPResumableUploadContext(origin: "http://127.0.0.1:\(port)", timeout: timeout)
+            let origin = shared.origin ?? "http://127.0.0.1:\(port)"
+            let context = HTTPResumableUploadContext(origin: origin, timeout: timeout)
             shared.context = context
             return context
         }
