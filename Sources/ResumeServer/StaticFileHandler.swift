@@ -28,6 +28,7 @@ final class StaticFileHandler: ChannelDuplexHandler {
         var acceptsUploads: Bool
         /// NIO's resumption path, e.g. `/resumable_upload/`: everything below it belongs to NIO.
         var resumptionPrefix: String
+        var expiredUploads: ExpiredUploads
     }
 
     private enum Mode {
@@ -42,13 +43,15 @@ final class StaticFileHandler: ChannelDuplexHandler {
 
     private let settings: Settings
     private let threadPool: NIOThreadPool
+    private let creationPath: UploadCreationPath?
     private var mode = Mode.idle
     private var requestVersion = HTTPVersion.http1_1
     private var keepAlive = true
 
-    init(settings: Settings, threadPool: NIOThreadPool) {
+    init(settings: Settings, threadPool: NIOThreadPool, creationPath: UploadCreationPath?) {
         self.settings = settings
         self.threadPool = threadPool
+        self.creationPath = creationPath
     }
 
     // MARK: Inbound
@@ -89,6 +92,14 @@ final class StaticFileHandler: ChannelDuplexHandler {
             serve(context: context, head: head)
         } else if !settings.acceptsUploads {
             refuse(context: context, head: head, status: .methodNotAllowed, extra: [("Allow", "GET, HEAD")])
+        } else if isResumption, settings.expiredUploads.contains(Self.pathOnly(head.uri)) {
+            let version = head.headers["upload-draft-interop-version"].first ?? "6"
+            let extra = [("Upload-Draft-Interop-Version", version)]
+            if method == .HEAD {
+                respond(context: context, head: head, status: .notFound, extra: extra, body: false)
+            } else {
+                refuse(context: context, head: head, status: .notFound, extra: extra)
+            }
         } else if isResumption || method == .OPTIONS {
             forward(context: context, head: head, data: data)
         } else if method == .PUT || method == .POST {
@@ -104,6 +115,10 @@ final class StaticFileHandler: ChannelDuplexHandler {
     }
 
     static let allowed = "GET, HEAD, PUT, POST, OPTIONS"
+
+    private static func pathOnly(_ target: String) -> String {
+        String(target.prefix { $0 != "?" && $0 != "#" })
+    }
 
     private func forward(context: ChannelHandlerContext, head: HTTPRequestHead, data: NIOAny) {
         mode = .forwarding
@@ -127,6 +142,9 @@ final class StaticFileHandler: ChannelDuplexHandler {
         }
         switch unwrapOutboundIn(data) {
         case .head(let head) where head.status.code < 200:
+            if head.status.code == 104, let location = head.headers["location"].first {
+                creationPath?.record(location: location)
+            }
             if requestVersion == .http1_0 {
                 // RFC 9110 §15.2: no 1xx to an HTTP/1.0 client.
                 promise?.succeed()
@@ -246,17 +264,18 @@ final class StaticFileHandler: ChannelDuplexHandler {
         context: ChannelHandlerContext,
         head: HTTPRequestHead,
         status: HTTPResponseStatus,
-        extra: [(String, String)] = []
+        extra: [(String, String)] = [],
+        body: Bool = true
     ) {
         guard context.channel.isActive else { return }
-        let text = "\(status.code) \(status.reasonPhrase)\n"
+        let text = body ? "\(status.code) \(status.reasonPhrase)\n" : ""
         var headers = baseHeaders(now: Int64(time(nil)))
         headers.add(contentsOf: extra)
         headers.add(name: "Content-Type", value: "text/plain; charset=utf-8")
         headers.add(name: "Content-Length", value: "\(text.utf8.count)")
         let responseHead = HTTPResponseHead(version: head.version, status: status, headers: headers)
         context.write(wrapOutboundOut(.head(responseHead)), promise: nil)
-        if head.method != .HEAD {
+        if head.method != .HEAD && !text.isEmpty {
             let body = context.channel.allocator.buffer(string: text)
             context.write(wrapOutboundOut(.body(.byteBuffer(body))), promise: nil)
         }

@@ -37,9 +37,15 @@ struct Serve: AsyncParsableCommand {
     @Flag(help: "Refuse uploads.")
     var readOnly: Bool = false
 
+    @Option(help: ArgumentHelp("Seconds an interrupted upload is kept for its client to resume.", valueName: "seconds"))
+    var uploadTimeout: Double = 3600
+
     func validate() throws {
         guard (0...65535).contains(port) else {
             throw ValidationError("--port must be between 0 and 65535.")
+        }
+        guard uploadTimeout > 0, uploadTimeout <= 365 * 86400 else {
+            throw ValidationError("--upload-timeout must be a positive number of seconds, at most a year.")
         }
     }
 
@@ -49,6 +55,7 @@ struct Serve: AsyncParsableCommand {
             host: host,
             port: port,
             readOnly: readOnly,
+            uploadTimeout: .milliseconds(Int64(uploadTimeout * 1000)),
             log: { line in Standard.error(line) }
         )
         let server: ResumeServer

@@ -335,6 +335,17 @@ struct ServeTests {
             try await Harness.eventually { try Harness.leftovers(folder).isEmpty }
             #expect(!FileManager.default.fileExists(atPath: folder.appending(path: "draft.bin").path))
             #expect(!FileManager.default.fileExists(atPath: folder.appending(path: "plain.bin").path))
+
+            // NIO alone would still report the old offset here, then let the PATCH hang.
+            let location = try #require(draft.interim.first { $0.status == 104 }?["location"])
+            #expect(try await Harness.curl(Harness.draftHeaders + ["-I", location]).status == 404)
+            let patch = try await Harness.curl(
+                Harness.draftHeaders + [
+                    "-m", "5", "-H", "Upload-Complete: ?1", "-H", "Upload-Offset: 1",
+                    "-H", "Content-Type: application/partial-upload", "-X", "PATCH", "--data-binary", "x", location,
+                ]
+            )
+            #expect(patch.status == 404)
         }
     }
 
