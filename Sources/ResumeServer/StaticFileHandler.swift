@@ -85,6 +85,13 @@ final class StaticFileHandler: ChannelDuplexHandler {
         }
     }
 
+    func errorCaught(context: ChannelHandlerContext, error: Error) {
+        // A parser error has already been answered with 400 by NIO's protocol error handler,
+        // which leaves closing to the pipeline; no other error leaves the connection usable either.
+        context.close(promise: nil)
+        context.fireErrorCaught(error)
+    }
+
     private func route(context: ChannelHandlerContext, head: HTTPRequestHead, data: NIOAny) {
         let isResumption = head.uri.hasPrefix(settings.resumptionPrefix)
         let method = head.method

@@ -422,6 +422,12 @@ struct ServeTests {
             let huge = String(repeating: "a", count: 100_000)
             let response = try await Harness.curl(["-H", "X-Huge: \(huge)", server.url + "/x"])
             #expect([400, 431].contains(response.status))
+
+            for request in ["GET /x HTTP/1.1\r\nHost: x\r\nX-Huge: \(huge)\r\n\r\n", "BLAH\r\n\r\n"] {
+                let (answer, closed) = try Harness.exchange(port: server.port, request)
+                #expect(answer.hasPrefix("HTTP/1.1 400") || answer.hasPrefix("HTTP/1.1 431"))
+                #expect(closed)
+            }
         }
     }
 
@@ -661,6 +667,39 @@ private enum Harness {
         }
         let headerText = (try? String(contentsOf: headers, encoding: .isoLatin1)) ?? ""
         return Response(exit: exit, heads: parseHeads(headerText), body: try Data(contentsOf: body))
+    }
+
+    /// Sends raw bytes on a fresh connection; returns what came back within a second and whether
+    /// the server closed the connection.
+    static func exchange(port: Int, _ request: String) throws -> (String, closed: Bool) {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        try #require(fd >= 0)
+        defer { close(fd) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = in_port_t(UInt16(port).bigEndian)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        let connected = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+            }
+        }
+        try #require(connected == 0)
+        var timeout = timeval(tv_sec: 1, tv_usec: 0)
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        _ = Array(request.utf8).withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+        var received: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 65536)
+        while true {
+            let n = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
+            if n > 0 {
+                received += buffer[0..<n]
+                continue
+            }
+            // 0: orderly close; ECONNRESET: closed under unread request bytes. Both are a close.
+            let closed = n == 0 || errno == ECONNRESET
+            return (String(decoding: received, as: UTF8.self), closed)
+        }
     }
 
     private static func parseHeads(_ text: String) -> [Head] {
