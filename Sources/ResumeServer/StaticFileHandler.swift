@@ -47,6 +47,7 @@ final class StaticFileHandler: ChannelDuplexHandler {
     private var mode = Mode.idle
     private var requestVersion = HTTPVersion.http1_1
     private var keepAlive = true
+    private var truncationWatch: Scheduled<Void>?
 
     init(settings: Settings, threadPool: NIOThreadPool, creationPath: UploadCreationPath?) {
         self.settings = settings
@@ -250,9 +251,30 @@ final class StaticFileHandler: ChannelDuplexHandler {
                 endIndex: Int(bytes.upperBound)
             )
             context.write(wrapOutboundOut(.body(.fileRegion(region))), promise: nil)
+            watchForTruncation(context: context, handle: file.handle, end: bytes.upperBound)
         }
         finish(context: context) {
+            self.truncationWatch?.cancel()
+            self.truncationWatch = nil
             try? file.handle.close()
+        }
+    }
+
+    /// Closes the connection once the file has become shorter than the response still needs.
+    ///
+    /// NIO retries a sendfile(2) that returns 0 at end of file indefinitely, spinning a core for
+    /// as long as the client waits; nginx gives up on a truncated file too.
+    private func watchForTruncation(context: ChannelHandlerContext, handle: NIOFileHandle, end: Int64) {
+        truncationWatch = context.eventLoop.assumeIsolated().scheduleTask(in: .seconds(1)) {
+            let size = (try? handle.withUnsafeFileDescriptor { fd -> Int64 in
+                var info = stat()
+                return fstat(fd, &info) == 0 ? Int64(info.st_size) : -1
+            }) ?? -1
+            if size < end {
+                context.close(promise: nil)
+            } else {
+                self.watchForTruncation(context: context, handle: handle, end: end)
+            }
         }
     }
 
