@@ -118,6 +118,20 @@ struct ServeTests {
         }
     }
 
+    @Test("a file truncated during a download ends the response instead of hanging")
+    func truncatedDuringDownload() async throws {
+        try await Harness.withServer { server, folder in
+            let path = folder.appending(path: "shrinking.bin")
+            try Harness.randomBytes(16 << 20).write(to: path)
+            async let download = Harness.curl(["--limit-rate", "4M", "-m", "15", server.url + "/shrinking.bin"])
+            try await Task.sleep(for: .milliseconds(700))
+            try FileHandle(forWritingTo: path).truncate(atOffset: 1 << 20)
+            let response = try await download
+            #expect(response.status == 200)
+            #expect(response.exit == 18)  // partial file: the server closed the connection
+        }
+    }
+
     @Test("request paths never leave the folder")
     func pathTraversal() async throws {
         try await Harness.withServer { server, folder in
@@ -211,6 +225,8 @@ struct ServeTests {
             try FileManager.default.createDirectory(at: folder.appending(path: "dir"), withIntermediateDirectories: true)
             let onExistingFolder = try await Harness.curl(["-T", source.path, server.url + "/dir"])
             #expect(onExistingFolder.status == 409)
+            let belowAFile = try await Harness.curl(["-T", source.path, server.url + "/plain.bin/child.bin"])
+            #expect(belowAFile.status == 409)
             #expect(try Harness.leftovers(folder).isEmpty)
         }
     }
