@@ -35,8 +35,9 @@ final class StaticFileHandler: ChannelDuplexHandler {
         case idle
         /// A GET or HEAD this handler answers.
         case serving
-        /// Answered with an error; the rest of the request is read and dropped, then the connection closed.
-        case refusing
+        /// Answered with an error; the rest of the request is read and dropped, then the connection
+        /// closed (closing earlier could reset it under the unread body and lose the answer).
+        case refusing(answered: Bool, requestEnded: Bool)
         /// Belongs to the upload handler behind this one.
         case forwarding
     }
@@ -47,7 +48,7 @@ final class StaticFileHandler: ChannelDuplexHandler {
     private var mode = Mode.idle
     private var requestVersion = HTTPVersion.http1_1
     private var keepAlive = true
-    private var truncationWatch: Scheduled<Void>?
+    private var requestNumber = 0
 
     init(settings: Settings, threadPool: NIOThreadPool, creationPath: UploadCreationPath?) {
         self.settings = settings
@@ -61,6 +62,7 @@ final class StaticFileHandler: ChannelDuplexHandler {
         let part = unwrapInboundIn(data)
         switch (part, mode) {
         case (.head(let head), _):
+            requestNumber += 1
             requestVersion = head.version
             keepAlive = head.isKeepAlive
             route(context: context, head: head, data: data)
@@ -68,8 +70,9 @@ final class StaticFileHandler: ChannelDuplexHandler {
             context.fireChannelRead(data)
         case (.end, .forwarding):
             context.fireChannelRead(data)
-        case (.end, .refusing):
-            context.close(promise: nil)
+        case (.end, .refusing(let answered, _)):
+            mode = .refusing(answered: answered, requestEnded: true)
+            if answered { context.close(promise: nil) }
         case (.body, _), (.end, _):
             break
         }
@@ -244,6 +247,7 @@ final class StaticFileHandler: ChannelDuplexHandler {
 
         let responseHead = HTTPResponseHead(version: head.version, status: status, headers: headers)
         context.write(wrapOutboundOut(.head(responseHead)), promise: nil)
+        let watch = TruncationWatch(handle: file.handle, end: bytes.upperBound)
         if head.method == .GET && !bytes.isEmpty {
             let region = FileRegion(
                 fileHandle: file.handle,
@@ -251,30 +255,11 @@ final class StaticFileHandler: ChannelDuplexHandler {
                 endIndex: Int(bytes.upperBound)
             )
             context.write(wrapOutboundOut(.body(.fileRegion(region))), promise: nil)
-            watchForTruncation(context: context, handle: file.handle, end: bytes.upperBound)
+            watch.start(context: context)
         }
         finish(context: context) {
-            self.truncationWatch?.cancel()
-            self.truncationWatch = nil
+            watch.cancel()
             try? file.handle.close()
-        }
-    }
-
-    /// Closes the connection once the file has become shorter than the response still needs.
-    ///
-    /// NIO retries a sendfile(2) that returns 0 at end of file indefinitely, spinning a core for
-    /// as long as the client waits; nginx gives up on a truncated file too.
-    private func watchForTruncation(context: ChannelHandlerContext, handle: NIOFileHandle, end: Int64) {
-        truncationWatch = context.eventLoop.assumeIsolated().scheduleTask(in: .seconds(1)) {
-            let size = (try? handle.withUnsafeFileDescriptor { fd -> Int64 in
-                var info = stat()
-                return fstat(fd, &info) == 0 ? Int64(info.st_size) : -1
-            }) ?? -1
-            if size < end {
-                context.close(promise: nil)
-            } else {
-                self.watchForTruncation(context: context, handle: handle, end: end)
-            }
         }
     }
 
@@ -318,17 +303,23 @@ final class StaticFileHandler: ChannelDuplexHandler {
         status: HTTPResponseStatus,
         extra: [(String, String)] = []
     ) {
-        mode = .refusing
-        // Closing at once could reset the connection under an unread body and lose the answer.
+        mode = .refusing(answered: false, requestEnded: false)
         keepAlive = false
         respond(context: context, head: head, status: status, extra: extra)
     }
 
     private func finish(context: ChannelHandlerContext, then cleanup: @escaping () -> Void) {
-        let close = !keepAlive && mode != .refusing
+        // Captured now: writing `.end` lets the pipelining handler deliver the next request,
+        // which resets this handler's per-request state before the write completes.
+        let request = requestNumber
+        let closeAfter = !keepAlive
         context.writeAndFlush(wrapOutboundOut(.end(nil))).assumeIsolated().whenComplete { result in
             cleanup()
-            if close || (try? result.get()) == nil {
+            let failed = (try? result.get()) == nil
+            if request == self.requestNumber, case .refusing(_, let requestEnded) = self.mode {
+                self.mode = .refusing(answered: true, requestEnded: requestEnded)
+                if requestEnded || failed { context.close(promise: nil) }
+            } else if closeAfter || failed {
                 context.close(promise: nil)
             }
         }
@@ -343,6 +334,42 @@ final class StaticFileHandler: ChannelDuplexHandler {
             headers.add(name: "Connection", value: "keep-alive")
         }
         return headers
+    }
+}
+
+/// Closes a connection once the file it is sending has become shorter than the response needs.
+///
+/// NIO retries a sendfile(2) that returns 0 at end of file indefinitely, spinning a core for as
+/// long as the client waits; nginx gives up on a truncated file too. Checked once a second.
+private final class TruncationWatch {
+    private let handle: NIOFileHandle
+    private let end: Int64
+    private var scheduled: Scheduled<Void>?
+    private var cancelled = false
+
+    init(handle: NIOFileHandle, end: Int64) {
+        self.handle = handle
+        self.end = end
+    }
+
+    func start(context: ChannelHandlerContext) {
+        guard !cancelled else { return }
+        scheduled = context.eventLoop.assumeIsolated().scheduleTask(in: .seconds(1)) {
+            let size = (try? self.handle.withUnsafeFileDescriptor { fd -> Int64 in
+                var info = stat()
+                return fstat(fd, &info) == 0 ? Int64(info.st_size) : -1
+            }) ?? -1
+            if size < self.end {
+                context.close(promise: nil)
+            } else {
+                self.start(context: context)
+            }
+        }
+    }
+
+    func cancel() {
+        cancelled = true
+        scheduled?.cancel()
     }
 }
 
