@@ -215,6 +215,10 @@ struct ServeTests {
             #expect(put.interim.map(\.status) == [100])
             #expect(try Data(contentsOf: folder.appending(path: "plain.bin")) == content)
 
+            let empty = try await Harness.curl(["-X", "PUT", "--data-binary", "", server.url + "/empty.bin"])
+            #expect(empty.status == 201)
+            #expect(try Data(contentsOf: folder.appending(path: "empty.bin")).isEmpty)
+
             let post = try await Harness.curl(["-X", "POST", "-T", source.path, server.url + "/posted.bin"])
             #expect(post.status == 201)
             #expect(try Data(contentsOf: folder.appending(path: "posted.bin")) == content)
