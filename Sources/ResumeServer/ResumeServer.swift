@@ -120,8 +120,10 @@ public final class ResumeServer: Sendable {
         }
         guard !alreadyStopped else { return }
         try? await listener.close()
-        try await group.shutdownGracefully()
+        // The file pool first, while the event loops can still take its last results; then no
+        // sink can touch a temporary file any more and the sweep is safe.
         try await threadPool.shutdownGracefully()
+        try await group.shutdownGracefully()
         temporaryFiles.removeAll()
     }
 

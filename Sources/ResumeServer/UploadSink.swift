@@ -146,7 +146,7 @@ final class UploadSink: ChannelInboundHandler {
                     self.writeQueued(context: context)
                 }
             case .failure(let error):
-                self.fail(context: context, error as? UploadFailure ?? UploadFailure(status: 500, "\(error)"))
+                self.fail(context: context, UploadFailure(error))
             }
         }
     }
@@ -174,7 +174,7 @@ final class UploadSink: ChannelInboundHandler {
                 return
             }
             if case .failure(let error) = result {
-                self.fail(context: context, error as? UploadFailure ?? UploadFailure(status: 500, "\(error)"))
+                self.fail(context: context, UploadFailure(error))
                 return
             }
             if self.readDeferred && self.pendingBytes < Self.highWater {
@@ -202,7 +202,7 @@ final class UploadSink: ChannelInboundHandler {
                 self.state = .done
                 self.respond(context: context, status: .created, fields: [])
             case .failure(let error):
-                self.fail(context: context, error as? UploadFailure ?? UploadFailure(status: 500, "\(error)"))
+                self.fail(context: context, UploadFailure(error))
             }
         }
     }
