@@ -8,7 +8,31 @@ struct Resumectl: AsyncParsableCommand {
         abstract: "Large HTTP transfers that survive dropped connections, Ctrl-C, kill -9 and reboots.",
         version: "0.1.0",
         subcommands: [
-            Download.self, Upload.self, Pause.self, Resume.self, List.self, Show.self, Cancel.self,
+            Download.self, Upload.self, Pause.self, Resume.self, List.self, Show.self, Cancel.self, Serve.self,
         ]
     )
+
+    /// Like ArgumentParser's own `main`, but a usage error is one line on stderr (scripts read it),
+    /// with `--help` for the long story.
+    static func main() async {
+        do {
+            var command = try parseAsRoot()
+            if var asyncCommand = command as? AsyncParsableCommand {
+                try await asyncCommand.run()
+            } else {
+                try command.run()
+            }
+        } catch {
+            let code = exitCode(for: error)
+            let message = fullMessage(for: error)
+            if code == .success {
+                if !message.isEmpty { Output.stdout(message + "\n") }
+            } else if !message.isEmpty {
+                var line = message.split(separator: "\n").first.map(String.init) ?? message
+                if line.hasPrefix("Error: ") { line.removeFirst(7) }
+                Output.stderr("resumectl: \(line) (see 'resumectl --help')\n")
+            }
+            Glibc.exit(code.rawValue)
+        }
+    }
 }

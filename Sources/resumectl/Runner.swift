@@ -5,13 +5,15 @@ import ResumeKit
 
 /// Runs a transfer under the signal rules of DESIGN.md: SIGINT stops it as "interrupted" (exit 130),
 /// SIGTERM and SIGHUP as "paused" (exit 75); both commit first. A second signal during the commit
-/// changes nothing. SIGPIPE is ignored so a closed pipe is an error, not a death.
+/// changes nothing. SIGPIPE and SIGXFSZ are ignored so a closed pipe or a file-size limit is an error, not a death.
 enum Runner {
     static func run<T: Sendable>(
         reporter: Reporter, _ work: @escaping @Sendable (Cancellation) async throws(TransferError) -> T
     ) async throws -> T {
         let cancellation = Cancellation()
         signal(SIGPIPE, SIG_IGN)
+        // Past a file-size limit, write(2) should fail with EFBIG (exit 74, token kept), not kill us.
+        signal(SIGXFSZ, SIG_IGN)
         let sources = [(SIGINT, StopReason.interrupt), (SIGTERM, .pause), (SIGHUP, .pause)].map { sig, reason in
             signal(sig, SIG_IGN)
             let source = DispatchSource.makeSignalSource(signal: sig, queue: .global())

@@ -132,11 +132,13 @@ struct Pause: ParsableCommand {
     @OptionGroup var state: StateOptions
 
     func run() throws {
-        let loaded = try state.load(token)
         let store = state.store
-        let lockPath = store.lockPath(forID: loaded.id)
+        // A transfer younger than its first checkpoint has a lock but no token file yet.
+        let id = token.contains("/") ? try state.load(token).id : token
+        let lockPath = store.lockPath(forID: id)
         guard let pid = TokenLock.holder(path: lockPath) else {
-            Output.stderr("resumectl: \(loaded.id) is not running\n")
+            _ = try state.load(token)
+            Output.stderr("resumectl: \(id) is not running\n")
             return
         }
         guard kill(pid, SIGTERM) == 0 else {
@@ -149,12 +151,12 @@ struct Pause: ParsableCommand {
             }
             usleep(20_000)
         }
-        let committed = (try? store.load(loaded.id)).map { t in t.download?.committedBytes ?? t.upload?.acknowledgedBytes ?? 0 }
+        let committed = (try? store.load(id)).map { t in t.download?.committedBytes ?? t.upload?.acknowledgedBytes ?? 0 }
         if let committed {
             Output.stdout("\(committed)\n")
-            Output.stderr("resumectl: paused \(loaded.id) at \(committed) bytes; resume with: resumectl resume \(loaded.id)\n")
+            Output.stderr("resumectl: paused \(id) at \(committed) bytes; resume with: resumectl resume \(id)\n")
         } else {
-            Output.stderr("resumectl: \(loaded.id) finished before it could be paused\n")
+            Output.stderr("resumectl: \(id) finished before it could be paused\n")
         }
     }
 }

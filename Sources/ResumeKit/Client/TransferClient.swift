@@ -116,10 +116,8 @@ public struct TransferClient: Sendable {
             token = ResumeToken(id: id, kind: .download, url: request.url, headers: ResumeToken.storableHeaders(request.headers))
             token.download = .init(path: path, committedBytes: 0, expectedSHA256: request.expectedSHA256?.lowercased(),
                 onChange: request.onChange.rawValue)
-            do {
-                _ = store.removeLeftovers()
-                try store.save(token)
-            } catch { throw TransferError(.localIO, "\(error)") }
+            // The token is first written at the first checkpoint: data first, token second.
+            _ = store.removeLeftovers()
         }
         return try runDownloadOperation(token, extraHeaders: request.headers, onChange: request.onChange, cancellation: cancellation, events: events)
     }
@@ -131,6 +129,7 @@ public struct TransferClient: Sendable {
         let lock = try takeLock(stored.id)
         defer { lock.release() }
         var token = try loadToken(stored.id)  // re-read under the lock
+        for name in store.removeLeftovers() { events(.note("removed \(name), left by an interrupted token write")) }
         var onChange = DownloadStateMachine.OnChange(rawValue: token.download?.onChange ?? "") ?? .restart
         if let newURL {
             try URLCheck.validate(newURL)

@@ -21,6 +21,8 @@ final class DownloadOperation: ExchangeDelegate {
     private var localError: String?
     private var receivedThisAttempt: Int64 = 0
     private var started = false
+    /// A short download never writes a token: it ends before its first checkpoint is due.
+    private var tokenOnDisk: Bool
 
     // Hashing of the data in the `.part` file, from byte 0 up to `hashedUpTo`.
     private let wantsHash: Bool
@@ -28,7 +30,10 @@ final class DownloadOperation: ExchangeDelegate {
     private var hashedUpTo: Int64 = 0
 
     // Pacing of checkpoints and progress events.
+    private let committer = Committer()
     private var lastCheckpoint = Monotonic.now
+    private var lastCheckpointLength: Int64 = 0
+    private var lastWriteback: Int64 = 0
     private var lastProgress = Monotonic.now
     private var rateWindow: (time: Double, bytes: Int64) = (Monotonic.now, 0)
     private var rate: Double = 0
@@ -54,15 +59,32 @@ final class DownloadOperation: ExchangeDelegate {
                 totalBytes: d.totalBytes)
         machine = DownloadStateMachine(resource: resource, onChange: onChange)
         wantsHash = options.computeSHA256 || d.expectedSHA256 != nil
+        tokenOnDisk = store.exists(id: token.id)
     }
 
     func run() throws(TransferError) -> DownloadResult {
+        do {
+            return try runAttempts()
+        } catch {
+            // A failure nothing can resume leaves no empty `.part` or token behind.
+            if error.tokenID == nil, let part, part.length == 0 {
+                unlink(part.path)
+                store.remove(id: token.id)
+            }
+            throw error
+        }
+    }
+
+    private func runAttempts() throws(TransferError) -> DownloadResult {
         do {
             part = try PartFile(path: download.partPath, keeping: download.committedBytes)
         } catch {
             throw TransferError(.cannotCreateOutput, "cannot open \(download.partPath): \(error)")
         }
-        defer { part.close() }
+        defer {
+            committer.waitIdle()  // a checkpoint in flight still uses the descriptor
+            part.close()
+        }
         if part.committed < download.committedBytes {
             emit(.note("\(download.partPath) holds \(part.committed) of \(download.committedBytes) recorded bytes; continuing from \(part.committed)"))
             try commit()
@@ -223,7 +245,7 @@ final class DownloadOperation: ExchangeDelegate {
             if let digest = r?.reprDigestSHA256, digest.count == 32, download.expectedSHA256 == nil {
                 download.expectedSHA256 = digest.hex
             }
-            try commit()
+            if tokenOnDisk { try commit() }  // the stored validator or offset may be stale now
             if wantsHash || download.expectedSHA256 != nil { try catchUpHash() }
         } catch {
             localError = "\(error)"
@@ -246,8 +268,12 @@ final class DownloadOperation: ExchangeDelegate {
             try part.append(body)
             receivedThisAttempt += Int64(body.count)
             let now = Monotonic.now
-            if part.length - part.committed >= options.checkpointBytes || now - lastCheckpoint >= options.checkpointInterval {
-                try commit()
+            if part.length - lastWriteback >= 8 << 20 {
+                committer.startWriteback(fd: part.fileDescriptor, from: lastWriteback, to: part.length)
+                lastWriteback = part.length
+            }
+            if part.length - lastCheckpointLength >= options.checkpointBytes || now - lastCheckpoint >= options.checkpointInterval {
+                try checkpointInBackground()
                 lastCheckpoint = now
             }
             reportProgress(now)
@@ -279,14 +305,37 @@ final class DownloadOperation: ExchangeDelegate {
 
     // MARK: Commit, hash, finish
 
+    /// Hands a checkpoint of everything written so far to the committer.
+    private func checkpointInBackground() throws(TransferError) {
+        if let error = committer.error { throw TransferError(.localIO, error, tokenID: tokenOnDisk ? token.id : nil) }
+        var snapshot = token
+        snapshot.download?.committedBytes = part.length
+        let store = self.store
+        if committer.checkpoint(fd: part.fileDescriptor, length: part.length, record: { [snapshot] in try store.save(snapshot) }) {
+            lastCheckpointLength = part.length
+            tokenOnDisk = true
+        }
+    }
+
     /// fsync the data, then record it in the token: never the other way round.
     private func commit() throws(TransferError) {
+        committer.waitIdle()
+        if let error = committer.error { throw TransferError(.localIO, error, tokenID: tokenOnDisk ? token.id : nil) }
         do { try part.sync() } catch {
             throw TransferError(.localIO, "cannot write \(part.path): \(error)", tokenID: token.id)
         }
         download.committedBytes = part.committed
         do { try store.save(token) } catch {
             throw TransferError(.localIO, "\(error)", tokenID: token.id)
+        }
+        tokenOnDisk = true
+        lastCheckpointLength = part.committed
+    }
+
+    private func syncData() throws(TransferError) {
+        committer.waitIdle()
+        do { try part.sync() } catch {
+            throw TransferError(.localIO, "cannot write \(part.path): \(error)", tokenID: tokenOnDisk ? token.id : nil)
         }
     }
 
@@ -319,7 +368,7 @@ final class DownloadOperation: ExchangeDelegate {
     }
 
     private func finish() throws(TransferError) -> DownloadResult {
-        try commit()
+        try syncData()
         var digest: String?
         if wantsHash || download.expectedSHA256 != nil {
             do { try catchUpHash() } catch {
@@ -328,6 +377,7 @@ final class DownloadOperation: ExchangeDelegate {
             digest = hasher?.finalize().hex
         }
         if let expected = download.expectedSHA256, expected.lowercased() != digest {
+            try commit()  // kept, so that `cancel` can clean up
             throw TransferError(.checksumMismatch,
                 "checksum mismatch: expected sha256 \(expected), got \(digest ?? "?"); the data stays in \(part.path)",
                 tokenID: token.id)

@@ -28,6 +28,9 @@ final class PartFile {
 
     deinit { try? fd.close() }
 
+    /// For syncing from another thread; the descriptor stays open as long as this object.
+    var fileDescriptor: Int32 { fd.rawValue }
+
     func truncate(to offset: Int64) throws {
         try fd.resize(to: offset)
         length = offset

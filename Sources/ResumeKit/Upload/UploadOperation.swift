@@ -130,9 +130,9 @@ final class UploadOperation: ExchangeDelegate {
         let request = TransferRequest(
             method: method, url: url, headers: all, followRedirects: false,
             body: body.map { RequestBody(fileDescriptor: source.fd, offset: $0.offset, length: $0.length) })
-        if !started {
+        if !started, let body {
             started = true
-            emit(.started(kind: .upload, url: token.url, path: source.path, offset: upload.acknowledgedBytes, total: upload.source.size))
+            emit(.started(kind: .upload, url: token.url, path: source.path, offset: body.offset, total: upload.source.size))
         }
         let result = transport.perform(request, settings: options.transport, cancellation: cancellation, delegate: self)
         switch result.outcome {

@@ -1,0 +1,52 @@
+# resumectl — see README.md. `make demo` and `make test` work on a fresh machine.
+SWIFT    ?= swift
+PREFIX   ?= /usr/local
+APT_PKGS := libcurl4-openssl-dev pkg-config nginx-light curl
+BENCH_PKGS := aria2 wget hyperfine
+
+.PHONY: all deps build release test test-unit test-e2e install demo bench soak clean
+
+all: build
+
+# Installs what is missing (Debian): libcurl headers, pkg-config, nginx for the tests.
+deps:
+	@missing=""; \
+	pkg-config --exists libcurl 2>/dev/null || missing="$$missing libcurl4-openssl-dev pkg-config"; \
+	command -v nginx >/dev/null 2>&1 || [ -x /usr/sbin/nginx ] || missing="$$missing nginx-light"; \
+	command -v curl >/dev/null 2>&1 || missing="$$missing curl"; \
+	if [ -n "$$missing" ]; then \
+		echo "installing:$$missing"; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; \
+	fi
+
+build: deps
+	$(SWIFT) build
+
+release: deps
+	$(SWIFT) build -c release
+
+# One build of everything, then both test targets in parallel.
+test: deps
+	$(SWIFT) build --build-tests
+	$(SWIFT) test --skip-build
+
+test-unit: deps
+	$(SWIFT) test --filter ResumeKitTests
+
+test-e2e: deps
+	$(SWIFT) test --filter EndToEndTests
+
+install: release
+	install -d $(DESTDIR)$(PREFIX)/bin
+	install -m 755 .build/release/resumectl $(DESTDIR)$(PREFIX)/bin/resumectl
+
+demo: build
+	scripts/demo.sh .build/debug/resumectl
+
+bench: release
+	@missing=""; for p in aria2c wget hyperfine; do command -v $$p >/dev/null || missing="$$missing $$p"; done; \
+	if [ -n "$$missing" ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(BENCH_PKGS); fi
+	scripts/bench.sh .build/release/resumectl
+
+clean:
+	rm -rf .build .bench

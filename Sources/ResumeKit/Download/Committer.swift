@@ -1,0 +1,59 @@
+import Dispatch
+import Glibc
+import Synchronization
+
+/// Makes checkpoints durable on a queue of its own, so the thread receiving the body never waits for
+/// the disk: fdatasync of the `.part` file, then the token that records the synced length. A checkpoint
+/// asked for while one is still running is skipped; the next one covers its bytes.
+final class Committer: Sendable {
+    private let queue = DispatchQueue(label: "resumectl.checkpoint")
+    private let state = Mutex<(busy: Bool, error: String?)>((false, nil))
+
+    /// Starts a checkpoint of the first `length` bytes of `fd` unless one is running. `record` writes the
+    /// token and runs only after the data is on disk.
+    @discardableResult
+    func checkpoint(fd: Int32, length: Int64, record: @escaping @Sendable () throws -> Void) -> Bool {
+        let started = state.withLock { s -> Bool in
+            if s.busy || s.error != nil { return false }
+            s.busy = true
+            return true
+        }
+        guard started else { return false }
+        queue.async {
+            var failure: String?
+            if fdatasync(fd) != 0 {
+                failure = "cannot write the .part file: \(String(cString: strerror(errno)))"
+            } else {
+                do { try record() } catch { failure = "\(error)" }
+            }
+            self.state.withLock { s in
+                s.busy = false
+                if let failure { s.error = failure }
+            }
+        }
+        return true
+    }
+
+    private let writeback = DispatchQueue(label: "resumectl.writeback")
+    private let kicking = Atomic<Bool>(false)
+
+    /// Starts the disk writing `range` of `fd` now rather than at the next checkpoint, so that data flows
+    /// to the disk while the body arrives and the final fsync has little left to wait for.
+    func startWriteback(fd: Int32, from: Int64, to: Int64) {
+        guard kicking.compareExchange(expected: false, desired: true, ordering: .acquiringAndReleasing).exchanged else { return }
+        writeback.async {
+            // On Linux this starts writeback of the range's dirty pages without waiting for it.
+            _ = posix_fadvise(fd, off_t(from), off_t(to - from), POSIX_FADV_DONTNEED)
+            self.kicking.store(false, ordering: .releasing)
+        }
+    }
+
+    /// The first failure of a background checkpoint, if any.
+    var error: String? { state.withLock { $0.error } }
+
+    /// Waits until no checkpoint is running, so that a later token write cannot be overtaken.
+    func waitIdle() {
+        writeback.sync {}
+        queue.sync {}
+    }
+}

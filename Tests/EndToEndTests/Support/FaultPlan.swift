@@ -1,0 +1,103 @@
+/// What `FaultProxy` does to one TCP connection.
+///
+/// Directions are named from the client's point of view: **downstream** bytes flow from the upstream server
+/// to the client (a download's body), **upstream** bytes from the client to the server (an upload's body).
+/// Byte counts are exact: a cut after N downstream bytes delivers exactly N bytes to the client.
+public struct Fault: Sendable, Equatable, CustomStringConvertible {
+    public enum Direction: Sendable, Equatable { case upstream, downstream }
+
+    public enum Action: Sendable, Equatable {
+        /// Close both sides with FIN (the client sees a clean EOF before the announced length).
+        case close
+        /// Close both sides with RST (`SO_LINGER` 0), once the bytes already sent are acknowledged.
+        case reset
+        /// Stop forwarding in both directions and keep both sockets open, for `duration` or (nil) until the
+        /// client gives up or the proxy stops. The client's disconnect is noticed and passed on upstream.
+        case stall(Duration?)
+    }
+
+    /// Act after this many bytes in this direction (nil: never).
+    public var trigger: (direction: Direction, bytes: Int, action: Action)?
+    /// Close the connection at accept, before anything reaches upstream (RST if `refuseWithReset`).
+    public var refuse: Bool
+    public var refuseWithReset: Bool
+    /// Forward at most this many bytes per second in each direction (nil: as fast as possible).
+    public var bytesPerSecond: Int?
+
+    public init(
+        trigger: (direction: Direction, bytes: Int, action: Action)? = nil,
+        refuse: Bool = false, refuseWithReset: Bool = false, bytesPerSecond: Int? = nil
+    ) {
+        self.trigger = trigger
+        self.refuse = refuse
+        self.refuseWithReset = refuseWithReset
+        self.bytesPerSecond = bytesPerSecond
+    }
+
+    /// Forward everything untouched.
+    public static let pass = Fault()
+
+    /// Cut (FIN, or RST with `reset`) after `bytes` from the server reached the client.
+    public static func cutAfterDownstream(bytes: Int, reset: Bool = false) -> Fault {
+        Fault(trigger: (.downstream, bytes, reset ? .reset : .close))
+    }
+
+    /// Cut (FIN, or RST with `reset`) after `bytes` from the client reached the server.
+    public static func cutAfterUpstream(bytes: Int, reset: Bool = false) -> Fault {
+        Fault(trigger: (.upstream, bytes, reset ? .reset : .close))
+    }
+
+    /// Stop forwarding after `bytes` reached the client; resume after `duration` (nil: never).
+    public static func stallAfterDownstream(bytes: Int, for duration: Duration? = nil) -> Fault {
+        Fault(trigger: (.downstream, bytes, .stall(duration)))
+    }
+
+    /// Stop forwarding after `bytes` reached the server; resume after `duration` (nil: never).
+    public static func stallAfterUpstream(bytes: Int, for duration: Duration? = nil) -> Fault {
+        Fault(trigger: (.upstream, bytes, .stall(duration)))
+    }
+
+    /// Close the connection right after accepting it (FIN, or RST with `reset`): "server unreachable".
+    public static func refuse(reset: Bool = false) -> Fault {
+        Fault(refuse: true, refuseWithReset: reset)
+    }
+
+    /// Forward slowly in both directions.
+    public static func throttle(bytesPerSecond: Int) -> Fault {
+        Fault(bytesPerSecond: bytesPerSecond)
+    }
+
+    /// This fault, forwarding at most `bytesPerSecond` in each direction.
+    public func throttled(bytesPerSecond: Int) -> Fault {
+        var copy = self
+        copy.bytesPerSecond = bytesPerSecond
+        return copy
+    }
+
+    /// `count` cuts at byte offsets drawn from `bytes` by a seeded generator: the same seed gives the same
+    /// plan, so a failure seen once can be replayed.
+    public static func randomCuts(
+        seed: UInt64, count: Int, direction: Direction, bytes: ClosedRange<Int>, reset: Bool = false
+    ) -> [Fault] {
+        var generator = SeededGenerator(seed: seed)
+        return (0..<count).map { _ in
+            let at = Int.random(in: bytes, using: &generator)
+            return direction == .downstream
+                ? .cutAfterDownstream(bytes: at, reset: reset) : .cutAfterUpstream(bytes: at, reset: reset)
+        }
+    }
+
+    public static func == (a: Fault, b: Fault) -> Bool {
+        a.refuse == b.refuse && a.refuseWithReset == b.refuseWithReset && a.bytesPerSecond == b.bytesPerSecond
+            && a.trigger?.direction == b.trigger?.direction && a.trigger?.bytes == b.trigger?.bytes
+            && a.trigger?.action == b.trigger?.action
+    }
+
+    public var description: String {
+        var parts: [String] = []
+        if refuse { parts.append(refuseWithReset ? "refuse(reset)" : "refuse") }
+        if let trigger { parts.append("\(trigger.action) after \(trigger.bytes) \(trigger.direction) bytes") }
+        if let bytesPerSecond { parts.append("throttle \(bytesPerSecond) B/s") }
+        return parts.isEmpty ? "pass" : parts.joined(separator: ", ")
+    }
+}

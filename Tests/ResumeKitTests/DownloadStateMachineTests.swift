@@ -1,0 +1,156 @@
+import Testing
+@testable import ResumeKit
+
+private let etag = "\"6b02462e-40000000\""
+private let stored = DownloadStateMachine.Resource(etag: etag, validator: etag, totalBytes: 1000)
+
+private func head(_ status: Int, _ fields: [(String, String)] = []) -> ResponseHead {
+    ResponseHead(status: status, headers: HeaderFields(fields.map { .init(name: $0.0, value: $0.1) }))
+}
+
+@Suite struct DownloadStateMachineTests {
+    @Test func firstRequestIsPlainGet() {
+        #expect(DownloadStateMachine().plan(committed: 0) == .fetch(offset: 0, headers: [:]))
+    }
+
+    @Test func resumeSendsRangeAndIfRange() {
+        let m = DownloadStateMachine(resource: stored)
+        #expect(m.plan(committed: 400) == .fetch(offset: 400, headers: ["Range": "bytes=400-", "If-Range": etag]))
+    }
+
+    @Test func firstResponseStoresStrongValidatorAndLength() {
+        var m = DownloadStateMachine()
+        let d = m.evaluate(head(200, [("ETag", etag), ("Content-Length", "1000")]), requestedOffset: 0)
+        #expect(d == .write(from: 0, restarted: nil))
+        #expect(m.resource?.validator == etag)
+        #expect(m.resource?.totalBytes == 1000)
+    }
+
+    @Test func partialFromTheRightStartAppends() {
+        var m = DownloadStateMachine(resource: stored)
+        let d = m.evaluate(head(206, [("Content-Range", "bytes 400-999/1000"), ("ETag", etag)]), requestedOffset: 400)
+        #expect(d == .write(from: 400, restarted: nil))
+    }
+
+    @Test func partialFromTheWrongStartIsRefetched() {
+        var m = DownloadStateMachine(resource: stored)
+        let d = m.evaluate(head(206, [("Content-Range", "bytes 300-999/1000")]), requestedOffset: 400)
+        #expect(d == .refetchFromZero(reason: "the server answered from byte 300, not 400"))
+    }
+
+    @Test func partialWithAnotherTotalMeansChanged() {
+        var m = DownloadStateMachine(resource: stored)
+        let d = m.evaluate(head(206, [("Content-Range", "bytes 400-1199/1200")]), requestedOffset: 400)
+        #expect(d == .refetchFromZero(reason: "the file on the server has another length now"))
+        #expect(m.resource == nil)
+    }
+
+    @Test func partialWithAnotherETagMeansChanged() {
+        var m = DownloadStateMachine(resource: stored)
+        let d = m.evaluate(head(206, [("Content-Range", "bytes 400-999/1000"), ("ETag", "\"other\"")]), requestedOffset: 400)
+        #expect(d == .refetchFromZero(reason: "the file changed on the server"))
+    }
+
+    @Test func fullResponseAfterIfRangeRestartsWithTheNewFile() {
+        var m = DownloadStateMachine(resource: stored)
+        let d = m.evaluate(head(200, [("ETag", "\"new\""), ("Content-Length", "1200")]), requestedOffset: 400)
+        #expect(d == .write(from: 0, restarted: "the file changed on the server"))
+        #expect(m.resource?.validator == "\"new\"")
+        #expect(m.resource?.totalBytes == 1200)
+    }
+
+    @Test func fullResponseWithTheSameETagMeansRangesUnsupported() {
+        var m = DownloadStateMachine(resource: stored)
+        let d = m.evaluate(head(200, [("ETag", etag), ("Content-Length", "1000")]), requestedOffset: 400)
+        #expect(d == .write(from: 0, restarted: "the server ignored the range request"))
+    }
+
+    @Test func changedFileFailsWhenAsked() {
+        var m = DownloadStateMachine(resource: stored, onChange: .fail)
+        let d = m.evaluate(head(200, [("ETag", "\"new\"")]), requestedOffset: 400)
+        #expect(d == .fail(.changed("the file changed on the server")))
+    }
+
+    @Test func unsatisfiableRangeAtTheEndIsVerified() {
+        var m = DownloadStateMachine(resource: stored)
+        #expect(m.evaluate(head(416, [("Content-Range", "bytes */1000")]), requestedOffset: 1000) == .verifyComplete)
+    }
+
+    @Test func unsatisfiableRangeWithAnotherLengthRestarts() {
+        var m = DownloadStateMachine(resource: stored)
+        #expect(m.evaluate(head(416, [("Content-Range", "bytes */500")]), requestedOffset: 1000)
+            == .refetchFromZero(reason: "the file on the server has another length now"))
+    }
+
+    @Test func everythingCommittedPlansAVerification() {
+        #expect(DownloadStateMachine(resource: stored).plan(committed: 1000) == .verify)
+    }
+
+    @Test func verificationConfirmsOnlyTheSameValidatorAndLength() {
+        var same = DownloadStateMachine(resource: stored)
+        #expect(same.evaluateVerification(head(200, [("ETag", etag), ("Content-Length", "1000")]), committed: 1000) == .complete)
+        var changed = DownloadStateMachine(resource: stored)
+        #expect(changed.evaluateVerification(head(200, [("ETag", "\"x\""), ("Content-Length", "1000")]), committed: 1000)
+            == .refetchFromZero(reason: "the file changed on the server"))
+    }
+
+    @Test func weakETagGivesNoValidatorSoResumeRestarts() {
+        var m = DownloadStateMachine()
+        _ = m.evaluate(head(200, [("ETag", "W/\"abc\""), ("Content-Length", "1000")]), requestedOffset: 0)
+        #expect(m.resource?.validator == nil)
+        #expect(m.plan(committed: 500) == .fetch(offset: 0, headers: [:]))
+    }
+
+    @Test func noValidatorWithFailPolicyFails() {
+        let m = DownloadStateMachine(resource: .init(totalBytes: 1000), onChange: .fail)
+        guard case .fail(.changed) = m.plan(committed: 500) else {
+            Issue.record("expected a failure")
+            return
+        }
+    }
+
+    @Test func noValidatorThenFullResponseSaysWhy() {
+        var m = DownloadStateMachine(resource: .init(totalBytes: 1000))
+        let d = m.evaluate(head(200, [("Content-Length", "1000")]), requestedOffset: 0)
+        #expect(d == .write(from: 0, restarted: nil))
+    }
+
+    @Test func strongLastModifiedIsUsedWithoutETag() {
+        var m = DownloadStateMachine()
+        _ = m.evaluate(head(200, [("Last-Modified", "Sun, 22 Nov 2026 01:00:00 GMT"), ("Date", "Sun, 22 Nov 2026 02:00:00 GMT")]), requestedOffset: 0)
+        #expect(m.resource?.validator == "Sun, 22 Nov 2026 01:00:00 GMT")
+    }
+
+    @Test func lastModifiedTooCloseToDateIsWeak() {
+        var m = DownloadStateMachine()
+        _ = m.evaluate(head(200, [("Last-Modified", "Sun, 22 Nov 2026 01:00:00 GMT"), ("Date", "Sun, 22 Nov 2026 01:00:00 GMT")]), requestedOffset: 0)
+        #expect(m.resource?.validator == nil)
+    }
+
+    @Test func encodedBodiesAreNotResumable() {
+        var m = DownloadStateMachine()
+        _ = m.evaluate(head(200, [("ETag", etag), ("Content-Encoding", "gzip")]), requestedOffset: 0)
+        #expect(m.resource?.validator == nil)
+    }
+
+    @Test(arguments: [408, 429, 500, 502, 503, 504])
+    func transientStatusesAreRetried(status: Int) {
+        var m = DownloadStateMachine(resource: stored)
+        #expect(m.evaluate(head(status, [("Retry-After", "3")]), requestedOffset: 400) == .retry(status: status, retryAfter: "3"))
+    }
+
+    @Test(arguments: [400, 401, 403, 404, 410, 501])
+    func finalStatusesFail(status: Int) {
+        var m = DownloadStateMachine()
+        guard case .fail(.status(status, _)) = m.evaluate(head(status), requestedOffset: 0) else {
+            Issue.record("expected .fail for \(status)")
+            return
+        }
+    }
+
+    @Test func reprDigestIsKept() {
+        var m = DownloadStateMachine()
+        _ = m.evaluate(head(200, [("Repr-Digest", "sha-256=:AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=:")]), requestedOffset: 0)
+        #expect(m.resource?.reprDigestSHA256 == Array(0..<32))
+    }
+}

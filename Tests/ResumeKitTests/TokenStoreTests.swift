@@ -1,0 +1,100 @@
+import Foundation
+import Testing
+@testable import ResumeKit
+
+@Suite struct TokenStoreTests {
+    let dir = FileManager.default.temporaryDirectory.appendingPathComponent("rk-tokens-\(UUID().uuidString)").path
+
+    var store: TokenStore { TokenStore(directory: dir) }
+
+    static func sample() -> ResumeToken {
+        var t = ResumeToken(id: "d-0123456789abcdef", kind: .download, url: "https://example.com/big.iso",
+            headers: ["X-Trace: 1"], now: Date(timeIntervalSince1970: 1_800_000_000))
+        t.download = .init(path: "/data/big.iso", effectiveURL: "https://cdn.example.com/big.iso", etag: "\"abc\"",
+            lastModified: "Sun, 22 Nov 2026 01:00:00 GMT", validator: "\"abc\"", totalBytes: 1_073_741_824,
+            committedBytes: 16_777_216, expectedSHA256: nil, onChange: "restart")
+        return t
+    }
+
+    @Test func goldenFileLocksTheSchema() throws {
+        let url = try #require(Bundle.module.url(forResource: "Fixtures/token-v1", withExtension: "json"))
+        let golden = try Data(contentsOf: url)
+        let decoded = try TokenStore.decode(golden, path: url.path)
+        #expect(decoded == Self.sample())
+        #expect(TokenStore.json(Self.sample()) + "\n" == String(decoding: golden, as: UTF8.self))
+    }
+
+    @Test func saveAndLoadRoundTripWithPrivateModes() throws {
+        try store.save(Self.sample())
+        #expect(try store.load("d-0123456789abcdef").download?.committedBytes == 16_777_216)
+        let attrs = try FileManager.default.attributesOfItem(atPath: store.path(forID: "d-0123456789abcdef"))
+        #expect((attrs[.posixPermissions] as? Int) == 0o600)
+        let dirAttrs = try FileManager.default.attributesOfItem(atPath: store.tokensDirectory)
+        #expect((dirAttrs[.posixPermissions] as? Int) == 0o700)
+        try? FileManager.default.removeItem(atPath: dir)
+    }
+
+    @Test func credentialsNeverReachTheFile() throws {
+        var t = Self.sample()
+        t.headers = ["Authorization: Bearer secret", "cookie: a=b", "Proxy-Authorization: x", "X-Keep: 1"]
+        try store.save(t)
+        let text = try String(contentsOfFile: store.path(forID: t.id), encoding: .utf8)
+        #expect(!text.contains("secret") && !text.contains("a=b"))
+        #expect(try store.load(t.id).headers == ["X-Keep: 1"])
+        try? FileManager.default.removeItem(atPath: dir)
+    }
+
+    @Test(arguments: [
+        ("zeros", Data(repeating: 0, count: 512)),
+        ("truncated", Data("{\"version\": 1, \"id\": \"d-1\", \"ki".utf8)),
+        ("newer", Data("{\"version\": 2, \"id\": \"d-1\"}".utf8)),
+        ("fields", Data("{\"version\": 1, \"id\": \"d-1\"}".utf8)),
+    ])
+    func brokenTokensAreErrorsNotGuesses(name: String, data: Data) throws {
+        try store.ensureDirectory()
+        let path = store.tokensDirectory + "/\(name).json"
+        FileManager.default.createFile(atPath: path, contents: data)
+        #expect(throws: TokenStoreError.self) { try store.load(path) }
+        #expect(FileManager.default.contents(atPath: path) == data)  // left as it was
+        try? FileManager.default.removeItem(atPath: dir)
+    }
+
+    @Test func missingTokenIsNotFound() {
+        #expect(throws: TokenStoreError.notFound("d-nothing")) { try store.load("d-nothing") }
+    }
+
+    @Test func leftoverTempFilesAreRemovedAndTheTokenSurvives() throws {
+        try store.save(Self.sample())
+        let leftover = store.path(forID: "d-0123456789abcdef") + ".tmp.999999"
+        FileManager.default.createFile(atPath: leftover, contents: Data("{\"ver".utf8))
+        #expect(store.removeLeftovers() == ["d-0123456789abcdef.json.tmp.999999"])
+        #expect(try store.load("d-0123456789abcdef") == store.load("d-0123456789abcdef"))
+        try? FileManager.default.removeItem(atPath: dir)
+    }
+
+    @Test func idsAreStableAndKindPrefixed() {
+        let a = TokenStore.makeID(kind: .download, url: "http://h/f", path: "/tmp/f")
+        #expect(a == TokenStore.makeID(kind: .download, url: "http://h/f", path: "/tmp/f"))
+        #expect(a.hasPrefix("d-") && a.count == 18)
+        #expect(a != TokenStore.makeID(kind: .download, url: "http://h/f", path: "/tmp/g"))
+        #expect(TokenStore.makeID(kind: .upload, url: "http://h/f", path: "/tmp/f").hasPrefix("u-"))
+    }
+
+    @Test func stateDirectoryFollowsTheEnvironment() {
+        #expect(TokenStore.defaultDirectory(environment: ["RESUMECTL_STATE_DIR": "/s", "XDG_STATE_HOME": "/x"]) == "/s")
+        #expect(TokenStore.defaultDirectory(environment: ["XDG_STATE_HOME": "/x", "HOME": "/h"]) == "/x/resumectl")
+        #expect(TokenStore.defaultDirectory(environment: ["HOME": "/h"]) == "/h/.local/state/resumectl")
+    }
+
+    @Test func lockIsExclusiveAndNamesItsHolder() throws {
+        try store.ensureDirectory()
+        let path = store.lockPath(forID: "d-lock")
+        let lock = try TokenLock(path: path)
+        #expect(TokenLock.holder(path: path) == getpid())
+        #expect(throws: TokenLock.Failure.held(pid: getpid())) { try TokenLock(path: path) }
+        lock.release()
+        #expect(TokenLock.holder(path: path) == nil)
+        _ = try TokenLock(path: path)
+        try? FileManager.default.removeItem(atPath: dir)
+    }
+}
