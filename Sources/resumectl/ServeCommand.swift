@@ -17,7 +17,7 @@ struct Serve: AsyncParsableCommand {
         commandName: "serve",
         abstract: "Serve a folder over HTTP: ranged downloads and resumable uploads.",
         discussion: """
-            GET and HEAD serve the files below DIR with strong ETags and single byte ranges \
+            GET and HEAD serve the files below <dir> with strong ETags and single byte ranges \
             (Range, If-Range). PUT or POST to a path stores the body there; with the headers of \
             draft-ietf-httpbis-resumable-upload (interop versions 3, 5 and 6) an interrupted upload \
             can be resumed. Dot-files are never served. Prints `listening on URL` once ready, then \
@@ -25,7 +25,7 @@ struct Serve: AsyncParsableCommand {
             """
     )
 
-    @Argument(help: "Folder to serve.", completion: .directory)
+    @Argument(help: ArgumentHelp("Folder to serve.", valueName: "dir"), completion: .directory)
     var directory: String = "."
 
     @Option(help: "Address to listen on.")
