@@ -57,7 +57,16 @@ final class AccessLogHandler: ChannelDuplexHandler {
             case .body(.fileRegion(let region)):
                 exchanges[0].sent += region.readableBytes
             case .end:
-                log(exchanges.removeFirst().line)
+                // Logged once written: `out` counts bytes handed to NIO, which a client may not
+                // have taken in full.
+                let line = exchanges.removeFirst().line
+                let log = self.log
+                let written = promise ?? context.eventLoop.makePromise()
+                written.futureResult.whenComplete { result in
+                    if case .failure = result { log(line + " (aborted)") } else { log(line) }
+                }
+                context.write(data, promise: written)
+                return
             }
         }
         context.write(data, promise: promise)

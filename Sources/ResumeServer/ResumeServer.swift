@@ -62,6 +62,7 @@ public final class ResumeServer: Sendable {
         let threadPool = NIOThreadPool(numberOfThreads: 2)
         threadPool.start()
         let temporaryFiles = TemporaryFiles()
+        let expiredUploads = ExpiredUploads()
         // NIO builds each upload's `Location` from a fixed origin, which needs the bound port;
         // connections wait (auto-read off on the listener) until it is known.
         let uploadContext = Mutex<HTTPResumableUploadContext?>(nil)
@@ -69,7 +70,8 @@ public final class ResumeServer: Sendable {
             configuration: configuration,
             root: root,
             threadPool: threadPool,
-            temporaryFiles: temporaryFiles
+            temporaryFiles: temporaryFiles,
+            expiredUploads: expiredUploads
         )
 
         let bootstrap = ServerBootstrap(group: group)
@@ -118,8 +120,10 @@ public final class ResumeServer: Sendable {
         }
         guard !alreadyStopped else { return }
         try? await listener.close()
-        try await group.shutdownGracefully()
+        // The file pool first, while the event loops can still take its last results; then no
+        // sink can touch a temporary file any more and the sweep is safe.
         try await threadPool.shutdownGracefully()
+        try await group.shutdownGracefully()
         temporaryFiles.removeAll()
     }
 
@@ -157,6 +161,7 @@ private struct PipelineFactory: Sendable {
     let root: String
     let threadPool: NIOThreadPool
     let temporaryFiles: TemporaryFiles
+    let expiredUploads: ExpiredUploads
 
     func configure(_ channel: any Channel, uploadContext: HTTPResumableUploadContext?) throws {
         let sync = channel.pipeline.syncOperations
@@ -165,10 +170,17 @@ private struct PipelineFactory: Sendable {
             try sync.addHandler(AccessLogHandler(log: log))
         }
         let acceptsUploads = !configuration.readOnly && uploadContext != nil
+        let creationPath = UploadCreationPath(prefix: Self.resumptionPrefix)
         try sync.addHandler(
             StaticFileHandler(
-                settings: .init(root: root, acceptsUploads: acceptsUploads, resumptionPrefix: Self.resumptionPrefix),
-                threadPool: threadPool
+                settings: .init(
+                    root: root,
+                    acceptsUploads: acceptsUploads,
+                    resumptionPrefix: Self.resumptionPrefix,
+                    expiredUploads: expiredUploads
+                ),
+                threadPool: threadPool,
+                creationPath: creationPath
             )
         )
         guard acceptsUploads, let uploadContext else { return }
@@ -176,13 +188,15 @@ private struct PipelineFactory: Sendable {
             root: root,
             threadPool: threadPool,
             temporaryFiles: temporaryFiles,
+            expiredUploads: expiredUploads,
             log: configuration.log
         )
         try sync.addHandler(HTTP1ToHTTPServerCodec(secure: false))
         // `channelConfigurator:` rather than `handlers:`: a fresh sink for every logical upload.
         try sync.addHandler(
             HTTPResumableUploadHandler(context: uploadContext) { uploadChannel in
-                try? uploadChannel.pipeline.syncOperations.addHandler(UploadSink(settings: sinkSettings))
+                let sink = UploadSink(settings: sinkSettings, resumptionPath: creationPath.take())
+                try? uploadChannel.pipeline.syncOperations.addHandler(sink)
             }
         )
     }

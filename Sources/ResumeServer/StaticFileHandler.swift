@@ -28,27 +28,32 @@ final class StaticFileHandler: ChannelDuplexHandler {
         var acceptsUploads: Bool
         /// NIO's resumption path, e.g. `/resumable_upload/`: everything below it belongs to NIO.
         var resumptionPrefix: String
+        var expiredUploads: ExpiredUploads
     }
 
     private enum Mode {
         case idle
         /// A GET or HEAD this handler answers.
         case serving
-        /// Answered with an error; the rest of the request is read and dropped, then the connection closed.
-        case refusing
+        /// Answered with an error; the rest of the request is read and dropped, then the connection
+        /// closed (closing earlier could reset it under the unread body and lose the answer).
+        case refusing(answered: Bool, requestEnded: Bool)
         /// Belongs to the upload handler behind this one.
         case forwarding
     }
 
     private let settings: Settings
     private let threadPool: NIOThreadPool
+    private let creationPath: UploadCreationPath?
     private var mode = Mode.idle
     private var requestVersion = HTTPVersion.http1_1
     private var keepAlive = true
+    private var requestNumber = 0
 
-    init(settings: Settings, threadPool: NIOThreadPool) {
+    init(settings: Settings, threadPool: NIOThreadPool, creationPath: UploadCreationPath?) {
         self.settings = settings
         self.threadPool = threadPool
+        self.creationPath = creationPath
     }
 
     // MARK: Inbound
@@ -57,6 +62,7 @@ final class StaticFileHandler: ChannelDuplexHandler {
         let part = unwrapInboundIn(data)
         switch (part, mode) {
         case (.head(let head), _):
+            requestNumber += 1
             requestVersion = head.version
             keepAlive = head.isKeepAlive
             route(context: context, head: head, data: data)
@@ -64,8 +70,9 @@ final class StaticFileHandler: ChannelDuplexHandler {
             context.fireChannelRead(data)
         case (.end, .forwarding):
             context.fireChannelRead(data)
-        case (.end, .refusing):
-            context.close(promise: nil)
+        case (.end, .refusing(let answered, _)):
+            mode = .refusing(answered: answered, requestEnded: true)
+            if answered { context.close(promise: nil) }
         case (.body, _), (.end, _):
             break
         }
@@ -82,6 +89,13 @@ final class StaticFileHandler: ChannelDuplexHandler {
         }
     }
 
+    func errorCaught(context: ChannelHandlerContext, error: Error) {
+        // A parser error has already been answered with 400 by NIO's protocol error handler,
+        // which leaves closing to the pipeline; no other error leaves the connection usable either.
+        context.close(promise: nil)
+        context.fireErrorCaught(error)
+    }
+
     private func route(context: ChannelHandlerContext, head: HTTPRequestHead, data: NIOAny) {
         let isResumption = head.uri.hasPrefix(settings.resumptionPrefix)
         let method = head.method
@@ -89,6 +103,14 @@ final class StaticFileHandler: ChannelDuplexHandler {
             serve(context: context, head: head)
         } else if !settings.acceptsUploads {
             refuse(context: context, head: head, status: .methodNotAllowed, extra: [("Allow", "GET, HEAD")])
+        } else if isResumption, settings.expiredUploads.contains(Self.pathOnly(head.uri)) {
+            let version = head.headers["upload-draft-interop-version"].first ?? "6"
+            let extra = [("Upload-Draft-Interop-Version", version)]
+            if method == .HEAD {
+                respond(context: context, head: head, status: .notFound, extra: extra, body: false)
+            } else {
+                refuse(context: context, head: head, status: .notFound, extra: extra)
+            }
         } else if isResumption || method == .OPTIONS {
             forward(context: context, head: head, data: data)
         } else if method == .PUT || method == .POST {
@@ -104,6 +126,10 @@ final class StaticFileHandler: ChannelDuplexHandler {
     }
 
     static let allowed = "GET, HEAD, PUT, POST, OPTIONS"
+
+    private static func pathOnly(_ target: String) -> String {
+        String(target.prefix { $0 != "?" && $0 != "#" })
+    }
 
     private func forward(context: ChannelHandlerContext, head: HTTPRequestHead, data: NIOAny) {
         mode = .forwarding
@@ -127,6 +153,9 @@ final class StaticFileHandler: ChannelDuplexHandler {
         }
         switch unwrapOutboundIn(data) {
         case .head(let head) where head.status.code < 200:
+            if head.status.code == 104, let location = head.headers["location"].first {
+                creationPath?.record(location: location)
+            }
             if requestVersion == .http1_0 {
                 // RFC 9110 §15.2: no 1xx to an HTTP/1.0 client.
                 promise?.succeed()
@@ -218,6 +247,7 @@ final class StaticFileHandler: ChannelDuplexHandler {
 
         let responseHead = HTTPResponseHead(version: head.version, status: status, headers: headers)
         context.write(wrapOutboundOut(.head(responseHead)), promise: nil)
+        let watch = TruncationWatch(handle: file.handle, end: bytes.upperBound)
         if head.method == .GET && !bytes.isEmpty {
             let region = FileRegion(
                 fileHandle: file.handle,
@@ -225,8 +255,10 @@ final class StaticFileHandler: ChannelDuplexHandler {
                 endIndex: Int(bytes.upperBound)
             )
             context.write(wrapOutboundOut(.body(.fileRegion(region))), promise: nil)
+            watch.start(context: context)
         }
         finish(context: context) {
+            watch.cancel()
             try? file.handle.close()
         }
     }
@@ -246,17 +278,18 @@ final class StaticFileHandler: ChannelDuplexHandler {
         context: ChannelHandlerContext,
         head: HTTPRequestHead,
         status: HTTPResponseStatus,
-        extra: [(String, String)] = []
+        extra: [(String, String)] = [],
+        body: Bool = true
     ) {
         guard context.channel.isActive else { return }
-        let text = "\(status.code) \(status.reasonPhrase)\n"
+        let text = body ? "\(status.code) \(status.reasonPhrase)\n" : ""
         var headers = baseHeaders(now: Int64(time(nil)))
         headers.add(contentsOf: extra)
         headers.add(name: "Content-Type", value: "text/plain; charset=utf-8")
         headers.add(name: "Content-Length", value: "\(text.utf8.count)")
         let responseHead = HTTPResponseHead(version: head.version, status: status, headers: headers)
         context.write(wrapOutboundOut(.head(responseHead)), promise: nil)
-        if head.method != .HEAD {
+        if head.method != .HEAD && !text.isEmpty {
             let body = context.channel.allocator.buffer(string: text)
             context.write(wrapOutboundOut(.body(.byteBuffer(body))), promise: nil)
         }
@@ -270,17 +303,23 @@ final class StaticFileHandler: ChannelDuplexHandler {
         status: HTTPResponseStatus,
         extra: [(String, String)] = []
     ) {
-        mode = .refusing
-        // Closing at once could reset the connection under an unread body and lose the answer.
+        mode = .refusing(answered: false, requestEnded: false)
         keepAlive = false
         respond(context: context, head: head, status: status, extra: extra)
     }
 
     private func finish(context: ChannelHandlerContext, then cleanup: @escaping () -> Void) {
-        let close = !keepAlive && mode != .refusing
+        // Captured now: writing `.end` lets the pipelining handler deliver the next request,
+        // which resets this handler's per-request state before the write completes.
+        let request = requestNumber
+        let closeAfter = !keepAlive
         context.writeAndFlush(wrapOutboundOut(.end(nil))).assumeIsolated().whenComplete { result in
             cleanup()
-            if close || (try? result.get()) == nil {
+            let failed = (try? result.get()) == nil
+            if request == self.requestNumber, case .refusing(_, let requestEnded) = self.mode {
+                self.mode = .refusing(answered: true, requestEnded: requestEnded)
+                if requestEnded || failed { context.close(promise: nil) }
+            } else if closeAfter || failed {
                 context.close(promise: nil)
             }
         }
@@ -295,6 +334,42 @@ final class StaticFileHandler: ChannelDuplexHandler {
             headers.add(name: "Connection", value: "keep-alive")
         }
         return headers
+    }
+}
+
+/// Closes a connection once the file it is sending has become shorter than the response needs.
+///
+/// NIO retries a sendfile(2) that returns 0 at end of file indefinitely, spinning a core for as
+/// long as the client waits; nginx gives up on a truncated file too. Checked once a second.
+private final class TruncationWatch {
+    private let handle: NIOFileHandle
+    private let end: Int64
+    private var scheduled: Scheduled<Void>?
+    private var cancelled = false
+
+    init(handle: NIOFileHandle, end: Int64) {
+        self.handle = handle
+        self.end = end
+    }
+
+    func start(context: ChannelHandlerContext) {
+        guard !cancelled else { return }
+        scheduled = context.eventLoop.assumeIsolated().scheduleTask(in: .seconds(1)) {
+            let size = (try? self.handle.withUnsafeFileDescriptor { fd -> Int64 in
+                var info = stat()
+                return fstat(fd, &info) == 0 ? Int64(info.st_size) : -1
+            }) ?? -1
+            if size < self.end {
+                context.close(promise: nil)
+            } else {
+                self.start(context: context)
+            }
+        }
+    }
+
+    func cancel() {
+        cancelled = true
+        scheduled?.cancel()
     }
 }
 

@@ -6,6 +6,7 @@ import Musl
 import Darwin
 #endif
 import NIOCore
+import NIOPosix
 
 /// Why storing an upload failed, as an HTTP status code.
 struct UploadFailure: Error, Sendable {
@@ -26,6 +27,15 @@ struct UploadFailure: Error, Sendable {
             default: 500
             }
         self.init(status: status, "\(what): \(String(cString: strerror(code)))")
+    }
+
+    /// Any error from the file operations on the thread pool.
+    init(_ error: any Error) {
+        switch error {
+        case let failure as UploadFailure: self = failure
+        case is NIOThreadPoolError.ThreadPoolInactive: self.init(status: 503, "server shutting down")
+        default: self.init(status: 500, "\(error)")
+        }
     }
 
     init(_ refusal: PathRefusal) {

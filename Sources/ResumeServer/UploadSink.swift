@@ -19,6 +19,7 @@ final class UploadSink: ChannelInboundHandler {
         var root: String
         var threadPool: NIOThreadPool
         var temporaryFiles: TemporaryFiles
+        var expiredUploads: ExpiredUploads
         var log: (@Sendable (String) -> Void)?
     }
 
@@ -37,6 +38,8 @@ final class UploadSink: ChannelInboundHandler {
     private static let highWater = 4 << 20
 
     private let settings: Settings
+    /// `/resumable_upload/<token>` for a draft upload; `nil` for a plain request.
+    private let resumptionPath: String?
     private var state = State.idle
     private var target = ""
     private var file: UploadFile?
@@ -49,8 +52,9 @@ final class UploadSink: ChannelInboundHandler {
     private var abandoned = false
     private var lastError: Error?
 
-    init(settings: Settings) {
+    init(settings: Settings, resumptionPath: String?) {
         self.settings = settings
+        self.resumptionPath = resumptionPath
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
@@ -103,6 +107,7 @@ final class UploadSink: ChannelInboundHandler {
             settings.log?("upload \(target) abandoned after \(written + Int64(pendingBytes)) bytes"
                 + (lastError.map { " (\($0))" } ?? ""))
             dropFile()
+            if let resumptionPath { settings.expiredUploads.insert(resumptionPath) }
         case .finishing, .ignoring, .done:
             // A finished upload is still committed even if nobody is left to hear about it.
             break
@@ -141,7 +146,7 @@ final class UploadSink: ChannelInboundHandler {
                     self.writeQueued(context: context)
                 }
             case .failure(let error):
-                self.fail(context: context, error as? UploadFailure ?? UploadFailure(status: 500, "\(error)"))
+                self.fail(context: context, UploadFailure(error))
             }
         }
     }
@@ -169,7 +174,7 @@ final class UploadSink: ChannelInboundHandler {
                 return
             }
             if case .failure(let error) = result {
-                self.fail(context: context, error as? UploadFailure ?? UploadFailure(status: 500, "\(error)"))
+                self.fail(context: context, UploadFailure(error))
                 return
             }
             if self.readDeferred && self.pendingBytes < Self.highWater {
@@ -197,7 +202,7 @@ final class UploadSink: ChannelInboundHandler {
                 self.state = .done
                 self.respond(context: context, status: .created, fields: [])
             case .failure(let error):
-                self.fail(context: context, error as? UploadFailure ?? UploadFailure(status: 500, "\(error)"))
+                self.fail(context: context, UploadFailure(error))
             }
         }
     }

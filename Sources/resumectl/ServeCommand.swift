@@ -17,7 +17,7 @@ struct Serve: AsyncParsableCommand {
         commandName: "serve",
         abstract: "Serve a folder over HTTP: ranged downloads and resumable uploads.",
         discussion: """
-            GET and HEAD serve the files below DIR with strong ETags and single byte ranges \
+            GET and HEAD serve the files below <dir> with strong ETags and single byte ranges \
             (Range, If-Range). PUT or POST to a path stores the body there; with the headers of \
             draft-ietf-httpbis-resumable-upload (interop versions 3, 5 and 6) an interrupted upload \
             can be resumed. Dot-files are never served. Prints `listening on URL` once ready, then \
@@ -25,7 +25,7 @@ struct Serve: AsyncParsableCommand {
             """
     )
 
-    @Argument(help: "Folder to serve.", completion: .directory)
+    @Argument(help: ArgumentHelp("Folder to serve.", valueName: "dir"), completion: .directory)
     var directory: String = "."
 
     @Option(help: "Address to listen on.")
@@ -37,9 +37,15 @@ struct Serve: AsyncParsableCommand {
     @Flag(help: "Refuse uploads.")
     var readOnly: Bool = false
 
+    @Option(help: ArgumentHelp("Seconds an interrupted upload is kept for its client to resume.", valueName: "seconds"))
+    var uploadTimeout: Double = 3600
+
     func validate() throws {
         guard (0...65535).contains(port) else {
             throw ValidationError("--port must be between 0 and 65535.")
+        }
+        guard uploadTimeout > 0, uploadTimeout <= 365 * 86400 else {
+            throw ValidationError("--upload-timeout must be a positive number of seconds, at most a year.")
         }
     }
 
@@ -49,6 +55,7 @@ struct Serve: AsyncParsableCommand {
             host: host,
             port: port,
             readOnly: readOnly,
+            uploadTimeout: .milliseconds(Int64(uploadTimeout * 1000)),
             log: { line in Standard.error(line) }
         )
         let server: ResumeServer
