@@ -50,3 +50,8 @@ bench: release
 
 clean:
 	rm -rf .build .bench
+
+# The crash-safety suite at scale: 200 cuts and 50 kills on a 1 GiB download (a quarter for uploads).
+soak: deps
+	$(SWIFT) build --build-tests
+	RESUMECTL_SOAK=1 $(SWIFT) test --skip-build --filter SoakTests 2>&1 | tee .soak.log | grep -E '^soak \||Test run'

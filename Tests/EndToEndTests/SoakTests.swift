@@ -1,0 +1,110 @@
+import Foundation
+import Testing
+
+/// `make soak`: the crash-safety faults at scale (RESUMECTL_SOAK=1). Prints a table of faults injected,
+/// transfers finished, bytes sent twice and mismatches (which must be 0).
+@Suite(.enabled(if: ProcessInfo.processInfo.environment["RESUMECTL_SOAK"] == "1"), .serialized)
+struct SoakTests {
+    static let env = ProcessInfo.processInfo.environment
+    static let size = Int(env["RESUMECTL_SOAK_SIZE"] ?? "") ?? 1 << 30
+    static let cuts = Int(env["RESUMECTL_SOAK_CUTS"] ?? "") ?? 200
+    static let kills = Int(env["RESUMECTL_SOAK_KILLS"] ?? "") ?? 50
+
+    static func row(_ name: String, faults: Int, finished: Bool, resent: Int, mismatch: Bool) {
+        let line = String(format: "soak | %-28@ | faults %5d | finished %@ | re-sent %12d B | mismatches %d",
+            name as NSString, faults, finished ? "yes" : "NO ", resent, mismatch ? 1 : 0)
+        print(line)
+    }
+
+    @Test func downloadCutManyTimes() async throws {
+        let w = try Workspace()
+        let digest = try makeRandomFile(path: w.path("www/f.bin"), size: Self.size, seed: 100)
+        let nginx = try await NginxServer(root: w.path("www"))
+        let step = Self.size / (Self.cuts + 1)
+        let plan = Fault.randomCuts(seed: 100, count: Self.cuts, direction: .downstream, bytes: max(1, step / 2)...max(2, step))
+        let proxy = try FaultProxy(upstreamPort: nginx.port, plan: plan)
+        let r = try await w.run(["download", proxy.url(for: "f.bin"), "-q", "--retries", "inf", "--retry-delay", "0.01"], timeout: .seconds(1800))
+        let ok = r.status == 0 && (try? sha256(file: w.out + "/f.bin")) == digest
+        // What reached the client (nginx counts what it wrote into socket buffers), less response heads.
+        let heads = proxy.connectionCount * 300
+        Self.row("download, connection cuts", faults: proxy.connections.filter(\.triggered).count, finished: r.status == 0,
+            resent: max(0, proxy.bytesDownstream - heads - Self.size), mismatch: r.status == 0 && !ok)
+        #expect(ok, "\(r)")
+    }
+
+    @Test func downloadKilledManyTimes() async throws {
+        let w = try Workspace()
+        let digest = try makeRandomFile(path: w.path("www/f.bin"), size: Self.size, seed: 101)
+        // Slow enough that the kills spread over the whole transfer.
+        let nginx = try await NginxServer(root: w.path("www"), limitRate: max(1 << 20, Self.size / max(1, Self.kills)))
+        let meter = try FaultProxy(upstreamPort: nginx.port)
+        var rng = SeededGenerator(seed: 101)
+        var kills = 0
+        let url = meter.url(for: "f.bin")
+        while kills < Self.kills {
+            let p = try w.start(["download", url, "-q"])
+            // Past the one-second checkpoint now and then, so that the transfer moves on between kills.
+            try await Task.sleep(for: .milliseconds(Int.random(in: 500...2500, using: &rng)))
+            guard p.isRunning else { break }
+            p.send(signal: SIGKILL)
+            _ = try await p.wait()
+            kills += 1
+        }
+        let r = try await w.run(["download", url, "-q"], timeout: .seconds(1800))
+        let ok = r.status == 0 && (try? sha256(file: w.out + "/f.bin")) == digest
+        let heads = meter.connectionCount * 300
+        Self.row("download, kill -9", faults: kills, finished: r.status == 0, resent: max(0, meter.bytesDownstream - heads - Self.size),
+            mismatch: r.status == 0 && !ok)
+        #expect(ok, "\(r)")
+    }
+
+    @Test func uploadCutManyTimes() async throws {
+        let w = try Workspace()
+        let size = Self.size / 4
+        let digest = try makeRandomFile(path: w.path("www/src.bin"), size: size, seed: 102)
+        let peer = try await UploadPeer()
+        let count = Self.cuts / 4
+        let step = size / (count + 1)
+        let plan = Fault.randomCuts(seed: 102, count: count, direction: .upstream, bytes: max(1, step / 2)...max(2, step))
+            .map { $0.throttled(bytesPerSecond: 200_000_000) }
+        let proxy = try FaultProxy(upstreamPort: peer.port, plan: plan)
+        peer.advertise(origin: proxy.baseURL)
+        let r = try await w.run(["upload", w.path("www/src.bin"), proxy.url(for: "u.bin"), "--interop-version", "6", "-q",
+            "--retries", "inf", "--retry-delay", "0.01"], timeout: .seconds(1800))
+        let ok = r.status == 0 && (try? peer.storedSHA256("u.bin")) == digest
+        let received = peer.requests.reduce(0) { $0 + $1.bodyBytes }
+        Self.row("upload, connection cuts", faults: proxy.connections.filter(\.triggered).count, finished: r.status == 0,
+            resent: received - size, mismatch: r.status == 0 && !ok)
+        #expect(ok, "\(r)")
+    }
+
+    @Test func uploadKilledManyTimes() async throws {
+        let w = try Workspace()
+        let size = Self.size / 4
+        let digest = try makeRandomFile(path: w.path("www/src.bin"), size: size, seed: 103)
+        let peer = try await UploadPeer()
+        var rng = SeededGenerator(seed: 103)
+        let count = max(1, Self.kills / 2)
+        let rate = max(1 << 20, size / max(1, count))
+        let args = ["upload", w.path("www/src.bin"), peer.url(for: "k.bin"), "--interop-version", "6", "-q"]
+        var kills = 0
+        var finishedEarly: ProcessResult?
+        while kills < count {
+            let p = try w.start(args + ["--limit-rate", String(rate)])
+            try await Task.sleep(for: .milliseconds(Int.random(in: 500...2500, using: &rng)))
+            guard p.isRunning else {
+                finishedEarly = try await p.wait()
+                break
+            }
+            p.send(signal: SIGKILL)
+            _ = try await p.wait()
+            kills += 1
+        }
+        let r: ProcessResult
+        if let finishedEarly { r = finishedEarly } else { r = try await w.run(args, timeout: .seconds(1800)) }
+        let ok = r.status == 0 && (try? peer.storedSHA256("k.bin")) == digest
+        let received = peer.requests.reduce(0) { $0 + $1.bodyBytes }
+        Self.row("upload, kill -9", faults: kills, finished: r.status == 0, resent: received - size, mismatch: r.status == 0 && !ok)
+        #expect(ok, "\(r)")
+    }
+}
