@@ -46,7 +46,7 @@ demo: build
 bench: release
 	@missing=""; for p in aria2c wget hyperfine; do command -v $$p >/dev/null || missing="$$missing $$p"; done; \
 	if [ -n "$$missing" ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(BENCH_PKGS); fi
-	scripts/bench.sh .build/release/resumectl
+	python3 scripts/bench.py --bin .build/release/resumectl
 
 clean:
 	rm -rf .build .bench

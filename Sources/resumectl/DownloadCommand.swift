@@ -11,7 +11,13 @@ struct Download: AsyncParsableCommand {
             """)
 
     @Argument(help: "http or https URL.")
-    var url: String
+    var url: String?
+
+    @Option(name: [.short, .customLong("input-file")], help: "Download every URL listed in this file (one a line, optionally followed by an output name); -o names the folder.")
+    var inputFile: String?
+
+    @Option(help: "With -i: how many files at once.")
+    var parallel = 4
 
     @Option(name: [.short, .customLong("output")], help: "Where to write the file (default: the URL's last path segment here).")
     var output: String?
@@ -25,22 +31,90 @@ struct Download: AsyncParsableCommand {
     @Flag(help: "Replace an existing file at the output path.")
     var force = false
 
+    @Option(help: "Parallel ranged connections for this file (1-16); falls back to one when the server cannot.")
+    var connections = 1
+
     @OptionGroup var options: TransferOptionGroup
 
     func validate() throws {
         if let checksum { _ = try Checksum.parse(checksum) }
+        guard (1...16).contains(connections) else { throw ValidationError("--connections takes 1 to 16") }
+        guard (1...64).contains(parallel) else { throw ValidationError("--parallel takes 1 to 64") }
+        switch (url, inputFile) {
+        case (nil, nil): throw ValidationError("give a URL, or -i LIST")
+        case (_?, _?): throw ValidationError("give a URL or -i LIST, not both")
+        case (nil, _?) where checksum != nil: throw ValidationError("--checksum applies to one URL, not to -i LIST")
+        default: break
+        }
     }
 
     func run() async throws {
+        guard let url else { return try await runList(inputFile!) }
         let request = DownloadRequest(
             url: url, outputPath: output, headers: options.header, expectedSHA256: try checksum.map(Checksum.parse),
             onChange: onChange, force: force)
-        let client = options.client()
+        var configured = options.client()
+        configured.options.connections = connections
+        let client = configured
         let reporter = Reporter(json: options.json, quiet: options.quiet)
         let result = try await Runner.run(reporter: reporter) { cancellation throws(TransferError) in
             try await client.download(request, cancellation: cancellation, events: reporter.eventsWithToken(client: client, request: request))
         }
         reporter.result(result.path)
+    }
+}
+
+extension Download {
+    /// `-i LIST`: every entry on its own token; one line per file on stdout, one per failure on stderr.
+    func runList(_ listPath: String) async throws {
+        guard let data = FileManager.default.contents(atPath: listPath) else {
+            throw Runner.fail(TransferError(.inputMissing, "cannot read \(listPath)"), json: options.json)
+        }
+        let list = DownloadList(parsing: String(decoding: data, as: UTF8.self))
+        let folder = output ?? "."
+        var isDir: ObjCBool = false
+        guard FileManager.default.fileExists(atPath: folder, isDirectory: &isDir), isDir.boolValue else {
+            throw Runner.fail(TransferError(.cannotCreateOutput, "-o \(folder) must be an existing folder with -i"), json: options.json)
+        }
+        let quiet = options.quiet
+        for problem in list.problems { Output.stderr("resumectl: \(listPath): \(problem)\n") }
+        if !quiet, !list.duplicates.isEmpty {
+            Output.stderr("resumectl: \(listPath): skipped repeated lines \(list.duplicates.map(String.init).joined(separator: ", "))\n")
+        }
+        let requests = list.entries.map { entry in
+            DownloadRequest(url: entry.url, outputPath: folder + "/" + (entry.name ?? ""), headers: options.header,
+                onChange: onChange, force: force)
+        }
+        var configured = options.client()
+        configured.options.connections = connections
+        let client = configured
+        let reporters = requests.map { request in
+            Reporter(json: options.json, quiet: true, tokenID: client.downloadTokenID(request) ?? "")
+        }
+        let parallel = self.parallel
+        let results = try await Runner.run(reporter: Reporter(json: options.json, quiet: quiet)) { cancellation throws(TransferError) in
+            await client.downloadAll(requests, parallel: parallel, cancellation: cancellation) { i, event in
+                reporters[i].handle(event)
+            }
+        }
+        var failedHard = !list.problems.isEmpty
+        var failedSoft = false
+        for (i, result) in results.enumerated() {
+            switch result {
+            case .success(let done):
+                reporters[i].result(done.path)
+            case .failure(let error):
+                var error = error
+                error.message = "\(requests[i].url): \(error.message)"
+                reporters[i].failure(error)
+                if error.isResumable { failedSoft = true } else { failedHard = true }
+            }
+        }
+        let failures = results.filter { if case .failure = $0 { true } else { false } }.count + list.problems.count
+        if failures > 0 {
+            if !quiet { Output.stderr("resumectl: \(failures) of \(list.entries.count + list.problems.count) downloads failed\n") }
+            throw ExitCode(failedHard ? 1 : 75)
+        }
     }
 }
 

@@ -70,7 +70,7 @@ struct TokenSummary {
             state = "stopped"
         }
         if let d = token.download {
-            committed = d.committedBytes
+            committed = d.segments.map { $0.reduce(0) { $0 + $1.committed } } ?? d.committedBytes
             total = d.totalBytes
             location = d.path
         } else if let u = token.upload {

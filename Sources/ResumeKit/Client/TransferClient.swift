@@ -93,7 +93,9 @@ public struct TransferClient: Sendable {
 
     // MARK: Downloads
 
-    func runDownload(_ request: DownloadRequest, cancellation: Cancellation, events: @escaping EventHandler) throws(TransferError) -> DownloadResult {
+    func runDownload(
+        _ request: DownloadRequest, session: (any TransportSession)? = nil, cancellation: Cancellation, events: @escaping EventHandler
+    ) throws(TransferError) -> DownloadResult {
         try URLCheck.validate(request.url)
         _ = try HeaderLines.parse(request.headers)
         let path = try OutputPath.resolve(url: request.url, output: request.outputPath)
@@ -119,7 +121,8 @@ public struct TransferClient: Sendable {
             // The token is first written at the first checkpoint: data first, token second.
             _ = store.removeLeftovers()
         }
-        return try runDownloadOperation(token, extraHeaders: request.headers, onChange: request.onChange, cancellation: cancellation, events: events)
+        return try runDownloadOperation(
+            token, extraHeaders: request.headers, onChange: request.onChange, session: session, cancellation: cancellation, events: events)
     }
 
     func runResumeDownload(
@@ -140,14 +143,35 @@ public struct TransferClient: Sendable {
     }
 
     private func runDownloadOperation(
-        _ token: ResumeToken, extraHeaders: [String], onChange: DownloadStateMachine.OnChange, cancellation: Cancellation,
-        events: @escaping EventHandler
+        _ token: ResumeToken, extraHeaders: [String], onChange: DownloadStateMachine.OnChange, session: (any TransportSession)? = nil,
+        cancellation: Cancellation, events: @escaping EventHandler
     ) throws(TransferError) -> DownloadResult {
         var token = token
         // Credentials given now are used for this run; `TokenStore.save` keeps them out of the file.
         token.headers = HeaderLines.merge(stored: token.headers, given: extraHeaders)
+        let fresh = token.download!.committedBytes == 0 && token.download!.totalBytes == nil
+        if token.download?.segments != nil || (options.connections > 1 && fresh) {
+            let segmented = SegmentedDownload(
+                token: token, store: store, transport: transport, options: options, connections: options.connections,
+                cancellation: cancellation, events: events)
+            do {
+                return try segmented.run()
+            } catch let error as TransferError {
+                throw error
+            } catch SegmentedDownload.Handover.unsupported(let why) {
+                events(.note("\(why); using one connection"))
+            } catch SegmentedDownload.Handover.changed(let why) {
+                events(.restarted(reason: why))
+                token.download = .init(path: token.download!.path, committedBytes: 0,
+                    expectedSHA256: token.download!.expectedSHA256, onChange: token.download!.onChange)
+                truncate(token.download!.partPath, 0)
+                do { try store.save(token) } catch { throw TransferError(.localIO, "\(error)", tokenID: token.id) }
+            } catch {
+                throw TransferError(.localIO, "\(error)", tokenID: token.id)
+            }
+        }
         let operation = DownloadOperation(
-            token: token, store: store, transport: transport, options: options, onChange: onChange,
+            token: token, store: store, session: session ?? transport.makeSession(), options: options, onChange: onChange,
             cancellation: cancellation, events: events)
         return try operation.run()
     }

@@ -8,6 +8,8 @@ public struct TransferOptions: Sendable, Equatable {
     public var checkpointInterval: Double = 1.0
     /// Compute the SHA-256 of the finished data even when nothing asks to verify it (for `--json`).
     public var computeSHA256 = false
+    /// Parallel ranged connections for one download (`--connections`); 1 means a plain download.
+    public var connections = 1
 
     public init() {}
 }

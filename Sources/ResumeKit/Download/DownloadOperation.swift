@@ -44,12 +44,12 @@ final class DownloadOperation: ExchangeDelegate {
     }
 
     init(
-        token: ResumeToken, store: TokenStore, transport: any HTTPTransport, options: TransferOptions,
+        token: ResumeToken, store: TokenStore, session: any TransportSession, options: TransferOptions,
         onChange: DownloadStateMachine.OnChange, cancellation: Cancellation, events: @escaping EventHandler
     ) {
         self.token = token
         self.store = store
-        self.session = transport.makeSession()
+        self.session = session
         self.options = options
         self.cancellation = cancellation
         self.emit = events

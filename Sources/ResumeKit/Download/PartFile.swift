@@ -26,7 +26,9 @@ final class PartFile {
         if size != keep { try truncate(to: keep) }
     }
 
-    deinit { try? fd.close() }
+    private var isOpen = true
+
+    deinit { close() }
 
     /// For syncing from another thread; the descriptor stays open as long as this object.
     var fileDescriptor: Int32 { fd.rawValue }
@@ -55,5 +57,10 @@ final class PartFile {
         try fd.read(fromAbsoluteOffset: offset, into: buffer)
     }
 
-    func close() { try? fd.close() }
+    /// Closes once; a second close could hit a descriptor number another thread has been given since.
+    func close() {
+        guard isOpen else { return }
+        isOpen = false
+        try? fd.close()
+    }
 }

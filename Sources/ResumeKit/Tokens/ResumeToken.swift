@@ -37,8 +37,27 @@ public struct ResumeToken: Codable, Sendable, Equatable {
         public var expectedSHA256: String?
         /// `restart` or `fail`: what to do when the file changed on the server.
         public var onChange: String?
+        /// For a segmented download (`--connections N`): the byte ranges fetched in parallel into the
+        /// `.part` file, each with its own committed count. Absent for a single-connection download.
+        public var segments: [Segment]?
 
         public var partPath: String { path + ".part" }
+    }
+
+    /// One range of a segmented download: bytes `start...end`, of which the first `committed` are on disk.
+    public struct Segment: Codable, Sendable, Equatable {
+        public var start: Int64
+        public var end: Int64
+        public var committed: Int64
+
+        public init(start: Int64, end: Int64, committed: Int64 = 0) {
+            self.start = start
+            self.end = end
+            self.committed = committed
+        }
+
+        public var length: Int64 { end - start + 1 }
+        public var isDone: Bool { committed >= length }
     }
 
     public struct UploadPart: Codable, Sendable, Equatable {

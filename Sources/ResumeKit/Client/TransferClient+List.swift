@@ -1,0 +1,57 @@
+import Foundation
+import Synchronization
+
+extension TransferClient {
+    /// Downloads many files, `parallel` at a time, each resumable on its own token. Every worker keeps
+    /// its connection open from one file to the next.
+    /// - Returns: one result per request, in order; a failure of one file does not stop the others.
+    public func downloadAll(
+        _ requests: [DownloadRequest], parallel: Int, cancellation: Cancellation = Cancellation(),
+        events: @escaping @Sendable (Int, TransferEvent) -> Void = { _, _ in }
+    ) async -> [Result<DownloadResult, TransferError>] {
+        let queue = WorkQueue(count: requests.count)
+        let workers = max(1, min(parallel, requests.count))
+        await withTaskGroup(of: Void.self) { group in
+            for _ in 0..<workers {
+                group.addTask {
+                    _ = try? await onOwnThread { () throws(TransferError) in
+                        let session = self.transport.makeSession()
+                        while !cancellation.isStopped, let i = queue.take() {
+                            do throws(TransferError) {
+                                let result = try self.runDownload(requests[i], session: session, cancellation: cancellation) { events(i, $0) }
+                                queue.finish(i, .success(result))
+                            } catch {
+                                queue.finish(i, .failure(error))
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        let reason = cancellation.reason ?? .interrupt
+        return queue.results.map { $0 ?? .failure(TransferError(.stopped(reason), "not started")) }
+    }
+}
+
+/// Hands out list indexes to the workers and collects their results.
+private final class WorkQueue: Sendable {
+    private let next = Atomic<Int>(0)
+    private let count: Int
+    private let collected: Mutex<[Result<DownloadResult, TransferError>?]>
+
+    init(count: Int) {
+        self.count = count
+        collected = Mutex(Array(repeating: nil, count: count))
+    }
+
+    func take() -> Int? {
+        let i = next.add(1, ordering: .relaxed).oldValue
+        return i < count ? i : nil
+    }
+
+    func finish(_ i: Int, _ result: Result<DownloadResult, TransferError>) {
+        collected.withLock { $0[i] = result }
+    }
+
+    var results: [Result<DownloadResult, TransferError>?] { collected.withLock { $0 } }
+}

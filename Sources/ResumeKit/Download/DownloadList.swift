@@ -1,0 +1,48 @@
+/// The `-i LIST` file of `resumectl download`: one URL a line, optionally followed by whitespace and an
+/// output name. Blank lines and `#` comments are skipped; a URL given twice for one name is fetched once.
+public struct DownloadList: Sendable, Equatable {
+    public struct Entry: Sendable, Equatable {
+        public var line: Int
+        public var url: String
+        /// Output name inside the list's folder; nil for the URL's own name.
+        public var name: String?
+    }
+
+    public struct Problem: Sendable, Equatable, CustomStringConvertible {
+        public var line: Int
+        public var message: String
+        public var description: String { "line \(line): \(message)" }
+    }
+
+    public var entries: [Entry] = []
+    public var problems: [Problem] = []
+    /// Lines dropped as repeats of an earlier line.
+    public var duplicates: [Int] = []
+
+    public init(parsing text: String) {
+        var seen: Set<String> = []
+        for (i, raw) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
+            let line = raw.trimmingSpaces()
+            if line.isEmpty || line.hasPrefix("#") { continue }
+            let parts = line.split(whereSeparator: { $0 == " " || $0 == "\t" })
+            let url = String(parts[0])
+            let name = parts.count > 1 ? parts[1...].joined(separator: " ") : nil
+            do throws(TransferError) {
+                try URLCheck.validate(url)
+            } catch {
+                problems.append(Problem(line: i + 1, message: error.message))
+                continue
+            }
+            if let name, name.contains("/") || name == "." || name == ".." {
+                problems.append(Problem(line: i + 1, message: "output name '\(name)' must be a plain file name"))
+                continue
+            }
+            let key = url + "\u{0}" + (name ?? OutputPath.defaultName(url: url))
+            if !seen.insert(key).inserted {
+                duplicates.append(i + 1)
+                continue
+            }
+            entries.append(Entry(line: i + 1, url: url, name: name))
+        }
+    }
+}

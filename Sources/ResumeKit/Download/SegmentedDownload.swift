@@ -1,0 +1,317 @@
+import Foundation
+import Glibc
+import Synchronization
+
+/// A download over several connections at once (`--connections N`): parallel ranged GETs, each with
+/// `If-Range`, written with `pwrite` into one `.part` file. Each segment's committed count is in the
+/// token, so a resume continues every segment where it stopped. Checkpoints work as for one connection:
+/// fdatasync first, then the token.
+final class SegmentedDownload {
+    /// Why the single-connection path should take over instead.
+    enum Handover: Error {
+        /// The server cannot serve parallel ranges; say so once.
+        case unsupported(String)
+        /// The file changed mid-way; start over from zero.
+        case changed(String)
+    }
+
+    private var token: ResumeToken
+    private let store: TokenStore
+    private let transport: any HTTPTransport
+    private let options: TransferOptions
+    private let cancellation: Cancellation
+    private let emit: EventHandler
+    private let connections: Int
+
+    init(
+        token: ResumeToken, store: TokenStore, transport: any HTTPTransport, options: TransferOptions, connections: Int,
+        cancellation: Cancellation, events: @escaping EventHandler
+    ) {
+        self.token = token
+        self.store = store
+        self.transport = transport
+        self.options = options
+        self.connections = connections
+        self.cancellation = cancellation
+        self.emit = events
+    }
+
+    private var download: ResumeToken.DownloadPart {
+        get { token.download! }
+        set { token.download = newValue }
+    }
+
+    func run() throws -> DownloadResult {
+        if download.segments == nil { try plan() }
+        let resource = DownloadStateMachine.Resource(
+            etag: download.etag, lastModified: download.lastModified, validator: download.validator, totalBytes: download.totalBytes)
+        guard let total = resource.totalBytes, let segments = download.segments else {
+            throw Handover.unsupported("no segment plan")
+        }
+        let fd = open(download.partPath, O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
+        guard fd >= 0 else {
+            throw TransferError(.cannotCreateOutput, "cannot open \(download.partPath): \(String(cString: strerror(errno)))", tokenID: token.id)
+        }
+        defer { close(fd) }
+        // Holes where nothing is committed yet; a longer file (garbage after a crash) is cut back.
+        guard ftruncate(fd, off_t(total)) == 0 else {
+            throw TransferError(.localIO, "cannot size \(download.partPath): \(String(cString: strerror(errno)))", tokenID: token.id)
+        }
+        try save()
+
+        let stop = Cancellation()
+        let workers = segments.enumerated().map { index, segment in
+            SegmentWorker(index: index, segment: segment, url: token.url, headers: token.headers, resource: resource, fd: fd,
+                transport: transport, options: options, stop: stop)
+        }
+        emit(.started(kind: .download, url: token.url, path: download.path,
+            offset: segments.reduce(0) { $0 + $1.committed }, total: total))
+        let threads = workers.filter { !$0.isDone }.map { worker in
+            let t = Thread { worker.run() }
+            t.stackSize = 1 << 20
+            t.start()
+            return t
+        }
+        _ = threads
+
+        var lastCheckpoint = Monotonic.now
+        var rateWindow = (time: Monotonic.now, bytes: workers.reduce(0) { $0 + $1.written })
+        var rate = 0.0
+        var outcome: SegmentWorker.Outcome?
+        while true {
+            if let reason = cancellation.reason { stop.stop(reason) }
+            let finished = workers.allSatisfy(\.isFinished)
+            if outcome == nil, let bad = workers.compactMap(\.failure).first {
+                outcome = bad
+                stop.stop(.pause)
+            }
+            if finished { break }
+            usleep(50_000)
+            let now = Monotonic.now
+            let bytes = workers.reduce(0) { $0 + $1.written }
+            if now - rateWindow.time >= 1 {
+                rate = Double(bytes - rateWindow.bytes) / (now - rateWindow.time)
+                rateWindow = (now, bytes)
+            }
+            emit(.progress(bytes: bytes, total: total, rate: rate))
+            if now - lastCheckpoint >= options.checkpointInterval {
+                try checkpoint(fd: fd, workers: workers)
+                lastCheckpoint = now
+            }
+        }
+        try checkpoint(fd: fd, workers: workers)
+
+        if let reason = cancellation.reason {
+            let committed = download.segments!.reduce(0) { $0 + $1.committed }
+            emit(.paused(offset: committed))
+            let what = reason == .interrupt ? "interrupted" : "paused"
+            throw TransferError(.stopped(reason), "\(what) at \(committed) bytes", tokenID: token.id)
+        }
+        switch outcome {
+        case .changed(let reason)?:
+            if DownloadStateMachine.OnChange(rawValue: download.onChange ?? "") == .fail {
+                throw TransferError(.changed, "\(reason) (--on-change fail)", tokenID: token.id)
+            }
+            throw Handover.changed(reason)
+        case .failed(let error)?:
+            throw TransferError(error.code, error.message, tokenID: token.id)
+        case nil:
+            break
+        }
+        return try finish(fd: fd, total: total)
+    }
+
+    /// HEAD for the validator and length, then the segment layout, recorded in the token before any data.
+    private func plan() throws {
+        let collector = HeadCollector()
+        var headers = (try? HeaderLines.parse(token.headers)) ?? [:]
+        headers.remove("Accept-Encoding")
+        let result = transport.makeSession().perform(
+            TransferRequest(method: "HEAD", url: token.url, headers: headers, followRedirects: true),
+            settings: options.transport, cancellation: cancellation, delegate: collector)
+        guard result.outcome == .completed, let head = collector.head else {
+            throw Handover.unsupported("the server did not answer HEAD")
+        }
+        switch SegmentRules.probe(head) {
+        case .failure(let refusal):
+            if case .status(let status) = refusal, !RetryPolicy.isRetryable(status: status) {
+                let text = head.reason.isEmpty ? "" : " \(head.reason)"
+                throw TransferError(.failed, "the server answered \(status)\(text) for \(token.url)")
+            }
+            throw Handover.unsupported(refusal.description)
+        case .success(let resource):
+            let segments = SegmentRules.split(total: resource.totalBytes!, connections: connections)
+            guard segments.count > 1 else { throw Handover.unsupported("the file is too small to split") }
+            download.etag = resource.etag
+            download.lastModified = resource.lastModified
+            download.validator = resource.validator
+            download.totalBytes = resource.totalBytes
+            download.effectiveURL = result.effectiveURL
+            if let digest = resource.reprDigestSHA256, digest.count == 32, download.expectedSHA256 == nil {
+                download.expectedSHA256 = digest.hex
+            }
+            download.segments = segments
+        }
+    }
+
+    /// Everything written before the fdatasync is durable after it; only that goes into the token.
+    private func checkpoint(fd: Int32, workers: [SegmentWorker]) throws {
+        let written = workers.map(\.written)
+        guard fdatasync(fd) == 0 else {
+            throw TransferError(.localIO, "cannot write \(download.partPath): \(String(cString: strerror(errno)))", tokenID: token.id)
+        }
+        for (i, bytes) in written.enumerated() { download.segments![i].committed = bytes }
+        try save()
+    }
+
+    private func save() throws {
+        do { try store.save(token) } catch { throw TransferError(.localIO, "\(error)", tokenID: token.id) }
+    }
+
+    private func finish(fd: Int32, total: Int64) throws -> DownloadResult {
+        var digest: String?
+        if options.computeSHA256 || download.expectedSHA256 != nil {
+            digest = try FileDigest.sha256(path: download.partPath)
+        }
+        if let expected = download.expectedSHA256, expected != digest {
+            throw TransferError(.checksumMismatch,
+                "checksum mismatch: expected sha256 \(expected), got \(digest ?? "?"); the data stays in \(download.partPath)", tokenID: token.id)
+        }
+        guard rename(download.partPath, download.path) == 0 else {
+            throw TransferError(.cannotCreateOutput, "cannot rename \(download.partPath) to \(download.path): \(String(cString: strerror(errno)))", tokenID: token.id)
+        }
+        syncDirectory((download.path as NSString).deletingLastPathComponent)
+        store.remove(id: token.id)
+        emit(.completed(location: download.path, bytes: total, sha256: digest))
+        return DownloadResult(path: download.path, bytes: total, sha256: digest, alreadyComplete: false)
+    }
+}
+
+/// Fetches one segment on its own thread and connection, retrying with backoff until it is whole.
+final class SegmentWorker: ExchangeDelegate, @unchecked Sendable {
+    enum Outcome {
+        case changed(String)
+        case failed(TransferError)
+    }
+
+    let index: Int
+    private let start: Int64
+    private let end: Int64
+    private let url: String
+    private let headers: [String]
+    private let resource: DownloadStateMachine.Resource
+    private let fd: Int32
+    private let session: any TransportSession
+    private let options: TransferOptions
+    private let stop: Cancellation
+
+    private let progress: Atomic<Int64>
+    private let done = Atomic<Bool>(false)
+    private let state = Mutex<Outcome?>(nil)
+    private var decision: SegmentRules.Decision?
+    private var writeError: String?
+    private var receivedThisAttempt: Int64 = 0
+
+    init(
+        index: Int, segment: ResumeToken.Segment, url: String, headers: [String], resource: DownloadStateMachine.Resource, fd: Int32,
+        transport: any HTTPTransport, options: TransferOptions, stop: Cancellation
+    ) {
+        self.index = index
+        self.start = segment.start
+        self.end = segment.end
+        self.url = url
+        self.headers = headers
+        self.resource = resource
+        self.fd = fd
+        self.session = transport.makeSession()
+        self.options = options
+        self.stop = stop
+        progress = Atomic(min(segment.committed, segment.length))
+        if segment.isDone { done.store(true, ordering: .releasing) }
+    }
+
+    /// Bytes of this segment written to the file so far.
+    var written: Int64 { progress.load(ordering: .acquiring) }
+    var isDone: Bool { written >= end - start + 1 }
+    var isFinished: Bool { done.load(ordering: .acquiring) }
+    var failure: Outcome? { state.withLock { $0 } }
+
+    func run() {
+        defer { done.store(true, ordering: .releasing) }
+        var failures = 0
+        while !isDone && !stop.isStopped {
+            var fields = (try? HeaderLines.parse(headers)) ?? [:]
+            fields.remove("Accept-Encoding")
+            fields.set("Range", "bytes=\(start + written)-\(end)")
+            fields.set("If-Range", resource.validator ?? "")
+            decision = nil
+            writeError = nil
+            receivedThisAttempt = 0
+            let result = session.perform(TransferRequest(method: "GET", url: url, headers: fields, followRedirects: true),
+                settings: options.transport, cancellation: stop, delegate: self)
+            if isDone { return }
+            if let writeError { return report(.failed(TransferError(.localIO, writeError))) }
+            var message: String
+            var retryAfter: String?
+            switch (result.outcome, decision) {
+            case (_, .changed(let reason)?): return report(.changed(reason))
+            case (_, .fail(.status(let status, let reason))?):
+                return report(.failed(TransferError(.failed, "the server answered \(status) \(reason) for \(url)")))
+            case (_, .fail(.changed(let reason))?): return report(.changed(reason))
+            case (_, .retry(let status, let after)?):
+                message = "the server answered \(status)"
+                retryAfter = after
+            case (.cancelled, _): return
+            case (.stalled, _): message = "no data for \(options.transport.stallTimeout) s"
+            case (.failed(let failure), _):
+                if failure.kind == .fatal || failure.kind == .localRead {
+                    return report(.failed(TransferError(.failed, failure.message)))
+                }
+                message = failure.message
+            default: message = "the connection closed early"
+            }
+            if receivedThisAttempt > 0 { failures = 0 }
+            failures += 1
+            let after = retryAfter.flatMap { RetryPolicy.retryAfter($0, now: Int64(Date().timeIntervalSince1970)) }
+            guard let delay = options.retry.delay(failures: failures, retryAfter: after, jitter: Double.random(in: 0...1)) else {
+                return report(.failed(TransferError(.retriesExhausted, "\(message); gave up after \(failures - 1) retries")))
+            }
+            if !stop.sleep(seconds: delay) { return }
+        }
+    }
+
+    private func report(_ outcome: Outcome) {
+        state.withLock { $0 = $0 ?? outcome }
+    }
+
+    func exchange(informational head: ResponseHead) {}
+
+    func exchange(head: ResponseHead, effectiveURL: String) -> Bool {
+        let d = SegmentRules.evaluate(head, from: start + written, to: end, resource: resource)
+        decision = d
+        return d == .write
+    }
+
+    func exchange(body: UnsafeRawBufferPointer) -> Bool {
+        let offset = start + written
+        guard offset + Int64(body.count) <= end + 1 else {
+            decision = .changed("the server sent more than the range asked for")
+            return false
+        }
+        var done = 0
+        while done < body.count {
+            let n = pwrite(fd, body.baseAddress! + done, body.count - done, off_t(offset) + off_t(done))
+            if n < 0 {
+                if errno == EINTR { continue }
+                writeError = "cannot write the .part file: \(String(cString: strerror(errno)))"
+                return false
+            }
+            done += n
+        }
+        receivedThisAttempt += Int64(body.count)
+        progress.store(offset - start + Int64(body.count), ordering: .releasing)
+        return true
+    }
+
+    func exchange(progressReceived received: Int64, sent: Int64) -> Bool { true }
+}
