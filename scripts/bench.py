@@ -879,10 +879,10 @@ class Bench:
         cfg = os.path.join(self.tmp, "curl.cfg")
         with open(cfg, "w") as f:
             f.write("".join(f'url = "{u}"\n' for u in urls))
-        outdir = os.path.join(self.out, "many")
+        outdir = self.out  # emptied and re-made before every run (resumectl wants an existing folder)
         cmds = {
             "resumectl": [b, "download", "-q", "-i", lst, "--parallel", "8", "-o", outdir],
-            "curl": ["curl", "-s", "-Z", "--parallel-max", "8", "--output-dir", outdir, "--create-dirs",
+            "curl": ["curl", "-s", "-Z", "--parallel-max", "8", "--output-dir", outdir,
                      "--remote-name-all", "-K", cfg],
             "aria2c": ["aria2c", "-q", "-i", lst, "-j", "8", "-d", outdir, "--allow-overwrite=true",
                        "--auto-file-renaming=false"],
