@@ -14,7 +14,7 @@ import Testing
     func downloadSurvivesKill9AtRandomMoments(seed: UInt64) async throws {
         let w = try Workspace()
         let digest = try makeRandomFile(path: w.path("www/f.bin"), size: Self.size, seed: seed)
-        let nginx = try await NginxServer(root: w.path("www"), limitRate: 2_000_000)
+        let nginx = try await NginxServer(root: w.path("www"), limitRate: 500_000)
         var rng = SeededGenerator(seed: seed)
         let url = nginx.url(for: "f.bin")
         var kills = 0
@@ -59,7 +59,7 @@ import Testing
     @Test func garbageAfterTheCommittedOffsetIsCutAway() async throws {
         let w = try Workspace()
         let digest = try makeRandomFile(path: w.path("www/f.bin"), size: Self.size, seed: 3)
-        let nginx = try await NginxServer(root: w.path("www"), limitRate: 1_000_000)
+        let nginx = try await NginxServer(root: w.path("www"), limitRate: 500_000)
         let p = try w.start(["download", nginx.url(for: "f.bin"), "--json"])
         _ = try await p.waitForLine { $0.contains("\"progress\"") }
         try await eventually(timeout: .seconds(10)) { try !w.tokens().isEmpty }
@@ -78,7 +78,7 @@ import Testing
     func brokenTokenIsRefusedAndNothingIsTouched(kind: String) async throws {
         let w = try Workspace()
         _ = try makeRandomFile(path: w.path("www/f.bin"), size: Self.size, seed: 4)
-        let nginx = try await NginxServer(root: w.path("www"), limitRate: 1_000_000)
+        let nginx = try await NginxServer(root: w.path("www"), limitRate: 500_000)
         let p = try w.start(["download", nginx.url(for: "f.bin")])
         try await eventually(timeout: .seconds(10)) { try !w.tokens().isEmpty }
         p.send(signal: SIGTERM)
@@ -134,7 +134,7 @@ import Testing
     @Test func secondProcessOnOneTokenIsRefused() async throws {
         let w = try Workspace()
         let digest = try makeRandomFile(path: w.path("www/f.bin"), size: Self.size, seed: 8)
-        let nginx = try await NginxServer(root: w.path("www"), limitRate: 2_000_000)
+        let nginx = try await NginxServer(root: w.path("www"), limitRate: 500_000)
         let first = try w.start(["download", nginx.url(for: "f.bin"), "--json"])
         _ = try await first.waitForLine { $0.contains("\"started\"") }
         let second = try await w.run(["download", nginx.url(for: "f.bin")])
@@ -148,7 +148,7 @@ import Testing
     @Test func pauseFromAnotherShellDuringADownload() async throws {
         let w = try Workspace()
         let digest = try makeRandomFile(path: w.path("www/f.bin"), size: Self.size, seed: 9)
-        let nginx = try await NginxServer(root: w.path("www"), limitRate: 1_000_000)
+        let nginx = try await NginxServer(root: w.path("www"), limitRate: 300_000)
         let p = try w.start(["download", nginx.url(for: "f.bin"), "--json"])
         let started = try await p.waitForLine { $0.contains("\"started\"") }
         let id = try #require(events(started).first?["token"] as? String)
@@ -170,7 +170,7 @@ import Testing
         let w = try Workspace()
         let digest = try makeRandomFile(path: w.path("www/src.bin"), size: Self.size, seed: 10)
         let peer = try await UploadPeer()
-        let p = try w.start(["upload", w.path("www/src.bin"), peer.url(for: "p.bin"), "--limit-rate", "1M", "--json"])
+        let p = try w.start(["upload", w.path("www/src.bin"), peer.url(for: "p.bin"), "--limit-rate", "300k", "--json"])
         _ = try await p.waitForLine { $0.contains("\"progress\"") }
         let id = try #require(try w.tokens().first)
         let pause = try await w.run(["pause", id])

@@ -82,7 +82,7 @@ import Testing
         let digest = try source(w)
         let peer = try await UploadPeer()
         let p = try w.start(["upload", w.path("www/src.bin"), peer.url(for: "k.bin"), "--interop-version", "\(version)",
-            "--limit-rate", "1M", "--json"])
+            "--limit-rate", "300k", "--json"])
         _ = try await p.waitForLine { line in
             guard line.contains("\"progress\""), let e = events(line).first, let bytes = e["bytes"] as? Int else { return false }
             return bytes > 300_000
@@ -108,7 +108,7 @@ import Testing
         let w = try Workspace()
         let digest = try source(w)
         let peer = try await UploadPeer()
-        let p = try w.start(["upload", w.path("www/src.bin"), peer.url(for: "i.bin"), "--limit-rate", "1M", "--json"])
+        let p = try w.start(["upload", w.path("www/src.bin"), peer.url(for: "i.bin"), "--limit-rate", "300k", "--json"])
         _ = try await p.waitForLine { $0.contains("\"progress\"") }
         p.send(signal: SIGINT)
         let stopped = try await p.wait()

@@ -154,3 +154,47 @@ private func head(_ status: Int, _ fields: [(String, String)] = []) -> ResponseH
         #expect(m.resource?.reprDigestSHA256 == Array(0..<32))
     }
 }
+
+@Suite struct SegmentRulesTests {
+    private let resource = DownloadStateMachine.Resource(etag: "\"e\"", validator: "\"e\"", totalBytes: 10_000_000)
+
+    private func head(_ status: Int, _ fields: [(String, String)] = []) -> ResponseHead {
+        ResponseHead(status: status, headers: HeaderFields(fields.map { .init(name: $0.0, value: $0.1) }))
+    }
+
+    @Test func splitCoversEveryByteOnce() {
+        let segments = SegmentRules.split(total: 10_000_001, connections: 4)
+        #expect(segments.count == 4)
+        #expect(segments.first?.start == 0 && segments.last?.end == 10_000_000)
+        for (a, b) in zip(segments, segments.dropFirst()) { #expect(a.end + 1 == b.start) }
+        #expect(SegmentRules.split(total: 1_500_000, connections: 8).count == 1)
+    }
+
+    @Test func exactPartIsWritten() {
+        #expect(SegmentRules.evaluate(head(206, [("Content-Range", "bytes 100-199/10000000"), ("ETag", "\"e\"")]), from: 100, to: 199, resource: resource) == .write)
+    }
+
+    @Test func anythingElseVoidsTheSegments() {
+        #expect(SegmentRules.evaluate(head(200), from: 100, to: 199, resource: resource) == .changed("the file changed on the server"))
+        #expect(SegmentRules.evaluate(head(206, [("Content-Range", "bytes 100-299/10000000")]), from: 100, to: 199, resource: resource)
+            == .changed("the server answered bytes 100-299, not 100-199"))
+        #expect(SegmentRules.evaluate(head(206, [("Content-Range", "bytes 100-199/20000000")]), from: 100, to: 199, resource: resource)
+            == .changed("the file on the server has another length now"))
+        #expect(SegmentRules.evaluate(head(503, [("Retry-After", "1")]), from: 0, to: 1, resource: resource) == .retry(status: 503, retryAfter: "1"))
+    }
+
+    @Test func probeNeedsRangesValidatorAndLength() {
+        let ok = head(200, [("Accept-Ranges", "bytes"), ("ETag", "\"e\""), ("Content-Length", "10")])
+        #expect((try? SegmentRules.probe(ok).get())?.totalBytes == 10)
+        #expect(throws: SegmentRules.Refusal.noRanges) { try SegmentRules.probe(head(200, [("ETag", "\"e\""), ("Content-Length", "10")])).get() }
+        #expect(throws: SegmentRules.Refusal.noValidator) { try SegmentRules.probe(head(200, [("Accept-Ranges", "bytes"), ("ETag", "W/\"e\""), ("Content-Length", "10")])).get() }
+        #expect(throws: SegmentRules.Refusal.unknownLength) { try SegmentRules.probe(head(200, [("Accept-Ranges", "bytes"), ("ETag", "\"e\"")])).get() }
+    }
+
+    @Test func listParsing() {
+        let list = DownloadList(parsing: "# c\n\nhttp://h/a\nhttp://h/b  b2.bin\nhttp://h/a\nftp://h/c\nhttp://h/d ../x\n")
+        #expect(list.entries == [.init(line: 3, url: "http://h/a", name: nil), .init(line: 4, url: "http://h/b", name: "b2.bin")])
+        #expect(list.duplicates == [5])
+        #expect(list.problems.map(\.line) == [6, 7])
+    }
+}

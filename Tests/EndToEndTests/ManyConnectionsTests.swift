@@ -1,0 +1,121 @@
+import Foundation
+import Testing
+
+/// `--connections N` (one file over parallel ranges) and `-i LIST --parallel N` (many files).
+@Suite struct ManyConnectionsTests {
+    static let size = 6_000_000
+
+    @Test func segmentedDownloadIsByteExact() async throws {
+        let w = try Workspace()
+        let digest = try makeRandomFile(path: w.path("www/f.bin"), size: Self.size, seed: 31)
+        let nginx = try await NginxServer(root: w.path("www"))
+        let r = try await w.run(["download", nginx.url(for: "f.bin"), "--connections", "4", "--json"])
+        #expect(r.status == 0, "\(r)")
+        #expect(try sha256(file: w.out + "/f.bin") == digest)
+        #expect(events(r.stdout).first("completed")?["sha256"] as? String == digest)
+        let log = nginx.accessLog()
+        #expect(log.filter { $0.hasPrefix("206 GET") && $0.contains("if_range=\"\\x22") }.count == 4, "\(log)")
+        #expect(log.filter { $0.contains(" HEAD ") }.count == 1)
+    }
+
+    @Test func segmentedDownloadResumesEverySegment() async throws {
+        let w = try Workspace()
+        let digest = try makeRandomFile(path: w.path("www/f.bin"), size: 3_400_000, seed: 32)
+        let nginx = try await NginxServer(root: w.path("www"), limitRate: 150_000)
+        let p = try w.start(["download", nginx.url(for: "f.bin"), "--connections", "3", "--json"])
+        _ = try await p.waitForLine { $0.contains("\"progress\"") }
+        try await Task.sleep(for: .milliseconds(1500))
+        p.send(signal: SIGTERM)
+        #expect(try await p.wait().status == 75)
+        let id = try w.tokens()[0]
+        let segments = try #require((try w.token(id)["download"] as? [String: Any])?["segments"] as? [[String: Any]])
+        #expect(segments.count == 3)
+        let committed = segments.compactMap { $0["committed"] as? Int }
+        #expect(committed.allSatisfy { $0 > 0 }, "\(segments)")
+        let r = try await w.run(["resume", id])
+        #expect(r.status == 0, "\(r)")
+        #expect(try sha256(file: w.out + "/f.bin") == digest)
+        // Each segment continued from its committed offset.
+        let ranges = nginx.accessLog().suffix(3).compactMap { line in
+            line.split(separator: " ").first { $0.hasPrefix("range=") }.map(String.init)
+        }
+        for (segment, done) in zip(segments, committed) {
+            let start = segment["start"] as? Int ?? -1
+            #expect(ranges.contains { $0.hasPrefix("range=\"bytes=\(start + done)-") }, "\(ranges)")
+        }
+    }
+
+    @Test func serverWithoutRangesFallsBackToOneConnection() async throws {
+        let w = try Workspace()
+        let content = randomBytes(count: 3_000_000, seed: 33)
+        let server = try await MisbehavingServer(content: content, behaviors: [.ignoresRange])
+        let r = try await w.run(["download", server.url(), "-o", "x.bin", "--connections", "4"])
+        #expect(r.status == 0, "\(r)")
+        #expect(try sha256(file: w.out + "/x.bin") == sha256(content))
+        #expect(r.stderr.contains("using one connection"), "\(r)")
+        #expect(r.stderr.split(separator: "\n").count == 1)
+    }
+
+    @Test func segmentedDownloadOfAChangedFileStartsOver() async throws {
+        let w = try Workspace()
+        let first = randomBytes(count: 4_000_000, seed: 34)
+        let server = try await MisbehavingServer(content: first, behaviors: [.cutsEveryResponse(afterBytes: 400_000)])
+        #expect(try await w.run(["download", server.url(), "-o", "c.bin", "--connections", "4", "--retries", "0"]).status == 75)
+        let second = randomBytes(count: 4_000_000, seed: 35)
+        server.replaceContent(second)
+        let r = try await w.run(["resume", try w.tokens()[0], "--json", "--retry-delay", "0.01"])
+        #expect(r.status == 0, "\(r)")
+        #expect(try sha256(file: w.out + "/c.bin") == sha256(second))
+        #expect(events(r.stdout).first("restarted")?["reason"] as? String == "the file changed on the server")
+    }
+
+    @Test(arguments: ["0", "17", "x"])
+    func badConnectionCountsAreUsageErrors(value: String) async throws {
+        let w = try Workspace()
+        let r = try await w.run(["download", "http://127.0.0.1:9/f", "--connections", value])
+        #expect(r.status == 64, "\(r)")
+    }
+
+    @Test func listDownloadsEveryFileAndReportsTheBadLines() async throws {
+        let w = try Workspace()
+        try w.dir.subdirectory("www/many")
+        var digests: [String: String] = [:]
+        for i in 0..<40 {
+            digests["f\(i).bin"] = try makeRandomFile(path: w.path("www/many/f\(i).bin"), size: 50_000 + i, seed: UInt64(100 + i))
+        }
+        let nginx = try await NginxServer(root: w.path("www"))
+        var lines = ["# a comment", ""]
+        for i in 0..<40 { lines.append(nginx.url(for: "many/f\(i).bin")) }
+        lines.append(nginx.url(for: "many/f0.bin"))  // a repeat
+        lines.append(nginx.url(for: "many/f1.bin") + "   renamed.bin")
+        lines.append("ftp://example.com/x")
+        lines.append(nginx.url(for: "many/missing.bin"))
+        try lines.joined(separator: "\n").write(toFile: w.path("list.txt"), atomically: true, encoding: .utf8)
+
+        let r = try await w.run(["download", "-i", w.path("list.txt"), "--parallel", "6"])
+        #expect(r.status == 1, "\(r)")
+        #expect(r.stdout.split(separator: "\n").count == 41)
+        for (name, digest) in digests { #expect(try sha256(file: w.out + "/" + name) == digest) }
+        #expect(try sha256(file: w.out + "/renamed.bin") == digests["f1.bin"])
+        #expect(r.stderr.contains("line 45: unsupported scheme"))
+        #expect(r.stderr.contains("skipped repeated lines 43"))
+        #expect(r.stderr.contains("missing.bin: the server answered 404"))
+        #expect(r.stderr.contains("2 of 43 downloads failed"))
+        #expect(try w.tokens().isEmpty)
+        // Connections are kept open from one file to the next.
+        #expect(nginx.accessLog().count == 42)
+    }
+
+    @Test func listOfGoodURLsExitsZero() async throws {
+        let w = try Workspace()
+        try w.dir.subdirectory("www/few")
+        for i in 0..<5 { try makeRandomFile(path: w.path("www/few/g\(i).bin"), size: 10_000, seed: UInt64(i)) }
+        let nginx = try await NginxServer(root: w.path("www"))
+        try (0..<5).map { nginx.url(for: "few/g\($0).bin") }.joined(separator: "\n").write(toFile: w.path("l.txt"), atomically: true, encoding: .utf8)
+        try w.dir.subdirectory("dest")
+        let r = try await w.run(["download", "-i", w.path("l.txt"), "-o", w.path("dest"), "--json"])
+        #expect(r.status == 0, "\(r)")
+        #expect(names(events(r.stdout)).filter { $0 == "completed" }.count == 5)
+        #expect(r.stderr.isEmpty)
+    }
+}
