@@ -71,3 +71,22 @@ import Testing
         #expect(OutputPath.defaultName(url: "http://h/a%2F..%2Fx") == "a_.._x")
     }
 }
+
+@Suite struct HTTPDateTests {
+    @Test(arguments: [
+        ("Sun, 06 Nov 1994 08:49:37 GMT", Int64(784_111_777)),
+        ("Sunday, 06-Nov-94 08:49:37 GMT", 784_111_777),
+        ("Sun Nov  6 08:49:37 1994", 784_111_777),
+        ("Thu, 01 Jan 1970 00:00:00 GMT", 0),
+        ("Sun, 22 Nov 2026 02:00:00 GMT", 1_795_312_800),
+        ("Tue, 29 Feb 2028 12:00:00 GMT", 1_835_438_400),
+    ])
+    func parsesTheThreeFormats(text: String, seconds: Int64) {
+        #expect(HTTPDate.parse(text) == seconds)
+    }
+
+    @Test(arguments: ["", "yesterday", "Sun, 06 Nov 1994 25:49:37 GMT", "Sun, 06 Foo 1994 08:49:37 GMT", "Sun, 06 Nov 1994 08:49:37 CET"])
+    func rejectsNonsense(text: String) {
+        #expect(HTTPDate.parse(text) == nil)
+    }
+}

@@ -440,5 +440,14 @@ enum Monotonic {
 }
 
 extension Sequence where Element == UInt8 {
-    var hex: String { map { String(format: "%02x", $0) }.joined() }
+    /// Lowercase hex, without Foundation's formatting machinery.
+    var hex: String {
+        let digits = Array("0123456789abcdef".utf8)
+        var out: [UInt8] = []
+        for byte in self {
+            out.append(digits[Int(byte >> 4)])
+            out.append(digits[Int(byte & 0x0f)])
+        }
+        return String(decoding: out, as: UTF8.self)
+    }
 }

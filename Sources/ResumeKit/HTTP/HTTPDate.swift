@@ -1,22 +1,46 @@
-import Foundation
-
-/// IMF-fixdate parsing (RFC 9110 §5.6.7), enough to compare `Date` with `Last-Modified`.
+/// HTTP dates (RFC 9110 §5.6.7), enough to compare `Date` with `Last-Modified` and to read `Retry-After`.
+/// Parsed by hand: Foundation's DateFormatter would load ICU (megabytes of memory) for three formats.
 enum HTTPDate {
-    private static let formats = [
-        "EEE, dd MMM yyyy HH:mm:ss zzz",  // IMF-fixdate
-        "EEEE, dd-MMM-yy HH:mm:ss zzz",  // RFC 850
-        "EEE MMM d HH:mm:ss yyyy",  // asctime
-    ]
+    private static let months = ["jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec"]
 
-    /// Seconds since 1970, or nil when the text is no HTTP date.
+    /// Seconds since 1970, or nil when the text is no HTTP date. Accepts IMF-fixdate
+    /// (`Sun, 06 Nov 1994 08:49:37 GMT`), RFC 850 (`Sunday, 06-Nov-94 08:49:37 GMT`) and asctime
+    /// (`Sun Nov  6 08:49:37 1994`).
     static func parse(_ text: String) -> Int64? {
-        for format in formats {
-            let f = DateFormatter()
-            f.locale = Locale(identifier: "en_US_POSIX")
-            f.timeZone = TimeZone(identifier: "GMT")
-            f.dateFormat = format
-            if let date = f.date(from: text.trimmingSpaces()) { return Int64(date.timeIntervalSince1970) }
+        let w = text.split(whereSeparator: { $0 == " " || $0 == "," })
+        switch w.count {
+        case 6 where w[5] == "GMT":
+            guard let d = Int(w[1]), let m = month(w[2]), let y = Int(w[3]) else { return nil }
+            return seconds(year: y, month: m, day: d, time: w[4])
+        case 4 where w[3] == "GMT":
+            let dmy = w[1].split(separator: "-")
+            guard dmy.count == 3, let d = Int(dmy[0]), let m = month(dmy[1]), let yy = Int(dmy[2]) else { return nil }
+            let y = yy >= 100 ? yy : (yy < 70 ? 2000 + yy : 1900 + yy)
+            return seconds(year: y, month: m, day: d, time: w[2])
+        case 5:
+            guard let m = month(w[1]), let d = Int(w[2]), let y = Int(w[4]) else { return nil }
+            return seconds(year: y, month: m, day: d, time: w[3])
+        default:
+            return nil
         }
-        return nil
+    }
+
+    private static func month(_ name: Substring) -> Int? {
+        months.firstIndex(of: name.lowercased()).map { $0 + 1 }
+    }
+
+    private static func seconds(year: Int, month: Int, day: Int, time: Substring) -> Int64? {
+        let hms = time.split(separator: ":").compactMap { Int($0) }
+        guard hms.count == 3, (1...31).contains(day), (0...23).contains(hms[0]), (0...59).contains(hms[1]),
+            (0...60).contains(hms[2]), year >= 1970
+        else { return nil }
+        // Days since 1970 of a proleptic Gregorian date (the "days from civil" algorithm).
+        let y = month <= 2 ? year - 1 : year
+        let era = y / 400
+        let yoe = y - era * 400
+        let doy = (153 * ((month + 9) % 12) + 2) / 5 + day - 1
+        let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy
+        let days = era * 146_097 + doe - 719_468
+        return Int64(days) * 86_400 + Int64(hms[0] * 3600 + hms[1] * 60 + hms[2])
     }
 }

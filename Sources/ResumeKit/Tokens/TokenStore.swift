@@ -41,7 +41,7 @@ public struct TokenStore: Sendable {
     /// A stable id: the same URL to the same place gets the same token, so a second run resumes.
     public static func makeID(kind: ResumeToken.Kind, url: String, path: String) -> String {
         let digest = SHA256.hash(data: Data((url + "\u{0}" + path).utf8))
-        let hex = digest.map { String(format: "%02x", $0) }.joined()
+        let hex = digest.hex
         return (kind == .download ? "d-" : "u-") + hex.prefix(16)
     }
 
