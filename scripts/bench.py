@@ -513,10 +513,10 @@ class Bench:
                 name = f"f{i:04d}.bin"
                 self.many[name] = make_random_file(os.path.join(self.www, "many", name), self.args.file_size)
         log(f"test files made in {time.monotonic() - t:.1f} s under {self.tmp}")
-        # Throttle for the resume case: nginx allows rate*(whole seconds elapsed + 1), so with
-        # size/6 a full transfer takes 5 s and a stop 2.45 s after a start aligned to a second
-        # boundary lands at 50 %.
-        self.slow_rate = max(1, self.size // 6)
+        # Throttle for the resume case: nginx paces each response at limit_rate (it waits
+        # sent/rate after every sendfile chunk), so at size/5 the full transfer takes 5 s and the
+        # SIGTERM after 2.5 s lands at about 50 %.
+        self.slow_rate = max(1, self.size // 5)
         self.seg_rate = self.args.seg_rate
         self.nginx = Nginx(os.path.join(self.tmp, "nginx"), self.www, self.slow_rate, self.seg_rate).start()
         log(f"nginx on {self.nginx.url('')} (pid {self.nginx.proc.pid}); /slow/ limit_rate {self.slow_rate} B/s, "
@@ -691,7 +691,7 @@ class Bench:
         fast = self.nginx.url("big.bin")
         out = os.path.join(self.out, "big.bin")
         b = self.bin
-        stop_at = 2.45
+        stop_at = 2.5
         tools = ["resumectl", "resumectl --json", "curl"]
         runs = {t: [] for t in tools}
         dead = set()
@@ -751,9 +751,6 @@ class Bench:
         log_from = self.nginx.log_offset()
         first = ([b, "download", "-q", "--force", slow, "-o", out] if tool.startswith("resumectl")
                  else ["curl", "-s", "-o", out, slow])
-        # Start just after a whole second so nginx's per-second allowance puts the stop at ~50 %.
-        frac = time.time() % 1
-        time.sleep((1.02 - frac) % 1)
         sig = {}
 
         def stopper(pid, t0):

@@ -58,6 +58,8 @@ public final class ResumeServer: Sendable {
     /// - Throws: ``ServeError`` when the folder is missing or the address cannot be bound.
     public static func start(_ configuration: ServerConfiguration) async throws -> ResumeServer {
         let root = try canonicalDirectory(configuration.directory)
+        let swept = TemporaryFiles.sweep(root: root)
+        if swept > 0 { configuration.log?("removed \(swept) unfinished upload file(s) left by an earlier run") }
         let group = MultiThreadedEventLoopGroup(numberOfThreads: System.coreCount)
         let threadPool = NIOThreadPool(numberOfThreads: 2)
         threadPool.start()

@@ -25,6 +25,30 @@ final class TemporaryFiles: Sendable {
         open.withLock { $0.removeValue(forKey: path) != nil }
     }
 
+    /// Removes the temp files a killed server left under `root` (`.NAME.upload-HEX`): upload state lives
+    /// only in memory, so nothing can ever complete them. Returns how many went.
+    static func sweep(root: String) -> Int {
+        var removed = 0
+        var folders = [root]
+        while let folder = folders.popLast() {
+            guard let dir = opendir(folder) else { continue }
+            defer { closedir(dir) }
+            while let entry = readdir(dir) {
+                let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
+                    String(decoding: raw.prefix { $0 != 0 }, as: UTF8.self)
+                }
+                if name == "." || name == ".." { continue }
+                let path = folder + "/" + name
+                if entry.pointee.d_type == UInt8(DT_DIR) {
+                    folders.append(path)
+                } else if entry.pointee.d_type == UInt8(DT_REG), name.hasPrefix("."), name.contains(".upload-") {
+                    if unlink(path) == 0 { removed += 1 }
+                }
+            }
+        }
+        return removed
+    }
+
     /// Closes and unlinks every file still registered. Call only once no sink can run any more.
     func removeAll() {
         let remaining = open.withLock { files in

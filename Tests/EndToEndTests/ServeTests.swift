@@ -507,6 +507,19 @@ struct ServeTests {
         }
     }
 
+    @Test("temp files a killed server left behind are swept at start")
+    func sweepsLeftovers() async throws {
+        let folder = FileManager.default.temporaryDirectory.appending(path: "serve-sweep-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: folder) }
+        try FileManager.default.createDirectory(at: folder.appending(path: "in"), withIntermediateDirectories: true)
+        try Data("half".utf8).write(to: folder.appending(path: "in/.big.bin.upload-1f2e"))
+        try Data("mine".utf8).write(to: folder.appending(path: "in/.hidden"))
+        let server = try await ResumeServer.start(ServerConfiguration(directory: folder.path, port: 0))
+        try await server.shutdown()
+        #expect(!FileManager.default.fileExists(atPath: folder.appending(path: "in/.big.bin.upload-1f2e").path))
+        #expect(FileManager.default.fileExists(atPath: folder.appending(path: "in/.hidden").path))
+    }
+
     // MARK: Pure parts
 
     @Test("Range and If-Range decisions")
