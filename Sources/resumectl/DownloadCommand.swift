@@ -98,7 +98,6 @@ extension Download {
             }
         }
         var failedHard = !list.problems.isEmpty
-        var failedSoft = false
         for (i, result) in results.enumerated() {
             switch result {
             case .success(let done):
@@ -107,7 +106,7 @@ extension Download {
                 var error = error
                 error.message = "\(requests[i].url): \(error.message)"
                 reporters[i].failure(error)
-                if error.isResumable { failedSoft = true } else { failedHard = true }
+                if !error.isResumable { failedHard = true }
             }
         }
         let failures = results.filter { if case .failure = $0 { true } else { false } }.count + list.problems.count

@@ -34,9 +34,7 @@ final class DownloadOperation: ExchangeDelegate {
     private var lastCheckpoint = Monotonic.now
     private var lastCheckpointLength: Int64 = 0
     private var lastWriteback: Int64 = 0
-    private var lastProgress = Monotonic.now
-    private var rateWindow: (time: Double, bytes: Int64) = (Monotonic.now, 0)
-    private var rate: Double = 0
+    private var pacer = ProgressPacer()
 
     private var download: ResumeToken.DownloadPart {
         get { token.download! }
@@ -90,7 +88,7 @@ final class DownloadOperation: ExchangeDelegate {
             try commit()
         }
 
-        var failures = 0
+        var backoff = Backoff(options.retry)
         var refetches = 0
         // A resume asks the URL the user gave again: a signed redirect target may have expired.
         let url = token.url
@@ -122,14 +120,11 @@ final class DownloadOperation: ExchangeDelegate {
                 try? commit()
                 throw TransferError(.localIO, message, tokenID: token.id)
             case .transient(let message, let retryAfter):
-                if receivedThisAttempt > 0 { failures = 0 }
-                failures += 1
                 try commit()
-                let after = retryAfter.flatMap { RetryPolicy.retryAfter($0, now: Int64(Date().timeIntervalSince1970)) }
-                guard let delay = options.retry.delay(failures: failures, retryAfter: after, jitter: Double.random(in: 0...1)) else {
-                    throw TransferError(.retriesExhausted, "\(message); gave up after \(failures - 1) retries", tokenID: token.id)
+                guard let delay = backoff.next(progressMade: receivedThisAttempt > 0, retryAfter: retryAfter) else {
+                    throw TransferError(.retriesExhausted, "\(message); gave up after \(backoff.retriesMade) retries", tokenID: token.id)
                 }
-                emit(.retry(attempt: failures, delay: delay, error: message))
+                emit(.retry(attempt: backoff.failures, delay: delay, error: message))
                 if !cancellation.sleep(seconds: delay) { throw try stop(cancellation.reason ?? .interrupt) }
             }
         }
@@ -293,14 +288,8 @@ final class DownloadOperation: ExchangeDelegate {
     }
 
     private func reportProgress(_ now: Double) {
-        guard now - lastProgress >= 0.25 else { return }
-        let elapsed = now - rateWindow.time
-        if elapsed >= 1 {
-            rate = Double(part.length - rateWindow.bytes) / elapsed
-            rateWindow = (now, part.length)
-        }
-        lastProgress = now
-        emit(.progress(bytes: part.length, total: download.totalBytes, rate: max(0, rate)))
+        guard let rate = pacer.tick(bytes: part.length, now: now) else { return }
+        emit(.progress(bytes: part.length, total: download.totalBytes, rate: rate))
     }
 
     // MARK: Commit, hash, finish

@@ -75,8 +75,7 @@ final class SegmentedDownload {
         _ = threads
 
         var lastCheckpoint = Monotonic.now
-        var rateWindow = (time: Monotonic.now, bytes: workers.reduce(0) { $0 + $1.written })
-        var rate = 0.0
+        var pacer = ProgressPacer(bytes: workers.reduce(0) { $0 + $1.written })
         var outcome: SegmentWorker.Outcome?
         while true {
             if let reason = cancellation.reason { stop.stop(reason) }
@@ -89,11 +88,7 @@ final class SegmentedDownload {
             usleep(50_000)
             let now = Monotonic.now
             let bytes = workers.reduce(0) { $0 + $1.written }
-            if now - rateWindow.time >= 1 {
-                rate = Double(bytes - rateWindow.bytes) / (now - rateWindow.time)
-                rateWindow = (now, bytes)
-            }
-            emit(.progress(bytes: bytes, total: total, rate: rate))
+            if let rate = pacer.tick(bytes: bytes, now: now) { emit(.progress(bytes: bytes, total: total, rate: rate)) }
             if now - lastCheckpoint >= options.checkpointInterval {
                 try checkpoint(fd: fd, workers: workers)
                 lastCheckpoint = now
@@ -238,7 +233,7 @@ final class SegmentWorker: ExchangeDelegate, @unchecked Sendable {
 
     func run() {
         defer { done.store(true, ordering: .releasing) }
-        var failures = 0
+        var backoff = Backoff(options.retry)
         while !isDone && !stop.isStopped {
             var fields = (try? HeaderLines.parse(headers)) ?? [:]
             fields.remove("Accept-Encoding")
@@ -270,11 +265,8 @@ final class SegmentWorker: ExchangeDelegate, @unchecked Sendable {
                 message = failure.message
             default: message = "the connection closed early"
             }
-            if receivedThisAttempt > 0 { failures = 0 }
-            failures += 1
-            let after = retryAfter.flatMap { RetryPolicy.retryAfter($0, now: Int64(Date().timeIntervalSince1970)) }
-            guard let delay = options.retry.delay(failures: failures, retryAfter: after, jitter: Double.random(in: 0...1)) else {
-                return report(.failed(TransferError(.retriesExhausted, "\(message); gave up after \(failures - 1) retries")))
+            guard let delay = backoff.next(progressMade: receivedThisAttempt > 0, retryAfter: retryAfter) else {
+                return report(.failed(TransferError(.retriesExhausted, "\(message); gave up after \(backoff.retriesMade) retries")))
             }
             if !stop.sleep(seconds: delay) { return }
         }

@@ -27,9 +27,7 @@ final class UploadOperation: ExchangeDelegate {
     private var finalHead: ResponseHead?
     private var tooLarge: Int64?
     private var sentThisAttempt: Int64 = 0
-    private var lastProgress = Monotonic.now
-    private var rateWindow: (time: Double, bytes: Int64) = (Monotonic.now, 0)
-    private var rate: Double = 0
+    private var pacer = ProgressPacer()
     private var started = false
     private var saveError: String?
 
@@ -56,7 +54,7 @@ final class UploadOperation: ExchangeDelegate {
     }
 
     func run() throws(TransferError) -> UploadResult {
-        var failures = 0
+        var backoff = Backoff(options.retry)
         var restarts = 0
         while true {
             if let reason = cancellation.reason { throw stop(reason) }
@@ -100,16 +98,13 @@ final class UploadOperation: ExchangeDelegate {
                     try save()
                     continue
                 }
-                if sentThisAttempt > 0 { failures = 0 }
-                failures += 1
                 if !machine.serverSupportsDraft { upload.resumable = false }
                 try save()
-                let after = retryAfter.flatMap { RetryPolicy.retryAfter($0, now: Int64(Date().timeIntervalSince1970)) }
-                guard let delay = options.retry.delay(failures: failures, retryAfter: after, jitter: Double.random(in: 0...1)) else {
+                guard let delay = backoff.next(progressMade: sentThisAttempt > 0, retryAfter: retryAfter) else {
                     let hint = machine.serverSupportsDraft ? "" : " (the server cannot resume uploads)"
-                    throw TransferError(.retriesExhausted, "\(reason); gave up after \(failures - 1) retries\(hint)", tokenID: token.id)
+                    throw TransferError(.retriesExhausted, "\(reason); gave up after \(backoff.retriesMade) retries\(hint)", tokenID: token.id)
                 }
-                emit(.retry(attempt: failures, delay: delay, error: reason))
+                emit(.retry(attempt: backoff.failures, delay: delay, error: reason))
                 if !cancellation.sleep(seconds: delay) { throw stop(cancellation.reason ?? .interrupt) }
             }
         }
@@ -185,16 +180,8 @@ final class UploadOperation: ExchangeDelegate {
     func exchange(progressReceived received: Int64, sent: Int64) -> Bool {
         if cancellationLocal { return false }
         sentThisAttempt = sent
-        let now = Monotonic.now
-        guard now - lastProgress >= 0.25 else { return true }
         let bytes = bodyStart + sent
-        let elapsed = now - rateWindow.time
-        if elapsed >= 1 {
-            rate = Double(max(0, bytes - rateWindow.bytes)) / elapsed
-            rateWindow = (now, bytes)
-        }
-        lastProgress = now
-        emit(.progress(bytes: bytes, total: upload.source.size, rate: rate))
+        if let rate = pacer.tick(bytes: bytes) { emit(.progress(bytes: bytes, total: upload.source.size, rate: rate)) }
         return true
     }
 

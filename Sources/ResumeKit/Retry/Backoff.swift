@@ -1,0 +1,21 @@
+import Foundation
+
+/// The failure count of one transfer (or segment) under a `RetryPolicy`: it starts again after any
+/// attempt that moved bytes, so a long transfer over a flaky link is not cut off by its number of drops.
+struct Backoff {
+    let policy: RetryPolicy
+    private(set) var failures = 0
+
+    init(_ policy: RetryPolicy) { self.policy = policy }
+
+    /// Counts a failed attempt and returns the delay before the next one, or nil when retries are used up.
+    mutating func next(progressMade: Bool, retryAfter: String? = nil) -> Double? {
+        if progressMade { failures = 0 }
+        failures += 1
+        let after = retryAfter.flatMap { RetryPolicy.retryAfter($0, now: Int64(Date().timeIntervalSince1970)) }
+        return policy.delay(failures: failures, retryAfter: after, jitter: Double.random(in: 0...1))
+    }
+
+    /// How many retries were made before giving up.
+    var retriesMade: Int { failures - 1 }
+}
