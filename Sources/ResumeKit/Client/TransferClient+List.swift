@@ -2,8 +2,9 @@ import Foundation
 import Synchronization
 
 extension TransferClient {
-    /// Downloads many files, `parallel` at a time, each resumable on its own token. Every worker keeps
-    /// its connection open from one file to the next.
+    /// Downloads many files, `parallel` at a time, each resumable on its own token. With the libcurl
+    /// transport all transfers run on one multi handle (one network thread, one connection cache);
+    /// each worker thread only runs a file's protocol steps, checkpoints and renames.
     /// - Returns: one result per request, in order; a failure of one file does not stop the others.
     public func downloadAll(
         _ requests: [DownloadRequest], parallel: Int, cancellation: Cancellation = Cancellation(),
@@ -11,11 +12,14 @@ extension TransferClient {
     ) async -> [Result<DownloadResult, TransferError>] {
         let queue = WorkQueue(count: requests.count)
         let workers = max(1, min(parallel, requests.count))
+        let multi = transport is CurlTransport ? try? CurlTransport.multi() : nil
+        defer { multi?.shutdown() }
+        let transport: any HTTPTransport = multi ?? self.transport
         await withTaskGroup(of: Void.self) { group in
             for _ in 0..<workers {
                 group.addTask {
                     _ = try? await onOwnThread { () throws(TransferError) in
-                        let session = self.transport.makeSession()
+                        let session = transport.makeSession()
                         while !cancellation.isStopped, let i = queue.take() {
                             do throws(TransferError) {
                                 let result = try self.runDownload(requests[i], session: session, cancellation: cancellation) { events(i, $0) }

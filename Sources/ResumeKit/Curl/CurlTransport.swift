@@ -1,19 +1,34 @@
 import CCurl
 import Glibc
 
-/// The real transport: libcurl's easy interface on the calling thread.
+/// The real transport. By default each exchange runs libcurl's easy interface on the calling thread;
+/// a transport made with ``multi()`` drives every exchange of all its sessions from one thread through
+/// libcurl's multi interface, sharing one connection cache (for many transfers at once).
 public struct CurlTransport: HTTPTransport {
     public static let userAgent = "resumectl/\(ResumeKitVersion.string)"
 
-    public init() {}
+    private let driver: MultiDriver?
 
-    public func makeSession() -> any TransportSession { CurlSession() }
+    public init() { driver = nil }
+
+    private init(driver: MultiDriver) { self.driver = driver }
+
+    /// A transport whose exchanges all run on one multi handle; call ``shutdown()`` when done with it.
+    public static func multi() throws -> CurlTransport { CurlTransport(driver: try MultiDriver()) }
+
+    public func makeSession() -> any TransportSession { CurlSession(driver: driver) }
+
+    /// Stops the multi interface's thread, once every session is finished. Nothing for an easy transport.
+    public func shutdown() { driver?.shutdown() }
 }
 
 /// One easy handle, reset and reused for every exchange of a transfer, so that a HEAD and the PATCH after
 /// it (or a resume after a stall) go over the connection libcurl already holds.
 final class CurlSession: TransportSession {
     private var handle: EasyHandle?
+    private let driver: MultiDriver?
+
+    init(driver: MultiDriver?) { self.driver = driver }
 
     func perform(
         _ request: TransferRequest, settings: TransportSettings, cancellation: Cancellation,
@@ -37,7 +52,9 @@ final class CurlSession: TransportSession {
             let message = (error as? CurlError)?.message ?? "\(error)"
             return ExchangeResult(outcome: .failed(TransportFailure(kind: .fatal, code: -1, message: message)))
         }
-        let (code, detail) = withExtendedLifetime(context) { handle.perform() }
+        let (code, detail) = withExtendedLifetime(context) {
+            if let driver { driver.run(handle) } else { handle.perform() }
+        }
         let url = handle.info(string: CURLINFO_EFFECTIVE_URL)
         return ExchangeResult(outcome: outcome(code, detail, context), head: context.finalHead, effectiveURL: url)
     }

@@ -82,6 +82,11 @@ final class EasyHandle {
         let code = curl_easy_perform(raw)
         return (code, String(cString: errorBuffer))
     }
+
+    func clearError() { errorBuffer[0] = 0 }
+
+    /// libcurl's message for the last failure, after a transfer driven by the multi interface.
+    var errorMessage: String { String(cString: errorBuffer) }
 }
 
 @available(*, unavailable)
