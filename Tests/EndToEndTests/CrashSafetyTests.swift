@@ -186,11 +186,15 @@ import Testing
         let digest = try makeRandomFile(path: w.path("www/f.bin"), size: Self.size, seed: 11)
         let nginx = try await NginxServer(root: w.path("www"))
         let proxy = try FaultProxy(upstreamPort: nginx.port, plan: [.cutAfterDownstream(bytes: 1_000_000)])
-        proxy.refuseConnections(for: .seconds(2))
-        let r = try await w.run(["download", proxy.url(for: "f.bin"), "--retry-delay", "0.2", "--retries", "inf", "--json"])
+        proxy.setRefusing(true)
+        let p = try w.start(["download", proxy.url(for: "f.bin"), "--retry-delay", "0.1", "--retries", "inf", "--json"])
+        // Back only after the client has found it gone more than once.
+        try await eventually(timeout: .seconds(30)) { proxy.connections.filter(\.refused).count >= 3 }
+        proxy.setRefusing(false)
+        let r = try await p.wait()
         #expect(r.status == 0, "\(r)")
         #expect(try sha256(file: w.out + "/f.bin") == digest)
-        #expect(names(events(r.stdout)).filter { $0 == "retry" }.count >= 2)
+        #expect(names(events(r.stdout)).filter { $0 == "retry" }.count >= 3)
     }
 
     @Test func silentConnectionIsDetectedAsAStall() async throws {

@@ -100,9 +100,11 @@ public final class RunningProcess: Sendable {
             }.start()
         }
         let pid = child.pid
+        ChildReaper.add(pid)
         Thread {
             var status: Int32 = 0
             while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
+            ChildReaper.remove(pid)
             let ended = decodeWaitStatus(status)
             state.withLock { $0.exit = ended }
         }.start()
@@ -250,4 +252,25 @@ func splitLines(_ text: String) -> [String] {
     }
     if lines.last == "" { lines.removeLast() }
     return lines
+}
+
+
+/// Kills the children still running when the test process exits, so that a test that fails half-way
+/// (or a server object that is never released) cannot leave an nginx or a resumectl behind.
+enum ChildReaper {
+    private static let pids = Locked(Set<Int32>())
+    private static let installed: Void = { atexit { ChildReaper.killAll() } }()
+
+    static func add(_ pid: Int32) {
+        _ = installed
+        pids.withLock { _ = $0.insert(pid) }
+    }
+
+    static func remove(_ pid: Int32) {
+        pids.withLock { _ = $0.remove(pid) }
+    }
+
+    static func killAll() {
+        for pid in pids.withLock({ $0 }) { kill(pid, SIGKILL) }
+    }
 }
