@@ -16,6 +16,8 @@ is called. Wall time is time.monotonic() around spawn..wait4; CPU (user+sys) and
 os.wait4(). Every tool's output is checked by SHA-256 in the warm-up round (and by size in every
 round); a wrong result is a failure, not a number. The ratio columns are the median of the
 per-round ratios subject/tool, which cancels the slow drift that page-cache writeback causes.
+After every run os.sync() is timed too: "wall+sync" is the time until the data is on disk, which
+compares a tool that fsyncs as it goes (resumectl commits) with one that leaves dirty pages behind.
 
 Results are printed as tables and written to .bench/results-<timestamp>.json and .bench/latest.json.
 Exit status: 0 if every run succeeded and every checksum matched, 1 otherwise, 130 on Ctrl-C.
@@ -99,6 +101,15 @@ def proc_cpu(pid):
         return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
     except (OSError, IndexError, ValueError):
         return float("nan")
+
+
+def timed_sync():
+    """os.sync() right after a run: what the run left dirty in the page cache. A tool that
+    fsyncs as it goes pays for durability inside its wall time, one that does not leaves it
+    here; wall+sync compares the two on equal terms (time until the data is on disk)."""
+    t = time.monotonic()
+    os.sync()
+    return time.monotonic() - t
 
 
 def sha256_file(path):
@@ -429,7 +440,8 @@ def summarize(tools, runs, subject, nbytes):
              "wall_max_s": max(walls) if walls else float("nan"),
              "cpu_median_s": med([r.cpu for r in rs]),
              "peak_rss_mib": max((r.rss_kib for r in rs), default=0) / KiB,
-             "server_cpu_median_s": med([r.srv_cpu for r in rs])}
+             "server_cpu_median_s": med([r.srv_cpu for r in rs]),
+             "wall_plus_sync_median_s": med([r.wall + r.extra.get("sync_s", float("nan")) for r in rs])}
         s["mib_per_s"] = nbytes / MiB / s["wall_median_s"] if nbytes and walls else float("nan")
         if t != subject and subject in tools:
             common = sorted(set(by_round[t]) & set(by_round[subject]))
@@ -437,6 +449,8 @@ def summarize(tools, runs, subject, nbytes):
             s["wall_ratio"] = med([by_round[subject][k].wall / by_round[t][k].wall for k in common])
             s["cpu_ratio"] = med([by_round[subject][k].cpu / by_round[t][k].cpu for k in common
                                   if by_round[t][k].cpu > 0])
+            ws = lambda r: r.wall + r.extra.get("sync_s", float("nan"))
+            s["wall_plus_sync_ratio"] = med([ws(by_round[subject][k]) / ws(by_round[t][k]) for k in common])
         out[t] = s
     return out
 
@@ -444,20 +458,21 @@ def summarize(tools, runs, subject, nbytes):
 def print_table(title, tools, summary, subject, extra_cols=()):
     """extra_cols: [(header, key, format)] read from summary[tool]."""
     log(f"\n{title}")
-    cols = [("tool", 18, "<"), ("wall s (min–max)", 22, ">"), ("MiB/s", 8, ">"), ("CPU s", 7, ">"),
-            ("RSS MiB", 8, ">"), ("srv CPU s", 9, ">")]
-    cols += [(h, max(9, len(h)), ">") for h, _, _ in extra_cols]
-    cols += [(f"wall {subject}/tool", 12, ">"), ("CPU ratio", 9, ">")]
+    cols = [("tool", 16, "<"), ("wall s (min–max)", 20, ">"), ("MiB/s", 7, ">"), ("CPU s", 6, ">"),
+            ("RSS MiB", 7, ">"), ("srv CPU", 7, ">"), ("wall+sync", 9, ">")]
+    cols += [(h, max(7, len(h)), ">") for h, _, _ in extra_cols]
+    cols += [("wall ratio", 10, ">"), ("CPU ratio", 9, ">"), ("w+s ratio", 9, ">")]
     log("  ".join(f"{h:{a}{w}}" for h, w, a in cols))
     for t in tools:
         s = summary[t]
         cells = [t + (" FAILED" if s["failed"] else ""),
                  f"{fmt(s['wall_median_s'], '.3f')} ({fmt(s['wall_min_s'], '.2f')}–{fmt(s['wall_max_s'], '.2f')})",
                  fmt(s["mib_per_s"], ".1f"), fmt(s["cpu_median_s"], ".3f"), fmt(s["peak_rss_mib"], ".1f"),
-                 fmt(s["server_cpu_median_s"], ".3f")]
+                 fmt(s["server_cpu_median_s"], ".3f"), fmt(s["wall_plus_sync_median_s"], ".3f")]
         cells += [fmt(s.get(k), f) for _, k, f in extra_cols]
         cells += [fmt(s.get("wall_ratio"), ".3f") if t != subject else "(subject)",
-                  fmt(s.get("cpu_ratio"), ".3f") if t != subject else ""]
+                  fmt(s.get("cpu_ratio"), ".3f") if t != subject else "",
+                  fmt(s.get("wall_plus_sync_ratio"), ".3f") if t != subject else ""]
         log("  ".join(f"{c:{a}{w}}" for c, (_, w, a) in zip(cells, cols)))
 
 
@@ -599,6 +614,7 @@ class Bench:
                                      servers=servers)
                 run.wall, run.cpu, run.rss_kib, run.rc, run.srv_cpu = (
                     res["wall"], res["cpu"], res["rss"], res["rc"], res["srv_cpu"])
+                run.extra["sync_s"] = timed_sync()
                 try:
                     if res["timed_out"]:
                         raise Failure(f"timed out after {self.timeout:.0f} s")
@@ -642,7 +658,7 @@ class Bench:
         log(f"\n== case 1: {human(self.size)} download to disk")
         runs = self.run_rounds(tools, servers=[self.nginx])
         self.finish_case("1-download", f"case 1: {human(self.size)} download to disk, "
-                         f"{self.args.pairs} rounds after a warm-up (ratio = resumectl/tool, median of per-round ratios)",
+                         f"{self.args.pairs} rounds after a warm-up",
                          list(cmds), runs, "resumectl", self.size, {"url": url, "commands": cmds})
 
     # ---- case 2
@@ -787,6 +803,7 @@ class Bench:
                              stdout=wout if watch == "stderr" else None, servers=[self.nginx])
         run.wall, run.cpu, run.rss_kib, run.rc, run.srv_cpu = (
             res["wall"], res["cpu"], res["rss"], res["rc"], res["srv_cpu"])
+        run.extra["sync_s"] = timed_sync()
         if res["timed_out"] or res["rc"] != 0:
             e = Failure(f"resume: exit status {res['rc']}" + (" (timed out)" if res["timed_out"] else ""))
             e.res = res
@@ -1000,6 +1017,9 @@ def main():
         log(f"resumectl bench: {env['versions']['resumectl']} ({bench.bin}, built {env['binary_mtime']}), "
             f"git {str(env['git_commit'])[:10]}, {env['cpus']} CPUs, size {human(args.size)}, "
             f"{args.pairs} pairs, cases {','.join(map(str, cases))}")
+        log("columns: medians over the timed rounds; RSS = peak; srv CPU = the server's CPU during the run; "
+            "wall+sync = wall + os.sync() right after;\n         ratios = subject/tool, the median of the "
+            "per-round ratios (subject: resumectl, in case 4 resumectl -c4)")
         bench.setup(cases)
         for c in cases:
             getattr(bench, f"case{c}")()
