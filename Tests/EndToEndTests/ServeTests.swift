@@ -122,10 +122,11 @@ struct ServeTests {
     func truncatedDuringDownload() async throws {
         try await Harness.withServer { server, folder in
             let path = folder.appending(path: "shrinking.bin")
-            try Harness.randomBytes(16 << 20).write(to: path)
+            // Slow and large enough that the truncation comes mid-way even on a loaded machine.
+            try Harness.randomBytes(48 << 20).write(to: path)
             let output = FileManager.default.temporaryDirectory.appending(path: "serve-out-\(UUID().uuidString)")
             defer { try? FileManager.default.removeItem(at: output) }
-            async let download = Harness.curl(["--limit-rate", "4M", "-m", "15", server.url + "/shrinking.bin"], body: output)
+            async let download = Harness.curl(["--limit-rate", "2M", "-m", "60", server.url + "/shrinking.bin"], body: output)
             try await Harness.eventually {
                 ((try? FileManager.default.attributesOfItem(atPath: output.path)[.size] as? Int) ?? 0) > 0
             }

@@ -68,7 +68,7 @@ import Testing
         let r = try await w.run(["upload", w.path("www/src.bin"), proxy.url(for: "r.bin"), "--interop-version", "\(version)",
             "--json", "--retry-delay", "0.05"])
         #expect(r.status == 0, "\(r)")
-        #expect(try peer.storedSHA256("r.bin") == digest)
+        #expect(try peer.storedSHA256("r.bin") == digest, "stored \((try? FileManager.default.attributesOfItem(atPath: peer.storedPath("r.bin")))?[.size] ?? "-") bytes; \(peer.requests.map { "\($0.method) \($0.responseStatuses) body=\($0.bodyBytes) off=\($0.header("Upload-Offset") ?? "-") len=\($0.header("Content-Length") ?? "-")" }); \(proxy.connections.map { "\($0.index):\($0.triggered) up=\($0.bytesUpstream)" }) \(r.stdout)")
         let cuts = proxy.connections.filter(\.triggered).count
         #expect(cuts >= 3, "\(proxy.connections) \(peer.requests)")
         #expect(names(events(r.stdout)).filter { $0 == "retry" }.count == cuts)

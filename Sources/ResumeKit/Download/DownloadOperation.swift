@@ -241,7 +241,12 @@ final class DownloadOperation: ExchangeDelegate {
                 download.expectedSHA256 = digest.hex
             }
             if tokenOnDisk { try commit() }  // the stored validator or offset may be stale now
-            if wantsHash || download.expectedSHA256 != nil { try catchUpHash() }
+            // Hash as the body arrives when it starts at zero; a resumed file is hashed whole at the end,
+            // so its first new byte does not wait for the data already on disk to be read back.
+            if from == 0, wantsHash || download.expectedSHA256 != nil {
+                hasher = SHA256()
+                hashedUpTo = 0
+            }
         } catch {
             localError = "\(error)"
             return false

@@ -119,9 +119,10 @@ public struct TokenStore: Sendable {
     }
 
     public func remove(id: String) {
-        unlink(path(forID: id))
+        let removedToken = unlink(path(forID: id)) == 0
         unlink(lockPath(forID: id))
-        syncDirectory(tokensDirectory)
+        // A transfer that ended before its first checkpoint never wrote a token: nothing to make durable.
+        if removedToken { syncDirectory(tokensDirectory) }
     }
 
     /// Every readable token, and the files that are not, for `list`.

@@ -216,6 +216,10 @@ final class UploadSink: ChannelInboundHandler {
     private let sendsContinue: Bool
     private var fd: Int32 = -1
     private var name: String?
+    /// Each upload writes a file of its own and renames it into place when complete, as a real server
+    /// must: an abandoned upload to the same name (its client started over) can then never write into
+    /// the new one's bytes.
+    private var temporaryPath: String?
     private var method: HTTPRequest.Method = .get
     private var bytes = 0
 
@@ -248,7 +252,9 @@ final class UploadSink: ChannelInboundHandler {
         let name = state.storedName(forPath: request.path ?? "/")
         let path = state.directory + "/" + name
         self.name = name
-        fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
+        let temporary = state.directory + "/." + name + ".upload-" + String(UInt64.random(in: 0...UInt64.max), radix: 16)
+        temporaryPath = temporary
+        fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
         let record = UploadRecord(
             name: name, path: path, method: method.rawValue,
             headers: request.headerFields.map { ($0.name.rawName, $0.value) },
@@ -266,10 +272,14 @@ final class UploadSink: ChannelInboundHandler {
         if let name {
             let failed = state.locked.withLock { shared -> Bool in
                 guard var upload = shared.uploads[name] else { return true }
+                if upload.failure == nil, let temporaryPath, rename(temporaryPath, upload.path) != 0 {
+                    upload.failure = "rename failed: \(String(cString: strerror(errno)))"
+                }
                 upload.completed = upload.failure == nil
                 shared.uploads[name] = upload
                 return !upload.completed
             }
+            temporaryPath = nil
             status = failed ? .internalServerError : .created
             text = "bytes=\(bytes)\n"
         } else {
