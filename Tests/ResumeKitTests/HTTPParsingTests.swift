@@ -90,3 +90,10 @@ import Testing
         #expect(HTTPDate.parse(text) == nil)
     }
 }
+
+@Suite struct OutputPathTests {
+    @Test(arguments: [("/a/./b//c", "/a/b/c"), ("/a/b/../c", "/a/c"), ("/../x", "/x"), ("/", "/"), ("/a/b/", "/a/b")])
+    func normalisesOnTheTextAlone(path: String, expected: String) {
+        #expect(OutputPath.lexicallyNormalized(path) == expected)
+    }
+}

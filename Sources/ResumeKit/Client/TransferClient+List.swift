@@ -10,6 +10,7 @@ extension TransferClient {
         _ requests: [DownloadRequest], parallel: Int, cancellation: Cancellation = Cancellation(),
         events: @escaping @Sendable (Int, TransferEvent) -> Void = { _, _ in }
     ) async -> [Result<DownloadResult, TransferError>] {
+        _ = store.removeLeftovers()
         let queue = WorkQueue(count: requests.count)
         let workers = max(1, min(parallel, requests.count))
         let multi = transport is CurlTransport ? try? CurlTransport.multi() : nil

@@ -32,7 +32,7 @@ extension TransferClient {
     /// The token id an upload request uses.
     public func uploadTokenID(_ request: UploadRequest) -> String {
         let absolute = request.filePath.hasPrefix("/") ? request.filePath : FileManager.default.currentDirectoryPath + "/" + request.filePath
-        return TokenStore.makeID(kind: .upload, url: request.url, path: (absolute as NSString).standardizingPath)
+        return TokenStore.makeID(kind: .upload, url: request.url, path: OutputPath.lexicallyNormalized(absolute))
     }
 
     func runUpload(_ request: UploadRequest, cancellation: Cancellation, events: @escaping EventHandler) throws(TransferError) -> UploadResult {

@@ -51,7 +51,8 @@ public struct TransferClient: Sendable {
         _ request: DownloadRequest, cancellation: Cancellation = Cancellation(), events: @escaping EventHandler = { _ in }
     ) async throws(TransferError) -> DownloadResult {
         try await onOwnThread { () throws(TransferError) in
-            try self.runDownload(request, cancellation: cancellation, events: events)
+            _ = self.store.removeLeftovers()
+            return try self.runDownload(request, cancellation: cancellation, events: events)
         }
     }
 
@@ -119,7 +120,6 @@ public struct TransferClient: Sendable {
             token.download = .init(path: path, committedBytes: 0, expectedSHA256: request.expectedSHA256?.lowercased(),
                 onChange: request.onChange.rawValue)
             // The token is first written at the first checkpoint: data first, token second.
-            _ = store.removeLeftovers()
         }
         return try runDownloadOperation(
             token, extraHeaders: request.headers, onChange: request.onChange, session: session, cancellation: cancellation, events: events)

@@ -12,7 +12,18 @@ enum OutputPath {
                 path = path + "/" + defaultName(url: url)
             }
         }
-        return (path as NSString).standardizingPath
+        return lexicallyNormalized(path)
+    }
+
+    /// `.` and `..` and repeated slashes resolved on the text alone: no symlink look-ups per file.
+    static func lexicallyNormalized(_ path: String) -> String {
+        var parts: [Substring] = []
+        for part in path.split(separator: "/") {
+            if part == "." { continue }
+            if part == ".." { if !parts.isEmpty { parts.removeLast() }; continue }
+            parts.append(part)
+        }
+        return "/" + parts.joined(separator: "/")
     }
 
     /// The last path segment, percent-decoded; `index.html` when there is none. Never a path.

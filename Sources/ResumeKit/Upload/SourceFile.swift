@@ -11,7 +11,7 @@ final class SourceFile {
     /// Opens `path` for reading. Missing, unreadable and folder are errors with exit 66.
     init(path: String) throws(TransferError) {
         let absolute = (path.hasPrefix("/") ? path : FileManager.default.currentDirectoryPath + "/" + path)
-        let standardized = (absolute as NSString).standardizingPath
+        let standardized = OutputPath.lexicallyNormalized(absolute)
         let fd = open(standardized, O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else {
             throw TransferError(.inputMissing, "cannot read \(path): \(String(cString: strerror(errno)))")
