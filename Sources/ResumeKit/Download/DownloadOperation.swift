@@ -370,20 +370,9 @@ final class DownloadOperation: ExchangeDelegate {
             }
             digest = hasher?.finalize().hex
         }
-        if let expected = download.expectedSHA256, expected.lowercased() != digest {
-            try commit()  // kept, so that `cancel` can clean up
-            throw TransferError(.checksumMismatch,
-                "checksum mismatch: expected sha256 \(expected), got \(digest ?? "?"); the data stays in \(part.path)",
-                tokenID: token.id)
+        return try Publish.download(download, tokenID: token.id, bytes: part.committed, sha256: digest, store: store, emit: emit) {
+            () throws(TransferError) in try commit()
         }
-        part.close()
-        guard rename(download.partPath, download.path) == 0 else {
-            throw TransferError(.cannotCreateOutput, "cannot rename \(download.partPath) to \(download.path): \(String(cString: strerror(errno)))", tokenID: token.id)
-        }
-        syncDirectory((download.path as NSString).deletingLastPathComponent)
-        store.remove(id: token.id)
-        emit(.completed(location: download.path, bytes: part.committed, sha256: digest))
-        return DownloadResult(path: download.path, bytes: part.committed, sha256: digest, alreadyComplete: false)
     }
 
     private func stop(_ reason: StopReason) throws(TransferError) -> TransferError {

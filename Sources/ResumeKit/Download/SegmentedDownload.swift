@@ -168,17 +168,8 @@ final class SegmentedDownload {
         if options.computeSHA256 || download.expectedSHA256 != nil {
             digest = try FileDigest.sha256(path: download.partPath)
         }
-        if let expected = download.expectedSHA256, expected != digest {
-            throw TransferError(.checksumMismatch,
-                "checksum mismatch: expected sha256 \(expected), got \(digest ?? "?"); the data stays in \(download.partPath)", tokenID: token.id)
-        }
-        guard rename(download.partPath, download.path) == 0 else {
-            throw TransferError(.cannotCreateOutput, "cannot rename \(download.partPath) to \(download.path): \(String(cString: strerror(errno)))", tokenID: token.id)
-        }
-        syncDirectory((download.path as NSString).deletingLastPathComponent)
-        store.remove(id: token.id)
-        emit(.completed(location: download.path, bytes: total, sha256: digest))
-        return DownloadResult(path: download.path, bytes: total, sha256: digest, alreadyComplete: false)
+        // The token already holds every segment's committed bytes: it stays as it is on a mismatch.
+        return try Publish.download(download, tokenID: token.id, bytes: total, sha256: digest, store: store, emit: emit) {}
     }
 }
 
