@@ -111,9 +111,9 @@ final class Reporter: @unchecked Sendable {
         switch event {
         case .started(let kind, let url, let path, let offset, let total):
             writeJSON(["event": "started", "token": tokenID, "kind": kind.rawValue, "url": url, "path": path,
-                "offset": offset, "total": total as Any])
+                "offset": offset, "total": orNull(total)])
         case .progress(let bytes, let total, let rate):
-            writeJSON(["event": "progress", "token": tokenID, "bytes": bytes, "total": total as Any, "rate": Int64(rate)])
+            writeJSON(["event": "progress", "token": tokenID, "bytes": bytes, "total": orNull(total), "rate": Int64(rate)])
         case .retry(let attempt, let delay, let error):
             writeJSON(["event": "retry", "token": tokenID, "attempt": attempt, "delay": delay, "error": error])
         case .restarted(let reason):
@@ -122,21 +122,17 @@ final class Reporter: @unchecked Sendable {
             writeJSON(["event": "paused", "token": tokenID, "offset": offset])
         case .completed(let location, let bytes, let sha256):
             let key = location.hasPrefix("/") ? "path" : "url"
-            writeJSON(["event": "completed", "token": tokenID, key: location, "bytes": bytes, "sha256": sha256 as Any])
+            writeJSON(["event": "completed", "token": tokenID, key: location, "bytes": bytes, "sha256": orNull(sha256)])
         case .note(let text):
             if !quiet { Output.stderr("resumectl: \(text)\n") }
         }
     }
 
+    /// A JSON `null` for a missing value (an unknown total, no digest).
+    private func orNull<T>(_ value: T?) -> Any { value.map { $0 as Any } ?? NSNull() }
+
     private func writeJSON(_ object: [String: Any]) {
-        var clean: [String: Any] = [:]
-        for (key, value) in object {
-            if case Optional<Any>.none = value as Any? { continue }
-            let unwrapped = Mirror(reflecting: value).displayStyle == .optional
-                ? Mirror(reflecting: value).children.first?.value : value
-            clean[key] = unwrapped ?? NSNull()
-        }
-        guard let data = try? JSONSerialization.data(withJSONObject: clean, options: [.sortedKeys, .withoutEscapingSlashes]) else { return }
+        guard let data = try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes]) else { return }
         Output.stdout(String(decoding: data, as: UTF8.self) + "\n")
     }
 
