@@ -18,6 +18,9 @@ struct TransferOptionGroup: ParsableArguments {
     @Option(name: .customLong("limit-rate"), help: "Maximum rate in bytes a second (suffix k or M).")
     var limitRate: ByteRate?
 
+    @Option(name: .customLong("checkpoint-interval"), help: "Seconds between checkpoints of a download (fsync, then token); 0 checkpoints only when stopping. A crash loses at most this much.")
+    var checkpointInterval: Double = 1
+
     @Flag(help: "Newline-delimited JSON events on stdout instead of the result line.")
     var json = false
 
@@ -33,6 +36,7 @@ struct TransferOptionGroup: ParsableArguments {
     func validate() throws {
         if retryDelay < 0 || !retryDelay.isFinite { throw ValidationError("--retry-delay must be 0 or more") }
         if stallTimeout < 1 { throw ValidationError("--stall-timeout must be at least 1 second") }
+        if checkpointInterval < 0 || !checkpointInterval.isFinite { throw ValidationError("--checkpoint-interval must be 0 or more") }
         _ = try HeaderLines.parse(header)
     }
 
@@ -48,6 +52,12 @@ struct TransferOptionGroup: ParsableArguments {
             options.transport.maxSendRate = limitRate.bytesPerSecond
         }
         options.computeSHA256 = json
+        if checkpointInterval == 0 {
+            options.checkpointInterval = .infinity
+            options.checkpointBytes = .max
+        } else {
+            options.checkpointInterval = checkpointInterval
+        }
         return TransferClient(store: store, options: options)
     }
 }

@@ -15,6 +15,7 @@ import Testing
         (["upload", "/etc/hostname", "http://127.0.0.1:9/u", "--interop-version", "4"], 64, "interop-version"),
         (["download", "-i", "/nonexistent/list"], 66, "cannot read /nonexistent/list"),
         (["download"], 64, "give a URL, or -i LIST"),
+        (["download", "http://127.0.0.1:9/f", "--checkpoint-interval", "-1"], 64, "checkpoint-interval"),
         (["pause", "d-0000000000000000"], 66, "no token named"),
         (["resume", "d-0000000000000000"], 66, "no token named"),
         (["show", "u-nothing"], 66, "no token named"),
