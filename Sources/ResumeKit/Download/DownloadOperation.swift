@@ -228,7 +228,7 @@ final class DownloadOperation: ExchangeDelegate {
         decision = d
         guard case .write(let from, let restarted) = d else { return false }
         do {
-            if from < part.length || from == 0 { try part.truncate(to: from) }
+            if from < part.length { try part.truncate(to: from) }
             if from < hashedUpTo { hasher = nil; hashedUpTo = 0 }
             if let restarted { emit(.restarted(reason: restarted)) }
             let r = machine.resource
