@@ -1,5 +1,6 @@
 import ArgumentParser
-import Foundation
+import FoundationEssentials
+import Glibc
 import ResumeKit
 
 struct Download: AsyncParsableCommand {
@@ -72,8 +73,8 @@ extension Download {
         }
         let list = DownloadList(parsing: String(decoding: data, as: UTF8.self))
         let folder = output ?? "."
-        var isDir: ObjCBool = false
-        guard FileManager.default.fileExists(atPath: folder, isDirectory: &isDir), isDir.boolValue else {
+        var st = stat()
+        guard stat(folder, &st) == 0, (st.st_mode & S_IFMT) == S_IFDIR else {
             throw Runner.fail(TransferError(.cannotCreateOutput, "-o \(folder) must be an existing folder with -i"), json: options.json)
         }
         let quiet = options.quiet

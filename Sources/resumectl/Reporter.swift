@@ -1,6 +1,6 @@
-import Foundation
 import Glibc
 import ResumeKit
+import Synchronization
 
 /// Renders transfer events: a progress line on a terminal's stderr, or NDJSON on stdout with `--json`.
 /// Scripts rely on this contract: stdout carries only the result line or JSON events.
@@ -8,7 +8,7 @@ final class Reporter: @unchecked Sendable {
     private let json: Bool
     private let quiet: Bool
     private let showsProgress: Bool
-    private let lock = NSLock()
+    private let lock = Mutex<Void>(())
     private var tokenID: String
     private var lastLineLength = 0
 
@@ -19,12 +19,12 @@ final class Reporter: @unchecked Sendable {
         showsProgress = !quiet && !json && isatty(2) != 0
     }
 
-    func setToken(_ id: String) { lock.withLock { tokenID = id } }
+    func setToken(_ id: String) { lock.withLock { _ in tokenID = id } }
 
     var handler: EventHandler { { [self] event in self.handle(event) } }
 
     func handle(_ event: TransferEvent) {
-        lock.withLock {
+        lock.withLock { _ in
             if json { emitJSON(event) } else { emitHuman(event) }
         }
     }
@@ -37,7 +37,7 @@ final class Reporter: @unchecked Sendable {
 
     /// The one stderr line of a failure, plus the `failed` event with `--json`.
     func failure(_ error: TransferError) {
-        lock.withLock {
+        lock.withLock { _ in
             clearProgress()
             if json {
                 writeJSON(["event": "failed", "token": error.tokenID ?? tokenID, "error": error.message,
@@ -52,7 +52,7 @@ final class Reporter: @unchecked Sendable {
     }
 
     func note(_ text: String) {
-        lock.withLock {
+        lock.withLock { _ in
             guard !quiet else { return }
             clearProgress()
             Output.stderr("resumectl: \(text)\n")
@@ -67,7 +67,7 @@ final class Reporter: @unchecked Sendable {
         case .retry(let attempt, let delay, let error):
             guard !quiet else { return }
             clearProgress()
-            Output.stderr(String(format: "resumectl: %@; retry %d in %.1f s\n", error, attempt, delay))
+            Output.stderr("resumectl: \(error); retry \(attempt) in \(Self.oneDecimal(delay)) s\n")
         case .restarted(let reason):
             guard !quiet else { return }
             clearProgress()
@@ -88,10 +88,12 @@ final class Reporter: @unchecked Sendable {
             let width = 24
             let filled = Int(fraction * Double(width))
             let bar = String(repeating: "#", count: filled) + String(repeating: "-", count: width - filled)
-            line = String(format: "[%@] %5.1f%% %@ / %@ %@/s", bar, fraction * 100, Self.size(bytes), Self.size(total), Self.size(Int64(rate)))
+            let percent = Self.oneDecimal(fraction * 100)
+            line = "[\(bar)] \(String(repeating: " ", count: max(0, 5 - percent.count)))\(percent)% \(Self.size(bytes)) / \(Self.size(total)) \(Self.size(Int64(rate)))/s"
             if rate > 0 {
                 let eta = Double(total - bytes) / rate
-                line += String(format: " ETA %d:%02d", Int(eta) / 60, Int(eta) % 60)
+                let seconds = Int(eta) % 60
+                line += " ETA \(Int(eta) / 60):\(seconds < 10 ? "0" : "")\(seconds)"
             }
         } else {
             line = "\(Self.size(bytes)) \(Self.size(Int64(rate)))/s"
@@ -111,9 +113,9 @@ final class Reporter: @unchecked Sendable {
         switch event {
         case .started(let kind, let url, let path, let offset, let total):
             writeJSON(["event": "started", "token": tokenID, "kind": kind.rawValue, "url": url, "path": path,
-                "offset": offset, "total": orNull(total)])
+                "offset": offset, "total": total])
         case .progress(let bytes, let total, let rate):
-            writeJSON(["event": "progress", "token": tokenID, "bytes": bytes, "total": orNull(total), "rate": Int64(rate)])
+            writeJSON(["event": "progress", "token": tokenID, "bytes": bytes, "total": total, "rate": Int64(rate)])
         case .retry(let attempt, let delay, let error):
             writeJSON(["event": "retry", "token": tokenID, "attempt": attempt, "delay": delay, "error": error])
         case .restarted(let reason):
@@ -122,18 +124,14 @@ final class Reporter: @unchecked Sendable {
             writeJSON(["event": "paused", "token": tokenID, "offset": offset])
         case .completed(let location, let bytes, let sha256):
             let key = location.hasPrefix("/") ? "path" : "url"
-            writeJSON(["event": "completed", "token": tokenID, key: location, "bytes": bytes, "sha256": orNull(sha256)])
+            writeJSON(["event": "completed", "token": tokenID, key: location, "bytes": bytes, "sha256": sha256])
         case .note(let text):
             if !quiet { Output.stderr("resumectl: \(text)\n") }
         }
     }
 
-    /// A JSON `null` for a missing value (an unknown total, no digest).
-    private func orNull<T>(_ value: T?) -> Any { value.map { $0 as Any } ?? NSNull() }
-
-    private func writeJSON(_ object: [String: Any]) {
-        guard let data = try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes]) else { return }
-        Output.stdout(String(decoding: data, as: UTF8.self) + "\n")
+    private func writeJSON(_ object: [String: (any JSONRepresentable)?]) {
+        Output.stdout(JSONLine.encode(object) + "\n")
     }
 
     static func size(_ bytes: Int64) -> String {
@@ -144,7 +142,13 @@ final class Reporter: @unchecked Sendable {
             value /= 1024
             unit += 1
         }
-        return unit == 0 ? "\(bytes) B" : String(format: "%.1f %@", value, units[unit])
+        return unit == 0 ? "\(bytes) B" : "\(oneDecimal(value)) \(units[unit])"
+    }
+
+    /// `12.3` for 12.34: Foundation's formatter is not worth loading for a progress line.
+    static func oneDecimal(_ value: Double) -> String {
+        let tenths = Int((value * 10).rounded())
+        return "\(tenths / 10).\(tenths % 10)"
     }
 }
 

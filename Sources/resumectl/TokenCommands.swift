@@ -1,5 +1,5 @@
 import ArgumentParser
-import Foundation
+import FoundationEssentials
 import Glibc
 import ResumeKit
 
@@ -89,12 +89,10 @@ struct TokenSummary {
     }
 
     var json: String {
-        let object: [String: Any] = [
+        JSONLine.encode([
             "id": token.id, "kind": token.kind.rawValue, "state": state, "committed": committed,
-            "total": total.map { $0 as Any } ?? NSNull(), "url": token.url, "path": location,
-        ]
-        let data = (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes])) ?? Data()
-        return String(decoding: data, as: UTF8.self)
+            "total": total, "url": token.url, "path": location,
+        ])
     }
 }
 

@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 import Synchronization
 
 /// Why a transfer was asked to stop.
@@ -28,7 +29,7 @@ public final class Cancellation: Sendable {
         let deadline = Date().addingTimeInterval(seconds)
         while Date() < deadline {
             if isStopped { return false }
-            Thread.sleep(forTimeInterval: min(0.05, max(0, deadline.timeIntervalSinceNow)))
+            usleep(UInt32(min(0.05, max(0, deadline.timeIntervalSinceNow)) * 1_000_000))
         }
         return !isStopped
     }

@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 
 /// What `resumectl upload` asks for.
 public struct UploadRequest: Sendable, Equatable {

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import Glibc
 
 /// What `resumectl download` asks for.
@@ -216,15 +216,13 @@ public enum TransferResult: Sendable, Equatable {
 /// Runs blocking work on a thread of its own, never on Swift's cooperative pool.
 func onOwnThread<T: Sendable>(_ body: @escaping @Sendable () throws(TransferError) -> T) async throws(TransferError) -> T {
     let result: Result<T, TransferError> = await withCheckedContinuation { continuation in
-        let thread = Thread {
+        runOnBackgroundThread("transfer") {
             do throws(TransferError) {
                 continuation.resume(returning: .success(try body()))
             } catch {
                 continuation.resume(returning: .failure(error))
             }
         }
-        thread.stackSize = 4 << 20
-        thread.start()
     }
     return try result.get()
 }

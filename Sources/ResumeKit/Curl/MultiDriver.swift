@@ -1,6 +1,6 @@
 import CCurl
 import Dispatch
-import Foundation
+import FoundationEssentials
 import Synchronization
 
 /// libcurl's multi interface on a thread of its own. Sessions hand it an easy handle and wait; the
@@ -26,9 +26,7 @@ final class MultiDriver: @unchecked Sendable {
         _ = try EasyHandle()  // makes sure curl_global_init ran
         guard let multi = curl_multi_init() else { throw CurlError(CURLE_FAILED_INIT) }
         self.multi = multi
-        let thread = Thread { [self] in loop() }
-        thread.name = "resumectl.curl-multi"
-        thread.start()
+        runOnBackgroundThread("curl-multi") { [self] in loop() }
     }
 
     /// Runs `handle`'s transfer on the multi handle and waits for its end.

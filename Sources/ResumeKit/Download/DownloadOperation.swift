@@ -1,5 +1,5 @@
 import Crypto
-import Foundation
+import FoundationEssentials
 import Glibc
 
 /// Runs one download to its end on the calling thread: asks the state machine what to send, moves the

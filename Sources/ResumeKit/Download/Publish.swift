@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import Glibc
 
 /// The last step of every download: the checksum, then the atomic rename of the synced `.part` file
@@ -19,7 +19,7 @@ enum Publish {
             throw TransferError(.cannotCreateOutput,
                 "cannot rename \(download.partPath) to \(download.path): \(String(cString: strerror(errno)))", tokenID: tokenID)
         }
-        syncDirectory((download.path as NSString).deletingLastPathComponent)
+        syncDirectory(Paths.parent(of: download.path))
         store.remove(id: tokenID)
         emit(.completed(location: download.path, bytes: bytes, sha256: digest))
         return DownloadResult(path: download.path, bytes: bytes, sha256: digest, alreadyComplete: false)

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import Glibc
 import Synchronization
 
@@ -66,13 +66,9 @@ final class SegmentedDownload {
         }
         emit(.started(kind: .download, url: token.url, path: download.path,
             offset: segments.reduce(0) { $0 + $1.committed }, total: total))
-        let threads = workers.filter { !$0.isDone }.map { worker in
-            let t = Thread { worker.run() }
-            t.stackSize = 1 << 20
-            t.start()
-            return t
+        for worker in workers where !worker.isDone {
+            runOnBackgroundThread("segment") { worker.run() }
         }
-        _ = threads
 
         var lastCheckpoint = Monotonic.now
         var pacer = ProgressPacer(bytes: workers.reduce(0) { $0 + $1.written })

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import RawStructuredFieldValues
 
 /// Structured field values (RFC 9651) read from response headers through swift-http-structured-headers.

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// The failure count of one transfer (or segment) under a `RetryPolicy`: it starts again after any
 /// attempt that moved bytes, so a long transfer over a flaky link is not cut off by its number of drops.

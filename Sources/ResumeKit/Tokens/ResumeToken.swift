@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// The resume state of one transfer, as stored in `tokens/<id>.json` (schema version 1).
 ///

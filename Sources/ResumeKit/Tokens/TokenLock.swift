@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import Glibc
 
 /// The exclusive `flock` a running transfer holds on `tokens/<id>.lock`; the file holds its pid so
@@ -57,6 +57,6 @@ public final class TokenLock: @unchecked Sendable {
         var buffer = [UInt8](repeating: 0, count: 32)
         let n = read(fd, &buffer, 31)
         guard n > 0 else { return nil }
-        return Int32(String(decoding: buffer[0..<n], as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines))
+        return Int32(String(decoding: buffer[0..<n], as: UTF8.self).trimmingSpaces().filter { $0.isNumber })
     }
 }

@@ -1,5 +1,5 @@
 import Crypto
-import Foundation
+import FoundationEssentials
 import Glibc
 
 /// Errors of the token store, each with the sentence a user should read.
@@ -34,7 +34,9 @@ public struct TokenStore: Sendable {
     public static func defaultDirectory(environment: [String: String] = ProcessInfo.processInfo.environment) -> String {
         if let dir = environment["RESUMECTL_STATE_DIR"], !dir.isEmpty { return dir }
         if let xdg = environment["XDG_STATE_HOME"], !xdg.isEmpty { return xdg + "/resumectl" }
-        let home = environment["HOME"].flatMap { $0.isEmpty ? nil : $0 } ?? NSHomeDirectory()
+        let home = environment["HOME"].flatMap { $0.isEmpty ? nil : $0 }
+            ?? getpwuid(getuid()).flatMap { $0.pointee.pw_dir.map { String(cString: $0) } } ?? "/"
+
         return home + "/.local/state/resumectl"
     }
 

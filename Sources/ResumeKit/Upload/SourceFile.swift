@@ -1,5 +1,5 @@
 import Crypto
-import Foundation
+import FoundationEssentials
 import Glibc
 
 /// An upload's source, open for the whole upload, with the identity a token records.

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// What a finished upload produced.
 public struct UploadResult: Sendable, Equatable {

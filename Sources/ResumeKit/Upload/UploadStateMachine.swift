@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// The upload protocol rules of draft-ietf-httpbis-resumable-upload, with no I/O and no clock.
 /// It says which request to send next and what each response means; the operation runs them.

@@ -1,0 +1,16 @@
+import Dispatch
+
+/// Runs blocking work (a libcurl transfer, a fsync) on a thread of its own, never on Swift's cooperative
+/// pool: a private serial queue gets a dispatch worker thread that may block as long as it needs.
+func runOnBackgroundThread(_ name: String, _ body: @escaping @Sendable () -> Void) {
+    DispatchQueue(label: "resumectl." + name).async(execute: body)
+}
+
+/// Path helpers on plain strings.
+enum Paths {
+    /// The folder part of an absolute path (`/` for a top-level entry).
+    static func parent(of path: String) -> String {
+        guard let slash = path.lastIndex(of: "/") else { return "." }
+        return slash == path.startIndex ? "/" : String(path[..<slash])
+    }
+}
