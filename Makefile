@@ -39,6 +39,7 @@ test-e2e: deps
 install: release
 	install -d $(DESTDIR)$(PREFIX)/bin
 	install -m 755 .build/release/resumectl $(DESTDIR)$(PREFIX)/bin/resumectl
+	install -m 755 .build/release/resumectl-serve $(DESTDIR)$(PREFIX)/bin/resumectl-serve
 
 demo: build
 	scripts/demo.sh .build/debug/resumectl

@@ -6,6 +6,7 @@ let package = Package(
     platforms: [.macOS(.v15)],
     products: [
         .executable(name: "resumectl", targets: ["resumectl"]),
+        .executable(name: "resumectl-serve", targets: ["resumectl-serve"]),
         .library(name: "ResumeKit", targets: ["ResumeKit"]),
         .library(name: "ResumeServer", targets: ["ResumeServer"]),
     ],
@@ -50,6 +51,13 @@ let package = Package(
             name: "resumectl",
             dependencies: [
                 "ResumeKit",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ]
+        ),
+        // `resumectl serve` runs this binary: the server's NIO and Foundation stay out of every transfer.
+        .executableTarget(
+            name: "resumectl-serve",
+            dependencies: [
                 "ResumeServer",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]

@@ -17,6 +17,8 @@ import Testing
         (["download"], 64, "give a URL, or -i LIST"),
         (["download", "http://127.0.0.1:9/f", "--checkpoint-interval", "-1"], 64, "checkpoint-interval"),
         (["pause", "d-0000000000000000"], 66, "no token named"),
+        (["serve", "/nonexistent-folder"], 66, "directory not found"),
+        (["serve", "--port", "70000"], 64, "--port must be between 0 and 65535"),
         (["resume", "d-0000000000000000"], 66, "no token named"),
         (["show", "u-nothing"], 66, "no token named"),
         (["cancel", "d-nothing"], 66, "no token named"),
@@ -25,7 +27,8 @@ import Testing
     ])
     func badInputExitsWithTheDocumentedStatus(args: [String], status: Int32, message: String) async throws {
         let h = try Workspace()
-        let r = args.first == "frobnicate" ? try await runProcess(resumectlBinary, args) : try await h.run(args)
+        let takesStateDir = args.first != "frobnicate" && args.first != "serve"
+        let r = takesStateDir ? try await h.run(args) : try await runProcess(resumectlBinary, args)
         #expect(r.status == status, "stderr: \(r.stderr)")
         #expect(r.stderr.contains(message), "stderr: \(r.stderr)")
         #expect(r.stdout.isEmpty)

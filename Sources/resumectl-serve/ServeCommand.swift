@@ -12,9 +12,10 @@ import Darwin
 #endif
 
 /// `resumectl serve [DIR]`: ranged downloads and resumable uploads for one folder.
+@main
 struct Serve: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "serve",
+        commandName: "resumectl serve",
         abstract: "Serve a folder over HTTP: ranged downloads and resumable uploads.",
         discussion: """
             GET and HEAD serve the files below <dir> with strong ETags and single byte ranges \
@@ -24,6 +25,24 @@ struct Serve: AsyncParsableCommand {
             one line per request on standard error; SIGINT or SIGTERM stops it.
             """
     )
+
+    /// Usage errors are one line on stderr, as for every resumectl command.
+    static func main() async {
+        do {
+            var command = try parseAsRoot()
+            if var asyncCommand = command as? AsyncParsableCommand { try await asyncCommand.run() } else { try command.run() }
+        } catch {
+            let code = exitCode(for: error)
+            let message = fullMessage(for: error)
+            if code == .success {
+                if !message.isEmpty { print(message) }
+            } else if !message.isEmpty {
+                let line = (message.split(separator: "\n").first.map(String.init) ?? message).replacingPrefix("Error: ")
+                Standard.error("resumectl: \(line) (see 'resumectl serve --help')")
+            }
+            Glibc.exit(code.rawValue)
+        }
+    }
 
     @Argument(help: ArgumentHelp("Folder to serve.", valueName: "dir"), completion: .directory)
     var directory: String = "."
@@ -123,5 +142,12 @@ private enum TerminationSignal {
                 return !done
             }
         }
+    }
+}
+
+
+extension String {
+    fileprivate func replacingPrefix(_ prefix: String) -> String {
+        hasPrefix(prefix) ? String(dropFirst(prefix.count)) : self
     }
 }
