@@ -51,14 +51,6 @@ final class Reporter: @unchecked Sendable {
         }
     }
 
-    func note(_ text: String) {
-        lock.withLock { _ in
-            guard !quiet else { return }
-            clearProgress()
-            Output.stderr("resumectl: \(text)\n")
-        }
-    }
-
     private func emitHuman(_ event: TransferEvent) {
         switch event {
         case .progress(let bytes, let total, let rate):

@@ -82,10 +82,6 @@ final class CurlSession: TransportSession {
         if settings.maxReceiveRate > 0 { try h.set(CURLOPT_MAX_RECV_SPEED_LARGE, offset: settings.maxReceiveRate) }
         if settings.maxSendRate > 0 { try h.set(CURLOPT_MAX_SEND_SPEED_LARGE, offset: settings.maxSendRate) }
         if settings.verbose { try h.set(CURLOPT_VERBOSE, 1) }
-        if settings.insecure {
-            try h.set(CURLOPT_SSL_VERIFYPEER, 0)
-            try h.set(CURLOPT_SSL_VERIFYHOST, 0)
-        }
 
         var headers = request.headers
         switch request.method {

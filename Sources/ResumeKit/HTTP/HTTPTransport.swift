@@ -46,7 +46,6 @@ public struct TransportSettings: Sendable, Equatable {
     public var receiveBufferSize: Int = 512 * 1024
     public var uploadBufferSize: Int = 512 * 1024
     public var verbose: Bool = false
-    public var insecure: Bool = false
 
     public init() {}
 }

@@ -22,11 +22,6 @@ public struct HeaderFields: Sendable, Equatable, ExpressibleByDictionaryLiteral 
         fields.first { $0.name.caseInsensitiveEquals(name) }?.value
     }
 
-    /// Every value of `name`, in order.
-    public func values(_ name: String) -> [String] {
-        fields.filter { $0.name.caseInsensitiveEquals(name) }.map(\.value)
-    }
-
     public mutating func append(_ name: String, _ value: String) {
         fields.append(Field(name: name, value: value))
     }

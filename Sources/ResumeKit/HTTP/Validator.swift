@@ -1,5 +1,5 @@
 /// An entity tag as sent in `ETag` (RFC 9110 §8.8.3).
-public struct EntityTag: Sendable, Equatable, Codable {
+public struct EntityTag: Sendable, Equatable {
     /// The tag exactly as received, quotes and any `W/` prefix included.
     public var rawValue: String
 
@@ -15,19 +15,6 @@ public struct EntityTag: Sendable, Equatable, Codable {
     /// Strong comparison: both strong and character-for-character equal.
     public func stronglyMatches(_ other: EntityTag) -> Bool {
         !isWeak && !other.isWeak && rawValue == other.rawValue
-    }
-
-    public init(from decoder: any Decoder) throws {
-        let raw = try decoder.singleValueContainer().decode(String.self)
-        guard let tag = EntityTag(raw) else {
-            throw DecodingError.dataCorrupted(.init(codingPath: decoder.codingPath, debugDescription: "not an entity tag"))
-        }
-        self = tag
-    }
-
-    public func encode(to encoder: any Encoder) throws {
-        var c = encoder.singleValueContainer()
-        try c.encode(rawValue)
     }
 }
 

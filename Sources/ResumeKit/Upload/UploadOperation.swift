@@ -158,7 +158,6 @@ final class UploadOperation: ExchangeDelegate {
         guard let url = machine.informational(head, requestURL: requestURL) else { return }
         if let max = UploadStateMachine.maxSize(head), max < upload.source.size {
             tooLarge = max
-            cancellationLocal = true
             return
         }
         // Persist now: if the link dies in the next millisecond, this URL is what lets us resume.
@@ -168,8 +167,6 @@ final class UploadOperation: ExchangeDelegate {
         do { try save() } catch { saveError = error.message }
     }
 
-    private var cancellationLocal = false
-
     func exchange(head: ResponseHead, effectiveURL: String) -> Bool {
         finalHead = head
         return true
@@ -178,7 +175,7 @@ final class UploadOperation: ExchangeDelegate {
     func exchange(body: UnsafeRawBufferPointer) -> Bool { true }
 
     func exchange(progressReceived received: Int64, sent: Int64) -> Bool {
-        if cancellationLocal { return false }
+        if tooLarge != nil { return false }  // the server's limit is known to be too small: stop sending
         sentThisAttempt = sent
         let bytes = bodyStart + sent
         if let rate = pacer.tick(bytes: bytes) { emit(.progress(bytes: bytes, total: upload.source.size, rate: rate)) }
