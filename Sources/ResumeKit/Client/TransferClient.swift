@@ -151,8 +151,11 @@ public struct TransferClient: Sendable {
         token.headers = HeaderLines.merge(stored: token.headers, given: extraHeaders)
         let fresh = token.download!.committedBytes == 0 && token.download!.totalBytes == nil
         if token.download?.segments != nil || (options.connections > 1 && fresh) {
+            // All segments share one network thread: on a fast link more receiving threads than cores only contend.
+            let multi = transport is CurlTransport ? try? CurlTransport.multi() : nil
+            defer { multi?.shutdown() }
             let segmented = SegmentedDownload(
-                token: token, store: store, transport: transport, options: options, connections: options.connections,
+                token: token, store: store, transport: multi ?? transport, options: options, connections: options.connections,
                 cancellation: cancellation, events: events)
             do {
                 return try segmented.run()

@@ -39,13 +39,18 @@ final class Committer: Sendable {
 
     /// Starts the disk writing `range` of `fd` now rather than at the next checkpoint, so that data flows
     /// to the disk while the body arrives and the final fsync has little left to wait for.
-    func startWriteback(fd: Int32, from: Int64, to: Int64) {
-        guard kicking.compareExchange(expected: false, desired: true, ordering: .acquiringAndReleasing).exchanged else { return }
+    /// - Returns: false when a kick is still running; the caller keeps the range for the next one.
+    @discardableResult
+    func startWriteback(fd: Int32, ranges: [Range<Int64>]) -> Bool {
+        guard kicking.compareExchange(expected: false, desired: true, ordering: .acquiringAndReleasing).exchanged else { return false }
         writeback.async {
             // On Linux this starts writeback of the range's dirty pages without waiting for it.
-            _ = posix_fadvise(fd, off_t(from), off_t(to - from), POSIX_FADV_DONTNEED)
+            for range in ranges where !range.isEmpty {
+                _ = posix_fadvise(fd, off_t(range.lowerBound), off_t(range.count), POSIX_FADV_DONTNEED)
+            }
             self.kicking.store(false, ordering: .releasing)
         }
+        return true
     }
 
     /// The first failure of a background checkpoint, if any.

@@ -269,8 +269,9 @@ final class DownloadOperation: ExchangeDelegate {
             receivedThisAttempt += Int64(body.count)
             let now = Monotonic.now
             if part.length - lastWriteback >= 8 << 20 {
-                committer.startWriteback(fd: part.fileDescriptor, from: lastWriteback, to: part.length)
-                lastWriteback = part.length
+                if committer.startWriteback(fd: part.fileDescriptor, ranges: [lastWriteback..<part.length]) {
+                    lastWriteback = part.length
+                }
             }
             if part.length - lastCheckpointLength >= options.checkpointBytes || now - lastCheckpoint >= options.checkpointInterval {
                 try checkpointInBackground()

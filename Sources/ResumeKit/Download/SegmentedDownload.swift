@@ -73,6 +73,8 @@ final class SegmentedDownload {
         var lastCheckpoint = Monotonic.now
         var pacer = ProgressPacer(bytes: workers.reduce(0) { $0 + $1.written })
         var outcome: SegmentWorker.Outcome?
+        let writeback = Committer()
+        var kicked = workers.map(\.written)
         while true {
             if let reason = cancellation.reason { stop.stop(reason) }
             let finished = workers.allSatisfy(\.isFinished)
@@ -85,6 +87,12 @@ final class SegmentedDownload {
             let now = Monotonic.now
             let bytes = workers.reduce(0) { $0 + $1.written }
             if let rate = pacer.tick(bytes: bytes, now: now) { emit(.progress(bytes: bytes, total: total, rate: rate)) }
+            // As with one connection: the disk writes while data arrives, so the last fdatasync is short.
+            if bytes - kicked.reduce(0, +) >= 8 << 20 {
+                let written = workers.map(\.written)
+                let ranges = workers.indices.map { workers[$0].start + kicked[$0] ..< workers[$0].start + written[$0] }
+                if writeback.startWriteback(fd: fd, ranges: ranges) { kicked = written }
+            }
             if now - lastCheckpoint >= options.checkpointInterval {
                 try checkpoint(fd: fd, workers: workers)
                 lastCheckpoint = now
@@ -177,7 +185,7 @@ final class SegmentWorker: ExchangeDelegate, @unchecked Sendable {
     }
 
     let index: Int
-    private let start: Int64
+    let start: Int64
     private let end: Int64
     private let url: String
     private let headers: [String]
