@@ -1,8 +1,13 @@
 // libcurl for Swift. curl_easy_setopt and curl_easy_getinfo are variadic, which Swift cannot call,
 // so each argument type gets one fixed-arity wrapper. No logic lives here.
+// Also the one libc call Swift's Glibc module leaves out: syncfs(2) is declared only under _GNU_SOURCE.
 #ifndef RESUMECTL_CCURL_H
 #define RESUMECTL_CCURL_H
 
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include <unistd.h>
 #include <curl/curl.h>
 
 typedef size_t (*rctl_data_cb)(char *_Nonnull ptr, size_t size, size_t nmemb, void *_Nullable userdata);
@@ -20,5 +25,7 @@ static inline CURLcode rctl_setopt_xferinfo_cb(CURL *_Nonnull h, CURLoption o, r
 static inline CURLcode rctl_getinfo_long(CURL *_Nonnull h, CURLINFO i, long *_Nonnull v) { return curl_easy_getinfo(h, i, v); }
 static inline CURLcode rctl_getinfo_off_t(CURL *_Nonnull h, CURLINFO i, curl_off_t *_Nonnull v) { return curl_easy_getinfo(h, i, v); }
 static inline CURLcode rctl_getinfo_string(CURL *_Nonnull h, CURLINFO i, char *_Nullable *_Nonnull v) { return curl_easy_getinfo(h, i, v); }
+
+static inline int rctl_syncfs(int fd) { return syncfs(fd); }
 
 #endif

@@ -145,6 +145,26 @@ import Testing
         #expect(try sha256(file: w.out + "/f.bin") == digest)
     }
 
+    /// A list's file has no token and no lock file before its first checkpoint: the lock on its `.part`
+    /// file keeps a second process out, and no lock file is ever made for it.
+    @Test func secondProcessOnAListFileBeforeItsFirstCheckpointIsRefused() async throws {
+        let w = try Workspace()
+        let digest = try makeRandomFile(path: w.path("www/f.bin"), size: 1_000_000, seed: 18)
+        let nginx = try await NginxServer(root: w.path("www"), limitRate: 200_000)
+        try nginx.url(for: "f.bin").write(toFile: w.path("list.txt"), atomically: true, encoding: .utf8)
+        let first = try w.start(["download", "-i", w.path("list.txt"), "--checkpoint-interval", "0", "--json"])
+        _ = try await first.waitForLine { $0.contains("\"progress\"") }
+        #expect(try FileManager.default.contentsOfDirectory(atPath: w.path("state/tokens")).isEmpty)
+        let second = try await w.run(["download", nginx.url(for: "f.bin")])
+        #expect(second.status == 75, "\(second)")
+        #expect(second.stderr.split(separator: "\n").count == 1)
+        #expect(second.stderr.contains("pid \(first.pid)"), "\(second)")
+        let done = try await first.wait()
+        #expect(done.status == 0, "\(done)")
+        #expect(try sha256(file: w.out + "/f.bin") == digest)
+        #expect(try FileManager.default.contentsOfDirectory(atPath: w.path("state/tokens")).isEmpty)
+    }
+
     @Test func pauseFromAnotherShellDuringADownload() async throws {
         let w = try Workspace()
         let digest = try makeRandomFile(path: w.path("www/f.bin"), size: Self.size, seed: 9)

@@ -117,5 +117,8 @@ import Testing
         #expect(r.status == 0, "\(r)")
         #expect(names(events(r.stdout)).filter { $0 == "completed" }.count == 5)
         #expect(r.stderr.isEmpty)
+        // Published in a batch: every file in place, no `.part` left, no token or lock file ever made.
+        #expect(try FileManager.default.contentsOfDirectory(atPath: w.path("dest")).sorted() == (0..<5).map { "g\($0).bin" })
+        #expect(try FileManager.default.contentsOfDirectory(atPath: w.path("state/tokens")).isEmpty)
     }
 }

@@ -97,4 +97,34 @@ import Testing
         _ = try TokenLock(path: path)
         try? FileManager.default.removeItem(atPath: dir)
     }
+
+    /// A holder that removes the file as it lets go leaves nobody holding a lock on a file no longer there.
+    @Test func lockTakenFromARemovedFileMovesToTheNewOne() throws {
+        try store.ensureDirectory()
+        let path = store.lockPath(forID: "d-gone")
+        let first = try TokenLock(path: path)
+        let opened = open(path, O_RDWR)  // another process opened the file before the holder removed it
+        defer { close(opened) }
+        first.release(removingFile: true)
+        #expect(access(path, F_OK) != 0)
+        #expect(flock(opened, LOCK_EX | LOCK_NB) == 0)  // a lock on the removed file: excludes nobody
+        let second = try TokenLock(path: path)
+        #expect(TokenLock.holder(path: path) == getpid())
+        #expect(throws: TokenLock.Failure.held(pid: getpid())) { try TokenLock(path: path) }
+        second.release(removingFile: true)
+        try? FileManager.default.removeItem(atPath: dir)
+    }
+
+    @Test func flockHolderNamesTheProcessHoldingAFile() throws {
+        try store.ensureDirectory()
+        let path = dir + "/x.part"
+        let fd = open(path, O_RDWR | O_CREAT, 0o600)
+        defer { close(fd) }
+        let other = open(path, O_RDWR)
+        defer { close(other) }
+        #expect(TokenLock.flockHolder(of: other) == nil)
+        #expect(flock(fd, LOCK_EX | LOCK_NB) == 0)
+        #expect(TokenLock.flockHolder(of: other) == getpid())
+        try? FileManager.default.removeItem(atPath: dir)
+    }
 }

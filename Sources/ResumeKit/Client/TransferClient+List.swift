@@ -10,12 +10,17 @@ extension TransferClient {
         _ requests: [DownloadRequest], parallel: Int, cancellation: Cancellation = Cancellation(),
         events: @escaping @Sendable (Int, TransferEvent) -> Void = { _, _ in }
     ) async -> [Result<DownloadResult, TransferError>] {
-        _ = store.removeLeftovers()
+        do throws(TransferError) {
+            try prepareStateDirectory()
+        } catch {
+            return requests.map { _ in .failure(error) }
+        }
         let queue = WorkQueue(count: requests.count)
         let workers = max(1, min(parallel, requests.count))
         let multi = transport is CurlTransport ? try? CurlTransport.multi() : nil
         defer { multi?.shutdown() }
         let transport: any HTTPTransport = multi ?? self.transport
+        let publisher = BatchPublisher(store: store)
         await withTaskGroup(of: Void.self) { group in
             for _ in 0..<workers {
                 group.addTask {
@@ -23,7 +28,9 @@ extension TransferClient {
                         let session = transport.makeSession()
                         while !cancellation.isStopped, let i = queue.take() {
                             do throws(TransferError) {
-                                let result = try self.runDownload(requests[i], session: session, cancellation: cancellation) { events(i, $0) }
+                                let result = try self.runDownload(
+                                    requests[i], session: session, batch: publisher.slot(i), cancellation: cancellation
+                                ) { events(i, $0) }
                                 queue.finish(i, .success(result))
                             } catch {
                                 queue.finish(i, .failure(error))
@@ -33,8 +40,12 @@ extension TransferClient {
                 }
             }
         }
+        let unpublished = publisher.finish()
         let reason = cancellation.reason ?? .interrupt
-        return queue.results.map { $0 ?? .failure(TransferError(.stopped(reason), "not started")) }
+        return queue.results.enumerated().map { i, result in
+            if let failure = unpublished[i] { return .failure(failure) }
+            return result ?? .failure(TransferError(.stopped(reason), "not started"))
+        }
     }
 }
 

@@ -51,7 +51,7 @@ public struct TransferClient: Sendable {
         _ request: DownloadRequest, cancellation: Cancellation = Cancellation(), events: @escaping EventHandler = { _ in }
     ) async throws(TransferError) -> DownloadResult {
         try await onOwnThread { () throws(TransferError) in
-            _ = self.store.removeLeftovers()
+            try self.prepareStateDirectory()
             return try self.runDownload(request, cancellation: cancellation, events: events)
         }
     }
@@ -94,18 +94,24 @@ public struct TransferClient: Sendable {
 
     // MARK: Downloads
 
+    /// - Parameter batch: a list's publisher, which takes over small files once their data is complete.
     func runDownload(
-        _ request: DownloadRequest, session: (any TransportSession)? = nil, cancellation: Cancellation, events: @escaping EventHandler
+        _ request: DownloadRequest, session: (any TransportSession)? = nil, batch: BatchPublisher.Slot? = nil,
+        cancellation: Cancellation, events: @escaping EventHandler
     ) throws(TransferError) -> DownloadResult {
         try URLCheck.validate(request.url)
         _ = try HeaderLines.parse(request.headers)
         let path = try OutputPath.resolve(url: request.url, output: request.outputPath)
         let id = TokenStore.makeID(kind: .download, url: request.url, path: path)
-        let lock = try takeLock(id)
+        let lock = TokenGuard(store: store, id: id)
         defer { lock.release() }
 
         var token: ResumeToken
-        if store.exists(id: id) {
+        // `pause` finds a transfer by its lock file. Only a list's files, most of which end before their
+        // first checkpoint, take it lazily, with their token (see TokenGuard).
+        let exists = store.exists(id: id)
+        if exists || batch == nil { try lock.hold() }
+        if exists {
             token = try loadToken(id)
             guard token.kind == .download else { throw TransferError(.badToken, "token \(id) is not a download") }
             let stored = ResumeToken.storableHeaders(request.headers)
@@ -122,7 +128,8 @@ public struct TransferClient: Sendable {
             // The token is first written at the first checkpoint: data first, token second.
         }
         return try runDownloadOperation(
-            token, extraHeaders: request.headers, onChange: request.onChange, session: session, cancellation: cancellation, events: events)
+            token, lock: lock, extraHeaders: request.headers, onChange: request.onChange, session: session, batch: batch,
+            cancellation: cancellation, events: events)
     }
 
     func runResumeDownload(
@@ -139,18 +146,19 @@ public struct TransferClient: Sendable {
             token.url = newURL
             onChange = .fail  // a replacement URL must serve the very same bytes
         }
-        return try runDownloadOperation(token, extraHeaders: headers, onChange: onChange, cancellation: cancellation, events: events)
+        return try runDownloadOperation(token, lock: lock, extraHeaders: headers, onChange: onChange, cancellation: cancellation, events: events)
     }
 
     private func runDownloadOperation(
-        _ token: ResumeToken, extraHeaders: [String], onChange: DownloadStateMachine.OnChange, session: (any TransportSession)? = nil,
-        cancellation: Cancellation, events: @escaping EventHandler
+        _ token: ResumeToken, lock: TokenGuard, extraHeaders: [String], onChange: DownloadStateMachine.OnChange,
+        session: (any TransportSession)? = nil, batch: BatchPublisher.Slot? = nil, cancellation: Cancellation, events: @escaping EventHandler
     ) throws(TransferError) -> DownloadResult {
         var token = token
         // Credentials given now are used for this run; `TokenStore.save` keeps them out of the file.
         token.headers = HeaderLines.merge(stored: token.headers, given: extraHeaders)
         let fresh = token.download!.committedBytes == 0 && token.download!.totalBytes == nil
         if token.download?.segments != nil || (options.connections > 1 && fresh) {
+            try lock.hold()  // the segment plan is written before any data
             // All segments share one network thread: on a fast link more receiving threads than cores only contend.
             let multi = transport is CurlTransport ? try? CurlTransport.multi() : nil
             defer { multi?.shutdown() }
@@ -174,8 +182,8 @@ public struct TransferClient: Sendable {
             }
         }
         let operation = DownloadOperation(
-            token: token, store: store, session: session ?? transport.makeSession(), options: options, onChange: onChange,
-            cancellation: cancellation, events: events)
+            token: token, lock: lock, store: store, session: session ?? transport.makeSession(), options: options, onChange: onChange,
+            batch: batch, cancellation: cancellation, events: events)
         return try operation.run()
     }
 
@@ -193,20 +201,17 @@ public struct TransferClient: Sendable {
         return DownloadResult(path: path, bytes: size, sha256: digest, alreadyComplete: true)
     }
 
-    func takeLock(_ id: String) throws(TransferError) -> TokenLock {
-        do {
-            try store.ensureDirectory()
-        } catch { throw TransferError(.localIO, "\(error)") }
-        do {
-            return try TokenLock(path: store.lockPath(forID: id))
-        } catch let failure as TokenLock.Failure {
-            if case .held = failure {
-                throw TransferError(.busy, "\(failure); not starting a second one", tokenID: nil)
-            }
-            throw TransferError(.localIO, "\(failure)")
-        } catch {
-            throw TransferError(.localIO, "\(error)")
-        }
+    /// Fails at once when tokens cannot be written, rather than at a download's first checkpoint.
+    func prepareStateDirectory() throws(TransferError) {
+        do { try store.ensureDirectory() } catch { throw TransferError(.localIO, "\(error)") }
+        _ = store.removeLeftovers()
+    }
+
+    /// The lock of a token that exists (or is written at once, as an upload's is).
+    func takeLock(_ id: String) throws(TransferError) -> TokenGuard {
+        let lock = TokenGuard(store: store, id: id)
+        try lock.hold()
+        return lock
     }
 }
 

@@ -7,6 +7,7 @@ import Glibc
 /// renames. Data is always on disk before the token records it.
 final class DownloadOperation: ExchangeDelegate {
     private var token: ResumeToken
+    private let lock: TokenGuard
     private let store: TokenStore
     private let session: any TransportSession
     private let options: TransferOptions
@@ -14,6 +15,9 @@ final class DownloadOperation: ExchangeDelegate {
     private let emit: EventHandler
     private var machine: DownloadStateMachine
     private var part: PartFile!
+    /// Set when a list's publisher owns the `.part` file from here on.
+    private let batch: BatchPublisher.Slot?
+    private var handedOver = false
 
     // State of the exchange in flight.
     private var requestedOffset: Int64 = 0
@@ -42,10 +46,13 @@ final class DownloadOperation: ExchangeDelegate {
     }
 
     init(
-        token: ResumeToken, store: TokenStore, session: any TransportSession, options: TransferOptions,
-        onChange: DownloadStateMachine.OnChange, cancellation: Cancellation, events: @escaping EventHandler
+        token: ResumeToken, lock: TokenGuard, store: TokenStore, session: any TransportSession, options: TransferOptions,
+        onChange: DownloadStateMachine.OnChange, batch: BatchPublisher.Slot? = nil, cancellation: Cancellation,
+        events: @escaping EventHandler
     ) {
         self.token = token
+        self.batch = batch
+        self.lock = lock
         self.store = store
         self.session = session
         self.options = options
@@ -76,12 +83,14 @@ final class DownloadOperation: ExchangeDelegate {
     private func runAttempts() throws(TransferError) -> DownloadResult {
         do {
             part = try PartFile(path: download.partPath, keeping: download.committedBytes)
+        } catch let busy as PartFile.Busy {
+            throw TransferError(.busy, "\(TokenLock.Failure.held(pid: busy.pid)); not starting a second one")
         } catch {
             throw TransferError(.cannotCreateOutput, "cannot open \(download.partPath): \(error)")
         }
         defer {
             committer.waitIdle()  // a checkpoint in flight still uses the descriptor
-            part.close()
+            if !handedOver { part.close() }
         }
         if part.committed < download.committedBytes {
             emit(.note("\(download.partPath) holds \(part.committed) of \(download.committedBytes) recorded bytes; continuing from \(part.committed)"))
@@ -303,6 +312,7 @@ final class DownloadOperation: ExchangeDelegate {
     /// Hands a checkpoint of everything written so far to the committer.
     private func checkpointInBackground() throws(TransferError) {
         if let error = committer.error { throw TransferError(.localIO, error, tokenID: tokenOnDisk ? token.id : nil) }
+        if !tokenOnDisk { try lock.hold() }
         var snapshot = token
         snapshot.download?.committedBytes = part.length
         let store = self.store
@@ -320,6 +330,7 @@ final class DownloadOperation: ExchangeDelegate {
             throw TransferError(.localIO, "cannot write \(part.path): \(error)", tokenID: token.id)
         }
         download.committedBytes = part.committed
+        try lock.hold()
         do { try store.save(token) } catch {
             throw TransferError(.localIO, "\(error)", tokenID: token.id)
         }
@@ -363,17 +374,25 @@ final class DownloadOperation: ExchangeDelegate {
     }
 
     private func finish() throws(TransferError) -> DownloadResult {
-        try syncData()
         var digest: String?
         if wantsHash || download.expectedSHA256 != nil {
             do { try catchUpHash() } catch {
-                throw TransferError(.localIO, "cannot read \(part.path): \(error)", tokenID: token.id)
+                throw TransferError(.localIO, "cannot read \(part.path): \(error)", tokenID: tokenOnDisk ? token.id : nil)
             }
             digest = hasher?.finalize().hex
         }
-        return try Publish.download(download, tokenID: token.id, bytes: part.committed, sha256: digest, store: store, emit: emit) {
-            () throws(TransferError) in try commit()
+        let finished = Publish.Finished(
+            download: download, tokenID: token.id, tokenOnDisk: tokenOnDisk, bytes: part.length, sha256: digest, emit: emit)
+        try Publish.verify(finished) { () throws(TransferError) in try commit() }
+        if let batch, !tokenOnDisk {
+            // A list's small file: the batch makes it durable together with others, then renames it.
+            committer.waitIdle()
+            batch.submit(finished, part: part)
+            handedOver = true
+            return finished.result
         }
+        try syncData()
+        return try Publish.download(finished, store: store) { () throws(TransferError) in try commit() }
     }
 
     private func stop(_ reason: StopReason) throws(TransferError) -> TransferError {

@@ -9,12 +9,23 @@ final class PartFile {
     private(set) var length: Int64
     private(set) var committed: Int64
 
-    /// Opens (creating) `path` and cuts it to `keeping` bytes: anything after the last commit is an
-    /// unflushed tail or garbage. A file shorter than `keeping` keeps what it has.
+    /// Another process writes this `.part` file.
+    struct Busy: Error {
+        let pid: Int32?
+    }
+
+    /// Opens (creating) `path`, takes its `flock` (one writer at a time), and cuts it to `keeping` bytes:
+    /// anything after the last commit is an unflushed tail or garbage. A file shorter than `keeping`
+    /// keeps what it has.
     init(path: String, keeping: Int64) throws {
         self.path = path
         fd = try FileDescriptor.open(
             FilePath(path), .readWrite, options: [.create, .closeOnExec], permissions: [.ownerReadWrite, .groupRead, .otherRead])
+        guard flock(fd.rawValue, LOCK_EX | LOCK_NB) == 0 else {
+            let holder = TokenLock.flockHolder(of: fd.rawValue)
+            try? fd.close()
+            throw Busy(pid: holder)
+        }
         let size: Int64
         do { size = try fd.seek(offset: 0, from: .end) } catch {
             try? fd.close()

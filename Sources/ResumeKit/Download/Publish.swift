@@ -4,24 +4,56 @@ import Glibc
 /// The last step of every download: the checksum, then the atomic rename of the synced `.part` file
 /// into place, the folder synced, the token gone, the `completed` event.
 enum Publish {
-    /// - Parameter keepToken: runs before a checksum mismatch is thrown, so the token stays for `cancel`.
-    static func download(
-        _ download: ResumeToken.DownloadPart, tokenID: String, bytes: Int64, sha256 digest: String?, store: TokenStore,
-        emit: EventHandler, keepToken: () throws(TransferError) -> Void
-    ) throws(TransferError) -> DownloadResult {
-        if let expected = download.expectedSHA256, expected.lowercased() != digest {
+    /// Everything of a finished download that its publication needs.
+    struct Finished {
+        var download: ResumeToken.DownloadPart
+        var tokenID: String
+        /// False when the download ended before its first checkpoint: there is no token to remove.
+        var tokenOnDisk: Bool
+        var bytes: Int64
+        var sha256: String?
+        var emit: EventHandler
+
+        var result: DownloadResult {
+            DownloadResult(path: download.path, bytes: bytes, sha256: sha256, alreadyComplete: false)
+        }
+    }
+
+    /// Checks the expected checksum; `keepToken` runs before a mismatch is thrown, so the token stays for `cancel`.
+    static func verify(_ finished: Finished, keepToken: () throws(TransferError) -> Void) throws(TransferError) {
+        let download = finished.download
+        if let expected = download.expectedSHA256, expected.lowercased() != finished.sha256 {
             try keepToken()
             throw TransferError(.checksumMismatch,
-                "checksum mismatch: expected sha256 \(expected), got \(digest ?? "?"); the data stays in \(download.partPath)",
-                tokenID: tokenID)
+                "checksum mismatch: expected sha256 \(expected), got \(finished.sha256 ?? "?"); the data stays in \(download.partPath)",
+                tokenID: finished.tokenID)
         }
-        guard rename(download.partPath, download.path) == 0 else {
+    }
+
+    /// Publishes one download whose data is synced already.
+    static func download(_ finished: Finished, store: TokenStore, keepToken: () throws(TransferError) -> Void) throws(TransferError)
+        -> DownloadResult
+    {
+        try verify(finished, keepToken: keepToken)
+        try rename(finished)
+        syncDirectory(Paths.parent(of: finished.download.path))
+        complete(finished, store: store)
+        return finished.result
+    }
+
+    /// Moves the `.part` file to its final name; its data must be on disk already.
+    static func rename(_ finished: Finished) throws(TransferError) {
+        let download = finished.download
+        guard Glibc.rename(download.partPath, download.path) == 0 else {
             throw TransferError(.cannotCreateOutput,
-                "cannot rename \(download.partPath) to \(download.path): \(String(cString: strerror(errno)))", tokenID: tokenID)
+                "cannot rename \(download.partPath) to \(download.path): \(String(cString: strerror(errno)))",
+                tokenID: finished.tokenOnDisk ? finished.tokenID : nil)
         }
-        syncDirectory(Paths.parent(of: download.path))
-        store.remove(id: tokenID)
-        emit(.completed(location: download.path, bytes: bytes, sha256: digest))
-        return DownloadResult(path: download.path, bytes: bytes, sha256: digest, alreadyComplete: false)
+    }
+
+    /// After the rename is durable: the token goes, the `completed` event is sent.
+    static func complete(_ finished: Finished, store: TokenStore) {
+        if finished.tokenOnDisk { store.remove(id: finished.tokenID) }
+        finished.emit(.completed(location: finished.download.path, bytes: finished.bytes, sha256: finished.sha256))
     }
 }

@@ -53,6 +53,9 @@ final class SegmentedDownload {
             throw TransferError(.cannotCreateOutput, "cannot open \(download.partPath): \(String(cString: strerror(errno)))", tokenID: token.id)
         }
         defer { close(fd) }
+        guard flock(fd, LOCK_EX | LOCK_NB) == 0 else {
+            throw TransferError(.busy, "\(TokenLock.Failure.held(pid: TokenLock.flockHolder(of: fd))); not starting a second one")
+        }
         // Holes where nothing is committed yet; a longer file (garbage after a crash) is cut back.
         guard ftruncate(fd, off_t(total)) == 0 else {
             throw TransferError(.localIO, "cannot size \(download.partPath): \(String(cString: strerror(errno)))", tokenID: token.id)
@@ -173,7 +176,8 @@ final class SegmentedDownload {
             digest = try FileDigest.sha256(path: download.partPath)
         }
         // The token already holds every segment's committed bytes: it stays as it is on a mismatch.
-        return try Publish.download(download, tokenID: token.id, bytes: total, sha256: digest, store: store, emit: emit) {}
+        let finished = Publish.Finished(download: download, tokenID: token.id, tokenOnDisk: true, bytes: total, sha256: digest, emit: emit)
+        return try Publish.download(finished, store: store) {}
     }
 }
 

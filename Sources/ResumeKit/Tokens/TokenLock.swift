@@ -23,13 +23,25 @@ public final class TokenLock: @unchecked Sendable {
     /// Takes the lock without waiting, or throws `.held` with the holder's pid.
     public init(path: String) throws {
         self.path = path
-        let fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
-        guard fd >= 0 else { throw Failure.cannotOpen(path, reason: String(cString: strerror(errno))) }
-        if flock(fd, LOCK_EX | LOCK_NB) != 0 {
-            close(fd)
-            throw Failure.held(pid: Self.holder(path: path))
+        while true {
+            let fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
+            guard fd >= 0 else { throw Failure.cannotOpen(path, reason: String(cString: strerror(errno))) }
+            if flock(fd, LOCK_EX | LOCK_NB) != 0 {
+                close(fd)
+                throw Failure.held(pid: Self.holder(path: path))
+            }
+            // The holder before us may have removed the file after we opened it: a lock on a file that is
+            // no longer at `path` excludes nobody, so take the one that is there now.
+            var held = stat()
+            var current = stat()
+            guard fstat(fd, &held) == 0, stat(path, &current) == 0, held.st_ino == current.st_ino, held.st_dev == current.st_dev
+            else {
+                close(fd)
+                continue
+            }
+            self.fd = fd
+            break
         }
-        self.fd = fd
         ftruncate(fd, 0)
         let pid = "\(getpid())\n"
         _ = pid.utf8CString.withUnsafeBytes { pwrite(fd, $0.baseAddress, pid.utf8.count, 0) }
@@ -39,9 +51,11 @@ public final class TokenLock: @unchecked Sendable {
 
     private var released = false
 
-    public func release() {
+    /// - Parameter removingFile: unlink the lock file first (safe while held: see `init`).
+    public func release(removingFile: Bool = false) {
         guard !released else { return }
         released = true
+        if removingFile { unlink(path) }
         close(fd)
     }
 
@@ -59,4 +73,26 @@ public final class TokenLock: @unchecked Sendable {
         guard n > 0 else { return nil }
         return Int32(String(decoding: buffer[0..<n], as: UTF8.self).trimmingSpaces().filter { $0.isNumber })
     }
+
+    /// The pid holding a `flock` on the file open at `fd`, read from `/proc/locks` (Linux), for the
+    /// `.part` file of a download that has no token (and so no lock file) yet.
+    public static func flockHolder(of fd: Int32) -> Int32? {
+        var st = stat()
+        guard fstat(fd, &st) == 0, let table = try? String(contentsOfFile: "/proc/locks", encoding: .utf8) else { return nil }
+        let dev = UInt64(st.st_dev)
+        let major = ((dev >> 8) & 0xfff) | ((dev >> 32) & ~0xfff)
+        let minor = (dev & 0xff) | ((dev >> 12) & ~0xff)
+        // "1: FLOCK  ADVISORY  WRITE 4242 fd:01:1234567 0 EOF"
+        let file = String(major, radix: 16).leftPadded(2) + ":" + String(minor, radix: 16).leftPadded(2) + ":\(st.st_ino)"
+        for line in table.split(separator: "\n") {
+            let fields = line.split(separator: " ")
+            guard fields.count >= 6, fields[1] == "FLOCK", fields[5] == file else { continue }
+            return Int32(fields[4])
+        }
+        return nil
+    }
+}
+
+private extension String {
+    func leftPadded(_ width: Int) -> String { String(repeating: "0", count: max(0, width - count)) + self }
 }

@@ -120,6 +120,7 @@ public struct TokenStore: Sendable {
         syncDirectory(tokensDirectory)
     }
 
+    /// Removes a token and its lock file.
     public func remove(id: String) {
         let removedToken = unlink(path(forID: id)) == 0
         unlink(lockPath(forID: id))
