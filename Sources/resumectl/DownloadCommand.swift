@@ -89,8 +89,9 @@ extension Download {
         var configured = options.client()
         configured.options.connections = connections
         let client = configured
+        // Only JSON events carry the token id; working it out costs a path resolution and a hash per file.
         let reporters = requests.map { request in
-            Reporter(json: options.json, quiet: true, tokenID: client.downloadTokenID(request) ?? "")
+            Reporter(json: options.json, quiet: true, tokenID: options.json ? client.downloadTokenID(request) ?? "" : "")
         }
         let parallel = self.parallel
         let results = try await Runner.run(reporter: Reporter(json: options.json, quiet: quiet)) { cancellation throws(TransferError) in

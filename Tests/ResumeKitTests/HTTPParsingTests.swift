@@ -92,7 +92,8 @@ import Testing
 }
 
 @Suite struct OutputPathTests {
-    @Test(arguments: [("/a/./b//c", "/a/b/c"), ("/a/b/../c", "/a/c"), ("/../x", "/x"), ("/", "/"), ("/a/b/", "/a/b")])
+    @Test(arguments: [("/a/./b//c", "/a/b/c"), ("/a/b/../c", "/a/c"), ("/../x", "/x"), ("/", "/"), ("/a/b/", "/a/b"),
+        ("/a/b/.", "/a/b"), ("/a/..", "/"), ("/a/.../b", "/a/.../b"), ("/a/..b/.c", "/a/..b/.c"), ("/a/b", "/a/b"), ("a/b", "/a/b")])
     func normalisesOnTheTextAlone(path: String, expected: String) {
         #expect(OutputPath.lexicallyNormalized(path) == expected)
     }

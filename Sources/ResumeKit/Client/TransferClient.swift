@@ -118,10 +118,11 @@ public struct TransferClient: Sendable {
             if !stored.isEmpty { token.headers = HeaderLines.merge(stored: token.headers, given: stored) }
             if let sum = request.expectedSHA256 { token.download?.expectedSHA256 = sum.lowercased() }
         } else {
-            if FileManager.default.fileExists(atPath: path), !request.force {
+            let occupant = OutputPath.occupant(path)
+            if occupant == .file, !request.force {
                 return try alreadyThere(path, expected: request.expectedSHA256, events: events)
             }
-            try OutputPath.checkWritable(path)
+            try OutputPath.checkWritable(path, occupant: occupant)
             token = ResumeToken(id: id, kind: .download, url: request.url, headers: ResumeToken.storableHeaders(request.headers))
             token.download = .init(path: path, committedBytes: 0, expectedSHA256: request.expectedSHA256?.lowercased(),
                 onChange: request.onChange.rawValue)

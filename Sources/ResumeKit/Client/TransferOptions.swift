@@ -48,8 +48,8 @@ public enum HeaderLines {
 /// Only http and https, and a URL that has a host.
 public enum URLCheck {
     public static func validate(_ url: String) throws(TransferError) {
-        let lower = url.lowercased()
-        guard lower.hasPrefix("http://") || lower.hasPrefix("https://") else {
+        let head = String(decoding: url.utf8.prefix(8), as: UTF8.self).lowercased()
+        guard head.hasPrefix("http://") || head.hasPrefix("https://") else {
             let scheme = url.split(separator: ":", maxSplits: 1).first.map(String.init) ?? url
             if url.contains("://") { throw TransferError(.usage, "unsupported scheme '\(scheme)': only http and https") }
             throw TransferError(.usage, "'\(url)' is not an http or https URL")

@@ -4,14 +4,23 @@ import Glibc
 /// Where a download's file goes: `-o PATH`, or the URL's last path segment in the current folder.
 enum OutputPath {
     static func resolve(url: String, output: String?) throws(TransferError) -> String {
-        let cwd = FileManager.default.currentDirectoryPath
-        var path = output.map { $0.hasPrefix("/") ? $0 : cwd + "/" + $0 } ?? cwd + "/" + defaultName(url: url)
-        if isFolder(path) { path = path + "/" + defaultName(url: url) }
+        var path: String
+        if let output, output.hasPrefix("/") {
+            path = output
+        } else {
+            path = FileManager.default.currentDirectoryPath + "/" + (output ?? defaultName(url: url))
+        }
+        if output?.hasSuffix("/") == true {
+            path += defaultName(url: url)
+        } else if isFolder(path) {
+            path += "/" + defaultName(url: url)
+        }
         return lexicallyNormalized(path)
     }
 
     /// `.` and `..` and repeated slashes resolved on the text alone: no symlink look-ups per file.
     static func lexicallyNormalized(_ path: String) -> String {
+        if isNormalized(path) { return path }
         var parts: [Substring] = []
         for part in path.split(separator: "/") {
             if part == "." { continue }
@@ -21,17 +30,41 @@ enum OutputPath {
         return "/" + parts.joined(separator: "/")
     }
 
+    /// Absolute, with no empty, `.` or `..` segment and no trailing slash: nothing to resolve.
+    private static func isNormalized(_ path: String) -> Bool {
+        let bytes = path.utf8
+        guard bytes.first == UInt8(ascii: "/"), bytes.count > 1, bytes.last != UInt8(ascii: "/") else { return path == "/" }
+        var segment = 0  // length of the segment so far
+        var dots = 0  // how many of its bytes are dots
+        for byte in bytes.dropFirst() {
+            if byte == UInt8(ascii: "/") {
+                if segment == 0 || segment == dots && dots <= 2 { return false }
+                segment = 0
+                dots = 0
+            } else {
+                segment += 1
+                if byte == UInt8(ascii: ".") { dots += 1 }
+            }
+        }
+        return !(segment == dots && dots <= 2)
+    }
+
     /// The last path segment, percent-decoded; `index.html` when there is none. Never a path.
     static func defaultName(url: String) -> String {
-        var rest = Substring(url)
-        if let scheme = rest.firstRange(of: "://") { rest = rest[scheme.upperBound...] }
-        rest = rest.prefix { $0 != "?" && $0 != "#" }
-        guard let slash = rest.firstIndex(of: "/") else { return "index.html" }
-        let path = rest[slash...]
-        let last = path.split(separator: "/", omittingEmptySubsequences: false).last.map(String.init) ?? ""
-        let decoded = String(percentDecoded(last).map { $0 == "/" || $0 == "\u{0}" ? "_" : $0 })
-        if decoded.isEmpty || decoded == "." || decoded == ".." { return "index.html" }
-        return decoded
+        var rest = url.utf8[...]
+        // After "scheme://" (a plain scan: the generic firstRange(of:) showed in profiles of long lists).
+        if let colon = rest.firstIndex(of: UInt8(ascii: ":")), rest[colon...].starts(with: "://".utf8) {
+            rest = rest[rest.index(colon, offsetBy: 3)...]
+        }
+        rest = rest.prefix { $0 != UInt8(ascii: "?") && $0 != UInt8(ascii: "#") }
+        guard rest.contains(UInt8(ascii: "/")) else { return "index.html" }
+        let last = rest.split(separator: UInt8(ascii: "/"), omittingEmptySubsequences: false).last ?? rest[rest.endIndex...]
+        var name = String(decoding: last, as: UTF8.self)
+        if last.contains(UInt8(ascii: "%")) {
+            name = String(percentDecoded(name).map { $0 == "/" || $0 == "\u{0}" ? "_" : $0 })
+        }
+        if name.isEmpty || name == "." || name == ".." { return "index.html" }
+        return name
     }
 
     /// `%XX` escapes decoded as UTF-8; a malformed escape is kept as it is.
@@ -52,7 +85,10 @@ enum OutputPath {
     }
 
     /// The folder must exist and take new files; checked before any byte is fetched.
-    static func checkWritable(_ path: String) throws(TransferError) {
+    static func checkWritable(_ path: String, occupant: Occupant) throws(TransferError) {
+        if occupant == .folder {
+            throw TransferError(.cannotCreateOutput, "cannot create \(path): a folder is in the way")
+        }
         let dir = Paths.parent(of: path)
         guard isFolder(dir) else {
             throw TransferError(.cannotCreateOutput, "cannot create \(path): folder \(dir) does not exist")
@@ -60,9 +96,15 @@ enum OutputPath {
         guard access(dir, W_OK | X_OK) == 0 else {
             throw TransferError(.cannotCreateOutput, "cannot create \(path): folder \(dir) is not writable")
         }
-        if isFolder(path) {
-            throw TransferError(.cannotCreateOutput, "cannot create \(path): a folder is in the way")
-        }
+    }
+
+    enum Occupant { case nothing, file, folder }
+
+    /// What is at `path` now (following links), in one `stat`.
+    static func occupant(_ path: String) -> Occupant {
+        var st = stat()
+        guard stat(path, &st) == 0 else { return .nothing }
+        return (st.st_mode & S_IFMT) == S_IFDIR ? .folder : .file
     }
 
     static func isFolder(_ path: String) -> Bool {

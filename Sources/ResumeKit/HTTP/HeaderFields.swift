@@ -40,7 +40,11 @@ public struct HeaderFields: Sendable, Equatable, ExpressibleByDictionaryLiteral 
 }
 
 extension String {
+    /// ASCII case folding, as field names are ASCII tokens; no lowercased copies (this runs per header, per file).
     func caseInsensitiveEquals(_ other: String) -> Bool {
-        self.utf8.count == other.utf8.count && self.lowercased() == other.lowercased()
+        guard self.utf8.count == other.utf8.count else { return false }
+        return zip(self.utf8, other.utf8).allSatisfy { a, b in
+            a == b || (a | 0x20 == b | 0x20 && (a | 0x20) >= UInt8(ascii: "a") && (a | 0x20) <= UInt8(ascii: "z"))
+        }
     }
 }
