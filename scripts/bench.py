@@ -18,6 +18,8 @@ round); a wrong result is a failure, not a number. The ratio columns are the med
 per-round ratios subject/tool, which cancels the slow drift that page-cache writeback causes.
 After every run os.sync() is timed too: "wall+sync" is the time until the data is on disk, which
 compares a tool that fsyncs as it goes (resumectl commits) with one that leaves dirty pages behind.
+"mach CPU" is the whole machine's busy CPU (/proc/stat) over the run and that sync: a tool's own
+rusage misses the kernel threads that write back the pages it left dirty, the whole machine does not.
 
 Results are printed as tables and written to .bench/results-<timestamp>.json and .bench/latest.json.
 Exit status: 0 if every run succeeded and every checksum matched, 1 otherwise, 130 on Ctrl-C.
@@ -110,6 +112,15 @@ def timed_sync():
     t = time.monotonic()
     os.sync()
     return time.monotonic() - t
+
+
+def machine_cpu():
+    """CPU seconds the whole machine has been busy (all cores, /proc/stat), for deltas. Unlike a
+    tool's own rusage this counts the kernel threads that write back what a tool left dirty."""
+    with open("/proc/stat") as f:
+        fields = f.readline().split()[1:]
+    user, nice, system, idle, iowait, irq, softirq = (int(x) for x in fields[:7])
+    return (user + nice + system + irq + softirq) / os.sysconf("SC_CLK_TCK")
 
 
 def sha256_file(path):
@@ -441,7 +452,8 @@ def summarize(tools, runs, subject, nbytes):
              "cpu_median_s": med([r.cpu for r in rs]),
              "peak_rss_mib": max((r.rss_kib for r in rs), default=0) / KiB,
              "server_cpu_median_s": med([r.srv_cpu for r in rs]),
-             "wall_plus_sync_median_s": med([r.wall + r.extra.get("sync_s", float("nan")) for r in rs])}
+             "wall_plus_sync_median_s": med([r.wall + r.extra.get("sync_s", float("nan")) for r in rs]),
+             "machine_cpu_median_s": med([r.extra.get("machine_cpu_s", float("nan")) for r in rs])}
         s["mib_per_s"] = nbytes / MiB / s["wall_median_s"] if nbytes and walls else float("nan")
         if t != subject and subject in tools:
             common = sorted(set(by_round[t]) & set(by_round[subject]))
@@ -451,6 +463,9 @@ def summarize(tools, runs, subject, nbytes):
                                   if by_round[t][k].cpu > 0])
             ws = lambda r: r.wall + r.extra.get("sync_s", float("nan"))
             s["wall_plus_sync_ratio"] = med([ws(by_round[subject][k]) / ws(by_round[t][k]) for k in common])
+            mc = lambda r: r.extra.get("machine_cpu_s", float("nan"))
+            s["machine_cpu_ratio"] = med([mc(by_round[subject][k]) / mc(by_round[t][k]) for k in common
+                                          if mc(by_round[t][k]) > 0])
         out[t] = s
     return out
 
@@ -459,20 +474,22 @@ def print_table(title, tools, summary, subject, extra_cols=()):
     """extra_cols: [(header, key, format)] read from summary[tool]."""
     log(f"\n{title}")
     cols = [("tool", 16, "<"), ("wall s (min–max)", 20, ">"), ("MiB/s", 7, ">"), ("CPU s", 6, ">"),
-            ("RSS MiB", 7, ">"), ("srv CPU", 7, ">"), ("wall+sync", 9, ">")]
+            ("RSS MiB", 7, ">"), ("srv CPU", 7, ">"), ("wall+sync", 9, ">"), ("mach CPU", 8, ">")]
     cols += [(h, max(7, len(h)), ">") for h, _, _ in extra_cols]
-    cols += [("wall ratio", 10, ">"), ("CPU ratio", 9, ">"), ("w+s ratio", 9, ">")]
+    cols += [("wall ratio", 10, ">"), ("CPU ratio", 9, ">"), ("w+s ratio", 9, ">"), ("mCPU ratio", 10, ">")]
     log("  ".join(f"{h:{a}{w}}" for h, w, a in cols))
     for t in tools:
         s = summary[t]
         cells = [t + (" FAILED" if s["failed"] else ""),
                  f"{fmt(s['wall_median_s'], '.3f')} ({fmt(s['wall_min_s'], '.2f')}–{fmt(s['wall_max_s'], '.2f')})",
                  fmt(s["mib_per_s"], ".1f"), fmt(s["cpu_median_s"], ".3f"), fmt(s["peak_rss_mib"], ".1f"),
-                 fmt(s["server_cpu_median_s"], ".3f"), fmt(s["wall_plus_sync_median_s"], ".3f")]
+                 fmt(s["server_cpu_median_s"], ".3f"), fmt(s["wall_plus_sync_median_s"], ".3f"),
+                 fmt(s["machine_cpu_median_s"], ".2f")]
         cells += [fmt(s.get(k), f) for _, k, f in extra_cols]
         cells += [fmt(s.get("wall_ratio"), ".3f") if t != subject else "(subject)",
                   fmt(s.get("cpu_ratio"), ".3f") if t != subject else "",
-                  fmt(s.get("wall_plus_sync_ratio"), ".3f") if t != subject else ""]
+                  fmt(s.get("wall_plus_sync_ratio"), ".3f") if t != subject else "",
+                  fmt(s.get("machine_cpu_ratio"), ".3f") if t != subject else ""]
         log("  ".join(f"{c:{a}{w}}" for c, (_, w, a) in zip(cells, cols)))
 
 
@@ -610,11 +627,13 @@ class Bench:
                 self.clear_outputs()
                 os.sync()
                 run = Run(name, rnd)
+                busy0 = machine_cpu()
                 res = spawn_and_wait(argv_fn(rnd), env=self.env, logdir=self.logs, timeout=self.timeout,
                                      servers=servers)
                 run.wall, run.cpu, run.rss_kib, run.rc, run.srv_cpu = (
                     res["wall"], res["cpu"], res["rss"], res["rc"], res["srv_cpu"])
                 run.extra["sync_s"] = timed_sync()
+                run.extra["machine_cpu_s"] = machine_cpu() - busy0
                 try:
                     if res["timed_out"]:
                         raise Failure(f"timed out after {self.timeout:.0f} s")
@@ -1018,7 +1037,8 @@ def main():
             f"git {str(env['git_commit'])[:10]}, {env['cpus']} CPUs, size {human(args.size)}, "
             f"{args.pairs} pairs, cases {','.join(map(str, cases))}")
         log("columns: medians over the timed rounds; RSS = peak; srv CPU = the server's CPU during the run; "
-            "wall+sync = wall + os.sync() right after;\n         ratios = subject/tool, the median of the "
+            "wall+sync = wall + os.sync() right after;\n         mach CPU = the whole machine's busy CPU over run + sync "
+            "(counts the kernel's writeback of what a tool leaves dirty);\n         ratios = subject/tool, the median of the "
             "per-round ratios (subject: resumectl, in case 4 resumectl -c4)")
         bench.setup(cases)
         for c in cases:

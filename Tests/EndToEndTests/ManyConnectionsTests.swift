@@ -121,4 +121,33 @@ import Testing
         #expect(try FileManager.default.contentsOfDirectory(atPath: w.path("dest")).sorted() == (0..<5).map { "g\($0).bin" })
         #expect(try FileManager.default.contentsOfDirectory(atPath: w.path("state/tokens")).isEmpty)
     }
+
+    /// Files of a list are published in groups after their data is synced: a kill -9 part-way leaves
+    /// every file under its final name whole, and running the list again finishes the rest.
+    @Test func listKilledPartWayLeavesOnlyWholeFilesAndFinishesOnTheNextRun() async throws {
+        let w = try Workspace()
+        try w.dir.subdirectory("www/k")
+        try w.dir.subdirectory("dest")
+        var digests: [String: String] = [:]
+        for i in 0..<12 {
+            digests["k\(i).bin"] = try makeRandomFile(path: w.path("www/k/k\(i).bin"), size: 100_000 + i, seed: UInt64(300 + i))
+        }
+        // nginx sends one second's worth at once, then 50 KB/s: about a second a file.
+        let nginx = try await NginxServer(root: w.path("www"), limitRate: 50_000)
+        try (0..<12).map { nginx.url(for: "k/k\($0).bin") }.joined(separator: "\n")
+            .write(toFile: w.path("l.txt"), atomically: true, encoding: .utf8)
+        let args = ["download", "-i", w.path("l.txt"), "-o", w.path("dest"), "--parallel", "3"]
+        let finals = { try FileManager.default.contentsOfDirectory(atPath: w.path("dest")).filter { !$0.hasSuffix(".part") } }
+        let p = try w.start(args)
+        try await eventually(timeout: .seconds(30)) { try finals().count >= 3 }
+        p.send(signal: SIGKILL)
+        _ = try await p.wait()
+        let published = try finals()
+        #expect(published.count < 12)
+        for name in published { #expect(try sha256(file: w.path("dest/" + name)) == digests[name], "\(name)") }
+        let r = try await w.run(args)
+        #expect(r.status == 0, "\(r)")
+        for (name, digest) in digests { #expect(try sha256(file: w.path("dest/" + name)) == digest, "\(name)") }
+        #expect(try FileManager.default.contentsOfDirectory(atPath: w.path("dest")).count == 12)
+    }
 }

@@ -43,7 +43,7 @@ public struct TransportSettings: Sendable, Equatable {
     public var maxReceiveRate: Int64 = 0
     public var maxSendRate: Int64 = 0
     /// libcurl's receive buffer; its 16 KiB default is measurably slower here.
-    public var receiveBufferSize: Int = 512 * 1024
+    public var receiveBufferSize: Int = 256 * 1024
     public var uploadBufferSize: Int = 512 * 1024
     public var verbose: Bool = false
 

@@ -1,0 +1,49 @@
+import Foundation
+import Synchronization
+import Testing
+@testable import ResumeKit
+
+/// The publisher of a list's small files, on real files in a temp folder (no network).
+@Suite struct BatchPublisherTests {
+    let dir = NSTemporaryDirectory() + "rctl-publish-\(UUID().uuidString)"
+
+    final class Completed: Sendable {
+        let locations = Mutex<[String]>([])
+    }
+
+    private func finished(_ name: String, events: Completed) throws -> (Publish.Finished, PartFile) {
+        let download = ResumeToken.DownloadPart(path: dir + "/" + name, committedBytes: 0, expectedSHA256: nil, onChange: nil)
+        let part = try PartFile(path: download.partPath, keeping: 0)
+        try Array("data of \(name)".utf8).withUnsafeBytes { try part.append($0) }
+        let done = Publish.Finished(download: download, tokenID: "d-" + name, tokenOnDisk: false, bytes: part.length,
+            sha256: nil, emit: { event in
+                if case .completed(let location, _, _) = event { events.locations.withLock { $0.append(location) } }
+            })
+        return (done, part)
+    }
+
+    @Test func renamesEveryFileAfterOneSyncAndReportsTheOnesItCannot() throws {
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let publisher = BatchPublisher(store: TokenStore(directory: dir + "/state"))
+        let events = Completed()
+        for i in 0..<20 {
+            let (done, part) = try finished("f\(i)", events: events)
+            publisher.slot(i).submit(done, part: part)
+        }
+        // A folder in the way of the last one: its rename fails, its data stays in `g.part`.
+        try FileManager.default.createDirectory(atPath: dir + "/g/inside", withIntermediateDirectories: true)
+        let (bad, part) = try finished("g", events: events)
+        publisher.slot(20).submit(bad, part: part)
+        let failures = publisher.finish()
+
+        #expect(failures.keys.sorted() == [20])
+        #expect(failures[20]?.code == .cannotCreateOutput)
+        for i in 0..<20 {
+            #expect(try String(contentsOfFile: dir + "/f\(i)", encoding: .utf8) == "data of f\(i)")
+            #expect(!FileManager.default.fileExists(atPath: dir + "/f\(i).part"))
+        }
+        #expect(try String(contentsOfFile: dir + "/g.part", encoding: .utf8) == "data of g")
+        #expect(events.locations.withLock { $0 }.sorted() == (0..<20).map { dir + "/f\($0)" }.sorted())
+    }
+}
