@@ -277,9 +277,9 @@ final class DownloadOperation: ExchangeDelegate {
             try part.append(body)
             receivedThisAttempt += Int64(body.count)
             let now = Monotonic.now
-            if part.length - lastWriteback >= 8 << 20 {
-                if committer.startWriteback(fd: part.fileDescriptor, ranges: [lastWriteback..<part.length]) {
-                    lastWriteback = part.length
+            if part.written - lastWriteback >= 8 << 20 {
+                if committer.startWriteback(fd: part.fileDescriptor, ranges: [lastWriteback..<part.written]) {
+                    lastWriteback = part.written
                 }
             }
             if part.length - lastCheckpointLength >= options.checkpointBytes || now - lastCheckpoint >= options.checkpointInterval {
@@ -313,6 +313,9 @@ final class DownloadOperation: ExchangeDelegate {
     private func checkpointInBackground() throws(TransferError) {
         if let error = committer.error { throw TransferError(.localIO, error, tokenID: tokenOnDisk ? token.id : nil) }
         if !tokenOnDisk { try lock.hold() }
+        do { try part.flush() } catch {
+            throw TransferError(.localIO, "writing \(part.path) failed: \(error)", tokenID: tokenOnDisk ? token.id : nil)
+        }
         var snapshot = token
         snapshot.download?.committedBytes = part.length
         let store = self.store
@@ -380,6 +383,9 @@ final class DownloadOperation: ExchangeDelegate {
                 throw TransferError(.localIO, "cannot read \(part.path): \(error)", tokenID: tokenOnDisk ? token.id : nil)
             }
             digest = hasher?.finalize().hex
+        }
+        do { try part.flush() } catch {
+            throw TransferError(.localIO, "writing \(part.path) failed: \(error)", tokenID: tokenOnDisk ? token.id : nil)
         }
         let finished = Publish.Finished(
             download: download, tokenID: token.id, tokenOnDisk: tokenOnDisk, bytes: part.length, sha256: digest, emit: emit)

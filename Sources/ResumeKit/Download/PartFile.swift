@@ -3,11 +3,24 @@ import SystemPackage
 
 /// The `.part` file a download writes into. `committed` counts the bytes known to be on disk (fsynced);
 /// only that number ever goes into a token.
+///
+/// libcurl hands the body over in 16 KiB pieces. Past the first MiB they are gathered into 256 KiB
+/// writes: ext4 does its page-cache work per write call and per folio, and bigger writes get bigger
+/// folios (1 GiB on loopback: 0.94 s CPU instead of 1.36, wall 0.90 s instead of 1.18; curl 1.08/1.11).
+/// Small files never allocate the buffer.
 final class PartFile {
     let path: String
     private let fd: FileDescriptor
-    private(set) var length: Int64
+    /// Bytes handed to the file with `pwrite`.
+    private(set) var written: Int64
     private(set) var committed: Int64
+    private var staging: UnsafeMutableRawBufferPointer?
+    private var staged = 0
+    static let stagingCapacity = 256 * 1024
+    static let stagingAfter: Int64 = 1 << 20
+
+    /// Bytes received, whether written to the file yet or still gathered.
+    var length: Int64 { written + Int64(staged) }
 
     /// Another process writes this `.part` file.
     struct Busy: Error {
@@ -32,7 +45,7 @@ final class PartFile {
             throw error
         }
         let keep = min(size, keeping)
-        length = keep
+        written = keep
         committed = keep
         if size != keep { try truncate(to: keep) }
     }
@@ -41,37 +54,64 @@ final class PartFile {
 
     deinit { close() }
 
-    /// For syncing from another thread; the descriptor stays open as long as this object.
+    /// For syncing from another thread; the descriptor stays open as long as this object. Only the
+    /// first `written` bytes are in the file: `flush()` first.
     var fileDescriptor: Int32 { fd.rawValue }
 
     func truncate(to offset: Int64) throws {
+        try flush()
         try fd.resize(to: offset)
-        length = offset
+        written = offset
         committed = min(committed, offset)
     }
 
     func append(_ bytes: UnsafeRawBufferPointer) throws {
-        try fd.writeAll(toAbsoluteOffset: length, bytes)
-        length += Int64(bytes.count)
+        if staging == nil, written >= Self.stagingAfter {
+            staging = .allocate(byteCount: Self.stagingCapacity, alignment: 4096)
+        }
+        guard let staging, bytes.count < staging.count else {
+            try flush()
+            try fd.writeAll(toAbsoluteOffset: written, bytes)
+            written += Int64(bytes.count)
+            return
+        }
+        if staged + bytes.count > staging.count { try flush() }
+        UnsafeMutableRawBufferPointer(rebasing: staging[staged...]).copyMemory(from: bytes)
+        staged += bytes.count
     }
 
-    /// Makes everything written so far durable and returns the new committed length.
+    /// Writes what is gathered to the file. On a failure (a full disk) the gathered bytes are dropped:
+    /// they were never committed, and a later `sync()` must still commit what the file holds.
+    func flush() throws {
+        guard let staging, staged > 0 else { return }
+        defer { staged = 0 }
+        try fd.writeAll(toAbsoluteOffset: written, UnsafeRawBufferPointer(rebasing: staging[..<staged]))
+        written += Int64(staged)
+    }
+
+    /// Makes everything received so far durable and returns the new committed length.
     @discardableResult
     func sync() throws -> Int64 {
+        try flush()
         if fdatasync(fd.rawValue) != 0 { throw Errno(rawValue: errno) }
-        committed = length
+        committed = written
         return committed
     }
 
     /// Reads `count` bytes at `offset` (for hashing data already on disk).
     func read(at offset: Int64, into buffer: UnsafeMutableRawBufferPointer) throws -> Int {
-        try fd.read(fromAbsoluteOffset: offset, into: buffer)
+        try flush()
+        return try fd.read(fromAbsoluteOffset: offset, into: buffer)
     }
 
     /// Closes once; a second close could hit a descriptor number another thread has been given since.
+    /// Bytes still gathered are dropped: they were never committed.
     func close() {
         guard isOpen else { return }
         isOpen = false
+        staging?.deallocate()
+        staging = nil
+        staged = 0
         try? fd.close()
     }
 }

@@ -1,0 +1,41 @@
+import Foundation
+import Testing
+@testable import ResumeKit
+
+/// The `.part` file gathers libcurl's 16 KiB pieces into larger writes past its first MiB; whatever it
+/// gathers must reach the file, in order, before any sync, read or truncation.
+@Suite struct PartFileTests {
+    let path = NSTemporaryDirectory() + "rctl-part-\(UUID().uuidString).part"
+
+    private func bytes(_ count: Int, seed: UInt8) -> [UInt8] { (0..<count).map { UInt8(truncatingIfNeeded: $0 &* 31) &+ seed } }
+
+    @Test func gatheredPiecesReachTheFileInOrder() throws {
+        defer { unlink(path) }
+        let part = try PartFile(path: path, keeping: 0)
+        var expected: [UInt8] = []
+        for (i, size) in ([16384, 7, 16384, 300_000, 1, 16384] + Array(repeating: 16384, count: 200)).enumerated() {
+            let piece = bytes(size, seed: UInt8(truncatingIfNeeded: i))
+            try piece.withUnsafeBytes { try part.append($0) }
+            expected += piece
+        }
+        #expect(part.length == Int64(expected.count))
+        #expect(part.written < part.length)  // some of it is still gathered
+        try part.sync()
+        #expect(part.committed == Int64(expected.count))
+        #expect(try Data(contentsOf: URL(fileURLWithPath: path)) == Data(expected))
+
+        // A truncation (a restarted range) and a read both see everything received before them.
+        try bytes(50_000, seed: 9).withUnsafeBytes { try part.append($0) }
+        try part.truncate(to: 2_000_000)
+        expected = Array(expected[0..<2_000_000])
+        let tail = bytes(40_000, seed: 3)
+        try tail.withUnsafeBytes { try part.append($0) }
+        expected += tail
+        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 40_000, alignment: 16)
+        defer { buffer.deallocate() }
+        #expect(try part.read(at: 2_000_000, into: buffer) == 40_000)
+        #expect(Array(buffer) == tail)
+        part.close()
+        #expect(try Data(contentsOf: URL(fileURLWithPath: path)) == Data(expected))
+    }
+}
