@@ -1,12 +1,14 @@
 // libcurl for Swift. curl_easy_setopt and curl_easy_getinfo are variadic, which Swift cannot call,
 // so each argument type gets one fixed-arity wrapper. No logic lives here.
-// Also the one libc call Swift's Glibc module leaves out: syncfs(2) is declared only under _GNU_SOURCE.
+// Also the two libc calls Swift's Glibc module leaves out (declared only under _GNU_SOURCE): syncfs(2)
+// and fallocate(2).
 #ifndef RESUMECTL_CCURL_H
 #define RESUMECTL_CCURL_H
 
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
+#include <fcntl.h>
 #include <unistd.h>
 #include <curl/curl.h>
 
@@ -27,5 +29,6 @@ static inline CURLcode rctl_getinfo_off_t(CURL *_Nonnull h, CURLINFO i, curl_off
 static inline CURLcode rctl_getinfo_string(CURL *_Nonnull h, CURLINFO i, char *_Nullable *_Nonnull v) { return curl_easy_getinfo(h, i, v); }
 
 static inline int rctl_syncfs(int fd) { return syncfs(fd); }
+static inline int rctl_fallocate(int fd, int64_t length) { return fallocate(fd, 0, 0, (off_t)length); }
 
 #endif

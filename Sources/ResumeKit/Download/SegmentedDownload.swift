@@ -1,3 +1,4 @@
+import Dispatch
 import FoundationEssentials
 import Glibc
 import Synchronization
@@ -57,15 +58,23 @@ final class SegmentedDownload {
             throw TransferError(.busy, "\(TokenLock.Failure.held(pid: TokenLock.flockHolder(of: fd))); not starting a second one")
         }
         // Holes where nothing is committed yet; a longer file (garbage after a crash) is cut back.
+        // Reserved up front: segments then write into allocated space instead of interleaving their
+        // allocations (unthrottled 1 GiB, 4 connections: 0.93 of one connection's time instead of 1.15),
+        // and a disk too small fails now rather than part-way.
+        if reserveSpace(fd, length: total) != 0, errno == ENOSPC {
+            throw TransferError(.localIO, "not enough free space for \(total) bytes in \(Paths.parent(of: download.partPath))",
+                tokenID: token.id)
+        }
         guard ftruncate(fd, off_t(total)) == 0 else {
             throw TransferError(.localIO, "cannot size \(download.partPath): \(String(cString: strerror(errno)))", tokenID: token.id)
         }
         try save()
 
         let stop = Cancellation()
+        let ended = DispatchSemaphore(value: 0)
         let workers = segments.enumerated().map { index, segment in
             SegmentWorker(index: index, segment: segment, url: token.url, headers: token.headers, resource: resource, fd: fd,
-                transport: transport, options: options, stop: stop)
+                transport: transport, options: options, stop: stop, ended: ended)
         }
         emit(.started(kind: .download, url: token.url, path: download.path,
             offset: segments.reduce(0) { $0 + $1.committed }, total: total))
@@ -86,7 +95,7 @@ final class SegmentedDownload {
                 stop.stop(.pause)
             }
             if finished { break }
-            usleep(50_000)
+            _ = ended.wait(timeout: .now() + .milliseconds(50))  // a worker's end wakes it at once
             let now = Monotonic.now
             let bytes = workers.reduce(0) { $0 + $1.written }
             if let rate = pacer.tick(bytes: bytes, now: now) { emit(.progress(bytes: bytes, total: total, rate: rate)) }
@@ -198,8 +207,12 @@ final class SegmentWorker: ExchangeDelegate, @unchecked Sendable {
     private let session: any TransportSession
     private let options: TransferOptions
     private let stop: Cancellation
+    private let ended: DispatchSemaphore
 
     private let progress: Atomic<Int64>
+    /// Pieces gathered into larger writes, as `PartFile` does; only written bytes count as `written`.
+    private let staging = UnsafeMutableRawBufferPointer.allocate(byteCount: PartFile.stagingCapacity, alignment: 4096)
+    private var staged = 0
     private let done = Atomic<Bool>(false)
     private let state = Mutex<Outcome?>(nil)
     private var decision: SegmentRules.Decision?
@@ -208,7 +221,7 @@ final class SegmentWorker: ExchangeDelegate, @unchecked Sendable {
 
     init(
         index: Int, segment: ResumeToken.Segment, url: String, headers: [String], resource: DownloadStateMachine.Resource, fd: Int32,
-        transport: any HTTPTransport, options: TransferOptions, stop: Cancellation
+        transport: any HTTPTransport, options: TransferOptions, stop: Cancellation, ended: DispatchSemaphore
     ) {
         self.index = index
         self.start = segment.start
@@ -220,9 +233,12 @@ final class SegmentWorker: ExchangeDelegate, @unchecked Sendable {
         self.session = transport.makeSession()
         self.options = options
         self.stop = stop
+        self.ended = ended
         progress = Atomic(min(segment.committed, segment.length))
         if segment.isDone { done.store(true, ordering: .releasing) }
     }
+
+    deinit { staging.deallocate() }
 
     /// Bytes of this segment written to the file so far.
     var written: Int64 { progress.load(ordering: .acquiring) }
@@ -231,7 +247,10 @@ final class SegmentWorker: ExchangeDelegate, @unchecked Sendable {
     var failure: Outcome? { state.withLock { $0 } }
 
     func run() {
-        defer { done.store(true, ordering: .releasing) }
+        defer {
+            done.store(true, ordering: .releasing)
+            ended.signal()
+        }
         var backoff = Backoff(options.retry)
         while !isDone && !stop.isStopped {
             var fields = (try? HeaderLines.parse(headers)) ?? [:]
@@ -243,6 +262,7 @@ final class SegmentWorker: ExchangeDelegate, @unchecked Sendable {
             receivedThisAttempt = 0
             let result = session.perform(TransferRequest(method: "GET", url: url, headers: fields, followRedirects: true),
                 settings: options.transport, cancellation: stop, delegate: self)
+            if writeError == nil { writeError = flush() }
             if isDone { return }
             if let writeError { return report(.failed(TransferError(.localIO, writeError))) }
             var message: String
@@ -284,24 +304,35 @@ final class SegmentWorker: ExchangeDelegate, @unchecked Sendable {
     }
 
     func exchange(body: UnsafeRawBufferPointer) -> Bool {
-        let offset = start + written
-        guard offset + Int64(body.count) <= end + 1 else {
+        guard start + written + Int64(staged) + Int64(body.count) <= end + 1 else {
             decision = .changed("the server sent more than the range asked for")
             return false
         }
+        if staged + body.count > staging.count, let error = flush() {
+            writeError = error
+            return false
+        }
+        UnsafeMutableRawBufferPointer(rebasing: staging[staged...]).copyMemory(from: body)
+        staged += body.count
+        receivedThisAttempt += Int64(body.count)
+        return true
+    }
+
+    /// Writes the gathered bytes after the segment's written ones; the error message, if any.
+    private func flush() -> String? {
+        defer { staged = 0 }
+        let offset = start + written
         var done = 0
-        while done < body.count {
-            let n = pwrite(fd, body.baseAddress! + done, body.count - done, off_t(offset) + off_t(done))
+        while done < staged {
+            let n = pwrite(fd, staging.baseAddress! + done, staged - done, off_t(offset) + off_t(done))
             if n < 0 {
                 if errno == EINTR { continue }
-                writeError = "cannot write the .part file: \(String(cString: strerror(errno)))"
-                return false
+                return "cannot write the .part file: \(String(cString: strerror(errno)))"
             }
             done += n
         }
-        receivedThisAttempt += Int64(body.count)
-        progress.store(offset - start + Int64(body.count), ordering: .releasing)
-        return true
+        progress.store(written + Int64(staged), ordering: .releasing)
+        return nil
     }
 
     func exchange(progressReceived received: Int64, sent: Int64) -> Bool { true }

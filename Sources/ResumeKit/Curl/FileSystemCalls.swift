@@ -1,0 +1,13 @@
+import CCurl
+
+// Two Linux calls Swift's Glibc module leaves out (declared only under _GNU_SOURCE); they live here
+// because only this folder speaks to the C shims.
+
+/// Writes every dirty page and inode of the filesystem holding `fd` to disk, with one journal commit
+/// (syncfs(2)); 0, or -1 with errno set.
+func syncFileSystem(containing fd: Int32) -> Int32 { rctl_syncfs(fd) }
+
+/// Reserves the blocks of `0..<length` (fallocate(2), mode 0: data already there stays). Unlike
+/// posix_fallocate it never falls back to writing zeros: where the filesystem cannot, it fails
+/// (EOPNOTSUPP) and the file simply stays sparse. 0, or -1 with errno set.
+func reserveSpace(_ fd: Int32, length: Int64) -> Int32 { rctl_fallocate(fd, length) }
