@@ -131,6 +131,21 @@ import Testing
         #expect(try sha256(file: w.out + "/f.bin") == digest)
     }
 
+    @Test func segmentedDownloadOnAFullDiskExits74AndResumesLater() async throws {
+        let w = try Workspace()
+        let digest = try makeRandomFile(path: w.path("www/f.bin"), size: Self.size, seed: 16)
+        let nginx = try await NginxServer(root: w.path("www"))
+        let limited = try await runProcess("/usr/bin/prlimit", ["--fsize=1500000", resumectlBinary, "download", nginx.url(for: "f.bin"),
+            "--connections", "4", "--state-dir", w.state], currentDirectory: w.out)
+        #expect(limited.status == 74, "\(limited)")
+        #expect(limited.stderr.split(separator: "\n").count == 1, "\(limited)")
+        let id = try #require(try w.tokens().first)
+        #expect(limited.stderr.contains("resumectl resume \(id)"))
+        let r = try await w.run(["resume", id])
+        #expect(r.status == 0, "\(r)")
+        #expect(try sha256(file: w.out + "/f.bin") == digest)
+    }
+
     @Test func secondProcessOnOneTokenIsRefused() async throws {
         let w = try Workspace()
         let digest = try makeRandomFile(path: w.path("www/f.bin"), size: Self.size, seed: 8)

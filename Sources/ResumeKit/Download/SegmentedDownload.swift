@@ -49,6 +49,7 @@ final class SegmentedDownload {
         guard let total = resource.totalBytes, let segments = download.segments else {
             throw Handover.unsupported("no segment plan")
         }
+        try save()  // the plan, before any data: whatever fails next, a resume knows the segments
         let fd = open(download.partPath, O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
         guard fd >= 0 else {
             throw TransferError(.cannotCreateOutput, "cannot open \(download.partPath): \(String(cString: strerror(errno)))", tokenID: token.id)
@@ -68,7 +69,6 @@ final class SegmentedDownload {
         guard ftruncate(fd, off_t(total)) == 0 else {
             throw TransferError(.localIO, "cannot size \(download.partPath): \(String(cString: strerror(errno)))", tokenID: token.id)
         }
-        try save()
 
         let stop = Cancellation()
         let ended = DispatchSemaphore(value: 0)
