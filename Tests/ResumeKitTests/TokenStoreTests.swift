@@ -76,6 +76,8 @@ import Testing
         let a = TokenStore.makeID(kind: .download, url: "http://h/f", path: "/tmp/f")
         #expect(a == TokenStore.makeID(kind: .download, url: "http://h/f", path: "/tmp/f"))
         #expect(a.hasPrefix("d-") && a.count == 18)
+        // The first 8 bytes of SHA-256(url NUL path): ids of tokens already on disk must stay valid.
+        #expect(TokenStore.makeID(kind: .download, url: "http://h/x", path: "/tmp/x") == "d-bed3dc38112ea208")
         #expect(a != TokenStore.makeID(kind: .download, url: "http://h/f", path: "/tmp/g"))
         #expect(TokenStore.makeID(kind: .upload, url: "http://h/f", path: "/tmp/f").hasPrefix("u-"))
     }

@@ -53,11 +53,7 @@ public struct ResponseHeadParser: Sendable {
         return nil
     }
 
-    private static func trimmed(_ bytes: Substring.UTF8View.SubSequence) -> String {
-        let isSpace = { (b: UInt8) in b == UInt8(ascii: " ") || b == UInt8(ascii: "\t") }
-        guard let first = bytes.firstIndex(where: { !isSpace($0) }), let last = bytes.lastIndex(where: { !isSpace($0) }) else { return "" }
-        return String(decoding: bytes[first...last], as: UTF8.self)
-    }
+    private static func trimmed(_ bytes: Substring.UTF8View.SubSequence) -> String { Substring(bytes).trimmingSpaces() }
 
     static func parseStatusLine(_ line: Substring) -> ResponseHead {
         let parts = line.split(separator: " ", maxSplits: 2, omittingEmptySubsequences: true)
@@ -68,10 +64,11 @@ public struct ResponseHeadParser: Sendable {
 }
 
 extension StringProtocol {
+    /// Without leading and trailing spaces and tabs (on bytes: no grapheme breaking).
     func trimmingSpaces() -> String {
-        var s = Substring(self)
-        while let f = s.first, f == " " || f == "\t" { s = s.dropFirst() }
-        while let l = s.last, l == " " || l == "\t" { s = s.dropLast() }
-        return String(s)
+        let bytes = Substring(self).utf8
+        let isSpace = { (b: UInt8) in b == UInt8(ascii: " ") || b == UInt8(ascii: "\t") }
+        guard let first = bytes.firstIndex(where: { !isSpace($0) }), let last = bytes.lastIndex(where: { !isSpace($0) }) else { return "" }
+        return String(Substring(bytes[first...last]))
     }
 }

@@ -42,9 +42,13 @@ public struct TokenStore: Sendable {
 
     /// A stable id: the same URL to the same place gets the same token, so a second run resumes.
     public static func makeID(kind: ResumeToken.Kind, url: String, path: String) -> String {
-        let digest = SHA256.hash(data: Data((url + "\u{0}" + path).utf8))
-        let hex = digest.hex
-        return (kind == .download ? "d-" : "u-") + hex.prefix(16)
+        var hasher = SHA256()
+        for (i, part) in [url, path].enumerated() {
+            if i > 0 { hasher.update(data: [UInt8(0)]) }
+            var text = part
+            text.withUTF8 { hasher.update(bufferPointer: UnsafeRawBufferPointer($0)) }
+        }
+        return (kind == .download ? "d-" : "u-") + hasher.finalize().prefix(8).hex
     }
 
     public func path(forID id: String) -> String { tokensDirectory + "/\(id).json" }
