@@ -74,7 +74,7 @@ final class SegmentedDownload {
         let ended = DispatchSemaphore(value: 0)
         let workers = segments.enumerated().map { index, segment in
             SegmentWorker(index: index, segment: segment, url: token.url, headers: token.headers, resource: resource, fd: fd,
-                transport: transport, options: options, stop: stop, ended: ended)
+                transport: transport, options: options, connections: segments.count, stop: stop, ended: ended)
         }
         emit(.started(kind: .download, url: token.url, path: download.path,
             offset: segments.reduce(0) { $0 + $1.committed }, total: total))
@@ -211,7 +211,8 @@ final class SegmentWorker: ExchangeDelegate, @unchecked Sendable {
 
     private let progress: Atomic<Int64>
     /// Pieces gathered into larger writes, as `PartFile` does; only written bytes count as `written`.
-    private let staging = UnsafeMutableRawBufferPointer.allocate(byteCount: PartFile.stagingCapacity, alignment: 4096)
+    /// The connections share one `PartFile`'s worth of memory, but never less than 64 KiB each.
+    private let staging: UnsafeMutableRawBufferPointer
     private var staged = 0
     private let done = Atomic<Bool>(false)
     private let state = Mutex<Outcome?>(nil)
@@ -221,7 +222,7 @@ final class SegmentWorker: ExchangeDelegate, @unchecked Sendable {
 
     init(
         index: Int, segment: ResumeToken.Segment, url: String, headers: [String], resource: DownloadStateMachine.Resource, fd: Int32,
-        transport: any HTTPTransport, options: TransferOptions, stop: Cancellation, ended: DispatchSemaphore
+        transport: any HTTPTransport, options: TransferOptions, connections: Int, stop: Cancellation, ended: DispatchSemaphore
     ) {
         self.index = index
         self.start = segment.start
@@ -234,6 +235,7 @@ final class SegmentWorker: ExchangeDelegate, @unchecked Sendable {
         self.options = options
         self.stop = stop
         self.ended = ended
+        staging = .allocate(byteCount: max(64 << 10, PartFile.stagingCapacity / max(1, connections)), alignment: 4096)
         progress = Atomic(min(segment.committed, segment.length))
         if segment.isDone { done.store(true, ordering: .releasing) }
     }
