@@ -64,7 +64,7 @@ let package = Package(
         ),
         .testTarget(
             name: "ResumeKitTests",
-            dependencies: ["ResumeKit"],
+            dependencies: ["ResumeKit", .product(name: "Crypto", package: "swift-crypto")],
             resources: [.copy("Fixtures")]
         ),
         .testTarget(

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import Crypto
 @testable import ResumeKit
 
 /// The `.part` file gathers libcurl's 16 KiB pieces into larger writes past its first MiB; whatever it
@@ -37,5 +38,29 @@ import Testing
         #expect(Array(buffer) == tail)
         part.close()
         #expect(try Data(contentsOf: URL(fileURLWithPath: path)) == Data(expected))
+    }
+}
+
+/// The upload source's identity hash must not change between versions: tokens on disk carry it.
+@Suite struct EdgeHashTests {
+    @Test(arguments: [10, 1_500_000, 3_000_000])
+    func isTheSHA256OfTheFirstAndLastMiB(size: Int) throws {
+        let path = NSTemporaryDirectory() + "rctl-edge-\(UUID().uuidString)"
+        defer { unlink(path) }
+        let bytes = (0..<size).map { UInt8(truncatingIfNeeded: $0 &* 7 &+ $0 >> 9) }
+        try Data(bytes).write(to: URL(fileURLWithPath: path))
+        let mib = 1 << 20
+        var expected = Array(bytes.prefix(mib))
+        if size > mib { expected += bytes.suffix(mib) }
+        let fd = open(path, O_RDONLY)
+        defer { close(fd) }
+        let hash = try SourceFile.edgeHash(fd: fd, size: Int64(size), path: path)
+        #expect(hash == sha256Hex(expected))
+    }
+
+    private func sha256Hex(_ bytes: [UInt8]) -> String {
+        var hasher = SHA256()
+        hasher.update(data: bytes)
+        return hasher.finalize().map { String(format: "%02x", $0) }.joined()
     }
 }

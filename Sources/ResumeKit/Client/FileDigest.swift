@@ -8,7 +8,7 @@ public enum FileDigest {
         guard fd >= 0 else { throw TransferError(.inputMissing, "cannot read \(path): \(String(cString: strerror(errno)))") }
         defer { close(fd) }
         var hasher = SHA256()
-        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 1 << 20, alignment: 16)
+        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 256 << 10, alignment: 16)  // as fast as 1 MiB, a quarter of the pages
         defer { buffer.deallocate() }
         while true {
             let n = read(fd, buffer.baseAddress, buffer.count)

@@ -365,7 +365,7 @@ final class DownloadOperation: ExchangeDelegate {
             hashedUpTo = 0
         }
         guard hashedUpTo < part.length else { return }
-        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 1 << 20, alignment: 16)
+        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 256 << 10, alignment: 16)  // as fast as 1 MiB, a quarter of the pages
         defer { buffer.deallocate() }
         while hashedUpTo < part.length {
             let n = try part.read(at: hashedUpTo, into: buffer)

@@ -36,18 +36,18 @@ final class SourceFile {
     static func edgeHash(fd: Int32, size: Int64, path: String) throws(TransferError) -> String {
         let mib: Int64 = 1 << 20
         var hasher = SHA256()
-        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: Int(mib), alignment: 16)
+        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 256 << 10, alignment: 16)  // a quarter of the pages
         defer { buffer.deallocate() }
         for start in Set([0, max(0, size - mib)]).sorted() {
-            let want = Int(min(mib, size - start))
-            var got = 0
+            let want = min(mib, size - start)
+            var got: Int64 = 0
             while got < want {
-                let n = pread(fd, buffer.baseAddress! + got, want - got, off_t(start) + off_t(got))
+                let n = pread(fd, buffer.baseAddress!, Int(min(Int64(buffer.count), want - got)), off_t(start + got))
                 if n < 0 && errno == EINTR { continue }
                 guard n > 0 else { throw TransferError(.localIO, "cannot read \(path): \(String(cString: strerror(errno)))") }
-                got += n
+                hasher.update(bufferPointer: UnsafeRawBufferPointer(rebasing: buffer[0..<n]))
+                got += Int64(n)
             }
-            hasher.update(bufferPointer: UnsafeRawBufferPointer(rebasing: buffer[0..<want]))
         }
         return hasher.finalize().hex
     }
