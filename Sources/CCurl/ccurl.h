@@ -1,16 +1,16 @@
 // libcurl for Swift. curl_easy_setopt and curl_easy_getinfo are variadic, which Swift cannot call,
 // so each argument type gets one fixed-arity wrapper. No logic lives here.
-// Also the two libc calls Swift's Glibc module leaves out (declared only under _GNU_SOURCE): syncfs(2)
-// and fallocate(2).
+// Also the two Linux calls Swift's Glibc module leaves out, syncfs(2) and fallocate(2): glibc declares
+// them only under _GNU_SOURCE, and defining that here would give this module other definitions of
+// system types than Glibc's and Dispatch's (a clean build then fails), so they are declared as glibc has them.
 #ifndef RESUMECTL_CCURL_H
 #define RESUMECTL_CCURL_H
 
-#ifndef _GNU_SOURCE
-#define _GNU_SOURCE
-#endif
-#include <fcntl.h>
-#include <unistd.h>
+#include <sys/types.h>
 #include <curl/curl.h>
+
+extern int syncfs(int fd);
+extern int fallocate(int fd, int mode, off_t offset, off_t len);
 
 typedef size_t (*rctl_data_cb)(char *_Nonnull ptr, size_t size, size_t nmemb, void *_Nullable userdata);
 typedef int (*rctl_xferinfo_cb)(void *_Nullable userdata, curl_off_t dltotal, curl_off_t dlnow,
