@@ -23,9 +23,16 @@ build: deps
 	$(SWIFT) build
 
 # Release binaries carry the Swift runtime inside (--static-swift-stdlib): a transfer touches fewer
-# pages (peak RSS of a 1 GiB download 27 -> about 24.5 MiB) and runs where no Swift is installed.
+# pages and runs where no Swift is installed. They are linked at a fixed address (no PIE): a PIE's
+# 1.1 MB of start-up relocations touch about 2.4 MiB more. Peak RSS of a 1 GiB download: 27 MiB as a
+# dynamic PIE, 25.8 static PIE, 23.3 static. `make release PIE=1` keeps ASLR for the binary's own code.
+RELEASE_FLAGS := -c release --static-swift-stdlib
+ifneq ($(PIE),1)
+RELEASE_FLAGS += -Xswiftc -Xclang-linker -Xswiftc -no-pie
+endif
+
 release: deps
-	$(SWIFT) build -c release --static-swift-stdlib
+	$(SWIFT) build $(RELEASE_FLAGS)
 
 # One build of everything, then both test targets in parallel.
 test: deps

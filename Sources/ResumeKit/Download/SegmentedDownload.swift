@@ -211,7 +211,7 @@ final class SegmentWorker: ExchangeDelegate, @unchecked Sendable {
 
     private let progress: Atomic<Int64>
     /// Pieces gathered into larger writes, as `PartFile` does; only written bytes count as `written`.
-    /// The connections share one `PartFile`'s worth of memory, but never less than 64 KiB each.
+    /// The connections share one `PartFile`'s worth of memory, as they share the receive buffer.
     private let staging: UnsafeMutableRawBufferPointer
     private var staged = 0
     private let done = Atomic<Bool>(false)
@@ -232,6 +232,11 @@ final class SegmentWorker: ExchangeDelegate, @unchecked Sendable {
         self.resource = resource
         self.fd = fd
         self.session = transport.makeSession()
+        // The connections share one transfer's worth of buffers (at least 64 KiB each), so that
+        // memory stays that of a single transfer however many there are.
+        var options = options
+        let share = max(64 << 10, options.transport.receiveBufferSize / max(1, connections))
+        options.transport.receiveBufferSize = share
         self.options = options
         self.stop = stop
         self.ended = ended
