@@ -313,9 +313,7 @@ final class DownloadOperation: ExchangeDelegate {
     private func checkpointInBackground() throws(TransferError) {
         if let error = committer.error { throw TransferError(.localIO, error, tokenID: tokenOnDisk ? token.id : nil) }
         if !tokenOnDisk { try lock.hold() }
-        do { try part.flush() } catch {
-            throw TransferError(.localIO, "writing \(part.path) failed: \(error)", tokenID: tokenOnDisk ? token.id : nil)
-        }
+        try flushPart()
         var snapshot = token
         snapshot.download?.committedBytes = part.length
         let store = self.store
@@ -339,6 +337,13 @@ final class DownloadOperation: ExchangeDelegate {
         }
         tokenOnDisk = true
         lastCheckpointLength = part.committed
+    }
+
+    /// Writes what the `.part` file still gathers, before its descriptor is used elsewhere.
+    private func flushPart() throws(TransferError) {
+        do { try part.flush() } catch {
+            throw TransferError(.localIO, "writing \(part.path) failed: \(error)", tokenID: tokenOnDisk ? token.id : nil)
+        }
     }
 
     private func syncData() throws(TransferError) {
@@ -384,9 +389,7 @@ final class DownloadOperation: ExchangeDelegate {
             }
             digest = hasher?.finalize().hex
         }
-        do { try part.flush() } catch {
-            throw TransferError(.localIO, "writing \(part.path) failed: \(error)", tokenID: tokenOnDisk ? token.id : nil)
-        }
+        try flushPart()
         let finished = Publish.Finished(
             download: download, tokenID: token.id, tokenOnDisk: tokenOnDisk, bytes: part.length, sha256: digest, emit: emit)
         try Publish.verify(finished) { () throws(TransferError) in try commit() }
@@ -398,7 +401,7 @@ final class DownloadOperation: ExchangeDelegate {
             return finished.result
         }
         try syncData()
-        return try Publish.download(finished, store: store) { () throws(TransferError) in try commit() }
+        return try Publish.place(finished, store: store)
     }
 
     private func stop(_ reason: StopReason) throws(TransferError) -> TransferError {

@@ -2,25 +2,19 @@ import Glibc
 import SystemPackage
 
 /// The `.part` file a download writes into. `committed` counts the bytes known to be on disk (fsynced);
-/// only that number ever goes into a token.
-///
-/// libcurl hands the body over in 16 KiB pieces. Past the first MiB they are gathered into 256 KiB
-/// writes: ext4 does its page-cache work per write call and per folio, and bigger writes get bigger
-/// folios (1 GiB on loopback: 0.94 s CPU instead of 1.36, wall 0.90 s instead of 1.18; curl 1.08/1.11).
-/// Small files never allocate the buffer.
+/// only that number ever goes into a token. Past the first MiB the body goes through a `WriteGatherer`;
+/// small files never allocate one.
 final class PartFile {
     let path: String
     private let fd: FileDescriptor
     /// Bytes handed to the file with `pwrite`.
     private(set) var written: Int64
     private(set) var committed: Int64
-    private var staging: UnsafeMutableRawBufferPointer?
-    private var staged = 0
-    static let stagingCapacity = 256 * 1024
-    static let stagingAfter: Int64 = 1 << 20
+    private var gatherer: WriteGatherer?
+    static let gatherAfter: Int64 = 1 << 20
 
     /// Bytes received, whether written to the file yet or still gathered.
-    var length: Int64 { written + Int64(staged) }
+    var length: Int64 { written + Int64(gatherer?.count ?? 0) }
 
     /// Another process writes this `.part` file.
     struct Busy: Error {
@@ -66,27 +60,18 @@ final class PartFile {
     }
 
     func append(_ bytes: UnsafeRawBufferPointer) throws {
-        if staging == nil, written >= Self.stagingAfter {
-            staging = .allocate(byteCount: Self.stagingCapacity, alignment: 4096)
-        }
-        guard let staging, bytes.count < staging.count else {
-            try flush()
+        if gatherer == nil, written >= Self.gatherAfter { gatherer = WriteGatherer() }
+        if let gatherer {
+            written += Int64(try gatherer.append(bytes, to: fd.rawValue, at: written))
+        } else {
             try fd.writeAll(toAbsoluteOffset: written, bytes)
             written += Int64(bytes.count)
-            return
         }
-        if staged + bytes.count > staging.count { try flush() }
-        UnsafeMutableRawBufferPointer(rebasing: staging[staged...]).copyMemory(from: bytes)
-        staged += bytes.count
     }
 
-    /// Writes what is gathered to the file. On a failure (a full disk) the gathered bytes are dropped:
-    /// they were never committed, and a later `sync()` must still commit what the file holds.
+    /// Writes what is gathered to the file (on a failure the gathered bytes are dropped: see `WriteGatherer`).
     func flush() throws {
-        guard let staging, staged > 0 else { return }
-        defer { staged = 0 }
-        try fd.writeAll(toAbsoluteOffset: written, UnsafeRawBufferPointer(rebasing: staging[..<staged]))
-        written += Int64(staged)
+        if let gatherer { written += Int64(try gatherer.write(to: fd.rawValue, at: written)) }
     }
 
     /// Makes everything received so far durable and returns the new committed length.
@@ -109,9 +94,7 @@ final class PartFile {
     func close() {
         guard isOpen else { return }
         isOpen = false
-        staging?.deallocate()
-        staging = nil
-        staged = 0
+        gatherer = nil
         try? fd.close()
     }
 }

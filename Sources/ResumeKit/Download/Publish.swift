@@ -30,11 +30,8 @@ enum Publish {
         }
     }
 
-    /// Publishes one download whose data is synced already.
-    static func download(_ finished: Finished, store: TokenStore, keepToken: () throws(TransferError) -> Void) throws(TransferError)
-        -> DownloadResult
-    {
-        try verify(finished, keepToken: keepToken)
+    /// Publishes one verified download whose data is synced already.
+    static func place(_ finished: Finished, store: TokenStore) throws(TransferError) -> DownloadResult {
         try rename(finished)
         syncDirectory(Paths.parent(of: finished.download.path))
         complete(finished, store: store)

@@ -2,6 +2,7 @@ import Dispatch
 import FoundationEssentials
 import Glibc
 import Synchronization
+import SystemPackage
 
 /// A download over several connections at once (`--connections N`): parallel ranged GETs, each with
 /// `If-Range`, written with `pwrite` into one `.part` file. Each segment's committed count is in the
@@ -186,7 +187,8 @@ final class SegmentedDownload {
         }
         // The token already holds every segment's committed bytes: it stays as it is on a mismatch.
         let finished = Publish.Finished(download: download, tokenID: token.id, tokenOnDisk: true, bytes: total, sha256: digest, emit: emit)
-        return try Publish.download(finished, store: store) {}
+        try Publish.verify(finished) {}
+        return try Publish.place(finished, store: store)
     }
 }
 
@@ -210,10 +212,8 @@ final class SegmentWorker: ExchangeDelegate, @unchecked Sendable {
     private let ended: DispatchSemaphore
 
     private let progress: Atomic<Int64>
-    /// Pieces gathered into larger writes, as `PartFile` does; only written bytes count as `written`.
-    /// The connections share one `PartFile`'s worth of memory, as they share the receive buffer.
-    private let staging: UnsafeMutableRawBufferPointer
-    private var staged = 0
+    /// Only written bytes count as `written`. The connections share one transfer's worth of memory.
+    private let gatherer: WriteGatherer
     private let done = Atomic<Bool>(false)
     private let state = Mutex<Outcome?>(nil)
     private var decision: SegmentRules.Decision?
@@ -240,12 +240,10 @@ final class SegmentWorker: ExchangeDelegate, @unchecked Sendable {
         self.options = options
         self.stop = stop
         self.ended = ended
-        staging = .allocate(byteCount: max(64 << 10, PartFile.stagingCapacity / max(1, connections)), alignment: 4096)
+        gatherer = WriteGatherer(capacity: max(64 << 10, WriteGatherer.capacity / max(1, connections)))
         progress = Atomic(min(segment.committed, segment.length))
         if segment.isDone { done.store(true, ordering: .releasing) }
     }
-
-    deinit { staging.deallocate() }
 
     /// Bytes of this segment written to the file so far.
     var written: Int64 { progress.load(ordering: .acquiring) }
@@ -311,36 +309,31 @@ final class SegmentWorker: ExchangeDelegate, @unchecked Sendable {
     }
 
     func exchange(body: UnsafeRawBufferPointer) -> Bool {
-        guard start + written + Int64(staged) + Int64(body.count) <= end + 1 else {
+        guard start + written + Int64(gatherer.count) + Int64(body.count) <= end + 1 else {
             decision = .changed("the server sent more than the range asked for")
             return false
         }
-        if staged + body.count > staging.count, let error = flush() {
-            writeError = error
+        do throws(Errno) {
+            progress.store(written + Int64(try gatherer.append(body, to: fd, at: start + written)), ordering: .releasing)
+        } catch {
+            writeError = Self.message(error)
             return false
         }
-        UnsafeMutableRawBufferPointer(rebasing: staging[staged...]).copyMemory(from: body)
-        staged += body.count
         receivedThisAttempt += Int64(body.count)
         return true
     }
 
     /// Writes the gathered bytes after the segment's written ones; the error message, if any.
     private func flush() -> String? {
-        defer { staged = 0 }
-        let offset = start + written
-        var done = 0
-        while done < staged {
-            let n = pwrite(fd, staging.baseAddress! + done, staged - done, off_t(offset) + off_t(done))
-            if n < 0 {
-                if errno == EINTR { continue }
-                return "cannot write the .part file: \(String(cString: strerror(errno)))"
-            }
-            done += n
+        do throws(Errno) {
+            progress.store(written + Int64(try gatherer.write(to: fd, at: start + written)), ordering: .releasing)
+            return nil
+        } catch {
+            return Self.message(error)
         }
-        progress.store(written + Int64(staged), ordering: .releasing)
-        return nil
     }
+
+    private static func message(_ error: Errno) -> String { "cannot write the .part file: \(String(cString: strerror(error.rawValue)))" }
 
     func exchange(progressReceived received: Int64, sent: Int64) -> Bool { true }
 }

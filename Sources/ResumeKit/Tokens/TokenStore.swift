@@ -43,11 +43,7 @@ public struct TokenStore: Sendable {
     /// A stable id: the same URL to the same place gets the same token, so a second run resumes.
     public static func makeID(kind: ResumeToken.Kind, url: String, path: String) -> String {
         var hasher = SHA256()
-        for (i, part) in [url, path].enumerated() {
-            if i > 0 { hasher.update(data: [UInt8(0)]) }
-            var text = part
-            text.withUTF8 { hasher.update(bufferPointer: UnsafeRawBufferPointer($0)) }
-        }
+        hasher.update(data: Array(url.utf8) + [0] + Array(path.utf8))
         return (kind == .download ? "d-" : "u-") + hasher.finalize().prefix(8).hex
     }
 
