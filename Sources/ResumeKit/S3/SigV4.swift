@@ -1,0 +1,129 @@
+import Crypto
+
+/// AWS Signature Version 4 for S3, header-based, with the payload hash sent as `x-amz-content-sha256`.
+///
+/// Our own signer rather than libcurl's `CURLOPT_AWS_SIGV4`: libcurl 7.88.1 (Debian 12) signs the query and
+/// path exactly as sent, cannot hash a read-callback body and mishandles valueless parameters, so every
+/// request would need a hand-canonicalised URL anyway. Pure: the caller passes the time.
+public struct SigV4Signer: Sendable {
+    public var credentials: AWSCredentials
+    public var region: String
+    public var service: String
+
+    public init(credentials: AWSCredentials, region: String, service: String = "s3") {
+        self.credentials = credentials
+        self.region = region
+        self.service = service
+    }
+
+    /// The hash S3 expects for an empty body.
+    public static let emptyPayloadHash = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
+    /// Sent instead of a body hash when the body is not hashed before it is sent (allowed over TLS by S3).
+    public static let unsignedPayload = "UNSIGNED-PAYLOAD"
+
+    /// A request to sign: `path` is the URI path as it will be sent (already percent-encoded, see
+    /// ``S3Encoding/path(_:)``); `query` is unencoded name/value pairs (a valueless parameter has value "").
+    public struct Request: Sendable, Equatable {
+        public var method: String
+        public var host: String
+        public var path: String
+        public var query: [(String, String)]
+        public var headers: HeaderFields
+        public var payloadHash: String
+
+        public init(method: String, host: String, path: String, query: [(String, String)] = [], headers: HeaderFields = [:],
+            payloadHash: String)
+        {
+            self.method = method
+            self.host = host
+            self.path = path
+            self.query = query
+            self.headers = headers
+            self.payloadHash = payloadHash
+        }
+
+        public static func == (a: Request, b: Request) -> Bool {
+            a.method == b.method && a.host == b.host && a.path == b.path && a.headers == b.headers
+                && a.payloadHash == b.payloadHash && a.query.elementsEqual(b.query, by: { $0 == $1 })
+        }
+    }
+
+    /// What to send: the query string in canonical form (send exactly this) and the headers with
+    /// `x-amz-date`, `x-amz-content-sha256`, the session token and `Authorization` added.
+    public struct Signed: Sendable, Equatable {
+        public var query: String
+        public var headers: HeaderFields
+        /// For tests and `-v`-style diagnostics; holds no secret.
+        public var canonicalRequest: String
+        public var signature: String
+    }
+
+    /// Signs `request` at `seconds` since 1970 (UTC).
+    public func sign(_ request: Request, at seconds: Int64) -> Signed {
+        let stamp = AWSTimestamp(seconds)
+        var headers = request.headers
+        headers.set("x-amz-date", stamp.dateTime)
+        headers.set("x-amz-content-sha256", request.payloadHash)
+        if let token = credentials.sessionToken { headers.set("x-amz-security-token", token) }
+
+        let query = S3Encoding.canonicalQuery(request.query)
+        var signing: [(name: String, value: String)] = [("host", request.host)]
+        for field in headers.fields where !field.name.caseInsensitiveEquals("host") {
+            signing.append((field.name.lowercased(), Self.trimmed(field.value)))
+        }
+        // Repeated names are joined with commas, in the order given (SigV4's rule).
+        var merged: [String: String] = [:]
+        for (name, value) in signing { merged[name] = merged[name].map { $0 + "," + value } ?? value }
+        let names = merged.keys.sorted()
+        let signedHeaders = names.joined(separator: ";")
+        let canonical = [
+            request.method, request.path, query,
+            names.map { "\($0):\(merged[$0]!)\n" }.joined(), signedHeaders, request.payloadHash,
+        ].joined(separator: "\n")
+
+        let scope = "\(stamp.date)/\(region)/\(service)/aws4_request"
+        let stringToSign = ["AWS4-HMAC-SHA256", stamp.dateTime, scope, Self.sha256Hex(canonical)].joined(separator: "\n")
+        var key = SymmetricKey(data: Array(("AWS4" + credentials.secretAccessKey).utf8))
+        for part in [stamp.date, region, service, "aws4_request"] {
+            key = SymmetricKey(data: Array(HMAC<SHA256>.authenticationCode(for: Array(part.utf8), using: key)))
+        }
+        let signature = HMAC<SHA256>.authenticationCode(for: Array(stringToSign.utf8), using: key).hex
+        headers.set(
+            "Authorization",
+            "AWS4-HMAC-SHA256 Credential=\(credentials.accessKeyID)/\(scope),SignedHeaders=\(signedHeaders),Signature=\(signature)")
+        return Signed(query: query, headers: headers, canonicalRequest: canonical, signature: signature)
+    }
+
+    static func sha256Hex(_ text: String) -> String { SHA256.hash(data: Array(text.utf8)).hex }
+
+    /// Leading and trailing blanks removed, inner runs of blanks collapsed to one.
+    static func trimmed(_ value: String) -> String {
+        value.split(separator: " ", omittingEmptySubsequences: true).joined(separator: " ")
+    }
+}
+
+/// The two time formats SigV4 uses, worked out by hand (no DateFormatter, which would load ICU).
+struct AWSTimestamp: Equatable {
+    /// `YYYYMMDD`
+    let date: String
+    /// `YYYYMMDDTHHMMSSZ`
+    let dateTime: String
+
+    init(_ seconds: Int64) {
+        let days = seconds >= 0 ? seconds / 86_400 : (seconds - 86_399) / 86_400
+        let secondOfDay = seconds - days * 86_400
+        // Civil date from days since 1970 (the inverse of HTTPDate's "days from civil").
+        let z = days + 719_468
+        let era = (z >= 0 ? z : z - 146_096) / 146_097
+        let doe = z - era * 146_097
+        let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365
+        let doy = doe - (365 * yoe + yoe / 4 - yoe / 100)
+        let mp = (5 * doy + 2) / 153
+        let day = doy - (153 * mp + 2) / 5 + 1
+        let month = mp < 10 ? mp + 3 : mp - 9
+        let year = yoe + era * 400 + (month <= 2 ? 1 : 0)
+        func two(_ n: Int64) -> String { n < 10 ? "0\(n)" : "\(n)" }
+        date = "\(year)\(two(month))\(two(day))"
+        dateTime = date + "T" + two(secondOfDay / 3600) + two(secondOfDay / 60 % 60) + two(secondOfDay % 60) + "Z"
+    }
+}
