@@ -1,6 +1,6 @@
 import CCurl
 
-// Two Linux calls Swift's Glibc module leaves out (declared only under _GNU_SOURCE); they live here
+// Linux calls Swift's Glibc module leaves out (declared only under _GNU_SOURCE); they live here
 // because only this folder speaks to the C shims.
 
 /// Writes every dirty page and inode of the filesystem holding `fd` to disk, with one journal commit
@@ -11,3 +11,8 @@ func syncFileSystem(containing fd: Int32) -> Int32 { rctl_syncfs(fd) }
 /// posix_fallocate it never falls back to writing zeros: where the filesystem cannot, it fails
 /// (EOPNOTSUPP) and the file simply stays sparse. 0, or -1 with errno set.
 func reserveSpace(_ fd: Int32, length: Int64) -> Int32 { rctl_fallocate(fd, length) }
+
+/// Frees the blocks of `offset..<offset+length` without changing the file's length or other offsets
+/// (fallocate(2) with FALLOC_FL_PUNCH_HOLE): a spool gives back the disk space of acknowledged bytes.
+/// 0, or -1 with errno set (EOPNOTSUPP where the filesystem cannot).
+func punchHole(_ fd: Int32, offset: Int64, length: Int64) -> Int32 { rctl_punch_hole(fd, offset, length) }

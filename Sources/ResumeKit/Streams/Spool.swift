@@ -1,0 +1,140 @@
+import Glibc
+import SystemPackage
+
+/// The bytes of a streamed upload (stdin) kept on disk until the server has acknowledged them, so that a
+/// cut, a stall or a 5xx is survived by sending them again — a pipe cannot be rewound.
+///
+/// Offsets are stream offsets: byte N of the stream is at offset N of the file. Acknowledged bytes are given
+/// back with ``drop(below:)``, which punches a hole (the blocks are freed, the offsets stay), so the disk use
+/// is what is still held. Like a `.part` file, only ``durable`` bytes (fsynced) may go into a token; after a
+/// crash ``reopen(path:start:durable:)`` cuts the file back to them.
+final class Spool {
+    let path: String
+    private let fd: FileDescriptor
+    private var isOpen = true
+    /// The first byte still held; everything below was dropped.
+    private(set) var start: Int64
+    /// One past the last byte appended.
+    private(set) var end: Int64
+    /// Bytes known to be on disk.
+    private(set) var durable: Int64
+
+    /// Bytes held, and so (with hole punching) the spool's disk use.
+    var held: Int64 { end - start }
+
+    private init(path: String, fd: FileDescriptor, start: Int64, end: Int64) {
+        self.path = path
+        self.fd = fd
+        self.start = start
+        self.end = end
+        self.durable = end
+    }
+
+    deinit { close() }
+
+    /// A new, empty spool (mode 0600); an old file of that name is replaced.
+    static func create(path: String) throws(TransferError) -> Spool {
+        do {
+            let fd = try FileDescriptor.open(
+                FilePath(path), .readWrite, options: [.create, .truncate, .closeOnExec], permissions: [.ownerReadWrite])
+            return Spool(path: path, fd: fd, start: 0, end: 0)
+        } catch {
+            throw Self.failure("cannot create the spool", path, error)
+        }
+    }
+
+    /// The spool a token describes: `start` and `durable` as recorded. Bytes after `durable` were never
+    /// committed and are cut off; a file shorter than `durable` lost data, which makes it unusable.
+    static func reopen(path: String, start: Int64, durable: Int64) throws(TransferError) -> Spool {
+        let fd: FileDescriptor
+        do {
+            fd = try FileDescriptor.open(FilePath(path), .readWrite, options: [.closeOnExec])
+        } catch {
+            throw Self.failure("cannot open the spool", path, error)
+        }
+        do {
+            let size = try fd.seek(offset: 0, from: .end)
+            guard size >= durable else {
+                try? fd.close()
+                throw TransferError(.badToken, "the spool \(path) holds \(size) bytes, fewer than the \(durable) its token recorded")
+            }
+            if size > durable { try fd.resize(to: durable) }
+        } catch let error as TransferError {
+            throw error
+        } catch {
+            try? fd.close()
+            throw Self.failure("cannot read the spool", path, error)
+        }
+        return Spool(path: path, fd: fd, start: min(start, durable), end: durable)
+    }
+
+    /// Appends stream bytes at ``end``.
+    func append(_ bytes: UnsafeRawBufferPointer) throws(TransferError) {
+        do {
+            try fd.writeAll(toAbsoluteOffset: end, bytes)
+        } catch {
+            throw Self.failure("cannot write the spool", path, error)
+        }
+        end += Int64(bytes.count)
+    }
+
+    /// Makes every appended byte durable; returns the new ``durable``.
+    @discardableResult
+    func sync() throws(TransferError) -> Int64 {
+        guard durable < end else { return durable }
+        if fdatasync(fd.rawValue) != 0 { throw Self.failure("cannot sync the spool", path, Errno(rawValue: errno)) }
+        durable = end
+        return durable
+    }
+
+    /// Reads held bytes at stream offset `offset` (at least ``start``); returns how many were read.
+    func read(at offset: Int64, into buffer: UnsafeMutableRawBufferPointer) throws(TransferError) -> Int {
+        precondition(offset >= start, "spool bytes below \(start) were dropped")
+        let count = Int(min(Int64(buffer.count), max(0, end - offset)))
+        guard count > 0 else { return 0 }
+        do {
+            return try fd.read(fromAbsoluteOffset: offset, into: UnsafeMutableRawBufferPointer(rebasing: buffer[0..<count]))
+        } catch {
+            throw Self.failure("cannot read the spool", path, error)
+        }
+    }
+
+    /// Gives back the disk space of every byte below `offset` (the server holds them now). The caller
+    /// records the new ``start`` in its token after this returns.
+    func drop(below offset: Int64) throws(TransferError) {
+        let upTo = min(offset, end)
+        guard upTo > start else { return }
+        if punchHole(fd.rawValue, offset: start, length: upTo - start) != 0 {
+            let code = errno
+            // A filesystem that cannot punch holes keeps the bytes on disk; the stream still works.
+            guard code == EOPNOTSUPP || code == ENOSYS else {
+                throw Self.failure("cannot release space in the spool", path, Errno(rawValue: code))
+            }
+        }
+        start = upTo
+    }
+
+    /// Blocks the file occupies on disk, in bytes (for tests and `show`).
+    var diskUse: Int64 {
+        var info = stat()
+        guard fstat(fd.rawValue, &info) == 0 else { return 0 }
+        return Int64(info.st_blocks) * 512
+    }
+
+    func close() {
+        guard isOpen else { return }
+        isOpen = false
+        try? fd.close()
+    }
+
+    /// Closes and deletes the spool: it never outlives its token.
+    func remove() {
+        close()
+        unlink(path)
+    }
+
+    private static func failure(_ what: String, _ path: String, _ error: any Error) -> TransferError {
+        let reason = (error as? Errno).map { String(cString: strerror($0.rawValue)) } ?? "\(error)"
+        return TransferError(.localIO, "\(what) \(path): \(reason)")
+    }
+}
