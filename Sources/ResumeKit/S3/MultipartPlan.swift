@@ -1,0 +1,140 @@
+import Crypto
+
+/// One part of an S3 multipart upload as the token records it, written after S3 acknowledged it.
+public struct S3Part: Codable, Sendable, Equatable {
+    /// 1-based, as S3 numbers them.
+    public var number: Int
+    public var size: Int64
+    /// Lower-case hex MD5 of the part's bytes (sent as `Content-MD5`, and what S3's ETag must equal).
+    public var md5: String
+    /// The ETag S3 answered, quotes included.
+    public var etag: String
+
+    public init(number: Int, size: Int64, md5: String, etag: String) {
+        self.number = number
+        self.size = size
+        self.md5 = md5
+        self.etag = etag
+    }
+}
+
+/// A part as ListParts reports it.
+public struct ListedPart: Sendable, Equatable {
+    public var number: Int
+    public var size: Int64
+    public var etag: String
+
+    public init(number: Int, size: Int64, etag: String) {
+        self.number = number
+        self.size = size
+        self.etag = etag
+    }
+}
+
+/// The arithmetic of a multipart upload: part sizes within S3's limits, which parts a resume may trust,
+/// the CompleteMultipartUpload body and the ETag S3 must answer with. Pure.
+public enum MultipartPlan {
+    public static let defaultPartSize: Int64 = 8 << 20
+    public static let minimumPartSize: Int64 = 5 << 20
+    public static let maximumPartSize: Int64 = 5 << 30
+    public static let maximumParts: Int64 = 10_000
+
+    /// The part size for a file: `requested` (default 8 MiB) raised, in whole MiB, until the file fits in
+    /// 10,000 parts. `raised` says the user's choice was changed (the CLI says so once).
+    public static func partSize(fileSize: Int64, requested: Int64?) throws(TransferError) -> (size: Int64, raised: Bool) {
+        let wanted = requested ?? defaultPartSize
+        guard (minimumPartSize...maximumPartSize).contains(wanted) else {
+            throw TransferError(.usage, "--part-size must be between 5 MiB and 5 GiB")
+        }
+        let mib: Int64 = 1 << 20
+        let needed = (fileSize + maximumParts - 1) / maximumParts
+        guard needed > wanted else { return (wanted, false) }
+        let size = (needed + mib - 1) / mib * mib
+        guard size <= maximumPartSize else {
+            throw TransferError(.failed, "a file of \(fileSize) bytes is larger than S3's limit of 10,000 parts of 5 GiB")
+        }
+        return (size, true)
+    }
+
+    /// How many parts a file of `fileSize` bytes takes (an empty file is one empty part).
+    public static func partCount(fileSize: Int64, partSize: Int64) -> Int {
+        max(1, Int((fileSize + partSize - 1) / partSize))
+    }
+
+    /// The byte range of part `number` (1-based).
+    public static func range(ofPart number: Int, fileSize: Int64, partSize: Int64) -> Range<Int64> {
+        let start = Int64(number - 1) * partSize
+        return start..<min(fileSize, start + partSize)
+    }
+
+    /// The parts a resume keeps: those S3 lists with the very size and ETag our MD5 of the part gives.
+    /// Anything else (a part S3 lost, or one whose bytes differ) is sent again.
+    public static func trusted(recorded: [S3Part], listed: [ListedPart]) -> [S3Part] {
+        let byNumber = Dictionary(listed.map { ($0.number, $0) }, uniquingKeysWith: { _, last in last })
+        return recorded.filter { part in
+            guard let seen = byNumber[part.number] else { return false }
+            return seen.size == part.size && unquoted(seen.etag).lowercased() == part.md5
+        }
+    }
+
+    /// Part numbers still to send, in ascending order.
+    public static func missing(partCount: Int, done: [S3Part]) -> [Int] {
+        let have = Set(done.map(\.number))
+        return (1...partCount).filter { !have.contains($0) }
+    }
+
+    /// The CompleteMultipartUpload body, parts in ascending order.
+    public static func completionBody(_ parts: [S3Part]) -> String {
+        var xml = "<CompleteMultipartUpload xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\">"
+        for part in parts.sorted(by: { $0.number < $1.number }) {
+            xml += "<Part><PartNumber>\(part.number)</PartNumber><ETag>\(escaped(part.etag))</ETag></Part>"
+        }
+        return xml + "</CompleteMultipartUpload>"
+    }
+
+    /// The ETag S3 gives a completed multipart object: MD5 of the parts' binary MD5s, then `-N`.
+    public static func expectedETag(_ parts: [S3Part]) -> String {
+        var md5s: [UInt8] = []
+        for part in parts.sorted(by: { $0.number < $1.number }) { md5s += bytes(fromHex: part.md5) }
+        return "\"" + Insecure.MD5.hash(data: md5s).hex + "-\(parts.count)\""
+    }
+
+    static func unquoted(_ etag: String) -> String {
+        etag.count >= 2 && etag.hasPrefix("\"") && etag.hasSuffix("\"") ? String(etag.dropFirst().dropLast()) : etag
+    }
+
+    private static func escaped(_ text: String) -> String {
+        var out = ""
+        for c in text {
+            switch c {
+            case "&": out += "&amp;"
+            case "<": out += "&lt;"
+            case ">": out += "&gt;"
+            case "\"": out += "&quot;"
+            default: out.append(c)
+            }
+        }
+        return out
+    }
+
+    private static func bytes(fromHex hex: String) -> [UInt8] {
+        var out: [UInt8] = []
+        var high: UInt8?
+        for c in hex.utf8 {
+            let v: UInt8
+            switch c {
+            case UInt8(ascii: "0")...UInt8(ascii: "9"): v = c - UInt8(ascii: "0")
+            case UInt8(ascii: "a")...UInt8(ascii: "f"): v = c - UInt8(ascii: "a") + 10
+            case UInt8(ascii: "A")...UInt8(ascii: "F"): v = c - UInt8(ascii: "A") + 10
+            default: continue
+            }
+            if let h = high {
+                out.append(h << 4 | v)
+                high = nil
+            } else {
+                high = v
+            }
+        }
+        return out
+    }
+}
