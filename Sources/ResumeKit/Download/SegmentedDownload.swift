@@ -287,6 +287,10 @@ final class SegmentWorker: ExchangeDelegate, @unchecked Sendable {
                     return report(.failed(TransferError(.failed, failure.message)))
                 }
                 message = failure.message
+                if options.waitForNetwork, failure.isNetworkDown {
+                    if !stop.sleep(seconds: backoff.networkWait(progressMade: receivedThisAttempt > 0)) { return }
+                    continue
+                }
             default: message = "the connection closed early"
             }
             guard let delay = backoff.next(progressMade: receivedThisAttempt > 0, retryAfter: retryAfter) else {

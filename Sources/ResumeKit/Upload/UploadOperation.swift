@@ -30,6 +30,8 @@ final class UploadOperation: ExchangeDelegate {
     private var pacer = ProgressPacer()
     private var started = false
     private var saveError: String?
+    /// The last exchange could not reach the server at all (see `TransferOptions.waitForNetwork`).
+    private var networkDown = false
 
     private var upload: ResumeToken.UploadPart {
         get { token.upload! }
@@ -100,6 +102,12 @@ final class UploadOperation: ExchangeDelegate {
                 }
                 if !machine.serverSupportsDraft { upload.resumable = false }
                 try save()
+                if networkDown && options.waitForNetwork {
+                    let delay = backoff.networkWait(progressMade: sentThisAttempt > 0)
+                    emit(.waitingForNetwork(delay: delay, error: reason))
+                    if !cancellation.sleep(seconds: delay) { throw stop(cancellation.reason ?? .interrupt) }
+                    continue
+                }
                 guard let delay = backoff.next(progressMade: sentThisAttempt > 0, retryAfter: retryAfter) else {
                     let hint = machine.serverSupportsDraft ? "" : " (the server cannot resume uploads)"
                     throw TransferError(.retriesExhausted, "\(reason); gave up after \(backoff.retriesMade) retries\(hint)", tokenID: token.id)
@@ -119,6 +127,7 @@ final class UploadOperation: ExchangeDelegate {
         }
         for field in headers.fields { all.set(field.name, field.value) }
         requestURL = url
+        networkDown = false
         finalHead = nil
         sentThisAttempt = 0
         bodyStart = body?.offset ?? upload.acknowledgedBytes
@@ -144,9 +153,10 @@ final class UploadOperation: ExchangeDelegate {
             switch failure.kind {
             case .fatal: return .fail(reason: failure.message)
             case .localRead: return .fail(reason: failure.message)
-            case .resolve where upload.uploadURL == nil && !machine.serverSupportsDraft:
+            case .resolve where upload.uploadURL == nil && !machine.serverSupportsDraft && !options.waitForNetwork:
                 return .fail(reason: failure.message)
             case .network, .resolve:
+                networkDown = failure.isNetworkDown
                 return machine.exchangeFailed(failure.message, during: currentPlan)
             }
         }
