@@ -9,7 +9,10 @@ extension TransferClient {
         results.load(id: reference)
     }
 
-    func recordDone(id: String, kind: ResumeToken.Kind, url: String, result: TransferResult, source: String? = nil) {
+    /// - Parameter since: when the transfer began; a record written since (by the finish, before the token
+    ///   went) is not written twice.
+    func recordDone(id: String, kind: ResumeToken.Kind, url: String, result: TransferResult, source: String? = nil, since: Date) {
+        if let written = results.load(id: id), written.outcome == .done, written.endedAt >= since.addingTimeInterval(-1) { return }
         let record: TransferRecord
         switch result {
         case .downloaded(let d):

@@ -27,9 +27,10 @@ extension TransferClient {
     ) async throws(TransferError) -> UploadResult {
         try await onOwnThread { () throws(TransferError) in
             let id = self.uploadTokenID(request)
+            let began = Date()
             do throws(TransferError) {
                 let result = try self.runUpload(request, cancellation: cancellation, events: events)
-                self.recordDone(id: id, kind: .upload, url: request.url, result: .uploaded(result), source: request.filePath)
+                self.recordDone(id: id, kind: .upload, url: request.url, result: .uploaded(result), source: request.filePath, since: began)
                 return result
             } catch {
                 self.recordFailure(error, id: id, kind: .upload, url: request.url, source: request.filePath)

@@ -53,9 +53,10 @@ public struct TransferClient: Sendable {
         try await onOwnThread { () throws(TransferError) in
             try self.prepareStateDirectory()
             let id = self.downloadTokenID(request)
+            let began = Date()
             do throws(TransferError) {
                 let result = try self.runDownload(request, cancellation: cancellation, events: events)
-                if let id { self.recordDone(id: id, kind: .download, url: request.url, result: .downloaded(result)) }
+                if let id { self.recordDone(id: id, kind: .download, url: request.url, result: .downloaded(result), since: began) }
                 return result
             } catch {
                 if let id { self.recordFailure(error, id: id, kind: .download, url: request.url) }
@@ -79,6 +80,7 @@ public struct TransferClient: Sendable {
                 guard error.code == .inputMissing, let ended = try self.endedResult(reference, events: events) else { throw error }
                 return ended
             }
+            let began = Date()
             do throws(TransferError) {
                 let result: TransferResult
                 switch token.kind {
@@ -87,7 +89,7 @@ public struct TransferClient: Sendable {
                 case .upload:
                     result = .uploaded(try self.runResumeUpload(token, newURL: newURL, headers: headers, cancellation: cancellation, events: events))
                 }
-                self.recordDone(id: token.id, kind: token.kind, url: token.url, result: result)
+                self.recordDone(id: token.id, kind: token.kind, url: token.url, result: result, since: began)
                 return result
             } catch {
                 self.recordFailure(error, id: token.id, kind: token.kind, url: newURL ?? token.url)

@@ -398,7 +398,7 @@ final class DownloadOperation: ExchangeDelegate {
         }
         try flushPart()
         let finished = Publish.Finished(
-            download: download, tokenID: token.id, tokenOnDisk: tokenOnDisk, bytes: part.length, sha256: digest, emit: emit)
+            download: download, tokenID: token.id, url: token.url, tokenOnDisk: tokenOnDisk, bytes: part.length, sha256: digest, emit: emit)
         try Publish.verify(finished) { () throws(TransferError) in try commit() }
         if let batch, !tokenOnDisk {
             // A list's small file: the batch makes it durable together with others, then renames it.

@@ -186,7 +186,7 @@ final class SegmentedDownload {
             digest = try FileDigest.sha256(path: download.partPath)
         }
         // The token already holds every segment's committed bytes: it stays as it is on a mismatch.
-        let finished = Publish.Finished(download: download, tokenID: token.id, tokenOnDisk: true, bytes: total, sha256: digest, emit: emit)
+        let finished = Publish.Finished(download: download, tokenID: token.id, url: token.url, tokenOnDisk: true, bytes: total, sha256: digest, emit: emit)
         try Publish.verify(finished) {}
         return try Publish.place(finished, store: store)
     }

@@ -201,6 +201,10 @@ final class UploadOperation: ExchangeDelegate {
     private func finish() throws(TransferError) -> UploadResult {
         upload.acknowledgedBytes = upload.source.size
         let digest = options.computeSHA256 ? try source.sha256() : nil
+        // The record before the token goes: a kill in between leaves an id that still answers.
+        try? ResultStore(directory: store.directory).save(TransferRecord(
+            id: token.id, kind: .upload, outcome: .done, exit: 0, resumable: false, url: token.url, path: source.path,
+            bytes: upload.source.size, sha256: digest))
         store.remove(id: token.id)
         emit(.completed(location: token.url, bytes: upload.source.size, sha256: digest))
         return UploadResult(url: token.url, bytes: upload.source.size, sha256: digest)
