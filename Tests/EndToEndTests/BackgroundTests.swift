@@ -232,4 +232,32 @@ import Glibc
         let noFolder = try await w.run(["download", "http://127.0.0.1:9/x", "-o", w.path("no/such/x"), "--detach"])
         #expect(noFolder.status == 73, "\(noFolder)")
     }
+
+    /// A `resume` killed around the moment it completes: the next `resume ID` exits 0 with the path line,
+    /// whether the kill came before the rename, between the record and the token's removal, or after.
+    @Test(arguments: [UInt64(31), 32, 33])
+    func aResumeKilledAsItCompletesStillAnswers(seed: UInt64) async throws {
+        let w = try Workspace()
+        let digest = try makeRandomFile(path: w.path("www/f.bin"), size: 2_000_000, seed: seed)
+        let nginx = try await NginxServer(root: w.path("www"), limitRate: 1_000_000)
+        let first = try w.start(["download", nginx.url(for: "f.bin"), "-q"])
+        try await eventually(timeout: .seconds(10)) { try !w.tokens().isEmpty }
+        first.send(signal: SIGTERM)
+        #expect(try await first.wait().status == 75)
+        let id = try w.tokens()[0]
+        let committed = (try w.token(id)["download"] as? [String: Any])?["committedBytes"] as? Int ?? 0
+        var rng = SeededGenerator(seed: seed)
+        let p = try w.start(["resume", id, "-q"])
+        // Kill somewhere around the moment the rest (at 1 MB/s) is in.
+        let rest = (2_000_000 - committed) / 1_000
+        try await Task.sleep(for: .milliseconds(max(50, rest + Int.random(in: -250...150, using: &rng))))
+        p.send(signal: SIGKILL)
+        _ = try await p.wait()
+        let again = try await w.run(["resume", id])
+        #expect(again.status == 0, "\(again)")
+        #expect(again.stdoutLines == [w.out + "/f.bin"])
+        #expect(try sha256(file: w.out + "/f.bin") == digest)
+        let show = try await w.run(["show", id])
+        #expect(show.status == 0 && show.stdout.contains("\"done\""), "\(show)")
+    }
 }
