@@ -49,6 +49,8 @@ install: release
 	install -d $(DESTDIR)$(PREFIX)/bin
 	install -m 755 .build/release/resumectl $(DESTDIR)$(PREFIX)/bin/resumectl
 	install -m 755 .build/release/resumectl-serve $(DESTDIR)$(PREFIX)/bin/resumectl-serve
+	install -d $(DESTDIR)$(PREFIX)/lib/systemd/user
+	install -m 644 contrib/systemd/resumectl-resume.service contrib/systemd/resumectl-resume.timer $(DESTDIR)$(PREFIX)/lib/systemd/user/
 
 demo: build
 	scripts/demo.sh .build/debug/resumectl

@@ -37,6 +37,8 @@ struct Download: AsyncParsableCommand {
 
     @OptionGroup var options: TransferOptionGroup
 
+    @OptionGroup var background: BackgroundOptions
+
     func validate() throws {
         if let checksum { _ = try Checksum.parse(checksum) }
         guard (1...16).contains(connections) else { throw ValidationError("--connections takes 1 to 16") }
@@ -45,6 +47,7 @@ struct Download: AsyncParsableCommand {
         case (nil, nil): throw ValidationError("give a URL, or -i LIST")
         case (_?, _?): throw ValidationError("give a URL or -i LIST, not both")
         case (nil, _?) where checksum != nil: throw ValidationError("--checksum applies to one URL, not to -i LIST")
+        case (nil, _?) where background.detach: throw ValidationError("--detach applies to one URL, not to -i LIST")
         default: break
         }
     }
@@ -56,10 +59,19 @@ struct Download: AsyncParsableCommand {
             onChange: onChange, force: force)
         var configured = options.client()
         configured.options.connections = connections
+        configured.options.waitForNetwork = background.waitsForNetwork
         let client = configured
+        if background.detach {
+            let id: String
+            do { id = try client.prepare(request) } catch { throw Runner.fail(error, json: options.json) }
+            try Detach.launch(id: id, announce: id, stateDir: client.store.directory, arguments: Detach.childArguments())
+        }
         let reporter = Reporter(json: options.json, quiet: options.quiet)
-        let result = try await Runner.run(reporter: reporter) { cancellation throws(TransferError) in
-            try await client.download(request, cancellation: cancellation, events: reporter.eventsWithToken(client: client, request: request))
+        let id = client.downloadTokenID(request)
+        if let id { reporter.setToken(id) }
+        let result = try await Foreground.run(id: id, kind: .download, url: url, client: client, background: background, reporter: reporter) {
+            cancellation, events throws(TransferError) in
+            try await client.download(request, cancellation: cancellation, events: events)
         }
         reporter.result(result.path)
     }
@@ -133,13 +145,5 @@ enum Checksum {
             throw ValidationError("--checksum: a sha256 is 64 hex digits")
         }
         return hex
-    }
-}
-
-extension Reporter {
-    /// The event handler, with the token id the JSON events carry.
-    func eventsWithToken(client: TransferClient, request: DownloadRequest) -> EventHandler {
-        if let id = client.downloadTokenID(request) { setToken(id) }
-        return handler
     }
 }

@@ -60,6 +60,10 @@ final class Reporter: @unchecked Sendable {
             guard !quiet else { return }
             clearProgress()
             Output.stderr("resumectl: \(error); retry \(attempt) in \(Self.oneDecimal(delay)) s\n")
+        case .waitingForNetwork(let delay, let error):
+            guard !quiet else { return }
+            clearProgress()
+            Output.stderr("resumectl: \(error); waiting for the network, next try in \(Self.oneDecimal(delay)) s\n")
         case .restarted(let reason):
             guard !quiet else { return }
             clearProgress()
@@ -110,6 +114,8 @@ final class Reporter: @unchecked Sendable {
             writeJSON(["event": "progress", "token": tokenID, "bytes": bytes, "total": total, "rate": Int64(rate)])
         case .retry(let attempt, let delay, let error):
             writeJSON(["event": "retry", "token": tokenID, "attempt": attempt, "delay": delay, "error": error])
+        case .waitingForNetwork(let delay, let error):
+            writeJSON(["event": "waiting", "token": tokenID, "delay": delay, "error": error])
         case .restarted(let reason):
             writeJSON(["event": "restarted", "token": tokenID, "reason": reason])
         case .paused(let offset):

@@ -1,31 +1,132 @@
 import ArgumentParser
+import Glibc
 import ResumeKit
 
 struct Resume: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Continue a transfer from its token, even after kill -9 or a reboot.")
+        abstract: "Continue a transfer from its token, even after kill -9 or a reboot.",
+        discussion: """
+            A transfer that already completed prints its result line again and exits 0.
+            --all continues every paused or resumable-failed transfer, --parallel N at a time, each in a
+            process of its own; the status is 0 when all succeeded, 75 when every failure can be resumed, 1 otherwise.
+            """)
 
     @Argument(help: "Token id (d-… or u-…) or the path of a token file.")
-    var token: String
+    var token: String?
 
     @Option(help: "A replacement URL (e.g. a fresh signed link); a download accepts it only if it serves the same file.")
     var url: String?
 
+    @Flag(help: "Every paused or resumable-failed transfer.")
+    var all = false
+
+    @Option(help: "With --all: how many transfers at once.")
+    var parallel = 4
+
     @OptionGroup var options: TransferOptionGroup
 
+    @OptionGroup var background: BackgroundOptions
+
+    func validate() throws {
+        switch (token, all) {
+        case (nil, false): throw ValidationError("give a token id, or --all")
+        case (_?, true): throw ValidationError("give a token id or --all, not both")
+        default: break
+        }
+        if all && url != nil { throw ValidationError("--url applies to one token, not to --all") }
+        guard (1...64).contains(parallel) else { throw ValidationError("--parallel takes 1 to 64") }
+    }
+
     func run() async throws {
-        let client = options.client()
+        var configured = options.client()
+        configured.options.waitForNetwork = background.waitsForNetwork
+        let client = configured
+        guard let reference = token else { return try ResumeAll.run(client: client, parallel: parallel, background: background) }
+        let known = try? client.loadToken(reference)
+        if background.detach {
+            guard let known else { throw Runner.fail(TransferError(.inputMissing, "no token named '\(reference)'"), json: options.json) }
+            try Detach.launch(id: known.id, announce: known.id, stateDir: client.store.directory, arguments: Detach.childArguments())
+        }
         let reporter = Reporter(json: options.json, quiet: options.quiet)
-        let reference = token
-        if let id = try? client.loadToken(reference).id { reporter.setToken(id) }
+        if let known { reporter.setToken(known.id) } else if !reference.contains("/") { reporter.setToken(reference) }
         let newURL = url
         let headers = options.header
-        let result = try await Runner.run(reporter: reporter) { cancellation throws(TransferError) in
-            try await client.resume(reference, newURL: newURL, headers: headers, cancellation: cancellation, events: reporter.handler)
+        let result = try await Foreground.run(
+            id: known?.id, kind: known?.kind ?? .download, url: known?.url ?? "", client: client, background: background, reporter: reporter
+        ) { cancellation, events throws(TransferError) in
+            try await client.resume(reference, newURL: newURL, headers: headers, cancellation: cancellation, events: events)
         }
         switch result {
         case .downloaded(let d): reporter.result(d.path)
         case .uploaded(let u): reporter.result(u.url)
         }
+    }
+}
+
+/// `resume --all`: a pool of `resumectl resume ID` processes, N at a time, so that each transfer keeps
+/// its own lock, pid (for `pause`) and exit status. With `--detach` the pool itself runs in the background
+/// and each transfer writes its events to its own log.
+enum ResumeAll {
+    static func run(client: TransferClient, parallel: Int, background: BackgroundOptions) throws {
+        let store = client.store
+        let ids = store.all().tokens.compactMap { token -> String? in
+            guard let state = TransferState(id: token.id, store: store, token: token) else { return nil }
+            return state.phase == .paused || state.phase == .resumable ? token.id : nil
+        }
+        let forwarded = forwardedArguments()
+        if background.detach {
+            guard !ids.isEmpty else { return }
+            try Detach.launch(id: "resume-all", announce: ids.joined(separator: "\n"), stateDir: store.directory,
+                arguments: ["resume", "--all", "--parallel", String(parallel)] + Detach.backgroundDefaults(forwarded))
+        }
+        if background.detachedChild { Detach.signalReady() }
+        var queue = ids[...]
+        var running: [pid_t: String] = [:]
+        var statuses: [Int32] = []
+        let logs = store.directory + "/logs"
+        mkdir(logs, 0o700)
+        while !queue.isEmpty || !running.isEmpty {
+            while running.count < parallel, let id = queue.popFirst() {
+                var log: Int32? = nil
+                if background.detachedChild {
+                    let fd = open(logs + "/\(id).log", O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0o600)
+                    if fd >= 0 { log = fd }
+                }
+                defer { if let log { close(log) } }
+                let args = ["resume", id] + forwarded + (background.detachedChild ? ["--detached-child"] : [])
+                do {
+                    running[try Spawner.spawn(args, stdout: log, stderr: log, newSession: false)] = id
+                } catch {
+                    Output.stderr("resumectl: \(id): \(error)\n")
+                    statuses.append(1)
+                }
+            }
+            var status: Int32 = 0
+            let pid = waitpid(-1, &status, 0)
+            if pid < 0 {
+                if errno == EINTR { continue }
+                break
+            }
+            guard running.removeValue(forKey: pid) != nil else { continue }
+            statuses.append((status & 0x7f) == 0 ? (status >> 8) & 0xff : 128 + (status & 0x7f))
+        }
+        let failures = statuses.filter { $0 != 0 }
+        if failures.isEmpty { return }
+        throw ExitCode(failures.allSatisfy { $0 == 75 || $0 == 74 || $0 == 130 } ? 75 : 1)
+    }
+
+    /// The transfer options of this command line, for each `resume ID` (not `--all`, `--parallel`, `--detach`).
+    private static func forwardedArguments() -> [String] {
+        var args: [String] = []
+        var skipNext = false
+        for arg in CommandLine.arguments.dropFirst(2) {
+            if skipNext { skipNext = false; continue }
+            switch arg {
+            case "--all", "--detach", "--detached-child": continue
+            case "--parallel": skipNext = true
+            default: if !arg.hasPrefix("--parallel=") { args.append(arg) }
+            }
+        }
+        return args
     }
 }

@@ -8,7 +8,7 @@ struct Resumectl: AsyncParsableCommand {
         abstract: "Large HTTP transfers that survive dropped connections, Ctrl-C, kill -9 and reboots.",
         version: "0.1.0",
         subcommands: [
-            Download.self, Upload.self, Pause.self, Resume.self, List.self, Show.self, Cancel.self, Serve.self,
+            Download.self, Upload.self, Pause.self, Resume.self, Wait.self, List.self, Show.self, Log.self, Cancel.self, Serve.self,
         ]
     )
 

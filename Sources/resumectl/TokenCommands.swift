@@ -20,28 +20,31 @@ struct StateOptions: ParsableArguments {
 }
 
 struct List: ParsableCommand {
-    static let configuration = CommandConfiguration(abstract: "List the transfers that can be resumed.")
+    static let configuration = CommandConfiguration(
+        abstract: "List transfers and their state: running (pid), scheduled, waiting for network, paused, failed and resumable, failed.",
+        discussion: "--all adds the transfers that ended in the last 7 days (done, failed, cancelled).")
+
+    @Flag(help: "Also the transfers that ended (kept 7 days).")
+    var all = false
 
     @OptionGroup var state: StateOptions
 
     func run() throws {
         let store = state.store
         let (tokens, broken) = store.all()
-        if state.json {
-            for token in tokens {
-                Output.stdout(TokenSummary(token, store: store).json + "\n")
-            }
-        } else {
-            for token in tokens {
-                Output.stdout(TokenSummary(token, store: store).line + "\n")
-            }
+        var states = tokens.compactMap { TransferState(id: $0.id, store: store, token: $0) }
+        if all {
+            let known = Set(tokens.map(\.id))
+            states += ResultStore(directory: store.directory).all().filter { !known.contains($0.id) }
+                .compactMap { TransferState(id: $0.id, store: store) }
         }
+        for s in states { Output.stdout((state.json ? TokenSummary(s).json : TokenSummary(s).line) + "\n") }
         for (file, reason) in broken { Output.stderr("resumectl: skipped \(file): \(reason)\n") }
     }
 }
 
 struct Show: ParsableCommand {
-    static let configuration = CommandConfiguration(abstract: "Print a token's JSON.")
+    static let configuration = CommandConfiguration(abstract: "Print a token's JSON, or the record of a transfer that ended.")
 
     @Argument(help: "Token id or token file path.")
     var token: String
@@ -49,51 +52,101 @@ struct Show: ParsableCommand {
     @OptionGroup var state: StateOptions
 
     func run() throws {
-        let loaded = try state.load(token)
-        Output.stdout(TokenStore.json(loaded) + "\n")
+        do {
+            Output.stdout(TokenStore.json(try state.client.loadToken(token)) + "\n")
+        } catch {
+            guard error.code == .inputMissing, let record = state.client.record(token) else { throw Runner.fail(error, json: false) }
+            Output.stdout(ResultStore.json(record) + "\n")
+        }
     }
 }
 
 /// One row of `list`.
 struct TokenSummary {
-    let token: ResumeToken
-    let state: String
-    let committed: Int64
+    let state: TransferState
+    let committed: Int64?
     let total: Int64?
+    let kind: String
+    let url: String
     let location: String
 
-    init(_ token: ResumeToken, store: TokenStore) {
-        self.token = token
-        if let pid = TokenLock.holder(path: store.lockPath(forID: token.id)) {
-            state = "running(pid \(pid))"
+    init(_ state: TransferState) {
+        self.state = state
+        if let token = state.token {
+            kind = token.kind.rawValue
+            url = Redact.url(token.url)
+            if let d = token.download {
+                committed = d.segments.map { $0.reduce(0) { $0 + $1.committed } } ?? d.committedBytes
+                total = d.totalBytes
+                location = d.path
+            } else if let u = token.upload {
+                committed = u.acknowledgedBytes
+                total = u.source.size
+                location = u.source.path
+            } else {
+                committed = nil
+                total = nil
+                location = ""
+            }
         } else {
-            state = "stopped"
+            kind = state.record?.kind.rawValue ?? ""
+            url = state.record?.url ?? ""
+            committed = state.record?.bytes
+            total = state.record?.outcome == .done ? state.record?.bytes : nil
+            location = state.record?.path ?? ""
         }
-        if let d = token.download {
-            committed = d.segments.map { $0.reduce(0) { $0 + $1.committed } } ?? d.committedBytes
-            total = d.totalBytes
-            location = d.path
-        } else if let u = token.upload {
-            committed = u.acknowledgedBytes
-            total = u.source.size
-            location = u.source.path
-        } else {
-            committed = 0
-            total = nil
-            location = ""
+    }
+
+    /// Live progress beats the last checkpoint.
+    var bytes: Int64? { state.live?.bytes ?? committed }
+    var size: Int64? { total ?? state.live?.total }
+    var percent: Double? {
+        guard let bytes, let size, size > 0 else { return state.phase == .done ? 100 : nil }
+        return min(100, Double(bytes) * 100 / Double(size))
+    }
+    var rate: Double? { state.isRunning ? state.live?.rate : nil }
+    var pid: Int32? { if case .running(let pid, _) = state.phase { pid } else { nil } }
+
+    var stateText: String {
+        switch state.phase {
+        case .running(let pid, let phase):
+            if phase == "scheduled", let at = state.live?.startAt { return "scheduled for \(Self.localTime(at)) (pid \(pid))" }
+            return "\(phase) (pid \(pid))"
+        default:
+            return state.phase.name
         }
     }
 
     var line: String {
-        "\(token.id)  \(token.kind.rawValue)  \(state)  \(committed)/\(total.map(String.init) ?? "?")  \(token.url)  \(location)"
+        let pct = percent.map { Reporter.oneDecimal($0) + "%" } ?? "?%"
+        let sizeText = size.map(Reporter.size) ?? "?"
+        let rateText = rate.map { "  " + Reporter.size(Int64($0)) + "/s" } ?? ""
+        return "\(state.id)  \(kind)  \(stateText)  \(pct) of \(sizeText)\(rateText)  \(url)  \(location)"
     }
 
     var json: String {
-        JSONLine.encode([
-            "id": token.id, "kind": token.kind.rawValue, "state": state, "committed": committed,
-            "total": total, "url": token.url, "path": location,
-        ])
+        var object: [String: (any JSONRepresentable)?] = [
+            "id": state.id, "kind": kind, "state": state.phase.name, "pid": pid.map(Int.init), "committed": committed,
+            "bytes": bytes, "total": size, "percent": percent, "rate": rate, "url": url, "path": location,
+        ]
+        if let at = state.live?.startAt, state.live?.state == "scheduled" { object["startAt"] = Self.isoTime(at) }
+        if !state.isRunning, let record = state.record, state.token == nil || record.outcome != .done {
+            object["exit"] = Int(record.exit)
+            object["error"] = record.error
+            object["endedAt"] = Self.isoTime(record.endedAt)
+        }
+        return JSONLine.encode(object)
     }
+
+    static func localTime(_ date: Date) -> String {
+        var t = time_t(date.timeIntervalSince1970)
+        var tm = tm()
+        localtime_r(&t, &tm)
+        let two = { (v: Int32) in v < 10 ? "0\(v)" : "\(v)" }
+        return "\(tm.tm_year + 1900)-\(two(tm.tm_mon + 1))-\(two(tm.tm_mday)) \(two(tm.tm_hour)):\(two(tm.tm_min)):\(two(tm.tm_sec))"
+    }
+
+    static func isoTime(_ date: Date) -> String { date.formatted(.iso8601) }
 }
 
 struct Cancel: AsyncParsableCommand {
@@ -108,6 +161,17 @@ struct Cancel: AsyncParsableCommand {
     func run() async throws {
         let client = state.client
         let reference = token
+        // A running (or scheduled, or detached) transfer is stopped first, as `pause` would.
+        if let id = try? client.loadToken(reference).id,
+            let pid = TokenLock.holder(path: client.store.lockPath(forID: id)) ?? LiveStatus.load(stateDir: client.store.directory, id: id)?.pid
+        {
+            kill(pid, SIGTERM)
+            let deadline = Date().addingTimeInterval(30)
+            while TokenLock.holder(path: client.store.lockPath(forID: id)) != nil || LiveStatus.load(stateDir: client.store.directory, id: id) != nil {
+                if Date() > deadline { throw Runner.fail(TransferError(.busy, "pid \(pid) has not stopped after 30 s"), json: false) }
+                usleep(20_000)
+            }
+        }
         do {
             let message = try await client.cancel(reference)
             Output.stderr("resumectl: \(message)\n")
@@ -134,7 +198,12 @@ struct Pause: ParsableCommand {
         // A transfer younger than its first checkpoint has a lock but no token file yet.
         let id = token.contains("/") ? try state.load(token).id : token
         let lockPath = store.lockPath(forID: id)
-        guard let pid = TokenLock.holder(path: lockPath) else {
+        let running = { TokenLock.holder(path: lockPath) ?? LiveStatus.load(stateDir: store.directory, id: id)?.pid }
+        guard let pid = running() else {
+            if !store.exists(id: id), let record = state.client.record(id) {
+                Output.stderr("resumectl: \(id) already ended (\(record.outcome.rawValue) at \(TokenSummary.localTime(record.endedAt)))\n")
+                return
+            }
             _ = try state.load(token)
             Output.stderr("resumectl: \(id) is not running\n")
             return
@@ -143,7 +212,7 @@ struct Pause: ParsableCommand {
             throw Runner.fail(TransferError(.failed, "cannot signal pid \(pid): \(String(cString: strerror(errno)))"), json: false)
         }
         let deadline = Date().addingTimeInterval(wait)
-        while TokenLock.holder(path: lockPath) != nil {
+        while running() != nil {
             if Date() > deadline {
                 throw Runner.fail(TransferError(.busy, "pid \(pid) has not stopped after \(wait) s"), json: false)
             }

@@ -23,6 +23,8 @@ struct Upload: AsyncParsableCommand {
 
     @OptionGroup var options: TransferOptionGroup
 
+    @OptionGroup var background: BackgroundOptions
+
     func validate() throws {
         if let v = interopVersion, InteropVersion(rawValue: v) == nil {
             throw ValidationError("--interop-version takes one of \(InteropVersion.allCases.map { String($0.rawValue) }.joined(separator: ", "))")
@@ -33,10 +35,19 @@ struct Upload: AsyncParsableCommand {
         let request = UploadRequest(
             filePath: file, url: url, headers: options.header, interopVersion: interopVersion.flatMap(InteropVersion.init),
             chunkSize: chunkSize?.bytesPerSecond)
-        let client = options.client()
-        let reporter = Reporter(json: options.json, quiet: options.quiet, tokenID: client.uploadTokenID(request))
-        let result = try await Runner.run(reporter: reporter) { cancellation throws(TransferError) in
-            try await client.upload(request, cancellation: cancellation, events: reporter.handler)
+        var configured = options.client()
+        configured.options.waitForNetwork = background.waitsForNetwork
+        let client = configured
+        if background.detach {
+            let id: String
+            do { id = try client.prepare(request) } catch { throw Runner.fail(error, json: options.json) }
+            try Detach.launch(id: id, announce: id, stateDir: client.store.directory, arguments: Detach.childArguments())
+        }
+        let id = client.uploadTokenID(request)
+        let reporter = Reporter(json: options.json, quiet: options.quiet, tokenID: id)
+        let result = try await Foreground.run(id: id, kind: .upload, url: url, client: client, background: background, reporter: reporter) {
+            cancellation, events throws(TransferError) in
+            try await client.upload(request, cancellation: cancellation, events: events)
         }
         reporter.result(result.url)
     }

@@ -26,7 +26,16 @@ extension TransferClient {
         _ request: UploadRequest, cancellation: Cancellation = Cancellation(), events: @escaping EventHandler = { _ in }
     ) async throws(TransferError) -> UploadResult {
         try await onOwnThread { () throws(TransferError) in
-            try self.runUpload(request, cancellation: cancellation, events: events)
+            let id = self.uploadTokenID(request)
+            let began = Date()
+            do throws(TransferError) {
+                let result = try self.runUpload(request, cancellation: cancellation, events: events)
+                self.recordDone(id: id, kind: .upload, url: request.url, result: .uploaded(result), source: request.filePath, since: began)
+                return result
+            } catch {
+                self.recordFailure(error, id: id, kind: .upload, url: request.url, source: request.filePath)
+                throw error
+            }
         }
     }
 
@@ -128,6 +137,10 @@ extension TransferClient {
                     said += "; the server could not be reached to drop the upload"
                 }
             }
+            // The record first: an id is never, even for a moment, unknown to both stores.
+            try? self.results.save(TransferRecord(
+                id: token.id, kind: token.kind, outcome: .cancelled, exit: 1, resumable: false, url: token.url,
+                path: token.download?.path ?? token.upload?.source.path, error: "cancelled"))
             self.store.remove(id: token.id)
             return said
         }

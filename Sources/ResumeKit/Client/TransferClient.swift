@@ -52,7 +52,16 @@ public struct TransferClient: Sendable {
     ) async throws(TransferError) -> DownloadResult {
         try await onOwnThread { () throws(TransferError) in
             try self.prepareStateDirectory()
-            return try self.runDownload(request, cancellation: cancellation, events: events)
+            let id = self.downloadTokenID(request)
+            let began = Date()
+            do throws(TransferError) {
+                let result = try self.runDownload(request, cancellation: cancellation, events: events)
+                if let id { self.recordDone(id: id, kind: .download, url: request.url, result: .downloaded(result), since: began) }
+                return result
+            } catch {
+                if let id { self.recordFailure(error, id: id, kind: .download, url: request.url) }
+                throw error
+            }
         }
     }
 
@@ -64,12 +73,27 @@ public struct TransferClient: Sendable {
         events: @escaping EventHandler = { _ in }
     ) async throws(TransferError) -> TransferResult {
         try await onOwnThread { () throws(TransferError) in
-            let token = try self.loadToken(reference)
-            switch token.kind {
-            case .download:
-                return .downloaded(try self.runResumeDownload(token, newURL: newURL, headers: headers, cancellation: cancellation, events: events))
-            case .upload:
-                return .uploaded(try self.runResumeUpload(token, newURL: newURL, headers: headers, cancellation: cancellation, events: events))
+            let token: ResumeToken
+            do throws(TransferError) {
+                token = try self.loadToken(reference)
+            } catch {
+                guard error.code == .inputMissing, let ended = try self.endedResult(reference, events: events) else { throw error }
+                return ended
+            }
+            let began = Date()
+            do throws(TransferError) {
+                let result: TransferResult
+                switch token.kind {
+                case .download:
+                    result = .downloaded(try self.runResumeDownload(token, newURL: newURL, headers: headers, cancellation: cancellation, events: events))
+                case .upload:
+                    result = .uploaded(try self.runResumeUpload(token, newURL: newURL, headers: headers, cancellation: cancellation, events: events))
+                }
+                self.recordDone(id: token.id, kind: token.kind, url: token.url, result: result, since: began)
+                return result
+            } catch {
+                self.recordFailure(error, id: token.id, kind: token.kind, url: newURL ?? token.url)
+                throw error
             }
         }
     }

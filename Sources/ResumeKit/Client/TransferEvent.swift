@@ -5,6 +5,8 @@ public enum TransferEvent: Sendable, Equatable {
     /// At most four a second.
     case progress(bytes: Int64, total: Int64?, rate: Double)
     case retry(attempt: Int, delay: Double, error: String)
+    /// The network is gone (`waitForNetwork`): the next try is in `delay` seconds; no retry is spent.
+    case waitingForNetwork(delay: Double, error: String)
     case restarted(reason: String)
     case paused(offset: Int64)
     case completed(location: String, bytes: Int64, sha256: String?)

@@ -10,6 +10,9 @@ public struct TransferOptions: Sendable, Equatable {
     public var computeSHA256 = false
     /// Parallel ranged connections for one download (`--connections`); 1 means a plain download.
     public var connections = 1
+    /// When the name does not resolve or no connection can be made, wait for the network (capped backoff up
+    /// to 60 s) without spending retries (`--wait-network`; detached transfers).
+    public var waitForNetwork = false
 
     public init() {}
 }

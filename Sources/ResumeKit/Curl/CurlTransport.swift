@@ -126,6 +126,8 @@ final class CurlSession: TransportSession {
             return .failed(TransportFailure(kind: .fatal, code: error.code, message: error.message))
         case CURLE_READ_ERROR, CURLE_ABORTED_BY_CALLBACK:
             return .failed(TransportFailure(kind: .localRead, code: error.code, message: error.message))
+        case CURLE_COULDNT_CONNECT:
+            return .failed(TransportFailure(kind: .network, code: error.code, message: error.message, unreachable: true))
         default:
             return .failed(TransportFailure(kind: .network, code: error.code, message: error.message))
         }

@@ -128,6 +128,11 @@ final class DownloadOperation: ExchangeDelegate {
             case .localIO(let message):
                 try? commit()
                 throw TransferError(.localIO, message, tokenID: token.id)
+            case .networkDown(let message):
+                try commit()
+                let delay = backoff.networkWait(progressMade: receivedThisAttempt > 0)
+                emit(.waitingForNetwork(delay: delay, error: message))
+                if !cancellation.sleep(seconds: delay) { throw try stop(cancellation.reason ?? .interrupt) }
             case .transient(let message, let retryAfter):
                 try commit()
                 guard let delay = backoff.next(progressMade: receivedThisAttempt > 0, retryAfter: retryAfter) else {
@@ -144,6 +149,7 @@ final class DownloadOperation: ExchangeDelegate {
         case refetch(String)
         case again
         case transient(String, retryAfter: String?)
+        case networkDown(String)
         case failed(DownloadStateMachine.Failure)
         case fatal(String)
         case localIO(String)
@@ -218,6 +224,7 @@ final class DownloadOperation: ExchangeDelegate {
     }
 
     private func classify(_ failure: TransportFailure) -> AttemptOutcome {
+        if options.waitForNetwork, failure.isNetworkDown { return .networkDown(failure.message) }
         switch failure.kind {
         case .network: return .transient(failure.message, retryAfter: nil)
         case .resolve:
@@ -391,7 +398,7 @@ final class DownloadOperation: ExchangeDelegate {
         }
         try flushPart()
         let finished = Publish.Finished(
-            download: download, tokenID: token.id, tokenOnDisk: tokenOnDisk, bytes: part.length, sha256: digest, emit: emit)
+            download: download, tokenID: token.id, url: token.url, tokenOnDisk: tokenOnDisk, bytes: part.length, sha256: digest, emit: emit)
         try Publish.verify(finished) { () throws(TransferError) in try commit() }
         if let batch, !tokenOnDisk {
             // A list's small file: the batch makes it durable together with others, then renames it.

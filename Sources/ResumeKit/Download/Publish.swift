@@ -8,6 +8,8 @@ enum Publish {
     struct Finished {
         var download: ResumeToken.DownloadPart
         var tokenID: String
+        /// The URL the user gave, for the result record.
+        var url: String = ""
         /// False when the download ended before its first checkpoint: there is no token to remove.
         var tokenOnDisk: Bool
         var bytes: Int64
@@ -50,7 +52,14 @@ enum Publish {
 
     /// After the rename is durable: the token goes, the `completed` event is sent.
     static func complete(_ finished: Finished, store: TokenStore) {
-        if finished.tokenOnDisk { store.remove(id: finished.tokenID) }
+        if finished.tokenOnDisk {
+            // The record before the token goes: a kill in between leaves an id that still answers.
+            let d = finished.download
+            try? ResultStore(directory: store.directory).save(TransferRecord(
+                id: finished.tokenID, kind: .download, outcome: .done, exit: 0, resumable: false, url: finished.url, path: d.path,
+                bytes: finished.bytes, sha256: finished.sha256))
+            store.remove(id: finished.tokenID)
+        }
         finished.emit(.completed(location: finished.download.path, bytes: finished.bytes, sha256: finished.sha256))
     }
 }

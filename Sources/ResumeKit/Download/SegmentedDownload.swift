@@ -186,7 +186,7 @@ final class SegmentedDownload {
             digest = try FileDigest.sha256(path: download.partPath)
         }
         // The token already holds every segment's committed bytes: it stays as it is on a mismatch.
-        let finished = Publish.Finished(download: download, tokenID: token.id, tokenOnDisk: true, bytes: total, sha256: digest, emit: emit)
+        let finished = Publish.Finished(download: download, tokenID: token.id, url: token.url, tokenOnDisk: true, bytes: total, sha256: digest, emit: emit)
         try Publish.verify(finished) {}
         return try Publish.place(finished, store: store)
     }
@@ -287,6 +287,10 @@ final class SegmentWorker: ExchangeDelegate, @unchecked Sendable {
                     return report(.failed(TransferError(.failed, failure.message)))
                 }
                 message = failure.message
+                if options.waitForNetwork, failure.isNetworkDown {
+                    if !stop.sleep(seconds: backoff.networkWait(progressMade: receivedThisAttempt > 0)) { return }
+                    continue
+                }
             default: message = "the connection closed early"
             }
             guard let delay = backoff.next(progressMade: receivedThisAttempt > 0, retryAfter: retryAfter) else {

@@ -90,13 +90,19 @@ public struct TransportFailure: Sendable, Equatable, CustomStringConvertible {
     public var kind: Kind
     public var code: Int
     public var message: String
+    /// No connection could be made at all (refused, unreachable): the network or the server is gone.
+    public var unreachable: Bool
     public var description: String { message }
 
-    public init(kind: Kind, code: Int, message: String) {
+    public init(kind: Kind, code: Int, message: String, unreachable: Bool = false) {
         self.kind = kind
         self.code = code
         self.message = message
+        self.unreachable = unreachable
     }
+
+    /// The name does not resolve or no connection can be made: what `--wait-network` waits out.
+    public var isNetworkDown: Bool { kind == .resolve || unreachable }
 }
 
 public struct ExchangeResult: Sendable, Equatable {

@@ -16,6 +16,21 @@ struct Backoff {
         return policy.delay(failures: failures, retryAfter: after, jitter: Double.random(in: 0...1))
     }
 
+    /// The delay before the next try while the network is gone: doubling from the policy's base up to
+    /// 60 s, with jitter; it spends none of the retries.
+    mutating func networkWait(progressMade: Bool) -> Double {
+        if progressMade {
+            failures = 0
+            networkWaits = 0
+        }
+        networkWaits += 1
+        let capped = min(policy.baseDelay * Double(1 << min(networkWaits - 1, 16)), Self.maxNetworkWait)
+        return max(0.05, capped / 2 + capped / 2 * Double.random(in: 0...1))
+    }
+
+    static let maxNetworkWait = 60.0
+    private var networkWaits = 0
+
     /// How many retries were made before giving up.
     var retriesMade: Int { failures - 1 }
 }

@@ -104,7 +104,11 @@ public struct TokenStore: Sendable {
         token.headers = ResumeToken.storableHeaders(token.headers)
         let data = try Self.encoder.encode(token)
         try ensureDirectory()
-        let final = path(forID: token.id)
+        try Self.writeDurably(data, to: path(forID: token.id), folder: tokensDirectory)
+    }
+
+    /// temp file (0600) + fsync + rename + fsync of the folder: a crash leaves the old or the new file whole.
+    static func writeDurably(_ data: Data, to final: String, folder: String) throws {
         let temp = final + ".tmp.\(getpid())"
         let fd = open(temp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
         guard fd >= 0 else { throw TokenStoreError.cannotWrite(final, reason: String(cString: strerror(errno))) }
@@ -117,7 +121,7 @@ public struct TokenStore: Sendable {
             unlink(temp)
             throw TokenStoreError.cannotWrite(final, reason: reason)
         }
-        syncDirectory(tokensDirectory)
+        syncDirectory(folder)
     }
 
     /// Removes a token and its lock file.

@@ -30,6 +30,8 @@ final class UploadOperation: ExchangeDelegate {
     private var pacer = ProgressPacer()
     private var started = false
     private var saveError: String?
+    /// The last exchange could not reach the server at all (see `TransferOptions.waitForNetwork`).
+    private var networkDown = false
 
     private var upload: ResumeToken.UploadPart {
         get { token.upload! }
@@ -100,6 +102,12 @@ final class UploadOperation: ExchangeDelegate {
                 }
                 if !machine.serverSupportsDraft { upload.resumable = false }
                 try save()
+                if networkDown && options.waitForNetwork {
+                    let delay = backoff.networkWait(progressMade: sentThisAttempt > 0)
+                    emit(.waitingForNetwork(delay: delay, error: reason))
+                    if !cancellation.sleep(seconds: delay) { throw stop(cancellation.reason ?? .interrupt) }
+                    continue
+                }
                 guard let delay = backoff.next(progressMade: sentThisAttempt > 0, retryAfter: retryAfter) else {
                     let hint = machine.serverSupportsDraft ? "" : " (the server cannot resume uploads)"
                     throw TransferError(.retriesExhausted, "\(reason); gave up after \(backoff.retriesMade) retries\(hint)", tokenID: token.id)
@@ -119,6 +127,7 @@ final class UploadOperation: ExchangeDelegate {
         }
         for field in headers.fields { all.set(field.name, field.value) }
         requestURL = url
+        networkDown = false
         finalHead = nil
         sentThisAttempt = 0
         bodyStart = body?.offset ?? upload.acknowledgedBytes
@@ -144,9 +153,10 @@ final class UploadOperation: ExchangeDelegate {
             switch failure.kind {
             case .fatal: return .fail(reason: failure.message)
             case .localRead: return .fail(reason: failure.message)
-            case .resolve where upload.uploadURL == nil && !machine.serverSupportsDraft:
+            case .resolve where upload.uploadURL == nil && !machine.serverSupportsDraft && !options.waitForNetwork:
                 return .fail(reason: failure.message)
             case .network, .resolve:
+                networkDown = failure.isNetworkDown
                 return machine.exchangeFailed(failure.message, during: currentPlan)
             }
         }
@@ -191,6 +201,10 @@ final class UploadOperation: ExchangeDelegate {
     private func finish() throws(TransferError) -> UploadResult {
         upload.acknowledgedBytes = upload.source.size
         let digest = options.computeSHA256 ? try source.sha256() : nil
+        // The record before the token goes: a kill in between leaves an id that still answers.
+        try? ResultStore(directory: store.directory).save(TransferRecord(
+            id: token.id, kind: .upload, outcome: .done, exit: 0, resumable: false, url: token.url, path: source.path,
+            bytes: upload.source.size, sha256: digest))
         store.remove(id: token.id)
         emit(.completed(location: token.url, bytes: upload.source.size, sha256: digest))
         return UploadResult(url: token.url, bytes: upload.source.size, sha256: digest)

@@ -35,16 +35,18 @@ public final class NginxServer: Sendable {
     ///   - root: the folder to serve.
     ///   - limitRate: nginx `limit_rate` in bytes per second per response (for slow transfers and benchmarks).
     ///   - serverDirectives: extra directives for the `server` block, e.g. `location = /old { return 302 /new; }`.
+    ///   - port: a fixed port (to start a server again where a stopped one was), else a free one.
     public init(
         root: String,
         limitRate: Int? = nil,
         serverDirectives: String = "",
+        port fixedPort: Int? = nil,
         startTimeout: Duration = .seconds(15)
     ) async throws {
         let prefix = try TempDirectory(prefix: "resumectl-nginx")
         var lastError = ""
         for _ in 0..<6 {
-            let port = try freePort()
+            let port = try fixedPort ?? freePort()
             let config = Self.config(prefix: prefix.path, root: root, port: port, limitRate: limitRate,
                                      serverDirectives: serverDirectives)
             try config.write(toFile: prefix.path("nginx.conf"), atomically: true, encoding: .utf8)

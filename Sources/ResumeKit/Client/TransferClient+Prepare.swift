@@ -1,0 +1,54 @@
+import FoundationEssentials
+
+extension TransferClient {
+    /// Checks a download and writes its token before any byte moves, so that its id can be announced,
+    /// paused, cancelled, waited for and resumed at once (`--detach`, `--start-at`). A file already at the
+    /// output path (without `force`) gets no token: running the download reports it as already complete.
+    /// - Returns: the token id.
+    public func prepare(_ request: DownloadRequest) throws(TransferError) -> String {
+        try URLCheck.validate(request.url)
+        _ = try HeaderLines.parse(request.headers)
+        try prepareStateDirectory()
+        let path = try OutputPath.resolve(url: request.url, output: request.outputPath)
+        let id = TokenStore.makeID(kind: .download, url: request.url, path: path)
+        let lock = TokenGuard(store: store, id: id)
+        try lock.hold()
+        defer { lock.release() }
+        if store.exists(id: id) {
+            let token = try loadToken(id)
+            guard token.kind == .download else { throw TransferError(.badToken, "token \(id) is not a download") }
+            return id
+        }
+        let occupant = OutputPath.occupant(path)
+        if occupant == .file, !request.force { return id }
+        try OutputPath.checkWritable(path, occupant: occupant)
+        var token = ResumeToken(id: id, kind: .download, url: request.url, headers: ResumeToken.storableHeaders(request.headers))
+        token.download = .init(path: path, committedBytes: 0, expectedSHA256: request.expectedSHA256?.lowercased(),
+            onChange: request.onChange.rawValue)
+        do { try store.save(token) } catch { throw TransferError(.localIO, "\(error)") }
+        return id
+    }
+
+    /// Checks an upload (its source must be readable) and writes its token before any byte moves.
+    /// - Returns: the token id.
+    public func prepare(_ request: UploadRequest) throws(TransferError) -> String {
+        try URLCheck.validate(request.url)
+        _ = try HeaderLines.parse(request.headers)
+        if let chunk = request.chunkSize, chunk <= 0 { throw TransferError(.usage, "--chunk-size must be positive") }
+        let source = try SourceFile(path: request.filePath)
+        try prepareStateDirectory()
+        let id = uploadTokenID(request)
+        let lock = try takeLock(id)
+        defer { lock.release() }
+        if store.exists(id: id) {
+            let token = try loadToken(id)
+            guard token.kind == .upload, token.upload != nil else { throw TransferError(.badToken, "token \(id) is not an upload") }
+            return id
+        }
+        var token = ResumeToken(id: id, kind: .upload, url: request.url, headers: ResumeToken.storableHeaders(request.headers))
+        token.upload = .init(uploadURL: nil, interopVersion: (request.interopVersion ?? .newest).rawValue,
+            source: source.identity, acknowledgedBytes: 0, resumable: true)
+        do { try store.save(token) } catch { throw TransferError(.localIO, "\(error)") }
+        return id
+    }
+}

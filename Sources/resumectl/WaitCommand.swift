@@ -1,0 +1,103 @@
+import ArgumentParser
+import FoundationEssentials
+import Glibc
+import ResumeKit
+
+struct Wait: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Wait until transfers have ended; exit with their status.",
+        discussion: """
+            Each ended transfer prints its result line (done) on stdout or its error line on stderr. The exit
+            status is the transfer's own (0 done, 1 failed, 75 paused or resumable, …); with several ids, the
+            first non-zero one in the order given. An unknown id gives 66. When --timeout passes first,
+            wait exits 75 and says which ids are still running.
+            """)
+
+    @Argument(help: "Token ids.")
+    var tokens: [String]
+
+    @Option(help: "Give up after this many seconds (exit 75).")
+    var timeout: Double?
+
+    @OptionGroup var state: StateOptions
+
+    func validate() throws {
+        if tokens.isEmpty { throw ValidationError("give at least one token id") }
+        if let timeout, timeout < 0 || !timeout.isFinite { throw ValidationError("--timeout must be 0 or more") }
+    }
+
+    func run() async throws {
+        let store = state.store
+        let deadline = timeout.map { Date().addingTimeInterval($0) }
+        var statuses: [String: Int32] = [:]
+        while true {
+            for id in tokens where statuses[id] == nil {
+                guard let current = TransferState(id: id, store: store) else {
+                    Output.stderr("resumectl: no transfer named '\(id)'\n")
+                    statuses[id] = 66
+                    continue
+                }
+                if current.isRunning { continue }
+                let status = current.exitStatus
+                statuses[id] = status
+                if status == 0, let record = current.record {
+                    Output.stdout(record.resultLine + "\n")
+                } else {
+                    let why = current.record?.error ?? "stopped without a result (killed?)"
+                    let hint = current.token != nil ? "; resume with: resumectl resume \(id)" : ""
+                    Output.stderr("resumectl: \(id): \(why)\(hint)\n")
+                }
+            }
+            if statuses.count == Set(tokens).count { break }
+            if let deadline, Date() >= deadline {
+                let left = tokens.filter { statuses[$0] == nil }
+                Output.stderr("resumectl: still running after \(timeout ?? 0) s: \(left.joined(separator: " "))\n")
+                throw ExitCode(75)
+            }
+            try? await Task.sleep(for: .milliseconds(100))
+        }
+        if let first = tokens.lazy.compactMap({ statuses[$0] }).first(where: { $0 != 0 }) { throw ExitCode(first) }
+    }
+}
+
+struct Log: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Print what a detached transfer wrote: NDJSON events and its stderr lines.",
+        discussion: "--follow keeps printing until the transfer ends.")
+
+    @Argument(help: "Token id.")
+    var token: String
+
+    @Flag(name: [.short, .long], help: "Print new lines as they come, until the transfer ends.")
+    var follow = false
+
+    @OptionGroup var state: StateOptions
+
+    func run() async throws {
+        let store = state.store
+        let path = store.directory + "/logs/\(token).log"
+        let fd = token.contains("/") ? -1 : open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else {
+            let known = TransferState(id: token, store: store) != nil
+            throw Runner.fail(TransferError(.inputMissing, known ? "\(token) has no log (only detached transfers keep one)" : "no log for '\(token)'"), json: false)
+        }
+        defer { close(fd) }
+        var buffer = [UInt8](repeating: 0, count: 64 * 1024)
+        func drain() {
+            while true {
+                let n = read(fd, &buffer, buffer.count)
+                if n < 0 && errno == EINTR { continue }
+                if n <= 0 { return }
+                Output.stdout(String(decoding: buffer[0..<n], as: UTF8.self))
+            }
+        }
+        drain()
+        guard follow else { return }
+        // The background `resume --all` pool has no token: it is live while its lock-less status says so.
+        while TransferState(id: token, store: store)?.isRunning == true {
+            try? await Task.sleep(for: .milliseconds(200))
+            drain()
+        }
+        drain()
+    }
+}

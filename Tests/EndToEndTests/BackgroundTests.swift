@@ -1,0 +1,263 @@
+import Foundation
+import Testing
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Transfers that outlive the terminal (`--detach`, `wait`, `list`, `log`, `--start-at`, waiting for the
+/// network, `resume --all`) and the records that finished transfers leave, with the built binary and nginx.
+@Suite struct BackgroundTests {
+    static let size = 3_000_000
+
+    /// `list --json` as objects by id.
+    func list(_ w: Workspace, all: Bool = false) async throws -> [String: [String: Any]] {
+        let r = try await w.run(["list", "--json"] + (all ? ["--all"] : []))
+        #expect(r.status == 0, "\(r)")
+        var byID: [String: [String: Any]] = [:]
+        for object in events(r.stdout) { byID[object["id"] as? String ?? ""] = object }
+        return byID
+    }
+
+    func detach(_ w: Workspace, _ args: [String]) async throws -> String {
+        let started = ContinuousClock.now
+        let r = try await w.run(args + ["--detach"], timeout: .seconds(20))
+        #expect(r.status == 0, "\(r)")
+        #expect(r.stdoutLines.count == 1, "\(r)")
+        #expect(ContinuousClock.now - started < .seconds(5), "--detach returns at once")
+        let id = try #require(r.stdoutLines.first)
+        #expect(id.hasPrefix("d-") || id.hasPrefix("u-"))
+        return id
+    }
+
+    @Test func detachThenWaitGivesAWholeFileAndTheIdStillAnswers() async throws {
+        let w = try Workspace()
+        let digest = try makeRandomFile(path: w.path("www/f.bin"), size: Self.size, seed: 21)
+        let nginx = try await NginxServer(root: w.path("www"), limitRate: 1_500_000)
+        let id = try await detach(w, ["download", nginx.url(for: "f.bin")])
+        // The id is known at once: its token exists and a live process holds it.
+        #expect(try w.tokens() == [id])
+        let row = try #require(try await list(w)[id])
+        #expect(row["state"] as? String == "running", "\(row)")
+        #expect((row["pid"] as? Int ?? 0) > 0)
+        let follow = try w.start(["log", id, "--follow"])
+        let waited = try await w.run(["wait", id], timeout: .seconds(60))
+        #expect(waited.status == 0, "\(waited)")
+        #expect(waited.stdoutLines == [w.out + "/f.bin"])
+        #expect(try sha256(file: w.out + "/f.bin") == digest)
+        // `log --follow` ends by itself when the transfer ends, with the NDJSON events of the transfer.
+        let log = try await follow.wait(timeout: .seconds(10))
+        #expect(log.status == 0)
+        #expect(names(events(log.stdout)).contains("completed"), "\(log)")
+        #expect(try w.tokens().isEmpty)
+
+        // A finished transfer still answers for itself.
+        let show = try await w.run(["show", id])
+        #expect(show.status == 0)
+        let record = try #require(try JSONSerialization.jsonObject(with: Data(show.stdout.utf8)) as? [String: Any])
+        #expect(record["outcome"] as? String == "done")
+        #expect(record["exit"] as? Int == 0)
+        #expect(record["sha256"] as? String == digest)
+        #expect(record["path"] as? String == w.out + "/f.bin")
+        let attrs = try FileManager.default.attributesOfItem(atPath: w.state + "/results/\(id).json")
+        #expect((attrs[.posixPermissions] as? Int) == 0o600)
+        let pause = try await w.run(["pause", id])
+        #expect(pause.status == 0)
+        #expect(pause.stderr.contains("already ended"), "\(pause)")
+        let resume = try await w.run(["resume", id])
+        #expect(resume.status == 0, "\(resume)")
+        #expect(resume.stdoutLines == [w.out + "/f.bin"])
+        #expect(try await list(w, all: true)[id]?["state"] as? String == "done")
+        #expect(try await list(w)[id] == nil, "plain list shows only what can still run")
+
+        // An id nobody knows stays 66, for every command.
+        for command in [["wait"], ["show"], ["resume"], ["pause"], ["log"]] {
+            let r = try await w.run(command + ["d-0000000000000000"])
+            #expect(r.status == 66, "\(command): \(r)")
+            #expect(r.stderr.split(separator: "\n").count == 1, "\(r)")
+        }
+    }
+
+    @Test func aDetachedTransferSurvivesSIGHUPToItsProcessGroup() async throws {
+        let w = try Workspace()
+        let digest = try makeRandomFile(path: w.path("www/f.bin"), size: Self.size, seed: 22)
+        let nginx = try await NginxServer(root: w.path("www"), limitRate: 1_000_000)
+        // A shell in a session of its own stands in for a terminal: it detaches a download, then waits.
+        let script = "\"$0\" download \"$1\" --detach --state-dir \"$2\"; exec sleep 60"
+        let shell = try RunningProcess("/usr/bin/setsid", ["sh", "-c", script, resumectlBinary, nginx.url(for: "f.bin"), w.state],
+            currentDirectory: w.out)
+        let id = try #require(try await shell.nextLine(timeout: .seconds(20)))
+        #expect(getpgid(shell.pid) == shell.pid)
+        kill(-shell.pid, SIGHUP)  // the terminal hangs up: its whole process group gets SIGHUP
+        let hung = try await shell.wait(timeout: .seconds(10))
+        #expect(hung.signaled && hung.status == SIGHUP)
+        #expect(try await list(w)[id]?["state"] as? String == "running")
+        let waited = try await w.run(["wait", id], timeout: .seconds(60))
+        #expect(waited.status == 0, "\(waited)")
+        #expect(try sha256(file: w.out + "/f.bin") == digest)
+    }
+
+    @Test func kill9OfADetachedTransferShowsResumableAndResumeAllFinishesIt() async throws {
+        let w = try Workspace()
+        let digest = try makeRandomFile(path: w.path("www/f.bin"), size: 4_000_000, seed: 23)
+        let second = try makeRandomFile(path: w.path("www/g.bin"), size: 2_000_000, seed: 24)
+        let nginx = try await NginxServer(root: w.path("www"), limitRate: 700_000)
+        let id = try await detach(w, ["download", nginx.url(for: "f.bin")])
+        let other = try await detach(w, ["download", nginx.url(for: "g.bin")])
+        try await eventually(timeout: .seconds(10)) {
+            ((try w.token(id)["download"] as? [String: Any])?["committedBytes"] as? Int ?? 0) > 0
+        }
+        let rows = try await list(w)
+        for victim in [id, other] {
+            let pid = Int32(try #require(rows[victim]?["pid"] as? Int))
+            kill(pid, SIGKILL)
+        }
+        try await eventually(timeout: .seconds(5)) { kill(Int32(rows[id]?["pid"] as? Int ?? 0), 0) != 0 }
+        try await eventually(timeout: .seconds(5)) { kill(Int32(rows[other]?["pid"] as? Int ?? 0), 0) != 0 }
+        let after = try await list(w)
+        #expect(after[id]?["state"] as? String == "failed and resumable", "no stale running after kill -9: \(after)")
+        #expect(after[id]?["pid"] is NSNull)
+        #expect(try await w.run(["wait", id]).status == 75)
+        let all = try await w.run(["resume", "--all", "--parallel", "2", "-q"], timeout: .seconds(60))
+        #expect(all.status == 0, "\(all)")
+        #expect(Set(all.stdoutLines) == [w.out + "/f.bin", w.out + "/g.bin"])
+        #expect(try sha256(file: w.out + "/f.bin") == digest)
+        #expect(try sha256(file: w.out + "/g.bin") == second)
+        #expect(try await list(w).isEmpty)
+    }
+
+    @Test func theServerGoneFor10SecondsIsWaitedOutWithoutSpendingRetries() async throws {
+        let w = try Workspace()
+        let digest = try makeRandomFile(path: w.path("www/f.bin"), size: 4_000_000, seed: 25)
+        var nginx = try await NginxServer(root: w.path("www"), limitRate: 800_000)
+        let port = nginx.port
+        // One retry only: refusals for 10 s would exhaust it many times over if they counted.
+        let id = try await detach(w, ["download", nginx.url(for: "f.bin"), "--retries", "1", "--retry-delay", "0.2"])
+        try await eventually(timeout: .seconds(10)) {
+            ((try w.token(id)["download"] as? [String: Any])?["committedBytes"] as? Int ?? 0) > 0
+        }
+        nginx.stop()
+        let down = ContinuousClock.now
+        var sawWaiting = false
+        while ContinuousClock.now - down < .seconds(10) {
+            if try await list(w)[id]?["state"] as? String == "waiting for network" { sawWaiting = true }
+            try await Task.sleep(for: .milliseconds(300))
+        }
+        #expect(sawWaiting, "list shows 'waiting for network' while the server is gone")
+        nginx = try await NginxServer(root: w.path("www"), limitRate: 800_000, port: port)
+        let waited = try await w.run(["wait", id], timeout: .seconds(90))
+        #expect(waited.status == 0, "\(waited)")
+        #expect(try sha256(file: w.out + "/f.bin") == digest)
+        let log = try String(contentsOfFile: w.state + "/logs/\(id).log", encoding: .utf8)
+        #expect(names(events(log.split(separator: "\n").filter { $0.hasPrefix("{") }.joined(separator: "\n"))).contains("waiting"))
+        #expect(!log.contains("gave up"))
+        _ = nginx
+    }
+
+    @Test func startAtHoldsATransferAsScheduledThenRunsIt() async throws {
+        let w = try Workspace()
+        let digest = try makeRandomFile(path: w.path("www/f.bin"), size: 500_000, seed: 26)
+        let nginx = try await NginxServer(root: w.path("www"))
+        let at = Date().addingTimeInterval(3)
+        let formatter = ISO8601DateFormatter()
+        let id = try await detach(w, ["download", nginx.url(for: "f.bin"), "--start-at", formatter.string(from: at)])
+        let row = try #require(try await list(w)[id])
+        #expect(row["state"] as? String == "scheduled", "\(row)")
+        #expect(row["startAt"] as? String == formatter.string(from: at))
+        #expect(!w.exists(w.out + "/f.bin"))
+        let waited = try await w.run(["wait", id], timeout: .seconds(30))
+        #expect(waited.status == 0, "\(waited)")
+        #expect(Date() >= at.addingTimeInterval(-1))
+        #expect(try sha256(file: w.out + "/f.bin") == digest)
+    }
+
+    @Test func pauseAndCancelReachAScheduledTransfer() async throws {
+        let w = try Workspace()
+        _ = try makeRandomFile(path: w.path("www/f.bin"), size: 100_000, seed: 27)
+        let nginx = try await NginxServer(root: w.path("www"))
+        let id = try await detach(w, ["download", nginx.url(for: "f.bin"), "--start-at", "2099-01-01T00:00:00Z"])
+        #expect(try await list(w)[id]?["state"] as? String == "scheduled")
+        let pause = try await w.run(["pause", id])
+        #expect(pause.status == 0, "\(pause)")
+        #expect(try await list(w)[id]?["state"] as? String == "paused")
+        #expect(try await w.run(["wait", id]).status == 75)
+        let id2 = try await detach(w, ["download", nginx.url(for: "f.bin"), "-o", "g.bin", "--start-at", "2099-01-01T00:00:00Z"])
+        let cancel = try await w.run(["cancel", id2])
+        #expect(cancel.status == 0, "\(cancel)")
+        #expect(try await list(w, all: true)[id2]?["state"] as? String == "cancelled")
+        #expect(try await w.run(["wait", id2]).status == 1)
+        #expect(try await w.run(["resume", id2]).status == 66)
+    }
+
+    @Test func waitTimesOutWith75AndWaitsForSeveralIds() async throws {
+        let w = try Workspace()
+        _ = try makeRandomFile(path: w.path("www/slow.bin"), size: 4_000_000, seed: 28)
+        let digest = try makeRandomFile(path: w.path("www/f.bin"), size: 200_000, seed: 29)
+        let nginx = try await NginxServer(root: w.path("www"), limitRate: 300_000)
+        let slow = try await detach(w, ["download", nginx.url(for: "slow.bin")])
+        let started = ContinuousClock.now
+        let timedOut = try await w.run(["wait", slow, "--timeout", "1"])
+        #expect(timedOut.status == 75, "\(timedOut)")
+        #expect(timedOut.stderr.contains(slow))
+        #expect(ContinuousClock.now - started < .seconds(5))
+        #expect(try await w.run(["pause", slow]).status == 0)
+
+        let good = try await detach(w, ["download", nginx.url(for: "f.bin")])
+        let missing = try await detach(w, ["download", nginx.url(for: "nope.bin")])
+        let both = try await w.run(["wait", good, missing], timeout: .seconds(30))
+        #expect(both.status == 1, "the first non-zero status in the order given: \(both)")
+        #expect(both.stdoutLines == [w.out + "/f.bin"])
+        #expect(both.stderr.contains("404"))
+        #expect(try sha256(file: w.out + "/f.bin") == digest)
+        #expect(try await w.run(["wait", good]).status == 0)
+        #expect(try await w.run(["wait", good, slow]).status == 75)
+        #expect(try await w.run(["wait", good, "d-0000000000000000"]).status == 66)
+    }
+
+    @Test func aDetachedUploadAndTheForegroundKeepsItsErrors() async throws {
+        let w = try Workspace()
+        let digest = try makeRandomFile(path: w.path("www/src.bin"), size: 1_000_000, seed: 30)
+        let peer = try await UploadPeer()
+        let id = try await detach(w, ["upload", w.path("www/src.bin"), peer.url(for: "k.bin"), "--interop-version", "6"])
+        #expect(id.hasPrefix("u-"))
+        let waited = try await w.run(["wait", id], timeout: .seconds(60))
+        #expect(waited.status == 0, "\(waited)")
+        #expect(try peer.storedSHA256("k.bin") == digest)
+        // What a user can get wrong is still said by the command itself, with its status.
+        let missing = try await w.run(["upload", w.path("nope.bin"), peer.url(for: "x"), "--detach"])
+        #expect(missing.status == 66, "\(missing)")
+        #expect(missing.stdout.isEmpty)
+        let usage = try await w.run(["download", "ftp://example.com/x", "--detach"])
+        #expect(usage.status == 64, "\(usage)")
+        let noFolder = try await w.run(["download", "http://127.0.0.1:9/x", "-o", w.path("no/such/x"), "--detach"])
+        #expect(noFolder.status == 73, "\(noFolder)")
+    }
+
+    /// A `resume` killed around the moment it completes: the next `resume ID` exits 0 with the path line,
+    /// whether the kill came before the rename, between the record and the token's removal, or after.
+    @Test(arguments: [UInt64(31), 32, 33])
+    func aResumeKilledAsItCompletesStillAnswers(seed: UInt64) async throws {
+        let w = try Workspace()
+        let digest = try makeRandomFile(path: w.path("www/f.bin"), size: 2_000_000, seed: seed)
+        let nginx = try await NginxServer(root: w.path("www"), limitRate: 1_000_000)
+        let first = try w.start(["download", nginx.url(for: "f.bin"), "-q"])
+        try await eventually(timeout: .seconds(10)) { try !w.tokens().isEmpty }
+        first.send(signal: SIGTERM)
+        #expect(try await first.wait().status == 75)
+        let id = try w.tokens()[0]
+        let committed = (try w.token(id)["download"] as? [String: Any])?["committedBytes"] as? Int ?? 0
+        var rng = SeededGenerator(seed: seed)
+        let p = try w.start(["resume", id, "-q"])
+        // Kill somewhere around the moment the rest (at 1 MB/s) is in.
+        let rest = (2_000_000 - committed) / 1_000
+        try await Task.sleep(for: .milliseconds(max(50, rest + Int.random(in: -250...150, using: &rng))))
+        p.send(signal: SIGKILL)
+        _ = try await p.wait()
+        let again = try await w.run(["resume", id])
+        #expect(again.status == 0, "\(again)")
+        #expect(again.stdoutLines == [w.out + "/f.bin"])
+        #expect(try sha256(file: w.out + "/f.bin") == digest)
+        let show = try await w.run(["show", id])
+        #expect(show.status == 0 && show.stdout.contains("\"done\""), "\(show)")
+    }
+}

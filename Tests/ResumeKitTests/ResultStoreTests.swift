@@ -1,0 +1,82 @@
+import Foundation
+import Testing
+@testable import ResumeKit
+
+@Suite struct ResultStoreTests {
+    let dir = FileManager.default.temporaryDirectory.appendingPathComponent("rk-results-\(UUID().uuidString)").path
+
+    var store: ResultStore { ResultStore(directory: dir) }
+
+    static func sample(id: String = "d-0123456789abcdef", outcome: TransferRecord.Outcome = .done) -> TransferRecord {
+        TransferRecord(
+            id: id, kind: .download, outcome: outcome, exit: outcome == .done ? 0 : 75, resumable: outcome == .paused,
+            url: "https://example.com/big.iso", path: "/data/big.iso", bytes: 1_000, sha256: String(repeating: "a", count: 64),
+            error: outcome == .done ? nil : "paused at 1000 bytes", endedAt: Date(timeIntervalSince1970: 1_800_000_000))
+    }
+
+    @Test func writeAndReadBackWithPrivateModes() throws {
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        try store.save(Self.sample())
+        #expect(store.load(id: "d-0123456789abcdef") == Self.sample())
+        let attrs = try FileManager.default.attributesOfItem(atPath: store.path(forID: "d-0123456789abcdef"))
+        #expect((attrs[.posixPermissions] as? Int) == 0o600)
+        let dirAttrs = try FileManager.default.attributesOfItem(atPath: store.resultsDirectory)
+        #expect((dirAttrs[.posixPermissions] as? Int) == 0o700)
+        #expect(try FileManager.default.contentsOfDirectory(atPath: store.resultsDirectory) == ["d-0123456789abcdef.json"])
+    }
+
+    @Test func aLaterEndReplacesTheRecord() throws {
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        try store.save(Self.sample(outcome: .paused))
+        try store.save(Self.sample(outcome: .done))
+        #expect(store.load(id: "d-0123456789abcdef")?.outcome == .done)
+        #expect(store.all().count == 1)
+    }
+
+    @Test func missingAndForeignIdsAreNil() throws {
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        #expect(store.load(id: "d-ffffffffffffffff") == nil)
+        #expect(store.load(id: "../tokens/x") == nil)
+        try FileManager.default.createDirectory(atPath: store.resultsDirectory, withIntermediateDirectories: true)
+        try Data("{not json".utf8).write(to: URL(fileURLWithPath: store.path(forID: "d-broken")))
+        #expect(store.load(id: "d-broken") == nil)
+    }
+
+    @Test func recordsOlderThanSevenDaysArePruned() throws {
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        try store.save(Self.sample(id: "d-old"))
+        try store.save(Self.sample(id: "d-new"))
+        try store.save(Self.sample(id: "d-edge"))
+        let now = Date()
+        try FileManager.default.setAttributes([.modificationDate: now.addingTimeInterval(-8 * 86_400)], ofItemAtPath: store.path(forID: "d-old"))
+        try FileManager.default.setAttributes([.modificationDate: now.addingTimeInterval(-6.9 * 86_400)], ofItemAtPath: store.path(forID: "d-edge"))
+        #expect(store.prune(now: now) == ["d-old.json"])
+        #expect(store.load(id: "d-old") == nil)
+        #expect(store.load(id: "d-new") != nil)
+        #expect(store.load(id: "d-edge") != nil)
+        #expect(store.prune(now: now.addingTimeInterval(8 * 86_400)).sorted() == ["d-edge.json", "d-new.json"])
+    }
+
+    @Test func noPasswordEntersARecord() throws {
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        var record = Self.sample(outcome: .paused)
+        record.url = "https://alice:s3cret@example.com/big.iso"
+        record.error = "the server answered 404 for https://alice:s3cret@example.com/big.iso"
+        try store.save(record)
+        let text = try String(contentsOfFile: store.path(forID: record.id), encoding: .utf8)
+        #expect(!text.contains("s3cret"))
+        #expect(text.contains("alice:***@example.com"))
+        #expect(Redact.url("http://example.com/a@b") == "http://example.com/a@b")
+        #expect(Redact.url("http://bob@example.com/x") == "http://bob@example.com/x")
+        // The record's fields carry no headers at all: nothing of the request's Authorization can land here.
+        let keys = try #require(JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any]).keys.sorted()
+        #expect(keys == ["bytes", "endedAt", "error", "exit", "id", "kind", "outcome", "path", "resumable", "sha256", "url", "version"])
+    }
+
+    @Test func theRecordSchema() throws {
+        // Pure parsing lives in the CLI; the library's part is the record, so only the schema is locked here.
+        let json = ResultStore.json(Self.sample())
+        #expect(json.contains("\"outcome\" : \"done\""))
+        #expect(json.contains("\"endedAt\" : \"2027-01-15T08:00:00Z\""))
+    }
+}
