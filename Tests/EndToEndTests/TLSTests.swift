@@ -142,14 +142,14 @@ import Testing
         #expect(try sha256(file: w.out + "/f.bin") == digest)
     }
 
-    /// nginx terminates TLS (and HTTP/2) in front of the NIOResumableUpload peer. nginx passes no 1xx
-    /// response, so the upload goes in one request, over TLS.
+    /// nginx terminates TLS (and HTTP/2) in front of the upload peer in plain mode. Plain, because nginx
+    /// 1.22 takes a `104` for the final response and drops the real one, so no draft peer works behind it.
     @Test(arguments: [false, true])
     func uploadThroughTLSProxy(http2: Bool) async throws {
         let w = try Workspace()
         let pki = try await TestPKI.make()
         let digest = try makeRandomFile(path: w.path("src.bin"), size: Self.size, seed: 32)
-        let peer = try await UploadPeer()
+        let peer = try await UploadPeer(plainMode: true)
         let tls = NginxServer.TLS(certificate: pki.serverCertificate, key: pki.serverKey, http2: http2)
         let nginx = try await NginxServer(root: w.path("www"), serverDirectives: """
             client_max_body_size 0;
