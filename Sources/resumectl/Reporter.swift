@@ -68,6 +68,9 @@ final class Reporter: @unchecked Sendable {
             guard !quiet else { return }
             clearProgress()
             Output.stderr("resumectl: starting over: \(reason)\n")
+        case .note(let text) where Self.isWarning(text):
+            clearProgress()
+            Self.warnOnce(text)
         case .note(let text):
             guard !quiet else { return }
             clearProgress()
@@ -123,9 +126,21 @@ final class Reporter: @unchecked Sendable {
         case .completed(let location, let bytes, let sha256):
             let key = location.hasPrefix("/") ? "path" : "url"
             writeJSON(["event": "completed", "token": tokenID, key: location, "bytes": bytes, "sha256": sha256])
+        case .note(let text) where Self.isWarning(text):
+            Self.warnOnce(text)
         case .note(let text):
             if !quiet { Output.stderr("resumectl: \(text)\n") }
         }
+    }
+
+    /// Warnings (TLS verification off …) reach stderr even with `-q`, once a run however many files it has.
+    private static let warned = Mutex<Set<String>>([])
+
+    private static func isWarning(_ text: String) -> Bool { text.hasPrefix("warning: ") }
+
+    private static func warnOnce(_ text: String) {
+        let first = warned.withLock { $0.insert(text).inserted }
+        if first { Output.stderr("resumectl: \(text)\n") }
     }
 
     private func writeJSON(_ object: [String: (any JSONRepresentable)?]) {

@@ -33,11 +33,15 @@ struct TransferOptionGroup: ParsableArguments {
     @Option(name: .customLong("state-dir"), help: "Where tokens live (default: $RESUMECTL_STATE_DIR, $XDG_STATE_HOME/resumectl, ~/.local/state/resumectl).")
     var stateDir: String?
 
+    @OptionGroup(title: "TLS, authentication and network (as in curl)")
+    var connection: ConnectionOptionGroup
+
     func validate() throws {
         if retryDelay < 0 || !retryDelay.isFinite { throw ValidationError("--retry-delay must be 0 or more") }
         if stallTimeout < 1 { throw ValidationError("--stall-timeout must be at least 1 second") }
         if checkpointInterval < 0 || !checkpointInterval.isFinite { throw ValidationError("--checkpoint-interval must be 0 or more") }
         _ = try HeaderLines.parse(header)
+        try connection.validate()
     }
 
     var store: TokenStore { TokenStore(directory: stateDir ?? TokenStore.defaultDirectory()) }
@@ -51,6 +55,8 @@ struct TransferOptionGroup: ParsableArguments {
             options.transport.maxReceiveRate = limitRate.bytesPerSecond
             options.transport.maxSendRate = limitRate.bytesPerSecond
         }
+        options.transport.connection = connection.settings
+        options.transport.credentials = connection.credentials
         options.computeSHA256 = json
         if checkpointInterval == 0 {
             options.checkpointInterval = .infinity

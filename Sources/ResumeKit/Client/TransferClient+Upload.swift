@@ -64,6 +64,7 @@ extension TransferClient {
                 source: source.identity, acknowledgedBytes: 0, resumable: true)
         }
         token.headers = HeaderLines.merge(stored: token.headers, given: request.headers)
+        let options = connectionOptions(for: &token, events: events)
         do { try store.save(token) } catch { throw TransferError(.localIO, "\(error)") }
         let operation = UploadOperation(
             token: token, source: source, store: store, transport: transport, options: options,
@@ -73,7 +74,7 @@ extension TransferClient {
         } catch {
             // Nothing can continue a refused upload: its token would only clutter `list`.
             if error.tokenID == nil { store.remove(id: id) }
-            throw error
+            throw explainingLogin(error)
         }
     }
 
@@ -88,6 +89,7 @@ extension TransferClient {
         let source = try SourceFile(path: part.source.path)
         try checkSource(token, source)
         token.headers = HeaderLines.merge(stored: token.headers, given: headers)
+        let options = connectionOptions(for: &token, events: events)
         if part.uploadURL == nil {
             events(.note(part.resumable ? "the server never confirmed the upload; sending the whole file"
                 : "the server cannot resume uploads; sending the whole file again"))
@@ -95,7 +97,7 @@ extension TransferClient {
         let operation = UploadOperation(
             token: token, source: source, store: store, transport: transport, options: options,
             versionPinned: false, chunkSize: nil, cancellation: cancellation, events: events)
-        return try operation.run()
+        do { return try operation.run() } catch { throw explainingLogin(error) }
     }
 
     private func checkSource(_ token: ResumeToken, _ source: SourceFile) throws(TransferError) {
@@ -111,7 +113,8 @@ extension TransferClient {
     /// - Returns: what was done, for the user.
     public func cancel(_ reference: String) async throws(TransferError) -> String {
         try await onOwnThread { () throws(TransferError) in
-            let token = try self.loadToken(reference)
+            var token = try self.loadToken(reference)
+            let options = self.connectionOptions(for: &token, events: { _ in })
             let lock = try self.takeLock(token.id)
             defer { lock.release() }
             var said = "cancelled \(token.id)"
@@ -126,7 +129,7 @@ extension TransferClient {
                 }
                 let collector = HeadCollector()
                 let result = self.transport.makeSession().perform(
-                    TransferRequest(method: "DELETE", url: url, headers: headers), settings: self.options.transport,
+                    TransferRequest(method: "DELETE", url: url, headers: headers), settings: options.transport,
                     cancellation: Cancellation(), delegate: collector)
                 switch (result.outcome, collector.head?.status) {
                 case (.completed, let status?) where (200..<300).contains(status) || status == 404 || status == 410:

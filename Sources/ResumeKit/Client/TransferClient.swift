@@ -181,6 +181,20 @@ public struct TransferClient: Sendable {
         var token = token
         // Credentials given now are used for this run; `TokenStore.save` keeps them out of the file.
         token.headers = HeaderLines.merge(stored: token.headers, given: extraHeaders)
+        let options = connectionOptions(for: &token, events: events)
+        do {
+            return try runDownloadOperation(token, options: options, lock: lock, onChange: onChange, session: session,
+                batch: batch, cancellation: cancellation, events: events)
+        } catch {
+            throw explainingLogin(error)
+        }
+    }
+
+    private func runDownloadOperation(
+        _ token: ResumeToken, options: TransferOptions, lock: TokenGuard, onChange: DownloadStateMachine.OnChange,
+        session: (any TransportSession)?, batch: BatchPublisher.Slot?, cancellation: Cancellation, events: @escaping EventHandler
+    ) throws(TransferError) -> DownloadResult {
+        var token = token
         let fresh = token.download!.committedBytes == 0 && token.download!.totalBytes == nil
         if token.download?.segments != nil || (options.connections > 1 && fresh) {
             try lock.hold()  // the segment plan is written before any data

@@ -65,8 +65,7 @@ final class CurlSession: TransportSession {
         try h.set(CURLOPT_REDIR_PROTOCOLS_STR, "http,https")
         try h.set(CURLOPT_FOLLOWLOCATION, request.followRedirects ? 1 : 0)
         try h.set(CURLOPT_MAXREDIRS, 10)
-        try h.set(CURLOPT_USERAGENT, CurlTransport.userAgent)
-        try h.set(CURLOPT_NETRC, Int(CURL_NETRC_OPTIONAL.rawValue))
+        try h.set(CURLOPT_USERAGENT, settings.connection.userAgent ?? CurlTransport.userAgent)
         try h.set(CURLOPT_SUPPRESS_CONNECT_HEADERS, 1)
         try h.set(CURLOPT_TCP_KEEPALIVE, 1)
         try h.set(CURLOPT_BUFFERSIZE, settings.receiveBufferSize)
@@ -82,6 +81,7 @@ final class CurlSession: TransportSession {
         if settings.maxReceiveRate > 0 { try h.set(CURLOPT_MAX_RECV_SPEED_LARGE, offset: settings.maxReceiveRate) }
         if settings.maxSendRate > 0 { try h.set(CURLOPT_MAX_SEND_SPEED_LARGE, offset: settings.maxSendRate) }
         if settings.verbose { try h.set(CURLOPT_VERBOSE, 1) }
+        try h.apply(settings.connection, settings.credentials, origin: settings.credentialOrigin, url: request.url)
 
         var headers = request.headers
         switch request.method {
@@ -119,9 +119,15 @@ final class CurlSession: TransportSession {
             return .stalled
         case CURLE_COULDNT_RESOLVE_HOST, CURLE_COULDNT_RESOLVE_PROXY:
             return .failed(TransportFailure(kind: .resolve, code: error.code, message: error.message))
+        case CURLE_PEER_FAILED_VERIFICATION, CURLE_SSL_ISSUER_ERROR:
+            return .failed(TransportFailure(kind: .fatal, code: error.code,
+                message: "TLS: the server's certificate is not trusted (\(error.message)); give its CA with --cacert FILE"))
+        case CURLE_SSL_PINNEDPUBKEYNOTMATCH:
+            return .failed(TransportFailure(kind: .fatal, code: error.code, message: "TLS: \(error.message)"))
+        case CURLE_SSL_CACERT_BADFILE, CURLE_SSL_CERTPROBLEM, CURLE_SSL_CRL_BADFILE:
+            return .failed(TransportFailure(kind: .fatal, code: error.code, message: "TLS: \(error.message)"))
         case CURLE_UNSUPPORTED_PROTOCOL, CURLE_URL_MALFORMAT, CURLE_TOO_MANY_REDIRECTS,
-            CURLE_PEER_FAILED_VERIFICATION, CURLE_SSL_CACERT_BADFILE, CURLE_SSL_CERTPROBLEM,
-            CURLE_LOGIN_DENIED, CURLE_OUT_OF_MEMORY, CURLE_NOT_BUILT_IN, CURLE_BAD_FUNCTION_ARGUMENT,
+            CURLE_LOGIN_DENIED, CURLE_OUT_OF_MEMORY, CURLE_SSL_ENGINE_NOTFOUND, CURLE_SSL_CIPHER, CURLE_NOT_BUILT_IN, CURLE_BAD_FUNCTION_ARGUMENT,
             CURLE_UNKNOWN_OPTION, CURLE_FILESIZE_EXCEEDED:
             return .failed(TransportFailure(kind: .fatal, code: error.code, message: error.message))
         case CURLE_READ_ERROR, CURLE_ABORTED_BY_CALLBACK:

@@ -46,6 +46,12 @@ public struct TransportSettings: Sendable, Equatable {
     public var receiveBufferSize: Int = 256 * 1024
     public var uploadBufferSize: Int = 512 * 1024
     public var verbose: Bool = false
+    /// TLS, proxy, address family, HTTP version: what the token keeps.
+    public var connection = ConnectionSettings()
+    /// User names and passwords for this run only.
+    public var credentials = Credentials()
+    /// The origin that may receive `credentials.user`: the URL the user named. Nil sends them to every URL.
+    public var credentialOrigin: String?
 
     public init() {}
 }

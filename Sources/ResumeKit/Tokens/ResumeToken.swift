@@ -20,6 +20,9 @@ public struct ResumeToken: Codable, Sendable, Equatable {
     public var updatedAt: Date
     public var download: DownloadPart?
     public var upload: UploadPart?
+    /// How the transfer connects (CA, `-k`, proxy, HTTP version …), so that a resume connects the same way.
+    /// Absent when the defaults were used, and in tokens written before it existed.
+    public var connection: ConnectionSettings?
 
     public struct DownloadPart: Codable, Sendable, Equatable {
         /// Absolute path of the finished file; the data lives in `path + ".part"` until then.

@@ -21,8 +21,31 @@ public final class NginxServer: Sendable {
     public let prefix: TempDirectory
     private let process: RunningProcess
 
-    /// `http://127.0.0.1:PORT`
-    public var baseURL: String { "http://127.0.0.1:\(port)" }
+    /// TLS settings when nginx serves https.
+    public let tls: TLS?
+    /// The address nginx listens on: `127.0.0.1`, or `::1` for IPv6.
+    public let host: String
+
+    /// `http://127.0.0.1:PORT`, `https://…` with TLS, `http://[::1]:PORT` on IPv6.
+    public var baseURL: String {
+        "\(tls == nil ? "http" : "https")://\(host.contains(":") ? "[\(host)]" : host):\(port)"
+    }
+
+    /// nginx's TLS: certificate and key files, optionally HTTP/2 and a required client certificate.
+    public struct TLS: Sendable {
+        public var certificate: String
+        public var key: String
+        public var http2: Bool
+        /// CA file whose client certificates are required (`ssl_verify_client on`).
+        public var clientCA: String?
+
+        public init(certificate: String, key: String, http2: Bool = false, clientCA: String? = nil) {
+            self.certificate = certificate
+            self.key = key
+            self.http2 = http2
+            self.clientCA = clientCA
+        }
+    }
 
     /// The URL of `name` (a path relative to `root`, percent-encoded here).
     public func url(for name: String) -> String {
@@ -41,6 +64,8 @@ public final class NginxServer: Sendable {
         limitRate: Int? = nil,
         serverDirectives: String = "",
         port fixedPort: Int? = nil,
+        tls: TLS? = nil,
+        host: String = "127.0.0.1",
         startTimeout: Duration = .seconds(15)
     ) async throws {
         let prefix = try TempDirectory(prefix: "resumectl-nginx")
@@ -48,17 +73,19 @@ public final class NginxServer: Sendable {
         for _ in 0..<6 {
             let port = try fixedPort ?? freePort()
             let config = Self.config(prefix: prefix.path, root: root, port: port, limitRate: limitRate,
-                                     serverDirectives: serverDirectives)
+                                     serverDirectives: serverDirectives, tls: tls, host: host)
             try config.write(toFile: prefix.path("nginx.conf"), atomically: true, encoding: .utf8)
             try? FileManager.default.removeItem(atPath: prefix.path("nginx.pid"))
             let process = try RunningProcess(
                 nginxBinary, ["-p", prefix.path + "/", "-c", prefix.path("nginx.conf"), "-e", "stderr"])
-            switch try await Self.waitUntilReady(process, port: port, prefix: prefix, timeout: startTimeout) {
+            switch try await Self.waitUntilReady(process, port: port, host: host, prefix: prefix, timeout: startTimeout) {
             case .ready:
                 self.port = port
                 self.root = root
                 self.prefix = prefix
                 self.process = process
+                self.tls = tls
+                self.host = host
                 return
             case .portTaken(let log):
                 lastError = log
@@ -71,7 +98,7 @@ public final class NginxServer: Sendable {
     private enum Start { case ready, portTaken(String) }
 
     private static func waitUntilReady(
-        _ process: RunningProcess, port: Int, prefix: TempDirectory, timeout: Duration
+        _ process: RunningProcess, port: Int, host: String, prefix: TempDirectory, timeout: Duration
     ) async throws -> Start {
         let deadline = ContinuousClock.now + timeout
         while ContinuousClock.now < deadline {
@@ -85,7 +112,7 @@ public final class NginxServer: Sendable {
             // succeeds now reaches this nginx and not someone who took the port.
             let pidFile = (try? String(contentsOfFile: prefix.path("nginx.pid"), encoding: .utf8)) ?? ""
             if pidFile.trimmingCharacters(in: .whitespacesAndNewlines) == String(process.pid),
-               isAcceptingConnections(port: port) {
+               host != "127.0.0.1" || isAcceptingConnections(port: port) {  // the pid file alone for ::1
                 return .ready
             }
             try await Task.sleep(for: .milliseconds(10))
@@ -94,8 +121,17 @@ public final class NginxServer: Sendable {
         throw SupportError("nginx did not accept connections on port \(port) within \(timeout): \(process.stderrSoFar)")
     }
 
-    static func config(prefix: String, root: String, port: Int, limitRate: Int?, serverDirectives: String) -> String {
-        """
+    static func config(prefix: String, root: String, port: Int, limitRate: Int?, serverDirectives: String,
+                       tls: TLS? = nil, host: String = "127.0.0.1") -> String {
+        let address = host.contains(":") ? "[\(host)]" : host
+        var listen = "listen \(address):\(port)"
+        var tlsDirectives = ""
+        if let tls {
+            listen += tls.http2 ? " ssl http2" : " ssl"
+            tlsDirectives = "ssl_certificate \"\(tls.certificate)\"; ssl_certificate_key \"\(tls.key)\";"
+            if let ca = tls.clientCA { tlsDirectives += " ssl_client_certificate \"\(ca)\"; ssl_verify_client on;" }
+        }
+        return """
         daemon off;
         master_process off;
         worker_processes 1;
@@ -107,7 +143,8 @@ public final class NginxServer: Sendable {
             types { application/octet-stream bin; text/plain txt; text/html html; }
             default_type application/octet-stream;
             log_format e2e '$status $request_method $request_uri range="$http_range" if_range="$http_if_range" '
-                           'accept_encoding="$http_accept_encoding" sent=$body_bytes_sent';
+                           'accept_encoding="$http_accept_encoding" sent=$body_bytes_sent $server_protocol '
+                           'user="$remote_user" ua="$http_user_agent"';
             access_log \(prefix)/access.log e2e;
             client_body_temp_path \(prefix)/client_body;
             proxy_temp_path \(prefix)/proxy;
@@ -119,8 +156,9 @@ public final class NginxServer: Sendable {
             server_tokens off;
             keepalive_timeout 30;
             server {
-                listen 127.0.0.1:\(port);
+                \(listen);
                 server_name localhost;
+                \(tlsDirectives)
                 root "\(root)";
                 \(limitRate.map { "limit_rate \($0);" } ?? "")
                 \(serverDirectives)

@@ -1,0 +1,28 @@
+extension TransferClient {
+    /// The options one transfer runs with: the connection settings stored in its token, overridden by the
+    /// ones given now, which the token then keeps (without secrets). Credentials go only to the token's URL.
+    func connectionOptions(for token: inout ResumeToken, events: EventHandler) -> TransferOptions {
+        let merged = (token.connection ?? ConnectionSettings()).overridden(by: options.transport.connection)
+        token.connection = merged.storable.isEmpty ? nil : merged.storable
+        var effective = options
+        effective.transport.connection = merged
+        effective.transport.credentialOrigin = token.url
+        if merged.insecure == true {
+            events(.note(Self.insecureWarning))
+        }
+        return effective
+    }
+
+    /// Printed once a run, even with `-q`, whenever TLS verification is off.
+    public static let insecureWarning = "warning: TLS certificates are not verified (--insecure); anyone on the path can read and change this transfer"
+
+    /// A 401 says what to do: credentials are never stored, so a resume needs them again.
+    func explainingLogin(_ error: TransferError) -> TransferError {
+        guard error.code == .failed, error.message.contains("answered 401") else { return error }
+        var explained = error
+        explained.message += options.transport.credentials.authenticates
+            ? "; the login was refused"
+            : "; the server wants a login: pass -u USER[:PASSWORD] or --netrc (credentials are never kept in the token)"
+        return explained
+    }
+}
