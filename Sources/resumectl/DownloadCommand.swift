@@ -102,8 +102,11 @@ extension Download {
         configured.options.connections = connections
         let client = configured
         // Only JSON events carry the token id; working it out costs a path resolution and a hash per file.
+        let store = client.store
+        let records = client.results
+        let answers: @Sendable (String) -> Bool = { id in store.exists(id: id) || access(records.path(forID: id), F_OK) == 0 }
         let reporters = requests.map { request in
-            Reporter(json: options.json, quiet: true, tokenID: options.json ? client.downloadTokenID(request) ?? "" : "")
+            Reporter(json: options.json, quiet: true, tokenID: options.json ? client.downloadTokenID(request) ?? "" : "", answers: answers)
         }
         let parallel = self.parallel
         let results = try await Runner.run(reporter: Reporter(json: options.json, quiet: quiet)) { cancellation throws(TransferError) in

@@ -10,13 +10,24 @@ final class Reporter: @unchecked Sendable {
     private let showsProgress: Bool
     private let lock = Mutex<Void>(())
     private var tokenID: String
+    /// For a list's file: whether `resume` knows the id (a token or a result record) at the moment an event
+    /// is written. Files that end before their first checkpoint never get a token; their events carry
+    /// `"token": null` (the list is what resumes them), never an id that `resume` would reject.
+    private let answers: (@Sendable (String) -> Bool)?
     private var lastLineLength = 0
 
-    init(json: Bool, quiet: Bool, tokenID: String = "") {
+    init(json: Bool, quiet: Bool, tokenID: String = "", answers: (@Sendable (String) -> Bool)? = nil) {
         self.json = json
         self.quiet = quiet
         self.tokenID = tokenID
+        self.answers = answers
         showsProgress = !quiet && !json && isatty(2) != 0
+    }
+
+    /// The id to put in an event, or nil (JSON null) when nothing on disk answers to it.
+    private var announcedID: String? {
+        guard let answers else { return tokenID }
+        return answers(tokenID) ? tokenID : nil
     }
 
     func setToken(_ id: String) { lock.withLock { _ in tokenID = id } }
@@ -40,7 +51,7 @@ final class Reporter: @unchecked Sendable {
         lock.withLock { _ in
             clearProgress()
             if json {
-                writeJSON(["event": "failed", "token": error.tokenID ?? tokenID, "error": error.message,
+                writeJSON(["event": "failed", "token": error.tokenID ?? announcedID, "error": error.message,
                     "exit": Int(error.exitStatus), "resumable": error.isResumable])
             }
             var line = "resumectl: \(error.message)"
@@ -109,23 +120,24 @@ final class Reporter: @unchecked Sendable {
     }
 
     private func emitJSON(_ event: TransferEvent) {
+        let id = announcedID
         switch event {
         case .started(let kind, let url, let path, let offset, let total):
-            writeJSON(["event": "started", "token": tokenID, "kind": kind.rawValue, "url": url, "path": path,
+            writeJSON(["event": "started", "token": id, "kind": kind.rawValue, "url": url, "path": path,
                 "offset": offset, "total": total])
         case .progress(let bytes, let total, let rate):
-            writeJSON(["event": "progress", "token": tokenID, "bytes": bytes, "total": total, "rate": Int64(rate)])
+            writeJSON(["event": "progress", "token": id, "bytes": bytes, "total": total, "rate": Int64(rate)])
         case .retry(let attempt, let delay, let error):
-            writeJSON(["event": "retry", "token": tokenID, "attempt": attempt, "delay": delay, "error": error])
+            writeJSON(["event": "retry", "token": id, "attempt": attempt, "delay": delay, "error": error])
         case .waitingForNetwork(let delay, let error):
-            writeJSON(["event": "waiting", "token": tokenID, "delay": delay, "error": error])
+            writeJSON(["event": "waiting", "token": id, "delay": delay, "error": error])
         case .restarted(let reason):
-            writeJSON(["event": "restarted", "token": tokenID, "reason": reason])
+            writeJSON(["event": "restarted", "token": id, "reason": reason])
         case .paused(let offset):
-            writeJSON(["event": "paused", "token": tokenID, "offset": offset])
+            writeJSON(["event": "paused", "token": id, "offset": offset])
         case .completed(let location, let bytes, let sha256):
             let key = location.hasPrefix("/") ? "path" : "url"
-            writeJSON(["event": "completed", "token": tokenID, key: location, "bytes": bytes, "sha256": sha256])
+            writeJSON(["event": "completed", "token": id, key: location, "bytes": bytes, "sha256": sha256])
         case .note(let text) where Self.isWarning(text):
             Self.warnOnce(text)
         case .note(let text):

@@ -13,9 +13,31 @@ private func head(_ status: Int, _ fields: [(String, String)] = []) -> ResponseH
         #expect(DownloadStateMachine().plan(committed: 0) == .fetch(offset: 0, headers: [:]))
     }
 
-    @Test func resumeSendsRangeAndIfRange() {
+    @Test func resumeSendsRangeAndIfRangeWithAnOverlap() {
+        // The overlap is all the bytes held when they are fewer than 64 KiB: the range then starts at zero.
         let m = DownloadStateMachine(resource: stored)
-        #expect(m.plan(committed: 400) == .fetch(offset: 400, headers: ["Range": "bytes=400-", "If-Range": etag]))
+        #expect(m.plan(committed: 400) == .fetch(offset: 0, headers: ["Range": "bytes=0-", "If-Range": etag]))
+        let big = DownloadStateMachine(resource: .init(etag: etag, validator: etag, totalBytes: 1 << 30))
+        let from = (1 << 20) - (64 << 10)
+        #expect(big.plan(committed: 1 << 20) == .fetch(offset: Int64(from), headers: ["Range": "bytes=\(from)-", "If-Range": etag]))
+        // Everything held: the last 64 KiB are asked again, and their comparison is the check that the file is whole.
+        #expect(big.plan(committed: 1 << 30) == .fetch(offset: (1 << 30) - (64 << 10), headers: ["Range": "bytes=\((1 << 30) - (64 << 10))-", "If-Range": etag]))
+        #expect(DownloadStateMachine.overlapStart(committed: 10) == 0)
+    }
+
+    @Test func overlapThatDiffersIsAChangedFile() {
+        var restart = DownloadStateMachine(resource: stored)
+        guard case .refetchFromZero(let reason) = restart.overlapDiffers(at: 100) else {
+            Issue.record("expected a refetch")
+            return
+        }
+        #expect(reason.contains("differ"))
+        #expect(restart.resource == nil)
+        var fail = DownloadStateMachine(resource: stored, onChange: .fail)
+        guard case .fail(.changed) = fail.overlapDiffers(at: 100) else {
+            Issue.record("expected a failure under --on-change fail")
+            return
+        }
     }
 
     @Test func firstResponseStoresStrongValidatorAndLength() {
@@ -71,27 +93,16 @@ private func head(_ status: Int, _ fields: [(String, String)] = []) -> ResponseH
         #expect(d == .fail(.changed("the file changed on the server")))
     }
 
-    @Test func unsatisfiableRangeAtTheEndIsVerified() {
+    @Test func unsatisfiableOverlapMeansTheFileShrank() {
         var m = DownloadStateMachine(resource: stored)
-        #expect(m.evaluate(head(416, [("Content-Range", "bytes */1000")]), requestedOffset: 1000) == .verifyComplete)
+        #expect(m.evaluate(head(416, [("Content-Range", "bytes */100")]), requestedOffset: 936)
+            == .refetchFromZero(reason: "the file on the server has another length now"))
     }
 
     @Test func unsatisfiableRangeWithAnotherLengthRestarts() {
         var m = DownloadStateMachine(resource: stored)
         #expect(m.evaluate(head(416, [("Content-Range", "bytes */500")]), requestedOffset: 1000)
             == .refetchFromZero(reason: "the file on the server has another length now"))
-    }
-
-    @Test func everythingCommittedPlansAVerification() {
-        #expect(DownloadStateMachine(resource: stored).plan(committed: 1000) == .verify)
-    }
-
-    @Test func verificationConfirmsOnlyTheSameValidatorAndLength() {
-        var same = DownloadStateMachine(resource: stored)
-        #expect(same.evaluateVerification(head(200, [("ETag", etag), ("Content-Length", "1000")]), committed: 1000) == .complete)
-        var changed = DownloadStateMachine(resource: stored)
-        #expect(changed.evaluateVerification(head(200, [("ETag", "\"x\""), ("Content-Length", "1000")]), committed: 1000)
-            == .refetchFromZero(reason: "the file changed on the server"))
     }
 
     @Test func weakETagGivesNoValidatorSoResumeRestarts() {

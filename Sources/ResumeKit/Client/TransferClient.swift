@@ -150,7 +150,12 @@ public struct TransferClient: Sendable {
             token = ResumeToken(id: id, kind: .download, url: request.url, headers: ResumeToken.storableHeaders(request.headers))
             token.download = .init(path: path, committedBytes: 0, expectedSHA256: request.expectedSHA256?.lowercased(),
                 onChange: request.onChange.rawValue)
-            // The token is first written at the first checkpoint: data first, token second.
+            // A single download writes its token (0 bytes committed) before anything announces its id, so
+            // that `resume ID` works from the first millisecond. A list's file waits for its first checkpoint:
+            // most end before it, and the list itself is what resumes them.
+            if batch == nil {
+                do { try store.save(token) } catch { throw TransferError(.localIO, "\(error)") }
+            }
         }
         return try runDownloadOperation(
             token, lock: lock, extraHeaders: request.headers, onChange: request.onChange, session: session, batch: batch,
@@ -171,7 +176,19 @@ public struct TransferClient: Sendable {
             token.url = newURL
             onChange = .fail  // a replacement URL must serve the very same bytes
         }
-        return try runDownloadOperation(token, lock: lock, extraHeaders: headers, onChange: onChange, cancellation: cancellation, events: events)
+        do {
+            return try runDownloadOperation(token, lock: lock, extraHeaders: headers, onChange: onChange, cancellation: cancellation, events: events)
+        } catch where newURL != nil && error.code == .changed {
+            // The token keeps the URL it had: the replacement serves something else.
+            if var onDisk = try? store.load(stored.id), onDisk.url != stored.url {
+                onDisk.url = stored.url
+                try? store.save(onDisk)
+            }
+            let suffix = " (--on-change fail)"
+            let reason = error.message.hasSuffix(suffix) ? String(error.message.dropLast(suffix.count)) : error.message
+            throw TransferError(.changed, "refusing \(newURL!): it does not serve the file this transfer began with (\(reason)); resume without --url continues from \(stored.url)",
+                tokenID: stored.id)
+        }
     }
 
     private func runDownloadOperation(
@@ -211,6 +228,7 @@ public struct TransferClient: Sendable {
             } catch SegmentedDownload.Handover.unsupported(let why) {
                 events(.note("\(why); using one connection"))
             } catch SegmentedDownload.Handover.changed(let why) {
+                if onChange == .fail { throw TransferError(.changed, "\(why) (--on-change fail)", tokenID: token.id) }
                 events(.restarted(reason: why))
                 token.download = .init(path: token.download!.path, committedBytes: 0,
                     expectedSHA256: token.download!.expectedSHA256, onChange: token.download!.onChange)

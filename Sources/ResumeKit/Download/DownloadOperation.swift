@@ -1,6 +1,7 @@
 import Crypto
 import FoundationEssentials
 import Glibc
+import SystemPackage
 
 /// Runs one download to its end on the calling thread: asks the state machine what to send, moves the
 /// body into the `.part` file, commits (fsync, then token) as it goes, retries, and finally verifies and
@@ -24,6 +25,11 @@ final class DownloadOperation: ExchangeDelegate {
     private var decision: DownloadStateMachine.Decision?
     private var localError: String?
     private var receivedThisAttempt: Int64 = 0
+    /// A resume's overlap: the bytes on disk that the first bytes of the body must equal before anything is
+    /// appended, and how many of them matched so far. The head is accepted only once they all did.
+    private var overlap: [UInt8]?
+    private var overlapMatched = 0
+    private var overlapHead: (from: Int64, effectiveURL: String)?
     private var started = false
     /// A short download never writes a token: it ends before its first checkpoint is due.
     private var tokenOnDisk: Bool
@@ -107,8 +113,6 @@ final class DownloadOperation: ExchangeDelegate {
             switch machine.plan(committed: part.committed) {
             case .fail(let failure):
                 throw fail(failure)
-            case .verify:
-                outcome = verify(url: url)
             case .fetch(let offset, let rangeHeaders):
                 outcome = fetch(url: url, offset: offset, rangeHeaders: rangeHeaders)
             }
@@ -182,8 +186,6 @@ final class DownloadOperation: ExchangeDelegate {
                 return .done
             case .refetchFromZero(let reason)?:
                 return .refetch(reason)
-            case .verifyComplete?, .complete?:
-                return .again
             case .retry(let status, let after)?:
                 return .transient("the server answered \(status)", retryAfter: after)
             case .fail(let failure)?:
@@ -197,29 +199,6 @@ final class DownloadOperation: ExchangeDelegate {
             return .transient("no data for \(options.transport.stallTimeout) s", retryAfter: nil)
         case .failed(let failure):
             return classify(failure)
-        }
-    }
-
-    private func verify(url: String) -> AttemptOutcome {
-        let collector = HeadCollector()
-        var headers = (try? HeaderLines.parse(token.headers)) ?? [:]
-        headers.remove("Accept-Encoding")
-        let request = TransferRequest(method: "HEAD", url: url, headers: headers, followRedirects: true)
-        let result = session.perform(request, settings: options.transport, cancellation: cancellation, delegate: collector)
-        receivedThisAttempt = 0
-        switch result.outcome {
-        case .completed:
-            guard let head = collector.head else { return .transient("the server sent no response", retryAfter: nil) }
-            switch machine.evaluateVerification(head, committed: part.committed) {
-            case .complete: return .done
-            case .refetchFromZero(let reason): return .refetch(reason)
-            case .retry(let status, let after): return .transient("the server answered \(status)", retryAfter: after)
-            case .fail(let failure): return .failed(failure)
-            default: return .refetch("unexpected answer to the check")
-            }
-        case .cancelled, .abortedByDelegate: return .again
-        case .stalled: return .transient("no answer for \(options.transport.stallTimeout) s", retryAfter: nil)
-        case .failed(let failure): return classify(failure)
         }
     }
 
@@ -242,7 +221,29 @@ final class DownloadOperation: ExchangeDelegate {
     func exchange(head: ResponseHead, effectiveURL: String) -> Bool {
         let d = machine.evaluate(head, requestedOffset: requestedOffset)
         decision = d
+        overlap = nil
         guard case .write(let from, let restarted) = d else { return false }
+        if restarted == nil, from == requestedOffset, from < part.length {
+            // A resume: the body starts with bytes we hold. Compare them before accepting anything.
+            do {
+                let count = Int(part.length - from)
+                var held = [UInt8](repeating: 0, count: count)
+                let read = try held.withUnsafeMutableBytes { try part.read(at: from, into: $0) }
+                guard read == count else { throw Errno.ioError }
+                overlap = held
+                overlapMatched = 0
+                overlapHead = (from, effectiveURL)
+                return true
+            } catch {
+                localError = "cannot read \(part.path): \(error)"
+                return false
+            }
+        }
+        return accept(from: from, restarted: restarted, effectiveURL: effectiveURL)
+    }
+
+    /// Takes the body from `from` on: the `.part` is cut there, the token learns the resource, `started` is said.
+    private func accept(from: Int64, restarted: String?, effectiveURL: String) -> Bool {
         do {
             if from < part.length { try part.truncate(to: from) }
             if from < hashedUpTo { hasher = nil; hashedUpTo = 0 }
@@ -275,7 +276,32 @@ final class DownloadOperation: ExchangeDelegate {
         return true
     }
 
-    func exchange(body: UnsafeRawBufferPointer) -> Bool {
+    /// Compares the body's first bytes with the overlap; returns the rest of the body, or nil when they
+    /// differ (then `decision` says the file changed and the transfer is aborted).
+    private func checkOverlap(_ body: UnsafeRawBufferPointer) -> UnsafeRawBufferPointer? {
+        guard let held = overlap, let (from, effectiveURL) = overlapHead, !body.isEmpty else { return body }
+        let take = min(body.count, held.count - overlapMatched)
+        let same = held.withUnsafeBytes { h in
+            memcmp(h.baseAddress! + overlapMatched, body.baseAddress!, take) == 0
+        }
+        guard same else {
+            overlap = nil
+            decision = machine.overlapDiffers(at: from + Int64(overlapMatched))
+            return nil
+        }
+        overlapMatched += take
+        if overlapMatched == held.count {
+            overlap = nil
+            // The bytes agree: now the response continues exactly where the data on disk ends.
+            decision = .write(from: part.length, restarted: nil)
+            guard accept(from: part.length, restarted: nil, effectiveURL: effectiveURL) else { return nil }
+        }
+        return UnsafeRawBufferPointer(rebasing: body[take...])
+    }
+
+    func exchange(body received: UnsafeRawBufferPointer) -> Bool {
+        guard let body = checkOverlap(received) else { return false }
+        guard !body.isEmpty else { return true }
         do {
             if hasher != nil, hashedUpTo == part.length {
                 hasher!.update(bufferPointer: body)

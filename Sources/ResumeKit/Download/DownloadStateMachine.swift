@@ -34,8 +34,6 @@ public struct DownloadStateMachine: Sendable, Equatable {
     public enum Plan: Sendable, Equatable {
         /// GET; with `offset > 0` it carries `Range` and `If-Range`.
         case fetch(offset: Int64, headers: HeaderFields)
-        /// HEAD, to confirm that data we already hold whole is still what the server has.
-        case verify
         /// The resume cannot be validated and the policy says stop.
         case fail(Failure)
     }
@@ -46,10 +44,6 @@ public struct DownloadStateMachine: Sendable, Equatable {
         case write(from: Int64, restarted: String?)
         /// This body is unusable (a range of something else); fetch again from zero.
         case refetchFromZero(reason: String)
-        /// The server says we already hold every byte; confirm with `verify`.
-        case verifyComplete
-        /// Confirmed complete: nothing more to fetch.
-        case complete
         /// A transient refusal; try again, after `retryAfter` seconds when the server said so.
         case retry(status: Int, retryAfter: String?)
         case fail(Failure)
@@ -70,15 +64,31 @@ public struct DownloadStateMachine: Sendable, Equatable {
         self.onChange = onChange
     }
 
-    /// The request that continues from `committed` bytes.
+    /// How many bytes before the resume point a resume asks for again, to compare them with the ones on
+    /// disk. Validators can lie: nginx's ETag is mtime-size, shared by two files of one size written in the
+    /// same second, and a CDN may keep an old ETag for new bytes (RFC 9110 §8.8.3: entity tags compare
+    /// only within one resource). The overlap is the only check that looks at the bytes themselves.
+    public static let overlap: Int64 = 64 << 10
+
+    /// Where a resume of `committed` bytes starts asking: up to ``overlap`` bytes before them.
+    public static func overlapStart(committed: Int64) -> Int64 { committed - min(committed, overlap) }
+
+    /// The request that continues from `committed` bytes. A resume starts ``overlap`` bytes early: the
+    /// operation compares those with the bytes on disk before it appends anything (``overlapDiffers(at:)``).
     public func plan(committed: Int64) -> Plan {
         guard committed > 0, let resource else { return .fetch(offset: 0, headers: [:]) }
         guard let validator = resource.validator else {
             let why = "the server gave no strong validator, so the partial data cannot be checked"
             return onChange == .fail ? .fail(.changed(why)) : .fetch(offset: 0, headers: [:])
         }
-        if let total = resource.totalBytes, committed >= total { return .verify }
-        return .fetch(offset: committed, headers: ["Range": "bytes=\(committed)-", "If-Range": validator])
+        let from = Self.overlapStart(committed: committed)
+        return .fetch(offset: from, headers: ["Range": "bytes=\(from)-", "If-Range": validator])
+    }
+
+    /// The bytes re-fetched before the resume point differ from the ones on disk at `offset`: whatever the
+    /// validator says, the file changed, and appending would splice two files.
+    public mutating func overlapDiffers(at offset: Int64) -> Decision {
+        changed("the file changed on the server (its bytes at \(offset) differ from those already downloaded, though its validator did not change)")
     }
 
     /// Interprets the final response head to a fetch that started at `offset`.
@@ -102,11 +112,8 @@ public struct DownloadStateMachine: Sendable, Equatable {
             resource = fresh
             return .write(from: 0, restarted: restarted)
         case 416:
-            guard offset > 0, let resource, let total = resource.totalBytes else {
-                return .fail(.status(416, reason: head.reason))
-            }
-            let served = head.headers["Content-Range"].flatMap(ContentRange.init)?.completeLength
-            if total == offset, served == nil || served == total { return .verifyComplete }
+            // A resume asks from before the bytes it holds, so a satisfiable file never answers 416.
+            guard offset > 0, resource != nil else { return .fail(.status(416, reason: head.reason)) }
             return changed("the file on the server has another length now")
         case 412:
             return changed("the file changed on the server")
@@ -116,21 +123,6 @@ public struct DownloadStateMachine: Sendable, Equatable {
             }
             return .fail(.status(head.status, reason: head.reason))
         }
-    }
-
-    /// Interprets the answer to `verify`: the same validator and length mean the data we hold is whole.
-    public mutating func evaluateVerification(_ head: ResponseHead, committed: Int64) -> Decision {
-        guard head.isSuccess else {
-            if RetryPolicy.isRetryable(status: head.status) {
-                return .retry(status: head.status, retryAfter: head.headers["Retry-After"])
-            }
-            return .fail(.status(head.status, reason: head.reason))
-        }
-        let now = Self.resource(from: head, totalBytes: contentLength(head))
-        if let old = resource, old.validator != nil, now.validator == old.validator, now.totalBytes == committed {
-            return .complete
-        }
-        return changed("the file changed on the server")
     }
 
     private mutating func evaluatePartial(_ head: ResponseHead, offset: Int64) -> Decision {

@@ -42,6 +42,18 @@ public enum SegmentRules {
         }
     }
 
+    /// The range a segment asks for when `written` of its bytes are on disk: from up to
+    /// ``DownloadStateMachine/overlap`` bytes before them (within the segment), whose comparison with the
+    /// disk guards against a validator that did not change when the bytes did.
+    public static func resumeStart(segmentStart: Int64, written: Int64) -> Int64 {
+        segmentStart + DownloadStateMachine.overlapStart(committed: written)
+    }
+
+    /// What a segment's overlap that differs from the disk means.
+    public static func overlapDiffers(at offset: Int64) -> Decision {
+        .changed("the file changed on the server (its bytes at \(offset) differ from those already downloaded, though its validator did not change)")
+    }
+
     public enum Decision: Sendable, Equatable {
         /// Write the body at the requested offset.
         case write

@@ -219,6 +219,10 @@ final class SegmentWorker: ExchangeDelegate, @unchecked Sendable {
     private var decision: SegmentRules.Decision?
     private var writeError: String?
     private var receivedThisAttempt: Int64 = 0
+    /// The bytes on disk the start of this attempt's body must equal (see `SegmentRules.resumeStart`).
+    private var overlap: [UInt8] = []
+    private var overlapMatched = 0
+    private var requestedFrom: Int64 = 0
 
     init(
         index: Int, segment: ResumeToken.Segment, url: String, headers: [String], resource: DownloadStateMachine.Resource, fd: Int32,
@@ -260,8 +264,14 @@ final class SegmentWorker: ExchangeDelegate, @unchecked Sendable {
         while !isDone && !stop.isStopped {
             var fields = (try? HeaderLines.parse(headers)) ?? [:]
             fields.remove("Accept-Encoding")
-            fields.set("Range", "bytes=\(start + written)-\(end)")
+            requestedFrom = SegmentRules.resumeStart(segmentStart: start, written: written)
+            fields.set("Range", "bytes=\(requestedFrom)-\(end)")
             fields.set("If-Range", resource.validator ?? "")
+            guard let held = readHeld(from: requestedFrom) else {
+                return report(.failed(TransferError(.localIO, "cannot read the .part file: \(String(cString: strerror(errno)))")))
+            }
+            overlap = held
+            overlapMatched = 0
             decision = nil
             writeError = nil
             receivedThisAttempt = 0
@@ -307,12 +317,24 @@ final class SegmentWorker: ExchangeDelegate, @unchecked Sendable {
     func exchange(informational head: ResponseHead) {}
 
     func exchange(head: ResponseHead, effectiveURL: String) -> Bool {
-        let d = SegmentRules.evaluate(head, from: start + written, to: end, resource: resource)
+        let d = SegmentRules.evaluate(head, from: requestedFrom, to: end, resource: resource)
         decision = d
         return d == .write
     }
 
-    func exchange(body: UnsafeRawBufferPointer) -> Bool {
+    func exchange(body received: UnsafeRawBufferPointer) -> Bool {
+        var body = received
+        if overlapMatched < overlap.count, !body.isEmpty {
+            let take = min(body.count, overlap.count - overlapMatched)
+            let same = overlap.withUnsafeBytes { memcmp($0.baseAddress! + overlapMatched, body.baseAddress!, take) == 0 }
+            guard same else {
+                decision = SegmentRules.overlapDiffers(at: requestedFrom + Int64(overlapMatched))
+                return false
+            }
+            overlapMatched += take
+            body = UnsafeRawBufferPointer(rebasing: body[take...])
+            if body.isEmpty { return true }
+        }
         guard start + written + Int64(gatherer.count) + Int64(body.count) <= end + 1 else {
             decision = .changed("the server sent more than the range asked for")
             return false
@@ -325,6 +347,15 @@ final class SegmentWorker: ExchangeDelegate, @unchecked Sendable {
         }
         receivedThisAttempt += Int64(body.count)
         return true
+    }
+
+    /// The segment's bytes on disk from `offset` up to what it has written (the overlap to compare).
+    private func readHeld(from offset: Int64) -> [UInt8]? {
+        let count = Int(start + written - offset)
+        guard count > 0 else { return [] }
+        var held = [UInt8](repeating: 0, count: count)
+        let n = held.withUnsafeMutableBytes { pread(fd, $0.baseAddress, count, off_t(offset)) }
+        return n == count ? held : nil
     }
 
     /// Writes the gathered bytes after the segment's written ones; the error message, if any.

@@ -8,6 +8,7 @@ public enum TokenStoreError: Error, Sendable, Equatable, CustomStringConvertible
     case unreadable(String, reason: String)
     case unsupportedVersion(String, Int)
     case cannotWrite(String, reason: String)
+    case cannotCreateFolder(String, reason: String)
 
     public var description: String {
         switch self {
@@ -15,6 +16,7 @@ public enum TokenStoreError: Error, Sendable, Equatable, CustomStringConvertible
         case .unreadable(let p, let r): "token \(p) is unreadable: \(r)"
         case .unsupportedVersion(let p, let v): "token \(p) has schema version \(v); this resumectl reads version \(ResumeToken.currentVersion)"
         case .cannotWrite(let p, let r): "cannot write token \(p): \(r)"
+        case .cannotCreateFolder(let p, let r): "cannot create the state folder \(p): \(r)"
         }
     }
 }
@@ -56,16 +58,26 @@ public struct TokenStore: Sendable {
         return path(forID: reference)
     }
 
+    /// Creates the state folder and its `tokens/` (mode 0700), parents included, like `mkdir -p`.
     public func ensureDirectory() throws {
-        for dir in [directory, tokensDirectory] {
-            if mkdir(dir, 0o700) != 0 && errno != EEXIST {
-                if errno == ENOENT {
-                    try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true,
-                        attributes: [.posixPermissions: 0o700])
-                    continue
-                }
-                throw TokenStoreError.cannotWrite(dir, reason: String(cString: strerror(errno)))
+        for dir in [directory, tokensDirectory] { try Self.makeFolder(dir) }
+    }
+
+    /// `mkdir -p` with mode 0700, failing with one sentence that names the folder and the system's reason.
+    static func makeFolder(_ dir: String) throws {
+        if mkdir(dir, 0o700) == 0 || errno == EEXIST {
+            var info = stat()
+            guard stat(dir, &info) == 0, info.st_mode & S_IFMT == S_IFDIR else {
+                throw TokenStoreError.cannotCreateFolder(dir, reason: "a file is in the way")
             }
+            return
+        }
+        guard errno == ENOENT else { throw TokenStoreError.cannotCreateFolder(dir, reason: String(cString: strerror(errno))) }
+        let parent = String(dir[..<(dir.lastIndex(of: "/") ?? dir.startIndex)])
+        guard !parent.isEmpty, parent != dir else { throw TokenStoreError.cannotCreateFolder(dir, reason: String(cString: strerror(ENOENT))) }
+        try makeFolder(parent)
+        if mkdir(dir, 0o700) != 0 && errno != EEXIST {
+            throw TokenStoreError.cannotCreateFolder(dir, reason: String(cString: strerror(errno)))
         }
     }
 

@@ -39,6 +39,9 @@ public final class MisbehavingServer: Sendable {
         case reprDigest
         /// A `Repr-Digest` that does not match the content (to test checksum failures).
         case wrongReprDigest
+        /// ETag and Last-Modified stay those of the first content whatever `replaceContent` serves later: a
+        /// file rewritten within the second of an mtime-size ETag, or a CDN that keeps an old ETag.
+        case lyingValidators
     }
 
     public let port: Int
@@ -136,6 +139,8 @@ final class MisbehavingState: Sendable {
     let failure: (code: Int, retryAfter: Int?, count: Int)?
     let digest: Digest
     let provider: (@Sendable (Int) -> [UInt8])?
+    /// The content whose validators are sent whatever is served (``MisbehavingServer/Behavior/lyingValidators``).
+    let frozen: Representation?
 
     init(content: [UInt8], behaviors: [MisbehavingServer.Behavior]) {
         var honoursRange = true, validators = Validators.strong, digest = Digest.none
@@ -153,8 +158,10 @@ final class MisbehavingState: Sendable {
             case .status(let code, let retryAfter, let count): failure = (code, retryAfter, count)
             case .reprDigest: digest = .right
             case .wrongReprDigest: digest = .wrong
+            case .lyingValidators: break
             }
         }
+        self.frozen = behaviors.contains { if case .lyingValidators = $0 { true } else { false } } ? Representation(content) : nil
         self.locked = Locked(Shared(content: Representation(content)))
         self.honoursRange = honoursRange
         self.validators = validators
@@ -164,16 +171,18 @@ final class MisbehavingState: Sendable {
         self.provider = provider
     }
 
-    func etag(for content: Representation) -> String? {
-        switch validators {
+    func etag(for served: Representation) -> String? {
+        let content = frozen ?? served
+        return switch validators {
         case .strong: content.strongETag
         case .weakETag: "W/" + content.strongETag
         case .lastModifiedOnly, .none: nil
         }
     }
 
-    func lastModified(for content: Representation) -> String? {
-        switch validators {
+    func lastModified(for served: Representation) -> String? {
+        let content = frozen ?? served
+        return switch validators {
         case .strong, .lastModifiedOnly: httpDate(secondsSince1970: content.lastModifiedSeconds)
         case .weakETag, .none: nil
         }
