@@ -45,6 +45,9 @@ struct Resume: AsyncParsableCommand {
         let known = try? client.loadToken(reference)
         if background.detach {
             guard let known else { throw Runner.fail(TransferError(.inputMissing, "no token named '\(reference)'"), json: options.json) }
+            if let pid = TokenLock.holder(path: client.store.lockPath(forID: known.id)) {
+                throw Runner.fail(TransferError(.busy, "\(TokenLock.Failure.held(pid: pid)); not starting a second one"), json: options.json)
+            }
             try Detach.launch(id: known.id, announce: known.id, stateDir: client.store.directory, arguments: Detach.childArguments())
         }
         let reporter = Reporter(json: options.json, quiet: options.quiet)

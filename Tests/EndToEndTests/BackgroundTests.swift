@@ -20,11 +20,9 @@ import Glibc
     }
 
     func detach(_ w: Workspace, _ args: [String]) async throws -> String {
-        let started = ContinuousClock.now
-        let r = try await w.run(args + ["--detach"], timeout: .seconds(20))
+        let r = try await w.run(args + ["--detach"], timeout: .seconds(30))
         #expect(r.status == 0, "\(r)")
         #expect(r.stdoutLines.count == 1, "\(r)")
-        #expect(ContinuousClock.now - started < .seconds(5), "--detach returns at once")
         let id = try #require(r.stdoutLines.first)
         #expect(id.hasPrefix("d-") || id.hasPrefix("u-"))
         return id
@@ -32,10 +30,10 @@ import Glibc
 
     @Test func detachThenWaitGivesAWholeFileAndTheIdStillAnswers() async throws {
         let w = try Workspace()
-        let digest = try makeRandomFile(path: w.path("www/f.bin"), size: Self.size, seed: 21)
-        let nginx = try await NginxServer(root: w.path("www"), limitRate: 1_500_000)
+        let digest = try makeRandomFile(path: w.path("www/f.bin"), size: 4_000_000, seed: 21)
+        let nginx = try await NginxServer(root: w.path("www"), limitRate: 500_000)
         let id = try await detach(w, ["download", nginx.url(for: "f.bin")])
-        // The id is known at once: its token exists and a live process holds it.
+        // The id is known at once, long before the 8 s transfer ends: its token exists and a live process holds it.
         #expect(try w.tokens() == [id])
         let row = try #require(try await list(w)[id])
         #expect(row["state"] as? String == "running", "\(row)")
