@@ -58,7 +58,7 @@ final class LiveStatusWriter: @unchecked Sendable {
     private let file: String
     private let folder: String
     private let state: Mutex<(status: LiveStatus, lastWrite: Double)>
-    /// Another live process runs this transfer (this one will be refused): its status is left alone.
+    /// Another live process holds this transfer's lock (this one will be refused): its status is left alone.
     private let inert: Bool
 
     init(stateDir: String, id: String, phase: String = "running", startAt: Date? = nil) {
@@ -66,7 +66,7 @@ final class LiveStatusWriter: @unchecked Sendable {
         file = LiveStatus.path(stateDir: stateDir, id: id)
         state = Mutex((LiveStatus(pid: getpid(), state: phase, startAt: startAt, updatedAt: Date()), 0))
         let holder = TokenLock.holder(path: TokenStore(directory: stateDir).lockPath(forID: id))
-        inert = (holder != nil && holder != getpid()) || LiveStatus.load(stateDir: stateDir, id: id).map { $0.pid != getpid() } == true
+        inert = holder != nil && holder != getpid()
         guard !inert else { return }
         mkdir(stateDir, 0o700)
         mkdir(folder, 0o700)

@@ -258,4 +258,54 @@ import Glibc
         let show = try await w.run(["show", id])
         #expect(show.status == 0 && show.stdout.contains("\"done\""), "\(show)")
     }
+
+    @Test func resumeAllDetachedContinuesEveryPausedTransferWithItsOwnLog() async throws {
+        let w = try Workspace()
+        let first = try makeRandomFile(path: w.path("www/a.bin"), size: 2_000_000, seed: 34)
+        let second = try makeRandomFile(path: w.path("www/b.bin"), size: 2_000_000, seed: 35)
+        let nginx = try await NginxServer(root: w.path("www"), limitRate: 600_000)
+        for name in ["a.bin", "b.bin"] {
+            let p = try w.start(["download", nginx.url(for: name), "-q"])
+            try await eventually(timeout: .seconds(10)) { try w.tokens().count == (name == "a.bin" ? 1 : 2) }
+            p.send(signal: SIGTERM)
+            #expect(try await p.wait().status == 75)
+        }
+        let ids = try w.tokens()
+        #expect(try await list(w).values.allSatisfy { $0["state"] as? String == "paused" })
+        let r = try await w.run(["resume", "--all", "--detach"], timeout: .seconds(30))
+        #expect(r.status == 0, "\(r)")
+        #expect(Set(r.stdoutLines) == Set(ids))
+        let waited = try await w.run(["wait"] + ids, timeout: .seconds(60))
+        #expect(waited.status == 0, "\(waited)")
+        #expect(try sha256(file: w.out + "/a.bin") == first)
+        #expect(try sha256(file: w.out + "/b.bin") == second)
+        for id in ids {
+            let log = try await w.run(["log", id])
+            #expect(names(events(log.stdout.split(separator: "\n").filter { $0.hasPrefix("{") }.joined(separator: "\n"))).contains("completed"), "\(log)")
+        }
+    }
+
+    @Test func waitNetworkGivesAForegroundTransferTheSamePatience() async throws {
+        let w = try Workspace()
+        let digest = try makeRandomFile(path: w.path("www/f.bin"), size: 300_000, seed: 36)
+        let port = try freePort()
+        // Nothing listens yet: connection refused, again and again, with no retries to spend.
+        let p = try w.start(["download", "http://127.0.0.1:\(port)/f.bin", "--wait-network", "--retries", "0", "--retry-delay", "0.2", "--json"])
+        _ = try await p.waitForLine(timeout: .seconds(20), where: { $0.contains("\"waiting\"") })
+        try await Task.sleep(for: .seconds(2))
+        #expect(p.isRunning)
+        let nginx = try await NginxServer(root: w.path("www"), port: port)
+        let r = try await p.wait(timeout: .seconds(90))
+        #expect(r.status == 0, "\(r)")
+        #expect(try sha256(file: w.out + "/f.bin") == digest)
+        _ = nginx
+        // Without it, a refused connection spends the retries as before.
+        let plain = try await w.run(["download", "http://127.0.0.1:\(try freePort())/g.bin", "--retries", "0"])
+        #expect(plain.status == 75, "\(plain)")
+        for bad in [["--start-at", "25:00", "--detach"], ["--start-at", "tomorrow", "--detach"], ["--start-at", "12:00"]] {
+            let r = try await w.run(["download", nginx.url(for: "f.bin"), "-o", "x.bin"] + bad)
+            #expect(r.status == 64, "\(bad): \(r)")
+            #expect(r.stderr.split(separator: "\n").count == 1)
+        }
+    }
 }
