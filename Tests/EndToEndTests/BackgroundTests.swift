@@ -78,7 +78,7 @@ import Glibc
 
     @Test func aDetachedTransferSurvivesSIGHUPToItsProcessGroup() async throws {
         let w = try Workspace()
-        let digest = try makeRandomFile(path: w.path("www/f.bin"), size: Self.size, seed: 22)
+        let digest = try makeRandomFile(path: w.path("www/f.bin"), size: 8_000_000, seed: 22)
         let nginx = try await NginxServer(root: w.path("www"), limitRate: 1_000_000)
         // A shell in a session of its own stands in for a terminal: it detaches a download, then waits.
         let script = "\"$0\" download \"$1\" --detach --state-dir \"$2\"; exec sleep 60"
@@ -99,11 +99,11 @@ import Glibc
         let w = try Workspace()
         let digest = try makeRandomFile(path: w.path("www/f.bin"), size: 4_000_000, seed: 23)
         let second = try makeRandomFile(path: w.path("www/g.bin"), size: 2_000_000, seed: 24)
-        let nginx = try await NginxServer(root: w.path("www"), limitRate: 700_000)
+        let nginx = try await NginxServer(root: w.path("www"), limitRate: 400_000)
         let id = try await detach(w, ["download", nginx.url(for: "f.bin")])
         let other = try await detach(w, ["download", nginx.url(for: "g.bin")])
         try await eventually(timeout: .seconds(10)) {
-            ((try w.token(id)["download"] as? [String: Any])?["committedBytes"] as? Int ?? 0) > 0
+            ((try? w.token(id)["download"] as? [String: Any])?["committedBytes"] as? Int ?? 0) > 0
         }
         let rows = try await list(w)
         for victim in [id, other] {
@@ -156,7 +156,7 @@ import Glibc
         let w = try Workspace()
         let digest = try makeRandomFile(path: w.path("www/f.bin"), size: 500_000, seed: 26)
         let nginx = try await NginxServer(root: w.path("www"))
-        let at = Date().addingTimeInterval(3)
+        let at = Date().addingTimeInterval(8)
         let formatter = ISO8601DateFormatter()
         let id = try await detach(w, ["download", nginx.url(for: "f.bin"), "--start-at", formatter.string(from: at)])
         let row = try #require(try await list(w)[id])
@@ -193,11 +193,10 @@ import Glibc
         let digest = try makeRandomFile(path: w.path("www/f.bin"), size: 200_000, seed: 29)
         let nginx = try await NginxServer(root: w.path("www"), limitRate: 300_000)
         let slow = try await detach(w, ["download", nginx.url(for: "slow.bin")])
-        let started = ContinuousClock.now
         let timedOut = try await w.run(["wait", slow, "--timeout", "1"])
         #expect(timedOut.status == 75, "\(timedOut)")
         #expect(timedOut.stderr.contains(slow))
-        #expect(ContinuousClock.now - started < .seconds(5))
+        #expect(try await list(w)[slow]?["state"] as? String == "running", "wait gave up before the 13 s transfer ended")
         #expect(try await w.run(["pause", slow]).status == 0)
 
         let good = try await detach(w, ["download", nginx.url(for: "f.bin")])
@@ -236,7 +235,7 @@ import Glibc
     @Test(arguments: [UInt64(31), 32, 33])
     func aResumeKilledAsItCompletesStillAnswers(seed: UInt64) async throws {
         let w = try Workspace()
-        let digest = try makeRandomFile(path: w.path("www/f.bin"), size: 2_000_000, seed: seed)
+        let digest = try makeRandomFile(path: w.path("www/f.bin"), size: 4_000_000, seed: seed)
         let nginx = try await NginxServer(root: w.path("www"), limitRate: 1_000_000)
         let first = try w.start(["download", nginx.url(for: "f.bin"), "-q"])
         try await eventually(timeout: .seconds(10)) { try !w.tokens().isEmpty }
@@ -247,7 +246,7 @@ import Glibc
         var rng = SeededGenerator(seed: seed)
         let p = try w.start(["resume", id, "-q"])
         // Kill somewhere around the moment the rest (at 1 MB/s) is in.
-        let rest = (2_000_000 - committed) / 1_000
+        let rest = (4_000_000 - committed) / 1_000
         try await Task.sleep(for: .milliseconds(max(50, rest + Int.random(in: -250...150, using: &rng))))
         p.send(signal: SIGKILL)
         _ = try await p.wait()
