@@ -30,6 +30,8 @@ import Glibc
 
     @Test func detachThenWaitGivesAWholeFileAndTheIdStillAnswers() async throws {
         let w = try Workspace()
+        let reaper = Reaper(w)
+        defer { reaper.stopAll() }
         let digest = try makeRandomFile(path: w.path("www/f.bin"), size: 4_000_000, seed: 21)
         let nginx = try await NginxServer(root: w.path("www"), limitRate: 500_000)
         let id = try await detach(w, ["download", nginx.url(for: "f.bin")])
@@ -78,6 +80,8 @@ import Glibc
 
     @Test func aDetachedTransferSurvivesSIGHUPToItsProcessGroup() async throws {
         let w = try Workspace()
+        let reaper = Reaper(w)
+        defer { reaper.stopAll() }
         let digest = try makeRandomFile(path: w.path("www/f.bin"), size: 8_000_000, seed: 22)
         let nginx = try await NginxServer(root: w.path("www"), limitRate: 1_000_000)
         // A shell in a session of its own stands in for a terminal: it detaches a download, then waits.
@@ -97,6 +101,8 @@ import Glibc
 
     @Test func kill9OfADetachedTransferShowsResumableAndResumeAllFinishesIt() async throws {
         let w = try Workspace()
+        let reaper = Reaper(w)
+        defer { reaper.stopAll() }
         let digest = try makeRandomFile(path: w.path("www/f.bin"), size: 4_000_000, seed: 23)
         let second = try makeRandomFile(path: w.path("www/g.bin"), size: 2_000_000, seed: 24)
         let nginx = try await NginxServer(root: w.path("www"), limitRate: 400_000)
@@ -126,6 +132,8 @@ import Glibc
 
     @Test func theServerGoneFor10SecondsIsWaitedOutWithoutSpendingRetries() async throws {
         let w = try Workspace()
+        let reaper = Reaper(w)
+        defer { reaper.stopAll() }
         let digest = try makeRandomFile(path: w.path("www/f.bin"), size: 4_000_000, seed: 25)
         var nginx = try await NginxServer(root: w.path("www"), limitRate: 400_000)
         let port = nginx.port
@@ -154,6 +162,8 @@ import Glibc
 
     @Test func startAtHoldsATransferAsScheduledThenRunsIt() async throws {
         let w = try Workspace()
+        let reaper = Reaper(w)
+        defer { reaper.stopAll() }
         let digest = try makeRandomFile(path: w.path("www/f.bin"), size: 500_000, seed: 26)
         let nginx = try await NginxServer(root: w.path("www"))
         let at = Date().addingTimeInterval(8)
@@ -171,6 +181,8 @@ import Glibc
 
     @Test func pauseAndCancelReachAScheduledTransfer() async throws {
         let w = try Workspace()
+        let reaper = Reaper(w)
+        defer { reaper.stopAll() }
         _ = try makeRandomFile(path: w.path("www/f.bin"), size: 100_000, seed: 27)
         let nginx = try await NginxServer(root: w.path("www"))
         let id = try await detach(w, ["download", nginx.url(for: "f.bin"), "--start-at", "2099-01-01T00:00:00Z"])
@@ -189,6 +201,8 @@ import Glibc
 
     @Test func waitTimesOutWith75AndWaitsForSeveralIds() async throws {
         let w = try Workspace()
+        let reaper = Reaper(w)
+        defer { reaper.stopAll() }
         _ = try makeRandomFile(path: w.path("www/slow.bin"), size: 4_000_000, seed: 28)
         let digest = try makeRandomFile(path: w.path("www/f.bin"), size: 200_000, seed: 29)
         let nginx = try await NginxServer(root: w.path("www"), limitRate: 300_000)
@@ -213,6 +227,8 @@ import Glibc
 
     @Test func aDetachedUploadAndTheForegroundKeepsItsErrors() async throws {
         let w = try Workspace()
+        let reaper = Reaper(w)
+        defer { reaper.stopAll() }
         let digest = try makeRandomFile(path: w.path("www/src.bin"), size: 1_000_000, seed: 30)
         let peer = try await UploadPeer()
         let id = try await detach(w, ["upload", w.path("www/src.bin"), peer.url(for: "k.bin"), "--interop-version", "6"])
@@ -235,6 +251,8 @@ import Glibc
     @Test(arguments: [UInt64(31), 32, 33])
     func aResumeKilledAsItCompletesStillAnswers(seed: UInt64) async throws {
         let w = try Workspace()
+        let reaper = Reaper(w)
+        defer { reaper.stopAll() }
         let digest = try makeRandomFile(path: w.path("www/f.bin"), size: 4_000_000, seed: seed)
         let nginx = try await NginxServer(root: w.path("www"), limitRate: 1_000_000)
         let first = try w.start(["download", nginx.url(for: "f.bin"), "-q"])
@@ -260,6 +278,8 @@ import Glibc
 
     @Test func resumeAllDetachedContinuesEveryPausedTransferWithItsOwnLog() async throws {
         let w = try Workspace()
+        let reaper = Reaper(w)
+        defer { reaper.stopAll() }
         let first = try makeRandomFile(path: w.path("www/a.bin"), size: 2_000_000, seed: 34)
         let second = try makeRandomFile(path: w.path("www/b.bin"), size: 2_000_000, seed: 35)
         let nginx = try await NginxServer(root: w.path("www"), limitRate: 600_000)
@@ -286,6 +306,8 @@ import Glibc
 
     @Test func waitNetworkGivesAForegroundTransferTheSamePatience() async throws {
         let w = try Workspace()
+        let reaper = Reaper(w)
+        defer { reaper.stopAll() }
         let digest = try makeRandomFile(path: w.path("www/f.bin"), size: 300_000, seed: 36)
         let port = try freePort()
         // Nothing listens yet: connection refused, again and again, with no retries to spend.
@@ -305,6 +327,25 @@ import Glibc
             let r = try await w.run(["download", nginx.url(for: "f.bin"), "-o", "x.bin"] + bad)
             #expect(r.status == 64, "\(bad): \(r)")
             #expect(r.stderr.split(separator: "\n").count == 1)
+        }
+    }
+}
+
+/// Background processes outlive the command that started them, and a failed test must not leave them
+/// running: every process whose command line names the test's state folder is killed at the end.
+final class Reaper: Sendable {
+    let state: String
+
+    init(_ w: Workspace) { state = w.state }
+
+    func stopAll() {
+        let needle = "--state-dir\0" + state + "\0"
+        for name in (try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? [] {
+            guard let pid = Int32(name), pid != getpid(),
+                let data = FileManager.default.contents(atPath: "/proc/\(name)/cmdline"),
+                String(decoding: data, as: UTF8.self).contains(needle)
+            else { continue }
+            kill(pid, SIGKILL)
         }
     }
 }
