@@ -83,7 +83,7 @@ import Glibc
         let reaper = Reaper(w)
         defer { reaper.stopAll() }
         let digest = try makeRandomFile(path: w.path("www/f.bin"), size: 8_000_000, seed: 22)
-        let nginx = try await NginxServer(root: w.path("www"), limitRate: 1_000_000)
+        let nginx = try await NginxServer(root: w.path("www"), limitRate: 500_000)
         // A shell in a session of its own stands in for a terminal: it detaches a download, then waits.
         let script = "\"$0\" download \"$1\" --detach --state-dir \"$2\"; exec sleep 60"
         let shell = try RunningProcess("/usr/bin/setsid", ["sh", "-c", script, resumectlBinary, nginx.url(for: "f.bin"), w.state],
@@ -166,7 +166,7 @@ import Glibc
         defer { reaper.stopAll() }
         let digest = try makeRandomFile(path: w.path("www/f.bin"), size: 500_000, seed: 26)
         let nginx = try await NginxServer(root: w.path("www"))
-        let at = Date().addingTimeInterval(8)
+        let at = Date().addingTimeInterval(15)
         let formatter = ISO8601DateFormatter()
         let id = try await detach(w, ["download", nginx.url(for: "f.bin"), "--start-at", formatter.string(from: at)])
         let row = try #require(try await list(w)[id])
@@ -253,7 +253,7 @@ import Glibc
         let w = try Workspace()
         let reaper = Reaper(w)
         defer { reaper.stopAll() }
-        let digest = try makeRandomFile(path: w.path("www/f.bin"), size: 4_000_000, seed: seed)
+        let digest = try makeRandomFile(path: w.path("www/f.bin"), size: 8_000_000, seed: seed)
         let nginx = try await NginxServer(root: w.path("www"), limitRate: 1_000_000)
         let first = try w.start(["download", nginx.url(for: "f.bin"), "-q"])
         try await eventually(timeout: .seconds(10)) { try !w.tokens().isEmpty }
@@ -264,7 +264,7 @@ import Glibc
         var rng = SeededGenerator(seed: seed)
         let p = try w.start(["resume", id, "-q"])
         // Kill somewhere around the moment the rest (at 1 MB/s) is in.
-        let rest = (4_000_000 - committed) / 1_000
+        let rest = (8_000_000 - committed) / 1_000
         try await Task.sleep(for: .milliseconds(max(50, rest + Int.random(in: -250...150, using: &rng))))
         p.send(signal: SIGKILL)
         _ = try await p.wait()
@@ -280,8 +280,8 @@ import Glibc
         let w = try Workspace()
         let reaper = Reaper(w)
         defer { reaper.stopAll() }
-        let first = try makeRandomFile(path: w.path("www/a.bin"), size: 2_000_000, seed: 34)
-        let second = try makeRandomFile(path: w.path("www/b.bin"), size: 2_000_000, seed: 35)
+        let first = try makeRandomFile(path: w.path("www/a.bin"), size: 6_000_000, seed: 34)
+        let second = try makeRandomFile(path: w.path("www/b.bin"), size: 6_000_000, seed: 35)
         let nginx = try await NginxServer(root: w.path("www"), limitRate: 600_000)
         for name in ["a.bin", "b.bin"] {
             let p = try w.start(["download", nginx.url(for: name), "-q"])
