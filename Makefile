@@ -50,7 +50,8 @@ install: release
 	install -m 755 .build/release/resumectl $(DESTDIR)$(PREFIX)/bin/resumectl
 	install -m 755 .build/release/resumectl-serve $(DESTDIR)$(PREFIX)/bin/resumectl-serve
 	install -d $(DESTDIR)$(PREFIX)/lib/systemd/user
-	install -m 644 contrib/systemd/resumectl-resume.service contrib/systemd/resumectl-resume.timer $(DESTDIR)$(PREFIX)/lib/systemd/user/
+	sed 's|^ExecStart=resumectl |ExecStart=$(PREFIX)/bin/resumectl |' contrib/systemd/resumectl-resume.service > $(DESTDIR)$(PREFIX)/lib/systemd/user/resumectl-resume.service
+	install -m 644 contrib/systemd/resumectl-resume.timer $(DESTDIR)$(PREFIX)/lib/systemd/user/
 
 demo: build
 	scripts/demo.sh .build/debug/resumectl

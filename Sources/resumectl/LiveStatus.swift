@@ -58,17 +58,23 @@ final class LiveStatusWriter: @unchecked Sendable {
     private let file: String
     private let folder: String
     private let state: Mutex<(status: LiveStatus, lastWrite: Double)>
+    /// Another live process holds this transfer's lock (this one will be refused): its status is left alone.
+    private let inert: Bool
 
     init(stateDir: String, id: String, phase: String = "running", startAt: Date? = nil) {
         folder = stateDir + "/run"
         file = LiveStatus.path(stateDir: stateDir, id: id)
         state = Mutex((LiveStatus(pid: getpid(), state: phase, startAt: startAt, updatedAt: Date()), 0))
+        let holder = TokenLock.holder(path: TokenStore(directory: stateDir).lockPath(forID: id))
+        inert = holder != nil && holder != getpid()
+        guard !inert else { return }
         mkdir(stateDir, 0o700)
         mkdir(folder, 0o700)
         state.withLock { write($0.status) }
     }
 
     func set(phase: String, startAt: Date? = nil) {
+        guard !inert else { return }
         state.withLock {
             guard $0.status.state != phase || $0.status.startAt != startAt else { return }
             $0.status.state = phase
@@ -79,6 +85,7 @@ final class LiveStatusWriter: @unchecked Sendable {
     }
 
     func handle(_ event: TransferEvent) {
+        guard !inert else { return }
         state.withLock {
             var phaseChanged = false
             switch event {
@@ -108,7 +115,7 @@ final class LiveStatusWriter: @unchecked Sendable {
     }
 
     /// The transfer ended: nothing is live any more.
-    func finish() { unlink(file) }
+    func finish() { if !inert { unlink(file) } }
 
     private func write(_ status: LiveStatus) {
         var status = status

@@ -45,6 +45,9 @@ struct Resume: AsyncParsableCommand {
         let known = try? client.loadToken(reference)
         if background.detach {
             guard let known else { throw Runner.fail(TransferError(.inputMissing, "no token named '\(reference)'"), json: options.json) }
+            if let pid = TokenLock.holder(path: client.store.lockPath(forID: known.id)) {
+                throw Runner.fail(TransferError(.busy, "\(TokenLock.Failure.held(pid: pid)); not starting a second one"), json: options.json)
+            }
             try Detach.launch(id: known.id, announce: known.id, stateDir: client.store.directory, arguments: Detach.childArguments())
         }
         let reporter = Reporter(json: options.json, quiet: options.quiet)
@@ -79,6 +82,10 @@ enum ResumeAll {
             try Detach.launch(id: "resume-all", announce: ids.joined(separator: "\n"), stateDir: store.directory,
                 arguments: ["resume", "--all", "--parallel", String(parallel)] + Detach.backgroundDefaults(forwarded))
         }
+        // Until its own process takes over, each transfer is `queued` under this process's pid, so that
+        // `wait` and `list` see it as under way, not as paused.
+        var queued: [String: LiveStatusWriter] = [:]
+        for id in ids { queued[id] = LiveStatusWriter(stateDir: store.directory, id: id, phase: "queued") }
         if background.detachedChild { Detach.signalReady() }
         var queue = ids[...]
         var running: [pid_t: String] = [:]
@@ -98,6 +105,7 @@ enum ResumeAll {
                     running[try Spawner.spawn(args, stdout: log, stderr: log, newSession: false)] = id
                 } catch {
                     Output.stderr("resumectl: \(id): \(error)\n")
+                    queued[id]?.finish()
                     statuses.append(1)
                 }
             }
@@ -107,7 +115,10 @@ enum ResumeAll {
                 if errno == EINTR { continue }
                 break
             }
-            guard running.removeValue(forKey: pid) != nil else { continue }
+            guard let id = running.removeValue(forKey: pid) else { continue }
+            // The transfer's process removed its status when it ended; one that died leaves its own or ours.
+            let left = LiveStatus.load(stateDir: store.directory, id: id)
+            if left == nil || left?.pid == getpid() { queued[id]?.finish() }
             statuses.append((status & 0x7f) == 0 ? (status >> 8) & 0xff : 128 + (status & 0x7f))
         }
         let failures = statuses.filter { $0 != 0 }

@@ -262,6 +262,7 @@ public struct TransferClient: Sendable {
     func prepareStateDirectory() throws(TransferError) {
         do { try store.ensureDirectory() } catch { throw TransferError(.localIO, "\(error)") }
         _ = store.removeLeftovers()
+        results.pruneOnce()
     }
 
     /// The lock of a token that exists (or is written at once, as an upload's is).
