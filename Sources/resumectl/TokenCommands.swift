@@ -85,13 +85,15 @@ struct TokenSummary {
     }
 
     var line: String {
-        "\(token.id)  \(token.kind.rawValue)  \(state)  \(committed)/\(total.map(String.init) ?? "?")  \(token.url)  \(location)"
+        let expires = token.upload?.expires.map { "  expires \($0)" } ?? ""
+        return "\(token.id)  \(token.kind.rawValue)  \(state)  \(committed)/\(total.map(String.init) ?? "?")  \(token.url)  \(location)\(expires)"
     }
 
     var json: String {
         JSONLine.encode([
             "id": token.id, "kind": token.kind.rawValue, "state": state, "committed": committed,
-            "total": total, "url": token.url, "path": location,
+            "total": total, "url": token.url, "path": location, "protocol": token.upload?.protocolName,
+            "expires": token.upload?.expires,
         ])
     }
 }

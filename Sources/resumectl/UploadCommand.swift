@@ -3,9 +3,11 @@ import ResumeKit
 
 struct Upload: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Upload a file with the IETF resumable-upload draft (POST, 104, HEAD, PATCH).",
+        abstract: "Upload a file resumably: IETF resumable-upload draft, tus 1.0, or a plain POST.",
         discussion: """
-            The upload URL the server announces in its 104 response is saved at once, so an upload cut at
+            With --protocol auto (the default) one OPTIONS request (no body) finds out what the server
+            speaks: tus, the IETF draft, or neither (then a draft creation, which a plain server takes as
+            an ordinary upload). The upload URL the server announces is saved at once, so an upload cut at
             any point continues with 'resumectl resume TOKEN' from the offset the server reports.
             """)
 
@@ -14,6 +16,9 @@ struct Upload: AsyncParsableCommand {
 
     @Argument(help: "http or https URL that accepts the upload.")
     var url: String
+
+    @Option(name: .customLong("protocol"), help: "auto, ietf, tus or plain.")
+    var uploadProtocol: UploadProtocolChoice = .auto
 
     @Option(name: .customLong("interop-version"), help: "Pin the draft interop version (3, 5, 6 or 8) instead of negotiating.")
     var interopVersion: Int?
@@ -24,6 +29,9 @@ struct Upload: AsyncParsableCommand {
     @OptionGroup var options: TransferOptionGroup
 
     func validate() throws {
+        if interopVersion != nil, uploadProtocol != .auto, uploadProtocol != .ietf {
+            throw ValidationError("--interop-version applies to --protocol ietf only")
+        }
         if let v = interopVersion, InteropVersion(rawValue: v) == nil {
             throw ValidationError("--interop-version takes one of \(InteropVersion.allCases.map { String($0.rawValue) }.joined(separator: ", "))")
         }
@@ -32,7 +40,7 @@ struct Upload: AsyncParsableCommand {
     func run() async throws {
         let request = UploadRequest(
             filePath: file, url: url, headers: options.header, interopVersion: interopVersion.flatMap(InteropVersion.init),
-            chunkSize: chunkSize?.bytesPerSecond)
+            chunkSize: chunkSize?.bytesPerSecond, uploadProtocol: uploadProtocol)
         let client = options.client()
         let reporter = Reporter(json: options.json, quiet: options.quiet, tokenID: client.uploadTokenID(request))
         let result = try await Runner.run(reporter: reporter) { cancellation throws(TransferError) in
@@ -41,3 +49,5 @@ struct Upload: AsyncParsableCommand {
         reporter.result(result.url)
     }
 }
+
+extension UploadProtocolChoice: ExpressibleByArgument {}
