@@ -80,7 +80,13 @@ extension TransferClient {
         token.headers = HeaderLines.merge(stored: token.headers, given: request.headers)
         do { try store.save(token) } catch { throw TransferError(.localIO, "\(error)") }
         var capabilities: TusCapabilities?
-        if case .tus(let found) = probe { capabilities = found }
+        if case .tus(let found) = probe {
+            if let refusal = TusStateMachine.refusal(found, size: source.identity.size) {
+                store.remove(id: id)
+                throw TransferError(.failed, refusal)
+            }
+            capabilities = found
+        }
         do {
             return try runUploadOperation(
                 token, source: source, versionPinned: request.interopVersion != nil, chunkSize: request.chunkSize,

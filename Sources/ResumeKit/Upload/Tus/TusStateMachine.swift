@@ -10,9 +10,10 @@ import FoundationEssentials
 public struct TusStateMachine: UploadMachine {
     public static let version = "1.0.0"
     public static let patchContentType = "application/offset+octet-stream"
-    /// With creation-with-upload, what the POST carries unless `--chunk-size` says otherwise: a cut
-    /// before the 201 loses the POST's bytes (the upload URL comes only with the 201), so keep them few.
-    public static let creationPiece: Int64 = 4 << 20
+    /// With creation-with-upload, what the POST carries at most: a small file goes in one request, but
+    /// the upload URL comes only with the 201, so a cut during the POST loses what it carried and leaves
+    /// the server an orphan. A few bytes keep that window short; the rest goes by PATCH.
+    public static let creationPiece: Int64 = 64 << 10
 
     public enum State: Sendable, Equatable {
         /// Ask the server what it offers (OPTIONS).
@@ -87,7 +88,7 @@ public struct TusStateMachine: UploadMachine {
             headers.append("Upload-Metadata", metadata)
             var length: Int64 = 0
             if capabilities?.extensions.contains("creation-with-upload") == true, size > 0 {
-                length = min(size, chunkSize ?? Self.creationPiece)
+                length = min(size, chunkSize ?? Self.creationPiece, Self.creationPiece)
                 headers.append("Content-Type", Self.patchContentType)
             }
             return .create(headers: headers, length: length, checksum: length > 0 ? checksum : nil)
@@ -171,16 +172,22 @@ public struct TusStateMachine: UploadMachine {
         // A server that does not answer OPTIONS may still speak tus core + creation (the user pinned tus).
         let found = head.isSuccess ? TusCapabilities(head) : nil
         let capabilities = found ?? TusCapabilities()
-        if let max = capabilities.maxSize, max < size {
-            return failed("the server accepts at most \(max) bytes (Tus-Max-Size); the file has \(size)")
-        }
-        if !capabilities.versions.contains(Self.version) {
-            return failed("the server speaks tus \(capabilities.versions.joined(separator: ", ")), not \(Self.version)")
-        }
+        if let refusal = Self.refusal(capabilities, size: size) { return failed(refusal) }
         self.capabilities = capabilities
         if checksum == nil { checksum = capabilities.checksum }
         state = .create
         return .proceed
+    }
+
+    /// Why a server with these capabilities cannot take a file of `size` bytes, if it cannot.
+    public static func refusal(_ capabilities: TusCapabilities, size: Int64) -> String? {
+        if let max = capabilities.maxSize, max < size {
+            return "the server accepts at most \(max) bytes (Tus-Max-Size); the file has \(size)"
+        }
+        if !capabilities.versions.contains(version) {
+            return "the server speaks tus \(capabilities.versions.joined(separator: ", ")), not \(version)"
+        }
+        return nil
     }
 
     private mutating func created(_ head: ResponseHead, sent: Int64) -> UploadDecision {
