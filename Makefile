@@ -5,6 +5,8 @@ APT_PKGS := libcurl4-openssl-dev pkg-config nginx-light curl
 BENCH_PKGS := aria2 wget hyperfine
 # The tus peer of the end-to-end tests (scripts/tus_server.py), versions that were tested together.
 PIP_PKGS := tuspyserver==4.4.3 fastapi==0.165.0 uvicorn==0.54.0
+# tus-py-client, the library `make bench` compares tus uploads with.
+TUSPY_VERSION := 1.1.0
 
 .PHONY: all deps build release test test-unit test-e2e install demo bench soak clean
 
@@ -63,6 +65,8 @@ demo: build
 bench: release
 	@missing=""; for p in aria2c wget hyperfine; do command -v $$p >/dev/null || missing="$$missing $$p"; done; \
 	if [ -n "$$missing" ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(BENCH_PKGS); fi
+	@python3 -c 'import importlib.metadata as m; m.version("tuspy") == "$(TUSPY_VERSION)" or exit(1)' 2>/dev/null || \
+		python3 -m pip install -q tuspy==$(TUSPY_VERSION) || python3 -m pip install -q --break-system-packages tuspy==$(TUSPY_VERSION)
 	python3 scripts/bench.py --bin .build/release/resumectl
 
 clean:
