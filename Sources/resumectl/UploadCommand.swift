@@ -5,10 +5,11 @@ struct Upload: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Upload a file resumably: IETF resumable-upload draft, tus 1.0, or a plain POST.",
         discussion: """
-            With --protocol auto (the default) one OPTIONS request (no body) finds out what the server
-            speaks: tus, the IETF draft, or neither (then a draft creation, which a plain server takes as
-            an ordinary upload). The upload URL the server announces is saved at once, so an upload cut at
-            any point continues with 'resumectl resume TOKEN' from the offset the server reports.
+            With --protocol auto (the default) one OPTIONS request (no body) finds out what the server \
+            speaks: tus, the IETF draft, or neither (then a draft creation, which a plain server takes as \
+            an ordinary upload). The upload URL the server announces is saved at once, so an upload cut at \
+            any point continues with 'resumectl resume TOKEN' from the offset the server reports. For tus, \
+            URL is the creation endpoint (e.g. http://host/files/).
             """)
 
     @Argument(help: "The file to send.")
@@ -17,7 +18,7 @@ struct Upload: AsyncParsableCommand {
     @Argument(help: "http or https URL that accepts the upload.")
     var url: String
 
-    @Option(name: .customLong("protocol"), help: "auto, ietf, tus or plain.")
+    @Option(name: .customLong("protocol"), help: "The upload protocol; auto: the token's, else one OPTIONS probe.")
     var uploadProtocol: UploadProtocolChoice = .auto
 
     @Option(name: .customLong("interop-version"), help: "Pin the draft interop version (3, 5, 6 or 8) instead of negotiating.")
