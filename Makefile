@@ -3,12 +3,16 @@ SWIFT    ?= swift
 PREFIX   ?= /usr/local
 APT_PKGS := libcurl4-openssl-dev pkg-config nginx-light curl
 BENCH_PKGS := aria2 wget hyperfine
+# The tus peer of the end-to-end tests (scripts/tus_server.py), versions that were tested together.
+PIP_PKGS := tuspyserver==4.4.3 fastapi==0.165.0 uvicorn==0.54.0
+# tus-py-client, the library `make bench` compares tus uploads with.
+TUSPY_VERSION := 1.1.0
 
 .PHONY: all deps build release test test-unit test-e2e install demo bench soak clean
 
 all: build
 
-# Installs what is missing (Debian): libcurl headers, pkg-config, nginx for the tests.
+# Installs what is missing (Debian): libcurl headers, pkg-config, nginx for the tests; tuspyserver (PyPI).
 deps:
 	@missing=""; \
 	pkg-config --exists libcurl 2>/dev/null || missing="$$missing libcurl4-openssl-dev pkg-config"; \
@@ -18,6 +22,11 @@ deps:
 		echo "installing:$$missing"; \
 		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; \
 	fi
+	@command -v python3 >/dev/null 2>&1 || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3 python3-pip; }
+	@python3 -c 'import importlib.metadata as m, sys; want = dict(p.split("==") for p in sys.argv[1:]); \
+		sys.exit(any(m.version(n) != v for n, v in want.items()))' $(PIP_PKGS) 2>/dev/null || \
+		{ echo "installing: $(PIP_PKGS)"; python3 -m pip install -q $(PIP_PKGS) || \
+		  python3 -m pip install -q --break-system-packages $(PIP_PKGS); }
 
 build: deps
 	$(SWIFT) build
@@ -59,6 +68,8 @@ demo: build
 bench: release
 	@missing=""; for p in aria2c wget hyperfine; do command -v $$p >/dev/null || missing="$$missing $$p"; done; \
 	if [ -n "$$missing" ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(BENCH_PKGS); fi
+	@python3 -c 'import importlib.metadata as m; m.version("tuspy") == "$(TUSPY_VERSION)" or exit(1)' 2>/dev/null || \
+		python3 -m pip install -q tuspy==$(TUSPY_VERSION) || python3 -m pip install -q --break-system-packages tuspy==$(TUSPY_VERSION)
 	python3 scripts/bench.py --bin .build/release/resumectl
 
 clean:

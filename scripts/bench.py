@@ -4,6 +4,7 @@
     python3 scripts/bench.py --bin .build/release/resumectl            # cases 1-5, 1 GiB, 5 pairs
     python3 scripts/bench.py --quick                                     # 64 MiB, 3 pairs
     python3 scripts/bench.py --cases 1,3 --size 256M --pairs 7
+    python3 scripts/bench.py --cases 6 --tus-size 256M                # tus upload to tuspyserver
 
 Everything lives in a temp folder: the served files, nginx (own config, 127.0.0.1, free port; one
 location unthrottled, one throttled for the resume case, one throttled per connection for the
@@ -240,6 +241,70 @@ http {{
 
     def stop(self):
         stop_process(self.proc, signal.SIGQUIT)
+
+
+class TusPeer:
+    """tuspyserver under uvicorn (scripts/tus_server.py): prints `PORT n`, exits when stdin closes."""
+
+    def __init__(self, directory, logdir, env):
+        self.dir, self.logdir, self.env = directory, logdir, env
+        self.proc = None
+        self.endpoint = None
+
+    def start(self):
+        err = open(os.path.join(self.logdir, "tus.log"), "ab")
+        self.proc = subprocess.Popen(
+            [sys.executable, os.path.join(REPO, "scripts", "tus_server.py"), self.dir, "--exit-on-stdin-eof"],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err, env=self.env, start_new_session=True)
+        err.close()
+        line = [None]
+        t = threading.Thread(target=lambda: line.__setitem__(0, self.proc.stdout.readline()), daemon=True)
+        t.start()
+        t.join(30)
+        m = re.match(r"PORT (\d+)", (line[0] or b"").decode())
+        if not m:
+            self.stop()
+            raise RuntimeError(f"tuspyserver did not start (make deps); see {self.logdir}/tus.log")
+        self.endpoint = f"http://127.0.0.1:{m.group(1)}/files/"
+        return self
+
+    def clear(self):
+        for name in os.listdir(self.dir):
+            path = os.path.join(self.dir, name)
+            if os.path.isfile(path):
+                os.unlink(path)
+
+    def stored(self):
+        return [os.path.join(self.dir, n) for n in os.listdir(self.dir)
+                if not n.endswith(".info") and not n.startswith(".") and os.path.isfile(os.path.join(self.dir, n))]
+
+    def cpu(self):
+        return proc_cpu(self.proc.pid)
+
+    def stop(self):
+        stop_process(self.proc, signal.SIGTERM)
+
+
+# tus-py-client (PyPI tuspy) as an application would call it: one uploader, the whole file per PATCH.
+TUSPY = r"""
+import os, sys
+from tusclient import client
+path, url = sys.argv[1], sys.argv[2]
+up = client.TusClient(url).uploader(path, metadata={"filename": os.path.basename(path), "filetype": "application/octet-stream"})
+up.upload()
+"""
+
+# curl doing what a tus client does: POST for the upload URL, then one streamed PATCH (-T, not --data-binary,
+# which would read the file into memory).
+CURL_TUS = r"""
+set -e
+size=$(stat -c %s "$1")
+loc=$(curl -sS -o /dev/null -D - -X POST -H 'Tus-Resumable: 1.0.0' -H "Upload-Length: $size" \
+  -H 'Upload-Metadata: filename YmlnLmJpbg==,filetype YXBwbGljYXRpb24vb2N0ZXQtc3RyZWFt' "$2" \
+  | tr -d '\r' | sed -n 's/^[Ll]ocation: //p')
+curl -sS -f -o /dev/null -X PATCH -T "$1" -H 'Tus-Resumable: 1.0.0' -H 'Upload-Offset: 0' \
+  -H 'Content-Type: application/offset+octet-stream' -H 'Expect:' "$loc"
+"""
 
 
 class ServePeer:
@@ -517,6 +582,7 @@ class Bench:
             self.env.pop(k, None)
         self.nginx = None
         self.peer = None
+        self.tus = None
         self.size = args.size
         self.seg_size = min(self.size, 256 * MiB)
         self.timeout = 60 + self.size / (20 * MiB)
@@ -553,6 +619,13 @@ class Bench:
         self.nginx = Nginx(os.path.join(self.tmp, "nginx"), self.www, self.slow_rate, self.seg_rate).start()
         log(f"nginx on {self.nginx.url('')} (pid {self.nginx.proc.pid}); /slow/ limit_rate {self.slow_rate} B/s, "
             f"/seg/ limit_rate {self.seg_rate} B/s per connection")
+        if 6 in cases:
+            self.tus_dir = os.path.join(self.tmp, "tus")
+            os.makedirs(self.tus_dir)
+            self.tus_size = self.args.tus_size
+            self.files["tus.bin"] = make_random_file(os.path.join(self.www, "tus.bin"), self.tus_size)
+            self.tus = TusPeer(self.tus_dir, self.logs, self.env).start()
+            log(f"tus peer: tuspyserver on {self.tus.endpoint} (pid {self.tus.proc.pid})")
         if 2 in cases:
             self.peer = ServePeer(self.bin, self.uploads, self.logs, self.env).start()
             log(f"upload peer: resumectl serve on {self.peer.base} (pid {self.peer.proc.pid})")
@@ -569,6 +642,8 @@ class Bench:
             stop_process(launcher, signal.SIGKILL, 2)
         if self.peer:
             self.peer.stop()
+        if self.tus:
+            self.tus.stop()
         if self.nginx:
             self.nginx.stop()
         if self.args.keep:
@@ -942,6 +1017,36 @@ class Bench:
                          {"files": len(names), "file_size": self.args.file_size, "commands": cmds},
                          [("files/s", "files_per_s", ".0f")], extra)
 
+    # ---- case 6
+
+    def case6(self):
+        src = os.path.join(self.www, "tus.bin")
+        url = self.tus.endpoint
+        size, digest = self.tus_size, self.files["tus.bin"]
+        cmds = {
+            "resumectl": [self.bin, "upload", "-q", "--protocol", "tus", src, url],
+            "tuspy": [sys.executable, "-c", TUSPY, src, url],
+            "curl POST+PATCH": ["sh", "-c", CURL_TUS, "curl-tus", src, url],
+        }
+
+        def argv(a):
+            def make(rnd):
+                self.tus.clear()  # each run starts with an empty server
+                return a
+            return make
+
+        def check(rnd, verify):
+            stored = self.tus.stored()
+            if len(stored) != 1:
+                raise Failure(f"tuspyserver holds {len(stored)} uploads, want 1")
+            self.check_file(stored[0], size, digest, verify)
+        tools = [(n, argv(a), check) for n, a in cmds.items()]
+        log(f"\n== case 6: {human(size)} tus upload to tuspyserver")
+        runs = self.run_rounds(tools, servers=[self.tus])
+        self.finish_case("6-tus-upload", f"case 6: {human(size)} tus upload to tuspyserver (uvicorn), "
+                         "ratio = resumectl/tool", list(cmds), runs, "resumectl", size,
+                         {"url": url, "commands": {n: a[:2] + ["…"] if n != "resumectl" else a for n, a in cmds.items()}})
+
     # ---- report
 
     def environment(self):
@@ -994,12 +1099,14 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--bin", default=os.path.join(REPO, ".build/release/resumectl"), help="resumectl binary")
-    ap.add_argument("--cases", default="1,2,3,4,5", help="comma-separated subset of 1-5 (default: all)")
+    ap.add_argument("--cases", default="1,2,3,4,5,6", help="comma-separated subset of 1-6 (default: all)")
     ap.add_argument("--size", type=parse_size, default=None, help="big file size, e.g. 1G, 256M (default 1G)")
     ap.add_argument("--pairs", type=int, default=None, help="timed rounds after the warm-up (default 5)")
     ap.add_argument("--quick", action="store_true", help="size 64 MiB and 3 pairs (unless given)")
     ap.add_argument("--files", type=int, default=1000, help="file count of case 5 (default 1000)")
     ap.add_argument("--file-size", type=parse_size, default=100 * KiB, help="file size of case 5 (default 100k)")
+    ap.add_argument("--tus-size", type=parse_size, default=256 * MiB,
+                    help="file size of case 6 (default 256M: the Python server, not the client, sets the pace)")
     ap.add_argument("--seg-rate", type=parse_size, default=50 * MiB,
                     help="per-connection limit_rate of case 4's throttled run in bytes/s (default 50M)")
     ap.add_argument("--verify-all", action="store_true", help="SHA-256 every output, not once per tool and case")
@@ -1012,9 +1119,9 @@ def main():
     try:
         cases = sorted({int(c) for c in args.cases.split(",") if c.strip()})
     except ValueError:
-        ap.error("--cases takes numbers 1-5, e.g. 1,2")
-    if not cases or any(c not in range(1, 6) for c in cases):
-        ap.error("--cases takes numbers 1-5, e.g. 1,2")
+        ap.error("--cases takes numbers 1-6, e.g. 1,2")
+    if not cases or any(c not in range(1, 7) for c in cases):
+        ap.error("--cases takes numbers 1-6, e.g. 1,2")
     if args.pairs < 1:
         ap.error("--pairs must be at least 1")
     args.cases = cases
@@ -1022,6 +1129,11 @@ def main():
     missing = [t for t in need if not shutil.which(t)]
     if not os.access(args.bin, os.X_OK):
         missing.append(args.bin)
+    if 6 in cases:
+        try:
+            import tusclient  # noqa: F401
+        except ImportError:
+            missing.append("tuspy (pip install tuspy)")
     if not os.access(NGINX, os.X_OK):
         missing.append("nginx (apt-get install nginx-light)")
     if missing:

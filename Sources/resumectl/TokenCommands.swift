@@ -121,13 +121,15 @@ struct TokenSummary {
         let pct = percent.map { Reporter.oneDecimal($0) + "%" } ?? "?%"
         let sizeText = size.map(Reporter.size) ?? "?"
         let rateText = rate.map { "  " + Reporter.size(Int64($0)) + "/s" } ?? ""
-        return "\(state.id)  \(kind)  \(stateText)  \(pct) of \(sizeText)\(rateText)  \(url)  \(location)"
+        let expires = state.token?.upload?.expires.map { "  expires \($0)" } ?? ""
+        return "\(state.id)  \(kind)  \(stateText)  \(pct) of \(sizeText)\(rateText)  \(url)  \(location)\(expires)"
     }
 
     var json: String {
         var object: [String: (any JSONRepresentable)?] = [
             "id": state.id, "kind": kind, "state": state.phase.name, "pid": pid.map(Int.init), "committed": committed,
             "bytes": bytes, "total": size, "percent": percent, "rate": rate, "url": url, "path": location,
+            "protocol": state.token?.upload?.protocolName, "expires": state.token?.upload?.expires,
         ]
         if let at = state.live?.startAt, state.live?.state == "scheduled" { object["startAt"] = Self.isoTime(at) }
         if !state.isRunning, let record = state.record, state.token == nil || record.outcome != .done {

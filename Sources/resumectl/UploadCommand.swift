@@ -3,10 +3,13 @@ import ResumeKit
 
 struct Upload: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Upload a file with the IETF resumable-upload draft (POST, 104, HEAD, PATCH).",
+        abstract: "Upload a file resumably: IETF resumable-upload draft, tus 1.0, or a plain POST.",
         discussion: """
-            The upload URL the server announces in its 104 response is saved at once, so an upload cut at
-            any point continues with 'resumectl resume TOKEN' from the offset the server reports.
+            With --protocol auto (the default) one OPTIONS request (no body) finds out what the server \
+            speaks: tus, the IETF draft, or neither (then a draft creation, which a plain server takes as \
+            an ordinary upload). The upload URL the server announces is saved at once, so an upload cut at \
+            any point continues with 'resumectl resume TOKEN' from the offset the server reports. For tus, \
+            URL is the creation endpoint (e.g. http://host/files/).
             """)
 
     @Argument(help: "The file to send.")
@@ -14,6 +17,9 @@ struct Upload: AsyncParsableCommand {
 
     @Argument(help: "http or https URL that accepts the upload.")
     var url: String
+
+    @Option(name: .customLong("protocol"), help: "The upload protocol; auto: the token's, else one OPTIONS probe.")
+    var uploadProtocol: UploadProtocolChoice = .auto
 
     @Option(name: .customLong("interop-version"), help: "Pin the draft interop version (3, 5, 6 or 8) instead of negotiating.")
     var interopVersion: Int?
@@ -26,6 +32,9 @@ struct Upload: AsyncParsableCommand {
     @OptionGroup var background: BackgroundOptions
 
     func validate() throws {
+        if interopVersion != nil, uploadProtocol != .auto, uploadProtocol != .ietf {
+            throw ValidationError("--interop-version applies to --protocol ietf only")
+        }
         if let v = interopVersion, InteropVersion(rawValue: v) == nil {
             throw ValidationError("--interop-version takes one of \(InteropVersion.allCases.map { String($0.rawValue) }.joined(separator: ", "))")
         }
@@ -34,7 +43,7 @@ struct Upload: AsyncParsableCommand {
     func run() async throws {
         let request = UploadRequest(
             filePath: file, url: url, headers: options.header, interopVersion: interopVersion.flatMap(InteropVersion.init),
-            chunkSize: chunkSize?.bytesPerSecond)
+            chunkSize: chunkSize?.bytesPerSecond, uploadProtocol: uploadProtocol)
         var configured = options.client()
         configured.options.waitForNetwork = background.waitsForNetwork
         let client = configured
@@ -52,3 +61,5 @@ struct Upload: AsyncParsableCommand {
         reporter.result(result.url)
     }
 }
+
+extension UploadProtocolChoice: ExpressibleByArgument {}

@@ -24,6 +24,32 @@ import Testing
         #expect(TokenStore.json(Self.sample()) + "\n" == String(decoding: golden, as: UTF8.self))
     }
 
+    /// An upload token written before upload protocols were named still loads, as an IETF upload, and
+    /// writing it back adds nothing it did not have.
+    @Test func uploadTokenFromBeforeProtocolsLoads() throws {
+        let url = try #require(Bundle.module.url(forResource: "Fixtures/upload-token-v1-pre-protocol", withExtension: "json"))
+        let golden = try Data(contentsOf: url)
+        let token = try TokenStore.decode(golden, path: url.path)
+        let upload = try #require(token.upload)
+        #expect(upload.uploadProtocol == .ietf)
+        #expect(upload.protocolName == nil && upload.expires == nil && upload.checksumAlgorithm == nil)
+        #expect(upload.interopVersion == 6)
+        #expect(upload.uploadURL == "http://127.0.0.1:8080/resumable_upload/1-2")
+        #expect(upload.acknowledgedBytes == 2_097_152)
+        #expect(TokenStore.json(token) + "\n" == String(decoding: golden, as: UTF8.self))
+    }
+
+    @Test func tusFieldsAreOptionalAndRoundTrip() throws {
+        var token = ResumeToken(id: "u-1", kind: .upload, url: "http://h/files/", headers: [], now: Date(timeIntervalSince1970: 1_800_000_000))
+        token.upload = .init(uploadURL: "http://h/files/abc", interopVersion: nil,
+            source: .init(path: "/a", size: 1, mtime: 0, inode: 1, edgeHash: "00"), acknowledgedBytes: 0, resumable: true,
+            protocolName: "tus", expires: "Fri, 27 Nov 2026 23:30:22 GMT", checksumAlgorithm: "sha256")
+        let json = TokenStore.json(token)
+        #expect(json.contains("\"protocol\" : \"tus\""))
+        #expect(!json.contains("interopVersion"))
+        #expect(try TokenStore.decode(Data(json.utf8), path: "x") == token)
+    }
+
     @Test func saveAndLoadRoundTripWithPrivateModes() throws {
         try store.save(Self.sample())
         #expect(try store.load("d-0123456789abcdef").download?.committedBytes == 16_777_216)

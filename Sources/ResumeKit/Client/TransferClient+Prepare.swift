@@ -46,8 +46,15 @@ extension TransferClient {
             return id
         }
         var token = ResumeToken(id: id, kind: .upload, url: request.url, headers: ResumeToken.storableHeaders(request.headers))
-        token.upload = .init(uploadURL: nil, interopVersion: (request.interopVersion ?? .newest).rawValue,
-            source: source.identity, acknowledgedBytes: 0, resumable: true)
+        // The protocol is left open unless pinned: the detached run probes the server (`--protocol auto`).
+        let pinned: UploadProtocol? = switch request.uploadProtocol {
+        case .auto: request.interopVersion != nil ? .ietf : nil
+        case .ietf: .ietf
+        case .tus: .tus
+        case .plain: .plain
+        }
+        token.upload = .init(uploadURL: nil, interopVersion: pinned == .ietf ? (request.interopVersion ?? .newest).rawValue : nil,
+            source: source.identity, acknowledgedBytes: 0, resumable: true, protocolName: pinned?.rawValue)
         do { try store.save(token) } catch { throw TransferError(.localIO, "\(error)") }
         return id
     }

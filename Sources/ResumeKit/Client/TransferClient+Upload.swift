@@ -10,18 +10,24 @@ public struct UploadRequest: Sendable, Equatable {
     public var interopVersion: InteropVersion?
     /// Send the file in appends of at most this many bytes.
     public var chunkSize: Int64?
+    /// The protocol to speak; `auto` asks the token, else one OPTIONS probe.
+    public var uploadProtocol: UploadProtocolChoice
 
-    public init(filePath: String, url: String, headers: [String] = [], interopVersion: InteropVersion? = nil, chunkSize: Int64? = nil) {
+    public init(
+        filePath: String, url: String, headers: [String] = [], interopVersion: InteropVersion? = nil, chunkSize: Int64? = nil,
+        uploadProtocol: UploadProtocolChoice = .auto
+    ) {
         self.filePath = filePath
         self.url = url
         self.headers = headers
         self.interopVersion = interopVersion
         self.chunkSize = chunkSize
+        self.uploadProtocol = uploadProtocol
     }
 }
 
 extension TransferClient {
-    /// Uploads a file with the resumable-upload draft, continuing this file's earlier attempt to the same URL.
+    /// Uploads a file with the IETF draft, tus or a plain request, continuing this file's earlier attempt to the same URL.
     public func upload(
         _ request: UploadRequest, cancellation: Cancellation = Cancellation(), events: @escaping EventHandler = { _ in }
     ) async throws(TransferError) -> UploadResult {
@@ -54,28 +60,105 @@ extension TransferClient {
         let lock = try takeLock(id)
         defer { lock.release() }
         var token: ResumeToken
+        var probe: ProtocolProbe?
         if store.exists(id: id) {
             token = try loadToken(id)
             guard token.kind == .upload, token.upload != nil else { throw TransferError(.badToken, "token \(id) is not an upload") }
             try checkSource(token, source)
+            // A token written by `--detach` before anything was sent has no protocol yet: choose it now.
+            if token.upload!.protocolName == nil, token.upload!.uploadURL == nil, token.upload!.acknowledgedBytes == 0 {
+                let chosen = chooseProtocol(request, probe: &probe)
+                token.upload!.protocolName = chosen.protocolName
+                token.upload!.interopVersion = chosen.interopVersion
+            }
         } else {
             token = ResumeToken(id: id, kind: .upload, url: request.url, headers: ResumeToken.storableHeaders(request.headers))
-            token.upload = .init(uploadURL: nil, interopVersion: (request.interopVersion ?? .newest).rawValue,
-                source: source.identity, acknowledgedBytes: 0, resumable: true)
+            let chosen = chooseProtocol(request, probe: &probe)
+            token.upload = .init(uploadURL: nil, interopVersion: chosen.interopVersion,
+                source: source.identity, acknowledgedBytes: 0, resumable: true, protocolName: chosen.protocolName)
         }
         token.headers = HeaderLines.merge(stored: token.headers, given: request.headers)
         let options = connectionOptions(for: &token, events: events)
         do { try store.save(token) } catch { throw TransferError(.localIO, "\(error)") }
-        let operation = UploadOperation(
-            token: token, source: source, store: store, transport: transport, options: options,
-            versionPinned: request.interopVersion != nil, chunkSize: request.chunkSize, cancellation: cancellation, events: events)
+        var capabilities: TusCapabilities?
+        if case .tus(let found) = probe {
+            if let refusal = TusStateMachine.refusal(found, size: source.identity.size) {
+                store.remove(id: id)
+                throw TransferError(.failed, refusal)
+            }
+            capabilities = found
+        }
         do {
-            return try operation.run()
+            return try runUploadOperation(
+                token, source: source, options: options, versionPinned: request.interopVersion != nil, chunkSize: request.chunkSize,
+                capabilities: capabilities, cancellation: cancellation, events: events)
         } catch {
             // Nothing can continue a refused upload: its token would only clutter `list`.
             if error.tokenID == nil { store.remove(id: id) }
             throw explainingLogin(error)
         }
+    }
+
+    /// The protocol of a new upload: the one pinned, else what one OPTIONS probe finds (`probe` keeps its answer).
+    private func chooseProtocol(_ request: UploadRequest, probe: inout ProtocolProbe?) -> (protocolName: String, interopVersion: Int?) {
+        let chosen: UploadProtocol
+        switch request.uploadProtocol {
+        case .ietf: chosen = .ietf
+        case .tus: chosen = .tus
+        case .plain: chosen = .plain
+        case .auto where request.interopVersion != nil: chosen = .ietf
+        case .auto:
+            let found = self.probe(request.url, headers: request.headers)
+            probe = found
+            switch found {
+            case .tus: chosen = .tus
+            case .ietf, .unknown: chosen = .ietf
+            }
+        }
+        var version = request.interopVersion ?? .newest
+        if case .ietf(let named?) = probe { version = named }
+        return (chosen.rawValue, chosen == .ietf ? version.rawValue : nil)
+    }
+
+    /// Picks the token's protocol machine and runs it.
+    private func runUploadOperation(
+        _ token: ResumeToken, source: SourceFile, options: TransferOptions, versionPinned: Bool, chunkSize: Int64?,
+        capabilities: TusCapabilities?, cancellation: Cancellation, events: @escaping EventHandler
+    ) throws(TransferError) -> UploadResult {
+        let part = token.upload!
+        func run<M: UploadMachine>(_ machine: M) throws(TransferError) -> UploadResult {
+            try UploadOperation(
+                token: token, source: source, machine: machine, store: store, transport: transport, options: options,
+                cancellation: cancellation, events: events
+            ).run()
+        }
+        switch part.uploadProtocol {
+        case .ietf:
+            return try run(IETFStateMachine(
+                size: part.source.size, version: part.interopVersion.flatMap(InteropVersion.init(rawValue:)) ?? .newest,
+                versionPinned: versionPinned || part.uploadURL != nil, uploadURL: part.uploadURL, chunkSize: chunkSize))
+        case .tus:
+            return try run(TusStateMachine(
+                size: part.source.size, creationURL: token.url, filename: String(part.source.path.split(separator: "/").last ?? "upload"),
+                capabilities: capabilities, uploadURL: part.uploadURL,
+                checksum: part.checksumAlgorithm.flatMap(DigestAlgorithm.init(rawValue:)), expires: part.expires, chunkSize: chunkSize))
+        case .plain:
+            return try run(PlainUploadMachine(size: part.source.size))
+        case .s3:
+            throw TransferError(.badToken, "token \(token.id) names an S3 upload, which this build cannot continue")
+        }
+    }
+
+    /// One OPTIONS to the creation URL, never with the body: which protocol does the server speak?
+    private func probe(_ url: String, headers given: [String]) -> ProtocolProbe {
+        var headers = (try? HeaderLines.parse(given)) ?? [:]
+        for field in ProtocolProbe.requestHeaders.fields { headers.set(field.name, field.value) }
+        let collector = HeadCollector()
+        let result = transport.makeSession().perform(
+            TransferRequest(method: "OPTIONS", url: url, headers: headers), settings: options.transport,
+            cancellation: Cancellation(), delegate: collector)
+        guard case .completed = result.outcome else { return .unknown }
+        return ProtocolProbe.decide(collector.head)
     }
 
     func runResumeUpload(
@@ -94,10 +177,11 @@ extension TransferClient {
             events(.note(part.resumable ? "the server never confirmed the upload; sending the whole file"
                 : "the server cannot resume uploads; sending the whole file again"))
         }
-        let operation = UploadOperation(
-            token: token, source: source, store: store, transport: transport, options: options,
-            versionPinned: false, chunkSize: nil, cancellation: cancellation, events: events)
-        do { return try operation.run() } catch { throw explainingLogin(error) }
+        do {
+            return try runUploadOperation(
+                token, source: source, options: options, versionPinned: false, chunkSize: nil, capabilities: nil,
+                cancellation: cancellation, events: events)
+        } catch { throw explainingLogin(error) }
     }
 
     private func checkSource(_ token: ResumeToken, _ source: SourceFile) throws(TransferError) {
@@ -123,7 +207,8 @@ extension TransferClient {
                 said += "; removed \(d.partPath)"
             }
             if let u = token.upload, let url = u.uploadURL {
-                var headers: HeaderFields = [InteropVersion.header: String(u.interopVersion)]
+                var headers: HeaderFields = u.uploadProtocol == .tus
+                    ? TusStateMachine.deleteHeaders : [InteropVersion.header: String(u.interopVersion ?? InteropVersion.newest.rawValue)]
                 if Origin.same(url, token.url), let stored = try? HeaderLines.parse(token.headers) {
                     for f in stored.fields { headers.append(f.name, f.value) }
                 }

@@ -64,14 +64,45 @@ public struct ResumeToken: Codable, Sendable, Equatable {
     }
 
     public struct UploadPart: Codable, Sendable, Equatable {
-        /// The upload resource from the 104's `Location`; nil until the server sent one.
+        /// The upload resource (the 104's or 201's `Location`); nil until the server named one.
         public var uploadURL: String?
-        public var interopVersion: Int
+        /// The draft interop version (IETF uploads; absent in tus and plain tokens).
+        public var interopVersion: Int?
         public var source: SourceIdentity
         /// The last offset the server acknowledged.
         public var acknowledgedBytes: Int64
         /// False once a server answered without draft support: only a whole new request can help.
         public var resumable: Bool
+        /// `ietf`, `tus`, `plain` (`s3` reserved); absent in tokens written before protocols were named,
+        /// which are IETF uploads.
+        public var protocolName: String?
+        /// tus: when the server will drop the upload (`Upload-Expires`, an HTTP-date).
+        public var expires: String?
+        /// tus: the `Upload-Checksum` algorithm chosen from the server's `Tus-Checksum-Algorithm`.
+        public var checksumAlgorithm: String?
+
+        public init(
+            uploadURL: String?, interopVersion: Int?, source: SourceIdentity, acknowledgedBytes: Int64, resumable: Bool,
+            protocolName: String? = nil, expires: String? = nil, checksumAlgorithm: String? = nil
+        ) {
+            self.uploadURL = uploadURL
+            self.interopVersion = interopVersion
+            self.source = source
+            self.acknowledgedBytes = acknowledgedBytes
+            self.resumable = resumable
+            self.protocolName = protocolName
+            self.expires = expires
+            self.checksumAlgorithm = checksumAlgorithm
+        }
+
+        enum CodingKeys: String, CodingKey {
+            case uploadURL, interopVersion, source, acknowledgedBytes, resumable
+            case protocolName = "protocol"
+            case expires, checksumAlgorithm
+        }
+
+        /// The protocol this upload speaks; tokens from before the field existed are IETF uploads.
+        public var uploadProtocol: UploadProtocol { protocolName.flatMap(UploadProtocol.init(rawValue:)) ?? .ietf }
     }
 
     /// Identifies an upload's source file, so that a resume never sends a mixture of two files.

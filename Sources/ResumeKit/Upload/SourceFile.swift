@@ -52,6 +52,22 @@ final class SourceFile {
         return hasher.finalize().hex
     }
 
+    /// The base64 digest of `range` of the file, for a protocol's body checksum (tus `Upload-Checksum`).
+    func digest(_ range: BodyRange, _ algorithm: DigestAlgorithm) throws(TransferError) -> String {
+        var hasher = algorithm.hasher()
+        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 256 << 10, alignment: 16)
+        defer { buffer.deallocate() }
+        var got: Int64 = 0
+        while got < range.length {
+            let n = pread(fd, buffer.baseAddress!, Int(min(Int64(buffer.count), range.length - got)), off_t(range.offset + got))
+            if n < 0 && errno == EINTR { continue }
+            guard n > 0 else { throw TransferError(.localIO, "cannot read \(path): \(n == 0 ? "the file got shorter" : String(cString: strerror(errno)))") }
+            hasher.update(bufferPointer: UnsafeRawBufferPointer(rebasing: buffer[0..<n]))
+            got += Int64(n)
+        }
+        return Data(hasher.digestBytes()).base64EncodedString()
+    }
+
     /// The file's sha256 (read once more; only when `--json` asks for it).
     func sha256() throws(TransferError) -> String { try FileDigest.sha256(path: path) }
 }

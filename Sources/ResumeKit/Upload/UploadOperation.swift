@@ -8,10 +8,11 @@ public struct UploadResult: Sendable, Equatable {
     public var sha256: String?
 }
 
-/// Runs one upload to its end on the calling thread: creation, and after any interruption HEAD for the
-/// offset and PATCH from there, as the state machine says. The upload URL from the 104 is in the token
-/// before the request body is done.
-final class UploadOperation: ExchangeDelegate {
+/// Runs one upload to its end on the calling thread, for any protocol behind ``UploadMachine``: it sends
+/// what the machine plans, feeds it what came back, and owns what every protocol shares — token writes
+/// (an upload URL from a 1xx is in the token before the body is through), retry and backoff, pause and
+/// cancel, events, body checksums, and credentials that stay on the user's origin.
+final class UploadOperation<Machine: UploadMachine>: ExchangeDelegate {
     private var token: ResumeToken
     private let store: TokenStore
     private let session: any TransportSession
@@ -19,9 +20,9 @@ final class UploadOperation: ExchangeDelegate {
     private let cancellation: Cancellation
     private let emit: EventHandler
     private let source: SourceFile
-    private var machine: UploadStateMachine
+    private var machine: Machine
 
-    private var currentPlan: UploadStateMachine.Plan = .finished
+    private var currentPlan: Machine.Plan
     private var requestURL = ""
     private var bodyStart: Int64 = 0
     private var finalHead: ResponseHead?
@@ -39,8 +40,8 @@ final class UploadOperation: ExchangeDelegate {
     }
 
     init(
-        token: ResumeToken, source: SourceFile, store: TokenStore, transport: any HTTPTransport, options: TransferOptions,
-        versionPinned: Bool, chunkSize: Int64?, cancellation: Cancellation, events: @escaping EventHandler
+        token: ResumeToken, source: SourceFile, machine: Machine, store: TokenStore, transport: any HTTPTransport,
+        options: TransferOptions, cancellation: Cancellation, events: @escaping EventHandler
     ) {
         self.token = token
         self.source = source
@@ -49,10 +50,8 @@ final class UploadOperation: ExchangeDelegate {
         self.options = options
         self.cancellation = cancellation
         self.emit = events
-        let u = token.upload!
-        machine = UploadStateMachine(
-            size: u.source.size, version: InteropVersion(rawValue: u.interopVersion) ?? .newest,
-            versionPinned: versionPinned || u.uploadURL != nil, uploadURL: u.uploadURL, chunkSize: chunkSize)
+        self.machine = machine
+        currentPlan = machine.plan()
     }
 
     func run() throws(TransferError) -> UploadResult {
@@ -61,27 +60,15 @@ final class UploadOperation: ExchangeDelegate {
         while true {
             if let reason = cancellation.reason { throw stop(reason) }
             currentPlan = machine.plan()
-            let decision: UploadStateMachine.Decision
-            switch currentPlan {
-            case .finished:
-                return try finish()
-            case .create(let headers, let length, _):
-                decision = exchange("POST", url: token.url, headers: headers, body: (0, length))
-            case .queryOffset(let url, let headers):
-                decision = exchange("HEAD", url: url, headers: headers, body: nil)
-            case .append(let url, let headers, let offset, let length, _):
-                decision = exchange("PATCH", url: url, headers: headers, body: (offset, length))
-            }
+            guard let request = machine.exchange(for: currentPlan) else { return try finish() }
+            let decision = exchange(request)
             if let saveError { throw TransferError(.localIO, saveError, tokenID: token.id) }
             if let limit = tooLarge {
                 throw TransferError(.failed, "the server accepts at most \(limit) bytes; the file has \(upload.source.size)", tokenID: nil)
             }
             switch decision {
             case .proceed:
-                if case .append(_, let offset) = machine.state, offset != upload.acknowledgedBytes {
-                    upload.acknowledgedBytes = offset
-                    try save()
-                }
+                try checkpoint()
                 continue
             case .completed:
                 return try finish()
@@ -91,50 +78,73 @@ final class UploadOperation: ExchangeDelegate {
                 emit(.restarted(reason: reason))
                 upload.uploadURL = nil
                 upload.acknowledgedBytes = 0
-                try save()
+                try checkpoint(force: true)
             case .fail(let reason):
                 throw TransferError(.failed, reason, tokenID: nil)
             case .retry(let reason, let retryAfter):
                 if retryAfter == "0" {  // a protocol step (version switch, offset check), not a failure
-                    upload.interopVersion = machine.version.rawValue
-                    try save()
+                    try checkpoint()
                     continue
                 }
-                if !machine.serverSupportsDraft { upload.resumable = false }
-                try save()
-                if networkDown && options.waitForNetwork {
-                    let delay = backoff.networkWait(progressMade: sentThisAttempt > 0)
-                    emit(.waitingForNetwork(delay: delay, error: reason))
-                    if !cancellation.sleep(seconds: delay) { throw stop(cancellation.reason ?? .interrupt) }
-                    continue
-                }
-                guard let delay = backoff.next(progressMade: sentThisAttempt > 0, retryAfter: retryAfter) else {
-                    let hint = machine.serverSupportsDraft ? "" : " (the server cannot resume uploads)"
-                    throw TransferError(.retriesExhausted, "\(reason); gave up after \(backoff.retriesMade) retries\(hint)", tokenID: token.id)
-                }
-                emit(.retry(attempt: backoff.failures, delay: delay, error: reason))
-                if !cancellation.sleep(seconds: delay) { throw stop(cancellation.reason ?? .interrupt) }
+                try wait(after: reason, retryAfter: retryAfter, progressMade: sentThisAttempt > 0, backoff: &backoff)
+            case .resend(let reason):
+                try wait(after: reason, retryAfter: nil, progressMade: false, backoff: &backoff)
             }
         }
     }
 
+    private func wait(after reason: String, retryAfter: String?, progressMade: Bool, backoff: inout Backoff) throws(TransferError) {
+        if !machine.canResume { upload.resumable = false }
+        try checkpoint(force: true)
+        if networkDown && options.waitForNetwork {
+            // The network is gone, not the server: wait for it without spending the retry budget.
+            let delay = backoff.networkWait(progressMade: progressMade)
+            emit(.waitingForNetwork(delay: delay, error: reason))
+            if !cancellation.sleep(seconds: delay) { throw stop(cancellation.reason ?? .interrupt) }
+            return
+        }
+        guard let delay = backoff.next(progressMade: progressMade, retryAfter: retryAfter) else {
+            let hint = machine.canResume ? "" : " (the server cannot resume uploads)"
+            throw TransferError(.retriesExhausted, "\(reason); gave up after \(backoff.retriesMade) retries\(hint)", tokenID: token.id)
+        }
+        emit(.retry(attempt: backoff.failures, delay: delay, error: reason))
+        if !cancellation.sleep(seconds: delay) { throw stop(cancellation.reason ?? .interrupt) }
+    }
+
+    /// Writes what the machine knows into the token, when that changed anything.
+    private func checkpoint(force: Bool = false) throws(TransferError) {
+        var part = upload
+        machine.record(into: &part)
+        guard force || part != upload else { return }
+        upload = part
+        try save()
+    }
+
     /// Sends one request of the plan and turns what happened into a decision.
-    private func exchange(_ method: String, url: String, headers: HeaderFields, body: (offset: Int64, length: Int64)?) -> UploadStateMachine.Decision {
+    private func exchange(_ planned: UploadExchange) -> UploadDecision {
+        let url = planned.url ?? token.url
         var all = (try? HeaderLines.parse(token.headers)) ?? [:]
         if !Origin.same(url, token.url) {
             // Credentials are for the origin the user named, not for wherever a Location points.
             for name in ["Authorization", "Cookie", "Proxy-Authorization"] { all.remove(name) }
         }
-        for field in headers.fields { all.set(field.name, field.value) }
+        for field in planned.headers.fields { all.set(field.name, field.value) }
+        if let checksum = planned.checksum, let body = planned.body {
+            do throws(TransferError) {
+                all.set(checksum.header, checksum.prefix + (try source.digest(body, checksum.algorithm)))
+            } catch {
+                return .fail(reason: error.message)
+            }
+        }
         requestURL = url
         networkDown = false
         finalHead = nil
         sentThisAttempt = 0
-        bodyStart = body?.offset ?? upload.acknowledgedBytes
+        bodyStart = planned.body?.offset ?? upload.acknowledgedBytes
         let request = TransferRequest(
-            method: method, url: url, headers: all, followRedirects: false,
-            body: body.map { RequestBody(fileDescriptor: source.fd, offset: $0.offset, length: $0.length) })
-        if !started, let body {
+            method: planned.method, url: url, headers: all, followRedirects: false,
+            body: planned.body.map { RequestBody(fileDescriptor: source.fd, offset: $0.offset, length: $0.length) })
+        if !started, let body = planned.body {
             started = true
             emit(.started(kind: .upload, url: token.url, path: source.path, offset: body.offset, total: upload.source.size))
         }
@@ -153,7 +163,7 @@ final class UploadOperation: ExchangeDelegate {
             switch failure.kind {
             case .fatal: return .fail(reason: failure.message)
             case .localRead: return .fail(reason: failure.message)
-            case .resolve where upload.uploadURL == nil && !machine.serverSupportsDraft && !options.waitForNetwork:
+            case .resolve where upload.uploadURL == nil && !machine.canResume && !options.waitForNetwork:
                 return .fail(reason: failure.message)
             case .network, .resolve:
                 networkDown = failure.isNetworkDown
@@ -165,16 +175,18 @@ final class UploadOperation: ExchangeDelegate {
     // MARK: ExchangeDelegate
 
     func exchange(informational head: ResponseHead) {
-        guard let url = machine.informational(head, requestURL: requestURL) else { return }
-        if let max = UploadStateMachine.maxSize(head), max < upload.source.size {
-            tooLarge = max
+        switch machine.informational(head, requestURL: requestURL) {
+        case .nothing:
             return
+        case .tooLarge(let limit):
+            tooLarge = limit
+        case .uploadURL(let url):
+            // Persist now: if the link dies in the next millisecond, this URL is what lets us resume.
+            machine.record(into: &upload)
+            upload.uploadURL = url
+            upload.resumable = true
+            do { try save() } catch { saveError = error.message }
         }
-        // Persist now: if the link dies in the next millisecond, this URL is what lets us resume.
-        upload.uploadURL = url
-        upload.interopVersion = machine.version.rawValue
-        upload.resumable = true
-        do { try save() } catch { saveError = error.message }
     }
 
     func exchange(head: ResponseHead, effectiveURL: String) -> Bool {
@@ -214,7 +226,8 @@ final class UploadOperation: ExchangeDelegate {
         try? save()
         emit(.paused(offset: upload.acknowledgedBytes))
         let what = reason == .interrupt ? "interrupted" : "paused"
-        return TransferError(.stopped(reason), "\(what); the server will be asked for its offset on resume", tokenID: token.id)
+        let then = machine.canResume ? "the server will be asked for its offset on resume" : "a resume sends the whole file again"
+        return TransferError(.stopped(reason), "\(what); \(then)", tokenID: token.id)
     }
 }
 

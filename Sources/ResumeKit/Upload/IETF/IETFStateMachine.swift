@@ -1,8 +1,8 @@
 import FoundationEssentials
 
 /// The upload protocol rules of draft-ietf-httpbis-resumable-upload, with no I/O and no clock.
-/// It says which request to send next and what each response means; the operation runs them.
-public struct UploadStateMachine: Sendable, Equatable {
+/// It says which request to send next and what each response means; ``UploadOperation`` runs them.
+public struct IETFStateMachine: UploadMachine {
     public enum State: Sendable, Equatable {
         /// No upload resource known: the next request creates one (POST carrying the file).
         case create
@@ -21,17 +21,7 @@ public struct UploadStateMachine: Sendable, Equatable {
         case finished
     }
 
-    /// What a response, or a failed exchange, means.
-    public enum Decision: Sendable, Equatable {
-        /// Go on with the next plan at once.
-        case proceed
-        case completed
-        /// Transient: wait, then go on with the next plan.
-        case retry(reason: String, retryAfter: String?)
-        /// The server no longer has the upload (or never had it): create it anew.
-        case restarted(reason: String)
-        case fail(reason: String)
-    }
+    public typealias Decision = UploadDecision
 
     public let size: Int64
     public private(set) var version: InteropVersion
@@ -95,19 +85,20 @@ public struct UploadStateMachine: Sendable, Equatable {
         }
     }
 
-    /// A 1xx during creation. Returns the upload URL to persist at once, when this head carries one.
-    public mutating func informational(_ head: ResponseHead, requestURL: String) -> String? {
-        guard head.status == 104, case .create = state else { return nil }
+    /// A 1xx during creation: a 104 of our version carries the upload URL to persist at once.
+    public mutating func informational(_ head: ResponseHead, requestURL: String) -> UploadInformational {
+        guard head.status == 104, case .create = state else { return .nothing }
         // A 104 of another interop version is not for us (draft: ignore it).
         guard head.headers[InteropVersion.header].flatMap({ Int($0.trimmingSpaces()) }) == version.rawValue,
             let location = head.headers["Location"],
-            let url = URL(string: location, relativeTo: URL(string: requestURL))?.absoluteString
-        else { return nil }
+            let url = resolveLocation(location, against: requestURL)
+        else { return .nothing }
         serverSupportsDraft = true
         let limits = StructuredField.integerDictionary(head.headers["Upload-Limit"])
         if let maxAppend = limits["max-append-size"], maxAppend > 0 { maxAppendSize = min(maxAppendSize ?? maxAppend, maxAppend) }
         uploadURLFromInformational = url
-        return url
+        if let max = Self.maxSize(head), max < size { return .tooLarge(limit: max) }
+        return .uploadURL(url)
     }
 
     private var uploadURLFromInformational: String?
@@ -115,6 +106,36 @@ public struct UploadStateMachine: Sendable, Equatable {
     /// The largest upload the server accepts, if its 104 said so.
     public static func maxSize(_ head: ResponseHead) -> Int64? {
         StructuredField.integerDictionary(head.headers["Upload-Limit"])["max-size"]
+    }
+
+    public func exchange(for plan: Plan) -> UploadExchange? {
+        switch plan {
+        case .create(let headers, let length, _):
+            UploadExchange(method: "POST", url: nil, headers: headers, body: BodyRange(offset: 0, length: length))
+        case .queryOffset(let url, let headers):
+            UploadExchange(method: "HEAD", url: url, headers: headers)
+        case .append(let url, let headers, let offset, let length, _):
+            UploadExchange(method: "PATCH", url: url, headers: headers, body: BodyRange(offset: offset, length: length))
+        case .finished:
+            nil
+        }
+    }
+
+    public var acknowledgedBytes: Int64 {
+        switch state {
+        case .append(_, let offset): offset
+        case .done: size
+        case .create, .queryOffset: 0
+        }
+    }
+
+    public var canResume: Bool { serverSupportsDraft }
+
+    public func record(into part: inout ResumeToken.UploadPart) {
+        part.protocolName = UploadProtocol.ietf.rawValue
+        part.interopVersion = version.rawValue
+        part.uploadURL = uploadURL ?? uploadURLFromInformational
+        if case .append(_, let offset) = state { part.acknowledgedBytes = offset }
     }
 
     /// The final response to the plan just run.

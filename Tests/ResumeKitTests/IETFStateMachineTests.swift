@@ -8,10 +8,10 @@ private func head(_ status: Int, _ fields: [(String, String)] = []) -> ResponseH
 private let creation = "http://h/files/a.bin"
 private let resource = "http://h/resumable_upload/1-2"
 
-@Suite struct UploadStateMachineTests {
+@Suite struct IETFStateMachineTests {
     @Test(arguments: InteropVersion.allCases)
     func creationSendsTheWholeFileMarkedComplete(version: InteropVersion) {
-        let m = UploadStateMachine(size: 1000, version: version)
+        let m = IETFStateMachine(size: 1000, version: version)
         guard case .create(let headers, let length, let complete) = m.plan() else {
             Issue.record("expected a creation")
             return
@@ -28,15 +28,15 @@ private let resource = "http://h/resumable_upload/1-2"
 
     @Test(arguments: [InteropVersion.v3, .v5, .v6])
     func completedInOneGo(version: InteropVersion) {
-        var m = UploadStateMachine(size: 1000, version: version)
-        #expect(m.informational(head(104, [(InteropVersion.header, "\(version.rawValue)"), ("Location", resource)]), requestURL: creation) == resource)
+        var m = IETFStateMachine(size: 1000, version: version)
+        #expect(m.informational(head(104, [(InteropVersion.header, "\(version.rawValue)"), ("Location", resource)]), requestURL: creation) == .uploadURL(resource))
         // NIO's final response names the completion field of the other version; only the 2xx counts.
         let final = head(201, [("Upload-Incomplete", "?0"), ("Upload-Offset", "1000")])
         #expect(m.response(final, to: m.plan()) == .completed)
     }
 
     @Test func interruptedAfterThe104AsksForTheOffsetThenAppends() {
-        var m = UploadStateMachine(size: 1000, version: .v6)
+        var m = IETFStateMachine(size: 1000, version: .v6)
         let plan = m.plan()
         _ = m.informational(head(104, [(InteropVersion.header, "6"), ("Location", "/resumable_upload/1-2")]), requestURL: creation)
         #expect(m.exchangeFailed("connection reset", during: plan) == .retry(reason: "connection reset", retryAfter: nil))
@@ -54,13 +54,13 @@ private let resource = "http://h/resumable_upload/1-2"
     }
 
     @Test func a104OfAnotherVersionIsIgnored() {
-        var m = UploadStateMachine(size: 10, version: .v6)
-        #expect(m.informational(head(104, [(InteropVersion.header, "3"), ("Location", resource)]), requestURL: creation) == nil)
+        var m = IETFStateMachine(size: 10, version: .v6)
+        #expect(m.informational(head(104, [(InteropVersion.header, "3"), ("Location", resource)]), requestURL: creation) == .nothing)
         #expect(!m.serverSupportsDraft)
     }
 
     @Test func conflictAsksForTheOffsetAgain() {
-        var m = UploadStateMachine(size: 1000, version: .v6, uploadURL: resource)
+        var m = IETFStateMachine(size: 1000, version: .v6, uploadURL: resource)
         _ = m.response(head(204, [("Upload-Offset", "100")]), to: m.plan())
         #expect(m.response(head(409, [("Upload-Offset", "300")]), to: m.plan()) == .retry(reason: "the server has another offset", retryAfter: "0"))
         #expect(m.plan() == .queryOffset(url: resource, headers: [InteropVersion.header: "6"]))
@@ -68,7 +68,7 @@ private let resource = "http://h/resumable_upload/1-2"
 
     @Test(arguments: [404, 410])
     func goneUploadIsCreatedAnew(status: Int) {
-        var m = UploadStateMachine(size: 1000, version: .v6, uploadURL: resource)
+        var m = IETFStateMachine(size: 1000, version: .v6, uploadURL: resource)
         #expect(m.response(head(status), to: m.plan()) == .restarted(reason: "the server no longer has the upload"))
         guard case .create = m.plan() else {
             Issue.record("expected a new creation")
@@ -77,7 +77,7 @@ private let resource = "http://h/resumable_upload/1-2"
     }
 
     @Test func badRequestNamingAnotherVersionSwitchesOnce() {
-        var m = UploadStateMachine(size: 1000, version: .v8)
+        var m = IETFStateMachine(size: 1000, version: .v8)
         #expect(m.response(head(400, [(InteropVersion.header, "6")]), to: m.plan())
             == .retry(reason: "the server speaks draft interop version 6; switching", retryAfter: "0"))
         #expect(m.version == .v6)
@@ -88,7 +88,7 @@ private let resource = "http://h/resumable_upload/1-2"
     }
 
     @Test func pinnedVersionNeverSwitches() {
-        var m = UploadStateMachine(size: 1000, version: .v8, versionPinned: true)
+        var m = IETFStateMachine(size: 1000, version: .v8, versionPinned: true)
         guard case .fail = m.response(head(400, [(InteropVersion.header, "6")]), to: m.plan()) else {
             Issue.record("expected a failure")
             return
@@ -96,7 +96,7 @@ private let resource = "http://h/resumable_upload/1-2"
     }
 
     @Test func noDraftSupportRetriesTheWholeRequest() {
-        var m = UploadStateMachine(size: 1000, version: .v6)
+        var m = IETFStateMachine(size: 1000, version: .v6)
         let d = m.exchangeFailed("connection reset", during: m.plan())
         #expect(d == .retry(reason: "connection reset; the server cannot resume uploads, so the whole file is sent again", retryAfter: nil))
         guard case .create(_, 1000, true) = m.plan() else {
@@ -106,18 +106,18 @@ private let resource = "http://h/resumable_upload/1-2"
     }
 
     @Test func plainServerCompletes() {
-        var m = UploadStateMachine(size: 1000, version: .v6)
+        var m = IETFStateMachine(size: 1000, version: .v6)
         #expect(m.response(head(201), to: m.plan()) == .completed)
     }
 
     @Test func offsetBeyondTheFileFails() {
-        var m = UploadStateMachine(size: 1000, version: .v6, uploadURL: resource)
+        var m = IETFStateMachine(size: 1000, version: .v6, uploadURL: resource)
         #expect(m.response(head(204, [("Upload-Offset", "2000")]), to: m.plan())
             == .fail(reason: "the server holds 2000 bytes, more than the file's 1000"))
     }
 
     @Test func uploadLimitSplitsAppends() {
-        var m = UploadStateMachine(size: 1000, version: .v8)
+        var m = IETFStateMachine(size: 1000, version: .v8)
         _ = m.informational(head(104, [(InteropVersion.header, "8"), ("Location", resource), ("Upload-Limit", "max-append-size=300")]), requestURL: creation)
         #expect(m.maxAppendSize == 300)
         _ = m.exchangeFailed("reset", during: m.plan())
@@ -132,11 +132,11 @@ private let resource = "http://h/resumable_upload/1-2"
             Issue.record("expected the next append")
             return
         }
-        #expect(UploadStateMachine.maxSize(head(104, [("Upload-Limit", "max-size=10")])) == 10)
+        #expect(IETFStateMachine.maxSize(head(104, [("Upload-Limit", "max-size=10")])) == 10)
     }
 
     @Test func chunkSizeOnlyChunksOnceSupportIsKnown() {
-        var m = UploadStateMachine(size: 1000, version: .v6, chunkSize: 100)
+        var m = IETFStateMachine(size: 1000, version: .v6, chunkSize: 100)
         guard case .create(_, 1000, true) = m.plan() else {
             Issue.record("an unknown server gets the whole file")
             return
@@ -147,7 +147,7 @@ private let resource = "http://h/resumable_upload/1-2"
     }
 
     @Test func serverTroubleDuringAppendAsksForTheOffset() {
-        var m = UploadStateMachine(size: 1000, version: .v6, uploadURL: resource)
+        var m = IETFStateMachine(size: 1000, version: .v6, uploadURL: resource)
         _ = m.response(head(204, [("Upload-Offset", "0")]), to: m.plan())
         #expect(m.response(head(503, [("Retry-After", "2")]), to: m.plan())
             == .retry(reason: "the server answered 503 while appending", retryAfter: "2"))
@@ -155,7 +155,7 @@ private let resource = "http://h/resumable_upload/1-2"
     }
 
     @Test func headSayingCompleteFinishes() {
-        var m = UploadStateMachine(size: 1000, version: .v3, uploadURL: resource)
+        var m = IETFStateMachine(size: 1000, version: .v3, uploadURL: resource)
         #expect(m.response(head(204, [("Upload-Offset", "1000"), ("Upload-Incomplete", "?0")]), to: m.plan()) == .completed)
     }
 }

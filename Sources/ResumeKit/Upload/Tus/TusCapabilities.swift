@@ -1,0 +1,34 @@
+/// What a tus server said about itself in its OPTIONS answer.
+public struct TusCapabilities: Sendable, Equatable {
+    public var versions: [String]
+    public var extensions: Set<String>
+    /// `Tus-Max-Size`: the largest upload it takes.
+    public var maxSize: Int64?
+    public var checksumAlgorithms: [String]
+
+    public init(versions: [String] = ["1.0.0"], extensions: Set<String> = [], maxSize: Int64? = nil, checksumAlgorithms: [String] = []) {
+        self.versions = versions
+        self.extensions = extensions
+        self.maxSize = maxSize
+        self.checksumAlgorithms = checksumAlgorithms
+    }
+
+    /// The capabilities in a response, nil when it is not a tus answer (no `Tus-Version`, no `Tus-Resumable`).
+    public init?(_ head: ResponseHead) {
+        let versions = Self.list(head.headers["Tus-Version"])
+        guard !versions.isEmpty || head.headers["Tus-Resumable"] != nil else { return nil }
+        self.versions = versions.isEmpty ? [TusStateMachine.version] : versions
+        extensions = Set(Self.list(head.headers["Tus-Extension"]).map { $0.lowercased() })
+        maxSize = head.headers["Tus-Max-Size"].flatMap { Int64($0.trimmingSpaces()) }
+        checksumAlgorithms = Self.list(head.headers["Tus-Checksum-Algorithm"])
+    }
+
+    /// The algorithm for `Upload-Checksum`: the strongest the server lists, when it offers the extension.
+    public var checksum: DigestAlgorithm? {
+        extensions.contains("checksum") ? DigestAlgorithm.strongest(of: checksumAlgorithms) : nil
+    }
+
+    private static func list(_ value: String?) -> [String] {
+        (value ?? "").split(separator: ",").map { $0.trimmingSpaces() }.filter { !$0.isEmpty }
+    }
+}

@@ -1,0 +1,290 @@
+import FoundationEssentials
+
+/// The rules of tus 1.0.0 (https://tus.io/protocols/resumable-upload) with the extensions creation,
+/// creation-with-upload, termination (see ``TusStateMachine/deleteHeaders``), checksum and expiration;
+/// no I/O and no clock. ``UploadOperation`` runs it.
+///
+/// OPTIONS (unless the capabilities are known) → POST with `Upload-Length` and `Upload-Metadata`
+/// (with creation-with-upload, the first piece of the file rides along) → PATCHes from the offset
+/// the server acknowledged; after any interruption HEAD for `Upload-Offset` first.
+public struct TusStateMachine: UploadMachine {
+    public static let version = "1.0.0"
+    public static let patchContentType = "application/offset+octet-stream"
+    /// With creation-with-upload, what the POST carries at most: a small file goes in one request, but
+    /// the upload URL comes only with the 201, so a cut during the POST loses what it carried and leaves
+    /// the server an orphan. A few bytes keep that window short; the rest goes by PATCH.
+    public static let creationPiece: Int64 = 64 << 10
+
+    public enum State: Sendable, Equatable {
+        /// Ask the server what it offers (OPTIONS).
+        case discover
+        case create
+        case queryOffset(url: String)
+        case append(url: String, offset: Int64)
+        case done
+    }
+
+    public enum Plan: Sendable, Equatable {
+        case discover(headers: HeaderFields)
+        case create(headers: HeaderFields, length: Int64, checksum: DigestAlgorithm?)
+        case queryOffset(url: String, headers: HeaderFields)
+        case append(url: String, headers: HeaderFields, offset: Int64, length: Int64, checksum: DigestAlgorithm?)
+        case finished
+    }
+
+    public let size: Int64
+    public private(set) var state: State
+    public private(set) var capabilities: TusCapabilities?
+    /// The `Upload-Checksum` algorithm, once chosen (from the capabilities or a token).
+    public private(set) var checksum: DigestAlgorithm?
+    /// `Upload-Expires` as the server last sent it.
+    public private(set) var expires: String?
+    private let creationURL: String
+    private let metadata: String
+    private let chunkSize: Int64?
+
+    /// - Parameters:
+    ///   - creationURL: the endpoint a POST creates uploads at; relative `Location`s resolve against it.
+    ///   - filename: sent base64 in `Upload-Metadata` with `filetype` (tuspyserver requires both).
+    ///   - capabilities: from an OPTIONS already made (the `auto` probe); nil → the machine asks.
+    ///   - uploadURL: from a token: the machine asks for the offset first.
+    public init(
+        size: Int64, creationURL: String, filename: String, filetype: String = "application/octet-stream",
+        capabilities: TusCapabilities? = nil, uploadURL: String? = nil, checksum: DigestAlgorithm? = nil,
+        expires: String? = nil, chunkSize: Int64? = nil
+    ) {
+        self.size = size
+        self.creationURL = creationURL
+        self.metadata = [("filename", filename), ("filetype", filetype)]
+            .map { "\($0.0) \(Data($0.1.utf8).base64EncodedString())" }.joined(separator: ",")
+        self.capabilities = capabilities
+        self.checksum = checksum ?? capabilities?.checksum
+        self.expires = expires
+        self.chunkSize = chunkSize
+        if let uploadURL {
+            state = .queryOffset(url: uploadURL)
+        } else {
+            state = capabilities == nil ? .discover : .create
+        }
+    }
+
+    public var uploadURL: String? {
+        switch state {
+        case .queryOffset(let url), .append(let url, _): url
+        case .discover, .create, .done: nil
+        }
+    }
+
+    /// The headers a termination (DELETE) carries.
+    public static var deleteHeaders: HeaderFields { ["Tus-Resumable": version] }
+
+    public func plan() -> Plan {
+        var headers: HeaderFields = ["Tus-Resumable": Self.version]
+        switch state {
+        case .discover:
+            return .discover(headers: [:])
+        case .create:
+            headers.append("Upload-Length", String(size))
+            headers.append("Upload-Metadata", metadata)
+            var length: Int64 = 0
+            if capabilities?.extensions.contains("creation-with-upload") == true, size > 0 {
+                length = min(size, chunkSize ?? Self.creationPiece, Self.creationPiece)
+                headers.append("Content-Type", Self.patchContentType)
+            }
+            return .create(headers: headers, length: length, checksum: length > 0 ? checksum : nil)
+        case .queryOffset(let url):
+            return .queryOffset(url: url, headers: headers)
+        case .append(let url, let offset):
+            let length = min(size - offset, chunkSize ?? (size - offset))
+            headers.append("Upload-Offset", String(offset))
+            headers.append("Content-Type", Self.patchContentType)
+            return .append(url: url, headers: headers, offset: offset, length: length, checksum: checksum)
+        case .done:
+            return .finished
+        }
+    }
+
+    public func exchange(for plan: Plan) -> UploadExchange? {
+        func sum(_ algorithm: DigestAlgorithm?) -> BodyChecksum? {
+            algorithm.map { BodyChecksum(header: "Upload-Checksum", algorithm: $0, prefix: $0.rawValue + " ") }
+        }
+        switch plan {
+        case .discover(let headers):
+            return UploadExchange(method: "OPTIONS", url: nil, headers: headers)
+        case .create(let headers, let length, let checksum):
+            // An empty body is still a body: libcurl then sends Content-Length: 0 with the POST.
+            return UploadExchange(method: "POST", url: nil, headers: headers, body: BodyRange(offset: 0, length: length), checksum: sum(checksum))
+        case .queryOffset(let url, let headers):
+            return UploadExchange(method: "HEAD", url: url, headers: headers)
+        case .append(let url, let headers, let offset, let length, let checksum):
+            return UploadExchange(method: "PATCH", url: url, headers: headers, body: BodyRange(offset: offset, length: length), checksum: sum(checksum))
+        case .finished:
+            return nil
+        }
+    }
+
+    public var acknowledgedBytes: Int64 {
+        switch state {
+        case .append(_, let offset): offset
+        case .done: size
+        case .discover, .create, .queryOffset: 0
+        }
+    }
+
+    /// Any tus server continues an upload it has.
+    public var canResume: Bool { true }
+
+    public func record(into part: inout ResumeToken.UploadPart) {
+        part.protocolName = UploadProtocol.tus.rawValue
+        part.interopVersion = nil
+        if let url = uploadURL { part.uploadURL = url }
+        if state == .create || state == .discover { part.uploadURL = nil }
+        if case .append(_, let offset) = state { part.acknowledgedBytes = offset }
+        part.expires = expires
+        part.checksumAlgorithm = checksum?.rawValue
+    }
+
+    public mutating func response(_ head: ResponseHead, to plan: Plan) -> UploadDecision {
+        if let value = head.headers["Upload-Expires"] { expires = value }
+        switch plan {
+        case .discover:
+            return discovered(head)
+        case .create(_, let length, _):
+            return created(head, sent: length)
+        case .queryOffset(let url, _):
+            return offsetResponse(head, url: url)
+        case .append(let url, _, let offset, let length, _):
+            return appended(head, url: url, offset: offset, length: length)
+        case .finished:
+            return .completed
+        }
+    }
+
+    public mutating func exchangeFailed(_ reason: String, during plan: Plan) -> UploadDecision {
+        if let url = uploadURL { state = .queryOffset(url: url) }
+        return .retry(reason: reason, retryAfter: nil)
+    }
+
+    private mutating func discovered(_ head: ResponseHead) -> UploadDecision {
+        if RetryPolicy.isRetryable(status: head.status) {
+            return .retry(reason: "the server answered \(head.status) to OPTIONS", retryAfter: head.headers["Retry-After"])
+        }
+        // A server that does not answer OPTIONS may still speak tus core + creation (the user pinned tus).
+        let found = head.isSuccess ? TusCapabilities(head) : nil
+        let capabilities = found ?? TusCapabilities()
+        if let refusal = Self.refusal(capabilities, size: size) { return failed(refusal) }
+        self.capabilities = capabilities
+        if checksum == nil { checksum = capabilities.checksum }
+        state = .create
+        return .proceed
+    }
+
+    /// Why a server with these capabilities cannot take a file of `size` bytes, if it cannot.
+    public static func refusal(_ capabilities: TusCapabilities, size: Int64) -> String? {
+        if let max = capabilities.maxSize, max < size {
+            return "the server accepts at most \(max) bytes (Tus-Max-Size); the file has \(size)"
+        }
+        if !capabilities.versions.contains(version) {
+            return "the server speaks tus \(capabilities.versions.joined(separator: ", ")), not \(version)"
+        }
+        return nil
+    }
+
+    private mutating func created(_ head: ResponseHead, sent: Int64) -> UploadDecision {
+        switch head.status {
+        case 200...299:
+            guard let url = resolveLocation(head.headers["Location"], against: creationURL) else {
+                return failed("the server did not say where the upload lives (no Location)")
+            }
+            guard sent > 0 else {
+                state = .append(url: url, offset: 0)
+                return size == 0 ? complete() : .proceed
+            }
+            guard let offset = head.headers["Upload-Offset"].flatMap({ Int64($0.trimmingSpaces()) }), (0...size).contains(offset) else {
+                state = .queryOffset(url: url)
+                return .retry(reason: "the server did not say how much of the creation it kept", retryAfter: "0")
+            }
+            state = .append(url: url, offset: offset)
+            return offset == size ? complete() : .proceed
+        case 413:
+            return failed("the server refused the upload as too large (413)")
+        case 460:
+            return .resend(reason: "the server found the checksum of the first piece wrong (460)")
+        default:
+            return transientOrFail(head, what: "creating the upload")
+        }
+    }
+
+    private mutating func offsetResponse(_ head: ResponseHead, url: String) -> UploadDecision {
+        switch head.status {
+        case 200...299:
+            guard let offset = head.headers["Upload-Offset"].flatMap({ Int64($0.trimmingSpaces()) }), offset >= 0 else {
+                return failed("the server's answer carries no Upload-Offset")
+            }
+            if let length = head.headers["Upload-Length"].flatMap({ Int64($0.trimmingSpaces()) }), length != size {
+                return restart("the server's upload is \(length) bytes long, the file \(size)")
+            }
+            guard offset <= size else { return failed("the server holds \(offset) bytes, more than the file's \(size)") }
+            state = .append(url: url, offset: offset)
+            return offset == size ? complete() : .proceed
+        case 403, 404, 410:
+            return restart("the server no longer has the upload (\(head.status))")
+        default:
+            return transientOrFail(head, what: "asking for the offset")
+        }
+    }
+
+    private mutating func appended(_ head: ResponseHead, url: String, offset: Int64, length: Int64) -> UploadDecision {
+        switch head.status {
+        case 200...299:
+            let end = offset + length
+            guard let acknowledged = head.headers["Upload-Offset"].flatMap({ Int64($0.trimmingSpaces()) }),
+                (offset...end).contains(acknowledged)
+            else {
+                state = .queryOffset(url: url)
+                return .retry(reason: "the server did not acknowledge \(end)", retryAfter: "0")
+            }
+            state = .append(url: url, offset: acknowledged)
+            return acknowledged == size ? complete() : .proceed
+        case 409:
+            state = .queryOffset(url: url)
+            return .retry(reason: "the server has another offset", retryAfter: "0")
+        case 460:
+            // The server discarded the piece: send it again from the same offset.
+            return .resend(reason: "the server found the checksum of the piece at \(offset) wrong (460)")
+        case 404, 410:
+            return restart("the server no longer has the upload (\(head.status))")
+        case 413:
+            return failed("the server refused the piece as too large (413); try a smaller --chunk-size")
+        default:
+            if RetryPolicy.isRetryable(status: head.status) || head.status == 423 { state = .queryOffset(url: url) }
+            return transientOrFail(head, what: "appending")
+        }
+    }
+
+    private mutating func transientOrFail(_ head: ResponseHead, what: String) -> UploadDecision {
+        if RetryPolicy.isRetryable(status: head.status) || head.status == 423 {
+            return .retry(reason: "the server answered \(head.status) while \(what)", retryAfter: head.headers["Retry-After"])
+        }
+        if head.status == 412 {
+            return failed("the server does not speak tus \(Self.version) (412; it offers \(head.headers["Tus-Version"] ?? "nothing"))")
+        }
+        return failed("the server answered \(head.status) \(head.reason) while \(what)")
+    }
+
+    private mutating func complete() -> UploadDecision {
+        state = .done
+        return .completed
+    }
+
+    private mutating func restart(_ reason: String) -> UploadDecision {
+        expires = nil
+        state = capabilities == nil ? .discover : .create
+        return .restarted(reason: reason)
+    }
+
+    private mutating func failed(_ reason: String) -> UploadDecision {
+        state = .done
+        return .fail(reason: reason)
+    }
+}

@@ -1,0 +1,135 @@
+import FoundationEssentials
+
+/// The resumable-upload protocols a token can name (`upload.protocol`).
+public enum UploadProtocol: String, Sendable, Codable, CaseIterable {
+    /// draft-ietf-httpbis-resumable-upload (POST + 104, HEAD, PATCH).
+    case ietf
+    /// tus 1.0.0 (OPTIONS, POST with Upload-Length, HEAD, PATCH, DELETE).
+    case tus
+    /// One request carrying the whole file; a failure sends it all again.
+    case plain
+    /// Reserved for S3 multipart uploads.
+    case s3
+}
+
+/// What `upload --protocol` asks for: one protocol, or `auto` (the token's, else one OPTIONS probe).
+public enum UploadProtocolChoice: String, Sendable, CaseIterable {
+    case auto, ietf, tus, plain
+}
+
+/// What a response, or a failed exchange, means to an upload. Shared by every protocol.
+public enum UploadDecision: Sendable, Equatable {
+    /// Go on with the next plan at once.
+    case proceed
+    case completed
+    /// Transient: wait, then go on with the next plan.
+    case retry(reason: String, retryAfter: String?)
+    /// The server refused the bytes just sent as corrupt (tus 460): send them again after a backoff
+    /// that does not count them as progress, so a link that corrupts every time still gives up.
+    case resend(reason: String)
+    /// The server no longer has the upload (or never had it): create it anew.
+    case restarted(reason: String)
+    case fail(reason: String)
+}
+
+/// A range of the upload's source that a request carries as its body.
+public struct BodyRange: Sendable, Equatable {
+    public var offset: Int64
+    public var length: Int64
+
+    public init(offset: Int64, length: Int64) {
+        self.offset = offset
+        self.length = length
+    }
+}
+
+/// A digest of a request body that the protocol wants sent in a header, e.g. tus's
+/// `Upload-Checksum: sha256 <base64>` (S3 parts would use `Content-MD5: <base64>`).
+public struct BodyChecksum: Sendable, Equatable {
+    public var header: String
+    public var algorithm: DigestAlgorithm
+    /// Written before the base64 digest in the header's value.
+    public var prefix: String
+
+    public init(header: String, algorithm: DigestAlgorithm, prefix: String = "") {
+        self.header = header
+        self.algorithm = algorithm
+        self.prefix = prefix
+    }
+}
+
+/// One request an upload protocol wants sent.
+public struct UploadExchange: Sendable, Equatable {
+    public var method: String
+    /// Nil: the URL the user gave (a creation or probe).
+    public var url: String?
+    public var headers: HeaderFields
+    public var body: BodyRange?
+    public var checksum: BodyChecksum?
+
+    public init(method: String, url: String?, headers: HeaderFields, body: BodyRange? = nil, checksum: BodyChecksum? = nil) {
+        self.method = method
+        self.url = url
+        self.headers = headers
+        self.body = body
+        self.checksum = checksum
+    }
+}
+
+/// What a 1xx response during an upload told.
+public enum UploadInformational: Sendable, Equatable {
+    case nothing
+    /// The upload resource: persist it at once, before the body is through.
+    case uploadURL(String)
+    /// The server's limit is below the file's size: stop sending.
+    case tooLarge(limit: Int64)
+}
+
+/// The seam every upload protocol plugs into: a pure state machine (no I/O, no clock) that says which
+/// request to send next (`plan()` → `exchange(for:)`) and what each response means (`response`,
+/// `exchangeFailed`). ``UploadOperation`` runs any such machine and owns everything protocols share:
+/// token writes, retry and backoff, pause and cancel, events, the source file checks, the checksum of
+/// a body, the credentials that stay on the user's origin.
+///
+/// Adding a protocol means adding a folder beside `IETF/` and `Tus/` with a conforming machine, a case
+/// in ``UploadProtocol``, and the fields it must keep across runs as optional token fields written by
+/// ``record(into:)`` and read back by its initializer. Plans to come:
+/// - S3 multipart: parts are independent `BodyRange`s, so the machine's plan can name several part
+///   uploads at once; the operation then runs them on the multi interface as segmented downloads do,
+///   and `record(into:)` keeps the ETag of each finished part (the checkpoint of parts).
+/// - A stream (`upload -`): the body comes from a spool rather than the file, addressed by the same
+///   `BodyRange` offsets, so the machine does not care; its length is unknown at creation, which the
+///   machines express with `Upload-Defer-Length: 1` (tus) or `Upload-Complete: ?0` (IETF) until the
+///   final length is known, hence ``size`` may later become optional.
+public protocol UploadMachine: Sendable, Equatable {
+    associatedtype Plan: Sendable, Equatable
+
+    /// The source's length in bytes.
+    var size: Int64 { get }
+    /// The next step.
+    func plan() -> Plan
+    /// The request for `plan`; nil when the plan is to finish.
+    func exchange(for plan: Plan) -> UploadExchange?
+    /// A 1xx while `plan` runs against `requestURL`.
+    mutating func informational(_ head: ResponseHead, requestURL: String) -> UploadInformational
+    /// The final response to `plan`.
+    mutating func response(_ head: ResponseHead, to plan: Plan) -> UploadDecision
+    /// `plan` ended without a final response (connection lost, stall, timeout).
+    mutating func exchangeFailed(_ reason: String, during plan: Plan) -> UploadDecision
+    /// Bytes the server is known to hold: the token's checkpoint.
+    var acknowledgedBytes: Int64 { get }
+    /// False while nothing shows that the server can continue an upload: a retry sends everything.
+    var canResume: Bool { get }
+    /// Writes what a later run needs (upload URL, protocol fields) into the token.
+    func record(into part: inout ResumeToken.UploadPart)
+}
+
+extension UploadMachine {
+    public mutating func informational(_ head: ResponseHead, requestURL: String) -> UploadInformational { .nothing }
+}
+
+/// Resolves a `Location` against the URL of the request it answered (it may be relative).
+func resolveLocation(_ location: String?, against requestURL: String) -> String? {
+    guard let location, !location.isEmpty else { return nil }
+    return URL(string: location, relativeTo: URL(string: requestURL))?.absoluteString
+}
