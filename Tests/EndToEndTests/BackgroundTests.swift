@@ -147,7 +147,7 @@ import Glibc
         var sawWaiting = false
         while ContinuousClock.now - down < .seconds(10) {
             if try await list(w)[id]?["state"] as? String == "waiting for network" { sawWaiting = true }
-            try await Task.sleep(for: .milliseconds(300))
+            try await Task.sleep(for: .seconds(1))
         }
         #expect(sawWaiting, "list shows 'waiting for network' while the server is gone")
         nginx = try await NginxServer(root: w.path("www"), limitRate: 400_000, port: port)
