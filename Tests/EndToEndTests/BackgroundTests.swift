@@ -103,12 +103,12 @@ import Glibc
         let w = try Workspace()
         let reaper = Reaper(w)
         defer { reaper.stopAll() }
-        let digest = try makeRandomFile(path: w.path("www/f.bin"), size: 4_000_000, seed: 23)
+        let digest = try makeRandomFile(path: w.path("www/f.bin"), size: 8_000_000, seed: 23)
         let second = try makeRandomFile(path: w.path("www/g.bin"), size: 2_000_000, seed: 24)
         let nginx = try await NginxServer(root: w.path("www"), limitRate: 400_000)
         let id = try await detach(w, ["download", nginx.url(for: "f.bin")])
         let other = try await detach(w, ["download", nginx.url(for: "g.bin")])
-        try await eventually(timeout: .seconds(10)) {
+        try await eventually(timeout: .seconds(30)) {
             ((try? w.token(id)["download"] as? [String: Any])?["committedBytes"] as? Int ?? 0) > 0
         }
         let rows = try await list(w)
@@ -147,7 +147,7 @@ import Glibc
         var sawWaiting = false
         while ContinuousClock.now - down < .seconds(10) {
             if try await list(w)[id]?["state"] as? String == "waiting for network" { sawWaiting = true }
-            try await Task.sleep(for: .milliseconds(300))
+            try await Task.sleep(for: .seconds(1))
         }
         #expect(sawWaiting, "list shows 'waiting for network' while the server is gone")
         nginx = try await NginxServer(root: w.path("www"), limitRate: 400_000, port: port)
@@ -203,14 +203,14 @@ import Glibc
         let w = try Workspace()
         let reaper = Reaper(w)
         defer { reaper.stopAll() }
-        _ = try makeRandomFile(path: w.path("www/slow.bin"), size: 4_000_000, seed: 28)
+        _ = try makeRandomFile(path: w.path("www/slow.bin"), size: 8_000_000, seed: 28)
         let digest = try makeRandomFile(path: w.path("www/f.bin"), size: 200_000, seed: 29)
         let nginx = try await NginxServer(root: w.path("www"), limitRate: 300_000)
         let slow = try await detach(w, ["download", nginx.url(for: "slow.bin")])
         let timedOut = try await w.run(["wait", slow, "--timeout", "1"])
         #expect(timedOut.status == 75, "\(timedOut)")
         #expect(timedOut.stderr.contains(slow))
-        #expect(try await list(w)[slow]?["state"] as? String == "running", "wait gave up before the 13 s transfer ended")
+        #expect(try await list(w)[slow]?["state"] as? String == "running", "wait gave up before the 27 s transfer ended")
         #expect(try await w.run(["pause", slow]).status == 0)
 
         let good = try await detach(w, ["download", nginx.url(for: "f.bin")])
