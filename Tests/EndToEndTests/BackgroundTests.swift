@@ -259,7 +259,7 @@ import Glibc
         try await eventually(timeout: .seconds(10)) { try !w.tokens().isEmpty }
         first.send(signal: SIGTERM)
         #expect(try await first.wait().status == 75)
-        let id = try w.tokens()[0]
+        let id = try #require(try w.tokens().first)
         let committed = (try w.token(id)["download"] as? [String: Any])?["committedBytes"] as? Int ?? 0
         var rng = SeededGenerator(seed: seed)
         let p = try w.start(["resume", id, "-q"])

@@ -69,7 +69,7 @@ import Testing
         try handle.seekToEnd()
         try handle.write(contentsOf: Data(repeating: 0xAB, count: 123_457))
         try handle.close()
-        let r = try await w.run(["resume", try w.tokens()[0]])
+        let r = try await w.run(["resume", try #require(try w.tokens().first)])
         #expect(r.status == 0, "\(r)")
         #expect(try sha256(file: w.out + "/f.bin") == digest)
     }
@@ -83,7 +83,7 @@ import Testing
         try await eventually(timeout: .seconds(10)) { try !w.tokens().isEmpty }
         p.send(signal: SIGTERM)
         #expect(try await p.wait().status == 75)
-        let id = try w.tokens()[0]
+        let id = try #require(try w.tokens().first)
         let file = w.state + "/tokens/\(id).json"
         let original = try Data(contentsOf: URL(fileURLWithPath: file))
         let broken: Data

@@ -103,7 +103,7 @@ import Testing
         let p = try await h.run(["download", server.url(), "-o", "c.bin", "--on-change", "fail", "--retries", "0"])
         #expect(p.status == 75, "\(p)")
         server.replaceContent(randomBytes(count: 2_000_000, seed: 6))
-        let r = try await h.run(["resume", try h.tokens()[0]])
+        let r = try await h.run(["resume", try #require(try h.tokens().first)])
         #expect(r.status == 1, "\(r)")
         #expect(r.stderr.contains("changed"), "\(r)")
         #expect(!h.exists(h.out + "/c.bin"))
@@ -241,7 +241,7 @@ import Testing
         let same = try await MisbehavingServer(content: content)
         let other = try await MisbehavingServer(content: randomBytes(count: 2_000_000, seed: 13))
         #expect(try await h.run(["download", server.url(), "-o", "u.bin", "--retries", "0"]).status == 75)
-        let id = try h.tokens()[0]
+        let id = try #require(try h.tokens().first)
         let refused = try await h.run(["resume", id, "--url", other.url()])
         #expect(refused.status == 1, "\(refused)")
         let r = try await h.run(["resume", id, "--url", same.url()])

@@ -27,7 +27,7 @@ import Testing
         try await Task.sleep(for: .milliseconds(1500))
         p.send(signal: SIGTERM)
         #expect(try await p.wait().status == 75)
-        let id = try w.tokens()[0]
+        let id = try #require(try w.tokens().first)
         let segments = try #require((try w.token(id)["download"] as? [String: Any])?["segments"] as? [[String: Any]])
         #expect(segments.count == 3)
         let committed = segments.compactMap { $0["committed"] as? Int }
@@ -63,7 +63,7 @@ import Testing
         #expect(try await w.run(["download", server.url(), "-o", "c.bin", "--connections", "4", "--retries", "0"]).status == 75)
         let second = randomBytes(count: 4_000_000, seed: 35)
         server.replaceContent(second)
-        let r = try await w.run(["resume", try w.tokens()[0], "--json", "--retry-delay", "0.01"])
+        let r = try await w.run(["resume", try #require(try w.tokens().first), "--json", "--retry-delay", "0.01"])
         #expect(r.status == 0, "\(r)")
         #expect(try sha256(file: w.out + "/c.bin") == sha256(second))
         #expect(events(r.stdout).first("restarted")?["reason"] as? String == "the file changed on the server")

@@ -114,7 +114,7 @@ import Testing
         let stopped = try await p.wait()
         #expect(stopped.status == 130, "\(stopped)")
         #expect(stopped.stderr.contains("resumectl resume u-"))
-        let r = try await w.run(["resume", try w.tokens()[0]])
+        let r = try await w.run(["resume", try #require(try w.tokens().first)])
         #expect(r.status == 0, "\(r)")
         #expect(try peer.storedSHA256("i.bin") == digest)
     }
@@ -137,7 +137,7 @@ import Testing
         let cut = try await w.run(["upload", w.path("www/src.bin"), proxy.url(for: "p.bin"), "--retries", "0", "--json"])
         #expect(cut.status == 75, "\(cut)")
         #expect(cut.stderr.contains("cannot resume"), "\(cut)")
-        let id = try w.tokens()[0]
+        let id = try #require(try w.tokens().first)
         #expect((try w.token(id)["upload"] as? [String: Any])?["resumable"] as? Bool == false)
         let r = try await w.run(["resume", id])
         #expect(r.status == 0, "\(r)")
@@ -153,7 +153,7 @@ import Testing
         #expect(try await w.run(["upload", w.path("www/src.bin"), proxy.url(for: "s.bin"), "--retries", "0", "--interop-version", "6"]).status == 75)
         let before = peer.requests.count
         _ = try source(w, seed: 99)  // same size, other bytes
-        let r = try await w.run(["resume", try w.tokens()[0]])
+        let r = try await w.run(["resume", try #require(try w.tokens().first)])
         #expect(r.status == 65, "\(r)")
         #expect(r.stderr.contains("changed since the upload began"))
         #expect(peer.requests.count == before)
@@ -165,7 +165,7 @@ import Testing
         let peer = try await UploadPeer()
         let proxy = try FaultProxy(upstreamPort: peer.port, plan: [.cutAfterUpstream(bytes: 2_000_000).throttled(bytesPerSecond: 2_000_000)])
         #expect(try await w.run(["upload", w.path("www/src.bin"), proxy.url(for: "d.bin"), "--retries", "0", "--interop-version", "6"]).status == 75)
-        let id = try w.tokens()[0]
+        let id = try #require(try w.tokens().first)
         let uploadURL = try #require((try w.token(id)["upload"] as? [String: Any])?["uploadURL"] as? String)
         let r = try await w.run(["cancel", id])
         #expect(r.status == 0, "\(r)")
