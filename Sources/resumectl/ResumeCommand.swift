@@ -3,7 +3,17 @@ import ResumeKit
 
 struct Resume: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Continue a transfer from its token, even after kill -9 or a reboot.")
+        abstract: "Continue a transfer from its token, even after kill -9 or a reboot.",
+        discussion: """
+            Connection options the transfer began with (--cacert, -k, -x, --http1.1 …) are kept in the token and
+            used again; an option given now replaces the kept one. Logins (-u, --netrc) and -H credentials are
+            never kept: give them again.
+
+            EXAMPLES:
+              resumectl resume d-1a2b3c4d5e6f7a8b
+              resumectl resume d-1a2b3c4d5e6f7a8b --url https://example.com/new-link
+              resumectl resume u-1a2b3c4d5e6f7a8b -u alice
+            """)
 
     @Argument(help: "Token id (d-… or u-…) or the path of a token file.")
     var token: String

@@ -7,6 +7,11 @@ struct Upload: AsyncParsableCommand {
         discussion: """
             The upload URL the server announces in its 104 response is saved at once, so an upload cut at
             any point continues with 'resumectl resume TOKEN' from the offset the server reports.
+
+            EXAMPLES:
+              resumectl upload backup.tar https://uploads.example.com/files/backup.tar
+              resumectl upload --chunk-size 64M backup.tar https://uploads.example.com/f/
+              resumectl upload -u alice --cacert ca.pem a.tar https://intranet.example/up/
             """)
 
     @Argument(help: "The file to send.")

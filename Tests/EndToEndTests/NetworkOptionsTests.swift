@@ -71,7 +71,7 @@ import Testing
         let line = try await serve.waitForLine { $0.hasPrefix("listening on ") }
         let base = String(line.dropFirst("listening on ".count)).trimmingCharacters(in: .whitespaces)
         #expect(base.hasPrefix("http://[::1]:"), "\(line)")
-        // Pinned: negotiating down from 8 stalls 30 s against serve (a 400 on a reused connection; see the report).
+        // Pinned: negotiating down from 8 stalls 30 s against serve today (its 400 leaves the unread body on a reused connection).
         let up = try await w.run(["upload", w.out + "/f.bin", base + "/v6.bin", "-6", "--interop-version", "6"])
         #expect(up.status == 0, "\(up)")
         #expect(try sha256(file: folder + "/v6.bin") == digest)
