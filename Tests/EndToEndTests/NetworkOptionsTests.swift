@@ -6,6 +6,20 @@ import Testing
 @Suite struct NetworkOptionsTests {
     static let size = 3_000_000
 
+    @Test(arguments: [
+        (["-4", "-6"], "-4 and -6 exclude each other"),
+        (["--http1.1", "--http2"], "--http1.1 and --http2 exclude each other"),
+        (["--resolve", "example.com:443"], "--resolve takes HOST:PORT:ADDR"),
+        (["--connect-timeout", "0"], "--connect-timeout must be more than 0 seconds"),
+        (["-u", "alice"], "-u alice has no password and stdin is not a terminal"),
+    ])
+    func badOptionsAreOneUsageLine(args: [String], message: String) async throws {
+        let w = try Workspace()
+        let r = try await w.run(["download", "http://127.0.0.1:1/f.bin"] + args)
+        #expect(r.status == 64, "\(r)")
+        #expect(r.stderr.hasPrefix("resumectl: \(message)") && r.stderr.split(separator: "\n").count == 1, "\(r)")
+    }
+
     @Test func downloadThroughDashXIsCutAndResumedThroughTheSameProxy() async throws {
         let w = try Workspace()
         let digest = try makeRandomFile(path: w.path("www/f.bin"), size: Self.size, seed: 41)
