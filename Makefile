@@ -4,7 +4,7 @@ PREFIX   ?= /usr/local
 APT_PKGS := libcurl4-openssl-dev pkg-config nginx-light curl openssl tinyproxy iproute2 man-db
 BENCH_PKGS := aria2 wget hyperfine
 
-.PHONY: all deps build release test test-unit test-e2e generated install uninstall deb demo bench soak clean
+.PHONY: all deps build release test test-unit test-e2e generated install install-files uninstall deb demo bench soak clean
 
 all: build
 
@@ -68,6 +68,10 @@ generated: release
 	for shell in bash zsh fish; do .build/release/resumectl --generate-completion-script $$shell > $(GEN)/resumectl.$$shell || exit 1; done
 
 install: release generated
+	$(MAKE) --no-print-directory install-files
+
+# Copies what `release` and `generated` made; `deb` uses it for its staging root.
+install-files:
 	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(BASHCOMPDIR) $(DESTDIR)$(ZSHCOMPDIR) $(DESTDIR)$(FISHCOMPDIR)
 	install -m 755 .build/release/resumectl $(DESTDIR)$(BINDIR)/resumectl
 	install -m 755 .build/release/resumectl-serve $(DESTDIR)$(BINDIR)/resumectl-serve
@@ -84,8 +88,9 @@ uninstall:
 DEB_ROOT := .build/deb/root
 deb: release generated
 	rm -rf .build/deb
-	$(MAKE) --no-print-directory install DESTDIR=$(DEB_ROOT) PREFIX=/usr ZSHCOMPDIR=/usr/share/zsh/vendor-completions
+	$(MAKE) --no-print-directory install-files DESTDIR=$(DEB_ROOT) PREFIX=/usr ZSHCOMPDIR=/usr/share/zsh/vendor-completions
 	gzip -9n $(DEB_ROOT)/usr/share/man/man1/resumectl.1
+	strip --strip-unneeded $(DEB_ROOT)/usr/bin/resumectl $(DEB_ROOT)/usr/bin/resumectl-serve
 	install -d $(DEB_ROOT)/DEBIAN
 	version=$$(.build/release/resumectl --version); arch=$$(dpkg --print-architecture); \
 	size=$$(du -sk --exclude=DEBIAN $(DEB_ROOT) | cut -f1); \
