@@ -62,6 +62,12 @@ let package = Package(
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
+        // A short program on ResumeKit's public API; built with everything, so it cannot rot.
+        .executableTarget(
+            name: "resumekit-example",
+            dependencies: ["ResumeKit"],
+            path: "Examples/ResumeDownload"
+        ),
         .testTarget(
             name: "ResumeKitTests",
             dependencies: ["ResumeKit", .product(name: "Crypto", package: "swift-crypto")],

@@ -64,6 +64,9 @@ import Testing
         #expect(try sha256(file: w.out + "/four.bin") == digest)
         let segmented = nginx.accessLog().dropFirst(2)
         #expect(segmented.filter { $0.hasPrefix("206") }.count >= 4 && segmented.allSatisfy { $0.contains("HTTP/2.0") }, "\(segmented)")
+        // Four connections, not four streams on one: a per-connection limit is what --connections beats.
+        let connections = Set(segmented.filter { $0.hasPrefix("206") }.compactMap { $0.components(separatedBy: " conn=").last })
+        #expect(connections.count >= 4, "\(segmented)")
 
         let old = try await w.run(["download", nginx.url(for: "f.bin"), "-o", "h1.bin", "--cacert", pki.caCertificate, "--http1.1"])
         #expect(old.status == 0, "\(old)")
