@@ -4,7 +4,7 @@ PREFIX   ?= /usr/local
 APT_PKGS := libcurl4-openssl-dev pkg-config nginx-light curl openssl tinyproxy iproute2 man-db
 BENCH_PKGS := aria2 wget hyperfine
 
-.PHONY: all deps build release test test-unit test-e2e generated install install-files uninstall deb demo bench soak clean
+.PHONY: all deps build release test test-unit test-e2e generated install install-files uninstall deb docs demo bench soak clean
 
 all: build
 
@@ -103,6 +103,12 @@ deb: release generated
 		" draft, and keeps each transfer's state in a token so that it resumes after Ctrl-C," \
 		" kill -9 or a reboot." > $(DEB_ROOT)/DEBIAN/control; \
 	dpkg-deb --root-owner-group --build $(DEB_ROOT) .build/resumectl_$${version}_$${arch}.deb
+
+# ResumeKit's DocC documentation (with the overview article in Sources/ResumeKit/ResumeKit.docc), as a static site.
+docs:
+	$(SWIFT) package --allow-writing-to-directory .build/docs generate-documentation --target ResumeKit \
+		--output-path .build/docs --transform-for-static-hosting --hosting-base-path ResumeKit
+	@echo "documentation in .build/docs (open .build/docs/documentation/resumekit/index.html through a web server)"
 
 demo: build
 	scripts/demo.sh .build/debug/resumectl

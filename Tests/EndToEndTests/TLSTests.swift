@@ -3,7 +3,8 @@ import Testing
 
 /// HTTPS and HTTP/2 against nginx with certificates made by `openssl` for each test: resume after a cut,
 /// `--connections`, a wrong CA, `-k`, client certificates, pinned keys, and an upload through nginx's TLS proxy.
-@Suite struct TLSTests {
+/// One test at a time: each starts nginx, openssl and TLS clients, and the suite shares two cores with the rest.
+@Suite(.serialized) struct TLSTests {
     static let size = 5_000_000  // five segments of at least 1 MiB: --connections 4 gets its four
 
     func tlsNginx(_ w: Workspace, _ pki: TestPKI, http2: Bool = false, clientCA: String? = nil, limitRate: Int? = nil,
