@@ -1,23 +1,28 @@
 # resumectl — see README.md. `make demo` and `make test` work on a fresh machine.
 SWIFT    ?= swift
 PREFIX   ?= /usr/local
-APT_PKGS := libcurl4-openssl-dev pkg-config nginx-light curl
+APT_PKGS := libcurl4-openssl-dev pkg-config nginx-light curl openssl tinyproxy iproute2 man-db
 BENCH_PKGS := aria2 wget hyperfine
 # The tus peer of the end-to-end tests (scripts/tus_server.py), versions that were tested together.
 PIP_PKGS := tuspyserver==4.4.3 fastapi==0.165.0 uvicorn==0.54.0
 # tus-py-client, the library `make bench` compares tus uploads with.
 TUSPY_VERSION := 1.1.0
 
-.PHONY: all deps build release test test-unit test-e2e install demo bench soak clean
+.PHONY: all deps build release test test-unit test-e2e generated install install-files uninstall deb docs demo bench soak clean
 
 all: build
 
-# Installs what is missing (Debian): libcurl headers, pkg-config, nginx for the tests; tuspyserver (PyPI).
+# Installs what is missing (Debian): libcurl headers, pkg-config; nginx (TLS, HTTP/2), openssl (test certificates),
+# tinyproxy (a real forward proxy) and iproute2 for the tests; man-db for the package check; tuspyserver (PyPI).
 deps:
 	@missing=""; \
 	pkg-config --exists libcurl 2>/dev/null || missing="$$missing libcurl4-openssl-dev pkg-config"; \
 	command -v nginx >/dev/null 2>&1 || [ -x /usr/sbin/nginx ] || missing="$$missing nginx-light"; \
 	command -v curl >/dev/null 2>&1 || missing="$$missing curl"; \
+	command -v openssl >/dev/null 2>&1 || missing="$$missing openssl"; \
+	[ -x /usr/bin/tinyproxy ] || [ -x /usr/sbin/tinyproxy ] || missing="$$missing tinyproxy"; \
+	command -v ip >/dev/null 2>&1 || missing="$$missing iproute2"; \
+	command -v man >/dev/null 2>&1 || missing="$$missing man-db"; \
 	if [ -n "$$missing" ]; then \
 		echo "installing:$$missing"; \
 		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; \
@@ -54,13 +59,70 @@ test-unit: deps
 test-e2e: deps
 	$(SWIFT) test --filter EndToEndTests
 
-install: release
-	install -d $(DESTDIR)$(PREFIX)/bin
-	install -m 755 .build/release/resumectl $(DESTDIR)$(PREFIX)/bin/resumectl
-	install -m 755 .build/release/resumectl-serve $(DESTDIR)$(PREFIX)/bin/resumectl-serve
-	install -d $(DESTDIR)$(PREFIX)/lib/systemd/user
-	sed 's|^ExecStart=resumectl |ExecStart=$(PREFIX)/bin/resumectl |' contrib/systemd/resumectl-resume.service > $(DESTDIR)$(PREFIX)/lib/systemd/user/resumectl-resume.service
-	install -m 644 contrib/systemd/resumectl-resume.timer $(DESTDIR)$(PREFIX)/lib/systemd/user/
+# Where `make install` puts things; bash-completion, zsh and fish all look in these below /usr/local and /usr.
+BINDIR      ?= $(PREFIX)/bin
+MANDIR      ?= $(PREFIX)/share/man
+BASHCOMPDIR ?= $(PREFIX)/share/bash-completion/completions
+ZSHCOMPDIR  ?= $(PREFIX)/share/zsh/site-functions
+FISHCOMPDIR ?= $(PREFIX)/share/fish/vendor_completions.d
+SYSTEMDUSERDIR ?= $(PREFIX)/lib/systemd/user
+GEN := .build/generated
+
+# The man page comes from swift-argument-parser's manual plugin and the completions from the binary itself:
+# generated here, never written by hand, never committed. The plugin reads the help of a debug build, which
+# says the same as the release one and is cheaper to keep up to date.
+generated: release
+	$(SWIFT) package generate-manual --configuration debug
+	mkdir -p $(GEN)
+	cp .build/plugins/GenerateManual/outputs/resumectl/resumectl.1 $(GEN)/resumectl.1
+	for shell in bash zsh fish; do .build/release/resumectl --generate-completion-script $$shell > $(GEN)/resumectl.$$shell || exit 1; done
+
+install: release generated
+	$(MAKE) --no-print-directory install-files
+
+# Copies what `release` and `generated` made; `deb` uses it for its staging root.
+install-files:
+	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(BASHCOMPDIR) $(DESTDIR)$(ZSHCOMPDIR) $(DESTDIR)$(FISHCOMPDIR)
+	install -m 755 .build/release/resumectl $(DESTDIR)$(BINDIR)/resumectl
+	install -m 755 .build/release/resumectl-serve $(DESTDIR)$(BINDIR)/resumectl-serve
+	install -m 644 $(GEN)/resumectl.1 $(DESTDIR)$(MANDIR)/man1/resumectl.1
+	install -m 644 $(GEN)/resumectl.bash $(DESTDIR)$(BASHCOMPDIR)/resumectl
+	install -m 644 $(GEN)/resumectl.zsh $(DESTDIR)$(ZSHCOMPDIR)/_resumectl
+	install -m 644 $(GEN)/resumectl.fish $(DESTDIR)$(FISHCOMPDIR)/resumectl.fish
+	install -d $(DESTDIR)$(SYSTEMDUSERDIR)
+	sed 's|^ExecStart=resumectl |ExecStart=$(BINDIR)/resumectl |' contrib/systemd/resumectl-resume.service > $(DESTDIR)$(SYSTEMDUSERDIR)/resumectl-resume.service
+	install -m 644 contrib/systemd/resumectl-resume.timer $(DESTDIR)$(SYSTEMDUSERDIR)/resumectl-resume.timer
+
+uninstall:
+	rm -f $(DESTDIR)$(BINDIR)/resumectl $(DESTDIR)$(BINDIR)/resumectl-serve $(DESTDIR)$(MANDIR)/man1/resumectl.1 \
+	      $(DESTDIR)$(BASHCOMPDIR)/resumectl $(DESTDIR)$(ZSHCOMPDIR)/_resumectl $(DESTDIR)$(FISHCOMPDIR)/resumectl.fish \
+	      $(DESTDIR)$(SYSTEMDUSERDIR)/resumectl-resume.service $(DESTDIR)$(SYSTEMDUSERDIR)/resumectl-resume.timer
+
+# A Debian package of the static release build (the Swift runtime is inside; only libcurl is needed).
+DEB_ROOT := .build/deb/root
+deb: release generated
+	rm -rf .build/deb
+	$(MAKE) --no-print-directory install-files DESTDIR=$(DEB_ROOT) PREFIX=/usr ZSHCOMPDIR=/usr/share/zsh/vendor-completions
+	gzip -9n $(DEB_ROOT)/usr/share/man/man1/resumectl.1
+	strip --strip-unneeded $(DEB_ROOT)/usr/bin/resumectl $(DEB_ROOT)/usr/bin/resumectl-serve
+	install -d $(DEB_ROOT)/DEBIAN
+	version=$$(.build/release/resumectl --version); arch=$$(dpkg --print-architecture); \
+	size=$$(du -sk --exclude=DEBIAN $(DEB_ROOT) | cut -f1); \
+	printf '%s\n' "Package: resumectl" "Version: $$version" "Architecture: $$arch" \
+		"Maintainer: resumectl developers <resumectl@localhost>" "Installed-Size: $$size" \
+		"Depends: libc6, libcurl4" "Section: web" "Priority: optional" \
+		"Homepage: https://github.com/resumectl/resumectl" \
+		"Description: HTTP transfers that survive dropped connections and reboots" \
+		" resumectl downloads with Range and If-Range and uploads with the IETF resumable-upload" \
+		" draft, and keeps each transfer's state in a token so that it resumes after Ctrl-C," \
+		" kill -9 or a reboot." > $(DEB_ROOT)/DEBIAN/control; \
+	dpkg-deb --root-owner-group --build $(DEB_ROOT) .build/resumectl_$${version}_$${arch}.deb
+
+# ResumeKit's DocC documentation (with the overview article in Sources/ResumeKit/ResumeKit.docc), as a static site.
+docs:
+	$(SWIFT) package --allow-writing-to-directory .build/docs generate-documentation --target ResumeKit \
+		--output-path .build/docs --transform-for-static-hosting --hosting-base-path ResumeKit
+	@echo "documentation in .build/docs (open .build/docs/documentation/resumekit/index.html through a web server)"
 
 demo: build
 	scripts/demo.sh .build/debug/resumectl

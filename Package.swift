@@ -18,6 +18,8 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.2"),
         .package(url: "https://github.com/apple/swift-nio-extras.git", from: "1.35.2"),
         .package(url: "https://github.com/apple/swift-http-types.git", from: "1.8.0"),
+        // Only for `make docs` (a command plugin): nothing of it is built by `swift build`.
+        .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.5.0"),
     ],
     targets: [
         // libcurl through pkg-config, plus fixed-arity inline wrappers for its variadic setopt/getinfo.
@@ -67,6 +69,12 @@ let package = Package(
                 "ResumeServer",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
+        ),
+        // A short program on ResumeKit's public API; built with everything, so it cannot rot.
+        .executableTarget(
+            name: "resumekit-example",
+            dependencies: ["ResumeKit"],
+            path: "Examples/ResumeDownload"
         ),
         .testTarget(
             name: "ResumeKitTests",

@@ -24,6 +24,8 @@ static inline CURLcode rctl_setopt_slist(CURL *_Nonnull h, CURLoption o, struct 
 static inline CURLcode rctl_setopt_data_cb(CURL *_Nonnull h, CURLoption o, rctl_data_cb _Nullable v) { return curl_easy_setopt(h, o, v); }
 static inline CURLcode rctl_setopt_xferinfo_cb(CURL *_Nonnull h, CURLoption o, rctl_xferinfo_cb _Nullable v) { return curl_easy_setopt(h, o, v); }
 
+static inline CURLMcode rctl_multi_setopt_long(CURLM *_Nonnull m, CURLMoption o, long v) { return curl_multi_setopt(m, o, v); }
+
 static inline CURLcode rctl_getinfo_long(CURL *_Nonnull h, CURLINFO i, long *_Nonnull v) { return curl_easy_getinfo(h, i, v); }
 static inline CURLcode rctl_getinfo_off_t(CURL *_Nonnull h, CURLINFO i, curl_off_t *_Nonnull v) { return curl_easy_getinfo(h, i, v); }
 static inline CURLcode rctl_getinfo_string(CURL *_Nonnull h, CURLINFO i, char *_Nullable *_Nonnull v) { return curl_easy_getinfo(h, i, v); }

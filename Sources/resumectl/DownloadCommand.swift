@@ -9,6 +9,14 @@ struct Download: AsyncParsableCommand {
         discussion: """
             The body goes to PATH.part and is renamed to PATH only when complete and verified.
             Running the same command again continues where it stopped.
+
+            EXAMPLES:
+              resumectl download https://example.com/big.iso -o /data/
+              resumectl download --connections 4 https://example.com/big.iso
+              resumectl download --checksum sha256=HEX https://example.com/big.iso
+              resumectl download -i urls.txt -o downloads/ --parallel 8
+              resumectl download --cacert ca.pem --netrc https://intranet.example/a.tar
+              https_proxy=http://proxy:3128 resumectl download https://example.com/a.iso
             """)
 
     @Argument(help: "http or https URL.")

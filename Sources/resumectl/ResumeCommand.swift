@@ -9,6 +9,16 @@ struct Resume: AsyncParsableCommand {
             A transfer that already completed prints its result line again and exits 0.
             --all continues every paused or resumable-failed transfer, --parallel N at a time, each in a
             process of its own; the status is 0 when all succeeded, 75 when every failure can be resumed, 1 otherwise.
+
+            Connection options the transfer began with (--cacert, -k, -x, --http1.1 …) are kept in the token and
+            used again; an option given now replaces the kept one. Logins (-u, --netrc) and -H credentials are
+            never kept: give them again.
+
+            EXAMPLES:
+              resumectl resume d-1a2b3c4d5e6f7a8b
+              resumectl resume d-1a2b3c4d5e6f7a8b --url https://example.com/new-link
+              resumectl resume u-1a2b3c4d5e6f7a8b -u alice
+              resumectl resume --all --detach
             """)
 
     @Argument(help: "Token id (d-… or u-…) or the path of a token file.")

@@ -10,6 +10,13 @@ struct Upload: AsyncParsableCommand {
             an ordinary upload). The upload URL the server announces is saved at once, so an upload cut at \
             any point continues with 'resumectl resume TOKEN' from the offset the server reports. For tus, \
             URL is the creation endpoint (e.g. http://host/files/).
+
+            EXAMPLES:
+              resumectl upload backup.tar https://uploads.example.com/files/backup.tar
+              resumectl upload --protocol tus video.mp4 https://tus.example.com/files/
+              resumectl upload --chunk-size 64M backup.tar https://uploads.example.com/f/
+              resumectl upload -u alice --cacert ca.pem a.tar https://intranet.example/up/
+              resumectl upload big.iso https://uploads.example.com/big.iso --detach
             """)
 
     @Argument(help: "The file to send.")

@@ -3,7 +3,8 @@ import Testing
 
 /// HTTPS and HTTP/2 against nginx with certificates made by `openssl` for each test: resume after a cut,
 /// `--connections`, a wrong CA, `-k`, client certificates, pinned keys, and an upload through nginx's TLS proxy.
-@Suite struct TLSTests {
+/// One test at a time: each starts nginx, openssl and TLS clients, and the suite shares two cores with the rest.
+@Suite(.serialized) struct TLSTests {
     static let size = 5_000_000  // five segments of at least 1 MiB: --connections 4 gets its four
 
     func tlsNginx(_ w: Workspace, _ pki: TestPKI, http2: Bool = false, clientCA: String? = nil, limitRate: Int? = nil,
@@ -64,6 +65,9 @@ import Testing
         #expect(try sha256(file: w.out + "/four.bin") == digest)
         let segmented = nginx.accessLog().dropFirst(2)
         #expect(segmented.filter { $0.hasPrefix("206") }.count >= 4 && segmented.allSatisfy { $0.contains("HTTP/2.0") }, "\(segmented)")
+        // Four connections, not four streams on one: a per-connection limit is what --connections beats.
+        let connections = Set(segmented.filter { $0.hasPrefix("206") }.compactMap { $0.components(separatedBy: " conn=").last })
+        #expect(connections.count >= 4, "\(segmented)")
 
         let old = try await w.run(["download", nginx.url(for: "f.bin"), "-o", "h1.bin", "--cacert", pki.caCertificate, "--http1.1"])
         #expect(old.status == 0, "\(old)")

@@ -26,6 +26,9 @@ final class MultiDriver: @unchecked Sendable {
         _ = try EasyHandle()  // makes sure curl_global_init ran
         guard let multi = curl_multi_init() else { throw CurlError(CURLE_FAILED_INIT) }
         self.multi = multi
+        // One TCP connection per transfer, also over HTTP/2: `--connections N` means N connections (a
+        // server's per-connection limit is what they beat), not N streams multiplexed on one.
+        _ = rctl_multi_setopt_long(multi, CURLMOPT_PIPELINING, Int(CURLPIPE_NOTHING))
         runOnBackgroundThread("curl-multi") { [self] in loop() }
     }
 

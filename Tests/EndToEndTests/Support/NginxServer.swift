@@ -144,7 +144,7 @@ public final class NginxServer: Sendable {
             default_type application/octet-stream;
             log_format e2e '$status $request_method $request_uri range="$http_range" if_range="$http_if_range" '
                            'accept_encoding="$http_accept_encoding" sent=$body_bytes_sent $server_protocol '
-                           'user="$remote_user" ua="$http_user_agent"';
+                           'user="$remote_user" ua="$http_user_agent" conn=$connection';
             access_log \(prefix)/access.log e2e;
             client_body_temp_path \(prefix)/client_body;
             proxy_temp_path \(prefix)/proxy;

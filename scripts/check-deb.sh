@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# Builds the Debian package (`make deb`, which needs the ~4 minute release build) and checks it the way a user
+# would meet it: unpacked into a scratch root, the binary runs and reports its version, the man page renders,
+# and the completions are where bash-completion, zsh and fish look. Run by .ci/run after `make test`.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+make deb
+deb=$(ls -t .build/resumectl_*.deb | head -1)
+root=$(mktemp -d)
+trap 'rm -rf "$root"' EXIT
+dpkg-deb -x "$deb" "$root"
+fail() { echo "check-deb: $*" >&2; exit 1; }
+dpkg-deb -f "$deb" Depends | grep -q libcurl4 || fail "Depends lacks libcurl4"
+version=$("$root/usr/bin/resumectl" --version) || fail "the packaged resumectl does not run"
+[ "$version" = "$(dpkg-deb -f "$deb" Version)" ] || fail "version $version differs from the package's"
+[ -x "$root/usr/bin/resumectl-serve" ] || fail "resumectl-serve missing"
+# No Swift runtime needed: nothing links against libswift*.
+if ldd "$root/usr/bin/resumectl" | grep -q libswift; then fail "links the Swift runtime dynamically"; fi
+man -l "$root/usr/share/man/man1/resumectl.1.gz" 2>/dev/null | grep -q "resumectl download" || fail "man page lacks 'resumectl download'"
+grep -q -- "--cacert" "$root/usr/share/bash-completion/completions/resumectl" || fail "bash completion lacks --cacert"
+[ -s "$root/usr/share/zsh/vendor-completions/_resumectl" ] || fail "zsh completion missing"
+[ -s "$root/usr/share/fish/vendor_completions.d/resumectl.fish" ] || fail "fish completion missing"
+echo "check-deb: $deb ok (resumectl $version)"
