@@ -3,8 +3,9 @@ import Testing
 
 /// `resumectl upload` against tuspyserver (tus 1.0.0 under uvicorn), through a cutting proxy where a
 /// fault is needed; checksums against a scripted tus peer (tuspyserver offers none); and what `auto`
-/// picks for each kind of server.
-@Suite struct TusUploadTests {
+/// picks for each kind of server. Serialized: each test starts a Python server, and a dozen
+/// interpreters importing FastAPI at once would starve the other suites' peers of CPU.
+@Suite(.serialized) struct TusUploadTests {
     static let size = 3_000_000
 
     func source(_ w: Workspace, seed: UInt64 = 31) throws -> String {
