@@ -154,6 +154,9 @@ public struct TransferClient: Sendable {
             // that `resume ID` works from the first millisecond. A list's file waits for its first checkpoint:
             // most end before it, and the list itself is what resumes them.
             if batch == nil {
+                if let busy = PartFile.holder(of: token.download!.partPath) {
+                    throw TransferError(.busy, "\(TokenLock.Failure.held(pid: busy.pid)); not starting a second one")
+                }
                 do { try store.save(token) } catch { throw TransferError(.localIO, "\(error)") }
             }
         }
