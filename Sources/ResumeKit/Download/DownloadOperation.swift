@@ -77,9 +77,12 @@ final class DownloadOperation: ExchangeDelegate {
         do {
             return try runAttempts()
         } catch {
-            // A failure nothing can resume leaves no empty `.part` or token behind.
+            // A failure nothing can resume leaves no empty `.part` or token behind (nor the token written
+            // at the start when the `.part` could not even be created).
             if error.tokenID == nil, let part, part.length == 0 {
                 unlink(part.path)
+                store.remove(id: token.id)
+            } else if error.code == .cannotCreateOutput, part == nil, download.committedBytes == 0 {
                 store.remove(id: token.id)
             }
             throw error
@@ -350,7 +353,7 @@ final class DownloadOperation: ExchangeDelegate {
         var snapshot = token
         snapshot.download?.committedBytes = part.length
         let store = self.store
-        if committer.checkpoint(fd: part.fileDescriptor, length: part.length, record: { [snapshot] in try store.save(snapshot) }) {
+        if committer.checkpoint(fd: part.fileDescriptor, path: part.path, length: part.length, record: { [snapshot] in try store.save(snapshot) }) {
             lastCheckpointLength = part.length
             tokenOnDisk = true
         }

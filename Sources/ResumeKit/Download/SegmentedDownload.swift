@@ -74,7 +74,7 @@ final class SegmentedDownload {
         let stop = Cancellation()
         let ended = DispatchSemaphore(value: 0)
         let workers = segments.enumerated().map { index, segment in
-            SegmentWorker(index: index, segment: segment, url: token.url, headers: token.headers, resource: resource, fd: fd,
+            SegmentWorker(index: index, segment: segment, url: token.url, headers: token.headers, resource: resource, fd: fd, path: download.partPath,
                 transport: transport, options: options, connections: segments.count, stop: stop, ended: ended)
         }
         emit(.started(kind: .download, url: token.url, path: download.path,
@@ -206,6 +206,8 @@ final class SegmentWorker: ExchangeDelegate, @unchecked Sendable {
     private let headers: [String]
     private let resource: DownloadStateMachine.Resource
     private let fd: Int32
+    /// The `.part` file's path, for messages.
+    private let path: String
     private let session: any TransportSession
     private let options: TransferOptions
     private let stop: Cancellation
@@ -225,7 +227,7 @@ final class SegmentWorker: ExchangeDelegate, @unchecked Sendable {
     private var requestedFrom: Int64 = 0
 
     init(
-        index: Int, segment: ResumeToken.Segment, url: String, headers: [String], resource: DownloadStateMachine.Resource, fd: Int32,
+        index: Int, segment: ResumeToken.Segment, url: String, headers: [String], resource: DownloadStateMachine.Resource, fd: Int32, path: String,
         transport: any HTTPTransport, options: TransferOptions, connections: Int, stop: Cancellation, ended: DispatchSemaphore
     ) {
         self.index = index
@@ -235,6 +237,7 @@ final class SegmentWorker: ExchangeDelegate, @unchecked Sendable {
         self.headers = headers
         self.resource = resource
         self.fd = fd
+        self.path = path
         self.session = transport.makeSession()
         // The connections share one transfer's worth of buffers (at least 64 KiB each), so that
         // memory stays that of a single transfer however many there are.
@@ -268,7 +271,7 @@ final class SegmentWorker: ExchangeDelegate, @unchecked Sendable {
             fields.set("Range", "bytes=\(requestedFrom)-\(end)")
             fields.set("If-Range", resource.validator ?? "")
             guard let held = readHeld(from: requestedFrom) else {
-                return report(.failed(TransferError(.localIO, "cannot read the .part file: \(String(cString: strerror(errno)))")))
+                return report(.failed(TransferError(.localIO, "cannot read \(path): \(String(cString: strerror(errno)))")))
             }
             overlap = held
             overlapMatched = 0
@@ -342,7 +345,7 @@ final class SegmentWorker: ExchangeDelegate, @unchecked Sendable {
         do throws(Errno) {
             progress.store(written + Int64(try gatherer.append(body, to: fd, at: start + written)), ordering: .releasing)
         } catch {
-            writeError = Self.message(error)
+            writeError = message(error)
             return false
         }
         receivedThisAttempt += Int64(body.count)
@@ -364,11 +367,11 @@ final class SegmentWorker: ExchangeDelegate, @unchecked Sendable {
             progress.store(written + Int64(try gatherer.write(to: fd, at: start + written)), ordering: .releasing)
             return nil
         } catch {
-            return Self.message(error)
+            return message(error)
         }
     }
 
-    private static func message(_ error: Errno) -> String { "cannot write the .part file: \(String(cString: strerror(error.rawValue)))" }
+    private func message(_ error: Errno) -> String { "cannot write \(path): \(String(cString: strerror(error.rawValue)))" }
 
     func exchange(progressReceived received: Int64, sent: Int64) -> Bool { true }
 }
