@@ -77,12 +77,9 @@ final class DownloadOperation: ExchangeDelegate {
         do {
             return try runAttempts()
         } catch {
-            // A failure nothing can resume leaves no empty `.part` or token behind (nor the token written
-            // at the start when the `.part` could not even be created).
+            // A failure nothing can resume leaves no empty `.part` or token behind.
             if error.tokenID == nil, let part, part.length == 0 {
                 unlink(part.path)
-                store.remove(id: token.id)
-            } else if error.code == .cannotCreateOutput, part == nil, download.committedBytes == 0 {
                 store.remove(id: token.id)
             }
             throw error
@@ -101,6 +98,11 @@ final class DownloadOperation: ExchangeDelegate {
             committer.waitIdle()  // a checkpoint in flight still uses the descriptor
             if !handedOver { part.close() }
         }
+        // A single download writes its token (0 bytes committed) before anything announces its id, so that
+        // `resume ID` works from the first millisecond; only now that it holds the `.part`'s lock, so that a
+        // second process refused by that lock leaves no token behind. A list's file waits for its first
+        // checkpoint: most end before it, and the list itself is what resumes them.
+        if batch == nil, !tokenOnDisk { try commit() }
         if part.committed < download.committedBytes {
             emit(.note("\(download.partPath) holds \(part.committed) of \(download.committedBytes) recorded bytes; continuing from \(part.committed)"))
             try commit()

@@ -50,15 +50,17 @@ final class SegmentedDownload {
         guard let total = resource.totalBytes, let segments = download.segments else {
             throw Handover.unsupported("no segment plan")
         }
-        try save()  // the plan, before any data: whatever fails next, a resume knows the segments
         let fd = open(download.partPath, O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
         guard fd >= 0 else {
-            throw TransferError(.cannotCreateOutput, "cannot open \(download.partPath): \(String(cString: strerror(errno)))", tokenID: token.id)
+            throw TransferError(.cannotCreateOutput, "cannot open \(download.partPath): \(String(cString: strerror(errno)))",
+                tokenID: store.exists(id: token.id) ? token.id : nil)
         }
         defer { close(fd) }
+        // The `.part`'s lock first: a process it refuses (a list's file there) must leave no token behind.
         guard flock(fd, LOCK_EX | LOCK_NB) == 0 else {
             throw TransferError(.busy, "\(TokenLock.Failure.held(pid: TokenLock.flockHolder(of: fd))); not starting a second one")
         }
+        try save()  // the plan, before any data: whatever fails next, a resume knows the segments
         // Holes where nothing is committed yet; a longer file (garbage after a crash) is cut back.
         // Reserved up front: segments then write into allocated space instead of interleaving their
         // allocations (unthrottled 1 GiB, 4 connections: 0.93 of one connection's time instead of 1.15),
