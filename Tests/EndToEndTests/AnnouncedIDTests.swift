@@ -190,6 +190,22 @@ import Testing
             #expect(r.stderr.contains(c.words), "\(r)")
             for dump in ["Error(", "code:", "NSUnderlying", "userInfo"] { #expect(!r.stderr.contains(dump), "\(r)") }
         }
+        // An output folder that takes no new files: a read-only one, or for root (whom permissions do not
+        // stop) sysfs, where even root cannot create a file. The token written at the start goes too.
+        let readOnly: String
+        if getuid() == 0 {
+            readOnly = "/sys/kernel"
+        } else {
+            readOnly = w.path("ro")
+            try FileManager.default.createDirectory(atPath: readOnly, withIntermediateDirectories: false,
+                attributes: [.posixPermissions: 0o555])
+        }
+        let refused = try await w.run(["download", nginx.url(for: "f.bin"), "-o", readOnly + "/f.bin"])
+        #expect(refused.status == 73, "\(refused)")
+        #expect(refused.stderr.split(separator: "\n").count == 1, "\(refused)")
+        #expect(refused.stderr.contains(readOnly + "/f.bin"), "\(refused)")
+        for dump in ["Error(", "code:", "NSUnderlying", "userInfo"] { #expect(!refused.stderr.contains(dump), "\(refused)") }
+        #expect(try w.tokens().isEmpty, "no token is left for a download that could not create its file")
         let full = try await runProcess("/usr/bin/prlimit", ["--fsize=50000", resumectlBinary, "download", nginx.url(for: "f.bin"),
             "--state-dir", w.state], currentDirectory: w.out)
         #expect(full.status == 74, "\(full)")

@@ -150,15 +150,8 @@ public struct TransferClient: Sendable {
             token = ResumeToken(id: id, kind: .download, url: request.url, headers: ResumeToken.storableHeaders(request.headers))
             token.download = .init(path: path, committedBytes: 0, expectedSHA256: request.expectedSHA256?.lowercased(),
                 onChange: request.onChange.rawValue)
-            // A single download writes its token (0 bytes committed) before anything announces its id, so
-            // that `resume ID` works from the first millisecond. A list's file waits for its first checkpoint:
-            // most end before it, and the list itself is what resumes them.
-            if batch == nil {
-                if let busy = PartFile.holder(of: token.download!.partPath) {
-                    throw TransferError(.busy, "\(TokenLock.Failure.held(pid: busy.pid)); not starting a second one")
-                }
-                do { try store.save(token) } catch { throw TransferError(.localIO, "\(error)") }
-            }
+            // A single download writes its token as soon as it holds the `.part` file's lock, before any
+            // request or event (see DownloadOperation, SegmentedDownload).
         }
         return try runDownloadOperation(
             token, lock: lock, extraHeaders: request.headers, onChange: request.onChange, session: session, batch: batch,

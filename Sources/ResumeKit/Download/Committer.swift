@@ -12,7 +12,7 @@ final class Committer: Sendable {
     /// Starts a checkpoint of the first `length` bytes of `fd` unless one is running. `record` writes the
     /// token and runs only after the data is on disk.
     @discardableResult
-    func checkpoint(fd: Int32, length: Int64, record: @escaping @Sendable () throws -> Void) -> Bool {
+    func checkpoint(fd: Int32, path: String, length: Int64, record: @escaping @Sendable () throws -> Void) -> Bool {
         let started = state.withLock { s -> Bool in
             if s.busy || s.error != nil { return false }
             s.busy = true
@@ -22,7 +22,7 @@ final class Committer: Sendable {
         queue.async {
             var failure: String?
             if fdatasync(fd) != 0 {
-                failure = "cannot write the .part file: \(String(cString: strerror(errno)))"
+                failure = "cannot write \(path): \(String(cString: strerror(errno)))"
             } else {
                 do { try record() } catch { failure = "\(error)" }
             }

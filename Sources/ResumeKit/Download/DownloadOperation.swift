@@ -98,6 +98,11 @@ final class DownloadOperation: ExchangeDelegate {
             committer.waitIdle()  // a checkpoint in flight still uses the descriptor
             if !handedOver { part.close() }
         }
+        // A single download writes its token (0 bytes committed) before anything announces its id, so that
+        // `resume ID` works from the first millisecond; only now that it holds the `.part`'s lock, so that a
+        // second process refused by that lock leaves no token behind. A list's file waits for its first
+        // checkpoint: most end before it, and the list itself is what resumes them.
+        if batch == nil, !tokenOnDisk { try commit() }
         if part.committed < download.committedBytes {
             emit(.note("\(download.partPath) holds \(part.committed) of \(download.committedBytes) recorded bytes; continuing from \(part.committed)"))
             try commit()
@@ -350,7 +355,7 @@ final class DownloadOperation: ExchangeDelegate {
         var snapshot = token
         snapshot.download?.committedBytes = part.length
         let store = self.store
-        if committer.checkpoint(fd: part.fileDescriptor, length: part.length, record: { [snapshot] in try store.save(snapshot) }) {
+        if committer.checkpoint(fd: part.fileDescriptor, path: part.path, length: part.length, record: { [snapshot] in try store.save(snapshot) }) {
             lastCheckpointLength = part.length
             tokenOnDisk = true
         }

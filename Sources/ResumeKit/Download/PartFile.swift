@@ -21,16 +21,6 @@ final class PartFile {
         let pid: Int32?
     }
 
-    /// Another process's hold on an existing `.part` file at `path`, if any (a list's file before its first
-    /// checkpoint has no token, only this lock).
-    static func holder(of path: String) -> Busy? {
-        let fd = open(path, O_RDWR | O_CLOEXEC)
-        guard fd >= 0 else { return nil }
-        defer { Glibc.close(fd) }
-        guard flock(fd, LOCK_EX | LOCK_NB) != 0 else { return nil }
-        return Busy(pid: TokenLock.flockHolder(of: fd))
-    }
-
     /// Opens (creating) `path`, takes its `flock` (one writer at a time), and cuts it to `keeping` bytes:
     /// anything after the last commit is an unflushed tail or garbage. A file shorter than `keeping`
     /// keeps what it has.

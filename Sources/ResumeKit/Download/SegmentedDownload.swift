@@ -50,15 +50,17 @@ final class SegmentedDownload {
         guard let total = resource.totalBytes, let segments = download.segments else {
             throw Handover.unsupported("no segment plan")
         }
-        try save()  // the plan, before any data: whatever fails next, a resume knows the segments
         let fd = open(download.partPath, O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
         guard fd >= 0 else {
-            throw TransferError(.cannotCreateOutput, "cannot open \(download.partPath): \(String(cString: strerror(errno)))", tokenID: token.id)
+            throw TransferError(.cannotCreateOutput, "cannot open \(download.partPath): \(String(cString: strerror(errno)))",
+                tokenID: store.exists(id: token.id) ? token.id : nil)
         }
         defer { close(fd) }
+        // The `.part`'s lock first: a process it refuses (a list's file there) must leave no token behind.
         guard flock(fd, LOCK_EX | LOCK_NB) == 0 else {
             throw TransferError(.busy, "\(TokenLock.Failure.held(pid: TokenLock.flockHolder(of: fd))); not starting a second one")
         }
+        try save()  // the plan, before any data: whatever fails next, a resume knows the segments
         // Holes where nothing is committed yet; a longer file (garbage after a crash) is cut back.
         // Reserved up front: segments then write into allocated space instead of interleaving their
         // allocations (unthrottled 1 GiB, 4 connections: 0.93 of one connection's time instead of 1.15),
@@ -74,7 +76,7 @@ final class SegmentedDownload {
         let stop = Cancellation()
         let ended = DispatchSemaphore(value: 0)
         let workers = segments.enumerated().map { index, segment in
-            SegmentWorker(index: index, segment: segment, url: token.url, headers: token.headers, resource: resource, fd: fd,
+            SegmentWorker(index: index, segment: segment, url: token.url, headers: token.headers, resource: resource, fd: fd, path: download.partPath,
                 transport: transport, options: options, connections: segments.count, stop: stop, ended: ended)
         }
         emit(.started(kind: .download, url: token.url, path: download.path,
@@ -206,6 +208,8 @@ final class SegmentWorker: ExchangeDelegate, @unchecked Sendable {
     private let headers: [String]
     private let resource: DownloadStateMachine.Resource
     private let fd: Int32
+    /// The `.part` file's path, for messages.
+    private let path: String
     private let session: any TransportSession
     private let options: TransferOptions
     private let stop: Cancellation
@@ -225,7 +229,7 @@ final class SegmentWorker: ExchangeDelegate, @unchecked Sendable {
     private var requestedFrom: Int64 = 0
 
     init(
-        index: Int, segment: ResumeToken.Segment, url: String, headers: [String], resource: DownloadStateMachine.Resource, fd: Int32,
+        index: Int, segment: ResumeToken.Segment, url: String, headers: [String], resource: DownloadStateMachine.Resource, fd: Int32, path: String,
         transport: any HTTPTransport, options: TransferOptions, connections: Int, stop: Cancellation, ended: DispatchSemaphore
     ) {
         self.index = index
@@ -235,6 +239,7 @@ final class SegmentWorker: ExchangeDelegate, @unchecked Sendable {
         self.headers = headers
         self.resource = resource
         self.fd = fd
+        self.path = path
         self.session = transport.makeSession()
         // The connections share one transfer's worth of buffers (at least 64 KiB each), so that
         // memory stays that of a single transfer however many there are.
@@ -268,7 +273,7 @@ final class SegmentWorker: ExchangeDelegate, @unchecked Sendable {
             fields.set("Range", "bytes=\(requestedFrom)-\(end)")
             fields.set("If-Range", resource.validator ?? "")
             guard let held = readHeld(from: requestedFrom) else {
-                return report(.failed(TransferError(.localIO, "cannot read the .part file: \(String(cString: strerror(errno)))")))
+                return report(.failed(TransferError(.localIO, "cannot read \(path): \(String(cString: strerror(errno)))")))
             }
             overlap = held
             overlapMatched = 0
@@ -342,7 +347,7 @@ final class SegmentWorker: ExchangeDelegate, @unchecked Sendable {
         do throws(Errno) {
             progress.store(written + Int64(try gatherer.append(body, to: fd, at: start + written)), ordering: .releasing)
         } catch {
-            writeError = Self.message(error)
+            writeError = message(error)
             return false
         }
         receivedThisAttempt += Int64(body.count)
@@ -364,11 +369,11 @@ final class SegmentWorker: ExchangeDelegate, @unchecked Sendable {
             progress.store(written + Int64(try gatherer.write(to: fd, at: start + written)), ordering: .releasing)
             return nil
         } catch {
-            return Self.message(error)
+            return message(error)
         }
     }
 
-    private static func message(_ error: Errno) -> String { "cannot write the .part file: \(String(cString: strerror(error.rawValue)))" }
+    private func message(_ error: Errno) -> String { "cannot write \(path): \(String(cString: strerror(error.rawValue)))" }
 
     func exchange(progressReceived received: Int64, sent: Int64) -> Bool { true }
 }
