@@ -177,6 +177,10 @@ struct Cancel: AsyncParsableCommand {
         do {
             let message = try await client.cancel(reference)
             Output.stderr("resumectl: \(message)\n")
+        } catch where error.code == .inputMissing && !reference.contains("/") {
+            // A finished transfer has nothing left to forget; only an id nothing knows is an error.
+            guard let record = client.record(reference) else { throw Runner.fail(error, json: false) }
+            Output.stderr("resumectl: \(reference) already ended (\(record.outcome.rawValue) at \(TokenSummary.localTime(record.endedAt))); nothing to cancel\n")
         } catch {
             throw Runner.fail(error, json: false)
         }

@@ -64,6 +64,10 @@ import Glibc
         let pause = try await w.run(["pause", id])
         #expect(pause.status == 0)
         #expect(pause.stderr.contains("already ended"), "\(pause)")
+        let cancel = try await w.run(["cancel", id])
+        #expect(cancel.status == 0, "\(cancel)")
+        #expect(cancel.stderr.contains("already ended") && cancel.stderr.contains("nothing to cancel"), "\(cancel)")
+        #expect(w.exists(w.out + "/f.bin"), "cancelling a finished download never touches its file")
         let resume = try await w.run(["resume", id])
         #expect(resume.status == 0, "\(resume)")
         #expect(resume.stdoutLines == [w.out + "/f.bin"])
@@ -71,7 +75,7 @@ import Glibc
         #expect(try await list(w)[id] == nil, "plain list shows only what can still run")
 
         // An id nobody knows stays 66, for every command.
-        for command in [["wait"], ["show"], ["resume"], ["pause"], ["log"]] {
+        for command in [["wait"], ["show"], ["resume"], ["pause"], ["log"], ["cancel"]] {
             let r = try await w.run(command + ["d-0000000000000000"])
             #expect(r.status == 66, "\(command): \(r)")
             #expect(r.stderr.split(separator: "\n").count == 1, "\(r)")
