@@ -3,7 +3,7 @@ import Testing
 import ResumeKit
 @testable import ResumeS3
 
-/// Bodies as S3 documents them (and moto sends them), read by the XML parser.
+/// Bodies as S3's API reference documents them, read by the XML parser.
 @Suite struct S3ResponsesTests {
     private func data(_ text: String) -> Data { Data(text.utf8) }
 

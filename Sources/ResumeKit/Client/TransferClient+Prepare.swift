@@ -47,12 +47,7 @@ extension TransferClient {
         }
         var token = ResumeToken(id: id, kind: .upload, url: request.url, headers: ResumeToken.storableHeaders(request.headers))
         // The protocol is left open unless pinned: the detached run probes the server (`--protocol auto`).
-        let pinned: UploadProtocol? = switch request.uploadProtocol {
-        case .auto: request.interopVersion != nil ? .ietf : nil
-        case .ietf: .ietf
-        case .tus: .tus
-        case .plain: .plain
-        }
+        let pinned = request.pinnedProtocol
         token.upload = .init(uploadURL: nil, interopVersion: pinned == .ietf ? (request.interopVersion ?? .newest).rawValue : nil,
             source: source.identity, acknowledgedBytes: 0, resumable: true, protocolName: pinned?.rawValue)
         do { try store.save(token) } catch { throw TransferError(.localIO, "\(error)") }

@@ -102,12 +102,9 @@ extension TransferClient {
     /// The protocol of a new upload: the one pinned, else what one OPTIONS probe finds (`probe` keeps its answer).
     private func chooseProtocol(_ request: UploadRequest, probe: inout ProtocolProbe?) -> (protocolName: String, interopVersion: Int?) {
         let chosen: UploadProtocol
-        switch request.uploadProtocol {
-        case .ietf: chosen = .ietf
-        case .tus: chosen = .tus
-        case .plain: chosen = .plain
-        case .auto where request.interopVersion != nil: chosen = .ietf
-        case .auto:
+        if let pinned = request.pinnedProtocol {
+            chosen = pinned
+        } else {
             let found = self.probe(request.url, headers: request.headers)
             probe = found
             switch found {
@@ -231,6 +228,19 @@ extension TransferClient {
                 path: token.download?.path ?? token.upload?.source.path, error: "cancelled"))
             self.store.remove(id: token.id)
             return said
+        }
+    }
+}
+
+extension UploadRequest {
+    /// The protocol the request fixes without asking the server: `--protocol ietf|tus|plain`, or an
+    /// `--interop-version` (IETF); nil for `auto`, which probes.
+    var pinnedProtocol: UploadProtocol? {
+        switch uploadProtocol {
+        case .auto: interopVersion != nil ? .ietf : nil
+        case .ietf: .ietf
+        case .tus: .tus
+        case .plain: .plain
         }
     }
 }

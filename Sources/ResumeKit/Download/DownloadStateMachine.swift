@@ -88,7 +88,12 @@ public struct DownloadStateMachine: Sendable, Equatable {
     /// The bytes re-fetched before the resume point differ from the ones on disk at `offset`: whatever the
     /// validator says, the file changed, and appending would splice two files.
     public mutating func overlapDiffers(at offset: Int64) -> Decision {
-        changed("the file changed on the server (its bytes at \(offset) differ from those already downloaded, though its validator did not change)")
+        changed(Self.overlapReason(at: offset))
+    }
+
+    /// Why a resume whose overlap differs from the disk counts as a changed file (also for segments).
+    static func overlapReason(at offset: Int64) -> String {
+        "the file changed on the server (its bytes at \(offset) differ from those already downloaded, though its validator did not change)"
     }
 
     /// Interprets the final response head to a fetch that started at `offset`.

@@ -51,7 +51,7 @@ public enum SegmentRules {
 
     /// What a segment's overlap that differs from the disk means.
     public static func overlapDiffers(at offset: Int64) -> Decision {
-        .changed("the file changed on the server (its bytes at \(offset) differ from those already downloaded, though its validator did not change)")
+        .changed(DownloadStateMachine.overlapReason(at: offset))
     }
 
     public enum Decision: Sendable, Equatable {

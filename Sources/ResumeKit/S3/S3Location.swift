@@ -54,7 +54,7 @@ public struct S3Location: Sendable, Equatable, CustomStringConvertible {
 /// Where S3 requests go and how a bucket is addressed.
 ///
 /// Path style (`https://host/BUCKET/KEY`) for endpoints given as an IP address or with a port (MinIO,
-/// Ceph, moto on a laptop), with `--path-style`, and for bucket names that cannot be a host label (or
+/// Ceph, a test server on a laptop), with `--path-style`, and for bucket names that cannot be a host label (or
 /// would break TLS name checks, having dots); virtual-hosted style (`https://BUCKET.host/KEY`) otherwise.
 public struct S3Endpoint: Sendable, Equatable {
     public var scheme: String
