@@ -34,6 +34,8 @@ final class CurlSession: TransportSession {
         _ request: TransferRequest, settings: TransportSettings, cancellation: Cancellation,
         delegate: any ExchangeDelegate
     ) -> ExchangeResult {
+        var request = request
+        settings.signing?.signer.sign(&request)
         let context = ExchangeContext(
             delegate: delegate, cancellation: cancellation, followRedirects: request.followRedirects,
             body: request.body)
