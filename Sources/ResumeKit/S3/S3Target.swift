@@ -64,6 +64,8 @@ public struct S3Target: Sendable {
 /// Signs each request as it is sent, with the time of sending: a retry an hour later is signed anew.
 public struct S3RequestSigner: RequestSigner {
     let signer: SigV4Signer
+    /// Seconds since 1970 at signing; tests fix it.
+    var clock: @Sendable () -> Int64 = { Int64(time(nil)) }
 
     public var identity: String { "\(signer.credentials.accessKeyID)@\(signer.region)" }
 
@@ -76,7 +78,7 @@ public struct S3RequestSigner: RequestSigner {
         let signed = signer.sign(
             SigV4Signer.Request(method: request.method, host: parts.host, path: parts.path, query: parts.query,
                 headers: headers, payloadHash: hash),
-            at: Int64(time(nil)))
+            at: clock())
         request.url = parts.origin + parts.path + (signed.query.isEmpty ? "" : "?" + signed.query)
         request.headers = signed.headers
     }
