@@ -132,3 +132,12 @@ import Testing
         #expect(TransferClient.relativePath("") == nil)
     }
 }
+
+@Suite struct VerboseTraceTests {
+    @Test func credentialHeadersAreRedactedOnlyWhenSent() {
+        #expect(VerboseTrace.redacted("Authorization: AWS4-HMAC-SHA256 Credential=AKIA/x", sent: true) == "Authorization: [redacted]")
+        #expect(VerboseTrace.redacted("X-Amz-Security-Token: abc", sent: true) == "X-Amz-Security-Token: [redacted]")
+        #expect(VerboseTrace.redacted("x-amz-date: 20130524T000000Z", sent: true) == "x-amz-date: 20130524T000000Z")
+        #expect(VerboseTrace.redacted("Set-Cookie: a=b", sent: false) == "Set-Cookie: a=b")
+    }
+}

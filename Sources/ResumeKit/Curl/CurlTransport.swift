@@ -82,7 +82,7 @@ final class CurlSession: TransportSession {
         try h.set(CURLOPT_LOW_SPEED_TIME, settings.stallTimeout)
         if settings.maxReceiveRate > 0 { try h.set(CURLOPT_MAX_RECV_SPEED_LARGE, offset: settings.maxReceiveRate) }
         if settings.maxSendRate > 0 { try h.set(CURLOPT_MAX_SEND_SPEED_LARGE, offset: settings.maxSendRate) }
-        if settings.verbose { try h.set(CURLOPT_VERBOSE, 1) }
+        if settings.verbose { try VerboseTrace.install(on: h) }
         try h.apply(settings.connection, settings.credentials, origin: settings.credentialOrigin, url: request.url)
 
         var headers = request.headers
