@@ -86,7 +86,7 @@ final class S3Upload: @unchecked Sendable {
         var pacer = ProgressPacer()
         let answer = try retrying("PUT \(s3.address)", backoff: &backoff, stop: cancellation) { () -> S3Reply in
             call.send(
-                session, method: "PUT", url: target.url(), headers: partHeaders(md5),
+                session, method: "PUT", url: target.url(), headers: objectHeaders(partHeaders(md5)),
                 body: RequestBody(fileDescriptor: source.fd, offset: 0, length: size), cancellation: cancellation
             ) { sent in
                 if let rate = pacer.tick(bytes: sent) { self.emit(.progress(bytes: sent, total: self.size, rate: rate)) }
@@ -132,7 +132,7 @@ final class S3Upload: @unchecked Sendable {
     private func create() throws(Stop) {
         var backoff = Backoff(options.retry)
         let session = transport.makeSession()
-        var headers: HeaderFields = ["Content-Type": "application/octet-stream", "x-amz-content-sha256": SigV4Signer.emptyPayloadHash]
+        var headers = objectHeaders(["Content-Type": "application/octet-stream", "x-amz-content-sha256": SigV4Signer.emptyPayloadHash])
         headers.set("Content-Length", "0")
         let answer = try retrying("CreateMultipartUpload", backoff: &backoff, stop: cancellation) { () -> S3Reply in
             call.send(session, method: "POST", url: target.url(query: [("uploads", "")]), headers: headers, cancellation: cancellation)
@@ -375,6 +375,14 @@ final class S3Upload: @unchecked Sendable {
         // Content-MD5 is signed and S3 checks the bytes against it.
         ["Content-MD5": Data(md5).base64EncodedString(), "x-amz-content-sha256": SigV4Signer.unsignedPayload,
          "Content-Type": "application/octet-stream"]
+    }
+
+    /// The user's `-H` headers (`Content-Type`, `x-amz-storage-class`, `x-amz-meta-*` …) go with the request
+    /// that creates the object: the single PUT, or CreateMultipartUpload.
+    private func objectHeaders(_ base: HeaderFields) -> HeaderFields {
+        var headers = base
+        for field in ((try? HeaderLines.parse(token.headers)) ?? [:]).fields { headers.set(field.name, field.value) }
+        return headers
     }
 
     private func digest(_ range: BodyRange) throws(Stop) -> [UInt8] {
