@@ -3,10 +3,14 @@ SWIFT    ?= swift
 PREFIX   ?= /usr/local
 APT_PKGS := libcurl4-openssl-dev pkg-config nginx-light curl openssl tinyproxy iproute2 man-db
 BENCH_PKGS := aria2 wget hyperfine
-# The tus peer of the end-to-end tests (scripts/tus_server.py), versions that were tested together.
-PIP_PKGS := tuspyserver==4.4.3 fastapi==0.165.0 uvicorn==0.54.0
-# tus-py-client, the library `make bench` compares tus uploads with.
+# The tus peer of the end-to-end tests (scripts/tus_server.py), versions that were tested together;
+# moto's S3 server (scripts/moto_server.py; boto3 comes with it, scripts/s3_tool.py uses it).
+# boto3 is pinned too so that the AWS CLI of `make bench` (which pins its botocore) fits beside it.
+MOTO_PKGS := 'moto[server]==5.2.1' boto3==1.43.11
+PIP_PKGS := tuspyserver==4.4.3 fastapi==0.165.0 uvicorn==0.54.0 $(MOTO_PKGS)
+# tus-py-client, the library `make bench` compares tus uploads with; the AWS CLI, its S3 uploads.
 TUSPY_VERSION := 1.1.0
+AWSCLI_VERSION := 1.45.11
 
 .PHONY: all deps build release test test-unit test-e2e generated install install-files uninstall deb docs demo bench soak clean
 
@@ -29,9 +33,12 @@ deps:
 	fi
 	@command -v python3 >/dev/null 2>&1 || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3 python3-pip; }
 	@python3 -c 'import importlib.metadata as m, sys; want = dict(p.split("==") for p in sys.argv[1:]); \
-		sys.exit(any(m.version(n) != v for n, v in want.items()))' $(PIP_PKGS) 2>/dev/null || \
+		sys.exit(any(m.version(n.split("[")[0]) != v for n, v in want.items()))' $(PIP_PKGS) 2>/dev/null || \
 		{ echo "installing: $(PIP_PKGS)"; python3 -m pip install -q $(PIP_PKGS) || \
 		  python3 -m pip install -q --break-system-packages $(PIP_PKGS); }
+	@# moto without its [server] extra passes the version check but cannot serve.
+	@python3 -c 'import flask, flask_cors, boto3' 2>/dev/null || \
+		{ python3 -m pip install -q $(MOTO_PKGS) || python3 -m pip install -q --break-system-packages $(MOTO_PKGS); }
 
 build: deps
 	$(SWIFT) build
@@ -52,7 +59,7 @@ release: deps
 # The suites that time transfers against signals, kills and rate limits run one test at a time: run
 # alongside 200 others on 2 cores, a "slow" transfer ends before the test's kill or pause arrives. The
 # rest runs in parallel. One build serves both runs.
-TIMED_SUITES := EndToEndTests\.(CrashSafetyTests|DownloadTests|ManyConnectionsTests|AnnouncedIDTests|UploadTests|SupportSelfTests|BackgroundTests)
+TIMED_SUITES := EndToEndTests\.(CrashSafetyTests|DownloadTests|ManyConnectionsTests|AnnouncedIDTests|UploadTests|SupportSelfTests|BackgroundTests|S3CrashTests)
 test: deps
 	$(SWIFT) build --build-tests
 	$(SWIFT) test --skip-build --skip '$(TIMED_SUITES)'
@@ -139,6 +146,8 @@ bench: release
 	if [ -n "$$missing" ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(BENCH_PKGS); fi
 	@python3 -c 'import importlib.metadata as m; m.version("tuspy") == "$(TUSPY_VERSION)" or exit(1)' 2>/dev/null || \
 		python3 -m pip install -q tuspy==$(TUSPY_VERSION) || python3 -m pip install -q --break-system-packages tuspy==$(TUSPY_VERSION)
+	@python3 -c 'import importlib.metadata as m; m.version("awscli") == "$(AWSCLI_VERSION)" or exit(1)' 2>/dev/null || \
+		python3 -m pip install -q awscli==$(AWSCLI_VERSION) || python3 -m pip install -q --break-system-packages awscli==$(AWSCLI_VERSION)
 	python3 scripts/bench.py --bin .build/release/resumectl
 
 clean:

@@ -1,0 +1,114 @@
+#!/usr/bin/env python3
+"""moto's S3 server on 127.0.0.1, for resumectl's end-to-end tests and bench.
+
+By default every request must carry a valid AWS Signature Version 4 by a known key: the server starts
+with authentication off (moto's INITIAL_NO_AUTH_ACTION_COUNT, "let the first N requests through"),
+creates an IAM user, its access key and an allow-all inline policy through boto3 against itself, then
+switches authentication on for every later request (the same switch as INITIAL_NO_AUTH_ACTION_COUNT=3,
+without depending on how many requests boto3 needed for those three calls). With --no-verify nothing
+is checked, any key is accepted: moto 5.2's verifier rejects valid signatures over a query that holds
+`%2F` (ListObjectsV2 with prefix=pre%2F), so prefix listings are judged against such a server.
+
+Once it serves, it prints one JSON line to stdout (and, with --info-file, writes it there too):
+    {"port": 40123, "accessKey": "AKIA…", "secretKey": "…", "verify": true}
+It exits when its parent dies (and, with --exit-on-stdin-eof, when its standard input closes), so a
+killed test run leaves no server behind.
+
+usage: moto_server.py [--no-verify] [--info-file PATH] [--exit-on-stdin-eof] [--part-min-size BYTES]
+"""
+import argparse
+import json
+import os
+import sys
+import threading
+import time
+
+
+def watch_parent(parent: int, stdin: bool) -> None:
+    def stdin_closed() -> None:
+        try:
+            while sys.stdin.buffer.read(65536):
+                pass
+        finally:
+            os._exit(0)
+
+    def parent_gone() -> None:
+        while os.getppid() == parent:
+            time.sleep(0.5)
+        os._exit(0)
+
+    if stdin:
+        threading.Thread(target=stdin_closed, daemon=True).start()
+    threading.Thread(target=parent_gone, daemon=True).start()
+
+
+ALLOW_ALL = json.dumps({"Version": "2012-10-17",
+                        "Statement": [{"Effect": "Allow", "Action": "*", "Resource": "*"}]})
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--no-verify", action="store_true", help="accept any request, signed or not")
+    parser.add_argument("--info-file", help="also write the JSON line here (atomically)")
+    parser.add_argument("--exit-on-stdin-eof", action="store_true")
+    parser.add_argument("--part-min-size", type=int,
+                        help="S3_UPLOAD_PART_MIN_SIZE (default: moto's, 5 MiB, as S3)")
+    args = parser.parse_args()
+    watch_parent(os.getppid(), args.exit_on_stdin_eof)
+
+    # moto reads its settings from the environment at import: set them first. Authentication stays off
+    # (infinite no-auth count) until the bootstrap below is done.
+    os.environ.pop("INITIAL_NO_AUTH_ACTION_COUNT", None)
+    if args.part_min_size:
+        os.environ["S3_UPLOAD_PART_MIN_SIZE"] = str(args.part_min_size)
+    # Objects live in spooled temp files; past this many bytes each goes to disk, not the heap.
+    os.environ.setdefault("MOTO_S3_DEFAULT_KEY_BUFFER_SIZE", str(4 << 20))
+    # boto3 of the bootstrap must not read the user's ~/.aws or talk through a proxy.
+    for name in ("AWS_PROFILE", "AWS_DEFAULT_PROFILE", "HTTP_PROXY", "HTTPS_PROXY", "http_proxy",
+                 "https_proxy", "ALL_PROXY", "all_proxy"):
+        os.environ.pop(name, None)
+    os.environ["AWS_CONFIG_FILE"] = os.devnull
+    os.environ["AWS_SHARED_CREDENTIALS_FILE"] = os.devnull
+    os.environ["NO_PROXY"] = os.environ["no_proxy"] = "127.0.0.1,localhost"
+
+    import logging
+    logging.getLogger("werkzeug").setLevel(logging.ERROR)  # no line per request
+    from moto import settings
+    from moto.server import ThreadedMotoServer
+
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+    server.start()
+    _, port = server.get_host_and_port()
+    endpoint = f"http://127.0.0.1:{port}"
+
+    if args.no_verify:
+        info = {"port": port, "accessKey": "AKIAIOSFODNN7EXAMPLE",
+                "secretKey": "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY", "verify": False}
+    else:
+        import boto3
+
+        iam = boto3.client("iam", endpoint_url=endpoint, region_name="us-east-1",
+                           aws_access_key_id="bootstrap", aws_secret_access_key="bootstrap")
+        iam.create_user(UserName="resumectl")
+        iam.put_user_policy(UserName="resumectl", PolicyName="allow-all", PolicyDocument=ALLOW_ALL)
+        key = iam.create_access_key(UserName="resumectl")["AccessKey"]
+        # From here on every request is authenticated (what /moto-api/reset-auth with 0 does).
+        settings.INITIAL_NO_AUTH_ACTION_COUNT = 0
+        info = {"port": port, "accessKey": key["AccessKeyId"], "secretKey": key["SecretAccessKey"],
+                "verify": True}
+
+    line = json.dumps(info)
+    if args.info_file:
+        tmp = args.info_file + ".tmp"
+        with open(tmp, "w") as f:
+            f.write(line + "\n")
+        os.replace(tmp, args.info_file)
+    print(line, flush=True)
+    threading.Event().wait()
+
+
+if __name__ == "__main__":
+    try:
+        main()
+    except KeyboardInterrupt:
+        pass
