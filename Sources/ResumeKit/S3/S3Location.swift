@@ -18,7 +18,7 @@ public struct S3Location: Sendable, Equatable, CustomStringConvertible {
         let bucket = String(rest[..<(slash ?? rest.endIndex)])
         let key = slash.map { String(rest[rest.index(after: $0)...]) } ?? ""
         guard validBucket(bucket) else {
-            throw TransferError(.usage, "'\(bucket)' in \(text) is not a bucket name (3 to 63 letters, digits, dots, hyphens or underscores)")
+            throw TransferError(.usage, "'\(bucket)' in \(text) is not a bucket name (3 to 63 letters, digits, dots or hyphens, a letter or digit at both ends)")
         }
         guard !key.utf8.contains(0), !key.contains("\n") else { throw TransferError(.usage, "the key in \(text) holds a control character") }
         return S3Location(bucket: bucket, key: key)
@@ -28,14 +28,23 @@ public struct S3Location: Sendable, Equatable, CustomStringConvertible {
 
     public var description: String { "s3://\(bucket)/\(key)" }
 
+    /// S3's naming rules, with the upper-case letters and underscores that old us-east-1 buckets may have:
+    /// 3 to 63 characters, a letter or digit at both ends, no two dots in a row.
     private static func validBucket(_ name: String) -> Bool {
         let bytes = Array(name.utf8)
-        guard (3...63).contains(bytes.count) else { return false }
+        guard (3...63).contains(bytes.count), isAlphanumeric(bytes.first!), isAlphanumeric(bytes.last!), !name.contains("..") else {
+            return false
+        }
         return bytes.allSatisfy { b in
             (b >= UInt8(ascii: "a") && b <= UInt8(ascii: "z")) || (b >= UInt8(ascii: "A") && b <= UInt8(ascii: "Z"))
                 || (b >= UInt8(ascii: "0") && b <= UInt8(ascii: "9")) || b == UInt8(ascii: ".") || b == UInt8(ascii: "-")
                 || b == UInt8(ascii: "_")
         }
+    }
+
+    private static func isAlphanumeric(_ b: UInt8) -> Bool {
+        (b >= UInt8(ascii: "a") && b <= UInt8(ascii: "z")) || (b >= UInt8(ascii: "A") && b <= UInt8(ascii: "Z"))
+            || (b >= UInt8(ascii: "0") && b <= UInt8(ascii: "9"))
     }
 
     /// Bucket names that can be the first label of a host name (virtual-hosted style).
