@@ -1,7 +1,7 @@
 # resumectl — see README.md. `make demo` and `make test` work on a fresh machine.
 SWIFT    ?= swift
 PREFIX   ?= /usr/local
-APT_PKGS := libcurl4-openssl-dev pkg-config nginx-light curl openssl tinyproxy iproute2 man-db
+APT_PKGS := libcurl4-openssl-dev libxml2-dev pkg-config nginx-light curl openssl tinyproxy iproute2 man-db
 BENCH_PKGS := aria2 wget hyperfine
 # The tus peer of the end-to-end tests (scripts/tus_server.py), versions that were tested together;
 # moto's S3 server (scripts/moto_server.py; boto3 comes with it, scripts/s3_tool.py uses it).
@@ -112,7 +112,7 @@ uninstall:
 	      $(DESTDIR)$(SYSTEMDUSERDIR)/resumectl-resume.service $(DESTDIR)$(SYSTEMDUSERDIR)/resumectl-resume.timer
 
 # A Debian package of the static release build (the Swift runtime is inside; libcurl is needed, and libxml2
-# for resumectl-s3's FoundationXML).
+# for resumectl-s3's XML reader).
 DEB_ROOT := .build/deb/root
 deb: release generated
 	rm -rf .build/deb

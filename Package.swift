@@ -38,11 +38,16 @@ let package = Package(
                 .product(name: "SystemPackage", package: "swift-system"),
             ]
         ),
-        // S3's XML answers need FoundationXML (libxml2, ICU: about 4.5 MiB more resident at start), so they
-        // live apart from ResumeKit: a plain HTTP transfer never loads them.
+        // libxml2, for S3's XML answers.
+        .systemLibrary(
+            name: "CLibXML2",
+            pkgConfig: "libxml-2.0",
+            providers: [.apt(["libxml2-dev"])]
+        ),
+        // S3's XML answers, read with libxml2, live apart from ResumeKit: a plain HTTP transfer never loads them.
         .target(
             name: "ResumeS3",
-            dependencies: ["ResumeKit"]
+            dependencies: ["ResumeKit", "CLibXML2"]
         ),
         .target(
             name: "ResumeServer",
@@ -69,7 +74,7 @@ let package = Package(
             dependencies: ["ResumeCLI"]
         ),
         // `resumectl` hands every s3:// transfer to this program: the same commands, plus S3's XML reader
-        // (FoundationXML), which a plain HTTP transfer then never loads.
+        // (libxml2), which a plain HTTP transfer then never loads.
         .executableTarget(
             name: "resumectl-s3",
             dependencies: ["ResumeCLI", "ResumeS3"]

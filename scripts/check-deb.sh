@@ -20,7 +20,7 @@ dpkg-deb -f "$deb" Depends | grep -q libxml2 || fail "Depends lacks libxml2 (res
 for program in resumectl resumectl-s3; do
     if ldd "$root/usr/bin/$program" | grep -q libswift; then fail "$program links the Swift runtime dynamically"; fi
 done
-# FoundationXML stays out of plain transfers.
+# libxml2 stays out of plain transfers.
 if ldd "$root/usr/bin/resumectl" | grep -q libxml2; then fail "resumectl links libxml2"; fi
 man -l "$root/usr/share/man/man1/resumectl.1.gz" 2>/dev/null | grep -q "resumectl download" || fail "man page lacks 'resumectl download'"
 grep -q -- "--cacert" "$root/usr/share/bash-completion/completions/resumectl" || fail "bash completion lacks --cacert"

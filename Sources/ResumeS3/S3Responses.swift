@@ -1,12 +1,11 @@
-import Foundation
 import ResumeKit
 
-/// Reads the XML bodies of the S3 calls resumectl makes, with FoundationXML's parser.
+/// Reads the XML bodies of the S3 calls resumectl makes, with libxml2.
 public struct S3Responses: S3Answers {
     public init() {}
 
     public func error(_ body: [UInt8]) -> S3ErrorBody? {
-        guard let tree = XMLTree.parse(Data(body)), tree.name == "Error" else { return nil }
+        guard let tree = XMLTree.parse(body), tree.name == "Error" else { return nil }
         return S3ErrorBody(code: tree["Code"] ?? "UnknownError", message: tree["Message"] ?? "")
     }
 
@@ -49,7 +48,7 @@ public struct S3Responses: S3Answers {
     }
 
     private func document(_ body: [UInt8], _ root: String) throws(TransferError) -> XMLTree {
-        guard let tree = XMLTree.parse(Data(body)) else { throw malformed("an answer that is not XML where \(root) was expected") }
+        guard let tree = XMLTree.parse(body) else { throw malformed("an answer that is not XML where \(root) was expected") }
         if tree.name == "Error" {
             let error = S3ErrorBody(code: tree["Code"] ?? "UnknownError", message: tree["Message"] ?? "")
             throw TransferError(.failed, error.line)

@@ -60,7 +60,7 @@ final class SourceFile {
     /// The digest of `range` of the file (S3 wants a part's MD5 both as hex and as base64).
     func digestBytes(_ range: BodyRange, _ algorithm: DigestAlgorithm) throws(TransferError) -> [UInt8] {
         var hasher = algorithm.hasher()
-        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 256 << 10, alignment: 16)
+        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 128 << 10, alignment: 16)
         defer { buffer.deallocate() }
         var got: Int64 = 0
         while got < range.length {

@@ -48,6 +48,11 @@ final class S3Upload: @unchecked Sendable {
             // --limit-rate is for the whole upload, not for each connection.
             signed.transport.maxSendRate = max(1, signed.transport.maxSendRate / Int64(max(1, parallel)))
         }
+        // S3 answers a part with a head and no body: libcurl's default receive buffer is plenty.
+        signed.transport.receiveBufferSize = 16 * 1024
+        // Parts go several at once: 256 KiB a connection sends as fast over loopback as 512 and keeps
+        // the upload within 32 MiB.
+        signed.transport.uploadBufferSize = 256 * 1024
         self.options = signed
         call = S3Call(answers: answers, settings: signed.transport)
         self.transport = transport
