@@ -97,6 +97,7 @@ install-files:
 	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(BASHCOMPDIR) $(DESTDIR)$(ZSHCOMPDIR) $(DESTDIR)$(FISHCOMPDIR)
 	install -m 755 .build/release/resumectl $(DESTDIR)$(BINDIR)/resumectl
 	install -m 755 .build/release/resumectl-serve $(DESTDIR)$(BINDIR)/resumectl-serve
+	install -m 755 .build/release/resumectl-s3 $(DESTDIR)$(BINDIR)/resumectl-s3
 	install -m 644 $(GEN)/resumectl.1 $(DESTDIR)$(MANDIR)/man1/resumectl.1
 	install -m 644 $(GEN)/resumectl.bash $(DESTDIR)$(BASHCOMPDIR)/resumectl
 	install -m 644 $(GEN)/resumectl.zsh $(DESTDIR)$(ZSHCOMPDIR)/_resumectl
@@ -106,23 +107,24 @@ install-files:
 	install -m 644 contrib/systemd/resumectl-resume.timer $(DESTDIR)$(SYSTEMDUSERDIR)/resumectl-resume.timer
 
 uninstall:
-	rm -f $(DESTDIR)$(BINDIR)/resumectl $(DESTDIR)$(BINDIR)/resumectl-serve $(DESTDIR)$(MANDIR)/man1/resumectl.1 \
+	rm -f $(DESTDIR)$(BINDIR)/resumectl $(DESTDIR)$(BINDIR)/resumectl-serve $(DESTDIR)$(BINDIR)/resumectl-s3 $(DESTDIR)$(MANDIR)/man1/resumectl.1 \
 	      $(DESTDIR)$(BASHCOMPDIR)/resumectl $(DESTDIR)$(ZSHCOMPDIR)/_resumectl $(DESTDIR)$(FISHCOMPDIR)/resumectl.fish \
 	      $(DESTDIR)$(SYSTEMDUSERDIR)/resumectl-resume.service $(DESTDIR)$(SYSTEMDUSERDIR)/resumectl-resume.timer
 
-# A Debian package of the static release build (the Swift runtime is inside; only libcurl is needed).
+# A Debian package of the static release build (the Swift runtime is inside; libcurl is needed, and libxml2
+# for resumectl-s3's FoundationXML).
 DEB_ROOT := .build/deb/root
 deb: release generated
 	rm -rf .build/deb
 	$(MAKE) --no-print-directory install-files DESTDIR=$(DEB_ROOT) PREFIX=/usr ZSHCOMPDIR=/usr/share/zsh/vendor-completions
 	gzip -9n $(DEB_ROOT)/usr/share/man/man1/resumectl.1
-	strip --strip-unneeded $(DEB_ROOT)/usr/bin/resumectl $(DEB_ROOT)/usr/bin/resumectl-serve
+	strip --strip-unneeded $(DEB_ROOT)/usr/bin/resumectl $(DEB_ROOT)/usr/bin/resumectl-serve $(DEB_ROOT)/usr/bin/resumectl-s3
 	install -d $(DEB_ROOT)/DEBIAN
 	version=$$(.build/release/resumectl --version); arch=$$(dpkg --print-architecture); \
 	size=$$(du -sk --exclude=DEBIAN $(DEB_ROOT) | cut -f1); \
 	printf '%s\n' "Package: resumectl" "Version: $$version" "Architecture: $$arch" \
 		"Maintainer: resumectl developers <resumectl@localhost>" "Installed-Size: $$size" \
-		"Depends: libc6, libcurl4" "Section: web" "Priority: optional" \
+		"Depends: libc6, libcurl4, libxml2" "Section: web" "Priority: optional" \
 		"Homepage: https://github.com/resumectl/resumectl" \
 		"Description: HTTP transfers that survive dropped connections and reboots" \
 		" resumectl downloads with Range and If-Range and uploads with the IETF resumable-upload" \

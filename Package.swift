@@ -7,6 +7,7 @@ let package = Package(
     products: [
         .executable(name: "resumectl", targets: ["resumectl"]),
         .executable(name: "resumectl-serve", targets: ["resumectl-serve"]),
+        .executable(name: "resumectl-s3", targets: ["resumectl-s3"]),
         .library(name: "ResumeKit", targets: ["ResumeKit"]),
         .library(name: "ResumeServer", targets: ["ResumeServer"]),
     ],
@@ -55,12 +56,23 @@ let package = Package(
                 .product(name: "HTTPTypes", package: "swift-http-types"),
             ]
         ),
-        .executableTarget(
-            name: "resumectl",
+        // The command line, shared by `resumectl` and `resumectl-s3`.
+        .target(
+            name: "ResumeCLI",
             dependencies: [
                 "ResumeKit",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
+        ),
+        .executableTarget(
+            name: "resumectl",
+            dependencies: ["ResumeCLI"]
+        ),
+        // `resumectl` hands every s3:// transfer to this program: the same commands, plus S3's XML reader
+        // (FoundationXML), which a plain HTTP transfer then never loads.
+        .executableTarget(
+            name: "resumectl-s3",
+            dependencies: ["ResumeCLI", "ResumeS3"]
         ),
         // `resumectl serve` runs this binary: the server's NIO and Foundation stay out of every transfer.
         .executableTarget(

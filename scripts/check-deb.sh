@@ -14,8 +14,14 @@ dpkg-deb -f "$deb" Depends | grep -q libcurl4 || fail "Depends lacks libcurl4"
 version=$("$root/usr/bin/resumectl" --version) || fail "the packaged resumectl does not run"
 [ "$version" = "$(dpkg-deb -f "$deb" Version)" ] || fail "version $version differs from the package's"
 [ -x "$root/usr/bin/resumectl-serve" ] || fail "resumectl-serve missing"
+"$root/usr/bin/resumectl-s3" --version >/dev/null || fail "the packaged resumectl-s3 does not run"
+dpkg-deb -f "$deb" Depends | grep -q libxml2 || fail "Depends lacks libxml2 (resumectl-s3)"
 # No Swift runtime needed: nothing links against libswift*.
-if ldd "$root/usr/bin/resumectl" | grep -q libswift; then fail "links the Swift runtime dynamically"; fi
+for program in resumectl resumectl-s3; do
+    if ldd "$root/usr/bin/$program" | grep -q libswift; then fail "$program links the Swift runtime dynamically"; fi
+done
+# FoundationXML stays out of plain transfers.
+if ldd "$root/usr/bin/resumectl" | grep -q libxml2; then fail "resumectl links libxml2"; fi
 man -l "$root/usr/share/man/man1/resumectl.1.gz" 2>/dev/null | grep -q "resumectl download" || fail "man page lacks 'resumectl download'"
 grep -q -- "--cacert" "$root/usr/share/bash-completion/completions/resumectl" || fail "bash completion lacks --cacert"
 [ -s "$root/usr/share/zsh/vendor-completions/_resumectl" ] || fail "zsh completion missing"

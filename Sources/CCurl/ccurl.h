@@ -13,6 +13,8 @@ extern int syncfs(int fd);
 extern int fallocate(int fd, int mode, off_t offset, off_t len);
 
 typedef size_t (*rctl_data_cb)(char *_Nonnull ptr, size_t size, size_t nmemb, void *_Nullable userdata);
+typedef int (*rctl_debug_cb)(CURL *_Nonnull handle, curl_infotype type, char *_Nonnull data, size_t size,
+                             void *_Nullable userdata);
 typedef int (*rctl_xferinfo_cb)(void *_Nullable userdata, curl_off_t dltotal, curl_off_t dlnow,
                                 curl_off_t ultotal, curl_off_t ulnow);
 
@@ -22,6 +24,7 @@ static inline CURLcode rctl_setopt_string(CURL *_Nonnull h, CURLoption o, const 
 static inline CURLcode rctl_setopt_pointer(CURL *_Nonnull h, CURLoption o, void *_Nullable v) { return curl_easy_setopt(h, o, v); }
 static inline CURLcode rctl_setopt_slist(CURL *_Nonnull h, CURLoption o, struct curl_slist *_Nullable v) { return curl_easy_setopt(h, o, v); }
 static inline CURLcode rctl_setopt_data_cb(CURL *_Nonnull h, CURLoption o, rctl_data_cb _Nullable v) { return curl_easy_setopt(h, o, v); }
+static inline CURLcode rctl_setopt_debug_cb(CURL *_Nonnull h, CURLoption o, rctl_debug_cb _Nullable v) { return curl_easy_setopt(h, o, v); }
 static inline CURLcode rctl_setopt_xferinfo_cb(CURL *_Nonnull h, CURLoption o, rctl_xferinfo_cb _Nullable v) { return curl_easy_setopt(h, o, v); }
 
 static inline CURLMcode rctl_multi_setopt_long(CURLM *_Nonnull m, CURLMoption o, long v) { return curl_multi_setopt(m, o, v); }

@@ -89,3 +89,55 @@ import Testing
         #expect(stamp.dateTime == dateTime)
     }
 }
+
+/// The per-request hook the transport calls: it must sign exactly what goes on the wire.
+@Suite struct S3RequestSignerTests {
+    let hook = S3RequestSigner(
+        signer: SigV4Signer(
+            credentials: AWSCredentials(accessKeyID: "AKIAIOSFODNN7EXAMPLE", secretAccessKey: "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"),
+            region: "us-east-1"),
+        clock: { 1_369_353_600 })
+
+    @Test func signsAGetAsAWSsExample() {
+        var request = TransferRequest(method: "GET", url: "https://examplebucket.s3.amazonaws.com/test.txt", headers: ["Range": "bytes=0-9"])
+        hook.sign(&request)
+        #expect(request.headers["Authorization"]?.hasSuffix("Signature=f0e8bdb87c964420e857bd35b5d6ed310bd44f0170aba48dd91039c6036bdb41") == true)
+        #expect(request.url == "https://examplebucket.s3.amazonaws.com/test.txt")
+    }
+
+    @Test func sendsTheQueryInTheFormItSigned() {
+        var request = TransferRequest(method: "GET", url: "http://127.0.0.1:9000/bkt?prefix=a%2Fb&list-type=2&uploads")
+        hook.sign(&request)
+        #expect(request.url == "http://127.0.0.1:9000/bkt?list-type=2&prefix=a%2Fb&uploads=")
+        #expect(request.headers["x-amz-content-sha256"] == SigV4Signer.emptyPayloadHash)
+    }
+
+    @Test func aBodyIsUnsignedUnlessItsHashIsGiven() {
+        var part = TransferRequest(method: "PUT", url: "http://h/b/k?partNumber=1&uploadId=x", body: RequestBody(bytes: [1, 2]))
+        hook.sign(&part)
+        #expect(part.headers["x-amz-content-sha256"] == SigV4Signer.unsignedPayload)
+        var complete = TransferRequest(method: "POST", url: "http://h/b/k?uploadId=x", headers: ["x-amz-content-sha256": "abc"],
+            body: RequestBody(bytes: [1]))
+        hook.sign(&complete)
+        #expect(complete.headers["x-amz-content-sha256"] == "abc")
+        #expect(complete.headers.fields.filter { $0.name.lowercased() == "x-amz-content-sha256" }.count == 1)
+    }
+
+    @Test func keysOfAPrefixStayInsideTheFolder() {
+        #expect(TransferClient.relativePath("a/b.txt") == "a/b.txt")
+        #expect(TransferClient.relativePath("../etc/passwd") == nil)
+        #expect(TransferClient.relativePath("a/../../b") == nil)
+        #expect(TransferClient.relativePath("/abs") == nil)
+        #expect(TransferClient.relativePath("a//b") == nil)
+        #expect(TransferClient.relativePath("") == nil)
+    }
+}
+
+@Suite struct VerboseTraceTests {
+    @Test func credentialHeadersAreRedactedOnlyWhenSent() {
+        #expect(VerboseTrace.redacted("Authorization: AWS4-HMAC-SHA256 Credential=AKIA/x", sent: true) == "Authorization: [redacted]")
+        #expect(VerboseTrace.redacted("X-Amz-Security-Token: abc", sent: true) == "X-Amz-Security-Token: [redacted]")
+        #expect(VerboseTrace.redacted("x-amz-date: 20130524T000000Z", sent: true) == "x-amz-date: 20130524T000000Z")
+        #expect(VerboseTrace.redacted("Set-Cookie: a=b", sent: false) == "Set-Cookie: a=b")
+    }
+}

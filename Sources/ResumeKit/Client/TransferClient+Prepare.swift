@@ -6,6 +6,14 @@ extension TransferClient {
     /// output path (without `force`) gets no token: running the download reports it as already complete.
     /// - Returns: the token id.
     public func prepare(_ request: DownloadRequest) throws(TransferError) -> String {
+        if S3Location.isS3(request.url) {
+            let (plain, state) = try s3Object(request)
+            return try prepare(plain, s3: state)
+        }
+        return try prepare(request, s3: nil)
+    }
+
+    private func prepare(_ request: DownloadRequest, s3: ResumeToken.S3State?) throws(TransferError) -> String {
         try URLCheck.validate(request.url)
         _ = try HeaderLines.parse(request.headers)
         try prepareStateDirectory()
@@ -25,6 +33,7 @@ extension TransferClient {
         var token = ResumeToken(id: id, kind: .download, url: request.url, headers: ResumeToken.storableHeaders(request.headers))
         token.download = .init(path: path, committedBytes: 0, expectedSHA256: request.expectedSHA256?.lowercased(),
             onChange: request.onChange.rawValue)
+        token.s3 = s3
         do { try store.save(token) } catch { throw TransferError(.localIO, "\(error)") }
         return id
     }
@@ -32,7 +41,11 @@ extension TransferClient {
     /// Checks an upload (its source must be readable) and writes its token before any byte moves.
     /// - Returns: the token id.
     public func prepare(_ request: UploadRequest) throws(TransferError) -> String {
-        try URLCheck.validate(request.url)
+        if S3Location.isS3(request.url) {
+            _ = try S3Location.parse(request.url)
+        } else {
+            try URLCheck.validate(request.url)
+        }
         _ = try HeaderLines.parse(request.headers)
         if let chunk = request.chunkSize, chunk <= 0 { throw TransferError(.usage, "--chunk-size must be positive") }
         let source = try SourceFile(path: request.filePath)
@@ -43,6 +56,11 @@ extension TransferClient {
         if store.exists(id: id) {
             let token = try loadToken(id)
             guard token.kind == .upload, token.upload != nil else { throw TransferError(.badToken, "token \(id) is not an upload") }
+            return id
+        }
+        if S3Location.isS3(request.url) {
+            let token = try newS3UploadToken(request, id: id, source: source, events: { _ in })
+            do { try store.save(token) } catch { throw TransferError(.localIO, "\(error)") }
             return id
         }
         var token = ResumeToken(id: id, kind: .upload, url: request.url, headers: ResumeToken.storableHeaders(request.headers))

@@ -12,11 +12,14 @@ public struct UploadRequest: Sendable, Equatable {
     public var chunkSize: Int64?
     /// The protocol to speak; `auto` asks the token, else one OPTIONS probe.
     public var uploadProtocol: UploadProtocolChoice
+    /// For `s3://BUCKET/KEY` URLs: endpoint, region, profile, part size, parallel parts.
+    public var s3: S3Options
 
     public init(
         filePath: String, url: String, headers: [String] = [], interopVersion: InteropVersion? = nil, chunkSize: Int64? = nil,
-        uploadProtocol: UploadProtocolChoice = .auto
+        uploadProtocol: UploadProtocolChoice = .auto, s3: S3Options = S3Options()
     ) {
+        self.s3 = s3
         self.filePath = filePath
         self.url = url
         self.headers = headers
@@ -52,6 +55,7 @@ extension TransferClient {
     }
 
     func runUpload(_ request: UploadRequest, cancellation: Cancellation, events: @escaping EventHandler) throws(TransferError) -> UploadResult {
+        if S3Location.isS3(request.url) { return try runS3Upload(request, cancellation: cancellation, events: events) }
         try URLCheck.validate(request.url)
         _ = try HeaderLines.parse(request.headers)
         if let chunk = request.chunkSize, chunk <= 0 { throw TransferError(.usage, "--chunk-size must be positive") }
@@ -142,7 +146,7 @@ extension TransferClient {
         case .plain:
             return try run(PlainUploadMachine(size: part.source.size))
         case .s3:
-            throw TransferError(.badToken, "token \(token.id) names an S3 upload, which this build cannot continue")
+            return try runS3Operation(token, source: source, options: options, parallel: 4, cancellation: cancellation, events: events)
         }
     }
 
@@ -170,7 +174,7 @@ extension TransferClient {
         try checkSource(token, source)
         token.headers = HeaderLines.merge(stored: token.headers, given: headers)
         let options = connectionOptions(for: &token, events: events)
-        if part.uploadURL == nil {
+        if part.uploadURL == nil, part.uploadProtocol != .s3 {
             events(.note(part.resumable ? "the server never confirmed the upload; sending the whole file"
                 : "the server cannot resume uploads; sending the whole file again"))
         }
@@ -181,7 +185,7 @@ extension TransferClient {
         } catch { throw explainingLogin(error) }
     }
 
-    private func checkSource(_ token: ResumeToken, _ source: SourceFile) throws(TransferError) {
+    func checkSource(_ token: ResumeToken, _ source: SourceFile) throws(TransferError) {
         let was = token.upload!.source
         let now = source.identity
         guard was.size == now.size, was.mtime == now.mtime, was.inode == now.inode, was.edgeHash == now.edgeHash else {
@@ -192,13 +196,15 @@ extension TransferClient {
 
     /// Forgets a transfer: a download's `.part` goes, an upload's server resource gets a DELETE, then the token goes.
     /// - Returns: what was done, for the user.
-    public func cancel(_ reference: String) async throws(TransferError) -> String {
+    /// - Parameter keepParts: leave an S3 multipart upload (and its parts) on S3.
+    public func cancel(_ reference: String, keepParts: Bool = false) async throws(TransferError) -> String {
         try await onOwnThread { () throws(TransferError) in
             var token = try self.loadToken(reference)
             let options = self.connectionOptions(for: &token, events: { _ in })
             let lock = try self.takeLock(token.id)
             defer { lock.release() }
             var said = "cancelled \(token.id)"
+            said += try self.abortS3Upload(token, keepParts: keepParts)
             if let d = token.download {
                 unlink(d.partPath)
                 said += "; removed \(d.partPath)"

@@ -13,11 +13,14 @@ public struct DownloadRequest: Sendable, Equatable {
     public var onChange: DownloadStateMachine.OnChange
     /// Replace an existing file at the output path.
     public var force: Bool
+    /// For `s3://BUCKET/KEY` URLs: endpoint, region, profile.
+    public var s3: S3Options
 
     public init(
         url: String, outputPath: String? = nil, headers: [String] = [], expectedSHA256: String? = nil,
-        onChange: DownloadStateMachine.OnChange = .restart, force: Bool = false
+        onChange: DownloadStateMachine.OnChange = .restart, force: Bool = false, s3: S3Options = S3Options()
     ) {
+        self.s3 = s3
         self.url = url
         self.outputPath = outputPath
         self.headers = headers
@@ -39,11 +42,17 @@ public struct TransferClient: Sendable {
     public var store: TokenStore
     public var transport: any HTTPTransport
     public var options: TransferOptions
+    /// Reads S3's XML answers; nil in a program that does no S3 transfers (see ``S3Answers``).
+    public var s3Answers: (any S3Answers)?
 
-    public init(store: TokenStore, transport: any HTTPTransport = CurlTransport(), options: TransferOptions = .init()) {
+    public init(
+        store: TokenStore, transport: any HTTPTransport = CurlTransport(), options: TransferOptions = .init(),
+        s3Answers: (any S3Answers)? = nil
+    ) {
         self.store = store
         self.transport = transport
         self.options = options
+        self.s3Answers = s3Answers
     }
 
     /// Downloads `request.url`, resuming this URL's earlier attempt to the same path when there is one.
@@ -112,6 +121,7 @@ public struct TransferClient: Sendable {
 
     /// The token id a download request uses, or nil when its URL or output path is unusable.
     public func downloadTokenID(_ request: DownloadRequest) -> String? {
+        if S3Location.isS3(request.url) { return (try? s3Object(request)).flatMap { downloadTokenID($0.0) } }
         guard let path = try? OutputPath.resolve(url: request.url, output: request.outputPath) else { return nil }
         return TokenStore.makeID(kind: .download, url: request.url, path: path)
     }
@@ -119,10 +129,15 @@ public struct TransferClient: Sendable {
     // MARK: Downloads
 
     /// - Parameter batch: a list's publisher, which takes over small files once their data is complete.
+    /// - Parameter s3: for an S3 object's URL, what its token keeps to sign requests again.
     func runDownload(
-        _ request: DownloadRequest, session: (any TransportSession)? = nil, batch: BatchPublisher.Slot? = nil,
-        cancellation: Cancellation, events: @escaping EventHandler
+        _ request: DownloadRequest, s3: ResumeToken.S3State? = nil, session: (any TransportSession)? = nil,
+        batch: BatchPublisher.Slot? = nil, cancellation: Cancellation, events: @escaping EventHandler
     ) throws(TransferError) -> DownloadResult {
+        if S3Location.isS3(request.url) {
+            let (plain, state) = try s3Object(request)
+            return try runDownload(plain, s3: state, session: session, batch: batch, cancellation: cancellation, events: events)
+        }
         try URLCheck.validate(request.url)
         _ = try HeaderLines.parse(request.headers)
         let path = try OutputPath.resolve(url: request.url, output: request.outputPath)
@@ -150,6 +165,7 @@ public struct TransferClient: Sendable {
             token = ResumeToken(id: id, kind: .download, url: request.url, headers: ResumeToken.storableHeaders(request.headers))
             token.download = .init(path: path, committedBytes: 0, expectedSHA256: request.expectedSHA256?.lowercased(),
                 onChange: request.onChange.rawValue)
+            token.s3 = s3
             // A single download writes its token as soon as it holds the `.part` file's lock, before any
             // request or event (see DownloadOperation, SegmentedDownload).
         }
@@ -194,12 +210,12 @@ public struct TransferClient: Sendable {
         var token = token
         // Credentials given now are used for this run; `TokenStore.save` keeps them out of the file.
         token.headers = HeaderLines.merge(stored: token.headers, given: extraHeaders)
-        let options = connectionOptions(for: &token, events: events)
+        let options = try signingS3(connectionOptions(for: &token, events: events), for: token)
         do {
             return try runDownloadOperation(token, options: options, lock: lock, onChange: onChange, session: session,
                 batch: batch, cancellation: cancellation, events: events)
         } catch {
-            throw explainingLogin(error)
+            throw explainingLogin(explainingS3(error, token: token, options: options))
         }
     }
 

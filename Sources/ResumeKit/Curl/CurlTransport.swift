@@ -34,6 +34,8 @@ final class CurlSession: TransportSession {
         _ request: TransferRequest, settings: TransportSettings, cancellation: Cancellation,
         delegate: any ExchangeDelegate
     ) -> ExchangeResult {
+        var request = request
+        settings.signing?.signer.sign(&request)
         let context = ExchangeContext(
             delegate: delegate, cancellation: cancellation, followRedirects: request.followRedirects,
             body: request.body)
@@ -80,7 +82,7 @@ final class CurlSession: TransportSession {
         try h.set(CURLOPT_LOW_SPEED_TIME, settings.stallTimeout)
         if settings.maxReceiveRate > 0 { try h.set(CURLOPT_MAX_RECV_SPEED_LARGE, offset: settings.maxReceiveRate) }
         if settings.maxSendRate > 0 { try h.set(CURLOPT_MAX_SEND_SPEED_LARGE, offset: settings.maxSendRate) }
-        if settings.verbose { try h.set(CURLOPT_VERBOSE, 1) }
+        if settings.verbose { try VerboseTrace.install(on: h) }
         try h.apply(settings.connection, settings.credentials, origin: settings.credentialOrigin, url: request.url)
 
         var headers = request.headers

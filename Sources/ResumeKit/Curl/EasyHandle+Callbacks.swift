@@ -110,6 +110,12 @@ final class ExchangeContext {
         let remaining = body.length - bodySent
         let want = Int(min(Int64(buffer.count), remaining))
         if want <= 0 { return 0 }
+        if let bytes = body.bytes {
+            let start = Int(bodySent)
+            bytes.withUnsafeBytes { buffer.copyMemory(from: UnsafeRawBufferPointer(rebasing: $0[start..<start + want])) }
+            bodySent += Int64(want)
+            return want
+        }
         while true {
             let n = pread(body.fileDescriptor, buffer.baseAddress, want, off_t(body.offset + bodySent))
             if n < 0 && errno == EINTR { continue }

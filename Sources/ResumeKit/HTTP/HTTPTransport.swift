@@ -21,16 +21,25 @@ public struct TransferRequest: Sendable, Equatable {
     }
 }
 
-/// A slice of an open file sent as a request body, read with `pread` so memory stays flat.
+/// A slice of an open file sent as a request body, read with `pread` so memory stays flat; or a few
+/// bytes held in memory (an S3 CompleteMultipartUpload document).
 public struct RequestBody: Sendable, Equatable {
     public var fileDescriptor: Int32
     public var offset: Int64
     public var length: Int64
+    public var bytes: [UInt8]?
 
     public init(fileDescriptor: Int32, offset: Int64, length: Int64) {
         self.fileDescriptor = fileDescriptor
         self.offset = offset
         self.length = length
+    }
+
+    public init(bytes: [UInt8]) {
+        self.fileDescriptor = -1
+        self.offset = 0
+        self.length = Int64(bytes.count)
+        self.bytes = bytes
     }
 }
 
@@ -52,6 +61,8 @@ public struct TransportSettings: Sendable, Equatable {
     public var credentials = Credentials()
     /// The origin that may receive `credentials.user`: the URL the user named. Nil sends them to every URL.
     public var credentialOrigin: String?
+    /// Signs every request of the transfer as it is sent (S3); nil for plain HTTP.
+    public var signing: SigningHook?
 
     public init() {}
 }

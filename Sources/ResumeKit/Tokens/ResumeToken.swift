@@ -23,6 +23,8 @@ public struct ResumeToken: Codable, Sendable, Equatable {
     /// How the transfer connects (CA, `-k`, proxy, HTTP version …), so that a resume connects the same way.
     /// Absent when the defaults were used, and in tokens written before it existed.
     public var connection: ConnectionSettings?
+    /// An S3 download: where the object is and how requests are signed (names only, never a key).
+    public var s3: S3State?
 
     public struct DownloadPart: Codable, Sendable, Equatable {
         /// Absolute path of the finished file; the data lives in `path + ".part"` until then.
@@ -80,6 +82,8 @@ public struct ResumeToken: Codable, Sendable, Equatable {
         public var expires: String?
         /// tus: the `Upload-Checksum` algorithm chosen from the server's `Tus-Checksum-Algorithm`.
         public var checksumAlgorithm: String?
+        /// S3: the object, the multipart upload and its finished parts.
+        public var s3: S3State?
 
         public init(
             uploadURL: String?, interopVersion: Int?, source: SourceIdentity, acknowledgedBytes: Int64, resumable: Bool,
@@ -98,11 +102,48 @@ public struct ResumeToken: Codable, Sendable, Equatable {
         enum CodingKeys: String, CodingKey {
             case uploadURL, interopVersion, source, acknowledgedBytes, resumable
             case protocolName = "protocol"
-            case expires, checksumAlgorithm
+            case expires, checksumAlgorithm, s3
         }
 
         /// The protocol this upload speaks; tokens from before the field existed are IETF uploads.
         public var uploadProtocol: UploadProtocol { protocolName.flatMap(UploadProtocol.init(rawValue:)) ?? .ietf }
+    }
+
+    /// Where an S3 transfer goes, and for an upload the checkpoint of parts. Credentials are read again on
+    /// every run (environment, `~/.aws`, `profile`); none is ever written here.
+    public struct S3State: Codable, Sendable, Equatable {
+        /// `scheme://host[:port]` of the endpoint.
+        public var endpoint: String
+        public var region: String
+        public var bucket: String
+        public var key: String
+        /// The profile the user named; nil when the default chain found the credentials.
+        public var profile: String?
+        /// Path-style addressing (`/BUCKET/KEY`) rather than virtual-hosted (`BUCKET.host/KEY`).
+        public var pathStyle: Bool
+        /// The multipart upload, once CreateMultipartUpload named it; nil for a single PUT.
+        public var uploadId: String?
+        public var partSize: Int64?
+        /// Parts S3 acknowledged, each written here (crash-safely) as soon as its answer came.
+        public var parts: [S3Part]?
+
+        public init(
+            endpoint: String, region: String, bucket: String, key: String, profile: String?, pathStyle: Bool,
+            uploadId: String? = nil, partSize: Int64? = nil, parts: [S3Part]? = nil
+        ) {
+            self.endpoint = endpoint
+            self.region = region
+            self.bucket = bucket
+            self.key = key
+            self.profile = profile
+            self.pathStyle = pathStyle
+            self.uploadId = uploadId
+            self.partSize = partSize
+            self.parts = parts
+        }
+
+        /// `s3://BUCKET/KEY`
+        public var address: String { "s3://\(bucket)/\(key)" }
     }
 
     /// Identifies an upload's source file, so that a resume never sends a mixture of two files.

@@ -54,6 +54,11 @@ final class SourceFile {
 
     /// The base64 digest of `range` of the file, for a protocol's body checksum (tus `Upload-Checksum`).
     func digest(_ range: BodyRange, _ algorithm: DigestAlgorithm) throws(TransferError) -> String {
+        Data(try digestBytes(range, algorithm)).base64EncodedString()
+    }
+
+    /// The digest of `range` of the file (S3 wants a part's MD5 both as hex and as base64).
+    func digestBytes(_ range: BodyRange, _ algorithm: DigestAlgorithm) throws(TransferError) -> [UInt8] {
         var hasher = algorithm.hasher()
         let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 256 << 10, alignment: 16)
         defer { buffer.deallocate() }
@@ -65,7 +70,7 @@ final class SourceFile {
             hasher.update(bufferPointer: UnsafeRawBufferPointer(rebasing: buffer[0..<n]))
             got += Int64(n)
         }
-        return Data(hasher.digestBytes()).base64EncodedString()
+        return hasher.digestBytes()
     }
 
     /// The file's sha256 (read once more; only when `--json` asks for it).

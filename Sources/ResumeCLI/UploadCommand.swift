@@ -3,7 +3,7 @@ import ResumeKit
 
 struct Upload: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Upload a file resumably: IETF resumable-upload draft, tus 1.0, or a plain POST.",
+        abstract: "Upload a file resumably: IETF resumable-upload draft, tus 1.0, a plain POST, or S3 multipart.",
         discussion: """
             With --protocol auto (the default) one OPTIONS request (no body) finds out what the server \
             speaks: tus, the IETF draft, or neither (then a draft creation, which a plain server takes as \
@@ -11,18 +11,25 @@ struct Upload: AsyncParsableCommand {
             any point continues with 'resumectl resume TOKEN' from the offset the server reports. For tus, \
             URL is the creation endpoint (e.g. http://host/files/).
 
+            To s3://BUCKET/KEY a file of one part goes as one signed PUT, a larger one as a multipart \
+            upload, --parallel parts at a time, each with Content-MD5. The token keeps every finished part: \
+            'resumectl resume' (or the same command) lists what S3 holds, keeps parts whose ETag matches \
+            and sends the rest. Credentials, region and endpoint are read as the AWS CLI reads them.
+
             EXAMPLES:
               resumectl upload backup.tar https://uploads.example.com/files/backup.tar
               resumectl upload --protocol tus video.mp4 https://tus.example.com/files/
               resumectl upload --chunk-size 64M backup.tar https://uploads.example.com/f/
               resumectl upload -u alice --cacert ca.pem a.tar https://intranet.example/up/
               resumectl upload big.iso https://uploads.example.com/big.iso --detach
+              resumectl upload backup.tar s3://my-bucket/backups/backup.tar --part-size 64M
+              resumectl upload a.tar s3://bucket/a.tar --endpoint-url http://127.0.0.1:9000
             """)
 
     @Argument(help: "The file to send.")
     var file: String
 
-    @Argument(help: "http or https URL that accepts the upload.")
+    @Argument(help: "http or https URL that accepts the upload, or s3://BUCKET/KEY.")
     var url: String
 
     @Option(name: .customLong("protocol"), help: "The upload protocol; auto: the token's, else one OPTIONS probe.")
@@ -34,11 +41,21 @@ struct Upload: AsyncParsableCommand {
     @Option(name: .customLong("chunk-size"), help: "Send the file in appends of at most this many bytes (suffix k, M or G).")
     var chunkSize: ByteRate?
 
+    @Option(name: .customLong("part-size"), help: "S3: bytes a part (5M to 5G; default 8M, raised to fit 10,000 parts).")
+    var partSize: ByteRate?
+
+    @Option(help: "S3: parts sent at once (1-64).")
+    var parallel = 4
+
+    @OptionGroup(title: "S3 (for s3://BUCKET/KEY)")
+    var s3: S3OptionGroup
+
     @OptionGroup var options: TransferOptionGroup
 
     @OptionGroup var background: BackgroundOptions
 
     func validate() throws {
+        guard (1...64).contains(parallel) else { throw ValidationError("--parallel takes 1 to 64") }
         if interopVersion != nil, uploadProtocol != .auto, uploadProtocol != .ietf {
             throw ValidationError("--interop-version applies to --protocol ietf only")
         }
@@ -50,7 +67,8 @@ struct Upload: AsyncParsableCommand {
     func run() async throws {
         let request = UploadRequest(
             filePath: file, url: url, headers: options.header, interopVersion: interopVersion.flatMap(InteropVersion.init),
-            chunkSize: chunkSize?.bytesPerSecond, uploadProtocol: uploadProtocol)
+            chunkSize: chunkSize?.bytesPerSecond, uploadProtocol: uploadProtocol,
+            s3: s3.options(partSize: partSize?.bytesPerSecond, parallel: parallel))
         var configured = options.client()
         configured.options.waitForNetwork = background.waitsForNetwork
         let client = configured

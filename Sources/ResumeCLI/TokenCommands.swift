@@ -12,7 +12,7 @@ struct StateOptions: ParsableArguments {
     var json = false
 
     var store: TokenStore { TokenStore(directory: stateDir ?? TokenStore.defaultDirectory()) }
-    var client: TransferClient { TransferClient(store: store) }
+    var client: TransferClient { TransferClient(store: store, s3Answers: S3Support.answers) }
 
     func load(_ reference: String) throws -> ResumeToken {
         do { return try client.loadToken(reference) } catch { throw Runner.fail(error, json: false) }
@@ -153,15 +153,20 @@ struct TokenSummary {
 
 struct Cancel: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Forget a transfer: remove its .part file (download) or DELETE the server's upload, then the token.")
+        abstract: "Forget a transfer: remove its .part file (download) or DELETE the server's upload, then the token.",
+        discussion: "An S3 upload's multipart upload is aborted (AbortMultipartUpload), which frees its parts; --keep-parts leaves it on S3.")
 
     @Argument(help: "Token id or token file path.")
     var token: String
+
+    @Flag(name: .customLong("keep-parts"), help: "S3: leave the multipart upload and its parts on S3 (no AbortMultipartUpload).")
+    var keepParts = false
 
     @OptionGroup var state: StateOptions
 
     func run() async throws {
         let client = state.client
+        let keepParts = self.keepParts
         let reference = token
         // A running (or scheduled, or detached) transfer is stopped first, as `pause` would.
         if let id = try? client.loadToken(reference).id,
@@ -175,7 +180,7 @@ struct Cancel: AsyncParsableCommand {
             }
         }
         do {
-            let message = try await client.cancel(reference)
+            let message = try await client.cancel(reference, keepParts: keepParts)
             Output.stderr("resumectl: \(message)\n")
         } catch where error.code == .inputMissing && !reference.contains("/") {
             // A finished transfer has nothing left to forget; only an id nothing knows is an error.

@@ -1,7 +1,7 @@
 import ArgumentParser
 import Glibc
+import ResumeKit
 
-@main
 struct Resumectl: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "resumectl",
@@ -15,6 +15,8 @@ struct Resumectl: AsyncParsableCommand {
               resumectl download --connections 4 https://example.com/big.iso
               resumectl download --cacert ca.pem -u alice https://intranet.example/a.tar
               resumectl upload backup.tar https://uploads.example.com/files/backup.tar
+              resumectl upload backup.tar s3://my-bucket/backups/backup.tar
+              resumectl download s3://my-bucket/photos/ -o photos/
               resumectl list
               resumectl resume d-1a2b3c4d5e6f7a8b
             """,
@@ -29,6 +31,7 @@ struct Resumectl: AsyncParsableCommand {
     static func main() async {
         do {
             var command = try parseAsRoot()
+            if S3Support.answers == nil, S3Handoff.needed(command) { try S3Handoff.exec() }
             if var asyncCommand = command as? AsyncParsableCommand {
                 try await asyncCommand.run()
             } else {
@@ -46,5 +49,46 @@ struct Resumectl: AsyncParsableCommand {
             }
             Glibc.exit(code.rawValue)
         }
+    }
+}
+
+/// The entry point of the `resumectl` and `resumectl-s3` programs.
+public enum CommandLineTool {
+    /// - Parameter s3: S3's XML reader, in `resumectl-s3`; `resumectl` passes nil and hands S3 work over.
+    public static func main(s3: (any S3Answers)?) async {
+        S3Support.answers = s3
+        await Resumectl.main()
+    }
+}
+
+/// `resumectl` hands an `s3://` transfer (and the resume or cancel of one) to `resumectl-s3` beside it,
+/// with the same arguments: S3's XML parser costs a plain HTTP download about 4.5 MiB it never needs.
+enum S3Handoff {
+    static func needed(_ command: ParsableCommand) -> Bool {
+        switch command {
+        case let download as Download:
+            return download.url.map(S3Location.isS3) ?? false
+        case let upload as Upload:
+            return S3Location.isS3(upload.url)
+        case let resume as Resume:
+            return resume.token.map { isS3Token($0, stateDir: resume.options.stateDir) } ?? false
+        case let cancel as Cancel:
+            return isS3Token(cancel.token, stateDir: cancel.state.stateDir)
+        default:
+            return false
+        }
+    }
+
+    private static func isS3Token(_ reference: String, stateDir: String?) -> Bool {
+        let store = TokenStore(directory: stateDir ?? TokenStore.defaultDirectory())
+        guard let token = try? TransferClient(store: store).loadToken(reference) else { return false }
+        return token.s3 != nil || token.upload?.s3 != nil
+    }
+
+    static func exec() throws -> Never {
+        let program = Serve.siblingPath("resumectl-s3")
+        var cArgs = CommandLine.arguments.map { strdup($0) } + [nil]
+        execv(program, &cArgs)
+        throw Runner.fail(TransferError(.inputMissing, "cannot run \(program) for S3: \(String(cString: strerror(errno)))"), json: false)
     }
 }

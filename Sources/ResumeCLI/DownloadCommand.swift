@@ -10,6 +10,9 @@ struct Download: AsyncParsableCommand {
             The body goes to PATH.part and is renamed to PATH only when complete and verified.
             Running the same command again continues where it stopped.
 
+            s3://BUCKET/KEY is a signed ranged GET with every guarantee above. s3://BUCKET/PREFIX/ (ending \
+            in /) downloads every object under the prefix into the folder -o names, keys becoming paths below it.
+
             EXAMPLES:
               resumectl download https://example.com/big.iso -o /data/
               resumectl download --connections 4 https://example.com/big.iso
@@ -17,15 +20,17 @@ struct Download: AsyncParsableCommand {
               resumectl download -i urls.txt -o downloads/ --parallel 8
               resumectl download --cacert ca.pem --netrc https://intranet.example/a.tar
               https_proxy=http://proxy:3128 resumectl download https://example.com/a.iso
+              resumectl download s3://my-bucket/images/disk.img --connections 4
+              resumectl download s3://my-bucket/photos/2024/ -o photos/ --parallel 8
             """)
 
-    @Argument(help: "http or https URL.")
+    @Argument(help: "http or https URL, s3://BUCKET/KEY, or s3://BUCKET/PREFIX/ (with -o DIR).")
     var url: String?
 
     @Option(name: [.short, .customLong("input-file")], help: "Download every URL listed in this file (one a line, optionally followed by an output name); -o names the folder.")
     var inputFile: String?
 
-    @Option(help: "With -i: how many files at once.")
+    @Option(help: "With -i or an S3 prefix: how many files at once.")
     var parallel = 4
 
     @Option(name: [.short, .customLong("output")], help: "Where to write the file (default: the URL's last path segment here).")
@@ -42,6 +47,9 @@ struct Download: AsyncParsableCommand {
 
     @Option(help: "Parallel ranged connections for this file (1-16); falls back to one when the server cannot.")
     var connections = 1
+
+    @OptionGroup(title: "S3 (for s3:// URLs)")
+    var s3: S3OptionGroup
 
     @OptionGroup var options: TransferOptionGroup
 
@@ -62,9 +70,10 @@ struct Download: AsyncParsableCommand {
 
     func run() async throws {
         guard let url else { return try await runList(inputFile!) }
+        if S3Location.isS3(url), url.hasSuffix("/") || !url.dropFirst(5).contains("/") { return try await runPrefix(url) }
         let request = DownloadRequest(
             url: url, outputPath: output, headers: options.header, expectedSHA256: try checksum.map(Checksum.parse),
-            onChange: onChange, force: force)
+            onChange: onChange, force: force, s3: s3.options())
         var configured = options.client()
         configured.options.connections = connections
         configured.options.waitForNetwork = background.waitsForNetwork
@@ -92,20 +101,47 @@ extension Download {
             throw Runner.fail(TransferError(.inputMissing, "cannot read \(listPath)"), json: options.json)
         }
         let list = DownloadList(parsing: String(decoding: data, as: UTF8.self))
-        let folder = output ?? "."
-        var st = stat()
-        guard stat(folder, &st) == 0, (st.st_mode & S_IFMT) == S_IFDIR else {
-            throw Runner.fail(TransferError(.cannotCreateOutput, "-o \(folder) must be an existing folder with -i"), json: options.json)
-        }
-        let quiet = options.quiet
+        let folder = try existingFolder("-i")
         for problem in list.problems { Output.stderr("resumectl: \(listPath): \(problem)\n") }
-        if !quiet, !list.duplicates.isEmpty {
+        if !options.quiet, !list.duplicates.isEmpty {
             Output.stderr("resumectl: \(listPath): skipped repeated lines \(list.duplicates.map(String.init).joined(separator: ", "))\n")
         }
         let requests = list.entries.map { entry in
             DownloadRequest(url: entry.url, outputPath: folder + "/" + (entry.name ?? ""), headers: options.header,
                 onChange: onChange, force: force)
         }
+        try await runAll(requests, problems: list.problems.count)
+    }
+
+    /// `s3://BUCKET/PREFIX/ -o DIR`: every object under the prefix, as a list of downloads.
+    func runPrefix(_ url: String) async throws {
+        let folder = try existingFolder("an S3 prefix")
+        let listing: (requests: [DownloadRequest], refused: [String])
+        do {
+            listing = try await options.client().s3Listing(
+                url, folder: folder, options: s3.options(), headers: options.header, onChange: onChange, force: force)
+        } catch {
+            throw Runner.fail(error, json: options.json)
+        }
+        for line in listing.refused { Output.stderr("resumectl: \(line)\n") }
+        if listing.requests.isEmpty && listing.refused.isEmpty, !options.quiet {
+            Output.stderr("resumectl: no objects under \(url)\n")
+        }
+        try await runAll(listing.requests, problems: listing.refused.count)
+    }
+
+    private func existingFolder(_ with: String) throws -> String {
+        let folder = output ?? "."
+        var st = stat()
+        guard stat(folder, &st) == 0, (st.st_mode & S_IFMT) == S_IFDIR else {
+            throw Runner.fail(TransferError(.cannotCreateOutput, "-o \(folder) must be an existing folder with \(with)"), json: options.json)
+        }
+        return folder
+    }
+
+    /// Many downloads at once: one line per file on stdout, one per failure on stderr.
+    private func runAll(_ requests: [DownloadRequest], problems: Int) async throws {
+        let quiet = options.quiet
         var configured = options.client()
         configured.options.connections = connections
         let client = configured
@@ -122,7 +158,7 @@ extension Download {
                 reporters[i].handle(event)
             }
         }
-        var failedHard = !list.problems.isEmpty
+        var failedHard = problems > 0
         for (i, result) in results.enumerated() {
             switch result {
             case .success(let done):
@@ -134,9 +170,9 @@ extension Download {
                 if !error.isResumable { failedHard = true }
             }
         }
-        let failures = results.filter { if case .failure = $0 { true } else { false } }.count + list.problems.count
+        let failures = results.filter { if case .failure = $0 { true } else { false } }.count + problems
         if failures > 0 {
-            if !quiet { Output.stderr("resumectl: \(failures) of \(list.entries.count + list.problems.count) downloads failed\n") }
+            if !quiet { Output.stderr("resumectl: \(failures) of \(requests.count + problems) downloads failed\n") }
             throw ExitCode(failedHard ? 1 : 75)
         }
     }

@@ -64,7 +64,7 @@ struct TransferOptionGroup: ParsableArguments {
         } else {
             options.checkpointInterval = checkpointInterval
         }
-        return TransferClient(store: store, options: options)
+        return TransferClient(store: store, options: options, s3Answers: S3Support.answers)
     }
 }
 

@@ -1,0 +1,215 @@
+import FoundationEssentials
+import Glibc
+
+extension TransferClient {
+    /// The XML reader S3 calls need; only the `resumectl-s3` program links one.
+    func requireS3Answers() throws(TransferError) -> any S3Answers {
+        guard let s3Answers else {
+            throw TransferError(.failed, "S3 transfers are handled by resumectl-s3, which this program was not given")
+        }
+        return s3Answers
+    }
+
+    // MARK: Downloads
+
+    /// An `s3://BUCKET/KEY` download as the signed HTTP download it is: the object's URL on its endpoint,
+    /// and what the token keeps to sign again on resume.
+    func s3Object(_ request: DownloadRequest) throws(TransferError) -> (DownloadRequest, ResumeToken.S3State) {
+        let location = try S3Location.parse(request.url)
+        guard !location.isPrefix else {
+            throw TransferError(.usage, "\(request.url) is a prefix: give -o DIR to download every object under it")
+        }
+        let target = try S3Target(location, choices: request.s3.choices, forcePathStyle: request.s3.forcePathStyle)
+        var plain = request
+        plain.url = target.url()
+        return (plain, target.state)
+    }
+
+    /// Signs every request of a download whose token names an S3 object.
+    func signingS3(_ options: TransferOptions, for token: ResumeToken) throws(TransferError) -> TransferOptions {
+        guard let s3 = token.s3 else { return options }
+        var signed = options
+        signed.transport = try S3Target(s3).signing(options.transport)
+        return signed
+    }
+
+    /// A download S3 refused says why in S3's words (`NoSuchKey`, `AccessDenied` …): the error body of one
+    /// more signed request, read only after the refusal (the download path keeps no bodies of errors).
+    func explainingS3(_ error: TransferError, token: ResumeToken, options: TransferOptions) -> TransferError {
+        guard token.s3 != nil, error.code == .failed, error.message.contains("answered 4"), let answers = s3Answers else { return error }
+        let call = S3Call(answers: answers, settings: options.transport)
+        let reply = call.send(transport.makeSession(), method: "GET", url: token.url, headers: ["Range": "bytes=0-0"],
+            cancellation: Cancellation())
+        guard case .refused(_, let body?, _) = reply else { return error }
+        var explained = error
+        explained.message = "\(token.s3!.address): \(body.line)"
+        return explained
+    }
+
+    /// The objects under an S3 prefix (ListObjectsV2, every page) as downloads into `folder`: each key
+    /// less the prefix becomes a path below the folder (its subfolders are made). A key that would leave
+    /// the folder (`..`, an absolute or empty path) is refused, with a line each.
+    public func s3Listing(
+        _ url: String, folder: String, options: S3Options, headers: [String] = [], onChange: DownloadStateMachine.OnChange = .restart,
+        force: Bool = false
+    ) async throws(TransferError) -> (requests: [DownloadRequest], refused: [String]) {
+        try await onOwnThread { () throws(TransferError) in
+            let answers = try self.requireS3Answers()
+            let location = try S3Location.parse(url)
+            let target = try S3Target(location, choices: options.choices, forcePathStyle: options.forcePathStyle)
+            let call = S3Call(answers: answers, settings: target.signing(self.options.transport))
+            let session = self.transport.makeSession()
+            var objects: [S3Object] = []
+            var continuation: String?
+            var backoff = Backoff(self.options.retry)
+            repeat {
+                var query = [("list-type", "2"), ("prefix", location.key)]
+                if let continuation { query.append(("continuation-token", continuation)) }
+                switch call.send(session, method: "GET", url: target.bucketURL(query: query), cancellation: Cancellation()) {
+                case .ok(_, let body):
+                    let page = try answers.objects(body)
+                    objects += page.objects
+                    continuation = page.continuation
+                case .refused(let status, let error, let after) where S3Call.isTransient(status: status, error: error):
+                    guard let delay = backoff.next(progressMade: false, retryAfter: after) else {
+                        throw TransferError(.retriesExhausted, S3Call.failure(status, error, "cannot list \(url)"))
+                    }
+                    usleep(UInt32(delay * 1_000_000))
+                case .refused(let status, let error, _):
+                    throw TransferError(.failed, S3Call.failure(status, error, "cannot list \(url)"))
+                case .lost(let message, _):
+                    guard let delay = backoff.next(progressMade: false) else {
+                        throw TransferError(.retriesExhausted, "cannot list \(url): \(message)")
+                    }
+                    usleep(UInt32(delay * 1_000_000))
+                case .stopped:
+                    throw TransferError(.stopped(.interrupt), "stopped while listing \(url)")
+                case .fatal(let message):
+                    throw TransferError(.failed, "cannot list \(url): \(message)")
+                }
+            } while continuation != nil
+
+            var requests: [DownloadRequest] = []
+            var refused: [String] = []
+            for object in objects where !object.key.hasSuffix("/") {
+                let relative = String(object.key.dropFirst(location.key.count))
+                guard let safe = Self.relativePath(relative) else {
+                    refused.append("s3://\(location.bucket)/\(object.key): refused, its key would leave \(folder)")
+                    continue
+                }
+                let path = folder + "/" + safe
+                if let slash = safe.lastIndex(of: "/") {
+                    try Self.makeFolders(folder + "/" + safe[..<slash])
+                }
+                requests.append(DownloadRequest(
+                    url: "s3://\(location.bucket)/\(object.key)", outputPath: path, headers: headers, onChange: onChange, force: force,
+                    s3: options))
+            }
+            return (requests, refused)
+        }
+    }
+
+    /// A key's path below the download folder, or nil when it would leave it.
+    static func relativePath(_ key: String) -> String? {
+        let parts = key.split(separator: "/", omittingEmptySubsequences: false)
+        guard !parts.isEmpty, parts.allSatisfy({ !$0.isEmpty && $0 != "." && $0 != ".." }), !key.utf8.contains(0) else { return nil }
+        return key
+    }
+
+    private static func makeFolders(_ path: String) throws(TransferError) {
+        var built = ""
+        for part in path.split(separator: "/", omittingEmptySubsequences: false) {
+            built += (built.isEmpty && part.isEmpty) ? "/" : (built.isEmpty || built == "/" ? "" : "/") + part
+            if built == "/" || built.isEmpty { continue }
+            if mkdir(built, 0o755) != 0 && errno != EEXIST {
+                throw TransferError(.cannotCreateOutput, "cannot create \(built): \(String(cString: strerror(errno)))")
+            }
+        }
+    }
+
+    // MARK: Uploads
+
+    /// A new S3 upload's token: the target, the part size (raised to fit 10,000 parts, said once), no parts yet.
+    func newS3UploadToken(
+        _ request: UploadRequest, id: String, source: SourceFile, events: EventHandler
+    ) throws(TransferError) -> ResumeToken {
+        let location = try S3Location.parse(request.url)
+        guard !location.isPrefix else { throw TransferError(.usage, "\(request.url) names no object: give s3://BUCKET/KEY") }
+        let target = try S3Target(location, choices: request.s3.choices, forcePathStyle: request.s3.forcePathStyle)
+        let (partSize, raised) = try MultipartPlan.partSize(fileSize: source.identity.size, requested: request.s3.partSize)
+        if raised {
+            events(.note("part size raised to \(partSize >> 20) MiB: S3 takes at most 10,000 parts"))
+        }
+        var token = ResumeToken(id: id, kind: .upload, url: location.description, headers: ResumeToken.storableHeaders(request.headers))
+        token.upload = .init(uploadURL: nil, interopVersion: nil, source: source.identity, acknowledgedBytes: 0, resumable: true,
+            protocolName: UploadProtocol.s3.rawValue)
+        var state = target.state
+        state.partSize = partSize
+        state.parts = []
+        token.upload!.s3 = state
+        return token
+    }
+
+    /// Uploads to `s3://BUCKET/KEY`, continuing this file's earlier attempt to the same key.
+    func runS3Upload(_ request: UploadRequest, cancellation: Cancellation, events: @escaping EventHandler) throws(TransferError) -> UploadResult {
+        _ = try requireS3Answers()
+        _ = try HeaderLines.parse(request.headers)
+        let source = try SourceFile(path: request.filePath)
+        let id = uploadTokenID(request)
+        let lock = try takeLock(id)
+        defer { lock.release() }
+        var token: ResumeToken
+        if store.exists(id: id) {
+            token = try loadToken(id)
+            guard token.kind == .upload, token.upload?.s3 != nil else { throw TransferError(.badToken, "token \(id) is not an S3 upload") }
+            try checkSource(token, source)
+        } else {
+            token = try newS3UploadToken(request, id: id, source: source, events: events)
+        }
+        let options = connectionOptions(for: &token, events: events)
+        do { try store.save(token) } catch { throw TransferError(.localIO, "\(error)") }
+        return try runS3Operation(token, source: source, options: options, parallel: request.s3.parallel, cancellation: cancellation, events: events)
+    }
+
+    /// Runs an S3 upload's token on a multi handle shared by its parts.
+    func runS3Operation(
+        _ token: ResumeToken, source: SourceFile, options: TransferOptions, parallel: Int, cancellation: Cancellation,
+        events: @escaping EventHandler
+    ) throws(TransferError) -> UploadResult {
+        let answers = try requireS3Answers()
+        let target = try S3Target(token.upload!.s3!)
+        let multi = transport is CurlTransport ? try? CurlTransport.multi() : nil
+        defer { multi?.shutdown() }
+        let operation = S3Upload(
+            token: token, source: source, target: target, answers: answers, store: store, transport: multi ?? transport, options: options,
+            parallel: parallel, cancellation: cancellation, events: events)
+        do {
+            return try operation.run()
+        } catch {
+            // Nothing on S3 to continue (refused before an upload id): the token would only clutter `list`.
+            if error.tokenID == nil { store.remove(id: token.id) }
+            throw error
+        }
+    }
+
+    /// AbortMultipartUpload for `cancel` (the parts stay with `--keep-parts`). Returns what was done.
+    func abortS3Upload(_ token: ResumeToken, keepParts: Bool) throws(TransferError) -> String {
+        guard let s3 = token.upload?.s3, let uploadID = s3.uploadId else { return "" }
+        if keepParts { return "; multipart upload \(uploadID) left on S3 with its parts (--keep-parts)" }
+        let answers = try requireS3Answers()
+        let target = try S3Target(s3)
+        let call = S3Call(answers: answers, settings: target.signing(options.transport))
+        switch call.send(transport.makeSession(), method: "DELETE", url: target.url(query: [("uploadId", uploadID)]), cancellation: Cancellation()) {
+        case .ok:
+            return "; S3 dropped multipart upload \(uploadID) and its parts"
+        case .refused(_, let error, _) where error?.code == "NoSuchUpload":
+            return "; S3 no longer had multipart upload \(uploadID)"
+        case .refused(let status, let error, _):
+            throw TransferError(.failed, S3Call.failure(status, error, "cannot abort the upload of \(s3.address) (cancel --keep-parts forgets it anyway)"))
+        case .lost(let message, _), .fatal(let message):
+            throw TransferError(.failed, "cannot reach S3 to abort the upload of \(s3.address): \(message) (cancel --keep-parts forgets it anyway)")
+        case .stopped:
+            throw TransferError(.stopped(.interrupt), "stopped")
+        }
+    }
+}

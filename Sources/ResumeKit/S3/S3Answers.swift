@@ -1,0 +1,41 @@
+/// An object a listing returned.
+public struct S3Object: Sendable, Equatable {
+    public var key: String
+    public var size: Int64
+    public var etag: String
+
+    public init(key: String, size: Int64, etag: String) {
+        self.key = key
+        self.size = size
+        self.etag = etag
+    }
+}
+
+/// S3's `<Error>` body: the code scripts and users look for (`SignatureDoesNotMatch`, `NoSuchUpload` …).
+public struct S3ErrorBody: Sendable, Equatable {
+    public var code: String
+    public var message: String
+
+    public init(code: String, message: String) {
+        self.code = code
+        self.message = message
+    }
+
+    /// One line for stderr: S3's code and message, never a request's credentials.
+    public var line: String { message.isEmpty ? "S3 answered \(code)" : "S3 answered \(code): \(message)" }
+}
+
+/// Reads the XML bodies of the S3 calls resumectl makes. ResumeKit itself parses no XML (an XML parser
+/// costs every plain HTTP transfer memory): the `resumectl-s3` program passes one in (`ResumeS3`).
+public protocol S3Answers: Sendable {
+    /// The `<Error>` in a body, if that is what it is. S3 may send one with a 200 (CompleteMultipartUpload).
+    func error(_ body: [UInt8]) -> S3ErrorBody?
+    /// CreateMultipartUpload → the upload id.
+    func uploadID(_ body: [UInt8]) throws(TransferError) -> String
+    /// One page of ListParts: the parts, and the marker of the next page when there is one.
+    func parts(_ body: [UInt8]) throws(TransferError) -> (parts: [ListedPart], nextMarker: String?)
+    /// CompleteMultipartUpload → the object's ETag; an `<Error>` (even with a 200) is thrown with its code.
+    func completedETag(_ body: [UInt8]) throws(TransferError) -> String
+    /// One page of ListObjectsV2: the objects, and the continuation token of the next page when there is one.
+    func objects(_ body: [UInt8]) throws(TransferError) -> (objects: [S3Object], continuation: String?)
+}

@@ -1,0 +1,85 @@
+import FoundationEssentials
+
+/// What one S3 request came to.
+enum S3Reply {
+    case ok(ResponseHead, [UInt8])
+    /// A final answer other than 2xx, with S3's `<Error>` when the body held one.
+    case refused(status: Int, error: S3ErrorBody?, retryAfter: String?)
+    /// No answer: the connection failed or stalled. `networkDown`: no connection could be made at all.
+    case lost(String, networkDown: Bool)
+    case stopped
+    case fatal(String)
+}
+
+/// Sends S3 requests, signed by the settings' hook, and reads the (small, XML) answers.
+struct S3Call {
+    let answers: any S3Answers
+    /// Settings whose signing hook holds the target's credentials.
+    let settings: TransportSettings
+
+    func send(
+        _ session: any TransportSession, method: String, url: String, headers: HeaderFields = [:], body: RequestBody? = nil,
+        cancellation: Cancellation, sent: ((Int64) -> Void)? = nil
+    ) -> S3Reply {
+        let collector = BodyCollector(sent: sent)
+        let result = session.perform(
+            TransferRequest(method: method, url: url, headers: headers, body: body), settings: settings, cancellation: cancellation,
+            delegate: collector)
+        switch result.outcome {
+        case .completed:
+            guard let head = collector.head ?? result.head else { return .lost("S3 sent no answer", networkDown: false) }
+            if (200..<300).contains(head.status) { return .ok(head, collector.body) }
+            return .refused(status: head.status, error: answers.error(collector.body), retryAfter: head.headers["Retry-After"])
+        case .cancelled, .abortedByDelegate:
+            return .stopped
+        case .stalled:
+            return .lost("no progress for \(settings.stallTimeout) s", networkDown: false)
+        case .failed(let failure):
+            switch failure.kind {
+            case .fatal, .localRead: return .fatal(failure.message)
+            case .network, .resolve: return .lost(failure.message, networkDown: failure.isNetworkDown)
+            }
+        }
+    }
+
+    /// True for answers that a later try may turn around: throttling (`503 SlowDown`), server errors, and
+    /// S3's `RequestTimeout` (a client too slow to send the body).
+    static func isTransient(status: Int, error: S3ErrorBody?) -> Bool {
+        if status >= 500 || status == 429 { return true }
+        return ["SlowDown", "RequestTimeout", "InternalError", "ServiceUnavailable", "Throttling"].contains(error?.code ?? "")
+    }
+
+    /// The line a refusal ends with: S3's code and message, else the status.
+    static func failure(_ status: Int, _ error: S3ErrorBody?, _ what: String) -> String {
+        if let error { return "\(what): \(error.line)" }
+        return "\(what): S3 answered \(status)"
+    }
+}
+
+/// Keeps a response's head and (small) body; reports bytes sent.
+final class BodyCollector: ExchangeDelegate {
+    var head: ResponseHead?
+    var body: [UInt8] = []
+    private let sent: ((Int64) -> Void)?
+
+    init(sent: ((Int64) -> Void)? = nil) { self.sent = sent }
+
+    func exchange(informational head: ResponseHead) {}
+
+    func exchange(head: ResponseHead, effectiveURL: String) -> Bool {
+        self.head = head
+        return true
+    }
+
+    func exchange(body bytes: UnsafeRawBufferPointer) -> Bool {
+        // S3's answers are small documents; anything beyond a few MiB is not one of them.
+        guard body.count + bytes.count <= 8 << 20 else { return false }
+        body.append(contentsOf: bytes)
+        return true
+    }
+
+    func exchange(progressReceived received: Int64, sent: Int64) -> Bool {
+        self.sent?(sent)
+        return true
+    }
+}

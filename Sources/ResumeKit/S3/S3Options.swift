@@ -1,0 +1,22 @@
+/// The S3 choices of one command: where and as whom (`--profile --region --endpoint-url --path-style`),
+/// and for uploads how (`--part-size --parallel`).
+public struct S3Options: Sendable, Equatable {
+    public var choices: S3Choices
+    public var forcePathStyle: Bool
+    /// nil: 8 MiB, raised when the file needs more than 10,000 parts.
+    public var partSize: Int64?
+    /// Parts sent at once.
+    public var parallel: Int
+    /// `cancel --keep-parts`: leave the multipart upload on S3 (no AbortMultipartUpload).
+    public var keepParts: Bool
+
+    public init(choices: S3Choices = S3Choices(), forcePathStyle: Bool = false, partSize: Int64? = nil, parallel: Int = 4,
+        keepParts: Bool = false)
+    {
+        self.choices = choices
+        self.forcePathStyle = forcePathStyle
+        self.partSize = partSize
+        self.parallel = parallel
+        self.keepParts = keepParts
+    }
+}

@@ -1,0 +1,436 @@
+import Crypto
+import Dispatch
+import FoundationEssentials
+import Synchronization
+
+/// Runs one upload to S3 to its end: a single signed PUT for a file of one part, otherwise a multipart
+/// upload whose parts go `parallel` at a time over libcurl's multi interface, each with `Content-MD5`.
+///
+/// The token is the checkpoint of parts: every part S3 acknowledged is written to it (crash-safely) at
+/// once. A resume lists the parts S3 holds and keeps only those whose size and ETag equal the MD5 of the
+/// same bytes of the file; a part S3 finished before a kill could record it is taken over the same way.
+/// The arithmetic lives in ``MultipartPlan``; this class does the I/O, retries and bookkeeping.
+final class S3Upload: @unchecked Sendable {
+    /// Why a call could not go on; mapped to a ``TransferError`` at the end.
+    private enum Stop: Error {
+        case failed(TransferError)
+        /// S3 no longer knows the upload id: start a new multipart upload.
+        case noSuchUpload
+        case stopped
+    }
+
+    private let state: Mutex<ResumeToken>
+    private let store: TokenStore
+    private let source: SourceFile
+    private let target: S3Target
+    private let call: S3Call
+    private let transport: any HTTPTransport
+    private let options: TransferOptions
+    private let parallel: Int
+    private let cancellation: Cancellation
+    private let emit: EventHandler
+    private let size: Int64
+    private let partSize: Int64
+    /// Bytes in flight per part number, for progress.
+    private let inFlight = Mutex<[Int: Int64]>([:])
+
+    init(
+        token: ResumeToken, source: SourceFile, target: S3Target, answers: any S3Answers, store: TokenStore,
+        transport: any HTTPTransport, options: TransferOptions, parallel: Int, cancellation: Cancellation, events: @escaping EventHandler
+    ) {
+        state = Mutex(token)
+        self.store = store
+        self.source = source
+        self.target = target
+        var signed = options
+        signed.transport = target.signing(options.transport)
+        if signed.transport.maxSendRate > 0 {
+            // --limit-rate is for the whole upload, not for each connection.
+            signed.transport.maxSendRate = max(1, signed.transport.maxSendRate / Int64(max(1, parallel)))
+        }
+        self.options = signed
+        call = S3Call(answers: answers, settings: signed.transport)
+        self.transport = transport
+        self.parallel = max(1, parallel)
+        self.cancellation = cancellation
+        self.emit = events
+        size = token.upload!.source.size
+        partSize = token.upload!.s3!.partSize ?? MultipartPlan.defaultPartSize
+    }
+
+    private var token: ResumeToken { state.withLock { $0 } }
+    private var s3: ResumeToken.S3State { token.upload!.s3! }
+    private var id: String { token.id }
+
+    func run() throws(TransferError) -> UploadResult {
+        let parts = MultipartPlan.partCount(fileSize: size, partSize: partSize)
+        do {
+            if parts == 1 && s3.uploadId == nil {
+                emit(.started(kind: .upload, url: token.url, path: source.path, offset: 0, total: size))
+                try putWhole()
+            } else {
+                try multipart(partCount: parts)
+            }
+        } catch {
+            throw self.failure(error)
+        }
+        return try finish()
+    }
+
+    // MARK: Single PUT
+
+    private func putWhole() throws(Stop) {
+        let md5 = try digest(BodyRange(offset: 0, length: size))
+        let session = transport.makeSession()
+        var backoff = Backoff(options.retry)
+        var pacer = ProgressPacer()
+        let answer = try retrying("PUT \(s3.address)", backoff: &backoff, stop: cancellation) { () -> S3Reply in
+            call.send(
+                session, method: "PUT", url: target.url(), headers: objectHeaders(partHeaders(md5)),
+                body: RequestBody(fileDescriptor: source.fd, offset: 0, length: size), cancellation: cancellation
+            ) { sent in
+                if let rate = pacer.tick(bytes: sent) { self.emit(.progress(bytes: sent, total: self.size, rate: rate)) }
+            }
+        }
+        switch answer {
+        case .ok: return
+        case .refused(let status, let error): throw .failed(TransferError(.failed, S3Call.failure(status, error, "PUT \(s3.address)")))
+        }
+    }
+
+    // MARK: Multipart
+
+    private func multipart(partCount: Int) throws(Stop) {
+        var restarts = 0
+        var started = false
+        while true {
+            do {
+                if s3.uploadId == nil {
+                    try create()
+                } else {
+                    try reconcile(partCount: partCount)
+                }
+                if !started {
+                    started = true
+                    emit(.started(kind: .upload, url: token.url, path: source.path, offset: doneBytes, total: size))
+                }
+                try sendParts(MultipartPlan.missing(partCount: partCount, done: s3.parts ?? []))
+                try complete()
+                return
+            } catch .noSuchUpload {
+                restarts += 1
+                guard restarts <= 3 else {
+                    throw .failed(TransferError(.failed, "S3 lost the multipart upload of \(s3.address) again and again"))
+                }
+                emit(.restarted(reason: "S3 no longer knows upload \(s3.uploadId ?? "?") (NoSuchUpload); starting a new multipart upload"))
+                try update { $0.upload!.s3!.uploadId = nil; $0.upload!.s3!.parts = []; $0.upload!.acknowledgedBytes = 0 }
+            }
+        }
+    }
+
+    /// CreateMultipartUpload; the upload id goes into the token before any part is sent.
+    private func create() throws(Stop) {
+        var backoff = Backoff(options.retry)
+        let session = transport.makeSession()
+        var headers = objectHeaders(["Content-Type": "application/octet-stream", "x-amz-content-sha256": SigV4Signer.emptyPayloadHash])
+        headers.set("Content-Length", "0")
+        let answer = try retrying("CreateMultipartUpload", backoff: &backoff, stop: cancellation) { () -> S3Reply in
+            call.send(session, method: "POST", url: target.url(query: [("uploads", "")]), headers: headers, cancellation: cancellation)
+        }
+        switch answer {
+        case .ok(_, let body):
+            let uploadID: String
+            do { uploadID = try call.answers.uploadID(body) } catch { throw .failed(error) }
+            try update { $0.upload!.s3!.uploadId = uploadID; $0.upload!.s3!.parts = [] }
+        case .refused(let status, let error):
+            throw .failed(TransferError(.failed, S3Call.failure(status, error, "cannot start the upload to \(s3.address)")))
+        }
+    }
+
+    /// ListParts (every page), then keep what is really there: recorded parts whose size and ETag match,
+    /// and parts finished before the token could say so whose ETag equals the MD5 of our bytes.
+    private func reconcile(partCount: Int) throws(Stop) {
+        let uploadID = s3.uploadId!
+        var listed: [ListedPart] = []
+        var marker: String?
+        var backoff = Backoff(options.retry)
+        let session = transport.makeSession()
+        repeat {
+            var query = [("uploadId", uploadID)]
+            if let marker { query.append(("part-number-marker", marker)) }
+            let answer = try retrying("ListParts", backoff: &backoff, stop: cancellation) { () -> S3Reply in
+                call.send(session, method: "GET", url: target.url(query: query), cancellation: cancellation)
+            }
+            switch answer {
+            case .ok(_, let body):
+                do {
+                    let page = try call.answers.parts(body)
+                    listed += page.parts
+                    marker = page.nextMarker
+                } catch { throw .failed(error) }
+            case .refused(_, let error) where error?.code == "NoSuchUpload":
+                throw .noSuchUpload
+            case .refused(let status, let error):
+                throw .failed(TransferError(.failed, S3Call.failure(status, error, "cannot list the parts of \(s3.address)")))
+            }
+        } while marker != nil
+
+        let recorded = s3.parts ?? []
+        var kept = MultipartPlan.trusted(recorded: recorded, listed: listed)
+        for part in recorded where !kept.contains(part) {
+            emit(.note("part \(part.number) on S3 is not the one this upload sent; sending it again"))
+        }
+        let known = Set(recorded.map(\.number))
+        for part in listed where !known.contains(part.number) && (1...partCount).contains(part.number) {
+            let range = MultipartPlan.range(ofPart: part.number, fileSize: size, partSize: partSize)
+            guard part.size == Int64(range.count) else { continue }
+            let md5 = try digest(BodyRange(offset: range.lowerBound, length: Int64(range.count)))
+            if MultipartPlan.unquoted(part.etag).lowercased() == md5.hex {
+                kept.append(S3Part(number: part.number, size: part.size, md5: md5.hex, etag: part.etag))
+            }
+        }
+        kept.sort { $0.number < $1.number }
+        try update { $0.upload!.s3!.parts = kept; $0.upload!.acknowledgedBytes = kept.reduce(0) { $0 + $1.size } }
+    }
+
+    private var doneBytes: Int64 { (s3.parts ?? []).reduce(0) { $0 + $1.size } }
+
+    /// Sends `numbers`, `parallel` at a time, each on its own connection of the multi handle.
+    private func sendParts(_ numbers: [Int]) throws(Stop) {
+        guard !numbers.isEmpty else { return }
+        let uploadID = s3.uploadId!
+        let queue = Mutex(numbers[...])
+        let failure = Mutex<Stop?>(nil)
+        let stop = Cancellation()
+        let ended = DispatchSemaphore(value: 0)
+        let workers = min(parallel, numbers.count)
+        for _ in 0..<workers {
+            runOnBackgroundThread("s3-part") {
+                defer { ended.signal() }
+                let session = self.transport.makeSession()
+                var backoff = Backoff(self.options.retry)
+                while !stop.isStopped, let number = queue.withLock({ $0.popFirst() }) {
+                    do throws(Stop) {
+                        try self.sendPart(number, uploadID: uploadID, session: session, backoff: &backoff, stop: stop)
+                    } catch {
+                        if case .stopped = error { break }
+                        failure.withLock { if $0 == nil { $0 = error } }
+                        stop.stop(.pause)
+                    }
+                }
+            }
+        }
+        var pacer = ProgressPacer(bytes: doneBytes)
+        var running = workers
+        while running > 0 {
+            if let reason = cancellation.reason { stop.stop(reason) }
+            if ended.wait(timeout: .now() + .milliseconds(100)) == .success {
+                running -= 1
+                continue
+            }
+            let bytes = doneBytes + inFlight.withLock { $0.values.reduce(0, +) }
+            if let rate = pacer.tick(bytes: bytes) { emit(.progress(bytes: bytes, total: size, rate: rate)) }
+        }
+        if cancellation.isStopped { throw .stopped }
+        if let first = failure.withLock({ $0 }) { throw first }
+    }
+
+    private func sendPart(_ number: Int, uploadID: String, session: any TransportSession, backoff: inout Backoff, stop: Cancellation)
+        throws(Stop)
+    {
+        let range = MultipartPlan.range(ofPart: number, fileSize: size, partSize: partSize)
+        let body = BodyRange(offset: range.lowerBound, length: Int64(range.count))
+        let md5 = try digest(body)
+        defer { inFlight.withLock { $0[number] = nil } }
+        let answer = try retrying("part \(number)", backoff: &backoff, stop: stop) { () -> S3Reply in
+            call.send(
+                session, method: "PUT", url: target.url(query: [("partNumber", String(number)), ("uploadId", uploadID)]),
+                headers: partHeaders(md5), body: RequestBody(fileDescriptor: source.fd, offset: body.offset, length: body.length),
+                cancellation: stop
+            ) { sent in self.inFlight.withLock { $0[number] = sent } }
+        }
+        switch answer {
+        case .ok(let head, _):
+            guard let etag = head.headers["ETag"] else {
+                throw .failed(TransferError(.failed, "S3 acknowledged part \(number) without an ETag"))
+            }
+            let part = S3Part(number: number, size: body.length, md5: md5.hex, etag: etag)
+            try update { token in
+                token.upload!.s3!.parts = ((token.upload!.s3!.parts ?? []).filter { $0.number != number } + [part]).sorted { $0.number < $1.number }
+                token.upload!.acknowledgedBytes = token.upload!.s3!.parts!.reduce(0) { $0 + $1.size }
+            }
+        case .refused(_, let error) where error?.code == "NoSuchUpload":
+            throw .noSuchUpload
+        case .refused(let status, let error):
+            throw .failed(TransferError(.failed, S3Call.failure(status, error, "part \(number) of \(s3.address)")))
+        }
+    }
+
+    /// CompleteMultipartUpload with the parts in ascending order; S3's answer (an `<Error>` even with a 200)
+    /// is read, and the object's ETag must be the one the parts' MD5s give.
+    private func complete() throws(Stop) {
+        let parts = s3.parts ?? []
+        let uploadID = s3.uploadId!
+        let document = Array(MultipartPlan.completionBody(parts).utf8)
+        let expected = MultipartPlan.expectedETag(parts)
+        let headers: HeaderFields = ["Content-Type": "application/xml", "x-amz-content-sha256": SHA256Hex.of(document)]
+        var backoff = Backoff(options.retry)
+        let session = transport.makeSession()
+        var attempts = 0
+        do {
+            let answer = try retrying("CompleteMultipartUpload", backoff: &backoff, stop: cancellation) { () -> S3Reply in
+                attempts += 1
+                switch call.send(session, method: "POST", url: target.url(query: [("uploadId", uploadID)]), headers: headers,
+                    body: RequestBody(bytes: document), cancellation: cancellation)
+                {
+                case .ok(let head, let body):
+                    // A 200 whose body is an <Error>: S3 failed while it assembled the object.
+                    if let error = call.answers.error(body) { return .refused(status: 200, error: error, retryAfter: nil) }
+                    return .ok(head, body)
+                case let other:
+                    return other
+                }
+            }
+            switch answer {
+            case .ok(_, let body):
+                let etag: String
+                do { etag = try call.answers.completedETag(body) } catch { throw .failed(error) }
+                guard etag == expected else {
+                    throw .failed(TransferError(.checksumMismatch,
+                        "S3 assembled \(s3.address) with ETag \(etag), not the \(expected) this file's parts give"))
+                }
+                return
+            case .refused(_, let error) where error?.code == "NoSuchUpload":
+                // After a lost answer the first Complete may have worked: then the object is there, whole.
+                if attempts > 1, try objectETag() == expected { return }
+                throw .noSuchUpload
+            case .refused(_, let error) where error?.code == "InvalidPart":
+                // A part is not what S3 listed a moment ago: list again and send what is missing.
+                try update { $0.upload!.s3!.parts = [] }
+                throw .failed(TransferError(.failed, S3Call.failure(400, error, "S3 refused the parts of \(s3.address)")))
+            case .refused(let status, let error):
+                throw .failed(TransferError(.failed, S3Call.failure(status, error, "cannot complete \(s3.address)")))
+            }
+        }
+    }
+
+    /// The ETag of the object now at the key (HEAD), nil when there is none.
+    private func objectETag() throws(Stop) -> String? {
+        var backoff = Backoff(options.retry)
+        let session = transport.makeSession()
+        let answer = try retrying("HEAD \(s3.address)", backoff: &backoff, stop: cancellation) { () -> S3Reply in
+            call.send(session, method: "HEAD", url: target.url(), cancellation: cancellation)
+        }
+        if case .ok(let head, _) = answer { return head.headers["ETag"] }
+        return nil
+    }
+
+    // MARK: Shared
+
+    private enum Answer {
+        case ok(ResponseHead, [UInt8])
+        case refused(Int, S3ErrorBody?)
+    }
+
+    /// Runs `send` until S3 gives a final answer: throttling, server errors and lost connections wait
+    /// with the backoff (or for the network, with `--wait-network`); other refusals are returned.
+    private func retrying(_ what: String, backoff: inout Backoff, stop: Cancellation, _ send: () -> S3Reply) throws(Stop) -> Answer {
+        while true {
+            if stop.isStopped { throw .stopped }
+            let reason: String
+            var retryAfter: String?
+            var networkDown = false
+            switch send() {
+            case .ok(let head, let body):
+                return .ok(head, body)
+            case .refused(let status, let error, let after) where S3Call.isTransient(status: status, error: error):
+                reason = S3Call.failure(status, error, what)
+                retryAfter = after
+            case .refused(let status, let error, _):
+                return .refused(status, error)
+            case .lost(let message, let down):
+                reason = "\(what): \(message)"
+                networkDown = down
+            case .stopped:
+                throw .stopped
+            case .fatal(let message):
+                throw .failed(TransferError(.failed, message))
+            }
+            if networkDown && options.waitForNetwork {
+                let delay = backoff.networkWait(progressMade: false)
+                emit(.waitingForNetwork(delay: delay, error: reason))
+                if !stop.sleep(seconds: delay) { throw .stopped }
+                continue
+            }
+            guard let delay = backoff.next(progressMade: false, retryAfter: retryAfter) else {
+                throw .failed(TransferError(.retriesExhausted, "\(reason); gave up after \(backoff.retriesMade) retries"))
+            }
+            emit(.retry(attempt: backoff.failures, delay: delay, error: reason))
+            if !stop.sleep(seconds: delay) { throw .stopped }
+        }
+    }
+
+    private func partHeaders(_ md5: [UInt8]) -> HeaderFields {
+        // The body is not hashed for the signature (that would read every part a third time);
+        // Content-MD5 is signed and S3 checks the bytes against it.
+        ["Content-MD5": Data(md5).base64EncodedString(), "x-amz-content-sha256": SigV4Signer.unsignedPayload,
+         "Content-Type": "application/octet-stream"]
+    }
+
+    /// The user's `-H` headers (`Content-Type`, `x-amz-storage-class`, `x-amz-meta-*` …) go with the request
+    /// that creates the object: the single PUT, or CreateMultipartUpload.
+    private func objectHeaders(_ base: HeaderFields) -> HeaderFields {
+        var headers = base
+        for field in ((try? HeaderLines.parse(token.headers)) ?? [:]).fields { headers.set(field.name, field.value) }
+        return headers
+    }
+
+    private func digest(_ range: BodyRange) throws(Stop) -> [UInt8] {
+        do { return try source.digestBytes(range, .md5) } catch { throw .failed(error) }
+    }
+
+    /// Changes the token and writes it before anything else happens.
+    private func update(_ change: (inout ResumeToken) -> Void) throws(Stop) {
+        let store = self.store
+        let saved: Result<Void, TransferError> = state.withLock { token in
+            change(&token)
+            do { try store.save(token) } catch { return .failure(TransferError(.localIO, "\(error)")) }
+            return .success(())
+        }
+        if case .failure(let error) = saved { throw .failed(error) }
+    }
+
+    private func failure(_ stop: Stop) -> TransferError {
+        let keep = s3.uploadId != nil ? id : nil
+        switch stop {
+        case .failed(var error):
+            if error.code == .retriesExhausted || error.code == .localIO || error.code == .checksumMismatch || keep != nil {
+                error.tokenID = id
+            }
+            return error
+        case .noSuchUpload:
+            return TransferError(.failed, "S3 no longer knows the upload of \(s3.address)", tokenID: id)
+        case .stopped:
+            let reason = cancellation.reason ?? .pause
+            emit(.paused(offset: doneBytes))
+            let what = reason == .interrupt ? "interrupted" : "paused"
+            return TransferError(.stopped(reason), "\(what) with \(s3.parts?.count ?? 0) parts on S3; resume sends the rest", tokenID: id)
+        }
+    }
+
+    private func finish() throws(TransferError) -> UploadResult {
+        let token = self.token
+        let digest = options.computeSHA256 ? try source.sha256() : nil
+        let address = s3.address
+        try? ResultStore(directory: store.directory).save(TransferRecord(
+            id: token.id, kind: .upload, outcome: .done, exit: 0, resumable: false, url: address, path: source.path,
+            bytes: size, sha256: digest))
+        store.remove(id: token.id)
+        emit(.completed(location: address, bytes: size, sha256: digest))
+        return UploadResult(url: address, bytes: size, sha256: digest)
+    }
+}
+
+enum SHA256Hex {
+    static func of(_ bytes: [UInt8]) -> String { SHA256.hash(data: bytes).hex }
+}

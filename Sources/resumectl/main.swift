@@ -1,0 +1,3 @@
+import ResumeCLI
+
+await CommandLineTool.main(s3: nil)
