@@ -5,6 +5,7 @@
     python3 scripts/bench.py --quick                                     # 64 MiB, 3 pairs
     python3 scripts/bench.py --cases 1,3 --size 256M --pairs 7
     python3 scripts/bench.py --cases 6 --tus-size 256M                # tus upload to tuspyserver
+    python3 scripts/bench.py --cases 7 --s3-size 256M                 # S3 multipart upload to moto
 
 Everything lives in a temp folder: the served files, nginx (own config, 127.0.0.1, free port; one
 location unthrottled, one throttled for the resume case, one throttled per connection for the
@@ -21,6 +22,13 @@ After every run os.sync() is timed too: "wall+sync" is the time until the data i
 compares a tool that fsyncs as it goes (resumectl commits) with one that leaves dirty pages behind.
 "mach CPU" is the whole machine's busy CPU (/proc/stat) over the run and that sync: a tool's own
 rusage misses the kernel threads that write back the pages it left dirty, the whole machine does not.
+
+Case 7 uploads to moto's S3 server (scripts/moto_server.py, SigV4 checked) with resumectl and with
+`aws s3 cp` (AWS CLI v1 run as `python3 -m awscli`, configured in a temp AWS_CONFIG_FILE with
+multipart_chunksize 8MB and max_concurrent_requests 4, the same part size and concurrency as
+resumectl's defaults); then each tool is killed (SIGKILL) once half of the file crossed a counting
+proxy in front of moto and run again (resumectl: `resume TOKEN`; the AWS CLI cannot resume, so the
+same `aws s3 cp` again): "sent twice" = bytes through the proxy over both runs − the file size.
 
 Results are printed as tables and written to .bench/results-<timestamp>.json and .bench/latest.json.
 Exit status: 0 if every run succeeded and every checksum matched, 1 otherwise, 130 on Ctrl-C.
@@ -307,6 +315,128 @@ curl -sS -f -o /dev/null -X PATCH -T "$1" -H 'Tus-Resumable: 1.0.0' -H 'Upload-O
 """
 
 
+class MotoPeer:
+    """moto's S3 server (scripts/moto_server.py), SigV4 checked: prints one JSON line with its port and
+    an access key, exits when stdin closes. tool() runs scripts/s3_tool.py (boto3) against it."""
+
+    def __init__(self, logdir, env):
+        self.logdir, self.env = logdir, env
+        self.proc = None
+        self.endpoint = self.port = self.access_key = self.secret_key = None
+
+    def start(self):
+        err = open(os.path.join(self.logdir, "moto.log"), "ab")
+        self.proc = subprocess.Popen(
+            [sys.executable, os.path.join(REPO, "scripts", "moto_server.py"), "--exit-on-stdin-eof"],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err, env=self.env, start_new_session=True)
+        err.close()
+        line = [None]
+        t = threading.Thread(target=lambda: line.__setitem__(0, self.proc.stdout.readline()), daemon=True)
+        t.start()
+        t.join(60)
+        try:
+            info = json.loads((line[0] or b"").decode())
+        except ValueError:
+            info = None
+        if not info:
+            self.stop()
+            raise RuntimeError(f"moto did not start (make deps); see {self.logdir}/moto.log")
+        self.port = info["port"]
+        self.endpoint = f"http://127.0.0.1:{self.port}"
+        self.access_key, self.secret_key = info["accessKey"], info["secretKey"]
+        return self
+
+    def tool(self, *args, endpoint=None):
+        r = subprocess.run([sys.executable, os.path.join(REPO, "scripts", "s3_tool.py"), "--endpoint",
+                            endpoint or self.endpoint, "--access-key", self.access_key, "--secret-key",
+                            self.secret_key] + [str(a) for a in args],
+                           capture_output=True, text=True, env=self.env, timeout=600)
+        if r.returncode != 0:
+            raise Failure(f"s3_tool.py {args[0]}: {r.stderr.strip()[-500:]}")
+        return json.loads(r.stdout)
+
+    def cpu(self):
+        return proc_cpu(self.proc.pid)
+
+    def stop(self):
+        stop_process(self.proc, signal.SIGTERM)
+
+
+class CountingProxy:
+    """A TCP relay on 127.0.0.1 in front of a server that counts the bytes clients send (case 7's
+    "sent twice"). One thread per direction and connection."""
+
+    def __init__(self, upstream_port):
+        self.upstream_port = upstream_port
+        self.lock = threading.Lock()
+        self.upstream = 0
+        self.connections = 0
+        self.listener = socket.socket()
+        self.listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self.listener.bind(("127.0.0.1", 0))
+        self.listener.listen(64)
+        self.port = self.listener.getsockname()[1]
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.closed = False
+        threading.Thread(target=self.accept, daemon=True).start()
+
+    def accept(self):
+        while not self.closed:
+            try:
+                client, _ = self.listener.accept()
+            except OSError:
+                return
+            try:
+                server = socket.create_connection(("127.0.0.1", self.upstream_port))
+            except OSError:
+                client.close()
+                continue
+            with self.lock:
+                self.connections += 1
+            threading.Thread(target=self.pump, args=(client, server, True), daemon=True).start()
+            threading.Thread(target=self.pump, args=(server, client, False), daemon=True).start()
+
+    def pump(self, src, dst, count):
+        buf = bytearray(1 << 20)
+        view = memoryview(buf)
+        try:
+            while True:
+                n = src.recv_into(buf)
+                if n <= 0:
+                    break
+                dst.sendall(view[:n])
+                if count:
+                    with self.lock:
+                        self.upstream += n
+        except OSError:
+            pass
+        for sock, how in ((dst, socket.SHUT_WR), (src, socket.SHUT_RD)):
+            try:
+                sock.shutdown(how)
+            except OSError:
+                pass
+
+    def sent(self):
+        with self.lock:
+            return self.upstream
+
+    def stop(self):
+        self.closed = True
+        self.listener.close()
+
+
+def multipart_etag(path, part_size):
+    """S3's ETag of a multipart upload of path in part_size parts: md5(concatenated part MD5s)-N."""
+    digests = []
+    with open(path, "rb") as f:
+        while True:
+            block = f.read(part_size)
+            if not block:
+                break
+            digests.append(hashlib.md5(block).digest())
+    return f'"{hashlib.md5(b"".join(digests)).hexdigest()}-{len(digests)}"'
+
+
 class ServePeer:
     """`resumectl serve DIR --port 0`: NIOResumableUpload; the first stdout line is the URL."""
 
@@ -583,6 +713,7 @@ class Bench:
         self.nginx = None
         self.peer = None
         self.tus = None
+        self.moto = None
         self.size = args.size
         self.seg_size = min(self.size, 256 * MiB)
         self.timeout = 60 + self.size / (20 * MiB)
@@ -592,6 +723,9 @@ class Bench:
         self.has_connections = "--connections" in help_text
         self.has_input_file = "--input-file" in help_text or re.search(r"(^|\s)-i[,\s]", help_text) is not None
         self.has_parallel = "--parallel" in help_text
+        upload_help = subprocess.run([self.bin, "upload", "--help"], capture_output=True, text=True,
+                                     env=self.env).stdout
+        self.has_s3 = "--endpoint-url" in upload_help
 
     # ---- setup / teardown
 
@@ -626,6 +760,16 @@ class Bench:
             self.files["tus.bin"] = make_random_file(os.path.join(self.www, "tus.bin"), self.tus_size)
             self.tus = TusPeer(self.tus_dir, self.logs, self.env).start()
             log(f"tus peer: tuspyserver on {self.tus.endpoint} (pid {self.tus.proc.pid})")
+        if 7 in cases:
+            self.s3_size = self.args.s3_size
+            if self.s3_size == self.size:
+                self.files["s3.bin"] = self.files["big.bin"]
+                os.link(os.path.join(self.www, "big.bin"), os.path.join(self.www, "s3.bin"))
+            else:
+                self.files["s3.bin"] = make_random_file(os.path.join(self.www, "s3.bin"), self.s3_size)
+            self.moto = MotoPeer(self.logs, self.env).start()
+            self.moto.tool("create-bucket", "bench")
+            log(f"S3 peer: moto on {self.moto.endpoint} (pid {self.moto.proc.pid}), signatures checked")
         if 2 in cases:
             self.peer = ServePeer(self.bin, self.uploads, self.logs, self.env).start()
             log(f"upload peer: resumectl serve on {self.peer.base} (pid {self.peer.proc.pid})")
@@ -644,6 +788,8 @@ class Bench:
             self.peer.stop()
         if self.tus:
             self.tus.stop()
+        if self.moto:
+            self.moto.stop()
         if self.nginx:
             self.nginx.stop()
         if self.args.keep:
@@ -691,7 +837,7 @@ class Bench:
     def rounds(self):
         return self.args.pairs + 1  # round 0 is the warm-up
 
-    def run_rounds(self, tools, servers=()):
+    def run_rounds(self, tools, servers=(), env=None):
         """tools: [(name, argv_fn(round), check_fn(round, verify) or None)]. Returns {name: [Run]}."""
         runs = {name: [] for name, _, _ in tools}
         dead = set()
@@ -703,7 +849,7 @@ class Bench:
                 os.sync()
                 run = Run(name, rnd)
                 busy0 = machine_cpu()
-                res = spawn_and_wait(argv_fn(rnd), env=self.env, logdir=self.logs, timeout=self.timeout,
+                res = spawn_and_wait(argv_fn(rnd), env=env or self.env, logdir=self.logs, timeout=self.timeout,
                                      servers=servers)
                 run.wall, run.cpu, run.rss_kib, run.rc, run.srv_cpu = (
                     res["wall"], res["cpu"], res["rss"], res["rc"], res["srv_cpu"])
@@ -1047,6 +1193,148 @@ class Bench:
                          "ratio = resumectl/tool", list(cmds), runs, "resumectl", size,
                          {"url": url, "commands": {n: a[:2] + ["…"] if n != "resumectl" else a for n, a in cmds.items()}})
 
+    # ---- case 7
+
+    def s3_env(self):
+        """The environment of both S3 clients: the server's key, us-east-1, and an AWS CLI config of
+        this run only (never the user's ~/.aws)."""
+        aws = os.path.join(self.tmp, "aws")
+        os.makedirs(aws, exist_ok=True)
+        env = dict(self.env, AWS_CONFIG_FILE=os.path.join(aws, "config"),
+                   AWS_SHARED_CREDENTIALS_FILE=os.path.join(aws, "credentials"),
+                   AWS_ACCESS_KEY_ID=self.moto.access_key, AWS_SECRET_ACCESS_KEY=self.moto.secret_key,
+                   AWS_REGION="us-east-1", AWS_DEFAULT_REGION="us-east-1")
+        for k in ("AWS_PROFILE", "AWS_DEFAULT_PROFILE", "AWS_SESSION_TOKEN", "AWS_ENDPOINT_URL",
+                  "AWS_ENDPOINT_URL_S3"):
+            env.pop(k, None)
+        return env
+
+    def case7(self):
+        src = os.path.join(self.www, "s3.bin")
+        size, digest = self.s3_size, self.files["s3.bin"]
+        env = self.s3_env()
+        for setting, value in (("default.s3.multipart_chunksize", "8MB"), ("default.s3.max_concurrent_requests", "4")):
+            subprocess.run([sys.executable, "-m", "awscli", "configure", "set", setting, value], env=env, check=True)
+        want_etag = multipart_etag(src, 8 * MiB)
+        ep = self.moto.endpoint
+        aws = [sys.executable, "-m", "awscli", "s3", "cp", "--only-show-errors"]
+        b = self.bin
+        cmds = {}
+        if self.has_s3:
+            cmds["resumectl"] = lambda key, ep=ep: [b, "upload", "-q", "--part-size", "8M", "--parallel", "4", src,
+                                                    f"s3://bench/{key}", "--endpoint-url", ep]
+        else:
+            log("\ncase 7: resumectl has no S3 support yet (no --endpoint-url): the AWS CLI side only")
+        cmds["aws s3 cp"] = lambda key, ep=ep: aws + [src, f"s3://bench/{key}", "--endpoint-url", ep]
+        names = list(cmds)
+        keys = {}
+
+        def argv(name):
+            def f(rnd):
+                keys[name] = f"{name.split()[0]}-{rnd}.bin"
+                return cmds[name](keys[name])
+            return f
+
+        def check(name):
+            def f(rnd, verify):
+                key = keys[name]
+                try:
+                    head = self.moto.tool("head", "bench", key)
+                    if head["size"] != size:
+                        raise Failure(f"s3://bench/{key}: {head['size']} bytes, want {size}")
+                    if head["etag"] != want_etag:
+                        raise Failure(f"s3://bench/{key}: ETag {head['etag']}, want {want_etag} (8 MiB parts)")
+                    if verify:
+                        got = self.moto.tool("sha256", "bench", key)
+                        if got != digest:
+                            raise Failure(f"s3://bench/{key}: sha256 {got}, want {digest}")
+                finally:
+                    self.s3_clean()
+            return f
+        tools = [(n, argv(n), check(n)) for n in names]
+        log(f"\n== case 7: {human(size)} S3 multipart upload to moto (SigV4 checked), 8 MiB parts, 4 at a time")
+        runs = self.run_rounds(tools, servers=[self.moto], env=env)
+        subject = "resumectl" if self.has_s3 else "aws s3 cp"
+        self.finish_case("7-s3-upload", f"case 7: {human(size)} S3 multipart upload to moto, 8 MiB parts, "
+                         "4 in parallel, ratio = resumectl/tool (targets: CPU ≤ 0.25, wall ≤ 1.0, RSS < 32 MiB)",
+                         names, runs, subject, size,
+                         {"endpoint": ep, "aws_config": {"multipart_chunksize": "8MB", "max_concurrent_requests": 4},
+                          "commands": {n: cmds[n]("KEY") for n in names}})
+        self.case7_kill(src, size, want_etag, env, names)
+
+    def s3_clean(self):
+        """Deletes every object and aborts every multipart upload of the bench bucket."""
+        for key in self.moto.tool("keys", "bench"):
+            self.moto.tool("delete", "bench", key)
+        for u in self.moto.tool("uploads", "bench"):
+            self.moto.tool("abort", "bench", u["key"], u["uploadId"])
+
+    def case7_kill(self, src, size, want_etag, env, names):
+        """Each tool killed once half the file crossed the proxy, then run again to the end."""
+        log(f"\n== case 7b: {human(size)} S3 upload killed (SIGKILL) at 50 %, then run again")
+        rows = {}
+        for name in names:
+            proxy = CountingProxy(self.moto.port)
+            try:
+                rows[name] = self.case7_kill_once(name, src, size, want_etag, env, proxy)
+            except Failure as e:
+                self.failed = True
+                rows[name] = {"ok": False, "error": str(e)}
+                log(f"  FAIL {name}: {e}")
+            finally:
+                proxy.stop()
+                self.s3_clean()
+        log(f"\ncase 7b: sent twice = bytes through the proxy over both runs − {human(size)} (request heads "
+            "included); target for resumectl: ≤ one part per connection (4 × 8 MiB)")
+        log(f"{'tool':<12}  {'killed at MiB':>13}  {'2nd run s':>9}  {'2nd run MiB':>11}  {'sent twice MiB':>14}")
+        for name, row in rows.items():
+            if row.get("ok"):
+                log(f"{name:<12}  {row['killed_at_bytes'] / MiB:>13.1f}  {row['second_wall_s']:>9.2f}  "
+                    f"{row['second_run_bytes'] / MiB:>11.1f}  {row['sent_twice_bytes'] / MiB:>14.1f}")
+            else:
+                log(f"{name:<12}  FAILED: {row.get('error')}")
+        self.results["7b-s3-kill"] = {"title": "case 7b: S3 upload killed at 50 %, run again", "bytes": size,
+                                      "rows": rows}
+
+    def case7_kill_once(self, name, src, size, want_etag, env, proxy):
+        self.clear_state()
+        key = f"kill-{name.split()[0]}.bin"
+        aws = [sys.executable, "-m", "awscli", "s3", "cp", "--only-show-errors", src, f"s3://bench/{key}",
+               "--endpoint-url", proxy.url]
+        first = ([self.bin, "upload", "-q", "--part-size", "8M", "--parallel", "4", src, f"s3://bench/{key}",
+                  "--endpoint-url", proxy.url] if name == "resumectl" else aws)
+        killed = {}
+
+        def killer(pid, t0):
+            end = time.monotonic() + self.timeout
+            while proxy.sent() < size // 2 and time.monotonic() < end:
+                time.sleep(0.005)
+            killed["bytes"] = proxy.sent()
+            os.kill(pid, signal.SIGKILL)
+        r1 = spawn_and_wait(first, env=env, logdir=self.logs, timeout=self.timeout, on_spawn=killer)
+        if r1["rc"] != -signal.SIGKILL:
+            raise Failure(f"first run: exit status {r1['rc']}, want SIGKILL at 50 %: {r1['stderr'][-300:]}")
+        if name == "resumectl":
+            listing = subprocess.run([self.bin, "list"], capture_output=True, text=True, env=env)
+            rows = [l.split() for l in listing.stdout.splitlines() if l.strip()]
+            if len(rows) != 1:
+                raise Failure(f"resumectl list shows {len(rows)} tokens: {listing.stdout!r} {listing.stderr!r}")
+            second = [self.bin, "resume", rows[0][0], "-q"]
+        else:
+            second = aws
+        before = proxy.sent()
+        r2 = spawn_and_wait(second, env=env, logdir=self.logs, timeout=self.timeout, servers=[self.moto])
+        if r2["rc"] != 0:
+            raise Failure(f"second run: exit status {r2['rc']}: {r2['stderr'][-300:]}")
+        head = self.moto.tool("head", "bench", key)
+        if head["size"] != size or head["etag"] != want_etag:
+            raise Failure(f"s3://bench/{key}: {head}, want size {size} and ETag {want_etag}")
+        total = proxy.sent()
+        return {"ok": True, "killed_at_bytes": killed.get("bytes"), "first_run_bytes": before,
+                "second_run_bytes": total - before, "second_wall_s": r2["wall"], "second_cpu_s": r2["cpu"],
+                "second_peak_rss_kib": r2["rss"], "sent_twice_bytes": total - size,
+                "connections": proxy.connections, "commands": [first, second]}
+
     # ---- report
 
     def environment(self):
@@ -1068,7 +1356,10 @@ class Bench:
                 "versions": {"resumectl": first_line([self.bin, "--version"]),
                              "curl": first_line(["curl", "--version"]), "wget": first_line(["wget", "--version"]),
                              "aria2c": first_line(["aria2c", "--version"]),
-                             "nginx": first_line([NGINX, "-v"])},
+                             "nginx": first_line([NGINX, "-v"]),
+                             "aws": first_line([sys.executable, "-m", "awscli", "--version"]),
+                             "moto": first_line([sys.executable, "-c",
+                                                 "import importlib.metadata as m; print(m.version('moto'))"])},
                 "size": self.size, "pairs": self.args.pairs, "cases": self.args.cases,
                 "tmpdir": self.tmp}
 
@@ -1099,7 +1390,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--bin", default=os.path.join(REPO, ".build/release/resumectl"), help="resumectl binary")
-    ap.add_argument("--cases", default="1,2,3,4,5,6", help="comma-separated subset of 1-6 (default: all)")
+    ap.add_argument("--cases", default="1,2,3,4,5,6,7", help="comma-separated subset of 1-7 (default: all)")
     ap.add_argument("--size", type=parse_size, default=None, help="big file size, e.g. 1G, 256M (default 1G)")
     ap.add_argument("--pairs", type=int, default=None, help="timed rounds after the warm-up (default 5)")
     ap.add_argument("--quick", action="store_true", help="size 64 MiB and 3 pairs (unless given)")
@@ -1107,6 +1398,8 @@ def main():
     ap.add_argument("--file-size", type=parse_size, default=100 * KiB, help="file size of case 5 (default 100k)")
     ap.add_argument("--tus-size", type=parse_size, default=256 * MiB,
                     help="file size of case 6 (default 256M: the Python server, not the client, sets the pace)")
+    ap.add_argument("--s3-size", type=parse_size, default=GiB,
+                    help="file size of case 7 (default 1G)")
     ap.add_argument("--seg-rate", type=parse_size, default=50 * MiB,
                     help="per-connection limit_rate of case 4's throttled run in bytes/s (default 50M)")
     ap.add_argument("--verify-all", action="store_true", help="SHA-256 every output, not once per tool and case")
@@ -1119,9 +1412,9 @@ def main():
     try:
         cases = sorted({int(c) for c in args.cases.split(",") if c.strip()})
     except ValueError:
-        ap.error("--cases takes numbers 1-6, e.g. 1,2")
-    if not cases or any(c not in range(1, 7) for c in cases):
-        ap.error("--cases takes numbers 1-6, e.g. 1,2")
+        ap.error("--cases takes numbers 1-7, e.g. 1,2")
+    if not cases or any(c not in range(1, 8) for c in cases):
+        ap.error("--cases takes numbers 1-7, e.g. 1,2")
     if args.pairs < 1:
         ap.error("--pairs must be at least 1")
     args.cases = cases
@@ -1134,6 +1427,13 @@ def main():
             import tusclient  # noqa: F401
         except ImportError:
             missing.append("tuspy (pip install tuspy)")
+    if 7 in cases:
+        for module, package in (("moto", "moto[server] (make deps)"), ("flask", "moto[server] (make deps)"),
+                                ("boto3", "boto3 (make deps)"), ("awscli", "awscli (pip install awscli)")):
+            try:
+                __import__(module)
+            except ImportError:
+                missing.append(package)
     if not os.access(NGINX, os.X_OK):
         missing.append("nginx (apt-get install nginx-light)")
     if missing:
