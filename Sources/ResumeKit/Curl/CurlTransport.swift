@@ -99,8 +99,9 @@ final class CurlSession: TransportSession {
             try h.set(CURLOPT_UPLOAD, 1)
             try h.set(CURLOPT_INFILESIZE_LARGE, offset: request.body?.length ?? 0)
             if !headers.contains("Content-Type") { headers.append("Content-Type", "application/octet-stream") }
-            // A 104 does not release libcurl's 100-continue wait; never ask for one.
-            headers.set("Expect", "")
+            // A 104 does not release libcurl's 100-continue wait: never ask for one, unless the request does
+            // (S3 parts: a refusal then costs no body).
+            if !headers.contains("Expect") { headers.set("Expect", "") }
         }
         try h.set(CURLOPT_HTTPHEADER, list: headers.fields.map { field in
             field.value.isEmpty ? "\(field.name):" : "\(field.name): \(field.value)"

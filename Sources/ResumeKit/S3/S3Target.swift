@@ -75,12 +75,16 @@ public struct S3RequestSigner: RequestSigner {
             ?? (request.body == nil ? SigV4Signer.emptyPayloadHash : SigV4Signer.unsignedPayload)
         var headers = request.headers
         headers.remove("x-amz-content-sha256")
+        // Not signed (as AWS's SDKs leave it out): a proxy may drop or answer it.
+        let expect = headers["Expect"]
+        headers.remove("Expect")
         let signed = signer.sign(
             SigV4Signer.Request(method: request.method, host: parts.host, path: parts.path, query: parts.query,
                 headers: headers, payloadHash: hash),
             at: clock())
         request.url = parts.origin + parts.path + (signed.query.isEmpty ? "" : "?" + signed.query)
         request.headers = signed.headers
+        if let expect { request.headers.set("Expect", expect) }
     }
 
     /// `scheme://authority`, the authority, the (already encoded) path, and the query decoded into pairs.

@@ -379,7 +379,7 @@ final class S3Upload: @unchecked Sendable {
         // The body is not hashed for the signature (that would read every part a third time);
         // Content-MD5 is signed and S3 checks the bytes against it.
         ["Content-MD5": Data(md5).base64EncodedString(), "x-amz-content-sha256": SigV4Signer.unsignedPayload,
-         "Content-Type": "application/octet-stream"]
+         "Content-Type": "application/octet-stream", "Expect": "100-continue"]
     }
 
     /// The user's `-H` headers (`Content-Type`, `x-amz-storage-class`, `x-amz-meta-*` …) go with the request
