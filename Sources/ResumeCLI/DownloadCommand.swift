@@ -33,7 +33,7 @@ struct Download: AsyncParsableCommand {
     @Option(help: "With -i or an S3 prefix: how many files at once.")
     var parallel = 4
 
-    @Option(name: [.short, .customLong("output")], help: "Where to write the file (default: the URL's last path segment here).")
+    @Option(name: [.short, .customLong("output")], help: "Where to write the file (default: the URL's last path segment here); - for stdout.")
     var output: String?
 
     @Option(help: "Verify the result: sha256=HEX.")
@@ -66,6 +66,13 @@ struct Download: AsyncParsableCommand {
         case (nil, _?) where background.detach: throw ValidationError("--detach applies to one URL, not to -i LIST")
         default: break
         }
+        if output == "-" {
+            // stdout carries the body and nothing else.
+            if options.json { throw ValidationError("--json cannot share stdout with the body: drop it, or write to a file") }
+            if inputFile != nil { throw ValidationError("-o - takes one URL, not -i LIST") }
+            if connections > 1 { throw ValidationError("--connections needs a file to write ranges into, not stdout") }
+            if background.detach || background.startAt != nil { throw ValidationError("a download to stdout runs in the foreground") }
+        }
     }
 
     func run() async throws {
@@ -78,6 +85,7 @@ struct Download: AsyncParsableCommand {
         configured.options.connections = connections
         configured.options.waitForNetwork = background.waitsForNetwork
         let client = configured
+        if output == "-" { return try await runToStdout(request, client: client) }
         if background.detach {
             let id: String
             do { id = try client.prepare(request) } catch { throw Runner.fail(error, json: options.json) }
@@ -95,6 +103,14 @@ struct Download: AsyncParsableCommand {
 }
 
 extension Download {
+    /// `-o -`: progress and the failure line on stderr, the body alone on stdout.
+    func runToStdout(_ request: DownloadRequest, client: TransferClient) async throws {
+        let reporter = Reporter(json: false, quiet: options.quiet)
+        _ = try await Runner.run(reporter: reporter) { cancellation throws(TransferError) in
+            try await client.download(request, cancellation: cancellation) { reporter.handle($0) }
+        }
+    }
+
     /// `-i LIST`: every entry on its own token; one line per file on stdout, one per failure on stderr.
     func runList(_ listPath: String) async throws {
         guard let data = FileManager.default.contents(atPath: listPath) else {

@@ -25,6 +25,11 @@ enum Runner {
         do {
             return try await work(cancellation)
         } catch {
+            if error.code == .outputClosed {
+                // The reader of stdout is gone: end as a filter does, by the SIGPIPE that was held off.
+                signal(SIGPIPE, SIG_DFL)
+                raise(SIGPIPE)
+            }
             reporter.failure(error)
             throw ExitCode(error.exitStatus)
         }

@@ -59,7 +59,10 @@ public struct TransferClient: Sendable {
     public func download(
         _ request: DownloadRequest, cancellation: Cancellation = Cancellation(), events: @escaping EventHandler = { _ in }
     ) async throws(TransferError) -> DownloadResult {
-        try await onOwnThread { () throws(TransferError) in
+        if request.outputPath == "-" {
+            return try await onOwnThread { () throws(TransferError) in try self.runStreamDownload(request, cancellation: cancellation, events: events) }
+        }
+        return try await onOwnThread { () throws(TransferError) in
             try self.prepareStateDirectory()
             let id = self.downloadTokenID(request)
             let began = Date()
@@ -105,6 +108,24 @@ public struct TransferClient: Sendable {
                 throw error
             }
         }
+    }
+
+    /// `-o -`: the body to stdout, resumed within this run from the count of bytes written; no token.
+    func runStreamDownload(_ request: DownloadRequest, cancellation: Cancellation, events: @escaping EventHandler) throws(TransferError) -> DownloadResult {
+        var request = request
+        var options = self.options
+        if S3Location.isS3(request.url) {
+            let (plain, state) = try s3Object(request)
+            request = plain
+            options.transport = try S3Target(state).signing(options.transport)
+        }
+        try URLCheck.validate(request.url)
+        let headers = try HeaderLines.parse(request.headers)
+        options.transport.credentialOrigin = request.url
+        let operation = StreamDownload(
+            url: request.url, headers: headers, output: STDOUT_FILENO, session: transport.makeSession(), options: options,
+            expectedSHA256: request.expectedSHA256, cancellation: cancellation, events: events)
+        return try operation.run()
     }
 
     /// Reads a token, mapping store errors to the documented exit statuses.

@@ -25,6 +25,8 @@ public struct TransferError: Error, Sendable, Equatable, CustomStringConvertible
         case busy
         /// Bad arguments.
         case usage
+        /// The reader of stdout went away (EPIPE): the transfer ends quietly, as a Unix filter does.
+        case outputClosed
     }
 
     public var code: Code
@@ -60,6 +62,7 @@ public struct TransferError: Error, Sendable, Equatable, CustomStringConvertible
         case .cannotCreateOutput: 73
         case .localIO: 74
         case .usage: 64
+        case .outputClosed: 141
         }
     }
 }

@@ -1,0 +1,228 @@
+import Crypto
+import Glibc
+
+/// A download whose body goes to a pipe (`-o -`): what was written cannot be taken back, so it counts the
+/// bytes written and resumes a cut with `Range` + `If-Range` from that count, first comparing the 64 KiB
+/// before it with a ring of the last bytes written (the overlap check of file downloads, without a file).
+///
+/// There is no token: once this process is gone, only the reader knows what it received. A file that
+/// changed on the server fails (exit 65) rather than splice two versions into the pipe. A reader that
+/// goes away ends the transfer at once with ``TransferError/Code/outputClosed``.
+final class StreamDownload: ExchangeDelegate {
+    private let url: String
+    private let headers: HeaderFields
+    private let output: Int32
+    private let session: any TransportSession
+    private let options: TransferOptions
+    private let cancellation: Cancellation
+    private let emit: EventHandler
+    private let expectedSHA256: String?
+    private var machine: DownloadStateMachine
+
+    /// Bytes written to the output.
+    private var written: Int64 = 0
+    private var ring = TailRing(capacity: Int(DownloadStateMachine.overlap))
+    private var hasher = SHA256()
+
+    // The exchange in flight.
+    private var requestedOffset: Int64 = 0
+    /// Body bytes of this response still to drop (before the overlap) or to compare (the overlap).
+    private var skip: Int64 = 0
+    private var compare: [UInt8] = []
+    private var compared = 0
+    private var decision: DownloadStateMachine.Decision?
+    private var failure: TransferError?
+    private var receivedThisAttempt: Int64 = 0
+    private var started = false
+    private var pacer = ProgressPacer()
+
+    init(
+        url: String, headers: HeaderFields, output: Int32, session: any TransportSession, options: TransferOptions,
+        expectedSHA256: String?, cancellation: Cancellation, events: @escaping EventHandler
+    ) {
+        self.url = url
+        var headers = headers
+        headers.remove("Accept-Encoding")
+        self.headers = headers
+        self.output = output
+        self.session = session
+        self.options = options
+        self.expectedSHA256 = expectedSHA256?.lowercased()
+        self.cancellation = cancellation
+        self.emit = events
+        machine = DownloadStateMachine(onChange: .fail)
+    }
+
+    func run() throws(TransferError) -> DownloadResult {
+        var backoff = Backoff(options.retry)
+        while true {
+            if let reason = cancellation.reason {
+                emit(.paused(offset: written))
+                throw TransferError(.stopped(reason), "\(reason == .interrupt ? "interrupted" : "stopped") after \(written) bytes to stdout; a pipe cannot be resumed")
+            }
+            guard case .fetch(let offset, let range) = machine.plan(committed: written) else {
+                throw TransferError(.changed, "the server gave no strong validator, so a cut download to stdout cannot go on: \(written) bytes were written")
+            }
+            var request = headers
+            for field in range.fields { request.set(field.name, field.value) }
+            requestedOffset = offset
+            decision = nil
+            failure = nil
+            receivedThisAttempt = 0
+            let result = session.perform(
+                TransferRequest(method: "GET", url: url, headers: request, followRedirects: true), settings: options.transport,
+                cancellation: cancellation, delegate: self)
+            if let failure { throw failure }
+            let message: String
+            var retryAfter: String?
+            switch result.outcome {
+            case .completed, .abortedByDelegate:
+                switch decision {
+                case .write?:
+                    if let total = machine.resource?.totalBytes, written < total {
+                        message = "the connection closed at byte \(written) of \(total)"
+                    } else {
+                        return try finish()
+                    }
+                case .retry(let status, let after)?:
+                    message = "the server answered \(status)"
+                    retryAfter = after
+                case .fail(.status(let status, let reason))?:
+                    throw TransferError(.failed, "the server answered \(status)\(reason.isEmpty ? "" : " " + reason) for \(url)")
+                case .fail(.changed(let reason))?, .refetchFromZero(let reason)?:
+                    throw changed(reason)
+                case nil:
+                    message = "the server sent no response"
+                }
+            case .cancelled:
+                continue
+            case .stalled:
+                message = "no data for \(options.transport.stallTimeout) s"
+            case .failed(let failure):
+                if failure.kind == .fatal || failure.kind == .localRead || (failure.kind == .resolve && written == 0) {
+                    throw TransferError(.failed, failure.message)
+                }
+                message = failure.message
+            }
+            guard let delay = backoff.next(progressMade: receivedThisAttempt > 0, retryAfter: retryAfter) else {
+                throw TransferError(.retriesExhausted, "\(message); gave up after \(backoff.retriesMade) retries, \(written) bytes written to stdout")
+            }
+            emit(.retry(attempt: backoff.failures, delay: delay, error: message))
+            if !cancellation.sleep(seconds: delay) { continue }
+        }
+    }
+
+    private func changed(_ reason: String) -> TransferError {
+        TransferError(.changed, "\(reason); \(written) bytes already went to stdout and cannot be taken back")
+    }
+
+    private func finish() throws(TransferError) -> DownloadResult {
+        let digest = hasher.finalize().hex
+        if let expectedSHA256, digest != expectedSHA256 {
+            throw TransferError(.checksumMismatch, "the data written to stdout has sha256 \(digest), not \(expectedSHA256)")
+        }
+        emit(.completed(location: "-", bytes: written, sha256: digest))
+        return DownloadResult(path: "-", bytes: written, sha256: digest, alreadyComplete: false)
+    }
+
+    // MARK: ExchangeDelegate
+
+    func exchange(informational head: ResponseHead) {}
+
+    func exchange(head: ResponseHead, effectiveURL: String) -> Bool {
+        let before = machine.resource
+        let d = machine.evaluate(head, requestedOffset: requestedOffset)
+        decision = d
+        guard case .write(let from, let restarted) = d else { return false }
+        if restarted != nil, written > 0 {
+            let now = machine.resource
+            guard before?.validator != nil, now?.etag == before?.etag, now?.lastModified == before?.lastModified else {
+                failure = changed(restarted!)
+                return false
+            }
+            // The same file, sent whole (the range was ignored): drop what the reader already has.
+        }
+        let start = min(from, written)
+        let overlapFrom = max(start, written - Int64(ring.count))
+        skip = overlapFrom - start
+        compare = ring.suffix(Int(written - overlapFrom))
+        compared = 0
+        if !started {
+            started = true
+            emit(.started(kind: .download, url: url, path: "-", offset: 0, total: machine.resource?.totalBytes))
+        }
+        return true
+    }
+
+    func exchange(body received: UnsafeRawBufferPointer) -> Bool {
+        var body = received
+        if skip > 0 {
+            let drop = Int(min(Int64(body.count), skip))
+            skip -= Int64(drop)
+            body = UnsafeRawBufferPointer(rebasing: body[drop...])
+        }
+        if compared < compare.count, !body.isEmpty {
+            let take = min(body.count, compare.count - compared)
+            let same = compare.withUnsafeBytes { memcmp($0.baseAddress! + compared, body.baseAddress!, take) == 0 }
+            guard same else {
+                failure = changed(DownloadStateMachine.overlapReason(at: written - Int64(compare.count) + Int64(compared)))
+                return false
+            }
+            compared += take
+            body = UnsafeRawBufferPointer(rebasing: body[take...])
+        }
+        guard !body.isEmpty else { return true }
+        var rest = body
+        while !rest.isEmpty {
+            let n = write(output, rest.baseAddress, rest.count)
+            if n < 0 {
+                if errno == EINTR { continue }
+                failure = errno == EPIPE
+                    ? TransferError(.outputClosed, "the reader of stdout went away after \(written) bytes")
+                    : TransferError(.localIO, "writing to stdout failed: \(String(cString: strerror(errno)))")
+                return false
+            }
+            rest = UnsafeRawBufferPointer(rebasing: rest[n...])
+        }
+        hasher.update(bufferPointer: body)
+        ring.append(body)
+        written += Int64(body.count)
+        receivedThisAttempt += Int64(body.count)
+        if let rate = pacer.tick(bytes: written) { emit(.progress(bytes: written, total: machine.resource?.totalBytes, rate: rate)) }
+        return true
+    }
+
+    func exchange(progressReceived received: Int64, sent: Int64) -> Bool { true }
+}
+
+/// The last `capacity` bytes written, for comparing a resumed body with what the reader already has.
+struct TailRing {
+    private var storage: [UInt8]
+    private var next = 0
+    private(set) var count = 0
+
+    init(capacity: Int) { storage = [UInt8](repeating: 0, count: capacity) }
+
+    mutating func append(_ bytes: UnsafeRawBufferPointer) {
+        guard !bytes.isEmpty else { return }
+        let capacity = storage.count
+        let tail = bytes.count > capacity ? UnsafeRawBufferPointer(rebasing: bytes[(bytes.count - capacity)...]) : bytes
+        storage.withUnsafeMutableBytes { ring in
+            // At most two copies: up to the end of the storage, then from its start.
+            let first = min(tail.count, capacity - next)
+            ring.baseAddress!.advanced(by: next).copyMemory(from: tail.baseAddress!, byteCount: first)
+            if first < tail.count {
+                ring.baseAddress!.copyMemory(from: tail.baseAddress!.advanced(by: first), byteCount: tail.count - first)
+            }
+        }
+        next = (next + tail.count) % capacity
+        count = min(capacity, count + tail.count)
+    }
+
+    /// The last `n` bytes (n ≤ count), oldest first.
+    func suffix(_ n: Int) -> [UInt8] {
+        let capacity = storage.count
+        let start = (next - n + capacity) % capacity
+        return (0..<n).map { storage[(start + $0) % capacity] }
+    }
+}
