@@ -13,7 +13,8 @@ public struct TransferError: Error, Sendable, Equatable, CustomStringConvertible
         case checksumMismatch
         /// A token that cannot be read, is of another schema version, or belongs to the other direction.
         case badToken
-        /// The upload's source file changed since the upload began.
+        /// What is being sent changed underneath the transfer: an upload's source file since the upload began,
+        /// or a file on the server while a download fed a pipe (which cannot be rewound).
         case sourceChanged
         /// A token, or an upload's source file, does not exist.
         case inputMissing

@@ -61,7 +61,7 @@ final class StreamDownload: ExchangeDelegate {
                 throw TransferError(.stopped(reason), "\(reason == .interrupt ? "interrupted" : "stopped") after \(written) bytes to stdout; a pipe cannot be resumed")
             }
             guard case .fetch(let offset, let range) = machine.plan(committed: written) else {
-                throw TransferError(.changed, "the server gave no strong validator, so a cut download to stdout cannot go on: \(written) bytes were written")
+                throw TransferError(.sourceChanged, "the server gave no strong validator, so a cut download to stdout cannot go on: \(written) bytes were written")
             }
             var request = headers
             for field in range.fields { request.set(field.name, field.value) }
@@ -113,7 +113,7 @@ final class StreamDownload: ExchangeDelegate {
     }
 
     private func changed(_ reason: String) -> TransferError {
-        TransferError(.changed, "\(reason); \(written) bytes already went to stdout and cannot be taken back")
+        TransferError(.sourceChanged, "\(reason); \(written) bytes already went to stdout and cannot be taken back")
     }
 
     private func finish() throws(TransferError) -> DownloadResult {
