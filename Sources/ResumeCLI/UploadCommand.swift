@@ -11,6 +11,12 @@ struct Upload: AsyncParsableCommand {
             any point continues with 'resumectl resume TOKEN' from the offset the server reports. For tus, \
             URL is the creation endpoint (e.g. http://host/files/).
 
+            FILE - reads stdin to its end: bytes wait in a spool in the state folder until the server has \
+            them (at most --spool-max; past it the stream goes in appends), so cuts and 5xx are survived. \
+            Killed after stdin ended, 'resumectl resume TOKEN' finishes from the spool; killed before, pipe \
+            the same stream into 'resumectl resume TOKEN': it is checked against what was read, and a \
+            different stream fails with exit 65.
+
             To s3://BUCKET/KEY a file of one part goes as one signed PUT, a larger one as a multipart \
             upload, --parallel parts at a time, each with Content-MD5. The token keeps every finished part: \
             'resumectl resume' (or the same command) lists what S3 holds, keeps parts whose ETag matches \
@@ -22,11 +28,12 @@ struct Upload: AsyncParsableCommand {
               resumectl upload --chunk-size 64M backup.tar https://uploads.example.com/f/
               resumectl upload -u alice --cacert ca.pem a.tar https://intranet.example/up/
               resumectl upload big.iso https://uploads.example.com/big.iso --detach
+              pg_dump db | resumectl upload - https://uploads.example.com/db.sql --spool-max 256M
               resumectl upload backup.tar s3://my-bucket/backups/backup.tar --part-size 64M
               resumectl upload a.tar s3://bucket/a.tar --endpoint-url http://127.0.0.1:9000
             """)
 
-    @Argument(help: "The file to send.")
+    @Argument(help: "The file to send, or - for stdin (a stream: the IETF draft, resumable through a spool).")
     var file: String
 
     @Argument(help: "http or https URL that accepts the upload, or s3://BUCKET/KEY.")
@@ -40,6 +47,9 @@ struct Upload: AsyncParsableCommand {
 
     @Option(name: .customLong("chunk-size"), help: "Send the file in appends of at most this many bytes (suffix k, M or G).")
     var chunkSize: ByteRate?
+
+    @Option(name: .customLong("spool-max"), help: "With -: the most stdin bytes kept on disk until the server has them (default 1G).")
+    var spoolMax: ByteRate?
 
     @Option(name: .customLong("part-size"), help: "S3: bytes a part (5M to 5G; default 8M, raised to fit 10,000 parts).")
     var partSize: ByteRate?
@@ -56,6 +66,14 @@ struct Upload: AsyncParsableCommand {
 
     func validate() throws {
         guard (1...64).contains(parallel) else { throw ValidationError("--parallel takes 1 to 64") }
+        if file == "-" {
+            if background.detach || background.startAt != nil { throw ValidationError("a stream (upload -) reads stdin: it runs in the foreground") }
+            if uploadProtocol == .tus || uploadProtocol == .plain {
+                throw ValidationError("a stream (upload -) needs the IETF draft: its length is unknown when it starts")
+            }
+        } else if spoolMax != nil {
+            throw ValidationError("--spool-max applies to a stream (upload - URL)")
+        }
         if interopVersion != nil, uploadProtocol != .auto, uploadProtocol != .ietf {
             throw ValidationError("--interop-version applies to --protocol ietf only")
         }
@@ -68,7 +86,7 @@ struct Upload: AsyncParsableCommand {
         let request = UploadRequest(
             filePath: file, url: url, headers: options.header, interopVersion: interopVersion.flatMap(InteropVersion.init),
             chunkSize: chunkSize?.bytesPerSecond, uploadProtocol: uploadProtocol,
-            s3: s3.options(partSize: partSize?.bytesPerSecond, parallel: parallel))
+            s3: s3.options(partSize: partSize?.bytesPerSecond, parallel: parallel), spoolMax: spoolMax?.bytesPerSecond)
         var configured = options.client()
         configured.options.waitForNetwork = background.waitsForNetwork
         let client = configured

@@ -41,6 +41,7 @@ extension TransferClient {
     /// Checks an upload (its source must be readable) and writes its token before any byte moves.
     /// - Returns: the token id.
     public func prepare(_ request: UploadRequest) throws(TransferError) -> String {
+        if request.filePath == "-" { throw TransferError(.usage, "a stream (upload -) reads stdin: it runs in the foreground") }
         if S3Location.isS3(request.url) {
             _ = try S3Location.parse(request.url)
         } else {

@@ -14,12 +14,15 @@ public struct UploadRequest: Sendable, Equatable {
     public var uploadProtocol: UploadProtocolChoice
     /// For `s3://BUCKET/KEY` URLs: endpoint, region, profile, part size, parallel parts.
     public var s3: S3Options
+    /// For a stream (`filePath` `-`, stdin): the most bytes its spool holds (default 1 GiB).
+    public var spoolMax: Int64?
 
     public init(
         filePath: String, url: String, headers: [String] = [], interopVersion: InteropVersion? = nil, chunkSize: Int64? = nil,
-        uploadProtocol: UploadProtocolChoice = .auto, s3: S3Options = S3Options()
+        uploadProtocol: UploadProtocolChoice = .auto, s3: S3Options = S3Options(), spoolMax: Int64? = nil
     ) {
         self.s3 = s3
+        self.spoolMax = spoolMax
         self.filePath = filePath
         self.url = url
         self.headers = headers
@@ -50,11 +53,13 @@ extension TransferClient {
 
     /// The token id an upload request uses.
     public func uploadTokenID(_ request: UploadRequest) -> String {
+        if request.filePath == "-" { return TokenStore.makeID(kind: .upload, url: request.url, path: "-") }
         let absolute = request.filePath.hasPrefix("/") ? request.filePath : FileManager.default.currentDirectoryPath + "/" + request.filePath
         return TokenStore.makeID(kind: .upload, url: request.url, path: OutputPath.lexicallyNormalized(absolute))
     }
 
     func runUpload(_ request: UploadRequest, cancellation: Cancellation, events: @escaping EventHandler) throws(TransferError) -> UploadResult {
+        if request.filePath == "-" { return try runStreamUpload(request, cancellation: cancellation, events: events) }
         if S3Location.isS3(request.url) { return try runS3Upload(request, cancellation: cancellation, events: events) }
         try URLCheck.validate(request.url)
         _ = try HeaderLines.parse(request.headers)
@@ -131,7 +136,7 @@ extension TransferClient {
             try UploadOperation(
                 token: token, source: source, machine: machine, store: store, transport: transport, options: options,
                 cancellation: cancellation, events: events
-            ).run()
+            ).runToEnd()
         }
         switch part.uploadProtocol {
         case .ietf:
@@ -170,6 +175,7 @@ extension TransferClient {
         let lock = try takeLock(stored.id)
         defer { lock.release() }
         var token = try loadToken(stored.id)
+        if token.upload?.stream != nil { return try continueStream(token, headers: headers, cancellation: cancellation, events: events) }
         let source = try SourceFile(path: part.source.path)
         try checkSource(token, source)
         token.headers = HeaderLines.merge(stored: token.headers, given: headers)
@@ -205,6 +211,10 @@ extension TransferClient {
             defer { lock.release() }
             var said = "cancelled \(token.id)"
             said += try self.abortS3Upload(token, keepParts: keepParts)
+            if let stream = token.upload?.stream {
+                unlink(stream.spool)
+                said += "; removed the spool"
+            }
             if let d = token.download {
                 unlink(d.partPath)
                 said += "; removed \(d.partPath)"

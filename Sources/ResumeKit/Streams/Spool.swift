@@ -19,6 +19,9 @@ final class Spool {
     /// Bytes known to be on disk.
     private(set) var durable: Int64
 
+    /// For request bodies read straight from the spool (`pread` by stream offset).
+    var fileDescriptor: Int32 { fd.rawValue }
+
     /// Bytes held, and so (with hole punching) the spool's disk use.
     var held: Int64 { end - start }
 

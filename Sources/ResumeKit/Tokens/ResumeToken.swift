@@ -84,6 +84,8 @@ public struct ResumeToken: Codable, Sendable, Equatable {
         public var checksumAlgorithm: String?
         /// S3: the object, the multipart upload and its finished parts.
         public var s3: S3State?
+        /// A stream from stdin (`upload -`): its spool and the hashes a replay is checked against.
+        public var stream: StreamState?
 
         public init(
             uploadURL: String?, interopVersion: Int?, source: SourceIdentity, acknowledgedBytes: Int64, resumable: Bool,
@@ -102,11 +104,36 @@ public struct ResumeToken: Codable, Sendable, Equatable {
         enum CodingKeys: String, CodingKey {
             case uploadURL, interopVersion, source, acknowledgedBytes, resumable
             case protocolName = "protocol"
-            case expires, checksumAlgorithm, s3
+            case expires, checksumAlgorithm, s3, stream
         }
 
         /// The protocol this upload speaks; tokens from before the field existed are IETF uploads.
         public var uploadProtocol: UploadProtocol { protocolName.flatMap(UploadProtocol.init(rawValue:)) ?? .ietf }
+    }
+
+    /// A stream upload's local state. Stream offsets: byte N of the stream is byte N of the spool file.
+    public struct StreamState: Codable, Sendable, Equatable {
+        /// The spool file (0600, in the state folder's `spool/`); deleted with the token.
+        public var spool: String
+        /// Bytes below this were acknowledged by the server and dropped from the spool.
+        public var start: Int64
+        /// Bytes of the stream read and made durable in the spool.
+        public var durable: Int64
+        /// True once stdin reached its end: `durable` is then the stream's length, and a resume needs no input.
+        public var ended: Bool
+        /// `--spool-max`: the most bytes the spool holds at once.
+        public var spoolMax: Int64
+        /// SHA-256 of each block of the stream, to check a replayed stream against.
+        public var ledger: StreamLedger
+
+        public init(spool: String, start: Int64, durable: Int64, ended: Bool, spoolMax: Int64, ledger: StreamLedger) {
+            self.spool = spool
+            self.start = start
+            self.durable = durable
+            self.ended = ended
+            self.spoolMax = spoolMax
+            self.ledger = ledger
+        }
     }
 
     /// Where an S3 transfer goes, and for an upload the checkpoint of parts. Credentials are read again on

@@ -2,8 +2,20 @@ import Crypto
 import FoundationEssentials
 import Glibc
 
+/// Where an upload's bytes come from: a file, or a stream's spool (`upload -`). Bodies are read by offset.
+protocol UploadSource: AnyObject {
+    var fd: Int32 { get }
+    /// For events and records: the file's path, or `-` for stdin.
+    var path: String { get }
+    /// The base64 digest of `range`, for a protocol's body checksum.
+    func digest(_ range: BodyRange, _ algorithm: DigestAlgorithm) throws(TransferError) -> String
+    /// SHA-256 of everything uploaded, for `--json`; nil when it cannot be known (a stream resumed by
+    /// another process no longer has its first bytes).
+    func sha256() throws(TransferError) -> String?
+}
+
 /// An upload's source, open for the whole upload, with the identity a token records.
-final class SourceFile {
+final class SourceFile: UploadSource {
     let path: String
     let fd: Int32
     let identity: ResumeToken.SourceIdentity
@@ -59,20 +71,9 @@ final class SourceFile {
 
     /// The digest of `range` of the file (S3 wants a part's MD5 both as hex and as base64).
     func digestBytes(_ range: BodyRange, _ algorithm: DigestAlgorithm) throws(TransferError) -> [UInt8] {
-        var hasher = algorithm.hasher()
-        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 128 << 10, alignment: 16)
-        defer { buffer.deallocate() }
-        var got: Int64 = 0
-        while got < range.length {
-            let n = pread(fd, buffer.baseAddress!, Int(min(Int64(buffer.count), range.length - got)), off_t(range.offset + got))
-            if n < 0 && errno == EINTR { continue }
-            guard n > 0 else { throw TransferError(.localIO, "cannot read \(path): \(n == 0 ? "the file got shorter" : String(cString: strerror(errno)))") }
-            hasher.update(bufferPointer: UnsafeRawBufferPointer(rebasing: buffer[0..<n]))
-            got += Int64(n)
-        }
-        return hasher.digestBytes()
+        try FileDigest.digest(fd: fd, range: range, algorithm, path: path)
     }
 
     /// The file's sha256 (read once more; only when `--json` asks for it).
-    func sha256() throws(TransferError) -> String { try FileDigest.sha256(path: path) }
+    func sha256() throws(TransferError) -> String? { try FileDigest.sha256(path: path) }
 }

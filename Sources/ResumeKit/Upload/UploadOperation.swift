@@ -19,8 +19,12 @@ final class UploadOperation<Machine: UploadMachine>: ExchangeDelegate {
     private let options: TransferOptions
     private let cancellation: Cancellation
     private let emit: EventHandler
-    private let source: SourceFile
-    private var machine: Machine
+    private let source: any UploadSource
+    /// The machine as the last exchange left it (a stream continues with it once more bytes arrived).
+    private(set) var machine: Machine
+    /// A stream whose end has not been read yet: `run` returns (nil) once the server holds every byte
+    /// the machine was given, instead of finishing.
+    private let streamOpen: Bool
 
     private var currentPlan: Machine.Plan
     private var requestURL = ""
@@ -39,10 +43,19 @@ final class UploadOperation<Machine: UploadMachine>: ExchangeDelegate {
         set { token.upload = newValue }
     }
 
+    /// The token as the operation last wrote it.
+    var currentToken: ResumeToken { token }
+
+    /// The upload's length when it is known (a stream's only once its end was read).
+    private var total: Int64? { streamOpen ? nil : upload.source.size }
+
     init(
-        token: ResumeToken, source: SourceFile, machine: Machine, store: TokenStore, transport: any HTTPTransport,
-        options: TransferOptions, cancellation: Cancellation, events: @escaping EventHandler
+        token: ResumeToken, source: any UploadSource, machine: Machine, store: TokenStore, transport: any HTTPTransport,
+        options: TransferOptions, cancellation: Cancellation, events: @escaping EventHandler, streamOpen: Bool = false,
+        announced: Bool = false
     ) {
+        self.streamOpen = streamOpen
+        self.started = announced
         self.token = token
         self.source = source
         self.store = store
@@ -54,11 +67,22 @@ final class UploadOperation<Machine: UploadMachine>: ExchangeDelegate {
         currentPlan = machine.plan()
     }
 
-    func run() throws(TransferError) -> UploadResult {
+    /// Sends until the upload is complete (a file's upload, or a stream whose end was read).
+    func runToEnd() throws(TransferError) -> UploadResult {
+        guard let result = try run() else { throw TransferError(.failed, "the upload stopped before its end", tokenID: token.id) }
+        return result
+    }
+
+    /// Sends until the upload is complete; for an open stream, until the server holds all it was given (nil).
+    func run() throws(TransferError) -> UploadResult? {
         var backoff = Backoff(options.retry)
         var restarts = 0
         while true {
             if let reason = cancellation.reason { throw stop(reason) }
+            if streamOpen, machine.canResume, machine.acknowledgedBytes >= machine.size {
+                try checkpoint()
+                return nil
+            }
             currentPlan = machine.plan()
             guard let request = machine.exchange(for: currentPlan) else { return try finish() }
             let decision = exchange(request)
@@ -72,6 +96,10 @@ final class UploadOperation<Machine: UploadMachine>: ExchangeDelegate {
                 continue
             case .completed:
                 return try finish()
+            case .restarted(let reason) where (upload.stream?.start ?? 0) > 0:
+                // The bytes below the spool's start are gone: only a replay of the stream could send them again.
+                throw TransferError(.failed, "\(reason); the first \(upload.stream!.start) bytes of the stream are no longer held, so the upload cannot start over",
+                    tokenID: nil)
             case .restarted(let reason):
                 restarts += 1
                 guard restarts <= 3 else { throw TransferError(.failed, "giving up: \(reason), again and again", tokenID: token.id) }
@@ -146,7 +174,7 @@ final class UploadOperation<Machine: UploadMachine>: ExchangeDelegate {
             body: planned.body.map { RequestBody(fileDescriptor: source.fd, offset: $0.offset, length: $0.length) })
         if !started, let body = planned.body {
             started = true
-            emit(.started(kind: .upload, url: token.url, path: source.path, offset: body.offset, total: upload.source.size))
+            emit(.started(kind: .upload, url: token.url, path: source.path, offset: body.offset, total: total))
         }
         let result = session.perform(request, settings: options.transport, cancellation: cancellation, delegate: self)
         switch result.outcome {
@@ -200,7 +228,7 @@ final class UploadOperation<Machine: UploadMachine>: ExchangeDelegate {
         if tooLarge != nil { return false }  // the server's limit is known to be too small: stop sending
         sentThisAttempt = sent
         let bytes = bodyStart + sent
-        if let rate = pacer.tick(bytes: bytes) { emit(.progress(bytes: bytes, total: upload.source.size, rate: rate)) }
+        if let rate = pacer.tick(bytes: bytes) { emit(.progress(bytes: bytes, total: total, rate: rate)) }
         return true
     }
 

@@ -23,7 +23,10 @@ public struct IETFStateMachine: UploadMachine {
 
     public typealias Decision = UploadDecision
 
-    public let size: Int64
+    /// The upload's length; for a stream whose end was not read yet, the bytes read so far.
+    public private(set) var size: Int64
+    /// False while a stream's length is unknown: no request then says `Upload-Complete: ?1` or `Upload-Length`.
+    public private(set) var lengthKnown: Bool
     public private(set) var version: InteropVersion
     public private(set) var state: State
     /// True once a 104 (or a token) showed that the server speaks the draft.
@@ -35,9 +38,10 @@ public struct IETFStateMachine: UploadMachine {
 
     public init(
         size: Int64, version: InteropVersion = .newest, versionPinned: Bool = false, uploadURL: String? = nil,
-        chunkSize: Int64? = nil
+        chunkSize: Int64? = nil, lengthKnown: Bool = true
     ) {
         self.size = size
+        self.lengthKnown = lengthKnown
         self.version = version
         self.versionPinned = versionPinned
         self.maxAppendSize = chunkSize
@@ -48,6 +52,13 @@ public struct IETFStateMachine: UploadMachine {
             state = .create
             serverSupportsDraft = false
         }
+    }
+
+    /// More of a stream was read (`final`: its end too). The next plan appends from the acknowledged offset.
+    public mutating func extend(to newSize: Int64, final: Bool) {
+        precondition(newSize >= size, "a stream only grows")
+        size = newSize
+        lengthKnown = final
     }
 
     public var uploadURL: String? {
@@ -64,20 +75,20 @@ public struct IETFStateMachine: UploadMachine {
             // Only a whole-file creation is safe before the server showed support: an unaware server
             // would store a first chunk as the complete file.
             let length = serverSupportsDraft ? min(size, maxAppendSize ?? size) : size
-            let complete = length == size
+            let complete = lengthKnown && length == size
             let field = version.completionField(complete: complete)
             headers.append(field.name, field.value)
-            if version.sendsUploadLength { headers.append("Upload-Length", String(size)) }
+            if version.sendsUploadLength, lengthKnown { headers.append("Upload-Length", String(size)) }
             return .create(headers: headers, length: length, complete: complete)
         case .queryOffset(let url):
             return .queryOffset(url: url, headers: headers)
         case .append(let url, let offset):
             let length = min(size - offset, maxAppendSize ?? (size - offset))
-            let complete = offset + length == size
+            let complete = lengthKnown && offset + length == size
             let field = version.completionField(complete: complete)
             headers.append(field.name, field.value)
             headers.append("Upload-Offset", String(offset))
-            if version.sendsUploadLength { headers.append("Upload-Length", String(size)) }
+            if version.sendsUploadLength, lengthKnown { headers.append("Upload-Length", String(size)) }
             headers.append("Content-Type", version.appendContentType)
             return .append(url: url, headers: headers, offset: offset, length: length, complete: complete)
         case .done:

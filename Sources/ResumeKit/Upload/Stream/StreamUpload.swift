@@ -1,0 +1,256 @@
+import Crypto
+import FoundationEssentials
+import Glibc
+import Synchronization
+
+/// `producer | resumectl upload - URL`: an IETF-draft upload whose length is unknown when it starts.
+///
+/// A reader thread copies stdin into a spool file (bounded by `--spool-max`) and hashes it block by block
+/// into the token's ledger; the sender appends what the spool holds (`Upload-Complete: ?0`; `?1` once stdin
+/// ended) through the same ``UploadOperation`` as file uploads, so cuts, stalls and 5xx are survived with
+/// HEAD + PATCH from the spool, then drops what the server acknowledged. Before anything is sent the spool
+/// is synced and the token records it: the server never holds a byte the token cannot account for.
+///
+/// Across processes: a token whose stream ended resumes from the spool alone. One cut before the end
+/// needs the stream again: its first bytes are checked against the ledger (below the spool) and the spool
+/// (inside it) before anything new is appended; a different stream fails with exit 65.
+final class StreamUpload: @unchecked Sendable {
+    private var token: ResumeToken
+    private let store: TokenStore
+    private let transport: any HTTPTransport
+    private let options: TransferOptions
+    private let cancellation: Cancellation
+    private let emit: EventHandler
+    private let input: Int32
+    private var machine: IETFStateMachine
+    private let spoolPath: String
+    /// A send waits for this much new data (or the stream's end, or a second), so appends are not tiny.
+    static let batch: Int64 = 8 << 20
+
+    /// What the stdin reader and the sender share; the spool itself is only touched under this lock.
+    private struct Shared: @unchecked Sendable {
+        let spool: Spool
+        var ended: Bool
+        var failure: TransferError?
+        var writer: LedgerWriter
+        /// SHA-256 of the whole stream, while every byte of it passed through this process.
+        var hasher: SHA256?
+    }
+    private let shared: Mutex<Shared>
+
+    private var stream: ResumeToken.StreamState {
+        get { token.upload!.stream! }
+        set { token.upload!.stream = newValue }
+    }
+
+    init(
+        token: ResumeToken, spool: Spool, machine: IETFStateMachine, input: Int32, hashesWholeStream: Bool, store: TokenStore,
+        transport: any HTTPTransport, options: TransferOptions, cancellation: Cancellation, events: @escaping EventHandler
+    ) {
+        self.token = token
+        self.machine = machine
+        self.input = input
+        self.store = store
+        self.transport = transport
+        self.options = options
+        self.cancellation = cancellation
+        self.emit = events
+        spoolPath = spool.path
+        let state = token.upload!.stream!
+        shared = Mutex(Shared(spool: spool, ended: state.ended, failure: nil, writer: LedgerWriter(state.ledger),
+            hasher: hashesWholeStream ? SHA256() : nil))
+    }
+
+    // MARK: Replay
+
+    /// Checks a replayed stream against what this upload already read, before anything new is appended:
+    /// below the spool against the ledger, inside it against the spool itself. Also brings the ledger's
+    /// open block up to date and, having seen every byte again, the whole-stream hash.
+    func verifyReplay() throws(TransferError) {
+        let state = stream
+        let ledgerEnd = Int64(state.ledger.blocks.count) * state.ledger.blockSize
+        var check = ReplayCheck(ledger: state.ledger, upTo: state.start)
+        var offset: Int64 = 0
+        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 256 << 10, alignment: 16)
+        let held = UnsafeMutableRawBufferPointer.allocate(byteCount: 256 << 10, alignment: 16)
+        defer {
+            buffer.deallocate()
+            held.deallocate()
+        }
+        while offset < state.durable {
+            let want = Int(min(Int64(buffer.count), state.durable - offset))
+            let n = try readInput(into: UnsafeMutableRawBufferPointer(rebasing: buffer[0..<want]))
+            guard n > 0 else {
+                throw TransferError(.sourceChanged,
+                    "the stream ended after \(offset) bytes, but this upload had read \(state.durable): not the same stream; nothing was appended",
+                    tokenID: token.id)
+            }
+            let chunk = UnsafeRawBufferPointer(rebasing: buffer[0..<n])
+            var at = 0
+            if offset < state.start {
+                at = Int(min(Int64(n), state.start - offset))
+                if case .differs(let block) = check.feed(UnsafeRawBufferPointer(rebasing: chunk[0..<at])) {
+                    throw differs(at: Int64(block) * state.ledger.blockSize)
+                }
+            }
+            while at < n {
+                let position = offset + Int64(at)
+                let target = UnsafeMutableRawBufferPointer(rebasing: held[0..<(n - at)])
+                let got = try shared.withLock { shared throws(TransferError) in try shared.spool.read(at: position, into: target) }
+                guard got > 0, memcmp(held.baseAddress!, chunk.baseAddress! + at, got) == 0 else { throw differs(at: position) }
+                if position + Int64(got) > ledgerEnd {
+                    let from = at + Int(max(0, ledgerEnd - position))
+                    shared.withLock { $0.writer.feed(UnsafeRawBufferPointer(rebasing: chunk[from..<(at + got)])) }
+                }
+                at += got
+            }
+            shared.withLock { $0.hasher?.update(bufferPointer: chunk) }
+            offset += Int64(n)
+        }
+    }
+
+    private func differs(at offset: Int64) -> TransferError {
+        TransferError(.sourceChanged, "the stream differs from the one this upload began with (at byte \(offset)); nothing was appended",
+            tokenID: token.id)
+    }
+
+    // MARK: Sending
+
+    func run() throws(TransferError) -> UploadResult {
+        if !stream.ended { startReader() }
+        var announced = false
+        while true {
+            if let reason = cancellation.reason { throw stopped(reason) }
+            let (durable, ended) = try nextBatch()
+            machine.extend(to: durable, final: ended)
+            let digest = ended ? shared.withLock { $0.hasher.map { $0.finalize().hex } } : nil
+            let source = SpoolSource(fd: shared.withLock { $0.spool.fileDescriptor }, path: spoolPath, hash: digest)
+            let operation = UploadOperation(
+                token: token, source: source, machine: machine, store: store, transport: transport, options: options,
+                cancellation: cancellation, events: emit, streamOpen: !ended, announced: announced)
+            announced = true
+            let result = try operation.run()
+            token = operation.currentToken
+            machine = operation.machine
+            if let result {
+                shared.withLock { $0.spool.remove() }
+                return result
+            }
+            try dropAcknowledged()
+        }
+    }
+
+    /// Waits for a batch of new bytes (or the end), then makes them durable and records them in the token.
+    private func nextBatch() throws(TransferError) -> (durable: Int64, ended: Bool) {
+        let acknowledged = machine.acknowledgedBytes
+        let waitingSince = Monotonic.now
+        let spoolMax = stream.spoolMax
+        while true {
+            let (end, start, ended, failure) = shared.withLock { ($0.spool.end, $0.spool.start, $0.ended, $0.failure) }
+            if let failure { throw failure }
+            let fresh = end - acknowledged
+            let full = end - start >= spoolMax
+            if ended || full || fresh >= Self.batch || (fresh > 0 && Monotonic.now - waitingSince >= 1) { break }
+            if let reason = cancellation.reason { throw stopped(reason) }
+            usleep(5_000)
+        }
+        let (durable, ended, ledger) = try shared.withLock { shared throws(TransferError) in
+            (try shared.spool.sync(), shared.ended && shared.spool.durable == shared.spool.end, shared.writer.ledger)
+        }
+        stream.durable = durable
+        stream.ended = ended
+        stream.ledger = ledger
+        token.upload!.source.size = durable
+        try save()
+        return (durable, ended)
+    }
+
+    /// The server holds everything below the machine's offset: the spool gives that space back, at block
+    /// boundaries (a replay is checked against the ledger below them), and the reader may go on.
+    private func dropAcknowledged() throws(TransferError) {
+        let acknowledged = machine.acknowledgedBytes
+        let (start, ledger) = try shared.withLock { shared throws(TransferError) in
+            try shared.spool.drop(below: shared.writer.ledger.dropPoint(acknowledged: acknowledged))
+            return (shared.spool.start, shared.writer.ledger)
+        }
+        stream.start = start
+        stream.ledger = ledger
+        try save()
+    }
+
+    private func startReader() {
+        let spoolMax = stream.spoolMax
+        runOnBackgroundThread("stdin") { [self] in
+            let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 256 << 10, alignment: 16)
+            defer { buffer.deallocate() }
+            while true {
+                // Past --spool-max the reader waits for the server to acknowledge and the spool to drop.
+                while shared.withLock({ $0.spool.end - $0.spool.start >= spoolMax }), !cancellation.isStopped { usleep(5_000) }
+                if cancellation.isStopped { return }
+                let n: Int
+                do throws(TransferError) { n = try readInput(into: buffer) } catch {
+                    shared.withLock { $0.failure = error }
+                    return
+                }
+                let chunk = UnsafeRawBufferPointer(rebasing: buffer[0..<n])
+                let stop = shared.withLock { shared -> Bool in
+                    if n == 0 {
+                        shared.ended = true
+                        return true
+                    }
+                    do throws(TransferError) {
+                        try shared.spool.append(chunk)
+                    } catch {
+                        shared.failure = error
+                        return true
+                    }
+                    shared.writer.feed(chunk)
+                    shared.hasher?.update(bufferPointer: chunk)
+                    return false
+                }
+                if stop { return }
+            }
+        }
+    }
+
+    private func readInput(into buffer: UnsafeMutableRawBufferPointer) throws(TransferError) -> Int {
+        while true {
+            let n = read(input, buffer.baseAddress, buffer.count)
+            if n >= 0 { return n }
+            if errno == EINTR { continue }
+            throw TransferError(.localIO, "cannot read stdin: \(String(cString: strerror(errno)))", tokenID: token.id)
+        }
+    }
+
+    private func save() throws(TransferError) {
+        do { try store.save(token) } catch { throw TransferError(.localIO, "\(error)", tokenID: token.id) }
+    }
+
+    private func stopped(_ reason: StopReason) -> TransferError {
+        try? save()
+        emit(.paused(offset: machine.acknowledgedBytes))
+        let what = reason == .interrupt ? "interrupted" : "paused"
+        let then = stream.ended ? "resume sends the rest from the spool" : "resume needs the same stream on stdin again"
+        return TransferError(.stopped(reason), "\(what); \(then)", tokenID: token.id)
+    }
+}
+
+/// A stream's spool as the body source of ``UploadOperation``: bodies are read by stream offset.
+final class SpoolSource: UploadSource {
+    let fd: Int32
+    private let spoolPath: String
+    private let hash: String?
+    var path: String { "-" }
+
+    init(fd: Int32, path: String, hash: String?) {
+        self.fd = fd
+        self.spoolPath = path
+        self.hash = hash
+    }
+
+    func digest(_ range: BodyRange, _ algorithm: DigestAlgorithm) throws(TransferError) -> String {
+        Data(try FileDigest.digest(fd: fd, range: range, algorithm, path: spoolPath)).base64EncodedString()
+    }
+
+    func sha256() throws(TransferError) -> String? { hash }
+}
