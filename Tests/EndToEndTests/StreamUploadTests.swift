@@ -1,0 +1,187 @@
+import Foundation
+import Testing
+
+/// `producer | resumectl upload - URL`, with real pipes through bash, against Apple's NIOResumableUpload
+/// (through the cutting proxy) and `resumectl serve`: the spool, its bound, kills before and after the
+/// stream's end, the replay rule.
+@Suite(.serialized) struct StreamUploadTests {
+    static let MiB = 1 << 20
+
+    /// `producer | resumectl ARGS`, started in bash; its last stderr line is `status=N` (resumectl's status).
+    func startPipeline(_ w: Workspace, producer: String, _ args: [String]) throws -> RunningProcess {
+        let quoted = ([resumectlBinary] + args + ["--state-dir", w.state]).map { "'" + $0 + "'" }.joined(separator: " ")
+        let script = "\(producer) | \(quoted); echo \"status=${PIPESTATUS[1]}\" >&2"
+        return try RunningProcess("/bin/bash", ["-c", script], currentDirectory: w.out)
+    }
+
+    func pipeline(_ w: Workspace, producer: String, _ args: [String], timeout: Duration = .seconds(180)) async throws -> (ProcessResult, Int32) {
+        let r = try await startPipeline(w, producer: producer, args).wait(timeout: timeout)
+        return (r, status(r))
+    }
+
+    func status(_ r: ProcessResult) -> Int32 {
+        let line = r.stderr.split(separator: "\n").last { $0.hasPrefix("status=") } ?? ""
+        return Int32(line.dropFirst(7)) ?? -1
+    }
+
+    func spoolFiles(_ w: Workspace) -> [String] {
+        (try? FileManager.default.contentsOfDirectory(atPath: w.state + "/spool")) ?? []
+    }
+
+    @Test func aStreamThroughSeveralCutsArrivesWhole() async throws {
+        let w = try Workspace()
+        let peer = try await UploadPeer()
+        let proxy = try FaultProxy(upstreamPort: peer.port, plan: [
+            .cutAfterUpstream(bytes: 9 * Self.MiB), .cutAfterUpstream(bytes: 5 * Self.MiB, reset: true), .cutAfterUpstream(bytes: 7 * Self.MiB),
+        ])
+        peer.advertise(origin: proxy.baseURL)
+        let (r, code) = try await pipeline(
+            w, producer: "head -c 40000000 /dev/urandom | tee >(sha256sum > \(w.path("sum")))",
+            ["upload", "-", proxy.url(for: "s.bin"), "--retry-delay", "0.05", "--json"])
+        #expect(code == 0, "\(r)")
+        let sum = try String(contentsOfFile: w.path("sum"), encoding: .utf8)
+        #expect(sum.hasPrefix(try peer.storedSHA256("s.bin")), "\(sum)")
+        #expect(names(events(r.stdout)).filter { $0 == "retry" }.count >= 1, "\(r.stdout)")
+        #expect(proxy.connectionCount >= 2, "the cuts happened")
+        #expect(peer.requests.contains { $0.method == "HEAD" }, "a cut is resumed by asking the offset")
+        #expect(events(r.stdout).first("completed")?["sha256"] as? String == String(sum.prefix(64)))
+        // The server got each byte about once: what the cuts lost, not the stream again.
+        let received = peer.requests.reduce(0) { $0 + $1.bodyBytes }
+        #expect(received < 40_000_000 + 3 * 9 * Self.MiB, "received \(received)")
+        #expect(try w.tokens().isEmpty && spoolFiles(w).isEmpty, "token and spool are gone")
+    }
+
+    @Test func aStreamToResumectlServe() async throws {
+        let w = try Workspace()
+        let serve = try RunningProcess(resumectlBinary, ["serve", w.path("www"), "--port", "0"], currentDirectory: w.out)
+        let listening = try await serve.waitForLine { $0.hasPrefix("listening on ") }
+        let base = String(listening.dropFirst("listening on ".count)).trimmingCharacters(in: .whitespaces)
+        let (r, code) = try await pipeline(
+            w, producer: "head -c 20000000 /dev/urandom | tee >(sha256sum > \(w.path("sum")))", ["upload", "-", base + "/up/s.bin"])
+        serve.send(signal: SIGTERM)
+        #expect(code == 0, "\(r)")
+        #expect(r.stdout == base + "/up/s.bin\n")
+        let sum = try String(contentsOfFile: w.path("sum"), encoding: .utf8)
+        #expect(sum.hasPrefix(try sha256(file: w.path("www/up/s.bin"))))
+    }
+
+    @Test func aStallingProducerDoesNotAbortTheUpload() async throws {
+        let w = try Workspace()
+        let peer = try await UploadPeer()
+        let producer = "(head -c 1000000 /dev/urandom; sleep 4; head -c 1000000 /dev/urandom) | tee >(sha256sum > \(w.path("sum")))"
+        let (r, code) = try await pipeline(w, producer: producer, ["upload", "-", peer.url(for: "slow.bin"), "--stall-timeout", "1", "--json"])
+        #expect(code == 0, "\(r)")
+        #expect(!names(events(r.stdout)).contains("retry"), "waiting for stdin is not a stall: \(r.stdout)")
+        let sum = try String(contentsOfFile: w.path("sum"), encoding: .utf8)
+        #expect(sum.hasPrefix(try peer.storedSHA256("slow.bin")))
+    }
+
+    @Test func theSpoolStaysWithinSpoolMax() async throws {
+        let w = try Workspace()
+        let peer = try await UploadPeer()
+        let spoolMax = 4 * Self.MiB
+        let p = try startPipeline(
+            w, producer: "head -c 40000000 /dev/urandom | tee >(sha256sum > \(w.path("sum")))",
+            ["upload", "-", peer.url(for: "b.bin"), "--spool-max", "4M", "--limit-rate", "16M"])
+        var peak = 0
+        var samples = 0
+        while p.isRunning {
+            for name in spoolFiles(w) {
+                var info = stat()
+                if stat(w.state + "/spool/" + name, &info) == 0 {
+                    peak = max(peak, Int(info.st_blocks) * 512)
+                    samples += 1
+                }
+            }
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        let r = try await p.wait()
+        #expect(status(r) == 0, "\(r)")
+        let sum = try String(contentsOfFile: w.path("sum"), encoding: .utf8)
+        #expect(sum.hasPrefix(try peer.storedSHA256("b.bin")))
+        #expect(samples > 20, "the spool was watched while it ran")
+        // --spool-max plus one read buffer (256 KiB) and a page at each punched edge.
+        #expect(peak <= spoolMax + 256 * 1024 + 8192, "peak spool \(peak)")
+        #expect(peak > 0)
+    }
+
+    /// Starts a slow stream upload and kills it (SIGKILL) once its token shows `condition`.
+    func killed(_ w: Workspace, producer: String, url: String, extra: [String] = [], when condition: @escaping ([String: Any]) -> Bool)
+        async throws -> String
+    {
+        let p = try startPipeline(w, producer: producer, ["upload", "-", url, "--limit-rate", "4M"] + extra)
+        var id = ""
+        try await eventually(timeout: .seconds(60)) {
+            guard p.isRunning else { throw SupportError("ended before the kill: \(p.stderrSoFar)") }
+            guard let first = try w.tokens().first, let upload = try w.token(first)["upload"] as? [String: Any],
+                let stream = upload["stream"] as? [String: Any], (upload["acknowledgedBytes"] as? Int ?? 0) > 0, condition(stream)
+            else { return false }
+            id = first
+            return true
+        }
+        let pids = try await runProcess("/usr/bin/pgrep", ["-f", "upload - \(url)"])
+        for pid in pids.stdout.split(separator: "\n").compactMap({ Int32($0) }) { kill(pid, SIGKILL) }
+        _ = try await p.wait()
+        return id
+    }
+
+    @Test func killedAfterTheEndItFinishesFromTheSpool() async throws {
+        let w = try Workspace()
+        let peer = try await UploadPeer()
+        let digest = try makeRandomFile(path: w.path("www/src.bin"), size: 12_000_000, seed: 41)
+        let id = try await killed(w, producer: "cat \(w.path("www/src.bin"))", url: peer.url(for: "e.bin")) { $0["ended"] as? Bool == true }
+        #expect(spoolFiles(w) == [id])
+        let show = try await w.run(["show", id])
+        #expect(show.stdout.contains("\"ended\" : true"), "\(show)")
+        let r = try await runProcess(resumectlBinary, ["resume", id, "--state-dir", w.state], currentDirectory: w.out, stdin: Data())
+        #expect(r.status == 0, "\(r)")
+        #expect(try peer.storedSHA256("e.bin") == digest)
+        #expect(try w.tokens().isEmpty && spoolFiles(w).isEmpty)
+    }
+
+    @Test func killedBeforeTheEndTheSameStreamFinishesAndAnotherIs65() async throws {
+        let w = try Workspace()
+        let peer = try await UploadPeer()
+        let digest = try makeRandomFile(path: w.path("www/src.bin"), size: 30_000_000, seed: 42)
+        _ = try makeRandomFile(path: w.path("www/other.bin"), size: 30_000_000, seed: 43)
+        let id = try await killed(w, producer: "cat \(w.path("www/src.bin"))", url: peer.url(for: "r.bin"), extra: ["--spool-max", "4M"]) {
+            $0["ended"] as? Bool == false && ($0["start"] as? Int ?? 0) > 0
+        }
+        let list = try await w.run(["list"])
+        #expect(list.stdout.contains(id), "\(list)")
+        // Nothing on stdin: the tail of the stream is gone with the pipe.
+        let none = try await w.run(["resume", id])
+        #expect(none.status == 66 || none.status == 65, "\(none)")
+        let other = try await runProcess(resumectlBinary, ["resume", id, "--state-dir", w.state], currentDirectory: w.out,
+            stdin: try Data(contentsOf: URL(fileURLWithPath: w.path("www/other.bin"))))
+        #expect(other.status == 65, "\(other)")
+        #expect(other.stderr.contains("differs"), "\(other)")
+        #expect(try w.tokens() == [id], "the token stays for the right stream")
+        let r = try await runProcess(resumectlBinary, ["resume", id, "--state-dir", w.state], currentDirectory: w.out,
+            stdin: try Data(contentsOf: URL(fileURLWithPath: w.path("www/src.bin"))), timeout: .seconds(120))
+        #expect(r.status == 0, "\(r)")
+        #expect(try peer.storedSHA256("r.bin") == digest)
+        #expect(try w.tokens().isEmpty && spoolFiles(w).isEmpty)
+    }
+
+    @Test func cancelRemovesTheSpool() async throws {
+        let w = try Workspace()
+        let peer = try await UploadPeer()
+        _ = try makeRandomFile(path: w.path("www/src.bin"), size: 12_000_000, seed: 44)
+        let id = try await killed(w, producer: "cat \(w.path("www/src.bin"))", url: peer.url(for: "c.bin")) { _ in true }
+        #expect(spoolFiles(w) == [id])
+        let r = try await w.run(["cancel", id])
+        #expect(r.status == 0, "\(r)")
+        #expect(try w.tokens().isEmpty && spoolFiles(w).isEmpty)
+    }
+
+    @Test func aStreamIsRefusedWhereItCannotWork() async throws {
+        let w = try Workspace()
+        for args in [["upload", "-", "http://127.0.0.1:1/x", "--protocol", "tus"], ["upload", "-", "http://127.0.0.1:1/x", "--detach"],
+            ["upload", "x.bin", "http://127.0.0.1:1/x", "--spool-max", "8M"]]
+        {
+            let r = try await w.run(args)
+            #expect(r.status == 64, "\(args): \(r)")
+        }
+    }
+}
