@@ -81,8 +81,10 @@ struct TokenSummary {
                 location = d.path
             } else if let u = token.upload {
                 committed = u.acknowledgedBytes
-                total = u.source.size
-                location = u.source.path
+                // A stream's length is known only once stdin ended.
+                total = u.stream.map { $0.ended ? $0.durable : nil } ?? u.source.size
+                location = u.stream.map { $0.ended ? "- (stdin, ended; resume sends the rest from the spool)"
+                    : "- (stdin, cut before its end; resume needs the same stream piped in)" } ?? u.source.path
             } else {
                 committed = nil
                 total = nil
@@ -131,6 +133,7 @@ struct TokenSummary {
             "bytes": bytes, "total": size, "percent": percent, "rate": rate, "url": url, "path": location,
             "protocol": state.token?.upload?.protocolName, "expires": state.token?.upload?.expires,
         ]
+        if let stream = state.token?.upload?.stream { object["streamEnded"] = stream.ended }
         if let at = state.live?.startAt, state.live?.state == "scheduled" { object["startAt"] = Self.isoTime(at) }
         if !state.isRunning, let record = state.record, state.token == nil || record.outcome != .done {
             object["exit"] = Int(record.exit)

@@ -55,7 +55,9 @@ import Testing
         #expect(try stored(server) == digest)
         let cuts = proxy.connections.filter(\.triggered).count
         #expect(cuts >= 3, "\(proxy.connections)")
-        #expect(names(events(r.stdout)).filter { $0 == "retry" }.count == cuts)
+        // A cut can land after the server's answer already got through: that one needs no retry.
+        let retries = names(events(r.stdout)).filter { $0 == "retry" }.count
+        #expect(retries <= cuts && retries >= cuts - 1, "\(retries) retries for \(cuts) cuts")
         // Only what the server did not have is sent again.
         #expect(proxy.bytesUpstream <= Self.size + cuts * 700_000, "\(proxy.bytesUpstream)")
     }
