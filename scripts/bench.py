@@ -6,6 +6,7 @@
     python3 scripts/bench.py --cases 1,3 --size 256M --pairs 7
     python3 scripts/bench.py --cases 6 --tus-size 256M                # tus upload to tuspyserver
     python3 scripts/bench.py --cases 7 --s3-size 256M                 # S3 multipart upload to moto
+    python3 scripts/bench.py --cases 8,9                              # streams: stdin upload, download to stdout
 
 Everything lives in a temp folder: the served files, nginx (own config, 127.0.0.1, free port; one
 location unthrottled, one throttled for the resume case, one throttled per connection for the
@@ -29,6 +30,12 @@ multipart_chunksize 8MB and max_concurrent_requests 4, the same part size and co
 resumectl's defaults); then each tool is killed (SIGKILL) once half of the file crossed a counting
 proxy in front of moto and run again (resumectl: `resume TOKEN`; the AWS CLI cannot resume, so the
 same `aws s3 cp` again): "sent twice" = bytes through the proxy over both runs − the file size.
+
+Cases 8 and 9 are streams, each run through `/bin/sh -c` with a real pipe, so the producer or consumer
+is in the timing (and in the CPU columns) for both tools: case 8 `cat FILE | resumectl upload - URL`
+(spool in the state folder, interop 6) against `cat FILE | curl -T - ...` (one chunked POST, the same
+draft headers, nothing kept) to `resumectl serve`; case 9 `resumectl download URL -o - | sha256sum`
+against `curl -s URL | sha256sum` from nginx, the digest checked.
 
 Results are printed as tables and written to .bench/results-<timestamp>.json and .bench/latest.json.
 Exit status: 0 if every run succeeded and every checksum matched, 1 otherwise, 130 on Ctrl-C.
@@ -770,7 +777,7 @@ class Bench:
             self.moto = MotoPeer(self.logs, self.env).start()
             self.moto.tool("create-bucket", "bench")
             log(f"S3 peer: moto on {self.moto.endpoint} (pid {self.moto.proc.pid}), signatures checked")
-        if 2 in cases:
+        if 2 in cases or 8 in cases:
             self.peer = ServePeer(self.bin, self.uploads, self.logs, self.env).start()
             log(f"upload peer: resumectl serve on {self.peer.base} (pid {self.peer.proc.pid})")
 
@@ -939,6 +946,73 @@ class Bench:
         self.finish_case("2-upload", f"case 2: {human(self.size)} upload, one request, interop 6 "
                          f"(srv CPU = the serve peer's CPU per upload)",
                          names, runs, "resumectl", self.size, {"peer": self.peer.base, "commands": cmds})
+
+    # ---- cases 8 and 9: streams
+
+    def case8(self):
+        src = os.path.join(self.www, "big.bin")
+        b = self.bin
+        state = {}
+
+        def argv(name):
+            def f(rnd):
+                state[name] = f"s-{name}-{rnd}.bin"
+                url = self.peer.url(state[name])
+                if name == "resumectl":
+                    tail = f"{b} upload -q --interop-version 6 - {url}"
+                else:
+                    tail = (f"curl -sS -f -o /dev/null -X POST -T - -H 'Expect:' -H 'Upload-Draft-Interop-Version: 6' "
+                            f"-H 'Upload-Complete: ?1' {url}")
+                return ["/bin/sh", "-c", f"cat {src} | {tail}"]
+            return f
+
+        def check(name):
+            def f(rnd, verify):
+                stored = os.path.join(self.uploads, state[name])
+                try:
+                    for _ in range(100):
+                        if os.path.isfile(stored) and os.path.getsize(stored) == self.size:
+                            break
+                        time.sleep(0.02)
+                    self.check_file(stored, self.size, self.files["big.bin"], verify)
+                    spools = os.path.join(self.state, "spool")
+                    if os.path.isdir(spools) and os.listdir(spools):
+                        raise Failure(f"a spool outlived its upload: {os.listdir(spools)}")
+                finally:
+                    for fn in os.listdir(self.uploads):
+                        self.clear(os.path.join(self.uploads, fn))
+            return f
+        names = ["resumectl", "curl"]
+        tools = [(n, argv(n), check(n)) for n in names]
+        log(f"\n== case 8: {human(self.size)} upload from stdin (cat FILE | ...) to resumectl serve")
+        runs = self.run_rounds(tools, servers=[self.peer])
+        cmds = {n: argv(n)(0) for n in names}
+        self.finish_case("8-stdin-upload", f"case 8: {human(self.size)} from stdin: upload - (spooled) vs curl -T - "
+                         f"(times include cat)", names, runs, "resumectl", self.size,
+                         {"peer": self.peer.base, "commands": cmds})
+
+    def case9(self):
+        url = self.nginx.url("big.bin")
+        b = self.bin
+        sums = {"resumectl": os.path.join(self.tmp, "sum-resumectl"), "curl": os.path.join(self.tmp, "sum-curl")}
+        cmds = {
+            "resumectl": ["/bin/sh", "-c", f"{b} download -q {url} -o - | sha256sum > {sums['resumectl']}"],
+            "curl": ["/bin/sh", "-c", f"curl -s {url} | sha256sum > {sums['curl']}"],
+        }
+
+        def check(name):
+            def f(rnd, verify):
+                with open(sums[name]) as fh:
+                    got = fh.read().split()[0] if os.path.getsize(sums[name]) else ""
+                os.unlink(sums[name])
+                if got != self.files["big.bin"]:
+                    raise Failure(f"{name}: sha256 {got}, want {self.files['big.bin']}")
+            return f
+        tools = [(n, (lambda a: lambda rnd: a)(a), check(n)) for n, a in cmds.items()]
+        log(f"\n== case 9: {human(self.size)} download to stdout into sha256sum")
+        runs = self.run_rounds(tools, servers=[self.nginx])
+        self.finish_case("9-stdout-download", f"case 9: {human(self.size)} download -o - | sha256sum vs curl -s | sha256sum "
+                         f"(times include sha256sum)", list(cmds), runs, "resumectl", self.size, {"commands": cmds})
 
     # ---- case 3
 
@@ -1390,7 +1464,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--bin", default=os.path.join(REPO, ".build/release/resumectl"), help="resumectl binary")
-    ap.add_argument("--cases", default="1,2,3,4,5,6,7", help="comma-separated subset of 1-7 (default: all)")
+    ap.add_argument("--cases", default="1,2,3,4,5,6,7,8,9", help="comma-separated subset of 1-9 (default: all)")
     ap.add_argument("--size", type=parse_size, default=None, help="big file size, e.g. 1G, 256M (default 1G)")
     ap.add_argument("--pairs", type=int, default=None, help="timed rounds after the warm-up (default 5)")
     ap.add_argument("--quick", action="store_true", help="size 64 MiB and 3 pairs (unless given)")
@@ -1412,9 +1486,9 @@ def main():
     try:
         cases = sorted({int(c) for c in args.cases.split(",") if c.strip()})
     except ValueError:
-        ap.error("--cases takes numbers 1-7, e.g. 1,2")
-    if not cases or any(c not in range(1, 8) for c in cases):
-        ap.error("--cases takes numbers 1-7, e.g. 1,2")
+        ap.error("--cases takes numbers 1-9, e.g. 1,2")
+    if not cases or any(c not in range(1, 10) for c in cases):
+        ap.error("--cases takes numbers 1-9, e.g. 1,2")
     if args.pairs < 1:
         ap.error("--pairs must be at least 1")
     args.cases = cases

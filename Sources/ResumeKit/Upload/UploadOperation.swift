@@ -15,7 +15,8 @@ public struct UploadResult: Sendable, Equatable {
 final class UploadOperation<Machine: UploadMachine>: ExchangeDelegate {
     private var token: ResumeToken
     private let store: TokenStore
-    private let session: any TransportSession
+    private var session: any TransportSession
+    private let transport: any HTTPTransport
     private let options: TransferOptions
     private let cancellation: Cancellation
     private let emit: EventHandler
@@ -60,6 +61,7 @@ final class UploadOperation<Machine: UploadMachine>: ExchangeDelegate {
         self.source = source
         self.store = store
         self.session = transport.makeSession()
+        self.transport = transport
         self.options = options
         self.cancellation = cancellation
         self.emit = events
@@ -177,6 +179,12 @@ final class UploadOperation<Machine: UploadMachine>: ExchangeDelegate {
             emit(.started(kind: .upload, url: token.url, path: source.path, offset: body.offset, total: total))
         }
         let result = session.perform(request, settings: options.transport, cancellation: cancellation, delegate: self)
+        if request.body != nil, let status = (finalHead ?? result.head)?.status, status >= 400 {
+            // A server that refused a request may have answered before reading its body (NIOResumableUpload's
+            // 400 naming its interop version does): the next request on that connection would find the rest
+            // of the refused body in its way and wait forever. The next request gets a new connection.
+            session = transport.makeSession()
+        }
         switch result.outcome {
         case .completed:
             guard let head = finalHead ?? result.head else {

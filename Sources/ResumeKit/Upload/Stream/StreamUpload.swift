@@ -80,6 +80,11 @@ final class StreamUpload: @unchecked Sendable {
         while offset < state.durable {
             let want = Int(min(Int64(buffer.count), state.durable - offset))
             let n = try readInput(into: UnsafeMutableRawBufferPointer(rebasing: buffer[0..<want]))
+            if n == 0 && offset == 0 {
+                throw TransferError(.inputMissing,
+                    "stdin is empty: the stream of \(token.id) was cut before its end; pipe the same stream in again (producer | resumectl resume \(token.id))",
+                    tokenID: token.id)
+            }
             guard n > 0 else {
                 throw TransferError(.sourceChanged,
                     "the stream ended after \(offset) bytes, but this upload had read \(state.durable): not the same stream; nothing was appended",
