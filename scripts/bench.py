@@ -6,6 +6,7 @@
     python3 scripts/bench.py --cases 1,3 --size 256M --pairs 7
     python3 scripts/bench.py --cases 6 --tus-size 256M                # tus upload to tuspyserver
     python3 scripts/bench.py --cases 7 --s3-size 256M                 # S3 multipart upload to moto
+    python3 scripts/bench.py --cases 8,9                                 # streams: stdin upload, download to stdout
 
 Everything lives in a temp folder: the served files, nginx (own config, 127.0.0.1, free port; one
 location unthrottled, one throttled for the resume case, one throttled per connection for the
@@ -770,7 +771,7 @@ class Bench:
             self.moto = MotoPeer(self.logs, self.env).start()
             self.moto.tool("create-bucket", "bench")
             log(f"S3 peer: moto on {self.moto.endpoint} (pid {self.moto.proc.pid}), signatures checked")
-        if 2 in cases:
+        if {2, 8} & set(cases):
             self.peer = ServePeer(self.bin, self.uploads, self.logs, self.env).start()
             log(f"upload peer: resumectl serve on {self.peer.base} (pid {self.peer.proc.pid})")
 
@@ -1193,6 +1194,71 @@ class Bench:
                          "ratio = resumectl/tool", list(cmds), runs, "resumectl", size,
                          {"url": url, "commands": {n: a[:2] + ["…"] if n != "resumectl" else a for n, a in cmds.items()}})
 
+    # ---- case 8
+
+    def case8(self):
+        """The big file through a pipe into an upload (cat | tool), to resumectl serve: resumectl's
+        `upload -` (spool, appends with Upload-Complete ?0 then ?1) against `curl -T -` (one chunked PUT)."""
+        src = os.path.join(self.www, "big.bin")
+        b = self.bin
+        state = {}
+
+        def argv(name):
+            def f(rnd):
+                state[name] = f"s-{name}-{rnd}.bin"
+                url = self.peer.url(state[name])
+                if name == "resumectl":
+                    return ["sh", "-c", 'cat "$1" | "$2" upload -q --state-dir "$3" - "$4"', "stdin-upload", src, b, self.state, url]
+                return ["sh", "-c", 'cat "$1" | curl -sS -f -o /dev/null -T - "$2"', "stdin-upload", src, url]
+            return f
+
+        def check(name):
+            def f(rnd, verify):
+                stored = os.path.join(self.uploads, state[name])
+                try:
+                    for _ in range(100):
+                        if os.path.isfile(stored) and os.path.getsize(stored) == self.size:
+                            break
+                        time.sleep(0.02)
+                    self.check_file(stored, self.size, self.files["big.bin"], verify)
+                finally:
+                    for fn in os.listdir(self.uploads):
+                        self.clear(os.path.join(self.uploads, fn))
+            return f
+        names = ["resumectl", "curl"]
+        tools = [(n, argv(n), check(n)) for n in names]
+        log(f"\n== case 8: {human(self.size)} from stdin (cat FILE |) to resumectl serve")
+        runs = self.run_rounds(tools, servers=[self.peer])
+        cmds = {n: argv(n)(0) for n in names}
+        self.finish_case("8-stdin-upload", f"case 8: {human(self.size)} upload from stdin, resumectl upload - "
+                         f"against curl -T - (target: wall ≤ 1.1×; CPU, RSS include cat and sh)",
+                         names, runs, "resumectl", self.size, {"peer": self.peer.base, "commands": cmds})
+
+    # ---- case 9
+
+    def case9(self):
+        """The big file downloaded to stdout into sha256sum: `resumectl download -o -` against `curl -s`."""
+        url = self.nginx.url("big.bin")
+        digest = self.files["big.bin"]
+        out = os.path.join(self.out, "sum")
+        cmds = {
+            "resumectl": ["sh", "-c", '"$1" download -q --state-dir "$2" "$3" -o - | sha256sum > "$4"', "stdout-download",
+                          self.bin, self.state, url, out],
+            "curl": ["sh", "-c", 'curl -s "$1" | sha256sum > "$2"', "stdout-download", url, out],
+        }
+
+        def check(rnd, verify):
+            with open(out) as f:
+                got = f.read().split()[0]
+            if got != digest:
+                raise Failure(f"sha256 of the piped body is {got}, want {digest}")
+        tools = [(n, (lambda a: lambda rnd: a)(a), check) for n, a in cmds.items()]
+        log(f"\n== case 9: {human(self.size)} download to stdout into sha256sum")
+        runs = self.run_rounds(tools, servers=[self.nginx])
+        self.finish_case("9-stdout-download", f"case 9: {human(self.size)} download to stdout | sha256sum "
+                         f"(target: wall ≤ 1.0×; CPU, RSS include sha256sum and sh)",
+                         list(cmds), runs, "resumectl", self.size, {"url": url, "commands": cmds})
+
     # ---- case 7
 
     def s3_env(self):
@@ -1390,7 +1456,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--bin", default=os.path.join(REPO, ".build/release/resumectl"), help="resumectl binary")
-    ap.add_argument("--cases", default="1,2,3,4,5,6,7", help="comma-separated subset of 1-7 (default: all)")
+    ap.add_argument("--cases", default="1,2,3,4,5,6,7,8,9", help="comma-separated subset of 1-9 (default: all)")
     ap.add_argument("--size", type=parse_size, default=None, help="big file size, e.g. 1G, 256M (default 1G)")
     ap.add_argument("--pairs", type=int, default=None, help="timed rounds after the warm-up (default 5)")
     ap.add_argument("--quick", action="store_true", help="size 64 MiB and 3 pairs (unless given)")
@@ -1412,9 +1478,9 @@ def main():
     try:
         cases = sorted({int(c) for c in args.cases.split(",") if c.strip()})
     except ValueError:
-        ap.error("--cases takes numbers 1-7, e.g. 1,2")
-    if not cases or any(c not in range(1, 8) for c in cases):
-        ap.error("--cases takes numbers 1-7, e.g. 1,2")
+        ap.error("--cases takes numbers 1-9, e.g. 1,2")
+    if not cases or any(c not in range(1, 10) for c in cases):
+        ap.error("--cases takes numbers 1-9, e.g. 1,2")
     if args.pairs < 1:
         ap.error("--pairs must be at least 1")
     args.cases = cases
