@@ -82,7 +82,7 @@ extension TransferClient {
         events: @escaping EventHandler
     ) throws(TransferError) -> UploadResult {
         let upload = StreamUpload(
-            token: token, spool: spool, machine: machine, input: STDIN_FILENO, hashesWholeStream: token.upload!.stream!.durable == 0 || replay,
+            token: token, spool: spool, machine: machine, input: STDIN_FILENO, hashesWholeStream: options.computeSHA256 && (token.upload!.stream!.durable == 0 || replay),
             store: store, transport: transport, options: options, cancellation: cancellation, events: events)
         do {
             if replay { try upload.verifyReplay() }
