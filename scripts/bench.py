@@ -827,6 +827,19 @@ class Bench:
             if h != digest:
                 raise Failure(f"{path}: sha256 {h}, want {digest}")
 
+    def check_upload(self, name, verify):
+        """The big file as the upload peer stored it under `name`; the peer's folder is emptied after."""
+        stored = os.path.join(self.uploads, name)
+        try:
+            for _ in range(100):  # the peer commits just before it answers; allow a moment
+                if os.path.isfile(stored) and os.path.getsize(stored) == self.size:
+                    break
+                time.sleep(0.02)
+            self.check_file(stored, self.size, self.files["big.bin"], verify)
+        finally:
+            for fn in os.listdir(self.uploads):
+                self.clear(os.path.join(self.uploads, fn))
+
     def record_failure(self, run, res, why):
         run.ok = False
         run.error = why
@@ -920,18 +933,7 @@ class Bench:
             return f
 
         def check(name):
-            def f(rnd, verify):
-                stored = os.path.join(self.uploads, state[name])
-                try:
-                    for _ in range(100):  # the peer commits just before it answers; allow a moment
-                        if os.path.isfile(stored) and os.path.getsize(stored) == self.size:
-                            break
-                        time.sleep(0.02)
-                    self.check_file(stored, self.size, self.files["big.bin"], verify)
-                finally:
-                    for fn in os.listdir(self.uploads):
-                        self.clear(os.path.join(self.uploads, fn))
-            return f
+            return lambda rnd, verify: self.check_upload(state[name], verify)
         names = ["resumectl", "curl"]
         tools = [(n, argv(n), check(n)) for n in names]
         log(f"\n== case 2: {human(self.size)} upload (draft interop 6, one request) to resumectl serve")
@@ -1213,18 +1215,7 @@ class Bench:
             return f
 
         def check(name):
-            def f(rnd, verify):
-                stored = os.path.join(self.uploads, state[name])
-                try:
-                    for _ in range(100):
-                        if os.path.isfile(stored) and os.path.getsize(stored) == self.size:
-                            break
-                        time.sleep(0.02)
-                    self.check_file(stored, self.size, self.files["big.bin"], verify)
-                finally:
-                    for fn in os.listdir(self.uploads):
-                        self.clear(os.path.join(self.uploads, fn))
-            return f
+            return lambda rnd, verify: self.check_upload(state[name], verify)
         names = ["resumectl", "curl"]
         tools = [(n, argv(n), check(n)) for n in names]
         log(f"\n== case 8: {human(self.size)} from stdin (cat FILE |) to resumectl serve")
