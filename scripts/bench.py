@@ -6,7 +6,7 @@
     python3 scripts/bench.py --cases 1,3 --size 256M --pairs 7
     python3 scripts/bench.py --cases 6 --tus-size 256M                # tus upload to tuspyserver
     python3 scripts/bench.py --cases 7 --s3-size 256M                 # S3 multipart upload to moto
-    python3 scripts/bench.py --cases 8,9                              # streams: stdin upload, download to stdout
+    python3 scripts/bench.py --cases 8,9                                 # streams: stdin upload, download to stdout
 
 Everything lives in a temp folder: the served files, nginx (own config, 127.0.0.1, free port; one
 location unthrottled, one throttled for the resume case, one throttled per connection for the
@@ -30,12 +30,6 @@ multipart_chunksize 8MB and max_concurrent_requests 4, the same part size and co
 resumectl's defaults); then each tool is killed (SIGKILL) once half of the file crossed a counting
 proxy in front of moto and run again (resumectl: `resume TOKEN`; the AWS CLI cannot resume, so the
 same `aws s3 cp` again): "sent twice" = bytes through the proxy over both runs − the file size.
-
-Cases 8 and 9 are streams, each run through `/bin/sh -c` with a real pipe, so the producer or consumer
-is in the timing (and in the CPU columns) for both tools: case 8 `cat FILE | resumectl upload - URL`
-(spool in the state folder, interop 6) against `cat FILE | curl -T - ...` (one chunked POST, the same
-draft headers, nothing kept) to `resumectl serve`; case 9 `resumectl download URL -o - | sha256sum`
-against `curl -s URL | sha256sum` from nginx, the digest checked.
 
 Results are printed as tables and written to .bench/results-<timestamp>.json and .bench/latest.json.
 Exit status: 0 if every run succeeded and every checksum matched, 1 otherwise, 130 on Ctrl-C.
@@ -777,7 +771,7 @@ class Bench:
             self.moto = MotoPeer(self.logs, self.env).start()
             self.moto.tool("create-bucket", "bench")
             log(f"S3 peer: moto on {self.moto.endpoint} (pid {self.moto.proc.pid}), signatures checked")
-        if 2 in cases or 8 in cases:
+        if {2, 8} & set(cases):
             self.peer = ServePeer(self.bin, self.uploads, self.logs, self.env).start()
             log(f"upload peer: resumectl serve on {self.peer.base} (pid {self.peer.proc.pid})")
 
@@ -832,6 +826,19 @@ class Bench:
             h = sha256_file(path)
             if h != digest:
                 raise Failure(f"{path}: sha256 {h}, want {digest}")
+
+    def check_upload(self, name, verify):
+        """The big file as the upload peer stored it under `name`; the peer's folder is emptied after."""
+        stored = os.path.join(self.uploads, name)
+        try:
+            for _ in range(100):  # the peer commits just before it answers; allow a moment
+                if os.path.isfile(stored) and os.path.getsize(stored) == self.size:
+                    break
+                time.sleep(0.02)
+            self.check_file(stored, self.size, self.files["big.bin"], verify)
+        finally:
+            for fn in os.listdir(self.uploads):
+                self.clear(os.path.join(self.uploads, fn))
 
     def record_failure(self, run, res, why):
         run.ok = False
@@ -926,18 +933,7 @@ class Bench:
             return f
 
         def check(name):
-            def f(rnd, verify):
-                stored = os.path.join(self.uploads, state[name])
-                try:
-                    for _ in range(100):  # the peer commits just before it answers; allow a moment
-                        if os.path.isfile(stored) and os.path.getsize(stored) == self.size:
-                            break
-                        time.sleep(0.02)
-                    self.check_file(stored, self.size, self.files["big.bin"], verify)
-                finally:
-                    for fn in os.listdir(self.uploads):
-                        self.clear(os.path.join(self.uploads, fn))
-            return f
+            return lambda rnd, verify: self.check_upload(state[name], verify)
         names = ["resumectl", "curl"]
         tools = [(n, argv(n), check(n)) for n in names]
         log(f"\n== case 2: {human(self.size)} upload (draft interop 6, one request) to resumectl serve")
@@ -946,73 +942,6 @@ class Bench:
         self.finish_case("2-upload", f"case 2: {human(self.size)} upload, one request, interop 6 "
                          f"(srv CPU = the serve peer's CPU per upload)",
                          names, runs, "resumectl", self.size, {"peer": self.peer.base, "commands": cmds})
-
-    # ---- cases 8 and 9: streams
-
-    def case8(self):
-        src = os.path.join(self.www, "big.bin")
-        b = self.bin
-        state = {}
-
-        def argv(name):
-            def f(rnd):
-                state[name] = f"s-{name}-{rnd}.bin"
-                url = self.peer.url(state[name])
-                if name == "resumectl":
-                    tail = f"{b} upload -q --interop-version 6 - {url}"
-                else:
-                    tail = (f"curl -sS -f -o /dev/null -X POST -T - -H 'Expect:' -H 'Upload-Draft-Interop-Version: 6' "
-                            f"-H 'Upload-Complete: ?1' {url}")
-                return ["/bin/sh", "-c", f"cat {src} | {tail}"]
-            return f
-
-        def check(name):
-            def f(rnd, verify):
-                stored = os.path.join(self.uploads, state[name])
-                try:
-                    for _ in range(100):
-                        if os.path.isfile(stored) and os.path.getsize(stored) == self.size:
-                            break
-                        time.sleep(0.02)
-                    self.check_file(stored, self.size, self.files["big.bin"], verify)
-                    spools = os.path.join(self.state, "spool")
-                    if os.path.isdir(spools) and os.listdir(spools):
-                        raise Failure(f"a spool outlived its upload: {os.listdir(spools)}")
-                finally:
-                    for fn in os.listdir(self.uploads):
-                        self.clear(os.path.join(self.uploads, fn))
-            return f
-        names = ["resumectl", "curl"]
-        tools = [(n, argv(n), check(n)) for n in names]
-        log(f"\n== case 8: {human(self.size)} upload from stdin (cat FILE | ...) to resumectl serve")
-        runs = self.run_rounds(tools, servers=[self.peer])
-        cmds = {n: argv(n)(0) for n in names}
-        self.finish_case("8-stdin-upload", f"case 8: {human(self.size)} from stdin: upload - (spooled) vs curl -T - "
-                         f"(times include cat)", names, runs, "resumectl", self.size,
-                         {"peer": self.peer.base, "commands": cmds})
-
-    def case9(self):
-        url = self.nginx.url("big.bin")
-        b = self.bin
-        sums = {"resumectl": os.path.join(self.tmp, "sum-resumectl"), "curl": os.path.join(self.tmp, "sum-curl")}
-        cmds = {
-            "resumectl": ["/bin/sh", "-c", f"{b} download -q {url} -o - | sha256sum > {sums['resumectl']}"],
-            "curl": ["/bin/sh", "-c", f"curl -s {url} | sha256sum > {sums['curl']}"],
-        }
-
-        def check(name):
-            def f(rnd, verify):
-                with open(sums[name]) as fh:
-                    got = fh.read().split()[0] if os.path.getsize(sums[name]) else ""
-                os.unlink(sums[name])
-                if got != self.files["big.bin"]:
-                    raise Failure(f"{name}: sha256 {got}, want {self.files['big.bin']}")
-            return f
-        tools = [(n, (lambda a: lambda rnd: a)(a), check(n)) for n, a in cmds.items()]
-        log(f"\n== case 9: {human(self.size)} download to stdout into sha256sum")
-        runs = self.run_rounds(tools, servers=[self.nginx])
-        self.finish_case("9-stdout-download", f"case 9: {human(self.size)} download -o - | sha256sum vs curl -s | sha256sum "
-                         f"(times include sha256sum)", list(cmds), runs, "resumectl", self.size, {"commands": cmds})
 
     # ---- case 3
 
@@ -1266,6 +1195,60 @@ class Bench:
         self.finish_case("6-tus-upload", f"case 6: {human(size)} tus upload to tuspyserver (uvicorn), "
                          "ratio = resumectl/tool", list(cmds), runs, "resumectl", size,
                          {"url": url, "commands": {n: a[:2] + ["…"] if n != "resumectl" else a for n, a in cmds.items()}})
+
+    # ---- case 8
+
+    def case8(self):
+        """The big file through a pipe into an upload (cat | tool), to resumectl serve: resumectl's
+        `upload -` (spool, appends with Upload-Complete ?0 then ?1) against `curl -T -` (one chunked PUT)."""
+        src = os.path.join(self.www, "big.bin")
+        b = self.bin
+        state = {}
+
+        def argv(name):
+            def f(rnd):
+                state[name] = f"s-{name}-{rnd}.bin"
+                url = self.peer.url(state[name])
+                if name == "resumectl":
+                    return ["sh", "-c", 'cat "$1" | "$2" upload -q --state-dir "$3" - "$4"', "stdin-upload", src, b, self.state, url]
+                return ["sh", "-c", 'cat "$1" | curl -sS -f -o /dev/null -T - "$2"', "stdin-upload", src, url]
+            return f
+
+        def check(name):
+            return lambda rnd, verify: self.check_upload(state[name], verify)
+        names = ["resumectl", "curl"]
+        tools = [(n, argv(n), check(n)) for n in names]
+        log(f"\n== case 8: {human(self.size)} from stdin (cat FILE |) to resumectl serve")
+        runs = self.run_rounds(tools, servers=[self.peer])
+        cmds = {n: argv(n)(0) for n in names}
+        self.finish_case("8-stdin-upload", f"case 8: {human(self.size)} upload from stdin, resumectl upload - "
+                         f"against curl -T - (target: wall ≤ 1.1×; CPU, RSS include cat and sh)",
+                         names, runs, "resumectl", self.size, {"peer": self.peer.base, "commands": cmds})
+
+    # ---- case 9
+
+    def case9(self):
+        """The big file downloaded to stdout into sha256sum: `resumectl download -o -` against `curl -s`."""
+        url = self.nginx.url("big.bin")
+        digest = self.files["big.bin"]
+        out = os.path.join(self.out, "sum")
+        cmds = {
+            "resumectl": ["sh", "-c", '"$1" download -q --state-dir "$2" "$3" -o - | sha256sum > "$4"', "stdout-download",
+                          self.bin, self.state, url, out],
+            "curl": ["sh", "-c", 'curl -s "$1" | sha256sum > "$2"', "stdout-download", url, out],
+        }
+
+        def check(rnd, verify):
+            with open(out) as f:
+                got = f.read().split()[0]
+            if got != digest:
+                raise Failure(f"sha256 of the piped body is {got}, want {digest}")
+        tools = [(n, (lambda a: lambda rnd: a)(a), check) for n, a in cmds.items()]
+        log(f"\n== case 9: {human(self.size)} download to stdout into sha256sum")
+        runs = self.run_rounds(tools, servers=[self.nginx])
+        self.finish_case("9-stdout-download", f"case 9: {human(self.size)} download to stdout | sha256sum "
+                         f"(target: wall ≤ 1.0×; CPU, RSS include sha256sum and sh)",
+                         list(cmds), runs, "resumectl", self.size, {"url": url, "commands": cmds})
 
     # ---- case 7
 
