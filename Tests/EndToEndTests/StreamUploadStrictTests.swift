@@ -189,4 +189,26 @@ import Testing
         #expect(!file.stdout.contains("\"retry\""), "\(file.stdout)")
         #expect(try sha256(file: folder + "/f.bin") == digest)
     }
+
+    @Test func aFullDiskUnderTheSpoolIs74AndTheTokenStays() async throws {
+        let w = try Workspace()
+        let digest = try makeRandomFile(path: w.path("www/src.bin"), size: 12 * Self.mib, seed: 46)
+        let peer = try await UploadPeer()
+        let args = ["upload", "-", peer.url(for: "full.bin"), "--interop-version", "6", "--spool-max", "4M"]
+        // A file-size limit of 6 MiB (resumectl ignores SIGXFSZ, so a write past it fails with EFBIG): the spool,
+        // addressed by stream offsets, cannot take byte 6 MiB of the stream.
+        let command = quoted([resumectlBinary] + args + ["--state-dir", w.state])
+        let script = "cat '\(w.path("www/src.bin"))' | (ulimit -f 6144; exec \(command)); echo \"status=${PIPESTATUS[1]}\" >&2"
+        let r = try await RunningProcess("/bin/bash", ["-c", script], currentDirectory: w.out).wait(timeout: .seconds(120))
+        #expect(status(r) == 74, "\(r)")
+        #expect(r.stderr.contains("spool"), "\(r)")
+        let id = try #require(try w.tokens().first, "the token stays: \(r)")
+        #expect(spools(w).count == 1)
+        #expect(r.stderr.contains("resumectl resume \(id)"), "\(r)")
+        // With room again, the same stream piped into resume finishes it.
+        let (done, code) = try await pipeline(w, producer: "cat '\(w.path("www/src.bin"))'", ["resume", id])
+        #expect(code == 0, "\(done)")
+        #expect(try peer.storedSHA256("full.bin") == digest)
+        #expect(try w.tokens().isEmpty && spools(w).isEmpty)
+    }
 }

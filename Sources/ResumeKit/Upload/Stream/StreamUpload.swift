@@ -122,6 +122,21 @@ final class StreamUpload: @unchecked Sendable {
     // MARK: Sending
 
     func run() throws(TransferError) -> UploadResult {
+        do {
+            return try send()
+        } catch {
+            // A spool that cannot be written (a full disk: 74) keeps its token: what the token recorded is
+            // intact, and once there is room `resume` (with the stream piped again, if it had not ended) goes on.
+            var error = error
+            if error.code == .localIO, error.tokenID == nil {
+                try? save()
+                error.tokenID = token.id
+            }
+            throw error
+        }
+    }
+
+    private func send() throws(TransferError) -> UploadResult {
         if !stream.ended { startReader() }
         var announced = false
         while true {
