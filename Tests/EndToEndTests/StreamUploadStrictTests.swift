@@ -211,4 +211,30 @@ import Testing
         #expect(try peer.storedSHA256("full.bin") == digest)
         #expect(try w.tokens().isEmpty && spools(w).isEmpty)
     }
+
+    @Test func pauseStopsAStreamAndTheSameStreamFinishesIt() async throws {
+        let w = try Workspace()
+        let digest = try makeRandomFile(path: w.path("www/src.bin"), size: 6 * Self.mib, seed: 47)
+        let peer = try await UploadPeer()
+        let src = w.path("www/src.bin")
+        let args = ["upload", "-", peer.url(for: "p.bin"), "--interop-version", "6"]
+        // The status is printed as soon as resumectl ends, though its producer still sleeps.
+        let command = quoted([resumectlBinary] + args + ["--state-dir", w.state])
+        let p = try RunningProcess("/bin/bash", ["-c", "{ head -c 3145728 '\(src)'; sleep 60; } | { \(command); echo \"status=$?\" >&2; }"],
+            currentDirectory: w.out)
+        try await eventually(timeout: .seconds(20)) { peer.bytesReceived("p.bin") >= 3 * Self.mib }
+        let id = try #require(try w.tokens().first)
+        let paused = try await w.run(["pause", id])
+        #expect(paused.status == 0, "\(paused)")
+        try await eventually(timeout: .seconds(10)) { p.stderrSoFar.contains("status=") }
+        #expect(p.stderrSoFar.contains("status=75"), "\(p.stderrSoFar)")
+        #expect(p.stderrSoFar.contains("paused; resume needs the same stream on stdin again"), "\(p.stderrSoFar)")
+        p.send(signal: SIGKILL)
+        _ = try await p.wait()
+        #expect(try stream(w, id)["ended"] as? Bool == false)
+        let (done, code) = try await pipeline(w, producer: "cat '\(src)'", ["resume", id])
+        #expect(code == 0, "\(done)")
+        #expect(try peer.storedSHA256("p.bin") == digest)
+        #expect(try w.tokens().isEmpty && spools(w).isEmpty)
+    }
 }
