@@ -189,13 +189,15 @@ final class StreamUpload: @unchecked Sendable {
     /// boundaries (a replay is checked against the ledger below them), and the reader may go on.
     private func dropAcknowledged() throws(TransferError) {
         let acknowledged = machine.acknowledgedBytes
-        let (start, ledger) = try shared.withLock { shared throws(TransferError) in
-            try shared.spool.drop(below: shared.writer.ledger.dropPoint(acknowledged: acknowledged))
-            return (shared.spool.start, shared.writer.ledger)
+        let (start, ledger) = shared.withLock { shared in
+            (max(shared.spool.start, shared.writer.ledger.dropPoint(acknowledged: acknowledged)), shared.writer.ledger)
         }
+        // The token first, the hole second: a kill in between must not leave a token whose spool start
+        // lies below a punched hole (a replay would then compare the stream with zeros and call it different).
         stream.start = start
         stream.ledger = ledger
         try save()
+        try shared.withLock { shared throws(TransferError) in try shared.spool.drop(below: start) }
     }
 
     private func startReader() {
