@@ -17,7 +17,7 @@ struct LiveStatus: Codable, Equatable {
     var rate: Double?
     var updatedAt: Date
 
-    static func path(stateDir: String, id: String) -> String { stateDir + "/run/\(id).json" }
+    static func path(stateDir: String, id: String) -> String { StateDirectory(stateDir).status(id) }
 
     /// The status of a live process, or nil (no file, unreadable, or its process is gone).
     static func load(stateDir: String, id: String) -> LiveStatus? {
@@ -62,7 +62,7 @@ final class LiveStatusWriter: @unchecked Sendable {
     private let inert: Bool
 
     init(stateDir: String, id: String, phase: String = "running", startAt: Date? = nil) {
-        folder = stateDir + "/run"
+        folder = StateDirectory(stateDir).run
         file = LiveStatus.path(stateDir: stateDir, id: id)
         state = Mutex((LiveStatus(pid: getpid(), state: phase, startAt: startAt, updatedAt: Date()), 0))
         let holder = TokenLock.holder(path: TokenStore(directory: stateDir).lockPath(forID: id))

@@ -4,24 +4,21 @@ import Glibc
 extension TransferClient {
     /// Where stream uploads keep their spools: `STATE/spool/<id>` (folder 0700, files 0600).
     func spoolPath(id: String) throws(TransferError) -> String {
-        let folder = store.directory + "/spool"
-        if mkdir(folder, 0o700) != 0 && errno != EEXIST {
-            throw TransferError(.localIO, "cannot create \(folder): \(String(cString: strerror(errno)))")
-        }
-        return folder + "/" + id
+        try store.state.make(store.state.spool)
+        return store.state.spool(id)
     }
 
     /// `producer | resumectl upload - URL`: the IETF draft with the length unknown until stdin ends.
     /// Running it again (or `resume`) with the same stream continues a cut upload.
     func runStreamUpload(_ request: UploadRequest, cancellation: Cancellation, events: @escaping EventHandler) throws(TransferError) -> UploadResult {
         if S3Location.isS3(request.url) {
-            throw TransferError(.usage, "a stream (upload -) goes to an http(s) URL with the IETF draft; S3 takes files only")
+            throw TransferError(.usage, "a stream (upload -) goes to an http(s) URL with the IETF draft or tus; S3 takes files only")
         }
         try URLCheck.validate(request.url)
         _ = try HeaderLines.parse(request.headers)
         switch request.uploadProtocol {
-        case .auto, .ietf: break
-        case .tus, .plain: throw TransferError(.usage, "a stream (upload -) needs the IETF draft: its length is unknown when it starts")
+        case .auto, .ietf, .tus: break
+        case .plain: throw TransferError(.usage, "a stream (upload -) needs the IETF draft or tus: its length is unknown when it starts")
         }
         if let max = request.spoolMax, max < 1 << 20 { throw TransferError(.usage, "--spool-max must be at least 1M") }
         try prepareStateDirectory()
@@ -35,11 +32,12 @@ extension TransferClient {
         }
         let spoolMax = request.spoolMax ?? (1 << 30)
         var token = ResumeToken(id: id, kind: .upload, url: request.url, headers: ResumeToken.storableHeaders(request.headers))
-        let version = request.interopVersion ?? .newest
+        var probe: ProtocolProbe?
+        let chosen = try chooseProtocol(request, probe: &probe, cancellation: cancellation, events: events)
         token.upload = .init(
-            uploadURL: nil, interopVersion: version.rawValue,
+            uploadURL: nil, interopVersion: chosen.interopVersion,
             source: .init(path: "-", size: 0, mtime: 0, inode: 0, edgeHash: ""), acknowledgedBytes: 0, resumable: true,
-            protocolName: UploadProtocol.ietf.rawValue)
+            protocolName: chosen.protocolName)
         let spool = try Spool.create(path: try spoolPath(id: id))
         token.upload!.stream = .init(spool: spool.path, start: 0, durable: 0, ended: false, spoolMax: spoolMax,
             ledger: StreamLedger(blockSize: StreamLedger.blockSize(spoolMax: spoolMax)))
@@ -49,7 +47,9 @@ extension TransferClient {
             spool.remove()
             throw TransferError(.localIO, "\(error)")
         }
-        let machine = IETFStateMachine(size: 0, version: version, versionPinned: request.interopVersion != nil, lengthKnown: false)
+        var capabilities: TusCapabilities?
+        if case .tus(let found) = probe { capabilities = found }
+        let machine = streamMachine(token, versionPinned: request.interopVersion != nil, capabilities: capabilities)
         return try runStream(token, spool: spool, machine: machine, replay: false, options: options, cancellation: cancellation, events: events)
     }
 
@@ -64,10 +64,7 @@ extension TransferClient {
         let spool = try Spool.reopen(path: stream.spool, start: stream.start, durable: stream.durable)
         token.headers = HeaderLines.merge(stored: token.headers, given: headers)
         let options = connectionOptions(for: &token, events: events)
-        let version = token.upload!.interopVersion.flatMap(InteropVersion.init(rawValue:)) ?? .newest
-        let machine = IETFStateMachine(
-            size: stream.durable, version: version, versionPinned: token.upload!.uploadURL != nil, uploadURL: token.upload!.uploadURL,
-            lengthKnown: stream.ended)
+        let machine = streamMachine(token, versionPinned: token.upload!.uploadURL != nil, capabilities: nil)
         if stream.ended {
             events(.note("the stream ended before; sending the rest from the spool"))
         } else {
@@ -77,8 +74,22 @@ extension TransferClient {
             events: events)
     }
 
-    private func runStream(
-        _ token: ResumeToken, spool: Spool, machine: IETFStateMachine, replay: Bool, options: TransferOptions, cancellation: Cancellation,
+    /// The machine of a stream token's protocol, at the bytes its spool made durable.
+    private func streamMachine(_ token: ResumeToken, versionPinned: Bool, capabilities: TusCapabilities?) -> any StreamingUploadMachine {
+        let part = token.upload!
+        let stream = part.stream!
+        if part.uploadProtocol == .tus {
+            return TusStateMachine(
+                size: stream.durable, creationURL: token.url, filename: "stdin", capabilities: capabilities, uploadURL: part.uploadURL,
+                checksum: part.checksumAlgorithm.flatMap(DigestAlgorithm.init(rawValue:)), expires: part.expires, lengthKnown: stream.ended)
+        }
+        return IETFStateMachine(
+            size: stream.durable, version: part.interopVersion.flatMap(InteropVersion.init(rawValue:)) ?? .newest,
+            versionPinned: versionPinned, uploadURL: part.uploadURL, lengthKnown: stream.ended)
+    }
+
+    private func runStream<Machine: StreamingUploadMachine>(
+        _ token: ResumeToken, spool: Spool, machine: Machine, replay: Bool, options: TransferOptions, cancellation: Cancellation,
         events: @escaping EventHandler
     ) throws(TransferError) -> UploadResult {
         let upload = StreamUpload(

@@ -26,7 +26,9 @@ public enum TokenStoreError: Error, Sendable, Equatable, CustomStringConvertible
 public struct TokenStore: Sendable {
     public let directory: String
 
-    public var tokensDirectory: String { directory + "/tokens" }
+    /// The state folder's layout.
+    public var state: StateDirectory { StateDirectory(directory) }
+    public var tokensDirectory: String { state.tokens }
 
     public init(directory: String) {
         self.directory = directory
@@ -34,12 +36,7 @@ public struct TokenStore: Sendable {
 
     /// `$RESUMECTL_STATE_DIR`, else `$XDG_STATE_HOME/resumectl`, else `~/.local/state/resumectl`.
     public static func defaultDirectory(environment: [String: String] = ProcessInfo.processInfo.environment) -> String {
-        if let dir = environment["RESUMECTL_STATE_DIR"], !dir.isEmpty { return dir }
-        if let xdg = environment["XDG_STATE_HOME"], !xdg.isEmpty { return xdg + "/resumectl" }
-        let home = environment["HOME"].flatMap { $0.isEmpty ? nil : $0 }
-            ?? getpwuid(getuid()).flatMap { $0.pointee.pw_dir.map { String(cString: $0) } } ?? "/"
-
-        return home + "/.local/state/resumectl"
+        StateDirectory.located(environment: environment).path
     }
 
     /// A stable id: the same URL to the same place gets the same token, so a second run resumes.
@@ -49,8 +46,8 @@ public struct TokenStore: Sendable {
         return (kind == .download ? "d-" : "u-") + hasher.finalize().prefix(8).hex
     }
 
-    public func path(forID id: String) -> String { tokensDirectory + "/\(id).json" }
-    public func lockPath(forID id: String) -> String { tokensDirectory + "/\(id).lock" }
+    public func path(forID id: String) -> String { state.token(id) }
+    public func lockPath(forID id: String) -> String { state.lock(id) }
 
     /// Turns what the user typed (an id, or a token file's path) into a token file path.
     public func resolve(_ reference: String) -> String {

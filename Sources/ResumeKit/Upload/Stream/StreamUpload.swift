@@ -3,18 +3,19 @@ import FoundationEssentials
 import Glibc
 import Synchronization
 
-/// `producer | resumectl upload - URL`: an IETF-draft upload whose length is unknown when it starts.
+/// `producer | resumectl upload - URL`: an upload (IETF draft or tus) whose length is unknown when it starts.
 ///
 /// A reader thread copies stdin into a spool file (bounded by `--spool-max`) and hashes it block by block
-/// into the token's ledger; the sender appends what the spool holds (`Upload-Complete: ?0`; `?1` once stdin
-/// ended) through the same ``UploadOperation`` as file uploads, so cuts, stalls and 5xx are survived with
+/// into the token's ledger; the sender appends what the spool holds (IETF: `Upload-Complete: ?0`, `?1` once
+/// stdin ended; tus: created with `Upload-Defer-Length`, the length sent once known) through the same
+/// ``UploadOperation`` as file uploads, so cuts, stalls and 5xx are survived with
 /// HEAD + PATCH from the spool, then drops what the server acknowledged. Before anything is sent the spool
 /// is synced and the token records it: the server never holds a byte the token cannot account for.
 ///
 /// Across processes: a token whose stream ended resumes from the spool alone. One cut before the end
 /// needs the stream again: its first bytes are checked against the ledger (below the spool) and the spool
 /// (inside it) before anything new is appended; a different stream fails with exit 65.
-final class StreamUpload: @unchecked Sendable {
+final class StreamUpload<Machine: StreamingUploadMachine>: @unchecked Sendable {
     private var token: ResumeToken
     private let store: TokenStore
     private let transport: any HTTPTransport
@@ -22,10 +23,8 @@ final class StreamUpload: @unchecked Sendable {
     private let cancellation: Cancellation
     private let emit: EventHandler
     private let input: Int32
-    private var machine: IETFStateMachine
+    private var machine: Machine
     private let spoolPath: String
-    /// A send waits for this much new data (or the stream's end, or a second), so appends are not tiny.
-    static let batch: Int64 = 8 << 20
 
     /// What the stdin reader and the sender share; the spool itself is only touched under this lock.
     private struct Shared: @unchecked Sendable {
@@ -37,6 +36,10 @@ final class StreamUpload: @unchecked Sendable {
         var hasher: SHA256?
     }
     private let shared: Mutex<Shared>
+    /// Rung by the reader when the spool grew, stdin ended or reading failed.
+    private let dataArrived = Doorbell()
+    /// Rung by the sender when acknowledged bytes left the spool.
+    private let spaceFreed = Doorbell()
 
     private var stream: ResumeToken.StreamState {
         get { token.upload!.stream! }
@@ -44,7 +47,7 @@ final class StreamUpload: @unchecked Sendable {
     }
 
     init(
-        token: ResumeToken, spool: Spool, machine: IETFStateMachine, input: Int32, hashesWholeStream: Bool, store: TokenStore,
+        token: ResumeToken, spool: Spool, machine: Machine, input: Int32, hashesWholeStream: Bool, store: TokenStore,
         transport: any HTTPTransport, options: TransferOptions, cancellation: Cancellation, events: @escaping EventHandler
     ) {
         self.token = token
@@ -170,9 +173,10 @@ final class StreamUpload: @unchecked Sendable {
             if let failure { throw failure }
             let fresh = end - acknowledged
             let full = end - start >= spoolMax
-            if ended || full || fresh >= Self.batch || (fresh > 0 && Monotonic.now - waitingSince >= 1) { break }
+            let waited = Monotonic.now - waitingSince
+            if ended || full || fresh >= streamBatch || (fresh > 0 && waited >= 1) { break }
             if let reason = cancellation.reason { throw stopped(reason) }
-            usleep(5_000)
+            dataArrived.wait(seconds: fresh > 0 ? 1 - waited : 1, unless: cancellation)
         }
         let (durable, ended, ledger) = try shared.withLock { shared throws(TransferError) in
             (try shared.spool.sync(), shared.ended && shared.spool.durable == shared.spool.end, shared.writer.ledger)
@@ -198,6 +202,7 @@ final class StreamUpload: @unchecked Sendable {
         stream.ledger = ledger
         try save()
         try shared.withLock { shared throws(TransferError) in try shared.spool.drop(below: start) }
+        spaceFreed.ring()
     }
 
     private func startReader() {
@@ -207,14 +212,18 @@ final class StreamUpload: @unchecked Sendable {
             defer { buffer.deallocate() }
             while true {
                 // Past --spool-max the reader waits for the server to acknowledge and the spool to drop.
-                while shared.withLock({ $0.spool.end - $0.spool.start >= spoolMax }), !cancellation.isStopped { usleep(5_000) }
+                while shared.withLock({ $0.spool.end - $0.spool.start >= spoolMax }), !cancellation.isStopped {
+                    spaceFreed.wait(seconds: 1, unless: cancellation)
+                }
                 if cancellation.isStopped { return }
                 let n: Int
                 do throws(TransferError) { n = try readInput(into: buffer) } catch {
                     shared.withLock { $0.failure = error }
+                    dataArrived.ring()
                     return
                 }
                 let chunk = UnsafeRawBufferPointer(rebasing: buffer[0..<n])
+                defer { dataArrived.ring() }
                 let stop = shared.withLock { shared -> Bool in
                     if n == 0 {
                         shared.ended = true
@@ -251,11 +260,13 @@ final class StreamUpload: @unchecked Sendable {
     private func stopped(_ reason: StopReason) -> TransferError {
         try? save()
         emit(.paused(offset: machine.acknowledgedBytes))
-        let what = reason == .interrupt ? "interrupted" : "paused"
         let then = stream.ended ? "resume sends the rest from the spool" : "resume needs the same stream on stdin again"
-        return TransferError(.stopped(reason), "\(what); \(then)", tokenID: token.id)
+        return .stopped(reason, "; " + then, tokenID: token.id)
     }
 }
+
+/// A stream upload's send waits for this much new data (or the stream's end, or a second), so appends are not tiny.
+private let streamBatch: Int64 = 8 << 20
 
 /// A stream's spool as the body source of ``UploadOperation``: bodies are read by stream offset.
 final class SpoolSource: UploadSource {
