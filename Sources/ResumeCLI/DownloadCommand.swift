@@ -77,7 +77,7 @@ struct Download: AsyncParsableCommand {
 
     func run() async throws {
         guard let url else { return try await runList(inputFile!) }
-        if S3Location.isS3(url), url.hasSuffix("/") || !url.dropFirst(5).contains("/") { return try await runPrefix(url) }
+        if case .s3Prefix? = try? Route(url) { return try await runPrefix(url) }
         let request = DownloadRequest(
             url: url, outputPath: output, headers: options.header, expectedSHA256: try checksum.map(Checksum.parse),
             onChange: onChange, force: force, s3: s3.options())

@@ -6,7 +6,7 @@ extension TransferClient {
     /// output path (without `force`) gets no token: running the download reports it as already complete.
     /// - Returns: the token id.
     public func prepare(_ request: DownloadRequest) throws(TransferError) -> String {
-        if S3Location.isS3(request.url) {
+        if Route.isS3(request.url) {
             let (plain, state) = try s3Object(request)
             return try prepare(plain, s3: state)
         }
@@ -42,7 +42,7 @@ extension TransferClient {
     /// - Returns: the token id.
     public func prepare(_ request: UploadRequest) throws(TransferError) -> String {
         if request.filePath == "-" { throw TransferError(.usage, "a stream (upload -) reads stdin: it runs in the foreground") }
-        if S3Location.isS3(request.url) {
+        if Route.isS3(request.url) {
             _ = try S3Location.parse(request.url)
         } else {
             try URLCheck.validate(request.url)
@@ -59,7 +59,7 @@ extension TransferClient {
             guard token.kind == .upload, token.upload != nil else { throw TransferError(.badToken, "token \(id) is not an upload") }
             return id
         }
-        if S3Location.isS3(request.url) {
+        if Route.isS3(request.url) {
             let token = try newS3UploadToken(request, id: id, source: source, events: { _ in })
             do { try store.save(token) } catch { throw TransferError(.localIO, "\(error)") }
             return id

@@ -11,7 +11,7 @@ extension TransferClient {
     /// `producer | resumectl upload - URL`: the IETF draft with the length unknown until stdin ends.
     /// Running it again (or `resume`) with the same stream continues a cut upload.
     func runStreamUpload(_ request: UploadRequest, cancellation: Cancellation, events: @escaping EventHandler) throws(TransferError) -> UploadResult {
-        if S3Location.isS3(request.url) {
+        if Route.isS3(request.url) {
             throw TransferError(.usage, "a stream (upload -) goes to an http(s) URL with the IETF draft or tus; S3 takes files only")
         }
         try URLCheck.validate(request.url)

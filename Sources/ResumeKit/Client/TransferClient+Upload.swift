@@ -60,7 +60,7 @@ extension TransferClient {
 
     func runUpload(_ request: UploadRequest, cancellation: Cancellation, events: @escaping EventHandler) throws(TransferError) -> UploadResult {
         if request.filePath == "-" { return try runStreamUpload(request, cancellation: cancellation, events: events) }
-        if S3Location.isS3(request.url) { return try runS3Upload(request, cancellation: cancellation, events: events) }
+        if Route.isS3(request.url) { return try runS3Upload(request, cancellation: cancellation, events: events) }
         try URLCheck.validate(request.url)
         _ = try HeaderLines.parse(request.headers)
         if let chunk = request.chunkSize, chunk <= 0 { throw TransferError(.usage, "--chunk-size must be positive") }

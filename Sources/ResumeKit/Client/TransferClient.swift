@@ -114,7 +114,7 @@ public struct TransferClient: Sendable {
     func runStreamDownload(_ request: DownloadRequest, cancellation: Cancellation, events: @escaping EventHandler) throws(TransferError) -> DownloadResult {
         var request = request
         var options = self.options
-        if S3Location.isS3(request.url) {
+        if Route.isS3(request.url) {
             let (plain, state) = try s3Object(request)
             request = plain
             options.transport = try S3Target(state).signing(options.transport)
@@ -142,7 +142,7 @@ public struct TransferClient: Sendable {
 
     /// The token id a download request uses, or nil when its URL or output path is unusable.
     public func downloadTokenID(_ request: DownloadRequest) -> String? {
-        if S3Location.isS3(request.url) { return (try? s3Object(request)).flatMap { downloadTokenID($0.0) } }
+        if Route.isS3(request.url) { return (try? s3Object(request)).flatMap { downloadTokenID($0.0) } }
         guard let path = try? OutputPath.resolve(url: request.url, output: request.outputPath) else { return nil }
         return TokenStore.makeID(kind: .download, url: request.url, path: path)
     }
@@ -155,7 +155,7 @@ public struct TransferClient: Sendable {
         _ request: DownloadRequest, s3: ResumeToken.S3State? = nil, session: (any TransportSession)? = nil,
         batch: BatchPublisher.Slot? = nil, cancellation: Cancellation, events: @escaping EventHandler
     ) throws(TransferError) -> DownloadResult {
-        if S3Location.isS3(request.url) {
+        if Route.isS3(request.url) {
             let (plain, state) = try s3Object(request)
             return try runDownload(plain, s3: state, session: session, batch: batch, cancellation: cancellation, events: events)
         }
