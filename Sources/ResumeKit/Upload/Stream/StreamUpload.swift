@@ -178,8 +178,13 @@ final class StreamUpload<Machine: StreamingUploadMachine>: @unchecked Sendable {
             if let reason = cancellation.reason { throw stopped(reason) }
             dataArrived.wait(seconds: fresh > 0 ? 1 - waited : 1, unless: cancellation)
         }
-        let (durable, ended, ledger) = try shared.withLock { shared throws(TransferError) in
-            (try shared.spool.sync(), shared.ended && shared.spool.durable == shared.spool.end, shared.writer.ledger)
+        // The ledger is taken with the end it describes; the sync runs outside the lock, so the reader goes on
+        // filling the spool meanwhile (under the lock it stalled stdin for every fdatasync).
+        let (target, ledger, fd, synced) = shared.withLock { ($0.spool.end, $0.writer.ledger, $0.spool.fileDescriptor, $0.spool.durable) }
+        if target > synced { try Spool.syncData(fd: fd, path: spoolPath) }
+        let (durable, ended) = shared.withLock { shared in
+            shared.spool.markDurable(target)
+            return (target, shared.ended && target == shared.spool.end)
         }
         stream.durable = durable
         stream.ended = ended
