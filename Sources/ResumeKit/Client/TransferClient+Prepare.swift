@@ -60,7 +60,7 @@ extension TransferClient {
             return id
         }
         if Route.isS3(request.url) {
-            let token = try newS3UploadToken(request, id: id, source: source, events: { _ in })
+            let token = try newS3UploadToken(request, id: id, source: source.identity, events: { _ in })
             do { try store.save(token) } catch { throw TransferError(.localIO, "\(error)") }
             return id
         }

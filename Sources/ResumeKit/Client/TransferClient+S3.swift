@@ -125,17 +125,17 @@ extension TransferClient {
 
     /// A new S3 upload's token: the target, the part size (raised to fit 10,000 parts, said once), no parts yet.
     func newS3UploadToken(
-        _ request: UploadRequest, id: String, source: SourceFile, events: EventHandler
+        _ request: UploadRequest, id: String, source: ResumeToken.SourceIdentity, events: EventHandler
     ) throws(TransferError) -> ResumeToken {
         let location = try S3Location.parse(request.url)
         guard !location.isPrefix else { throw TransferError(.usage, "\(request.url) names no object: give s3://BUCKET/KEY") }
         let target = try S3Target(location, choices: request.s3.choices, forcePathStyle: request.s3.forcePathStyle)
-        let (partSize, raised) = try MultipartPlan.partSize(fileSize: source.identity.size, requested: request.s3.partSize)
+        let (partSize, raised) = try MultipartPlan.partSize(fileSize: source.size, requested: request.s3.partSize)
         if raised {
             events(.note("part size raised to \(partSize >> 20) MiB: S3 takes at most 10,000 parts"))
         }
         var token = ResumeToken(id: id, kind: .upload, url: location.description, headers: ResumeToken.storableHeaders(request.headers))
-        token.upload = .init(uploadURL: nil, interopVersion: nil, source: source.identity, acknowledgedBytes: 0, resumable: true,
+        token.upload = .init(uploadURL: nil, interopVersion: nil, source: source, acknowledgedBytes: 0, resumable: true,
             protocolName: UploadProtocol.s3.rawValue)
         var state = target.state
         state.partSize = partSize
@@ -160,7 +160,7 @@ extension TransferClient {
             try checkSource(token, source)
             token.upload!.s3!.parallel = request.s3.parallel  // the command given again says it again
         } else {
-            token = try newS3UploadToken(request, id: id, source: source, events: events)
+            token = try newS3UploadToken(request, id: id, source: source.identity, events: events)
         }
         let options = connectionOptions(for: &token, events: events)
         do { try store.save(token) } catch { throw TransferError(.localIO, "\(error)") }

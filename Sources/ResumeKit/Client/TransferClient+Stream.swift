@@ -8,18 +8,16 @@ extension TransferClient {
         return store.state.spool(id)
     }
 
-    /// `producer | resumectl upload - URL`: the IETF draft with the length unknown until stdin ends.
-    /// Running it again (or `resume`) with the same stream continues a cut upload.
+    /// `producer | resumectl upload - URL`: the IETF draft, tus or S3 multipart with the length unknown until
+    /// stdin ends. Running it again (or `resume`) with the same stream continues a cut upload.
     func runStreamUpload(_ request: UploadRequest, cancellation: Cancellation, events: @escaping EventHandler) throws(TransferError) -> UploadResult {
-        if Route.isS3(request.url) {
-            throw TransferError(.usage, "a stream (upload -) goes to an http(s) URL with the IETF draft or tus; S3 takes files only")
+        let route = try Route(request.url)
+        if case .s3Prefix = route { throw TransferError(.usage, "\(request.url) names no object: give s3://BUCKET/KEY") }
+        if route == .http(request.url), request.uploadProtocol == .plain {
+            throw TransferError(.usage, "a stream (upload -) needs the IETF draft or tus: its length is unknown when it starts")
         }
-        try URLCheck.validate(request.url)
+        if case .s3Object = route { _ = try requireS3Answers() }
         _ = try HeaderLines.parse(request.headers)
-        switch request.uploadProtocol {
-        case .auto, .ietf, .tus: break
-        case .plain: throw TransferError(.usage, "a stream (upload -) needs the IETF draft or tus: its length is unknown when it starts")
-        }
         if let max = request.spoolMax, max < 1 << 20 { throw TransferError(.usage, "--spool-max must be at least 1M") }
         try prepareStateDirectory()
         let id = uploadTokenID(request)
@@ -31,13 +29,17 @@ extension TransferClient {
             return try continueStream(token, headers: request.headers, cancellation: cancellation, events: events)
         }
         let spoolMax = request.spoolMax ?? (1 << 30)
-        var token = ResumeToken(id: id, kind: .upload, url: request.url, headers: ResumeToken.storableHeaders(request.headers))
+        var token: ResumeToken
         var probe: ProtocolProbe?
-        let chosen = try chooseProtocol(request, probe: &probe, cancellation: cancellation, events: events)
-        token.upload = .init(
-            uploadURL: nil, interopVersion: chosen.interopVersion,
-            source: .init(path: "-", size: 0, mtime: 0, inode: 0, edgeHash: ""), acknowledgedBytes: 0, resumable: true,
-            protocolName: chosen.protocolName)
+        let stdin = ResumeToken.SourceIdentity(path: "-", size: 0, mtime: 0, inode: 0, edgeHash: "")
+        if case .s3Object = route {
+            token = try newS3UploadToken(request, id: id, source: stdin, events: events)
+        } else {
+            token = ResumeToken(id: id, kind: .upload, url: request.url, headers: ResumeToken.storableHeaders(request.headers))
+            let chosen = try chooseProtocol(request, probe: &probe, cancellation: cancellation, events: events)
+            token.upload = .init(uploadURL: nil, interopVersion: chosen.interopVersion, source: stdin, acknowledgedBytes: 0, resumable: true,
+                protocolName: chosen.protocolName)
+        }
         let spool = try Spool.create(path: try spoolPath(id: id))
         token.upload!.stream = .init(spool: spool.path, start: 0, durable: 0, ended: false, spoolMax: spoolMax,
             ledger: StreamLedger(blockSize: StreamLedger.blockSize(spoolMax: spoolMax)))
@@ -49,8 +51,8 @@ extension TransferClient {
         }
         var capabilities: TusCapabilities?
         if case .tus(let found) = probe { capabilities = found }
-        let machine = streamMachine(token, versionPinned: request.interopVersion != nil, capabilities: capabilities)
-        return try runStream(token, spool: spool, machine: machine, replay: false, options: options, cancellation: cancellation, events: events)
+        return try runStream(token, spool: spool, versionPinned: request.interopVersion != nil, capabilities: capabilities, replay: false,
+            options: options, cancellation: cancellation, events: events)
     }
 
     /// A stream upload's token: from the spool once its stream ended, else from the same stream piped again.
@@ -64,14 +66,14 @@ extension TransferClient {
         let spool = try Spool.reopen(path: stream.spool, start: stream.start, durable: stream.durable)
         token.headers = HeaderLines.merge(stored: token.headers, given: headers)
         let options = connectionOptions(for: &token, events: events)
-        let machine = streamMachine(token, versionPinned: token.upload!.uploadURL != nil, capabilities: nil)
+
         if stream.ended {
             events(.note("the stream ended before; sending the rest from the spool"))
         } else {
             events(.note("checking the replayed stream against the \(stream.durable) bytes already read"))
         }
-        return try runStream(token, spool: spool, machine: machine, replay: !stream.ended, options: options, cancellation: cancellation,
-            events: events)
+        return try runStream(token, spool: spool, versionPinned: token.upload!.uploadURL != nil, capabilities: nil, replay: !stream.ended,
+            options: options, cancellation: cancellation, events: events)
     }
 
     /// The machine of a stream token's protocol, at the bytes its spool made durable.
@@ -88,12 +90,25 @@ extension TransferClient {
             versionPinned: versionPinned, uploadURL: part.uploadURL, lengthKnown: stream.ended)
     }
 
-    private func runStream<Machine: StreamingUploadMachine>(
-        _ token: ResumeToken, spool: Spool, machine: Machine, replay: Bool, options: TransferOptions, cancellation: Cancellation,
-        events: @escaping EventHandler
+    private func runStream(
+        _ token: ResumeToken, spool: Spool, versionPinned: Bool, capabilities: TusCapabilities?, replay: Bool, options: TransferOptions,
+        cancellation: Cancellation, events: @escaping EventHandler
     ) throws(TransferError) -> UploadResult {
+        let sender: StreamUpload.Sender
+        // S3's parts go several at once on one multi handle, as a file's do.
+        let multi = token.upload!.s3 != nil && transport is CurlTransport ? try? CurlTransport.multi() : nil
+        defer { multi?.shutdown() }
+        if let s3 = token.upload!.s3 {
+            let source = SpoolSource(fd: spool.fileDescriptor, path: spool.path, hash: nil)
+            sender = .s3(S3Upload(
+                token: token, source: source, target: try S3Target(s3), answers: try requireS3Answers(), store: store,
+                transport: multi ?? transport, options: options, parallel: s3.parallel ?? S3Options().parallel, cancellation: cancellation,
+                events: events))
+        } else {
+            sender = .machine(streamMachine(token, versionPinned: versionPinned, capabilities: capabilities))
+        }
         let upload = StreamUpload(
-            token: token, spool: spool, machine: machine, input: STDIN_FILENO, hashesWholeStream: options.computeSHA256 && (token.upload!.stream!.durable == 0 || replay),
+            token: token, spool: spool, sender: sender, input: STDIN_FILENO, hashesWholeStream: options.computeSHA256 && (token.upload!.stream!.durable == 0 || replay),
             store: store, transport: transport, options: options, cancellation: cancellation, events: events)
         do {
             if replay { try upload.verifyReplay() }

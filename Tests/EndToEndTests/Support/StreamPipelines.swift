@@ -7,14 +7,16 @@ protocol StreamPipelines {}
 
 extension StreamPipelines {
     /// `producer | resumectl ARGS`, started in bash; its last stderr line is `status=N` (resumectl's status).
-    func startPipeline(_ w: Workspace, producer: String, _ args: [String]) throws -> RunningProcess {
+    func startPipeline(_ w: Workspace, producer: String, _ args: [String], environment: [String: String] = [:]) throws -> RunningProcess {
         let quoted = ([resumectlBinary] + args + ["--state-dir", w.state]).map { "'" + $0 + "'" }.joined(separator: " ")
         let script = "\(producer) | \(quoted); echo \"status=${PIPESTATUS[1]}\" >&2"
-        return try RunningProcess("/bin/bash", ["-c", script], currentDirectory: w.out)
+        return try RunningProcess("/bin/bash", ["-c", script], environment: environment, currentDirectory: w.out)
     }
 
-    func pipeline(_ w: Workspace, producer: String, _ args: [String], timeout: Duration = .seconds(180)) async throws -> (ProcessResult, Int32) {
-        let r = try await startPipeline(w, producer: producer, args).wait(timeout: timeout)
+    func pipeline(
+        _ w: Workspace, producer: String, _ args: [String], environment: [String: String] = [:], timeout: Duration = .seconds(180)
+    ) async throws -> (ProcessResult, Int32) {
+        let r = try await startPipeline(w, producer: producer, args, environment: environment).wait(timeout: timeout)
         return (r, status(r))
     }
 
@@ -28,10 +30,11 @@ extension StreamPipelines {
     }
 
     /// Starts a slow stream upload and kills it (SIGKILL) once its token shows `condition`.
-    func killed(_ w: Workspace, producer: String, url: String, extra: [String] = [], when condition: @escaping ([String: Any]) -> Bool)
-        async throws -> String
-    {
-        let p = try startPipeline(w, producer: producer, ["upload", "-", url, "--limit-rate", "4M"] + extra)
+    func killed(
+        _ w: Workspace, producer: String, url: String, extra: [String] = [], environment: [String: String] = [:],
+        when condition: @escaping ([String: Any]) -> Bool
+    ) async throws -> String {
+        let p = try startPipeline(w, producer: producer, ["upload", "-", url, "--limit-rate", "4M"] + extra, environment: environment)
         var id = ""
         try await eventually(timeout: .seconds(60)) {
             guard p.isRunning else { throw SupportError("ended before the kill: \(p.stderrSoFar)") }

@@ -21,7 +21,7 @@ final class S3Upload: @unchecked Sendable {
 
     private let state: Mutex<ResumeToken>
     private let store: TokenStore
-    private let source: SourceFile
+    private var source: any UploadSource
     private let target: S3Target
     private let call: S3Call
     private let transport: any HTTPTransport
@@ -29,13 +29,14 @@ final class S3Upload: @unchecked Sendable {
     private let parallel: Int
     private let cancellation: Cancellation
     private let emit: EventHandler
-    private let size: Int64
+    /// The upload's length; for a stream whose end was not read yet, the bytes the spool made durable.
+    private var size: Int64
     private let partSize: Int64
     /// Bytes in flight per part number, for progress.
     private let inFlight = Mutex<[Int: Int64]>([:])
 
     init(
-        token: ResumeToken, source: SourceFile, target: S3Target, answers: any S3Answers, store: TokenStore,
+        token: ResumeToken, source: any UploadSource, target: S3Target, answers: any S3Answers, store: TokenStore,
         transport: any HTTPTransport, options: TransferOptions, parallel: Int, cancellation: Cancellation, events: @escaping EventHandler
     ) {
         state = Mutex(token)
@@ -81,6 +82,51 @@ final class S3Upload: @unchecked Sendable {
         }
         return try finish()
     }
+
+    // MARK: Streams
+
+    /// A stream's token as the stream last left it (spool bounds, ledger), with the parts this upload sent.
+    var currentToken: ResumeToken { token }
+
+    /// Bytes from the stream's start that S3 holds in consecutive parts: what the spool may give back.
+    var acknowledgedPrefix: Int64 {
+        var next = 1
+        for part in (s3.parts ?? []).sorted(by: { $0.number < $1.number }) where part.number == next { next += 1 }
+        return min(size, Int64(next - 1) * partSize)
+    }
+
+    /// One step of a stream upload (`upload - s3://…`): `token` carries the spool's new bounds, `source` the
+    /// spool. Sends every whole part below `durable` (and, once the stream `ended`, the last one), then
+    /// completes. Returns nil while the stream goes on.
+    func sendStream(_ token: ResumeToken, source: any UploadSource, ended: Bool) throws(TransferError) -> UploadResult? {
+        let durable = token.upload!.source.size
+        state.withLock { $0.upload!.stream = token.upload!.stream; $0.upload!.source.size = durable }
+        self.source = source
+        size = durable
+        let whole = ended ? MultipartPlan.partCount(fileSize: durable, partSize: partSize) : Int(durable / partSize)
+        guard whole <= Int(MultipartPlan.maximumParts) else {
+            throw TransferError(.failed, "the stream outgrew S3's 10,000 parts of \(partSize >> 20) MiB; give a larger --part-size",
+                tokenID: nil)
+        }
+        do {
+            if s3.uploadId == nil {
+                try create()
+                emit(.started(kind: .upload, url: token.url, path: "-", offset: 0, total: nil))
+            } else if !reconciled {
+                try reconcile(partCount: whole)
+            }
+            reconciled = true
+            if whole > 0 { try sendParts(MultipartPlan.missing(partCount: whole, done: s3.parts ?? [])) }
+            guard ended else { return nil }
+            try complete()
+        } catch {
+            throw self.failure(error)
+        }
+        return try finish()
+    }
+
+    /// The parts S3 listed were checked once this run (a resume's ListParts).
+    private var reconciled = false
 
     // MARK: Single PUT
 
@@ -186,7 +232,7 @@ final class S3Upload: @unchecked Sendable {
             emit(.note("part \(part.number) on S3 is not the one this upload sent; sending it again"))
         }
         let known = Set(recorded.map(\.number))
-        for part in listed where !known.contains(part.number) && (1...partCount).contains(part.number) {
+        for part in listed where !known.contains(part.number) && part.number >= 1 && part.number <= partCount {
             let range = MultipartPlan.range(ofPart: part.number, fileSize: size, partSize: partSize)
             guard part.size == Int64(range.count) else { continue }
             let md5 = try digest(BodyRange(offset: range.lowerBound, length: Int64(range.count)))

@@ -3,7 +3,8 @@ import FoundationEssentials
 import Glibc
 import Synchronization
 
-/// `producer | resumectl upload - URL`: an upload (IETF draft or tus) whose length is unknown when it starts.
+/// `producer | resumectl upload - URL`: an upload (IETF draft, tus or S3 multipart) whose length is unknown
+/// when it starts.
 ///
 /// A reader thread copies stdin into a spool file (bounded by `--spool-max`) and hashes it block by block
 /// into the token's ledger; the sender appends what the spool holds (IETF: `Upload-Complete: ?0`, `?1` once
@@ -15,7 +16,7 @@ import Synchronization
 /// Across processes: a token whose stream ended resumes from the spool alone. One cut before the end
 /// needs the stream again: its first bytes are checked against the ledger (below the spool) and the spool
 /// (inside it) before anything new is appended; a different stream fails with exit 65.
-final class StreamUpload<Machine: StreamingUploadMachine>: @unchecked Sendable {
+final class StreamUpload: @unchecked Sendable {
     private var token: ResumeToken
     private let store: TokenStore
     private let transport: any HTTPTransport
@@ -23,7 +24,7 @@ final class StreamUpload<Machine: StreamingUploadMachine>: @unchecked Sendable {
     private let cancellation: Cancellation
     private let emit: EventHandler
     private let input: Int32
-    private var machine: Machine
+    private var sender: Sender
     private let spoolPath: String
 
     /// What the stdin reader and the sender share; the spool itself is only touched under this lock.
@@ -47,11 +48,11 @@ final class StreamUpload<Machine: StreamingUploadMachine>: @unchecked Sendable {
     }
 
     init(
-        token: ResumeToken, spool: Spool, machine: Machine, input: Int32, hashesWholeStream: Bool, store: TokenStore,
+        token: ResumeToken, spool: Spool, sender: Sender, input: Int32, hashesWholeStream: Bool, store: TokenStore,
         transport: any HTTPTransport, options: TransferOptions, cancellation: Cancellation, events: @escaping EventHandler
     ) {
         self.token = token
-        self.machine = machine
+        self.sender = sender
         self.input = input
         self.store = store
         self.transport = transport
@@ -139,22 +140,46 @@ final class StreamUpload<Machine: StreamingUploadMachine>: @unchecked Sendable {
         }
     }
 
+    /// What sends the spool's bytes: a protocol machine run by ``UploadOperation``, or S3 multipart, whose
+    /// parts are cut from the spool.
+    enum Sender {
+        case machine(any StreamingUploadMachine)
+        case s3(S3Upload)
+
+        /// Bytes from the stream's start the server holds: what the spool may give back.
+        var acknowledgedBytes: Int64 {
+            switch self {
+            case .machine(let machine): machine.acknowledgedBytes
+            case .s3(let upload): upload.acknowledgedPrefix
+            }
+        }
+    }
+
     private func send() throws(TransferError) -> UploadResult {
         if !stream.ended { startReader() }
         var announced = false
         while true {
             if let reason = cancellation.reason { throw stopped(reason) }
             let (durable, ended) = try nextBatch()
-            machine.extend(to: durable, final: ended)
             let digest = ended ? shared.withLock { $0.hasher.map { $0.finalize().hex } } : nil
             let source = SpoolSource(fd: shared.withLock { $0.spool.fileDescriptor }, path: spoolPath, hash: digest)
-            let operation = UploadOperation(
-                token: token, source: source, machine: machine, store: store, transport: transport, options: options,
-                cancellation: cancellation, events: emit, streamOpen: !ended, announced: announced)
+            let result: UploadResult?
+            switch sender {
+            case .machine(let machine):
+                result = try append(machine, upTo: durable, ended: ended, source: source, announced: announced)
+            case .s3(let upload):
+                do {
+                    result = try upload.sendStream(token, source: source, ended: ended)
+                    token = upload.currentToken
+                } catch {
+                    token = upload.currentToken
+                    // S3 said `paused` already; what a resume needs is the stream's to say.
+                    guard case .stopped(let reason) = error.code else { throw error }
+                    try? save()
+                    throw TransferError.stopped(reason, "; " + resumeHint, tokenID: token.id)
+                }
+            }
             announced = true
-            let result = try operation.run()
-            token = operation.currentToken
-            machine = operation.machine
             if let result {
                 shared.withLock { $0.spool.remove() }
                 return result
@@ -163,9 +188,25 @@ final class StreamUpload<Machine: StreamingUploadMachine>: @unchecked Sendable {
         }
     }
 
+    /// Runs one batch through ``UploadOperation`` with the machine extended to the bytes now durable.
+    private func append<Machine: StreamingUploadMachine>(
+        _ machine: Machine, upTo durable: Int64, ended: Bool, source: SpoolSource, announced: Bool
+    ) throws(TransferError) -> UploadResult? {
+        var machine = machine
+        machine.extend(to: durable, final: ended)
+        let operation = UploadOperation(
+            token: token, source: source, machine: machine, store: store, transport: transport, options: options,
+            cancellation: cancellation, events: emit, streamOpen: !ended, announced: announced)
+        defer {
+            token = operation.currentToken
+            sender = .machine(operation.machine)
+        }
+        return try operation.run()
+    }
+
     /// Waits for a batch of new bytes (or the end), then makes them durable and records them in the token.
     private func nextBatch() throws(TransferError) -> (durable: Int64, ended: Bool) {
-        let acknowledged = machine.acknowledgedBytes
+        let acknowledged = sender.acknowledgedBytes
         let waitingSince = Monotonic.now
         let spoolMax = stream.spoolMax
         while true {
@@ -197,7 +238,7 @@ final class StreamUpload<Machine: StreamingUploadMachine>: @unchecked Sendable {
     /// The server holds everything below the machine's offset: the spool gives that space back, at block
     /// boundaries (a replay is checked against the ledger below them), and the reader may go on.
     private func dropAcknowledged() throws(TransferError) {
-        let acknowledged = machine.acknowledgedBytes
+        let acknowledged = sender.acknowledgedBytes
         let (start, ledger) = shared.withLock { shared in
             (max(shared.spool.start, shared.writer.ledger.dropPoint(acknowledged: acknowledged)), shared.writer.ledger)
         }
@@ -264,9 +305,12 @@ final class StreamUpload<Machine: StreamingUploadMachine>: @unchecked Sendable {
 
     private func stopped(_ reason: StopReason) -> TransferError {
         try? save()
-        emit(.paused(offset: machine.acknowledgedBytes))
-        let then = stream.ended ? "resume sends the rest from the spool" : "resume needs the same stream on stdin again"
-        return .stopped(reason, "; " + then, tokenID: token.id)
+        emit(.paused(offset: sender.acknowledgedBytes))
+        return .stopped(reason, "; " + resumeHint, tokenID: token.id)
+    }
+
+    private var resumeHint: String {
+        stream.ended ? "resume sends the rest from the spool" : "resume needs the same stream on stdin again"
     }
 }
 
@@ -286,8 +330,8 @@ final class SpoolSource: UploadSource {
         self.hash = hash
     }
 
-    func digest(_ range: BodyRange, _ algorithm: DigestAlgorithm) throws(TransferError) -> String {
-        Data(try FileDigest.digest(fd: fd, range: range, algorithm, path: spoolPath)).base64EncodedString()
+    func digestBytes(_ range: BodyRange, _ algorithm: DigestAlgorithm) throws(TransferError) -> [UInt8] {
+        try FileDigest.digest(fd: fd, range: range, algorithm, path: spoolPath)
     }
 
     func sha256() throws(TransferError) -> String? { hash }
