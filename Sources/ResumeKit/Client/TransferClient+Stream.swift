@@ -34,6 +34,11 @@ extension TransferClient {
         let stdin = ResumeToken.SourceIdentity(path: "-", size: 0, mtime: 0, inode: 0, edgeHash: "")
         if case .s3Object = route {
             token = try newS3UploadToken(request, id: id, source: stdin, events: events)
+            let partSize = token.upload!.s3!.partSize ?? MultipartPlan.defaultPartSize
+            // A part is cut only once the spool holds all of it: a smaller spool could never send one.
+            guard spoolMax >= partSize else {
+                throw TransferError(.usage, "--spool-max (\(spoolMax >> 20) MiB) must hold at least one part (--part-size \(partSize >> 20) MiB)")
+            }
         } else {
             token = ResumeToken(id: id, kind: .upload, url: request.url, headers: ResumeToken.storableHeaders(request.headers))
             let chosen = try chooseProtocol(request, probe: &probe, cancellation: cancellation, events: events)
