@@ -154,16 +154,15 @@ extension TransferClient {
         let lock = try takeLock(id)
         defer { lock.release() }
         var token: ResumeToken
-        if store.exists(id: id) {
-            token = try loadToken(id)
-            guard token.kind == .upload, token.upload?.s3 != nil else { throw TransferError(.badToken, "token \(id) is not an S3 upload") }
+        if let existing = try lock.existing(.upload, "an S3 upload", has: { $0.upload?.s3 != nil }) {
+            token = existing
             try checkSource(token, source)
             token.upload!.s3!.parallel = request.s3.parallel  // the command given again says it again
         } else {
             token = try newS3UploadToken(request, id: id, source: source.identity, events: events)
         }
         let options = connectionOptions(for: &token, events: events)
-        do { try store.save(token) } catch { throw TransferError(.localIO, "\(error)") }
+        try store.write(token)
         return try runS3Operation(token, source: source, options: options, cancellation: cancellation, events: events)
     }
 

@@ -23,9 +23,7 @@ extension TransferClient {
         let id = uploadTokenID(request)
         let lock = try takeLock(id)
         defer { lock.release() }
-        if store.exists(id: id) {
-            let token = try loadToken(id)
-            guard token.upload?.stream != nil else { throw TransferError(.badToken, "token \(id) is not a stream upload") }
+        if let token = try lock.existing(.upload, "a stream upload", has: { $0.upload?.stream != nil }) {
             return try continueStream(token, headers: request.headers, cancellation: cancellation, events: events)
         }
         let spoolMax = request.spoolMax ?? (1 << 30)

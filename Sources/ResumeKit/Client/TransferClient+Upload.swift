@@ -70,9 +70,8 @@ extension TransferClient {
         defer { lock.release() }
         var token: ResumeToken
         var probe: ProtocolProbe?
-        if store.exists(id: id) {
-            token = try loadToken(id)
-            guard token.kind == .upload, token.upload != nil else { throw TransferError(.badToken, "token \(id) is not an upload") }
+        if let existing = try lock.existing(.upload, "an upload", has: { $0.upload != nil }) {
+            token = existing
             try checkSource(token, source)
             // A token written by `--detach` before anything was sent has no protocol yet: choose it now.
             if token.upload!.protocolName == nil, token.upload!.uploadURL == nil, token.upload!.acknowledgedBytes == 0 {
@@ -88,7 +87,7 @@ extension TransferClient {
         }
         token.headers = HeaderLines.merge(stored: token.headers, given: request.headers)
         let options = connectionOptions(for: &token, events: events)
-        do { try store.save(token) } catch { throw TransferError(.localIO, "\(error)") }
+        try store.write(token)
         var capabilities: TusCapabilities?
         if case .tus(let found) = probe {
             if let refusal = TusStateMachine.refusal(found, size: source.identity.size) {

@@ -178,7 +178,7 @@ final class SegmentedDownload {
     }
 
     private func save() throws {
-        do { try store.save(token) } catch { throw TransferError(.localIO, "\(error)", tokenID: token.id) }
+        try store.write(token, keeping: true)
     }
 
     private func finish(fd: Int32, total: Int64) throws -> DownloadResult {

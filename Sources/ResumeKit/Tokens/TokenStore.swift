@@ -80,6 +80,24 @@ public struct TokenStore: Sendable {
 
     public func exists(id: String) -> Bool { access(path(forID: id), F_OK) == 0 }
 
+    /// ``save(_:)`` for a running transfer: a failure is local I/O (exit 74), naming the token to resume
+    /// when `keeping` (the token on disk is still the last good one).
+    func write(_ token: ResumeToken, keeping: Bool = false) throws(TransferError) {
+        do { try save(token) } catch { throw TransferError(.localIO, "\(error)", tokenID: keeping ? token.id : nil) }
+    }
+
+    /// Reads a token, mapping store errors to the documented exit statuses (66 missing, 65 unreadable).
+    func loadChecked(_ reference: String) throws(TransferError) -> ResumeToken {
+        do {
+            return try load(reference)
+        } catch let error as TokenStoreError {
+            if case .notFound = error { throw TransferError(.inputMissing, "\(error)") }
+            throw TransferError(.badToken, "\(error)")
+        } catch {
+            throw TransferError(.badToken, "\(error)")
+        }
+    }
+
     /// Reads a token. A missing file, bad JSON or another schema version is an error, never a guess.
     public func load(_ reference: String) throws -> ResumeToken {
         let file = resolve(reference)

@@ -253,7 +253,7 @@ final class UploadOperation<Machine: UploadMachine>: ExchangeDelegate {
     // MARK: Finish
 
     private func save() throws(TransferError) {
-        do { try store.save(token) } catch { throw TransferError(.localIO, "\(error)", tokenID: token.id) }
+        try store.write(token, keeping: true)
     }
 
     private func finish() throws(TransferError) -> UploadResult {

@@ -300,7 +300,7 @@ final class StreamUpload: @unchecked Sendable {
     }
 
     private func save() throws(TransferError) {
-        do { try store.save(token) } catch { throw TransferError(.localIO, "\(error)", tokenID: token.id) }
+        try store.write(token, keeping: true)
     }
 
     private func stopped(_ reason: StopReason) -> TransferError {
