@@ -27,7 +27,7 @@ private final class RecordingClock: RetryClock, @unchecked Sendable {
 
 /// A peer that plays `script` to the first requests, then answers as a well-behaved server of `kind`.
 private final class ScriptedTransport: HTTPTransport, TransportSession, @unchecked Sendable {
-    enum Peer { case files, tus, plainUpload }
+    enum Peer { case files, tus, ietf, plainUpload }
     let body: [UInt8]
     let peer: Peer
     private let script: Mutex<[Step]>
@@ -89,6 +89,13 @@ private final class ScriptedTransport: HTTPTransport, TransportSession, @uncheck
                 body: body[...])
         case (.plainUpload, _):
             return answer(delegate, ResponseHead(status: 201))
+        case (.ietf, "HEAD"):
+            return answer(delegate, ResponseHead(status: 204, headers: ["Upload-Offset": "0", "Upload-Complete": "?0"]))
+        case (.ietf, _):
+            // The draft's creation or append: the 104 names the upload, the final answer takes it whole.
+            delegate.exchange(informational: ResponseHead(status: 104, headers: [
+                "Location": "http://peer/up/1", "Upload-Draft-Interop-Version": request.headers["Upload-Draft-Interop-Version"] ?? "8"]))
+            return answer(delegate, ResponseHead(status: 201, headers: ["Upload-Complete": "?1"]))
         case (.tus, "OPTIONS"):
             return answer(delegate, ResponseHead(status: 204, headers: [
                 "Tus-Resumable": "1.0.0", "Tus-Version": "1.0.0", "Tus-Extension": "creation,termination"]))
@@ -111,7 +118,7 @@ private final class ScriptedTransport: HTTPTransport, TransportSession, @uncheck
 
 /// The transfer paths the library drives, each run against a scripted peer.
 enum FaultPath: String, CaseIterable, CustomStringConvertible, Sendable {
-    case download, connections, tusUpload, plainUpload
+    case download, connections, ietfUpload, tusUpload, plainUpload
     var description: String { rawValue }
 }
 
@@ -135,6 +142,7 @@ private struct Expected: Equatable {
         switch path {
         case .download, .connections: transport = ScriptedTransport(script, peer: .files, body: body)
         case .tusUpload: transport = ScriptedTransport(script, peer: .tus)
+        case .ietfUpload: transport = ScriptedTransport(script, peer: .ietf)
         case .plainUpload: transport = ScriptedTransport(script, peer: .plainUpload)
         }
         if path == .connections { options.connections = 2 }
@@ -148,11 +156,11 @@ private struct Expected: Equatable {
                 let result = try await client.download(DownloadRequest(url: "http://peer/file", outputPath: folder + "/out"), events: record)
                 #expect(result.bytes == Int64(body.count))
                 #expect(try Array(Data(contentsOf: URL(fileURLWithPath: folder + "/out"))) == body)
-            case .tusUpload, .plainUpload:
+            case .ietfUpload, .tusUpload, .plainUpload:
                 let file = folder + "/source"
                 try Data(repeating: 9, count: 4096).write(to: URL(fileURLWithPath: file))
                 _ = try await client.upload(UploadRequest(filePath: file, url: "http://peer/files/",
-                    uploadProtocol: path == .tusUpload ? .tus : .plain), events: record)
+                    uploadProtocol: [.tusUpload: .tus, .ietfUpload: .ietf][path] ?? .plain), events: record)
             }
         } catch let error as TransferError {
             exit = error.exitStatus
