@@ -129,7 +129,11 @@ final class CurlSession: TransportSession {
             return .failed(TransportFailure(kind: .fatal, code: error.code, message: "TLS: \(error.message)"))
         case CURLE_SSL_CACERT_BADFILE, CURLE_SSL_CERTPROBLEM, CURLE_SSL_CRL_BADFILE:
             return .failed(TransportFailure(kind: .fatal, code: error.code, message: "TLS: \(error.message)"))
-        case CURLE_UNSUPPORTED_PROTOCOL, CURLE_URL_MALFORMAT, CURLE_TOO_MANY_REDIRECTS,
+        case CURLE_UNSUPPORTED_PROTOCOL:
+            // Every URL we start from was checked (URLCheck): only a redirect can name another scheme.
+            return .failed(TransportFailure(kind: .fatal, code: error.code,
+                message: "the server redirected to a URL that is not http or https; only http and https are followed"))
+        case CURLE_URL_MALFORMAT, CURLE_TOO_MANY_REDIRECTS,
             CURLE_LOGIN_DENIED, CURLE_OUT_OF_MEMORY, CURLE_SSL_ENGINE_NOTFOUND, CURLE_SSL_CIPHER, CURLE_NOT_BUILT_IN, CURLE_BAD_FUNCTION_ARGUMENT,
             CURLE_UNKNOWN_OPTION, CURLE_FILESIZE_EXCEEDED:
             return .failed(TransportFailure(kind: .fatal, code: error.code, message: error.message))

@@ -193,6 +193,8 @@ final class DownloadOperation: ExchangeDelegate {
                 return .refetch(reason)
             case .retry(let status, let after)?:
                 return .transient("the server answered \(status)", retryAfter: after)
+            case .malformed(let reason)?:
+                return .transient(reason, retryAfter: nil)
             case .fail(let failure)?:
                 return .failed(failure)
             case nil:

@@ -89,6 +89,8 @@ final class StreamDownload: ExchangeDelegate {
                 case .retry(let status, let after)?:
                     message = "the server answered \(status)"
                     retryAfter = after
+                case .malformed(let reason)?:
+                    message = reason
                 case .fail(.status(let status, let reason))?:
                     throw TransferError(.failed, "the server answered \(status)\(reason.isEmpty ? "" : " " + reason) for \(url)")
                 case .fail(.changed(let reason))?, .refetchFromZero(let reason)?:
