@@ -10,6 +10,8 @@ let package = Package(
         .executable(name: "resumectl-s3", targets: ["resumectl-s3"]),
         .library(name: "ResumeKit", targets: ["ResumeKit"]),
         .library(name: "ResumeServer", targets: ["ResumeServer"]),
+        // For the fuzz targets of Fuzz/ (S3's XML readers); no program links it but resumectl-s3.
+        .library(name: "ResumeS3", targets: ["ResumeS3"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),

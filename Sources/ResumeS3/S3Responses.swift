@@ -18,10 +18,15 @@ public struct S3Responses: S3Answers {
     public func parts(_ body: [UInt8]) throws(TransferError) -> (parts: [ListedPart], nextMarker: String?) {
         let tree = try document(body, "ListPartsResult")
         var parts: [ListedPart] = []
+        var numbers = Set<Int>()
         for part in tree.children("Part") {
             guard let number = part["PartNumber"].flatMap({ Int($0) }), let size = part["Size"].flatMap({ Int64($0) }),
                 let etag = part["ETag"]
             else { throw malformed("a Part of ListPartsResult lacks its number, size or ETag") }
+            // A part listed twice, out of S3's 1...10000 or of negative size cannot be trusted to skip
+            // uploading it (found by FuzzS3XML's property).
+            guard (1...10_000).contains(number), size >= 0 else { throw malformed("a Part of ListPartsResult numbered \(number) of \(size) bytes") }
+            guard numbers.insert(number).inserted else { throw malformed("part \(number) twice in ListPartsResult") }
             parts.append(ListedPart(number: number, size: size, etag: etag))
         }
         let truncated = tree["IsTruncated"] == "true"
@@ -38,7 +43,7 @@ public struct S3Responses: S3Answers {
         let tree = try document(body, "ListBucketResult")
         var objects: [S3Object] = []
         for item in tree.children("Contents") {
-            guard let key = item["Key"], let size = item["Size"].flatMap({ Int64($0) }) else {
+            guard let key = item["Key"], let size = item["Size"].flatMap({ Int64($0) }), size >= 0 else {
                 throw malformed("an object of ListBucketResult lacks its key or size")
             }
             objects.append(S3Object(key: key, size: size, etag: item["ETag"] ?? ""))

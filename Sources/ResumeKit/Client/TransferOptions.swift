@@ -42,7 +42,8 @@ public enum HeaderLines {
                 throw TransferError(.usage, "bad header name in '\(line)'")
             }
             let value = line[line.index(after: colon)...].trimmingSpaces()
-            guard !value.contains("\r"), !value.contains("\n") else {
+            // On bytes: "\r\n" is one Character, which `contains("\r")` and `contains("\n")` both miss.
+            guard !value.utf8.contains(where: { $0 == 13 || $0 == 10 || $0 == 0 }) else {
                 throw TransferError(.usage, "header '\(name)' contains a line break")
             }
             fields.append(name, value)

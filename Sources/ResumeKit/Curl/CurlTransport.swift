@@ -133,7 +133,17 @@ final class CurlSession: TransportSession {
             return .failed(TransportFailure(kind: .fatal, code: error.code, message: "TLS: \(error.message)"))
         case CURLE_SSL_CACERT_BADFILE, CURLE_SSL_CERTPROBLEM, CURLE_SSL_CRL_BADFILE:
             return .failed(TransportFailure(kind: .fatal, code: error.code, message: "TLS: \(error.message)"))
-        case CURLE_UNSUPPORTED_PROTOCOL, CURLE_URL_MALFORMAT, CURLE_TOO_MANY_REDIRECTS,
+        case CURLE_UNSUPPORTED_PROTOCOL where detail.contains("HTTP/0.9"):
+            return .failed(TransportFailure(kind: .fatal, code: error.code, message: "the server's answer is not HTTP (no status line)"))
+        case CURLE_UNSUPPORTED_PROTOCOL:
+            // Every URL we start from was checked (URLCheck): only a redirect can name another scheme.
+            return .failed(TransportFailure(kind: .fatal, code: error.code,
+                message: "the server redirected to a URL that is not http or https; only http and https are followed"))
+        case CURLE_OUT_OF_MEMORY where detail.isEmpty:
+            // libcurl 7.88 answers a header line beyond its 100 KiB limit this way, without a detail.
+            return .failed(TransportFailure(kind: .fatal, code: error.code,
+                message: "libcurl gave up on the response: out of memory, or a header line beyond its 100 KiB limit"))
+        case CURLE_URL_MALFORMAT, CURLE_TOO_MANY_REDIRECTS,
             CURLE_LOGIN_DENIED, CURLE_OUT_OF_MEMORY, CURLE_SSL_ENGINE_NOTFOUND, CURLE_SSL_CIPHER, CURLE_NOT_BUILT_IN, CURLE_BAD_FUNCTION_ARGUMENT,
             CURLE_UNKNOWN_OPTION, CURLE_FILESIZE_EXCEEDED:
             return .failed(TransportFailure(kind: .fatal, code: error.code, message: error.message))

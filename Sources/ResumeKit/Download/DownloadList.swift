@@ -26,7 +26,9 @@ public struct DownloadList: Sendable, Equatable {
             let line = Substring(raw).trimmingSpaces()
             if line.isEmpty || line.hasPrefix("#") { continue }
             let parts = line.utf8.split(whereSeparator: { $0 == UInt8(ascii: " ") || $0 == UInt8(ascii: "\t") || $0 == UInt8(ascii: "\r") })
-            let url = String(Substring(parts[0]))
+            // A line of a CR alone (a blank line of a CRLF file) has no part at all (found by FuzzDownloadList).
+            guard let first = parts.first else { continue }
+            let url = String(Substring(first))
             let name = parts.count > 1 ? parts[1...].map { String(Substring($0)) }.joined(separator: " ") : nil
             do throws(TransferError) {
                 try URLCheck.validate(url)

@@ -188,6 +188,8 @@ final class DownloadOperation: ExchangeDelegate {
                 return .refetch(reason)
             case .retry(let status, let after)?:
                 return .fault(.answered(status, retryAfter: after))
+            case .malformed(let reason)?:
+                return .fault(.lost(reason))
             case .fail(let failure)?:
                 return .failed(failure)
             case nil:

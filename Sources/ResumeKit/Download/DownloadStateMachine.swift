@@ -46,6 +46,9 @@ public struct DownloadStateMachine: Sendable, Equatable {
         case refetchFromZero(reason: String)
         /// A transient refusal; try again, after `retryAfter` seconds when the server said so.
         case retry(status: Int, retryAfter: String?)
+        /// The answer cannot be true (a length no number holds, two lengths, a 206 whose length contradicts
+        /// its range): this attempt fails and is retried; its body is never taken as the file.
+        case malformed(String)
         case fail(Failure)
     }
 
@@ -98,6 +101,7 @@ public struct DownloadStateMachine: Sendable, Equatable {
 
     /// Interprets the final response head to a fetch that started at `offset`.
     public mutating func evaluate(_ head: ResponseHead, requestedOffset offset: Int64) -> Decision {
+        if head.isSuccess, case .invalid(let reason) = ContentLength(head.headers) { return .malformed(reason) }
         switch head.status {
         case 206:
             return evaluatePartial(head, offset: offset)
@@ -134,6 +138,9 @@ public struct DownloadStateMachine: Sendable, Equatable {
         guard let range = head.headers["Content-Range"].flatMap(ContentRange.init), let bytes = range.range else {
             return .refetchFromZero(reason: "the server sent a partial response without a usable Content-Range")
         }
+        if let length = ContentLength(head.headers).value, length - 1 != bytes.upperBound - bytes.lowerBound {  // no +1: upperBound may be Int64.max
+            return .malformed("the server's Content-Length \(length) contradicts its Content-Range \(bytes.lowerBound)-\(bytes.upperBound)")
+        }
         if offset == 0 {
             // We asked for everything; a 206 from zero carrying the complete length is as good as a 200.
             guard bytes.lowerBound == 0, let total = range.completeLength, bytes.upperBound == total - 1 else {
@@ -162,7 +169,7 @@ public struct DownloadStateMachine: Sendable, Equatable {
     }
 
     private func contentLength(_ head: ResponseHead) -> Int64? {
-        head.headers["Content-Length"].flatMap { Int64($0.trimmingSpaces()) }
+        ContentLength(head.headers).value
     }
 
     static func resource(from head: ResponseHead, totalBytes: Int64?) -> Resource {

@@ -8,7 +8,7 @@ public enum SegmentRules {
     /// `Accept-Ranges: bytes`, no content coding. Otherwise the reason it does not.
     public static func probe(_ head: ResponseHead) -> Result<DownloadStateMachine.Resource, Refusal> {
         guard head.isSuccess else { return .failure(.status(head.status)) }
-        let resource = DownloadStateMachine.resource(from: head, totalBytes: head.headers["Content-Length"].flatMap { Int64($0.trimmingSpaces()) })
+        let resource = DownloadStateMachine.resource(from: head, totalBytes: ContentLength(head.headers).value)
         guard head.headers["Accept-Ranges"]?.lowercased().contains("bytes") == true else { return .failure(.noRanges) }
         guard resource.validator != nil else { return .failure(.noValidator) }
         guard let total = resource.totalBytes, total > 0 else { return .failure(.unknownLength) }

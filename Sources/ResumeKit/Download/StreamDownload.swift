@@ -87,6 +87,8 @@ final class StreamDownload: ExchangeDelegate {
                     }
                 case .retry(let status, let after)?:
                     fault = .answered(status, retryAfter: after)
+                case .malformed(let reason)?:
+                    fault = .lost(reason)
                 case .fail(.status(let status, let reason))?:
                     throw TransferError(.failed, "the server answered \(status)\(reason.isEmpty ? "" : " " + reason) for \(url)", status: status)
                 case .fail(.changed(let reason))?, .refetchFromZero(let reason)?:

@@ -22,6 +22,11 @@ public struct HeaderFields: Sendable, Equatable, ExpressibleByDictionaryLiteral 
         fields.first { $0.name.caseInsensitiveEquals(name) }?.value
     }
 
+    /// Every value of `name`, in order: a field sent twice must not hide its second copy.
+    public func values(_ name: String) -> [String] {
+        fields.filter { $0.name.caseInsensitiveEquals(name) }.map(\.value)
+    }
+
     public mutating func append(_ name: String, _ value: String) {
         fields.append(Field(name: name, value: value))
     }

@@ -3,15 +3,19 @@ import RawStructuredFieldValues
 
 /// Structured field values (RFC 9651) read from response headers through swift-http-structured-headers.
 /// A value that does not parse is treated as absent, as the upload draft requires.
+///
+/// Always `rfc9651BareItem`: the deprecated `bareItem` converts with `try!` and trapped on a Date (`@1`)
+/// or Display String (`%"x"`), which RFC 9651 parsers accept — a server could crash the client with one
+/// header (found by FuzzStructuredFields).
 public enum StructuredField {
     public static func boolean(_ value: String?) -> Bool? {
-        guard case .bool(let b)? = item(value)?.bareItem else { return nil }
+        guard case .bool(let b)? = item(value)?.rfc9651BareItem else { return nil }
         return b
     }
 
     public static func integer(_ value: String?) -> Int64? {
-        guard case .integer(let i)? = item(value)?.bareItem else { return nil }
-        return Int64(i)
+        guard case .integer(let i)? = item(value)?.rfc9651BareItem else { return nil }
+        return i
     }
 
     /// The integer members of a dictionary field, such as `Upload-Limit`.
@@ -19,7 +23,7 @@ public enum StructuredField {
         guard let value, let map = try? dictionary(value) else { return [:] }
         var result: [String: Int64] = [:]
         for (key, member) in map {
-            if case .item(let item) = member, case .integer(let i) = item.bareItem { result[key] = Int64(i) }
+            if case .item(let item) = member, case .integer(let i) = item.rfc9651BareItem { result[key] = i }
         }
         return result
     }
@@ -29,7 +33,7 @@ public enum StructuredField {
         guard let value, let map = try? dictionary(value) else { return [:] }
         var result: [String: [UInt8]] = [:]
         for (key, member) in map {
-            if case .item(let item) = member, case .undecodedByteSequence(let b64) = item.bareItem,
+            if case .item(let item) = member, case .undecodedByteSequence(let b64) = item.rfc9651BareItem,
                 let data = Data(base64Encoded: b64)
             {
                 result[key] = Array(data)

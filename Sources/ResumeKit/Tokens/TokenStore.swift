@@ -9,6 +9,8 @@ public enum TokenStoreError: Error, Sendable, Equatable, CustomStringConvertible
     case unsupportedVersion(String, Int)
     case cannotWrite(String, reason: String)
     case cannotCreateFolder(String, reason: String)
+    /// JSON that decodes, holding a value this program never writes (see ``TokenValidation``).
+    case invalid(String, TokenValidation.Violation)
 
     public var description: String {
         switch self {
@@ -17,6 +19,7 @@ public enum TokenStoreError: Error, Sendable, Equatable, CustomStringConvertible
         case .unsupportedVersion(let p, let v): "token \(p) has schema version \(v); this resumectl reads version \(ResumeToken.currentVersion)"
         case .cannotWrite(let p, let r): "cannot write token \(p): \(r)"
         case .cannotCreateFolder(let p, let r): "cannot create the state folder \(p): \(r)"
+        case .invalid(let p, let v): "token \(p) is malformed: \(v)"
         }
     }
 }
@@ -117,11 +120,18 @@ public struct TokenStore: Sendable {
         guard versioned.version == ResumeToken.currentVersion else {
             throw TokenStoreError.unsupportedVersion(path, versioned.version)
         }
+        let token: ResumeToken
         do {
-            return try decoder.decode(ResumeToken.self, from: data)
+            token = try decoder.decode(ResumeToken.self, from: data)
         } catch {
             throw TokenStoreError.unreadable(path, reason: "missing or malformed fields")
         }
+        do {
+            try TokenValidation.check(token)
+        } catch {
+            throw TokenStoreError.invalid(path, error)
+        }
+        return token
     }
 
     /// Writes a token atomically and durably.

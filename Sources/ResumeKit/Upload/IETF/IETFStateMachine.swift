@@ -180,6 +180,7 @@ public struct IETFStateMachine: UploadMachine {
         switch head.status {
         case 200...299:
             if complete {
+                if let refusal = contradiction(head, sent: size) { return failed(refusal) }
                 if let offset = StructuredField.integer(head.headers["Upload-Offset"]), offset != size {
                     return failed("the server acknowledged \(offset) of \(size) bytes")
                 }
@@ -188,7 +189,11 @@ public struct IETFStateMachine: UploadMachine {
             }
             guard let url = location else { return failed("the server did not say where the upload lives") }
             serverSupportsDraft = true
-            state = .append(url: url, offset: StructuredField.integer(head.headers["Upload-Offset"]) ?? length)
+            let offset = StructuredField.integer(head.headers["Upload-Offset"]) ?? length
+            guard (0...length).contains(offset) else {
+                return failed("the server acknowledged \(offset) bytes of a creation that carried \(length)")
+            }
+            state = .append(url: url, offset: offset)
             return .proceed
         case 400:
             if !versionPinned, !versionSwitched,
@@ -233,6 +238,10 @@ public struct IETFStateMachine: UploadMachine {
         switch head.status {
         case 200...299:
             let end = offset + length
+            if complete, let refusal = contradiction(head, sent: end) { return failed(refusal) }
+            if let acknowledged = StructuredField.integer(head.headers["Upload-Offset"]), acknowledged > end {
+                return failed("the server acknowledged \(acknowledged) bytes, more than the \(end) sent")
+            }
             if let acknowledged = StructuredField.integer(head.headers["Upload-Offset"]), acknowledged != end {
                 state = .queryOffset(url: url)
                 return .step(reason: "the server acknowledged \(acknowledged), not \(end)")
@@ -251,6 +260,27 @@ public struct IETFStateMachine: UploadMachine {
         default:
             return transientOrFail(head, url: url, what: "appending")
         }
+    }
+
+    /// Why a 2xx to a request that said `Upload-Complete: ?1` and carried bytes up to `sent` cannot mean
+    /// done: an `Upload-Offset` that is not a number or lies beyond what was sent, or a completion flag
+    /// that says incomplete while the offset is full or absent (a server that contradicts itself has not
+    /// got the file). A missing offset or flag alone is fine: NIO's final response swaps the flags, and
+    /// interop 8 needs no offset. An offset short of `sent` is left to the caller (HEAD, or fail).
+    private func contradiction(_ head: ResponseHead, sent: Int64) -> String? {
+        var offset: Int64?
+        if let raw = head.headers["Upload-Offset"] {
+            guard let n = StructuredField.integer(raw), n >= 0 else {
+                return "the server's Upload-Offset '\(raw.prefix(40))' is not a byte count, so the upload cannot count as done"
+            }
+            if n > sent { return "the server acknowledged \(n) bytes, more than the \(sent) sent" }
+            offset = n
+        }
+        if version.isComplete(head.headers) == false, offset == nil || offset == sent {
+            let flag = version == .v3 ? "Upload-Incomplete: ?1" : "Upload-Complete: ?0"
+            return "the server answered the last request with \(flag), so the upload is not done"
+        }
+        return nil
     }
 
     private mutating func transientOrFail(_ head: ResponseHead, url: String?, what: String) -> Decision {

@@ -19,7 +19,8 @@ public struct TusCapabilities: Sendable, Equatable {
         guard !versions.isEmpty || head.headers["Tus-Resumable"] != nil else { return nil }
         self.versions = versions.isEmpty ? [TusStateMachine.version] : versions
         extensions = Set(Self.list(head.headers["Tus-Extension"]).map { $0.lowercased() })
-        maxSize = head.headers["Tus-Max-Size"].flatMap { Int64($0.trimmingSpaces()) }
+        // Digits only: `Int64("-1")` would make every file too large, `+5` is no tus number either.
+        maxSize = head.headers["Tus-Max-Size"].flatMap { ContentLength.decimal($0.trimmingSpaces()) }
         checksumAlgorithms = Self.list(head.headers["Tus-Checksum-Algorithm"])
     }
 

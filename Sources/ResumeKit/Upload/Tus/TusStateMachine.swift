@@ -219,7 +219,10 @@ public struct TusStateMachine: UploadMachine {
                 state = .append(url: url, offset: 0)
                 return reached(0)
             }
-            guard let offset = head.headers["Upload-Offset"].flatMap({ Int64($0.trimmingSpaces()) }), (0...size).contains(offset) else {
+            if let offset = Self.offset(head), offset > sent {
+                return failed("the server acknowledged \(offset) bytes of a creation that carried \(sent)")
+            }
+            guard let offset = Self.offset(head), (0...size).contains(offset) else {
                 state = .queryOffset(url: url)
                 return .step(reason: "the server did not say how much of the creation it kept")
             }
@@ -237,10 +240,10 @@ public struct TusStateMachine: UploadMachine {
     private mutating func offsetResponse(_ head: ResponseHead, url: String) -> UploadDecision {
         switch head.status {
         case 200...299:
-            guard let offset = head.headers["Upload-Offset"].flatMap({ Int64($0.trimmingSpaces()) }), offset >= 0 else {
-                return failed("the server's answer carries no Upload-Offset")
+            guard let offset = Self.offset(head), offset >= 0 else {
+                return failed("the server's answer carries no usable Upload-Offset")
             }
-            let length = head.headers["Upload-Length"].flatMap { Int64($0.trimmingSpaces()) }
+            let length = head.headers["Upload-Length"].flatMap { ContentLength.decimal($0.trimmingSpaces()) }
             if let length, lengthKnown, length != size {
                 return restart("the server's upload is \(length) bytes long, the file \(size)")
             }
@@ -260,9 +263,10 @@ public struct TusStateMachine: UploadMachine {
         case 200...299:
             if declaring { lengthDeclared = true }
             let end = offset + length
-            guard let acknowledged = head.headers["Upload-Offset"].flatMap({ Int64($0.trimmingSpaces()) }),
-                (offset...end).contains(acknowledged)
-            else {
+            if let acknowledged = Self.offset(head), acknowledged > end {
+                return failed("the server acknowledged \(acknowledged) bytes, more than the \(end) sent")
+            }
+            guard let acknowledged = Self.offset(head), (offset...end).contains(acknowledged) else {
                 state = .queryOffset(url: url)
                 return .step(reason: "the server did not acknowledge \(end)")
             }
@@ -282,6 +286,11 @@ public struct TusStateMachine: UploadMachine {
             if RetryPolicy.isRetryable(status: head.status) || head.status == 423 { state = .queryOffset(url: url) }
             return transientOrFail(head, what: "appending")
         }
+    }
+
+    /// `Upload-Offset` as tus defines it: a non-negative decimal (no sign, nothing else).
+    static func offset(_ head: ResponseHead) -> Int64? {
+        head.headers["Upload-Offset"].flatMap { ContentLength.decimal($0.trimmingSpaces()) }
     }
 
     private mutating func transientOrFail(_ head: ResponseHead, what: String) -> UploadDecision {

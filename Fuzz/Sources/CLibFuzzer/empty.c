@@ -1,0 +1,1 @@
+// Declarations only (include/CLibFuzzer.h); SwiftPM wants one source file in a C target.

@@ -1,0 +1,142 @@
+/// Checks a decoded token for values that cannot be true, before any of them reaches a file offset, a
+/// request or a path. A token is a file a user (or a disk fault) may have edited: JSON that decodes is
+/// not yet a token this program could have written. Each violation names the field, so the user knows
+/// what to fix or that the token is lost.
+public enum TokenValidation {
+    /// A field that cannot be true, and why.
+    public struct Violation: Error, Sendable, Equatable, CustomStringConvertible {
+        public var field: String
+        public var reason: String
+
+        public var description: String { "\(field) \(reason)" }
+    }
+
+    /// Throws the first violation found, in the order of the schema.
+    public static func check(_ token: ResumeToken) throws(Violation) {
+        try checkID(token.id)
+        try checkURL(token.url, field: "url", s3Allowed: token.s3 != nil || token.upload?.s3 != nil)
+        // On bytes: "\r\n" is one Character, so `contains("\r")` would miss it.
+        for (i, line) in token.headers.enumerated() where line.utf8.contains(where: { $0 == 13 || $0 == 10 || $0 == 0 }) {
+            throw Violation(field: "headers[\(i)]", reason: "holds a line break or NUL")
+        }
+        if let download = token.download { try check(download) }
+        if let upload = token.upload { try check(upload) }
+        if token.kind == .download, token.download == nil { throw Violation(field: "download", reason: "is missing in a download token") }
+        if token.kind == .upload, token.upload == nil { throw Violation(field: "upload", reason: "is missing in an upload token") }
+        if let s3 = token.s3 { try check(s3, field: "s3") }
+    }
+
+    /// An id names files in `tokens/`: only the characters ``TokenStore/makeID(kind:url:path:)`` writes,
+    /// so that no id reaches outside that folder.
+    static func checkID(_ id: String) throws(Violation) {
+        let allowed = id.utf8.allSatisfy { b in
+            (b >= UInt8(ascii: "a") && b <= UInt8(ascii: "z")) || (b >= UInt8(ascii: "A") && b <= UInt8(ascii: "Z"))
+                || (b >= UInt8(ascii: "0") && b <= UInt8(ascii: "9")) || b == UInt8(ascii: "-") || b == UInt8(ascii: "_")
+        }
+        guard !id.isEmpty, id.utf8.count <= 128, allowed else {
+            throw Violation(field: "id", reason: "must be letters, digits, '-' and '_' (at most 128)")
+        }
+    }
+
+    /// Only http and https (and `s3://` where the token carries its S3 state), as on the command line.
+    static func checkURL(_ url: String, field: String, s3Allowed: Bool = false) throws(Violation) {
+        if s3Allowed, url.lowercased().hasPrefix("s3://") { return }
+        do {
+            try URLCheck.validate(url)
+        } catch {
+            throw Violation(field: field, reason: "is not an http or https URL ('\(url.prefix(80))')")
+        }
+    }
+
+    static func check(_ d: ResumeToken.DownloadPart) throws(Violation) {
+        guard d.path.hasPrefix("/"), !d.path.contains("\0") else {
+            throw Violation(field: "download.path", reason: "must be an absolute path")
+        }
+        if let url = d.effectiveURL { try checkURL(url, field: "download.effectiveURL") }
+        try nonNegative(d.committedBytes, "download.committedBytes")
+        if let total = d.totalBytes {
+            try nonNegative(total, "download.totalBytes")
+            guard d.committedBytes <= total else {
+                throw Violation(field: "download.committedBytes", reason: "is \(d.committedBytes), beyond download.totalBytes \(total)")
+            }
+        }
+        if let sum = d.expectedSHA256 {
+            guard sum.utf8.count == 64, sum.utf8.allSatisfy({ isHex($0) }) else {
+                throw Violation(field: "download.expectedSHA256", reason: "must be 64 hex digits")
+            }
+        }
+        if let onChange = d.onChange, DownloadStateMachine.OnChange(rawValue: onChange) == nil {
+            throw Violation(field: "download.onChange", reason: "must be restart or fail, not '\(onChange.prefix(40))'")
+        }
+        guard let segments = d.segments else { return }
+        guard let total = d.totalBytes else {
+            throw Violation(field: "download.segments", reason: "need download.totalBytes")
+        }
+        var next: Int64 = 0
+        for (i, s) in segments.enumerated() {
+            let field = "download.segments[\(i)]"
+            try nonNegative(s.start, field + ".start")
+            try nonNegative(s.committed, field + ".committed")
+            guard s.start >= next else { throw Violation(field: field + ".start", reason: "is \(s.start): segments must be in order without overlap") }
+            guard s.end >= s.start, s.end < total else {
+                throw Violation(field: field + ".end", reason: "is \(s.end): must lie in \(s.start)..<\(total)")
+            }
+            guard s.committed <= s.length else {
+                throw Violation(field: field + ".committed", reason: "is \(s.committed), beyond the segment's \(s.length) bytes")
+            }
+            next = s.end + 1
+        }
+    }
+
+    static func check(_ u: ResumeToken.UploadPart) throws(Violation) {
+        if let url = u.uploadURL { try checkURL(url, field: "upload.uploadURL") }
+        if let v = u.interopVersion, InteropVersion(rawValue: v) == nil {
+            throw Violation(field: "upload.interopVersion", reason: "is \(v), not one of 3, 5, 6, 8")
+        }
+        if let name = u.protocolName, UploadProtocol(rawValue: name) == nil {
+            throw Violation(field: "upload.protocol", reason: "must be ietf, tus, plain or s3, not '\(name.prefix(40))'")
+        }
+        try nonNegative(u.source.size, "upload.source.size")
+        try nonNegative(u.acknowledgedBytes, "upload.acknowledgedBytes")
+        if let stream = u.stream {
+            try nonNegative(stream.start, "upload.stream.start")
+            guard stream.durable >= stream.start else {
+                throw Violation(field: "upload.stream.durable", reason: "is \(stream.durable), below upload.stream.start \(stream.start)")
+            }
+            guard stream.spoolMax > 0 else { throw Violation(field: "upload.stream.spoolMax", reason: "must be positive") }
+            guard u.acknowledgedBytes <= stream.durable else {
+                throw Violation(field: "upload.acknowledgedBytes", reason: "is \(u.acknowledgedBytes), beyond the \(stream.durable) bytes of the stream read")
+            }
+        } else if u.acknowledgedBytes > u.source.size {
+            throw Violation(field: "upload.acknowledgedBytes", reason: "is \(u.acknowledgedBytes), beyond upload.source.size \(u.source.size)")
+        }
+        if let s3 = u.s3 {
+            try check(s3, field: "upload.s3")
+            if let parts = s3.parts {
+                var seen = Set<Int>()
+                for (i, part) in parts.enumerated() {
+                    let field = "upload.s3.parts[\(i)]"
+                    guard (1...10_000).contains(part.number) else { throw Violation(field: field + ".number", reason: "must lie in 1...10000") }
+                    guard seen.insert(part.number).inserted else { throw Violation(field: field + ".number", reason: "\(part.number) appears twice") }
+                    guard part.size >= 0, part.size <= u.source.size else {
+                        throw Violation(field: field + ".size", reason: "is \(part.size): must lie in 0...\(u.source.size)")
+                    }
+                }
+            }
+        }
+    }
+
+    static func check(_ s3: ResumeToken.S3State, field: String) throws(Violation) {
+        try checkURL(s3.endpoint, field: field + ".endpoint")
+        if let size = s3.partSize, size <= 0 { throw Violation(field: field + ".partSize", reason: "must be positive") }
+    }
+
+    private static func nonNegative(_ value: Int64, _ field: String) throws(Violation) {
+        guard value >= 0 else { throw Violation(field: field, reason: "is \(value): must not be negative") }
+    }
+
+    private static func isHex(_ b: UInt8) -> Bool {
+        (b >= UInt8(ascii: "0") && b <= UInt8(ascii: "9")) || (b >= UInt8(ascii: "a") && b <= UInt8(ascii: "f"))
+            || (b >= UInt8(ascii: "A") && b <= UInt8(ascii: "F"))
+    }
+}
