@@ -65,9 +65,10 @@ public final class ResumeServer: Sendable {
         threadPool.start()
         let temporaryFiles = TemporaryFiles()
         let expiredUploads = ExpiredUploads()
-        // NIO builds each upload's `Location` from a fixed origin, which needs the bound port;
-        // connections wait (auto-read off on the listener) until it is known.
-        let uploadContext = Mutex<HTTPResumableUploadContext?>(nil)
+        // Upload `Location`s are path-only: a client resolves them against the URL it used, so HEAD
+        // and PATCH reach the server the same way the creation did (a reverse proxy, a port forward,
+        // a wildcard bind, a host name), which an origin built from the bound address would not.
+        let uploadContext = HTTPResumableUploadContext(origin: "", timeout: TimeAmount(configuration.uploadTimeout))
         let pipeline = PipelineFactory(
             configuration: configuration,
             root: root,
@@ -79,11 +80,10 @@ public final class ResumeServer: Sendable {
         let bootstrap = ServerBootstrap(group: group)
             .serverChannelOption(ChannelOptions.backlog, value: 256)
             .serverChannelOption(ChannelOptions.socketOption(.so_reuseaddr), value: 1)
-            .serverChannelOption(ChannelOptions.autoRead, value: false)
             .childChannelOption(ChannelOptions.socketOption(.tcp_nodelay), value: 1)
             .childChannelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
-                    try pipeline.configure(channel, uploadContext: uploadContext.withLock { $0 })
+                    try pipeline.configure(channel, uploadContext: uploadContext)
                 }
             }
 
@@ -96,13 +96,6 @@ public final class ResumeServer: Sendable {
             throw listenError(error, configuration: configuration)
         }
         let port = listener.localAddress?.port ?? configuration.port
-        uploadContext.withLock {
-            $0 = HTTPResumableUploadContext(
-                origin: uploadOrigin(host: configuration.host, port: port),
-                timeout: TimeAmount(configuration.uploadTimeout)
-            )
-        }
-        try await listener.setOption(ChannelOptions.autoRead, value: true).get()
         return ResumeServer(
             host: configuration.host,
             port: port,
@@ -144,13 +137,6 @@ public final class ResumeServer: Sendable {
         return .cannotListen(host: configuration.host, port: configuration.port, reason: "\(error)")
     }
 
-    /// The origin upload `Location`s start with. A wildcard address names no host a client could
-    /// use, so uploads then get a path-only `Location`, which a client resolves against its own URL.
-    private static func uploadOrigin(host: String, port: Int) -> String {
-        if host == "0.0.0.0" || host == "::" || host == "[::]" { return "" }
-        return "http://\(authority(host: host, port: port))"
-    }
-
     private static func authority(host: String, port: Int) -> String {
         host.contains(":") && !host.hasPrefix("[") ? "[\(host)]:\(port)" : "\(host):\(port)"
     }
@@ -165,13 +151,13 @@ private struct PipelineFactory: Sendable {
     let temporaryFiles: TemporaryFiles
     let expiredUploads: ExpiredUploads
 
-    func configure(_ channel: any Channel, uploadContext: HTTPResumableUploadContext?) throws {
+    func configure(_ channel: any Channel, uploadContext: HTTPResumableUploadContext) throws {
         let sync = channel.pipeline.syncOperations
         try sync.configureHTTPServerPipeline(withPipeliningAssistance: true, withErrorHandling: true)
         if let log = configuration.log {
             try sync.addHandler(AccessLogHandler(log: log))
         }
-        let acceptsUploads = !configuration.readOnly && uploadContext != nil
+        let acceptsUploads = !configuration.readOnly
         let creationPath = UploadCreationPath(prefix: Self.resumptionPrefix)
         try sync.addHandler(
             StaticFileHandler(
@@ -185,7 +171,7 @@ private struct PipelineFactory: Sendable {
                 creationPath: creationPath
             )
         )
-        guard acceptsUploads, let uploadContext else { return }
+        guard acceptsUploads else { return }
         let sinkSettings = UploadSink.Settings(
             root: root,
             threadPool: threadPool,

@@ -195,7 +195,7 @@ struct ServeTests {
                 Harness.draftHeaders + ["-H", "Upload-Complete: ?1", "-X", "POST", "-T", source.path, server.url + "/new/deep/up.bin"]
             )
             #expect(response.status == 201)
-            #expect(response.interim.contains { $0.status == 104 && $0["location"]?.hasPrefix(server.url + "/resumable_upload/") == true })
+            #expect(response.interim.contains { $0.status == 104 && $0["location"]?.hasPrefix("/resumable_upload/") == true })
             #expect(response["upload-offset"] == "\(content.count)")
             #expect(try Data(contentsOf: folder.appending(path: "new/deep/up.bin")) == content)
             #expect(try Harness.leftovers(folder).isEmpty)
@@ -254,7 +254,7 @@ struct ServeTests {
                 ]
             )
             #expect(cut.exit == 28)
-            let location = try #require(cut.interim.first { $0.status == 104 }?["location"])
+            let location = server.url + (try #require(cut.interim.first { $0.status == 104 }?["location"]))
             #expect(!FileManager.default.fileExists(atPath: folder.appending(path: "cut.bin").path))
 
             let offset = try await Harness.offset(of: location)
@@ -296,7 +296,7 @@ struct ServeTests {
             #expect(creation.status == 201)
             #expect(creation["upload-complete"] == "?0")
             #expect(creation["upload-offset"] == "1000000")
-            let location = try #require(creation["location"])
+            let location = server.url + (try #require(creation["location"]))
             #expect(!FileManager.default.fileExists(atPath: folder.appending(path: "two.bin").path))
             #expect(try await Harness.offset(of: location) == 1_000_000)
 
@@ -362,7 +362,7 @@ struct ServeTests {
             #expect(!FileManager.default.fileExists(atPath: folder.appending(path: "plain.bin").path))
 
             // NIO alone would still report the old offset here, then let the PATCH hang.
-            let location = try #require(draft.interim.first { $0.status == 104 }?["location"])
+            let location = server.url + (try #require(draft.interim.first { $0.status == 104 }?["location"]))
             #expect(try await Harness.curl(Harness.draftHeaders + ["-I", location]).status == 404)
             let patch = try await Harness.curl(
                 Harness.draftHeaders + [
@@ -382,7 +382,7 @@ struct ServeTests {
             let creation = try await Harness.curl(
                 Harness.draftHeaders + ["-H", "Upload-Complete: ?0", "-X", "POST", "-T", first.path, server.url + "/gone.bin"]
             )
-            let location = try #require(creation["location"])
+            let location = server.url + (try #require(creation["location"]))
             #expect(try Harness.leftovers(folder).count == 1)
             let delete = try await Harness.curl(Harness.draftHeaders + ["-X", "DELETE", location])
             #expect(delete.status == 204)
@@ -402,8 +402,8 @@ struct ServeTests {
         let creation = try await Harness.curl(
             Harness.draftHeaders + ["-H", "Upload-Complete: ?0", "-X", "POST", "-T", first.path, server.url + "/r.bin"]
         )
-        let location = try #require(creation["location"])
-        let path = try #require(URL(string: location)?.path)
+        let path = try #require(creation["location"])
+        #expect(path.hasPrefix("/resumable_upload/"))
         #expect(try Harness.leftovers(folder).count == 1)
         try await server.shutdown()
         #expect(try Harness.leftovers(folder).isEmpty)
