@@ -1,7 +1,7 @@
 # resumectl — see README.md. `make demo` and `make test` work on a fresh machine.
 SWIFT    ?= swift
 PREFIX   ?= /usr/local
-APT_PKGS := libcurl4-openssl-dev libxml2-dev pkg-config nginx-light curl openssl tinyproxy iproute2 man-db
+APT_PKGS := libcurl4-openssl-dev libxml2-dev libcrypt-dev pkg-config nginx-light curl openssl tinyproxy iproute2 man-db apache2-utils
 BENCH_PKGS := aria2 wget hyperfine
 # The tus peer of the end-to-end tests (scripts/tus_server.py), versions that were tested together;
 # moto's S3 server (scripts/moto_server.py; boto3 comes with it, scripts/s3_tool.py uses it).
@@ -16,8 +16,9 @@ AWSCLI_VERSION := 1.45.11
 
 all: build
 
-# Installs what is missing (Debian): libcurl headers, pkg-config; nginx (TLS, HTTP/2), openssl (test certificates),
-# tinyproxy (a real forward proxy) and iproute2 for the tests; man-db for the package check; tuspyserver (PyPI).
+# Installs what is missing (Debian): libcurl headers, pkg-config; libcrypt headers (serve's logins); nginx (TLS,
+# HTTP/2), openssl (test certificates), tinyproxy (a real forward proxy), iproute2 and htpasswd (apache2-utils)
+# for the tests; man-db for the package check; tuspyserver (PyPI).
 deps:
 	@missing=""; \
 	pkg-config --exists libcurl 2>/dev/null || missing="$$missing libcurl4-openssl-dev pkg-config"; \
@@ -27,6 +28,8 @@ deps:
 	[ -x /usr/bin/tinyproxy ] || [ -x /usr/sbin/tinyproxy ] || missing="$$missing tinyproxy"; \
 	command -v ip >/dev/null 2>&1 || missing="$$missing iproute2"; \
 	command -v man >/dev/null 2>&1 || missing="$$missing man-db"; \
+	[ -f /usr/include/crypt.h ] || missing="$$missing libcrypt-dev"; \
+	command -v htpasswd >/dev/null 2>&1 || missing="$$missing apache2-utils"; \
 	if [ -n "$$missing" ]; then \
 		echo "installing:$$missing"; \
 		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; \

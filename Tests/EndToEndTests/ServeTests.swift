@@ -206,9 +206,9 @@ struct ServeTests {
         }
     }
 
-    @Test("a plain PUT and POST store the body and replace an older file")
+    @Test("a plain PUT and POST store the body; with --overwrite they replace an older file")
     func plainUpload() async throws {
-        try await Harness.withServer { server, folder in
+        try await Harness.withServer(overwrite: true) { server, folder in
             try Data("old".utf8).write(to: folder.appending(path: "plain.bin"))
             let content = Harness.randomBytes(2 << 20)
             let source = try Harness.file(content)
@@ -599,15 +599,16 @@ private enum Harness {
     /// Runs `body` against a fresh server over a fresh folder, and cleans both up.
     static func withServer(
         readOnly: Bool = false,
+        overwrite: Bool = false,
         uploadTimeout: Duration = .seconds(3600),
         log: (@Sendable (String) -> Void)? = nil,
         _ body: (ResumeServer, URL) async throws -> Void
     ) async throws {
         let folder = try makeFolder()
         defer { try? FileManager.default.removeItem(at: folder) }
-        let server = try await ResumeServer.start(
-            ServerConfiguration(directory: folder.path, port: 0, readOnly: readOnly, uploadTimeout: uploadTimeout, log: log)
-        )
+        var configuration = ServerConfiguration(directory: folder.path, port: 0, readOnly: readOnly, uploadTimeout: uploadTimeout, log: log)
+        configuration.overwrite = overwrite
+        let server = try await ResumeServer.start(configuration)
         do {
             try await body(server, folder)
         } catch {

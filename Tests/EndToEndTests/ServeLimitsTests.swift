@@ -1,0 +1,138 @@
+import Foundation
+import Testing
+
+/// `resumectl serve`'s limits and its refusal to overwrite: each refusal comes before anything is
+/// stored, and leaves nothing behind (no file at the path, no temporary file).
+@Suite("serve limits")
+struct ServeLimitsTests {
+    static let draft = ["-H", "Expect:", "-H", "Upload-Draft-Interop-Version: 6"]
+
+    /// Upload temporary files anywhere below `folder`.
+    static func leftovers(_ folder: String) -> [String] {
+        (FileManager.default.enumerator(atPath: folder)?.allObjects as? [String] ?? []).filter { $0.contains(".upload-") }
+    }
+
+    @Test("an upload to an existing file is 409 and the file stays; --overwrite replaces it")
+    func noSilentOverwrite() async throws {
+        let w = try Workspace()
+        let digest = try makeRandomFile(path: w.path("www/new.bin"), size: 1_000_000, seed: 3)
+        try await InProcessServe.with { served in
+            try Data("old".utf8).write(to: URL(fileURLWithPath: served.path("kept.bin")))
+            let put = try await CurlExchange.run(["-T", w.path("www/new.bin"), served.url + "/kept.bin"])
+            #expect(put.status == 409)
+            let draft = try await CurlExchange.run(
+                Self.draft + ["-H", "Upload-Complete: ?1", "-X", "POST", "-T", w.path("www/new.bin"), served.url + "/kept.bin"])
+            #expect(draft.status == 409)
+            #expect(!draft.interim.contains { $0.status == 104 }, "refused before resumption was promised")
+            #expect(try Data(contentsOf: URL(fileURLWithPath: served.path("kept.bin"))) == Data("old".utf8))
+            #expect(Self.leftovers(served.folder.path).isEmpty)
+        }
+        try await InProcessServe.with({ $0.overwrite = true }) { served in
+            try Data("old".utf8).write(to: URL(fileURLWithPath: served.path("kept.bin")))
+            let put = try await CurlExchange.run(["-T", w.path("www/new.bin"), served.url + "/kept.bin"])
+            #expect(put.status == 201)
+            #expect(try sha256(file: served.path("kept.bin")) == digest)
+        }
+    }
+
+    @Test("--max-upload-size: 413 for a sized, a chunked and an IETF upload, nothing kept; IETF clients are told the limit")
+    func maxUploadSize() async throws {
+        let w = try Workspace()
+        _ = try makeRandomFile(path: w.path("www/big.bin"), size: 3_000_000, seed: 4)
+        let smallDigest = try makeRandomFile(path: w.path("www/small.bin"), size: 500_000, seed: 5)
+        try await InProcessServe.with({ $0.maxUploadSize = 1_000_000 }) { served in
+            let sized = try await CurlExchange.run(["-T", w.path("www/big.bin"), served.url + "/sized.bin"])
+            #expect(sized.status == 413)
+
+            // No length announced: cut off once a million bytes have passed.
+            let chunked = try await CurlExchange.run(
+                ["-H", "Transfer-Encoding: chunked", "-T", w.path("www/big.bin"), served.url + "/chunked.bin"])
+            #expect(chunked.status == 413 || chunked.exit != 0, "\(chunked.status) \(chunked.exit)")
+
+            let draft = try await CurlExchange.run(
+                Self.draft + ["-H", "Upload-Complete: ?1", "-X", "POST", "-T", w.path("www/big.bin"), served.url + "/draft.bin"])
+            #expect(draft.status == 413)
+            #expect(draft["upload-limit"] == "max-size=1000000")
+            #expect(!draft.interim.contains { $0.status == 104 })
+
+            for name in ["sized.bin", "chunked.bin", "draft.bin"] {
+                #expect(!FileManager.default.fileExists(atPath: served.path(name)), "\(name)")
+            }
+            try await eventually(timeout: .seconds(10)) { Self.leftovers(served.folder.path).isEmpty }
+
+            // Within the limit: accepted, and the 104 names the limit.
+            let small = try await CurlExchange.run(
+                Self.draft + ["-H", "Upload-Complete: ?1", "-X", "POST", "-T", w.path("www/small.bin"), served.url + "/small.bin"])
+            #expect(small.status == 201)
+            #expect(small.interim.first { $0.status == 104 }?["upload-limit"] == "max-size=1000000")
+            #expect(try sha256(file: served.path("small.bin")) == smallDigest)
+        }
+    }
+
+    @Test("an upload the free space cannot hold is 507, with nothing at its path")
+    func insufficientStorage() async throws {
+        try await InProcessServe.with { served in
+            // A petabyte: more than any disk this runs on has free.
+            let (answer, _) = try RawHTTP.exchange(
+                port: served.port,
+                "PUT /huge.bin HTTP/1.1\r\nHost: x\r\nContent-Length: 1000000000000000\r\n\r\nsome bytes"
+            )
+            #expect(answer.hasPrefix("HTTP/1.1 507"), "\(answer)")
+            #expect(!FileManager.default.fileExists(atPath: served.path("huge.bin")))
+            #expect(Self.leftovers(served.folder.path).isEmpty)
+        }
+    }
+
+    @Test("--max-uploads: one more upload than allowed is 503 with Retry-After; a free slot takes the next")
+    func maxUploads() async throws {
+        let w = try Workspace()
+        let digest = try makeRandomFile(path: w.path("www/f.bin"), size: 2_000_000, seed: 6)
+        try await InProcessServe.with({ $0.maxUploads = 1 }) { served in
+            async let slow = CurlExchange.run(["--limit-rate", "1M", "-T", w.path("www/f.bin"), served.url + "/slow.bin"])
+            try await eventually(timeout: .seconds(10)) { Self.leftovers(served.folder.path).count == 1 }
+            let refused = try await CurlExchange.run(["-T", w.path("www/f.bin"), served.url + "/second.bin"])
+            #expect(refused.status == 503)
+            #expect(refused["retry-after"].flatMap { Int($0) } != nil)
+            #expect(!FileManager.default.fileExists(atPath: served.path("second.bin")))
+            #expect(try await slow.status == 201)
+            let after = try await CurlExchange.run(["-T", w.path("www/f.bin"), served.url + "/second.bin"])
+            #expect(after.status == 201)
+            #expect(try sha256(file: served.path("second.bin")) == digest)
+        }
+    }
+
+    @Test("a head sent a byte a second is dropped after --header-timeout")
+    func slowHeadIsDropped() async throws {
+        try await InProcessServe.with({ $0.headerTimeout = .seconds(2) }) { served in
+            let fd = try SocketFD.connect(port: served.port)
+            defer { close(fd) }
+            let started = ContinuousClock.now
+            var closed = false
+            for byte in Array("GET / HTTP/1.1\r\nHost: slow\r\nX-Padding: aaaaaaaaaaaaaaaaaaaa\r\n".utf8) {
+                _ = withUnsafeBytes(of: byte) { send(fd, $0.baseAddress, 1, Int32(MSG_NOSIGNAL)) }
+                let (answer, gone) = RawHTTP.read(fd, until: ContinuousClock.now + .seconds(1))
+                #expect(answer.isEmpty, "no answer to a head that never ended: \(answer)")
+                if gone { closed = true; break }
+            }
+            #expect(closed)
+            let elapsed = ContinuousClock.now - started
+            #expect(elapsed >= .milliseconds(1900) && elapsed < .seconds(6), "\(elapsed)")
+        }
+    }
+
+    @Test("a 70 KiB head gets 431 and the connection closes; the log says 431")
+    func oversizedHead() async throws {
+        try await InProcessServe.with { served in
+            let padding = String(repeating: "a", count: 70 * 1024)
+            let response = try await CurlExchange.run(["-H", "X-Padding: \(padding)", served.url + "/"])
+            #expect(response.status == 431)
+            let (answer, closed) = try RawHTTP.exchange(
+                port: served.port,
+                "GET / HTTP/1.1\r\nHost: x\r\nX-A: \(padding.prefix(40 * 1024))\r\nX-B: \(padding.prefix(30 * 1024))\r\n\r\n"
+            )
+            #expect(answer.hasPrefix("HTTP/1.1 431"), "\(answer.prefix(200))")
+            #expect(closed)
+            try await eventually(timeout: .seconds(10)) { served.log.contains { $0.hasPrefix("- - 431") || $0.contains(" 431 ") } }
+        }
+    }
+}
