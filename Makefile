@@ -8,8 +8,10 @@ BENCH_PKGS := aria2 wget hyperfine
 # boto3 is pinned too so that the AWS CLI of `make bench` (which pins its botocore) fits beside it.
 MOTO_PKGS := 'moto[server]==5.2.1' boto3==1.43.11
 PIP_PKGS := tuspyserver==4.4.3 fastapi==0.165.0 uvicorn==0.54.0 $(MOTO_PKGS)
-# tus-py-client, the library `make bench` compares tus uploads with; the AWS CLI, its S3 uploads.
+# tus-py-client, the library `make bench` compares tus uploads with and the tus client `serve`'s tests
+# upload with. The AWS CLI, S3 uploads.
 TUSPY_VERSION := 1.1.0
+TEST_PIP_PKGS := tuspy==$(TUSPY_VERSION)
 AWSCLI_VERSION := 1.45.11
 
 .PHONY: all deps build release test test-unit test-e2e generated install install-files uninstall deb docs demo bench soak clean
@@ -18,7 +20,7 @@ all: build
 
 # Installs what is missing (Debian): libcurl headers, pkg-config; libcrypt headers (serve's logins); nginx (TLS,
 # HTTP/2), openssl (test certificates), tinyproxy (a real forward proxy), iproute2 and htpasswd (apache2-utils)
-# for the tests; man-db for the package check; tuspyserver (PyPI).
+# for the tests; man-db for the package check; tuspyserver and tuspy (PyPI).
 deps:
 	@missing=""; \
 	pkg-config --exists libcurl 2>/dev/null || missing="$$missing libcurl4-openssl-dev pkg-config"; \
@@ -39,6 +41,10 @@ deps:
 		sys.exit(any(m.version(n.split("[")[0]) != v for n, v in want.items()))' $(PIP_PKGS) 2>/dev/null || \
 		{ echo "installing: $(PIP_PKGS)"; python3 -m pip install -q $(PIP_PKGS) || \
 		  python3 -m pip install -q --break-system-packages $(PIP_PKGS); }
+	@python3 -c 'import importlib.metadata as m, sys; want = dict(p.split("==") for p in sys.argv[1:]); \
+		sys.exit(any(m.version(n) != v for n, v in want.items()))' $(TEST_PIP_PKGS) 2>/dev/null || \
+		{ echo "installing: $(TEST_PIP_PKGS)"; python3 -m pip install -q $(TEST_PIP_PKGS) || \
+		  python3 -m pip install -q --break-system-packages $(TEST_PIP_PKGS); }
 	@# moto without its [server] extra passes the version check but cannot serve.
 	@python3 -c 'import flask, flask_cors, boto3' 2>/dev/null || \
 		{ python3 -m pip install -q $(MOTO_PKGS) || python3 -m pip install -q --break-system-packages $(MOTO_PKGS); }

@@ -92,7 +92,8 @@ public final class ResumeServer: Sendable {
             expiredUploads: expiredUploads,
             admission: admission,
             tls: tls,
-            logins: logins
+            logins: logins,
+            tusUploads: TusUploads()
         )
 
         let bootstrap = ServerBootstrap(group: group)
@@ -162,7 +163,7 @@ public final class ResumeServer: Sendable {
 }
 
 /// Builds one connection's pipeline:
-/// [TLS] → HTTP/1 codec → 431/400 answers → head timeout → access log → [logins] → static files
+/// [TLS] → HTTP/1 codec → 431/400 answers → head timeout → access log → [logins] → [tus] → static files
 /// (GET/HEAD, upload admission) → HTTP types → NIO resumable uploads (the IETF draft) → ``UploadSink``.
 private struct PipelineFactory: Sendable {
     let configuration: ServerConfiguration
@@ -173,6 +174,7 @@ private struct PipelineFactory: Sendable {
     let admission: UploadAdmission
     let tls: NIOSSLContext?
     let logins: Logins?
+    let tusUploads: TusUploads
 
     func configure(_ channel: any Channel, uploadContext: HTTPResumableUploadContext) throws {
         let sync = channel.pipeline.syncOperations
@@ -194,9 +196,24 @@ private struct PipelineFactory: Sendable {
         }
         if let logins {
             try sync.addHandler(
-                LoginGate(logins: logins, threadPool: threadPool, uploadPrefixes: [Self.resumptionPrefix]))
+                LoginGate(logins: logins, threadPool: threadPool, uploadPrefixes: [Self.resumptionPrefix, TusUploads.prefix]))
         }
         let acceptsUploads = !configuration.readOnly
+        if acceptsUploads {
+            try sync.addHandler(
+                TusHandler(
+                    settings: .init(
+                        root: root,
+                        uploads: tusUploads,
+                        admission: admission,
+                        threadPool: threadPool,
+                        temporaryFiles: temporaryFiles,
+                        expiry: configuration.uploadTimeout,
+                        log: configuration.log
+                    )
+                )
+            )
+        }
         let creationPath = UploadCreationPath(prefix: Self.resumptionPrefix)
         try sync.addHandler(
             StaticFileHandler(
