@@ -204,6 +204,14 @@ final class StaticFileHandler: ChannelDuplexHandler {
 
     private func serve(context: ChannelHandlerContext, head: HTTPRequestHead) {
         mode = .serving
+        if head.uri.hasPrefix(FolderPageAssets.prefix) {
+            guard let asset = FolderPageAssets.asset(head.uri) else {
+                respond(context: context, head: head, status: .notFound)
+                return
+            }
+            respond(context: context, head: head, status: .ok, extra: Self.pageHeaders, text: asset.body, contentType: asset.contentType)
+            return
+        }
         let components: [String]
         do {
             components = try SafePath.components(ofTarget: head.uri)
@@ -212,12 +220,27 @@ final class StaticFileHandler: ChannelDuplexHandler {
             return
         }
         let root = settings.root
-        threadPool.runIfActive(eventLoop: context.eventLoop) {
-            try ServedFile.resolve(components, root: root)
+        let page = head.headers["accept"].contains { $0.contains("text/html") } ? Self.pathOnly(head.uri) : nil
+        let uploads = settings.acceptsUploads
+        threadPool.runIfActive(eventLoop: context.eventLoop) { () throws -> Served in
+            do {
+                return .file(try ServedFile.resolve(components, root: root))
+            } catch let refusal as PathRefusal where refusal == .notFound && page != nil {
+                // A folder, asked for by a browser: its page (at its URL with a final slash, so that
+                // relative links work).
+                let folder = try SafePath.existing(components, root: root)
+                guard let entries = FolderPage.entries(of: folder) else { throw PathRefusal.notFound }
+                guard let page, page.hasSuffix("/") else { return .redirect((page ?? "/") + "/") }
+                return .page(FolderPage.render(path: components, entries: entries, uploads: uploads))
+            }
         }.assumeIsolated().whenComplete { result in
             switch result {
-            case .success(let file):
+            case .success(.file(let file)):
                 self.respond(context: context, head: head, file: file)
+            case .success(.page(let html)):
+                self.respond(context: context, head: head, status: .ok, extra: Self.pageHeaders, text: html, contentType: "text/html; charset=utf-8")
+            case .success(.redirect(let location)):
+                self.respond(context: context, head: head, status: .movedPermanently, extra: [("Location", location)])
             case .failure(let refusal as PathRefusal):
                 self.respond(context: context, head: head, refusal: refusal)
             case .failure:
@@ -225,6 +248,19 @@ final class StaticFileHandler: ChannelDuplexHandler {
             }
         }
     }
+
+    /// What a GET or HEAD resolves to.
+    private enum Served {
+        case file(ServedFile)
+        case page(String)
+        case redirect(String)
+    }
+
+    private static let pageHeaders = [
+        ("Content-Security-Policy", FolderPage.contentSecurityPolicy),
+        ("X-Content-Type-Options", "nosniff"),
+        ("Cache-Control", "no-store"),
+    ]
 
     private func respond(context: ChannelHandlerContext, head: HTTPRequestHead, file: ServedFile) {
         guard context.channel.isActive else {
@@ -338,13 +374,15 @@ final class StaticFileHandler: ChannelDuplexHandler {
         head: HTTPRequestHead,
         status: HTTPResponseStatus,
         extra: [(String, String)] = [],
-        body: Bool = true
+        body: Bool = true,
+        text given: String? = nil,
+        contentType: String = "text/plain; charset=utf-8"
     ) {
         guard context.channel.isActive else { return }
-        let text = body ? "\(status.code) \(status.reasonPhrase)\n" : ""
+        let text = given ?? (body ? "\(status.code) \(status.reasonPhrase)\n" : "")
         var headers = baseHeaders(now: Int64(time(nil)))
         headers.add(contentsOf: extra)
-        headers.add(name: "Content-Type", value: "text/plain; charset=utf-8")
+        headers.add(name: "Content-Type", value: contentType)
         headers.add(name: "Content-Length", value: "\(text.utf8.count)")
         let responseHead = HTTPResponseHead(version: head.version, status: status, headers: headers)
         context.write(wrapOutboundOut(.head(responseHead)), promise: nil)
