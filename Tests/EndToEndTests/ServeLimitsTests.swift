@@ -136,3 +136,27 @@ struct ServeLimitsTests {
         }
     }
 }
+
+/// The limits as the command line takes them (`resumectl serve`, the binary).
+@Suite("serve limit options")
+struct ServeLimitOptionsTests {
+    @Test("--max-upload-size takes suffixes (1K = 1024 bytes); a bad size or --max-uploads 0 is a usage error")
+    func options() async throws {
+        let w = try Workspace()
+        let serve = try RunningProcess(resumectlBinary, ["serve", w.path("www"), "--port", "0", "--max-upload-size", "1K"])
+        defer { serve.send(signal: SIGTERM) }
+        let line = try await serve.waitForLine { $0.hasPrefix("listening on ") }
+        let url = String(line.dropFirst("listening on ".count))
+        let fits = try await CurlExchange.run(["-X", "PUT", "--data-binary", String(repeating: "a", count: 1024), url + "/fits.txt"])
+        #expect(fits.status == 201)
+        let tooBig = try await CurlExchange.run(["-X", "PUT", "--data-binary", String(repeating: "a", count: 1025), url + "/big.txt"])
+        #expect(tooBig.status == 413)
+        #expect(!FileManager.default.fileExists(atPath: w.path("www/big.txt")))
+
+        for bad in [["--max-upload-size", "lots"], ["--max-uploads", "0"], ["--tls-cert", "x.pem"], ["--public-read"]] {
+            let r = try await runProcess(resumectlBinary, ["serve", w.path("www"), "--port", "0"] + bad)
+            #expect(r.status == 64, "\(bad): \(r)")
+            #expect(r.stderr.split(separator: "\n").count == 1, "\(bad): \(r.stderr)")
+        }
+    }
+}
