@@ -73,7 +73,7 @@ struct ServeLimitsTests {
     func insufficientStorage() async throws {
         try await InProcessServe.with { served in
             // A petabyte: more than any disk this runs on has free.
-            let (answer, _) = try RawHTTP.exchange(
+            let (answer, _) = try await RawHTTP.exchangeOffPool(
                 port: served.port,
                 "PUT /huge.bin HTTP/1.1\r\nHost: x\r\nContent-Length: 1000000000000000\r\n\r\nsome bytes"
             )
@@ -83,13 +83,41 @@ struct ServeLimitsTests {
         }
     }
 
+    @Test("a disk that fills up midway: 507, nothing kept (the space comes back), nothing at the path")
+    func diskFullMidway() async throws {
+        let w = try Workspace()
+        let folder = try w.dir.subdirectory("small")
+        _ = try makeRandomFile(path: w.path("www/six.bin"), size: 6_000_000, seed: 16)
+        let threeDigest = try makeRandomFile(path: w.path("www/three.bin"), size: 3_000_000, seed: 17)
+        // A 4 MiB file system of serve's own: a user and mount namespace (unshare, util-linux) lets
+        // it mount a tmpfs without privileges; the network is shared, so the port is reachable.
+        let serve = try RunningProcess("/usr/bin/unshare", [
+            "-rm", "sh", "-c", "mount -t tmpfs -o size=4m tmpfs \"$0\" && exec \"$1\" serve \"$0\" --port 0",
+            folder, resumectlBinary,
+        ])
+        defer { serve.send(signal: SIGTERM) }
+        let line = try await serve.waitForLine { $0.hasPrefix("listening on ") }
+        let url = String(line.dropFirst("listening on ".count))
+
+        // No length announced, so only the disk can say no.
+        let full = try await CurlExchange.run(["-H", "Transfer-Encoding: chunked", "-T", w.path("www/six.bin"), url + "/six.bin"])
+        #expect(full.status == 507, "\(full.status) \(full.exit) \(serve.stderrSoFar)")
+        #expect(try await CurlExchange.run([url + "/six.bin"]).status == 404)
+        // 3 MB fit in 4 MiB only if the 4 MiB the first upload had written were given back.
+        try await Task.sleep(for: .milliseconds(200))
+        let fits = try await CurlExchange.run(["-T", w.path("www/three.bin"), url + "/three.bin"])
+        #expect(fits.status == 201, "\(serve.stderrSoFar)")
+        let back = try await CurlExchange.run([url + "/three.bin"])
+        #expect(sha256(back.body) == threeDigest)
+    }
+
     @Test("--max-uploads: one more upload than allowed is 503 with Retry-After; a free slot takes the next")
     func maxUploads() async throws {
         let w = try Workspace()
         let digest = try makeRandomFile(path: w.path("www/f.bin"), size: 2_000_000, seed: 6)
         try await InProcessServe.with({ $0.maxUploads = 1 }) { served in
-            async let slow = CurlExchange.run(["--limit-rate", "1M", "-T", w.path("www/f.bin"), served.url + "/slow.bin"])
-            try await eventually(timeout: .seconds(10)) { Self.leftovers(served.folder.path).count == 1 }
+            async let slow = CurlExchange.run(["--limit-rate", "400K", "-T", w.path("www/f.bin"), served.url + "/slow.bin"])
+            try await eventually(timeout: .seconds(30)) { Self.leftovers(served.folder.path).count == 1 }
             let refused = try await CurlExchange.run(["-T", w.path("www/f.bin"), served.url + "/second.bin"])
             #expect(refused.status == 503)
             #expect(refused["retry-after"].flatMap { Int($0) } != nil)
@@ -104,18 +132,23 @@ struct ServeLimitsTests {
     @Test("a head sent a byte a second is dropped after --header-timeout")
     func slowHeadIsDropped() async throws {
         try await InProcessServe.with({ $0.headerTimeout = .seconds(2) }) { served in
-            let fd = try SocketFD.connect(port: served.port)
-            defer { close(fd) }
-            let started = ContinuousClock.now
-            var closed = false
-            for byte in Array("GET / HTTP/1.1\r\nHost: slow\r\nX-Padding: aaaaaaaaaaaaaaaaaaaa\r\n".utf8) {
-                _ = withUnsafeBytes(of: byte) { send(fd, $0.baseAddress, 1, Int32(MSG_NOSIGNAL)) }
-                let (answer, gone) = RawHTTP.read(fd, until: ContinuousClock.now + .seconds(1))
-                #expect(answer.isEmpty, "no answer to a head that never ended: \(answer)")
-                if gone { closed = true; break }
+            let port = served.port
+            let (answers, closed, elapsed) = try await RawHTTP.offPool { () throws -> ([String], Bool, Duration) in
+                let fd = try SocketFD.connect(port: port)
+                defer { close(fd) }
+                let started = ContinuousClock.now
+                var answers: [String] = []
+                for byte in Array("GET / HTTP/1.1\r\nHost: slow\r\nX-Padding: aaaaaaaaaaaaaaaaaaaa\r\n".utf8) {
+                    _ = withUnsafeBytes(of: byte) { send(fd, $0.baseAddress, 1, Int32(MSG_NOSIGNAL)) }
+                    let (answer, gone) = RawHTTP.read(fd, until: ContinuousClock.now + .seconds(1))
+                    answers.append(answer)
+                    if gone { return (answers, true, ContinuousClock.now - started) }
+                }
+                return (answers, false, ContinuousClock.now - started)
             }
+            let answered = answers.filter { !$0.isEmpty }
+            #expect(answered.isEmpty, "no answer to a head that never ended: \(answered)")
             #expect(closed)
-            let elapsed = ContinuousClock.now - started
             #expect(elapsed >= .milliseconds(1900) && elapsed < .seconds(6), "\(elapsed)")
         }
     }
@@ -126,7 +159,7 @@ struct ServeLimitsTests {
             let padding = String(repeating: "a", count: 70 * 1024)
             let response = try await CurlExchange.run(["-H", "X-Padding: \(padding)", served.url + "/"])
             #expect(response.status == 431)
-            let (answer, closed) = try RawHTTP.exchange(
+            let (answer, closed) = try await RawHTTP.exchangeOffPool(
                 port: served.port,
                 "GET / HTTP/1.1\r\nHost: x\r\nX-A: \(padding.prefix(40 * 1024))\r\nX-B: \(padding.prefix(30 * 1024))\r\n\r\n"
             )

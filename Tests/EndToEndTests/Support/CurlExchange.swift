@@ -43,8 +43,21 @@ struct CurlExchange: Sendable {
 }
 
 /// A raw TCP exchange with a server on 127.0.0.1, for what no polite client sends (a head a byte at a
-/// time, a length no disk holds).
+/// time, a length no disk holds). Blocking socket calls run on a thread of their own (``offPool``), never
+/// on Swift's cooperative pool, which has a thread per core and is shared by every test running at once.
 enum RawHTTP {
+    /// Runs blocking `work` on a new thread and awaits its result.
+    static func offPool<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async throws -> T {
+        try await withCheckedThrowingContinuation { continuation in
+            Thread { continuation.resume(with: Result { try work() }) }.start()
+        }
+    }
+
+    /// ``exchange(port:_:wait:)`` off the cooperative pool.
+    static func exchangeOffPool(port: Int, _ request: String, wait: Duration = .seconds(2)) async throws -> (String, closed: Bool) {
+        try await offPool { try exchange(port: port, request, wait: wait) }
+    }
+
     /// Sends `request` on a fresh connection and reads until the server closes or `wait` passes.
     /// Returns what came back and whether the server closed the connection.
     static func exchange(port: Int, _ request: String, wait: Duration = .seconds(2)) throws -> (String, closed: Bool) {
