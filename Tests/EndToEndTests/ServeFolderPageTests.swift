@@ -3,8 +3,8 @@ import Testing
 
 /// The folder page of `resumectl serve`: the listing (escaped names, folders first, a CSP), and a
 /// real browser (Debian's headless chromium, driven by selenium through chromium-driver) uploading a
-/// 96 MiB file through a throttled proxy, reloading midway and choosing the file again: the upload
-/// continues from the server's offset instead of starting over.
+/// 96 MiB file through a throttled proxy that also cuts connections, reloading midway and choosing the
+/// file again: the upload continues from the server's offset instead of starting over.
 @Suite("serve folder page")
 struct ServeFolderPageTests {
     @Test("the listing: folders first, names escaped, assets from the binary under a CSP")
@@ -96,14 +96,18 @@ struct ServeFolderPageTests {
         print(json.dumps(result))
         """#
 
-    @Test("chromium uploads 96 MiB through a throttled proxy, is reloaded midway, continues when the file is chosen again, pauses and resumes")
+    @Test("chromium uploads 96 MiB through a throttled, cutting proxy, is reloaded midway, continues when the file is chosen again, pauses and resumes")
     func browserUploadResumesAfterReload() async throws {
         let w = try Workspace()
         let size = 96 << 20
         let digest = try makeRandomFile(path: w.path("www/movie.bin"), size: size, seed: 15)
         try await InProcessServe.with { served in
             try FileManager.default.createDirectory(atPath: served.path("inbox"), withIntermediateDirectories: true)
-            let proxy = try FaultProxy(upstreamPort: served.port, plan: Array(repeating: Fault.pass.throttled(bytesPerSecond: 12 << 20), count: 64))
+            // Every connection is throttled and cut once 40 MiB went up it: only the ones carrying the
+            // upload get that far, and the page has to retry what was cut.
+            let proxy = try FaultProxy(
+                upstreamPort: served.port,
+                plan: Array(repeating: Fault.cutAfterUpstream(bytes: 40 << 20).throttled(bytesPerSecond: 12 << 20), count: 64))
             try Self.browserScript.write(toFile: w.path("browser.py"), atomically: true, encoding: .utf8)
             let r = try await runProcess(
                 "python3", [w.path("browser.py"), proxy.url(for: "inbox/"), w.path("www/movie.bin"), "movie.bin", "1"],
@@ -116,6 +120,8 @@ struct ServeFolderPageTests {
             #expect(before > 0 && before < Double(size), "the reload came midway: \(result)")
             #expect(try sha256(file: served.path("inbox/movie.bin")) == digest)
             #expect(Double(proxy.bytesUpstream) < 1.25 * Double(size), "\(proxy.bytesUpstream) bytes through the proxy")
+            let cuts = proxy.connections.filter(\.triggered).count
+            #expect(cuts >= 1, "a connection was cut and the page went on")
             #expect(result["listed"] as? Bool == true)
             #expect(result["paused_state"] as? String == "paused" && result["moved_while_paused"] as? Bool == false, "\(result)")
             // One creation: the second choice continued the first upload.
