@@ -42,8 +42,8 @@ struct PasswordFile: Sendable {
 
     static func parse(_ text: String, path: String) throws(ServeError) -> PasswordFile {
         var hashes: [String: String] = [:]
-        for (index, rawLine) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
-            let line = rawLine.hasSuffix("\r") ? rawLine.dropLast() : rawLine
+        // isNewline: a CRLF is one Character in Swift, so splitting on "\n" alone would keep it in the hash.
+        for (index, line) in text.split(omittingEmptySubsequences: false, whereSeparator: \.isNewline).enumerated() {
             if line.allSatisfy({ $0 == " " || $0 == "\t" }) || line.hasPrefix("#") { continue }
             let number = index + 1
             guard let colon = line.firstIndex(of: ":"), colon != line.startIndex else {
@@ -60,7 +60,9 @@ struct PasswordFile: Sendable {
             }
             // libcrypt's own verdict on the setting: a malformed or disabled hash is refused now.
             let verdict = crypt_checksalt(hash)
-            guard verdict == CRYPT_SALT_OK || verdict == CRYPT_SALT_TOO_CHEAP || verdict == CRYPT_SALT_METHOD_LEGACY else {
+            guard verdict == CRYPT_SALT_OK || verdict == CRYPT_SALT_TOO_CHEAP || verdict == CRYPT_SALT_METHOD_LEGACY,
+                isComplete(hash)
+            else {
                 throw .badPasswordFile(path: path, line: number, reason: "the hash for \(user) is malformed")
             }
             guard hashes[user] == nil else {
@@ -69,6 +71,15 @@ struct PasswordFile: Sendable {
             hashes[user] = hash
         }
         return PasswordFile(hashes: hashes)
+    }
+
+    /// crypt_checksalt judges only the setting: a line cut after the salt (`$6$salt`) would pass it and
+    /// then match no password. A whole hash has its digest: 31 characters after bcrypt's 22 of salt
+    /// (60 in all), 43 after SHA-256-crypt's last `$`, 86 after SHA-512-crypt's.
+    private static func isComplete(_ hash: String) -> Bool {
+        if hash.hasPrefix("$2") { return hash.utf8.count == 60 }
+        let digest = hash.split(separator: "$", omittingEmptySubsequences: false).last?.utf8.count ?? 0
+        return digest == (hash.hasPrefix("$5$") ? 43 : 86)
     }
 
     /// Whether `password` is `user`'s. Blocking (bcrypt is slow on purpose): run it off the event loop.
