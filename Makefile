@@ -71,7 +71,7 @@ release: deps
 # The suites that time transfers against signals, kills and rate limits run one test at a time: run
 # alongside 200 others on 2 cores, a "slow" transfer ends before the test's kill or pause arrives. The
 # rest runs in parallel. One build serves both runs.
-TIMED_SUITES := EndToEndTests\.(CrashSafetyTests|DownloadTests|ManyConnectionsTests|AnnouncedIDTests|UploadTests|SupportSelfTests|BackgroundTests|S3CrashTests|StreamUploadTests|StreamUploadStrictTests|StdoutDownloadTests)
+TIMED_SUITES := EndToEndTests\.(CrashSafetyTests|DownloadTests|ManyConnectionsTests|AnnouncedIDTests|UploadTests|SupportSelfTests|BackgroundTests|S3CrashTests|StreamUploadTests|StreamUploadStrictTests|TusStreamUploadTests|S3StreamUploadTests|StdoutDownloadTests)
 test: deps
 	$(SWIFT) build --build-tests
 	$(SWIFT) test --skip-build --skip '$(TIMED_SUITES)'
