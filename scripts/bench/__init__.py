@@ -44,6 +44,11 @@ resumectl's defaults); then each tool is killed (SIGKILL) once half of the file 
 proxy in front of moto and run again (resumectl: `resume TOKEN`; the AWS CLI cannot resume, so the
 same `aws s3 cp` again): "sent twice" = bytes through the proxy over both runs − the file size.
 
+Case 1's limit is the disk's own durable write of the same size into the same folder (`dd
+conv=fdatasync`, timed after the tools' rounds, a warm-up then --pairs runs): a plain download that
+is durable when it ends cannot beat it. The run ends with a summary table: per case, the subject's
+and each peer's median wall, the paired wall, CPU and wall+sync ratios, peak RSS, and the limit.
+
 Results are printed as tables and written to .bench/results-<timestamp>.json and .bench/latest.json.
 Exit status: 0 if every run succeeded and every checksum matched, 1 otherwise, 130 on Ctrl-C.
 """

@@ -10,6 +10,7 @@ import time
 from . import __doc__ as DOC
 from . import cases as registry
 from .harness import Bench
+from .table import final_rows, print_final
 from .util import GiB, KiB, MiB, NGINX, REPO, human, log, parse_size
 
 
@@ -76,8 +77,10 @@ def main():
         bench.setup(cases)
         for c in cases:
             c.run(bench)
+        rows = final_rows(bench.results)
+        print_final(rows)
         env["duration_s"] = round(time.monotonic() - t_start, 1)
-        bench.write_json(env)
+        bench.write_json(env, rows)
     except KeyboardInterrupt:
         print("\nbench: interrupted; stopping servers", file=sys.stderr)
         bench.teardown()

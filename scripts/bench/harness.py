@@ -227,11 +227,11 @@ class Bench:
                 "size": self.size, "pairs": self.args.pairs, "cases": self.args.cases,
                 "tmpdir": self.tmp}
 
-    def write_json(self, env):
+    def write_json(self, env, table=()):
         outdir = self.args.out_dir
         os.makedirs(outdir, exist_ok=True)
         stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
-        doc = {"environment": env, "ok": not self.failed, "cases": self.results}
+        doc = {"environment": env, "ok": not self.failed, "cases": self.results, "table": list(table)}
 
         def clean(o):  # NaN is not JSON
             if isinstance(o, float) and o != o:
