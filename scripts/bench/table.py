@@ -121,13 +121,13 @@ def print_final(rows):
     log("\nsummary: medians over the timed rounds; ratios = subject/peer, the median of the per-round "
         "ratios (7b: its second runs);\n         w+s = counting until the data is on disk (wall + os.sync()); "
         "limit = the machine's own bound for the case, where it has one")
-    cols = [("case", 22, "<"), ("subject", 16, "<"), ("peer", 16, "<"), ("subject s", 9, ">"),
+    cols = [("case", 23, "<"), ("subject", 16, "<"), ("peer", 16, "<"), ("subject s", 9, ">"),
             ("peer s", 8, ">"), ("wall ratio", 10, ">"), ("CPU ratio", 9, ">"), ("w+s ratio", 9, ">"),
             ("RSS MiB", 11, ">"), ("limit", 8, "<"), ("", 0, "<")]
     log("  ".join(f"{h:{a}{w}}" for h, w, a in cols).rstrip())
     for row in rows:
         if "skipped" in row:
-            log(f"{row['case']:<22}  skipped: {row['skipped']}")
+            log(f"{row['case']:<23}  skipped: {row['skipped']}")
             continue
         cells = [row["case"], row["subject"], row["peer"], fmt(row.get("subject_wall_s"), ".3f"),
                  fmt(row.get("peer_wall_s"), ".3f"), fmt(row.get("wall_ratio"), ".3f"),
