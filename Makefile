@@ -153,6 +153,10 @@ docs:
 demo: build
 	scripts/demo.sh .build/debug/resumectl
 
+# `make bench` runs every case; CASE picks some by name or number (CASE=s3, CASE="download stdin",
+# CASE=1,7; the names: scripts/bench/__init__.py), BENCH_ARGS passes more options (BENCH_ARGS=--quick).
+CASE ?= all
+BENCH_ARGS ?=
 bench: release
 	@missing=""; for p in aria2c wget hyperfine; do command -v $$p >/dev/null || missing="$$missing $$p"; done; \
 	if [ -n "$$missing" ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(BENCH_PKGS); fi
@@ -160,7 +164,7 @@ bench: release
 		python3 -m pip install -q tuspy==$(TUSPY_VERSION) || python3 -m pip install -q --break-system-packages tuspy==$(TUSPY_VERSION)
 	@python3 -c 'import importlib.metadata as m; m.version("awscli") == "$(AWSCLI_VERSION)" or exit(1)' 2>/dev/null || \
 		python3 -m pip install -q awscli==$(AWSCLI_VERSION) || python3 -m pip install -q --break-system-packages awscli==$(AWSCLI_VERSION)
-	python3 scripts/bench.py --bin .build/release/resumectl
+	python3 scripts/bench --bin .build/release/resumectl --cases '$(CASE)' $(BENCH_ARGS)
 
 clean:
 	rm -rf .build .bench .build-fuzz

@@ -1,0 +1,333 @@
+"""The peers the cases measure against, all started from here (Peers.start) and stopped together
+(Peers.stop): nginx (downloads), `resumectl serve` (uploads), tuspyserver (tus), moto (S3), and the
+counting proxy a case puts in front of moto for one killed upload."""
+
+import json
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import threading
+
+from .util import NGINX, REPO, Failure, free_port, proc_cpu, stop_process, wait_port
+
+class Nginx:
+    """nginx on 127.0.0.1, single process, with a private prefix and a parseable access log."""
+
+    def __init__(self, prefix, root, slow_rate, seg_rate):
+        self.prefix, self.root = prefix, root
+        self.slow_rate, self.seg_rate = slow_rate, seg_rate
+        self.proc = None
+        self.port = None
+        self.access_log = os.path.join(prefix, "access.log")
+
+    def config(self, port):
+        p, r = self.prefix, self.root
+        temps = "\n".join(f"    {k}_temp_path {p}/tmp/{k};" for k in
+                          ("client_body", "proxy", "fastcgi", "uwsgi", "scgi"))
+        return f"""daemon off;
+master_process off;
+worker_processes 1;
+pid {p}/nginx.pid;
+error_log {p}/error.log warn;
+events {{ worker_connections 1024; }}
+http {{
+    types {{ }}
+    default_type application/octet-stream;
+    sendfile on;
+    tcp_nopush on;
+    keepalive_requests 100000;
+    log_format bench '$msec $request_method $uri $status $body_bytes_sent "$http_range"';
+    access_log {p}/access.log bench;
+{temps}
+    server {{
+        listen 127.0.0.1:{port};
+        root {r};
+        # resume case: the first attempt is throttled so it can be stopped half-way
+        location /slow/ {{ alias {r}/; limit_rate {self.slow_rate}; }}
+        # segmented case: the limit is per connection (per request), so segments add up
+        location /seg/ {{ alias {r}/; limit_rate {self.seg_rate}; }}
+    }}
+}}
+"""
+
+    def start(self):
+        os.makedirs(os.path.join(self.prefix, "tmp"), exist_ok=True)
+        conf = os.path.join(self.prefix, "nginx.conf")
+        for _ in range(5):  # the free port can be taken between probe and bind: retry
+            port = free_port()
+            with open(conf, "w") as f:
+                f.write(self.config(port))
+            err = open(os.path.join(self.prefix, "stderr.log"), "ab")
+            self.proc = subprocess.Popen(
+                [NGINX, "-p", self.prefix + "/", "-c", conf, "-e", os.path.join(self.prefix, "error.log")],
+                stdin=subprocess.DEVNULL, stdout=err, stderr=err, start_new_session=True)
+            err.close()
+            if wait_port(port, self.proc):
+                self.port = port
+                return self
+            stop_process(self.proc, signal.SIGQUIT)
+        raise RuntimeError("nginx did not start; see " + os.path.join(self.prefix, "error.log"))
+
+    def url(self, path):
+        return f"http://127.0.0.1:{self.port}/{path.lstrip('/')}"
+
+    def cpu(self):
+        return proc_cpu(self.proc.pid)
+
+    def log_offset(self):
+        try:
+            return os.path.getsize(self.access_log)
+        except OSError:
+            return 0
+
+    def log_entries(self, offset):
+        """[(uri, status, body_bytes_sent, range)] appended since offset."""
+        out = []
+        with open(self.access_log, "rb") as f:
+            f.seek(offset)
+            for line in f.read().decode(errors="replace").splitlines():
+                parts = line.split(" ", 5)
+                if len(parts) == 6:
+                    out.append((parts[2], int(parts[3]), int(parts[4]), parts[5].strip('"')))
+        return out
+
+    def stop(self):
+        stop_process(self.proc, signal.SIGQUIT)
+
+
+class TusPeer:
+    """tuspyserver under uvicorn (scripts/tus_server.py): prints `PORT n`, exits when stdin closes."""
+
+    def __init__(self, directory, logdir, env):
+        self.dir, self.logdir, self.env = directory, logdir, env
+        self.proc = None
+        self.endpoint = None
+
+    def start(self):
+        err = open(os.path.join(self.logdir, "tus.log"), "ab")
+        self.proc = subprocess.Popen(
+            [sys.executable, os.path.join(REPO, "scripts", "tus_server.py"), self.dir, "--exit-on-stdin-eof"],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err, env=self.env, start_new_session=True)
+        err.close()
+        line = [None]
+        t = threading.Thread(target=lambda: line.__setitem__(0, self.proc.stdout.readline()), daemon=True)
+        t.start()
+        t.join(30)
+        m = re.match(r"PORT (\d+)", (line[0] or b"").decode())
+        if not m:
+            self.stop()
+            raise RuntimeError(f"tuspyserver did not start (make deps); see {self.logdir}/tus.log")
+        self.endpoint = f"http://127.0.0.1:{m.group(1)}/files/"
+        return self
+
+    def clear(self):
+        for name in os.listdir(self.dir):
+            path = os.path.join(self.dir, name)
+            if os.path.isfile(path):
+                os.unlink(path)
+
+    def stored(self):
+        return [os.path.join(self.dir, n) for n in os.listdir(self.dir)
+                if not n.endswith(".info") and not n.startswith(".") and os.path.isfile(os.path.join(self.dir, n))]
+
+    def cpu(self):
+        return proc_cpu(self.proc.pid)
+
+    def stop(self):
+        stop_process(self.proc, signal.SIGTERM)
+
+
+class MotoPeer:
+    """moto's S3 server (scripts/moto_server.py), SigV4 checked: prints one JSON line with its port and
+    an access key, exits when stdin closes. tool() runs scripts/s3_tool.py (boto3) against it."""
+
+    def __init__(self, logdir, env):
+        self.logdir, self.env = logdir, env
+        self.proc = None
+        self.endpoint = self.port = self.access_key = self.secret_key = None
+
+    def start(self):
+        err = open(os.path.join(self.logdir, "moto.log"), "ab")
+        self.proc = subprocess.Popen(
+            [sys.executable, os.path.join(REPO, "scripts", "moto_server.py"), "--exit-on-stdin-eof"],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err, env=self.env, start_new_session=True)
+        err.close()
+        line = [None]
+        t = threading.Thread(target=lambda: line.__setitem__(0, self.proc.stdout.readline()), daemon=True)
+        t.start()
+        t.join(60)
+        try:
+            info = json.loads((line[0] or b"").decode())
+        except ValueError:
+            info = None
+        if not info:
+            self.stop()
+            raise RuntimeError(f"moto did not start (make deps); see {self.logdir}/moto.log")
+        self.port = info["port"]
+        self.endpoint = f"http://127.0.0.1:{self.port}"
+        self.access_key, self.secret_key = info["accessKey"], info["secretKey"]
+        return self
+
+    def tool(self, *args, endpoint=None):
+        r = subprocess.run([sys.executable, os.path.join(REPO, "scripts", "s3_tool.py"), "--endpoint",
+                            endpoint or self.endpoint, "--access-key", self.access_key, "--secret-key",
+                            self.secret_key] + [str(a) for a in args],
+                           capture_output=True, text=True, env=self.env, timeout=600)
+        if r.returncode != 0:
+            raise Failure(f"s3_tool.py {args[0]}: {r.stderr.strip()[-500:]}")
+        return json.loads(r.stdout)
+
+    def cpu(self):
+        return proc_cpu(self.proc.pid)
+
+    def stop(self):
+        stop_process(self.proc, signal.SIGTERM)
+
+
+class CountingProxy:
+    """A TCP relay on 127.0.0.1 in front of a server that counts the bytes clients send (case 7's
+    "sent twice"). One thread per direction and connection."""
+
+    def __init__(self, upstream_port):
+        self.upstream_port = upstream_port
+        self.lock = threading.Lock()
+        self.upstream = 0
+        self.connections = 0
+        self.listener = socket.socket()
+        self.listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self.listener.bind(("127.0.0.1", 0))
+        self.listener.listen(64)
+        self.port = self.listener.getsockname()[1]
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.closed = False
+        threading.Thread(target=self.accept, daemon=True).start()
+
+    def accept(self):
+        while not self.closed:
+            try:
+                client, _ = self.listener.accept()
+            except OSError:
+                return
+            try:
+                server = socket.create_connection(("127.0.0.1", self.upstream_port))
+            except OSError:
+                client.close()
+                continue
+            with self.lock:
+                self.connections += 1
+            threading.Thread(target=self.pump, args=(client, server, True), daemon=True).start()
+            threading.Thread(target=self.pump, args=(server, client, False), daemon=True).start()
+
+    def pump(self, src, dst, count):
+        buf = bytearray(1 << 20)
+        view = memoryview(buf)
+        try:
+            while True:
+                n = src.recv_into(buf)
+                if n <= 0:
+                    break
+                dst.sendall(view[:n])
+                if count:
+                    with self.lock:
+                        self.upstream += n
+        except OSError:
+            pass
+        for sock, how in ((dst, socket.SHUT_WR), (src, socket.SHUT_RD)):
+            try:
+                sock.shutdown(how)
+            except OSError:
+                pass
+
+    def sent(self):
+        with self.lock:
+            return self.upstream
+
+    def stop(self):
+        self.closed = True
+        self.listener.close()
+
+
+class ServePeer:
+    """`resumectl serve DIR --port 0`: NIOResumableUpload; the first stdout line is the URL."""
+
+    def __init__(self, binary, directory, logdir, env):
+        self.binary, self.dir, self.logdir, self.env = binary, directory, logdir, env
+        self.proc = None
+        self.base = None
+
+    def start(self):
+        err = open(os.path.join(self.logdir, "serve.log"), "ab")
+        self.proc = subprocess.Popen(
+            [self.binary, "serve", self.dir, "--host", "127.0.0.1", "--port", "0"],
+            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=err, env=self.env,
+            start_new_session=True)
+        err.close()
+        line = [None]
+        t = threading.Thread(target=lambda: line.__setitem__(0, self.proc.stdout.readline()), daemon=True)
+        t.start()
+        t.join(15)
+        text = (line[0] or b"").decode().strip()
+        m = re.match(r"listening on (http://\S+)", text)
+        if not m:
+            self.stop()
+            raise RuntimeError(f"resumectl serve did not print its URL (got {text!r}); see {self.logdir}/serve.log")
+        self.base = m.group(1).rstrip("/")
+        # Keep draining stdout so the peer never blocks on a full pipe.
+        threading.Thread(target=lambda: self.proc.stdout.read(), daemon=True).start()
+        return self
+
+    def url(self, name):
+        return f"{self.base}/{name}"
+
+    def cpu(self):
+        return proc_cpu(self.proc.pid)
+
+    def stop(self):
+        stop_process(self.proc, signal.SIGTERM)
+
+
+
+class Peers:
+    """The long-lived peers of one bench run, started once for every case that needs them (in the
+    order nginx, tuspyserver, moto, resumectl serve) and stopped together. A case names what it
+    needs in its PEERS; it reaches a peer as bench.nginx, bench.tus, bench.moto or bench.peer."""
+
+    ORDER = ("nginx", "tus", "moto", "serve")
+
+    def __init__(self):
+        self.nginx = self.tus = self.moto = self.serve = None
+
+    def start(self, needed, bench, log):
+        for name in self.ORDER:
+            if name not in needed:
+                continue
+            if name == "nginx":
+                self.nginx = Nginx(os.path.join(bench.tmp, "nginx"), bench.www, bench.slow_rate,
+                                   bench.seg_rate).start()
+                log(f"nginx on {self.nginx.url('')} (pid {self.nginx.proc.pid}); /slow/ limit_rate "
+                    f"{bench.slow_rate} B/s, /seg/ limit_rate {bench.seg_rate} B/s per connection")
+            elif name == "tus":
+                tus_dir = os.path.join(bench.tmp, "tus")
+                os.makedirs(tus_dir)
+                self.tus = TusPeer(tus_dir, bench.logs, bench.env).start()
+                log(f"tus peer: tuspyserver on {self.tus.endpoint} (pid {self.tus.proc.pid})")
+            elif name == "moto":
+                self.moto = MotoPeer(bench.logs, bench.env).start()
+                self.moto.tool("create-bucket", "bench")
+                log(f"S3 peer: moto on {self.moto.endpoint} (pid {self.moto.proc.pid}), signatures checked")
+            elif name == "serve":
+                self.serve = ServePeer(bench.bin, bench.uploads, bench.logs, bench.env).start()
+                log(f"upload peer: resumectl serve on {self.serve.base} (pid {self.serve.proc.pid})")
+
+    @staticmethod
+    def counting_proxy(upstream_port):
+        """A fresh CountingProxy in front of a peer (one per killed upload, stopped by the caller)."""
+        return CountingProxy(upstream_port)
+
+    def stop(self):
+        for p in (self.serve, self.tus, self.moto, self.nginx):  # the order teardown always used
+            if p:
+                p.stop()
