@@ -1,23 +1,27 @@
 # resumectl — see README.md. `make demo` and `make test` work on a fresh machine.
 SWIFT    ?= swift
 PREFIX   ?= /usr/local
-APT_PKGS := libcurl4-openssl-dev libxml2-dev pkg-config nginx-light curl openssl tinyproxy iproute2 man-db
+APT_PKGS := libcurl4-openssl-dev libxml2-dev libcrypt-dev pkg-config nginx-light curl openssl tinyproxy iproute2 man-db apache2-utils chromium chromium-driver
 BENCH_PKGS := aria2 wget hyperfine
 # The tus peer of the end-to-end tests (scripts/tus_server.py), versions that were tested together;
 # moto's S3 server (scripts/moto_server.py; boto3 comes with it, scripts/s3_tool.py uses it).
 # boto3 is pinned too so that the AWS CLI of `make bench` (which pins its botocore) fits beside it.
 MOTO_PKGS := 'moto[server]==5.2.1' boto3==1.43.11
 PIP_PKGS := tuspyserver==4.4.3 fastapi==0.165.0 uvicorn==0.54.0 $(MOTO_PKGS)
-# tus-py-client, the library `make bench` compares tus uploads with; the AWS CLI, its S3 uploads.
+# tus-py-client, the library `make bench` compares tus uploads with and the tus client `serve`'s tests
+# upload with; selenium drives headless chromium for the folder page's test. The AWS CLI, S3 uploads.
 TUSPY_VERSION := 1.1.0
+SELENIUM_VERSION := 4.51.0
+TEST_PIP_PKGS := tuspy==$(TUSPY_VERSION) selenium==$(SELENIUM_VERSION)
 AWSCLI_VERSION := 1.45.11
 
 .PHONY: all deps build release test test-unit test-e2e generated install install-files uninstall deb docs demo bench soak clean fuzz fuzz-build
 
 all: build
 
-# Installs what is missing (Debian): libcurl headers, pkg-config; nginx (TLS, HTTP/2), openssl (test certificates),
-# tinyproxy (a real forward proxy) and iproute2 for the tests; man-db for the package check; tuspyserver (PyPI).
+# Installs what is missing (Debian): libcurl headers, pkg-config; libcrypt headers (serve's logins); nginx (TLS,
+# HTTP/2), openssl (test certificates), tinyproxy (a real forward proxy), iproute2, htpasswd (apache2-utils),
+# chromium and chromium-driver for the tests; man-db for the package check; tuspyserver, tuspy, selenium (PyPI).
 deps:
 	@missing=""; \
 	pkg-config --exists libcurl 2>/dev/null || missing="$$missing libcurl4-openssl-dev pkg-config"; \
@@ -27,6 +31,10 @@ deps:
 	[ -x /usr/bin/tinyproxy ] || [ -x /usr/sbin/tinyproxy ] || missing="$$missing tinyproxy"; \
 	command -v ip >/dev/null 2>&1 || missing="$$missing iproute2"; \
 	command -v man >/dev/null 2>&1 || missing="$$missing man-db"; \
+	[ -f /usr/include/crypt.h ] || missing="$$missing libcrypt-dev"; \
+	command -v htpasswd >/dev/null 2>&1 || missing="$$missing apache2-utils"; \
+	command -v chromium >/dev/null 2>&1 || missing="$$missing chromium"; \
+	command -v chromedriver >/dev/null 2>&1 || missing="$$missing chromium-driver"; \
 	if [ -n "$$missing" ]; then \
 		echo "installing:$$missing"; \
 		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; \
@@ -36,6 +44,10 @@ deps:
 		sys.exit(any(m.version(n.split("[")[0]) != v for n, v in want.items()))' $(PIP_PKGS) 2>/dev/null || \
 		{ echo "installing: $(PIP_PKGS)"; python3 -m pip install -q $(PIP_PKGS) || \
 		  python3 -m pip install -q --break-system-packages $(PIP_PKGS); }
+	@python3 -c 'import importlib.metadata as m, sys; want = dict(p.split("==") for p in sys.argv[1:]); \
+		sys.exit(any(m.version(n) != v for n, v in want.items()))' $(TEST_PIP_PKGS) 2>/dev/null || \
+		{ echo "installing: $(TEST_PIP_PKGS)"; python3 -m pip install -q $(TEST_PIP_PKGS) || \
+		  python3 -m pip install -q --break-system-packages $(TEST_PIP_PKGS); }
 	@# moto without its [server] extra passes the version check but cannot serve.
 	@python3 -c 'import flask, flask_cors, boto3' 2>/dev/null || \
 		{ python3 -m pip install -q $(MOTO_PKGS) || python3 -m pip install -q --break-system-packages $(MOTO_PKGS); }

@@ -21,6 +21,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.2"),
         .package(url: "https://github.com/apple/swift-nio-extras.git", from: "1.35.2"),
         .package(url: "https://github.com/apple/swift-http-types.git", from: "1.8.0"),
+        .package(url: "https://github.com/apple/swift-nio-ssl.git", from: "2.37.6"),
         // Only for `make docs` (a command plugin): nothing of it is built by `swift build`.
         .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.5.0"),
     ],
@@ -51,6 +52,11 @@ let package = Package(
             name: "ResumeS3",
             dependencies: ["ResumeKit", "CLibXML2"]
         ),
+        // libcrypt (Debian's libcrypt-dev): `serve --htpasswd` checks bcrypt and SHA-crypt entries with crypt_r.
+        .systemLibrary(
+            name: "CCrypt",
+            providers: [.apt(["libcrypt-dev"])]
+        ),
         .target(
             name: "ResumeServer",
             dependencies: [
@@ -61,6 +67,9 @@ let package = Package(
                 .product(name: "NIOHTTPTypes", package: "swift-nio-extras"),
                 .product(name: "NIOHTTPTypesHTTP1", package: "swift-nio-extras"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                "CCrypt",
             ]
         ),
         // The command line, shared by `resumectl` and `resumectl-s3`.

@@ -23,7 +23,9 @@ struct ResumeKitExample {
         }
         let client = TransferClient(store: TokenStore(directory: TokenStore.defaultDirectory()), options: options)
         let request = DownloadRequest(url: url, outputPath: args.count > 1 ? args[1] : nil)
-        let events: EventHandler = { event in
+        // Events as an AsyncSequence; a callback (`client.download(request, events:)`) works as well.
+        let run = client.start(request)
+        for await event in run.events {
             switch event {
             case .started(_, _, let path, let offset, _) where offset > 0:
                 print("continuing \(path) from byte \(offset)")
@@ -36,7 +38,7 @@ struct ResumeKitExample {
             }
         }
         do {
-            let result = try await client.download(request, events: events)
+            let result = try await run.result()
             print("done: \(result.path) (\(result.bytes) bytes)")
         } catch {
             // A resumable failure keeps its token: `client.resume(id)` (or `resumectl resume id`) continues.

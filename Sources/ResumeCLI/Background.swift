@@ -34,10 +34,9 @@ struct BackgroundOptions: ParsableArguments {
 enum Detach {
     /// Starts the background process and prints `announce` (the token id) once it is ready; never returns.
     static func launch(id: String, announce: String, stateDir: String, arguments: [String]) throws -> Never {
-        let logs = stateDir + "/logs"
-        mkdir(stateDir, 0o700)
-        mkdir(logs, 0o700)
-        let logPath = logs + "/\(id).log"
+        let state = StateDirectory(stateDir)
+        try? state.make(state.logs)
+        let logPath = state.log(id)
         let log = open(logPath, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0o600)
         guard log >= 0 else {
             throw Runner.fail(TransferError(.localIO, "cannot open the log \(logPath): \(String(cString: strerror(errno)))"), json: false)
@@ -115,7 +114,7 @@ enum Detach {
         defer { lock.release() }
         while Date() < date {
             if let reason = cancellation.reason {
-                let error = TransferError(.stopped(reason), "\(reason == .interrupt ? "interrupted" : "paused") before its start time", tokenID: id)
+                let error = TransferError.stopped(reason, "before its start time", tokenID: id)
                 let token = try? client.store.load(id)
                 try? client.results.save(TransferRecord(
                     id: id, kind: kind, outcome: .paused, exit: error.exitStatus, resumable: token != nil, url: url,

@@ -77,7 +77,7 @@ struct Download: AsyncParsableCommand {
 
     func run() async throws {
         guard let url else { return try await runList(inputFile!) }
-        if S3Location.isS3(url), url.hasSuffix("/") || !url.dropFirst(5).contains("/") { return try await runPrefix(url) }
+        if case .s3Prefix? = try? Route(url) { return try await runPrefix(url) }
         let request = DownloadRequest(
             url: url, outputPath: output, headers: options.header, expectedSHA256: try checksum.map(Checksum.parse),
             onChange: onChange, force: force, s3: s3.options())
@@ -117,7 +117,7 @@ extension Download {
             throw Runner.fail(TransferError(.inputMissing, "cannot read \(listPath)"), json: options.json)
         }
         let list = DownloadList(parsing: String(decoding: data, as: UTF8.self))
-        let folder = try existingFolder("-i")
+        let folder = try outputFolder()
         for problem in list.problems { Output.stderr("resumectl: \(listPath): \(problem)\n") }
         // Nothing in it can be fetched (every line a non-http(s) URL or a bad name): a usage error, as on the command line.
         if list.entries.isEmpty, !list.problems.isEmpty { throw ExitCode(64) }
@@ -133,13 +133,13 @@ extension Download {
 
     /// `s3://BUCKET/PREFIX/ -o DIR`: every object under the prefix, as a list of downloads.
     func runPrefix(_ url: String) async throws {
-        let folder = try existingFolder("an S3 prefix")
-        let listing: (requests: [DownloadRequest], refused: [String])
-        do {
-            listing = try await options.client().s3Listing(
-                url, folder: folder, options: s3.options(), headers: options.header, onChange: onChange, force: force)
-        } catch {
-            throw Runner.fail(error, json: options.json)
+        let folder = output ?? "."
+        let client = options.client()
+        let (s3Options, headers, onChange, force) = (s3.options(), options.header, onChange, force)
+        let reporter = Reporter(json: options.json, quiet: options.quiet)
+        let listing = try await Runner.run(reporter: reporter) { cancellation throws(TransferError) in
+            try await client.s3Listing(url, folder: folder, options: s3Options, headers: headers, onChange: onChange, force: force,
+                cancellation: cancellation, events: reporter.handle)
         }
         for line in listing.refused { Output.stderr("resumectl: \(line)\n") }
         if listing.requests.isEmpty && listing.refused.isEmpty, !options.quiet {
@@ -148,12 +148,10 @@ extension Download {
         try await runAll(listing.requests, problems: listing.refused.count)
     }
 
-    private func existingFolder(_ with: String) throws -> String {
+    /// The folder `-o` names for many files, made when missing (as `wget -P` and `aws s3 cp --recursive` do).
+    private func outputFolder() throws -> String {
         let folder = output ?? "."
-        var st = stat()
-        guard stat(folder, &st) == 0, (st.st_mode & S_IFMT) == S_IFDIR else {
-            throw Runner.fail(TransferError(.cannotCreateOutput, "-o \(folder) must be an existing folder with \(with)"), json: options.json)
-        }
+        do { try OutputPath.makeFolders(folder) } catch { throw Runner.fail(error, json: options.json) }
         return folder
     }
 

@@ -100,13 +100,12 @@ enum ResumeAll {
         var queue = ids[...]
         var running: [pid_t: String] = [:]
         var statuses: [Int32] = []
-        let logs = store.directory + "/logs"
-        mkdir(logs, 0o700)
+        try? store.state.make(store.state.logs)
         while !queue.isEmpty || !running.isEmpty {
             while running.count < parallel, let id = queue.popFirst() {
                 var log: Int32? = nil
                 if background.detachedChild {
-                    let fd = open(logs + "/\(id).log", O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0o600)
+                    let fd = open(store.state.log(id), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0o600)
                     if fd >= 0 { log = fd }
                 }
                 defer { if let log { close(log) } }

@@ -67,9 +67,9 @@ enum S3Handoff {
     static func needed(_ command: ParsableCommand) -> Bool {
         switch command {
         case let download as Download:
-            return download.url.map(S3Location.isS3) ?? false
+            return download.url.map(Route.isS3) ?? false
         case let upload as Upload:
-            return S3Location.isS3(upload.url)
+            return Route.isS3(upload.url)
         case let resume as Resume:
             return resume.token.map { isS3Token($0, stateDir: resume.options.stateDir) } ?? false
         case let cancel as Cancel:

@@ -173,14 +173,9 @@ struct Cancel: AsyncParsableCommand {
         let reference = token
         // A running (or scheduled, or detached) transfer is stopped first, as `pause` would.
         if let id = try? client.loadToken(reference).id,
-            let pid = TokenLock.holder(path: client.store.lockPath(forID: id)) ?? LiveStatus.load(stateDir: client.store.directory, id: id)?.pid
+            case .stillRunning(let pid) = Jobs.stop(id: id, store: client.store, within: 30)
         {
-            kill(pid, SIGTERM)
-            let deadline = Date().addingTimeInterval(30)
-            while TokenLock.holder(path: client.store.lockPath(forID: id)) != nil || LiveStatus.load(stateDir: client.store.directory, id: id) != nil {
-                if Date() > deadline { throw Runner.fail(TransferError(.busy, "pid \(pid) has not stopped after 30 s"), json: false) }
-                usleep(20_000)
-            }
+            throw Runner.fail(TransferError(.busy, "pid \(pid) has not stopped after 30 s"), json: false)
         }
         do {
             let message = try await client.cancel(reference, keepParts: keepParts)
@@ -211,9 +206,8 @@ struct Pause: ParsableCommand {
         let store = state.store
         // A transfer younger than its first checkpoint has a lock but no token file yet.
         let id = token.contains("/") ? try state.load(token).id : token
-        let lockPath = store.lockPath(forID: id)
-        let running = { TokenLock.holder(path: lockPath) ?? LiveStatus.load(stateDir: store.directory, id: id)?.pid }
-        guard let pid = running() else {
+        switch Jobs.stop(id: id, store: store, within: wait) {
+        case .notRunning:
             if !store.exists(id: id), let record = state.client.record(id) {
                 Output.stderr("resumectl: \(id) already ended (\(record.outcome.rawValue) at \(TokenSummary.localTime(record.endedAt)))\n")
                 return
@@ -221,16 +215,12 @@ struct Pause: ParsableCommand {
             _ = try state.load(token)
             Output.stderr("resumectl: \(id) is not running\n")
             return
-        }
-        guard kill(pid, SIGTERM) == 0 else {
-            throw Runner.fail(TransferError(.failed, "cannot signal pid \(pid): \(String(cString: strerror(errno)))"), json: false)
-        }
-        let deadline = Date().addingTimeInterval(wait)
-        while running() != nil {
-            if Date() > deadline {
-                throw Runner.fail(TransferError(.busy, "pid \(pid) has not stopped after \(wait) s"), json: false)
-            }
-            usleep(20_000)
+        case .cannotSignal(let pid, let code):
+            throw Runner.fail(TransferError(.failed, "cannot signal pid \(pid): \(String(cString: strerror(code)))"), json: false)
+        case .stillRunning(let pid):
+            throw Runner.fail(TransferError(.busy, "pid \(pid) has not stopped after \(wait) s"), json: false)
+        case .stopped:
+            break
         }
         let committed = (try? store.load(id)).map { t in t.download?.committedBytes ?? t.upload?.acknowledgedBytes ?? 0 }
         if let committed {

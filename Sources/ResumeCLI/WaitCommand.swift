@@ -75,7 +75,7 @@ struct Log: AsyncParsableCommand {
 
     func run() async throws {
         let store = state.store
-        let path = store.directory + "/logs/\(token).log"
+        let path = store.state.log(token)
         let fd = token.contains("/") ? -1 : open(path, O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else {
             let known = TransferState(id: token, store: store) != nil

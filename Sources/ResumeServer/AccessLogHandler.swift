@@ -83,9 +83,9 @@ final class AccessLogHandler: ChannelDuplexHandler {
     func errorCaught(context: ChannelHandlerContext, error: Error) {
         // A body cut short also surfaces as a parser error; `channelInactive` reports that one.
         if let error = error as? HTTPParserError, error != .invalidEOFState {
-            // NIO's protocol error handler has already answered 400 on its own.
+            // ProtocolErrorResponder has already answered 431 or 400.
             var exchange = exchanges.popLast() ?? Exchange(method: "-", target: "-")
-            exchange.status = 400
+            exchange.status = error == .headerOverflow ? 431 : 400
             log(exchange.line + " (malformed request: \(error))")
         }
         context.fireErrorCaught(error)

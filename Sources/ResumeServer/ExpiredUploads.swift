@@ -45,7 +45,7 @@ final class UploadCreationPath {
         self.prefix = prefix
     }
 
-    /// Records the `Location` of a 104 (absolute, or a path for wildcard listeners).
+    /// Records the `Location` of a 104 (a path; an absolute URL is cut down to its path).
     func record(location: String) {
         path = location.range(of: prefix).map { String(location[$0.lowerBound...]) }
     }

@@ -10,6 +10,7 @@ import NIOHTTP1
 import NIOHTTPTypesHTTP1
 import NIOPosix
 import NIOResumableUpload
+import NIOSSL
 import Synchronization
 
 /// A running `resumectl serve`: ranged GET and HEAD of the files in a folder, and uploads into it
@@ -25,10 +26,12 @@ public final class ResumeServer: Sendable {
     public let host: String
     /// The port actually bound: the configured one, or the one the system chose for port 0.
     public let port: Int
+    /// Whether it speaks HTTPS.
+    public let secure: Bool
 
-    /// `http://HOST:PORT`, with an IPv6 address in brackets.
+    /// `http://HOST:PORT` or `https://HOST:PORT`, with an IPv6 address in brackets.
     public var url: String {
-        "http://\(Self.authority(host: host, port: port))"
+        "\(secure ? "https" : "http")://\(Self.authority(host: host, port: port))"
     }
 
     private let group: MultiThreadedEventLoopGroup
@@ -40,6 +43,7 @@ public final class ResumeServer: Sendable {
     private init(
         host: String,
         port: Int,
+        secure: Bool,
         group: MultiThreadedEventLoopGroup,
         threadPool: NIOThreadPool,
         listener: any Channel,
@@ -47,6 +51,7 @@ public final class ResumeServer: Sendable {
     ) {
         self.host = host
         self.port = port
+        self.secure = secure
         self.group = group
         self.threadPool = threadPool
         self.listener = listener
@@ -58,6 +63,10 @@ public final class ResumeServer: Sendable {
     /// - Throws: ``ServeError`` when the folder is missing or the address cannot be bound.
     public static func start(_ configuration: ServerConfiguration) async throws -> ResumeServer {
         let root = try canonicalDirectory(configuration.directory)
+        let tls = try configuration.tls.map { files throws(ServeError) in try ServerTLS.context(files) }
+        let logins = try configuration.htpasswd.map { path throws(ServeError) in
+            Logins(passwords: try PasswordFile.load(path: path), publicRead: configuration.publicRead, log: configuration.log)
+        }
         let swept = TemporaryFiles.sweep(root: root)
         if swept > 0 { configuration.log?("removed \(swept) unfinished upload file(s) left by an earlier run") }
         let group = MultiThreadedEventLoopGroup(numberOfThreads: System.coreCount)
@@ -65,25 +74,35 @@ public final class ResumeServer: Sendable {
         threadPool.start()
         let temporaryFiles = TemporaryFiles()
         let expiredUploads = ExpiredUploads()
-        // NIO builds each upload's `Location` from a fixed origin, which needs the bound port;
-        // connections wait (auto-read off on the listener) until it is known.
-        let uploadContext = Mutex<HTTPResumableUploadContext?>(nil)
+        let admission = UploadAdmission(
+            root: root,
+            maxUploadSize: configuration.maxUploadSize,
+            overwrite: configuration.overwrite,
+            slots: configuration.maxUploads.map(UploadSlots.init(limit:))
+        )
+        // Upload `Location`s are path-only: a client resolves them against the URL it used, so HEAD
+        // and PATCH reach the server the same way the creation did (a reverse proxy, a port forward,
+        // a wildcard bind, a host name), which an origin built from the bound address would not.
+        let uploadContext = HTTPResumableUploadContext(origin: "", timeout: TimeAmount(configuration.uploadTimeout))
         let pipeline = PipelineFactory(
             configuration: configuration,
             root: root,
             threadPool: threadPool,
             temporaryFiles: temporaryFiles,
-            expiredUploads: expiredUploads
+            expiredUploads: expiredUploads,
+            admission: admission,
+            tls: tls,
+            logins: logins,
+            tusUploads: TusUploads()
         )
 
         let bootstrap = ServerBootstrap(group: group)
             .serverChannelOption(ChannelOptions.backlog, value: 256)
             .serverChannelOption(ChannelOptions.socketOption(.so_reuseaddr), value: 1)
-            .serverChannelOption(ChannelOptions.autoRead, value: false)
-            .childChannelOption(ChannelOptions.socketOption(.tcp_nodelay), value: 1)
+            .childChannelOption(ChannelOptions.tcpOption(.tcp_nodelay), value: 1)
             .childChannelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
-                    try pipeline.configure(channel, uploadContext: uploadContext.withLock { $0 })
+                    try pipeline.configure(channel, uploadContext: uploadContext)
                 }
             }
 
@@ -96,16 +115,10 @@ public final class ResumeServer: Sendable {
             throw listenError(error, configuration: configuration)
         }
         let port = listener.localAddress?.port ?? configuration.port
-        uploadContext.withLock {
-            $0 = HTTPResumableUploadContext(
-                origin: uploadOrigin(host: configuration.host, port: port),
-                timeout: TimeAmount(configuration.uploadTimeout)
-            )
-        }
-        try await listener.setOption(ChannelOptions.autoRead, value: true).get()
         return ResumeServer(
             host: configuration.host,
             port: port,
+            secure: tls != nil,
             group: group,
             threadPool: threadPool,
             listener: listener,
@@ -144,34 +157,63 @@ public final class ResumeServer: Sendable {
         return .cannotListen(host: configuration.host, port: configuration.port, reason: "\(error)")
     }
 
-    /// The origin upload `Location`s start with. A wildcard address names no host a client could
-    /// use, so uploads then get a path-only `Location`, which a client resolves against its own URL.
-    private static func uploadOrigin(host: String, port: Int) -> String {
-        if host == "0.0.0.0" || host == "::" || host == "[::]" { return "" }
-        return "http://\(authority(host: host, port: port))"
-    }
-
     private static func authority(host: String, port: Int) -> String {
         host.contains(":") && !host.hasPrefix("[") ? "[\(host)]:\(port)" : "\(host):\(port)"
     }
 }
 
 /// Builds one connection's pipeline:
-/// HTTP/1 codec → access log → static files (GET/HEAD) → HTTP types → NIO resumable uploads → ``UploadSink``.
+/// [TLS] → HTTP/1 codec → 431/400 answers → head timeout → access log → [logins] → [tus] → static files
+/// (GET/HEAD, upload admission) → HTTP types → NIO resumable uploads (the IETF draft) → ``UploadSink``.
 private struct PipelineFactory: Sendable {
     let configuration: ServerConfiguration
     let root: String
     let threadPool: NIOThreadPool
     let temporaryFiles: TemporaryFiles
     let expiredUploads: ExpiredUploads
+    let admission: UploadAdmission
+    let tls: NIOSSLContext?
+    let logins: Logins?
+    let tusUploads: TusUploads
 
-    func configure(_ channel: any Channel, uploadContext: HTTPResumableUploadContext?) throws {
+    func configure(_ channel: any Channel, uploadContext: HTTPResumableUploadContext) throws {
         let sync = channel.pipeline.syncOperations
-        try sync.configureHTTPServerPipeline(withPipeliningAssistance: true, withErrorHandling: true)
+        if let tls {
+            try channel.syncOptions?.setOption(ChannelOptions.autoRead, value: false)
+            try sync.addHandler(ReadOnActive())
+            try sync.addHandler(NIOSSLServerHandler(context: tls))
+        }
+        try sync.configureHTTPServerPipeline(
+            withPipeliningAssistance: true,
+            withErrorHandling: false,
+            withEncoderConfiguration: .init(),
+            withDecoderLimitConfiguration: ProtocolErrorResponder.decoderLimits
+        )
+        try sync.addHandler(ProtocolErrorResponder())
+        try sync.addHandler(HeaderTimeout(limit: TimeAmount(configuration.headerTimeout)))
         if let log = configuration.log {
             try sync.addHandler(AccessLogHandler(log: log))
         }
-        let acceptsUploads = !configuration.readOnly && uploadContext != nil
+        if let logins {
+            try sync.addHandler(
+                LoginGate(logins: logins, threadPool: threadPool, uploadPrefixes: [Self.resumptionPrefix, TusUploads.prefix]))
+        }
+        let acceptsUploads = !configuration.readOnly
+        if acceptsUploads {
+            try sync.addHandler(
+                TusHandler(
+                    settings: .init(
+                        root: root,
+                        uploads: tusUploads,
+                        admission: admission,
+                        threadPool: threadPool,
+                        temporaryFiles: temporaryFiles,
+                        expiry: configuration.uploadTimeout,
+                        log: configuration.log
+                    )
+                )
+            )
+        }
         let creationPath = UploadCreationPath(prefix: Self.resumptionPrefix)
         try sync.addHandler(
             StaticFileHandler(
@@ -179,21 +221,26 @@ private struct PipelineFactory: Sendable {
                     root: root,
                     acceptsUploads: acceptsUploads,
                     resumptionPrefix: Self.resumptionPrefix,
-                    expiredUploads: expiredUploads
+                    expiredUploads: expiredUploads,
+                    admission: admission,
+                    secure: tls != nil
                 ),
                 threadPool: threadPool,
                 creationPath: creationPath
             )
         )
-        guard acceptsUploads, let uploadContext else { return }
+        guard acceptsUploads else { return }
         let sinkSettings = UploadSink.Settings(
             root: root,
             threadPool: threadPool,
             temporaryFiles: temporaryFiles,
             expiredUploads: expiredUploads,
-            log: configuration.log
+            log: configuration.log,
+            overwrite: configuration.overwrite,
+            maxUploadSize: configuration.maxUploadSize,
+            slots: admission.slots
         )
-        try sync.addHandler(HTTP1ToHTTPServerCodec(secure: false))
+        try sync.addHandler(HTTP1ToHTTPServerCodec(secure: tls != nil))
         // `channelConfigurator:` rather than `handlers:`: a fresh sink for every logical upload.
         try sync.addHandler(
             HTTPResumableUploadHandler(context: uploadContext) { uploadChannel in

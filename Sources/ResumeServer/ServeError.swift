@@ -8,6 +8,12 @@ public enum ServeError: Error, Equatable, CustomStringConvertible, Sendable {
     case addressInUse(host: String, port: Int)
     /// Any other failure to listen (unknown host, no permission for a low port…).
     case cannotListen(host: String, port: Int, reason: String)
+    /// A file named on the command line (certificate, key, htpasswd) cannot be read.
+    case unreadableFile(path: String, reason: String)
+    /// The certificate or key is not usable (not PEM, or the key does not match the certificate).
+    case badTLS(reason: String)
+    /// A line of the htpasswd file is in a format this server does not check.
+    case badPasswordFile(path: String, line: Int, reason: String)
 
     public var description: String {
         switch self {
@@ -19,6 +25,22 @@ public enum ServeError: Error, Equatable, CustomStringConvertible, Sendable {
             "cannot listen on \(host):\(port): address already in use"
         case .cannotListen(let host, let port, let reason):
             "cannot listen on \(host):\(port): \(reason)"
+        case .unreadableFile(let path, let reason):
+            "cannot read \(path): \(reason)"
+        case .badTLS(let reason):
+            "cannot use the TLS certificate and key: \(reason)"
+        case .badPasswordFile(let path, let line, let reason):
+            "\(path) line \(line): \(reason)"
+        }
+    }
+
+    /// The exit status `resumectl serve` ends with (the contract's table: 64 usage, 66 input
+    /// missing, 73 cannot create the listener).
+    public var exitStatus: Int32 {
+        switch self {
+        case .directoryNotFound, .notADirectory, .unreadableFile: 66
+        case .badTLS, .badPasswordFile: 64
+        case .addressInUse, .cannotListen: 73
         }
     }
 }

@@ -13,6 +13,21 @@ public struct ServerConfiguration: Sendable {
     public var uploadTimeout: Duration
     /// Receives one line per request and notes about abandoned or failed uploads; `nil` for silence.
     public var log: (@Sendable (String) -> Void)?
+    /// Replace a file that exists at an upload's path; without it such an upload gets 409.
+    public var overwrite: Bool = false
+    /// The largest upload accepted, in bytes (413 beyond it); `nil` for no limit but the disk's.
+    public var maxUploadSize: Int64? = nil
+    /// How many uploads may be in progress at once (503 beyond it); `nil` for no limit.
+    public var maxUploads: Int? = nil
+    /// A request head must be complete within this long after the connection opened or the
+    /// previous response ended, else the connection is closed (a slow head holds a connection).
+    public var headerTimeout: Duration = .seconds(30)
+    /// Serve HTTPS with this certificate chain (PEM, leaf first) and private key (PEM).
+    public var tls: TLSFiles? = nil
+    /// An htpasswd file (bcrypt or SHA-crypt entries): every request must log in with HTTP Basic.
+    public var htpasswd: String? = nil
+    /// With ``htpasswd``: GET and HEAD need no login, uploads still do.
+    public var publicRead: Bool = false
 
     public init(
         directory: String,
@@ -28,5 +43,18 @@ public struct ServerConfiguration: Sendable {
         self.readOnly = readOnly
         self.uploadTimeout = uploadTimeout
         self.log = log
+    }
+}
+
+/// The files of an HTTPS listener.
+public struct TLSFiles: Sendable, Equatable {
+    /// PEM certificates: the server's first, then any intermediates, all sent to clients.
+    public var certificateChain: String
+    /// The PEM private key of the first certificate.
+    public var privateKey: String
+
+    public init(certificateChain: String, privateKey: String) {
+        self.certificateChain = certificateChain
+        self.privateKey = privateKey
     }
 }

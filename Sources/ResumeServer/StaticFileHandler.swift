@@ -29,6 +29,10 @@ final class StaticFileHandler: ChannelDuplexHandler {
         /// NIO's resumption path, e.g. `/resumable_upload/`: everything below it belongs to NIO.
         var resumptionPrefix: String
         var expiredUploads: ExpiredUploads
+        /// Limits and overwrite rule an upload must pass before it reaches NIO.
+        var admission: UploadAdmission
+        /// Behind TLS, where a `FileRegion` cannot go: file bodies are read into buffers instead.
+        var secure: Bool = false
     }
 
     private enum Mode {
@@ -38,8 +42,8 @@ final class StaticFileHandler: ChannelDuplexHandler {
         /// Answered with an error; the rest of the request is read and dropped, then the connection
         /// closed (closing earlier could reset it under the unread body and lose the answer).
         case refusing(answered: Bool, requestEnded: Bool)
-        /// Belongs to the upload handler behind this one.
-        case forwarding
+        /// Belongs to the upload handler behind this one; `requestEnded` once its last part passed.
+        case forwarding(requestEnded: Bool)
     }
 
     private let settings: Settings
@@ -69,6 +73,7 @@ final class StaticFileHandler: ChannelDuplexHandler {
         case (.body, .forwarding):
             context.fireChannelRead(data)
         case (.end, .forwarding):
+            mode = .forwarding(requestEnded: true)
             context.fireChannelRead(data)
         case (.end, .refusing(let answered, _)):
             mode = .refusing(answered: answered, requestEnded: true)
@@ -111,14 +116,22 @@ final class StaticFileHandler: ChannelDuplexHandler {
             } else {
                 refuse(context: context, head: head, status: .notFound, extra: extra)
             }
+        } else if isResumption && method == .PATCH, let refusal = settings.admission.check(head, components: nil) {
+            refuse(context: context, head: head, status: refusal.status, extra: refusal.headers)
         } else if isResumption || method == .OPTIONS {
             forward(context: context, head: head, data: data)
         } else if method == .PUT || method == .POST {
+            let components: [String]
             do {
-                _ = try SafePath.components(ofTarget: head.uri)
-                forward(context: context, head: head, data: data)
+                components = try SafePath.components(ofTarget: head.uri)
             } catch {
                 refuse(context: context, head: head, status: error == .malformed ? .badRequest : .forbidden)
+                return
+            }
+            if let refusal = settings.admission.check(head, components: components) {
+                refuse(context: context, head: head, status: refusal.status, extra: refusal.headers)
+            } else {
+                forward(context: context, head: head, data: data)
             }
         } else {
             refuse(context: context, head: head, status: .methodNotAllowed, extra: [("Allow", Self.allowed)])
@@ -132,7 +145,7 @@ final class StaticFileHandler: ChannelDuplexHandler {
     }
 
     private func forward(context: ChannelHandlerContext, head: HTTPRequestHead, data: NIOAny) {
-        mode = .forwarding
+        mode = .forwarding(requestEnded: false)
         if head.version == .http1_1,
             head.headers[canonicalForm: "expect"].contains(where: { $0.lowercased() == "100-continue" })
         {
@@ -147,22 +160,33 @@ final class StaticFileHandler: ChannelDuplexHandler {
     // MARK: Outbound (responses of forwarded requests)
 
     func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
-        guard case .forwarding = mode else {
+        guard case .forwarding(let requestEnded) = mode else {
             context.write(data, promise: promise)
             return
         }
         switch unwrapOutboundIn(data) {
-        case .head(let head) where head.status.code < 200:
+        case .head(var head) where head.status.code < 200:
             if head.status.code == 104, let location = head.headers["location"].first {
                 creationPath?.record(location: location)
+                if let limit = settings.admission.maxUploadSize {
+                    head.headers.replaceOrAdd(name: "Upload-Limit", value: "max-size=\(limit)")
+                }
             }
             if requestVersion == .http1_0 {
                 // RFC 9110 §15.2: no 1xx to an HTTP/1.0 client.
                 promise?.succeed()
             } else {
-                context.write(data, promise: promise)
+                context.write(wrapOutboundOut(.head(head)), promise: promise)
             }
         case .head(var head):
+            if head.status.code >= 400 && !requestEnded {
+                // Refused mid-body (too large, disk full): the rest of the body is not read.
+                keepAlive = false
+            }
+            if let limit = settings.admission.maxUploadSize, head.headers.contains(name: "upload-limit") {
+                // NIO says `min-size=0` to OPTIONS; the limit is ours to add.
+                head.headers.replaceOrAdd(name: "Upload-Limit", value: "min-size=0, max-size=\(limit)")
+            }
             // The HTTP-types codec always says HTTP/1.1 and knows nothing of keep-alive.
             head.version = requestVersion
             if !keepAlive { head.headers.replaceOrAdd(name: "connection", value: "close") }
@@ -180,6 +204,14 @@ final class StaticFileHandler: ChannelDuplexHandler {
 
     private func serve(context: ChannelHandlerContext, head: HTTPRequestHead) {
         mode = .serving
+        if head.uri.hasPrefix(FolderPageAssets.prefix) {
+            guard let asset = FolderPageAssets.asset(head.uri) else {
+                respond(context: context, head: head, status: .notFound)
+                return
+            }
+            respond(context: context, head: head, status: .ok, extra: Self.pageHeaders, text: asset.body, contentType: asset.contentType)
+            return
+        }
         let components: [String]
         do {
             components = try SafePath.components(ofTarget: head.uri)
@@ -188,12 +220,27 @@ final class StaticFileHandler: ChannelDuplexHandler {
             return
         }
         let root = settings.root
-        threadPool.runIfActive(eventLoop: context.eventLoop) {
-            try ServedFile.resolve(components, root: root)
+        let page = head.headers["accept"].contains { $0.contains("text/html") } ? Self.pathOnly(head.uri) : nil
+        let uploads = settings.acceptsUploads
+        threadPool.runIfActive(eventLoop: context.eventLoop) { () throws -> Served in
+            do {
+                return .file(try ServedFile.resolve(components, root: root))
+            } catch let refusal as PathRefusal where refusal == .notFound && page != nil {
+                // A folder, asked for by a browser: its page (at its URL with a final slash, so that
+                // relative links work).
+                let folder = try SafePath.existing(components, root: root)
+                guard let entries = FolderPage.entries(of: folder) else { throw PathRefusal.notFound }
+                guard let page, page.hasSuffix("/") else { return .redirect((page ?? "/") + "/") }
+                return .page(FolderPage.render(path: components, entries: entries, uploads: uploads))
+            }
         }.assumeIsolated().whenComplete { result in
             switch result {
-            case .success(let file):
+            case .success(.file(let file)):
                 self.respond(context: context, head: head, file: file)
+            case .success(.page(let html)):
+                self.respond(context: context, head: head, status: .ok, extra: Self.pageHeaders, text: html, contentType: "text/html; charset=utf-8")
+            case .success(.redirect(let location)):
+                self.respond(context: context, head: head, status: .movedPermanently, extra: [("Location", location)])
             case .failure(let refusal as PathRefusal):
                 self.respond(context: context, head: head, refusal: refusal)
             case .failure:
@@ -201,6 +248,19 @@ final class StaticFileHandler: ChannelDuplexHandler {
             }
         }
     }
+
+    /// What a GET or HEAD resolves to.
+    private enum Served {
+        case file(ServedFile)
+        case page(String)
+        case redirect(String)
+    }
+
+    private static let pageHeaders = [
+        ("Content-Security-Policy", FolderPage.contentSecurityPolicy),
+        ("X-Content-Type-Options", "nosniff"),
+        ("Cache-Control", "no-store"),
+    ]
 
     private func respond(context: ChannelHandlerContext, head: HTTPRequestHead, file: ServedFile) {
         guard context.channel.isActive else {
@@ -247,6 +307,10 @@ final class StaticFileHandler: ChannelDuplexHandler {
 
         let responseHead = HTTPResponseHead(version: head.version, status: status, headers: headers)
         context.write(wrapOutboundOut(.head(responseHead)), promise: nil)
+        if head.method == .GET && !bytes.isEmpty && settings.secure {
+            sendBuffered(context: context, file: file, bytes: bytes)
+            return
+        }
         let watch = TruncationWatch(handle: file.handle, end: bytes.upperBound)
         if head.method == .GET && !bytes.isEmpty {
             let region = FileRegion(
@@ -262,6 +326,37 @@ final class StaticFileHandler: ChannelDuplexHandler {
             try? file.handle.close()
         }
     }
+
+    /// The body as buffers read on the thread pool, each written before the next is read, so memory
+    /// stays at one chunk per connection. A file that ends early ends the connection: the length
+    /// was promised.
+    private func sendBuffered(context: ChannelHandlerContext, file: ServedFile, bytes: Range<Int64>) {
+        let loop = context.eventLoop
+        let bound = NIOLoopBound((self, context), eventLoop: loop)
+        let sent = NIOLoopBoundBox(Int64(0), eventLoop: loop)
+        NonBlockingFileIO(threadPool: threadPool).readChunked(
+            fileHandle: file.handle,
+            fromOffset: bytes.lowerBound,
+            byteCount: Int(bytes.count),
+            chunkSize: Self.bufferedChunk,
+            allocator: context.channel.allocator,
+            eventLoop: loop
+        ) { chunk in
+            let (handler, context) = bound.value
+            sent.value += Int64(chunk.readableBytes)
+            return context.writeAndFlush(handler.wrapOutboundOut(.body(.byteBuffer(chunk))))
+        }.assumeIsolated().whenComplete { result in
+            let (handler, context) = bound.value
+            if case .success = result, sent.value == Int64(bytes.count) {
+                handler.finish(context: context) { try? file.handle.close() }
+            } else {
+                try? file.handle.close()
+                context.close(promise: nil)
+            }
+        }
+    }
+
+    private static let bufferedChunk = 256 * 1024
 
     private func respond(context: ChannelHandlerContext, head: HTTPRequestHead, refusal: PathRefusal) {
         let status: HTTPResponseStatus =
@@ -279,13 +374,15 @@ final class StaticFileHandler: ChannelDuplexHandler {
         head: HTTPRequestHead,
         status: HTTPResponseStatus,
         extra: [(String, String)] = [],
-        body: Bool = true
+        body: Bool = true,
+        text given: String? = nil,
+        contentType: String = "text/plain; charset=utf-8"
     ) {
         guard context.channel.isActive else { return }
-        let text = body ? "\(status.code) \(status.reasonPhrase)\n" : ""
+        let text = given ?? (body ? "\(status.code) \(status.reasonPhrase)\n" : "")
         var headers = baseHeaders(now: Int64(time(nil)))
         headers.add(contentsOf: extra)
-        headers.add(name: "Content-Type", value: "text/plain; charset=utf-8")
+        headers.add(name: "Content-Type", value: contentType)
         headers.add(name: "Content-Length", value: "\(text.utf8.count)")
         let responseHead = HTTPResponseHead(version: head.version, status: status, headers: headers)
         context.write(wrapOutboundOut(.head(responseHead)), promise: nil)

@@ -22,7 +22,7 @@ struct UploadFailure: Error, Sendable {
         let status =
             switch code {
             case ENOSPC, EDQUOT: 507
-            case EISDIR, ENOTEMPTY, ENOTDIR: 409
+            case EISDIR, ENOTEMPTY, ENOTDIR, EEXIST: 409
             case EACCES, EPERM, EROFS: 403
             default: 500
             }
@@ -99,8 +99,9 @@ struct UploadFile: Sendable {
         }
     }
 
-    /// Makes the data durable, then gives it its final name (replacing any file there).
-    func commit() throws(UploadFailure) {
+    /// Makes the data durable, then gives it its final name; a file already there is replaced only
+    /// when `replacing`, else the upload fails with 409 and that file stays as it was.
+    func commit(replacing: Bool) throws(UploadFailure) {
         // Without the fsync a crash after the rename could leave the final name on a short file.
         if fsync(descriptor) != 0 {
             let code = errno
@@ -108,11 +109,24 @@ struct UploadFile: Sendable {
             throw UploadFailure(errno: code, doing: "fsync")
         }
         close(descriptor)
-        if rename(temporaryPath, finalPath) != 0 {
+        if replacing {
+            if rename(temporaryPath, finalPath) != 0 {
+                let code = errno
+                unlink(temporaryPath)
+                throw UploadFailure(errno: code, doing: "rename")
+            }
+            return
+        }
+        // link(2) fails with EEXIST instead of replacing: no window in which a file that appeared
+        // since the upload began would be overwritten (rename(2) has no such mode).
+        if link(temporaryPath, finalPath) != 0 {
             let code = errno
             unlink(temporaryPath)
-            throw UploadFailure(errno: code, doing: "rename")
+            throw code == EEXIST
+                ? UploadFailure(status: 409, "a file exists there (serve with --overwrite to replace files)")
+                : UploadFailure(errno: code, doing: "link")
         }
+        unlink(temporaryPath)
     }
 
     func discard() {

@@ -21,6 +21,9 @@ final class UploadSink: ChannelInboundHandler {
         var temporaryFiles: TemporaryFiles
         var expiredUploads: ExpiredUploads
         var log: (@Sendable (String) -> Void)?
+        var overwrite: Bool = false
+        var maxUploadSize: Int64? = nil
+        var slots: UploadSlots? = nil
     }
 
     private enum State {
@@ -50,6 +53,7 @@ final class UploadSink: ChannelInboundHandler {
     private var busy = false
     private var readDeferred = false
     private var abandoned = false
+    private var holdsSlot = false
     private var lastError: Error?
 
     init(settings: Settings, resumptionPath: String?) {
@@ -74,6 +78,11 @@ final class UploadSink: ChannelInboundHandler {
             }
         case .body(let buffer):
             guard case .receiving = state else { return }
+            if let limit = settings.maxUploadSize, written + Int64(pendingBytes + buffer.readableBytes) > limit {
+                // A chunked body announced no length: it is cut off here, and nothing is kept.
+                fail(context: context, UploadFailure(status: 413, "more than --max-upload-size \(limit) bytes"))
+                return
+            }
             queue.append(buffer)
             pendingBytes += buffer.readableBytes
             writeQueued(context: context)
@@ -104,6 +113,7 @@ final class UploadSink: ChannelInboundHandler {
         case .receiving, .idle:
             // Never completed: the bytes so far are worthless to anyone.
             state = .done
+            releaseSlot()
             settings.log?("upload \(target) abandoned after \(written + Int64(pendingBytes)) bytes"
                 + (lastError.map { " (\($0))" } ?? ""))
             dropFile()
@@ -124,6 +134,13 @@ final class UploadSink: ChannelInboundHandler {
         } catch {
             fail(context: context, UploadFailure(error))
             return
+        }
+        if let slots = settings.slots {
+            guard slots.acquire() else {
+                fail(context: context, UploadFailure(status: 503, "\(slots.limit) uploads in progress (--max-uploads)"))
+                return
+            }
+            holdsSlot = true
         }
         state = .receiving
         // The sink paces the network itself (see `channelReadComplete`).
@@ -188,18 +205,20 @@ final class UploadSink: ChannelInboundHandler {
     private func commit(context: ChannelHandlerContext, file: UploadFile) {
         busy = true
         let temporaryFiles = settings.temporaryFiles
+        let replacing = settings.overwrite
         settings.threadPool.runIfActive(eventLoop: context.eventLoop) {
             // Unregistered first: from here on the shutdown sweep must not touch the descriptor.
             guard temporaryFiles.unregister(path: file.temporaryPath) else {
                 throw UploadFailure(status: 503, "server shutting down")
             }
-            try file.commit()
+            try file.commit(replacing: replacing)
         }.assumeIsolated().whenComplete { result in
             self.busy = false
             self.file = nil
             switch result {
             case .success:
                 self.state = .done
+                self.releaseSlot()
                 self.respond(context: context, status: .created, fields: [])
             case .failure(let error):
                 self.fail(context: context, UploadFailure(error))
@@ -211,9 +230,18 @@ final class UploadSink: ChannelInboundHandler {
     private func fail(context: ChannelHandlerContext, _ failure: UploadFailure) {
         settings.log?("upload \(target) failed: \(failure.reason)")
         state = .ignoring
+        releaseSlot()
         dropFile()
         let phrase = HTTPResponseStatus(statusCode: failure.status).reasonPhrase
-        respond(context: context, status: HTTPResponse.Status(code: failure.status, reasonPhrase: phrase), fields: [])
+        var fields: [HTTPField] = []
+        if failure.status == 503 { fields.append(HTTPField(name: Self.retryAfter, value: "\(UploadAdmission.retryAfterBusy)")) }
+        respond(context: context, status: HTTPResponse.Status(code: failure.status, reasonPhrase: phrase), fields: fields)
+    }
+
+    private func releaseSlot() {
+        guard holdsSlot else { return }
+        holdsSlot = false
+        settings.slots?.release()
     }
 
     /// Gives the stored bytes up; a write still running on the pool finishes first.
@@ -244,4 +272,5 @@ final class UploadSink: ChannelInboundHandler {
     }
 
     private static let allow = HTTPField.Name("Allow")!
+    private static let retryAfter = HTTPField.Name("Retry-After")!
 }

@@ -21,8 +21,10 @@ struct Serve: AsyncParsableCommand {
             GET and HEAD serve the files below <dir> with strong ETags and single byte ranges \
             (Range, If-Range). PUT or POST to a path stores the body there; with the headers of \
             draft-ietf-httpbis-resumable-upload (interop versions 3, 5 and 6) an interrupted upload \
-            can be resumed. Dot-files are never served. Prints `listening on URL` once ready, then \
-            one line per request on standard error; SIGINT or SIGTERM stops it.
+            can be resumed. Dot-files are never served, and an existing file is never replaced \
+            without --overwrite. Prints `listening on URL` once ready, then one line per request on \
+            standard error; SIGINT or SIGTERM stops it. Beyond loopback it starts only with \
+            --htpasswd, --read-only or --allow-anonymous-uploads.
             """
     )
 
@@ -59,6 +61,33 @@ struct Serve: AsyncParsableCommand {
     @Option(help: ArgumentHelp("Seconds an interrupted upload is kept for its client to resume.", valueName: "seconds"))
     var uploadTimeout: Double = 3600
 
+    @Flag(help: "Let an upload replace a file that exists (without it: 409 Conflict, the file stays).")
+    var overwrite: Bool = false
+
+    @Option(help: ArgumentHelp("Refuse uploads larger than this (413), e.g. 500M or 20G.", valueName: "size"))
+    var maxUploadSize: ByteSize?
+
+    @Option(help: ArgumentHelp("Uploads that may be in progress at once (503 with Retry-After beyond).", valueName: "n"))
+    var maxUploads: Int?
+
+    @Option(help: ArgumentHelp("Seconds a client has to send a request head before its connection is closed.", valueName: "seconds"))
+    var headerTimeout: Double = 30
+
+    @Option(help: ArgumentHelp("Serve HTTPS with this PEM certificate chain (the server's first, then intermediates).", valueName: "file"), completion: .file())
+    var tlsCert: String?
+
+    @Option(help: ArgumentHelp("The PEM private key of --tls-cert.", valueName: "file"), completion: .file())
+    var tlsKey: String?
+
+    @Option(help: ArgumentHelp("Ask every request for an HTTP Basic login from this file (htpasswd -B or openssl passwd -5/-6 entries).", valueName: "file"), completion: .file())
+    var htpasswd: String?
+
+    @Flag(help: "With --htpasswd: downloads need no login, uploads still do.")
+    var publicRead: Bool = false
+
+    @Flag(help: "Beyond loopback, accept uploads from anyone without --htpasswd.")
+    var allowAnonymousUploads: Bool = false
+
     func validate() throws {
         guard (0...65535).contains(port) else {
             throw ValidationError("--port must be between 0 and 65535.")
@@ -66,10 +95,27 @@ struct Serve: AsyncParsableCommand {
         guard uploadTimeout > 0, uploadTimeout <= 365 * 86400 else {
             throw ValidationError("--upload-timeout must be a positive number of seconds, at most a year.")
         }
+        guard headerTimeout > 0, headerTimeout <= 3600 else {
+            throw ValidationError("--header-timeout must be a positive number of seconds, at most an hour.")
+        }
+        if let maxUploads, maxUploads < 1 {
+            throw ValidationError("--max-uploads must be at least 1.")
+        }
+        guard (tlsCert == nil) == (tlsKey == nil) else {
+            throw ValidationError("--tls-cert and --tls-key go together.")
+        }
+        if publicRead && htpasswd == nil {
+            throw ValidationError("--public-read goes with --htpasswd.")
+        }
+        if let refusal = StartPolicy.refusal(
+            host: host, logins: htpasswd != nil, readOnly: readOnly, allowAnonymousUploads: allowAnonymousUploads)
+        {
+            throw ValidationError(refusal + ".")
+        }
     }
 
     func run() async throws {
-        let configuration = ServerConfiguration(
+        var configuration = ServerConfiguration(
             directory: directory,
             host: host,
             port: port,
@@ -77,23 +123,31 @@ struct Serve: AsyncParsableCommand {
             uploadTimeout: .milliseconds(Int64(uploadTimeout * 1000)),
             log: { line in Standard.error(line) }
         )
+        configuration.overwrite = overwrite
+        configuration.maxUploadSize = maxUploadSize?.bytes
+        configuration.maxUploads = maxUploads
+        configuration.headerTimeout = .milliseconds(Int64(headerTimeout * 1000))
+        if let tlsCert, let tlsKey {
+            configuration.tls = TLSFiles(certificateChain: tlsCert, privateKey: tlsKey)
+        }
+        configuration.htpasswd = htpasswd
+        configuration.publicRead = publicRead
+        if let warning = StartPolicy.warning(host: host, logins: htpasswd != nil, tls: tlsCert != nil) {
+            Standard.error("resumectl: \(warning)")
+        }
+        let termination = TerminationSignal()
         let server: ResumeServer
         do {
             server = try await ResumeServer.start(configuration)
         } catch let error as ServeError {
             Standard.error("resumectl: \(error)")
-            switch error {
-            case .directoryNotFound, .notADirectory:
-                throw ExitCode(66)
-            case .addressInUse, .cannotListen:
-                throw ExitCode(73)
-            }
+            throw ExitCode(error.exitStatus)
         }
         // Scripts read the port from this line, often through a pipe: flush it now.
         print("listening on \(server.url)")
         fflush(nil)
 
-        await TerminationSignal.wait()
+        await termination.wait()
         try await server.shutdown()
     }
 }
@@ -113,38 +167,45 @@ private enum Standard {
     }
 }
 
-/// Suspends until SIGINT or SIGTERM arrives.
-private enum TerminationSignal {
-    static func wait() async {
-        let sources = [SIGINT, SIGTERM].map { number in
+/// SIGINT and SIGTERM, caught from the moment it is made: made before `listening on` is printed,
+/// so that a signal sent as soon as that line is read is never lost (it would be, between ignoring
+/// the signal and watching for it).
+private final class TerminationSignal: @unchecked Sendable {
+    private let state = Mutex<(fired: Bool, waiter: CheckedContinuation<Void, Never>?)>((false, nil))
+    private var sources: [any DispatchSourceSignal] = []
+
+    init() {
+        for number in [SIGINT, SIGTERM] {
             // Ignored at the process level so that only the dispatch source sees it.
             signal(number, SIG_IGN)
-            return DispatchSource.makeSignalSource(signal: number, queue: .global())
+            let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
+            source.setEventHandler { [weak self] in self?.fire() }
+            source.resume()
+            sources.append(source)
         }
-        let fired = Once()
+    }
+
+    private func fire() {
+        let waiter = state.withLock { state in
+            defer { state = (true, nil) }
+            return state.waiter
+        }
+        waiter?.resume()
+    }
+
+    /// Returns once a signal has arrived (at once if one already has).
+    func wait() async {
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            for source in sources {
-                source.setEventHandler {
-                    if fired.claim() { continuation.resume() }
-                }
-                source.resume()
+            let fired = state.withLock { state in
+                if state.fired { return true }
+                state.waiter = continuation
+                return false
             }
+            if fired { continuation.resume() }
         }
         for source in sources { source.cancel() }
     }
-
-    private final class Once: Sendable {
-        private let done = Mutex(false)
-
-        func claim() -> Bool {
-            done.withLock { done in
-                defer { done = true }
-                return !done
-            }
-        }
-    }
 }
-
 
 extension String {
     fileprivate func replacingPrefix(_ prefix: String) -> String {

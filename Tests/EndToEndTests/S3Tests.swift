@@ -241,6 +241,33 @@ import Testing
         #expect(try s.w.tokens().isEmpty)
     }
 
+    @Test func aPrefixMakesItsFolderWhenMissing() async throws {
+        let s = try await S3Scene(verify: false)
+        let objects = try await s.moto.putMany(s.bucket, prefix: "mk/", count: 3, size: 1000)
+        let dir = s.w.path("new/nested")
+        let r = try await s.run(["download", s.url("mk/"), "-o", dir, "--endpoint-url", s.moto.endpoint])
+        #expect(r.status == 0, "\(r)")
+        #expect(try filesBelow(dir) == Set(objects.keys.map { String($0.dropFirst(3)) }))
+    }
+
+    @Test func anEndpointThatDoesNotResolveFailsAtOnceOrIsWaitedFor() async throws {
+        let s = try await S3Scene(verify: false)
+        _ = try makeRandomFile(path: s.w.path("www/src.bin"), size: 6_000_000, seed: 77)
+        // A typo'd endpoint on a fresh upload: one line naming the host, exit 1, no retries.
+        let r = try await s.run(["upload", s.w.path("www/src.bin"), s.url("x.bin"), "--endpoint-url", "http://nowhere.invalid:9000"])
+        #expect(r.status == 1, "\(r)")
+        #expect(r.stderr.contains("Could not resolve host: nowhere.invalid") && !r.stderr.contains("retry"), "\(r)")
+        // With --wait-network it is waited for, try after try (each on a fresh handle: no libcurl "bad argument"),
+        // until a pause stops it with the token kept.
+        let p = try s.start(["upload", s.w.path("www/src.bin"), s.url("y.bin"), "--endpoint-url", "http://nowhere.invalid:9000",
+            "--wait-network", "--retry-delay", "0.1"])
+        try await eventually(timeout: .seconds(30)) { p.stderrSoFar.components(separatedBy: "waiting for the network").count > 3 }
+        p.send(signal: SIGTERM)
+        let stopped = try await p.wait()
+        #expect(stopped.status == 75, "\(stopped)")
+        #expect(!stopped.stderr.contains("bad argument"), "\(stopped)")
+    }
+
     @Test func prefixKeysThatLeaveTheFolderAreRefused() async throws {
         let s = try await S3Scene(verify: false)
         let objects = try await s.moto.putMany(s.bucket, prefix: "pre/", count: 5, size: 10_000)

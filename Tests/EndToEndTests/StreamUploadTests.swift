@@ -4,29 +4,8 @@ import Testing
 /// `producer | resumectl upload - URL`, with real pipes through bash, against Apple's NIOResumableUpload
 /// (through the cutting proxy) and `resumectl serve`: the spool, its bound, kills before and after the
 /// stream's end, the replay rule.
-@Suite(.serialized) struct StreamUploadTests {
+@Suite(.serialized) struct StreamUploadTests: StreamPipelines {
     static let MiB = 1 << 20
-
-    /// `producer | resumectl ARGS`, started in bash; its last stderr line is `status=N` (resumectl's status).
-    func startPipeline(_ w: Workspace, producer: String, _ args: [String]) throws -> RunningProcess {
-        let quoted = ([resumectlBinary] + args + ["--state-dir", w.state]).map { "'" + $0 + "'" }.joined(separator: " ")
-        let script = "\(producer) | \(quoted); echo \"status=${PIPESTATUS[1]}\" >&2"
-        return try RunningProcess("/bin/bash", ["-c", script], currentDirectory: w.out)
-    }
-
-    func pipeline(_ w: Workspace, producer: String, _ args: [String], timeout: Duration = .seconds(180)) async throws -> (ProcessResult, Int32) {
-        let r = try await startPipeline(w, producer: producer, args).wait(timeout: timeout)
-        return (r, status(r))
-    }
-
-    func status(_ r: ProcessResult) -> Int32 {
-        let line = r.stderr.split(separator: "\n").last { $0.hasPrefix("status=") } ?? ""
-        return Int32(line.dropFirst(7)) ?? -1
-    }
-
-    func spoolFiles(_ w: Workspace) -> [String] {
-        (try? FileManager.default.contentsOfDirectory(atPath: w.state + "/spool")) ?? []
-    }
 
     @Test func aStreamThroughSeveralCutsArrivesWhole() async throws {
         let w = try Workspace()
@@ -108,26 +87,6 @@ import Testing
         #expect(peak > 0)
     }
 
-    /// Starts a slow stream upload and kills it (SIGKILL) once its token shows `condition`.
-    func killed(_ w: Workspace, producer: String, url: String, extra: [String] = [], when condition: @escaping ([String: Any]) -> Bool)
-        async throws -> String
-    {
-        let p = try startPipeline(w, producer: producer, ["upload", "-", url, "--limit-rate", "4M"] + extra)
-        var id = ""
-        try await eventually(timeout: .seconds(60)) {
-            guard p.isRunning else { throw SupportError("ended before the kill: \(p.stderrSoFar)") }
-            guard let first = try w.tokens().first, let upload = try w.token(first)["upload"] as? [String: Any],
-                let stream = upload["stream"] as? [String: Any], (upload["acknowledgedBytes"] as? Int ?? 0) > 0, condition(stream)
-            else { return false }
-            id = first
-            return true
-        }
-        let pids = try await runProcess("/usr/bin/pgrep", ["-f", "upload - \(url)"])
-        for pid in pids.stdout.split(separator: "\n").compactMap({ Int32($0) }) { kill(pid, SIGKILL) }
-        _ = try await p.wait()
-        return id
-    }
-
     @Test func killedAfterTheEndItFinishesFromTheSpool() async throws {
         let w = try Workspace()
         let peer = try await UploadPeer()
@@ -180,7 +139,7 @@ import Testing
 
     @Test func aStreamIsRefusedWhereItCannotWork() async throws {
         let w = try Workspace()
-        for args in [["upload", "-", "http://127.0.0.1:1/x", "--protocol", "tus"], ["upload", "-", "http://127.0.0.1:1/x", "--detach"],
+        for args in [["upload", "-", "http://127.0.0.1:1/x", "--protocol", "plain"], ["upload", "-", "http://127.0.0.1:1/x", "--detach"],
             ["upload", "x.bin", "http://127.0.0.1:1/x", "--spool-max", "8M"]]
         {
             let r = try await w.run(args)

@@ -47,11 +47,11 @@ import Testing
 
     @Test func a401ExplainsThatLoginsAreNotKept() {
         let client = TransferClient(store: TokenStore(directory: "/nonexistent"))
-        let error = client.explainingLogin(TransferError(.failed, "the server answered 401 Unauthorized for https://x/y", tokenID: "d-1"))
+        let error = client.explainingLogin(TransferError(.failed, "the server answered 401 Unauthorized for https://x/y", status: 401, tokenID: "d-1"))
         #expect(error.message.hasSuffix("pass -u USER[:PASSWORD] or --netrc (credentials are never kept in the token)"))
         var withLogin = client
         withLogin.options.transport.credentials.user = "alice"
-        #expect(withLogin.explainingLogin(TransferError(.failed, "the server answered 401")).message.hasSuffix("the login was refused"))
-        #expect(client.explainingLogin(TransferError(.failed, "the server answered 404")).message == "the server answered 404")
+        #expect(withLogin.explainingLogin(TransferError(.failed, "the server answered 401", status: 401)).message.hasSuffix("the login was refused"))
+        #expect(client.explainingLogin(TransferError(.failed, "the server answered 404", status: 404)).message == "the server answered 404")
     }
 }

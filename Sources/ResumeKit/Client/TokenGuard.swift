@@ -1,4 +1,5 @@
-/// A transfer's hold on its token's lock file (`tokens/<id>.lock`, with the pid `pause` signals).
+/// A transfer's hold on its token: the lock file (`tokens/<id>.lock`, with the pid `pause` signals), and
+/// the token found under it, if any. Every entry point of ``TransferClient`` goes through one of these.
 ///
 /// A list's download takes it just before its token is first written, or at once when the token exists
 /// already: a file that ends before its first checkpoint never creates a lock file, which spares a list
@@ -28,6 +29,17 @@ final class TokenGuard {
         } catch {
             throw TransferError(.localIO, "\(error)")
         }
+    }
+
+    /// The token on disk, when there is one: it must be a `kind` transfer that `has` accepts (else 65,
+    /// saying it is not `what`). Read under the lock, so no other process changes it meanwhile.
+    func existing(
+        _ kind: ResumeToken.Kind, _ what: String, has: (ResumeToken) -> Bool = { _ in true }
+    ) throws(TransferError) -> ResumeToken? {
+        guard store.exists(id: id) else { return nil }
+        let token = try store.loadChecked(id)
+        guard token.kind == kind, has(token) else { throw TransferError(.badToken, "token \(id) is not \(what)") }
+        return token
     }
 
     /// A lock file without a token (the transfer failed or was refused before its first checkpoint) goes too.

@@ -18,7 +18,7 @@ extension TransferClient {
 
     /// A 401 says what to do: credentials are never stored, so a resume needs them again.
     func explainingLogin(_ error: TransferError) -> TransferError {
-        guard error.code == .failed, error.message.contains("answered 401") else { return error }
+        guard error.code == .failed, error.status == 401 else { return error }
         var explained = error
         explained.message += options.transport.credentials.authenticates
             ? "; the login was refused"

@@ -6,7 +6,7 @@ extension TransferClient {
     /// output path (without `force`) gets no token: running the download reports it as already complete.
     /// - Returns: the token id.
     public func prepare(_ request: DownloadRequest) throws(TransferError) -> String {
-        if S3Location.isS3(request.url) {
+        if Route.isS3(request.url) {
             let (plain, state) = try s3Object(request)
             return try prepare(plain, s3: state)
         }
@@ -19,14 +19,9 @@ extension TransferClient {
         try prepareStateDirectory()
         let path = try OutputPath.resolve(url: request.url, output: request.outputPath)
         let id = TokenStore.makeID(kind: .download, url: request.url, path: path)
-        let lock = TokenGuard(store: store, id: id)
-        try lock.hold()
+        let lock = try takeLock(id)
         defer { lock.release() }
-        if store.exists(id: id) {
-            let token = try loadToken(id)
-            guard token.kind == .download else { throw TransferError(.badToken, "token \(id) is not a download") }
-            return id
-        }
+        if try lock.existing(.download, "a download") != nil { return id }
         let occupant = OutputPath.occupant(path)
         if occupant == .file, !request.force { return id }
         try OutputPath.checkWritable(path, occupant: occupant)
@@ -34,7 +29,7 @@ extension TransferClient {
         token.download = .init(path: path, committedBytes: 0, expectedSHA256: request.expectedSHA256?.lowercased(),
             onChange: request.onChange.rawValue)
         token.s3 = s3
-        do { try store.save(token) } catch { throw TransferError(.localIO, "\(error)") }
+        try store.write(token)
         return id
     }
 
@@ -42,7 +37,7 @@ extension TransferClient {
     /// - Returns: the token id.
     public func prepare(_ request: UploadRequest) throws(TransferError) -> String {
         if request.filePath == "-" { throw TransferError(.usage, "a stream (upload -) reads stdin: it runs in the foreground") }
-        if S3Location.isS3(request.url) {
+        if Route.isS3(request.url) {
             _ = try S3Location.parse(request.url)
         } else {
             try URLCheck.validate(request.url)
@@ -54,14 +49,10 @@ extension TransferClient {
         let id = uploadTokenID(request)
         let lock = try takeLock(id)
         defer { lock.release() }
-        if store.exists(id: id) {
-            let token = try loadToken(id)
-            guard token.kind == .upload, token.upload != nil else { throw TransferError(.badToken, "token \(id) is not an upload") }
-            return id
-        }
-        if S3Location.isS3(request.url) {
-            let token = try newS3UploadToken(request, id: id, source: source, events: { _ in })
-            do { try store.save(token) } catch { throw TransferError(.localIO, "\(error)") }
+        if try lock.existing(.upload, "an upload", has: { $0.upload != nil }) != nil { return id }
+        if Route.isS3(request.url) {
+            let token = try newS3UploadToken(request, id: id, source: source.identity, events: { _ in })
+            try store.write(token)
             return id
         }
         var token = ResumeToken(id: id, kind: .upload, url: request.url, headers: ResumeToken.storableHeaders(request.headers))
@@ -69,7 +60,7 @@ extension TransferClient {
         let pinned = request.pinnedProtocol
         token.upload = .init(uploadURL: nil, interopVersion: pinned == .ietf ? (request.interopVersion ?? .newest).rawValue : nil,
             source: source.identity, acknowledgedBytes: 0, resumable: true, protocolName: pinned?.rawValue)
-        do { try store.save(token) } catch { throw TransferError(.localIO, "\(error)") }
+        try store.write(token)
         return id
     }
 }

@@ -36,7 +36,9 @@ extension TransferClient {
     /// A download S3 refused says why in S3's words (`NoSuchKey`, `AccessDenied` …): the error body of one
     /// more signed request, read only after the refusal (the download path keeps no bodies of errors).
     func explainingS3(_ error: TransferError, token: ResumeToken, options: TransferOptions) -> TransferError {
-        guard token.s3 != nil, error.code == .failed, error.message.contains("answered 4"), let answers = s3Answers else { return error }
+        guard token.s3 != nil, error.code == .failed, let status = error.status, (400..<500).contains(status), let answers = s3Answers else {
+            return error
+        }
         let call = S3Call(answers: answers, settings: options.transport)
         let reply = call.send(transport.makeSession(), method: "GET", url: token.url, headers: ["Range": "bytes=0-0"],
             cancellation: Cancellation())
@@ -51,7 +53,7 @@ extension TransferClient {
     /// the folder (`..`, an absolute or empty path) is refused, with a line each.
     public func s3Listing(
         _ url: String, folder: String, options: S3Options, headers: [String] = [], onChange: DownloadStateMachine.OnChange = .restart,
-        force: Bool = false
+        force: Bool = false, cancellation: Cancellation = Cancellation(), events: @escaping EventHandler = { _ in }
     ) async throws(TransferError) -> (requests: [DownloadRequest], refused: [String]) {
         try await onOwnThread { () throws(TransferError) in
             let answers = try self.requireS3Answers()
@@ -61,34 +63,37 @@ extension TransferClient {
             let session = self.transport.makeSession()
             var objects: [S3Object] = []
             var continuation: String?
-            var backoff = Backoff(self.options.retry)
-            repeat {
+            var retrier = Retrier(self.options, cancellation: cancellation, events: events)
+            var more = true
+            while more {
                 var query = [("list-type", "2"), ("prefix", location.key)]
                 if let continuation { query.append(("continuation-token", continuation)) }
-                switch call.send(session, method: "GET", url: target.bucketURL(query: query), cancellation: Cancellation()) {
+                let fault: Fault
+                switch call.send(session, method: "GET", url: target.bucketURL(query: query), cancellation: cancellation) {
                 case .ok(_, let body):
                     let page = try answers.objects(body)
                     objects += page.objects
                     continuation = page.continuation
+                    more = continuation != nil
+                    continue
                 case .refused(let status, let error, let after) where S3Call.isTransient(status: status, error: error):
-                    guard let delay = backoff.next(progressMade: false, retryAfter: after) else {
-                        throw TransferError(.retriesExhausted, S3Call.failure(status, error, "cannot list \(url)"))
-                    }
-                    usleep(UInt32(delay * 1_000_000))
+                    fault = .status(status, retryAfter: after, message: S3Call.failure(status, error, "cannot list \(url)"))
                 case .refused(let status, let error, _):
-                    throw TransferError(.failed, S3Call.failure(status, error, "cannot list \(url)"))
-                case .lost(let message, _):
-                    guard let delay = backoff.next(progressMade: false) else {
-                        throw TransferError(.retriesExhausted, "cannot list \(url): \(message)")
-                    }
-                    usleep(UInt32(delay * 1_000_000))
+                    throw TransferError(.failed, S3Call.failure(status, error, "cannot list \(url)"), status: status)
+                case .lost(let lost):
+                    fault = lost.withMessage("cannot list \(url): \(lost.message)")
                 case .stopped:
-                    throw TransferError(.stopped(.interrupt), "stopped while listing \(url)")
-                case .fatal(let message):
-                    throw TransferError(.failed, "cannot list \(url): \(message)")
+                    throw TransferError(.stopped(cancellation.reason ?? .interrupt), "stopped while listing \(url)")
                 }
-            } while continuation != nil
+                switch retrier.after(fault, fresh: objects.isEmpty, progressMade: false) {
+                case .again: continue
+                case .stopped(let reason): throw TransferError(.stopped(reason), "stopped while listing \(url)")
+                case .exhausted(let message): throw TransferError(.retriesExhausted, message)
+                case .failed(let message): throw TransferError(.failed, message)
+                }
+            }
 
+            try OutputPath.makeFolders(folder)
             var requests: [DownloadRequest] = []
             var refused: [String] = []
             for object in objects where !object.key.hasSuffix("/") {
@@ -99,7 +104,7 @@ extension TransferClient {
                 }
                 let path = folder + "/" + safe
                 if let slash = safe.lastIndex(of: "/") {
-                    try Self.makeFolders(folder + "/" + safe[..<slash])
+                    try OutputPath.makeFolders(folder + "/" + safe[..<slash])
                 }
                 requests.append(DownloadRequest(
                     url: "s3://\(location.bucket)/\(object.key)", outputPath: path, headers: headers, onChange: onChange, force: force,
@@ -116,35 +121,25 @@ extension TransferClient {
         return key
     }
 
-    private static func makeFolders(_ path: String) throws(TransferError) {
-        var built = ""
-        for part in path.split(separator: "/", omittingEmptySubsequences: false) {
-            built += (built.isEmpty && part.isEmpty) ? "/" : (built.isEmpty || built == "/" ? "" : "/") + part
-            if built == "/" || built.isEmpty { continue }
-            if mkdir(built, 0o755) != 0 && errno != EEXIST {
-                throw TransferError(.cannotCreateOutput, "cannot create \(built): \(String(cString: strerror(errno)))")
-            }
-        }
-    }
-
     // MARK: Uploads
 
     /// A new S3 upload's token: the target, the part size (raised to fit 10,000 parts, said once), no parts yet.
     func newS3UploadToken(
-        _ request: UploadRequest, id: String, source: SourceFile, events: EventHandler
+        _ request: UploadRequest, id: String, source: ResumeToken.SourceIdentity, events: EventHandler
     ) throws(TransferError) -> ResumeToken {
         let location = try S3Location.parse(request.url)
         guard !location.isPrefix else { throw TransferError(.usage, "\(request.url) names no object: give s3://BUCKET/KEY") }
         let target = try S3Target(location, choices: request.s3.choices, forcePathStyle: request.s3.forcePathStyle)
-        let (partSize, raised) = try MultipartPlan.partSize(fileSize: source.identity.size, requested: request.s3.partSize)
+        let (partSize, raised) = try MultipartPlan.partSize(fileSize: source.size, requested: request.s3.partSize)
         if raised {
             events(.note("part size raised to \(partSize >> 20) MiB: S3 takes at most 10,000 parts"))
         }
         var token = ResumeToken(id: id, kind: .upload, url: location.description, headers: ResumeToken.storableHeaders(request.headers))
-        token.upload = .init(uploadURL: nil, interopVersion: nil, source: source.identity, acknowledgedBytes: 0, resumable: true,
+        token.upload = .init(uploadURL: nil, interopVersion: nil, source: source, acknowledgedBytes: 0, resumable: true,
             protocolName: UploadProtocol.s3.rawValue)
         var state = target.state
         state.partSize = partSize
+        state.parallel = request.s3.parallel
         state.parts = []
         token.upload!.s3 = state
         return token
@@ -159,21 +154,21 @@ extension TransferClient {
         let lock = try takeLock(id)
         defer { lock.release() }
         var token: ResumeToken
-        if store.exists(id: id) {
-            token = try loadToken(id)
-            guard token.kind == .upload, token.upload?.s3 != nil else { throw TransferError(.badToken, "token \(id) is not an S3 upload") }
+        if let existing = try lock.existing(.upload, "an S3 upload", has: { $0.upload?.s3 != nil }) {
+            token = existing
             try checkSource(token, source)
+            token.upload!.s3!.parallel = request.s3.parallel  // the command given again says it again
         } else {
-            token = try newS3UploadToken(request, id: id, source: source, events: events)
+            token = try newS3UploadToken(request, id: id, source: source.identity, events: events)
         }
         let options = connectionOptions(for: &token, events: events)
-        do { try store.save(token) } catch { throw TransferError(.localIO, "\(error)") }
-        return try runS3Operation(token, source: source, options: options, parallel: request.s3.parallel, cancellation: cancellation, events: events)
+        try store.write(token)
+        return try runS3Operation(token, source: source, options: options, cancellation: cancellation, events: events)
     }
 
     /// Runs an S3 upload's token on a multi handle shared by its parts.
     func runS3Operation(
-        _ token: ResumeToken, source: SourceFile, options: TransferOptions, parallel: Int, cancellation: Cancellation,
+        _ token: ResumeToken, source: SourceFile, options: TransferOptions, cancellation: Cancellation,
         events: @escaping EventHandler
     ) throws(TransferError) -> UploadResult {
         let answers = try requireS3Answers()
@@ -182,7 +177,7 @@ extension TransferClient {
         defer { multi?.shutdown() }
         let operation = S3Upload(
             token: token, source: source, target: target, answers: answers, store: store, transport: multi ?? transport, options: options,
-            parallel: parallel, cancellation: cancellation, events: events)
+            parallel: token.upload!.s3!.parallel ?? S3Options().parallel, cancellation: cancellation, events: events)
         do {
             return try operation.run()
         } catch {
@@ -206,7 +201,8 @@ extension TransferClient {
             return "; S3 no longer had multipart upload \(uploadID)"
         case .refused(let status, let error, _):
             throw TransferError(.failed, S3Call.failure(status, error, "cannot abort the upload of \(s3.address) (cancel --keep-parts forgets it anyway)"))
-        case .lost(let message, _), .fatal(let message):
+        case .lost(let fault):
+            let message = fault.message
             throw TransferError(.failed, "cannot reach S3 to abort the upload of \(s3.address): \(message) (cancel --keep-parts forgets it anyway)")
         case .stopped:
             throw TransferError(.stopped(.interrupt), "stopped")

@@ -4,42 +4,45 @@ import Glibc
 extension TransferClient {
     /// Where stream uploads keep their spools: `STATE/spool/<id>` (folder 0700, files 0600).
     func spoolPath(id: String) throws(TransferError) -> String {
-        let folder = store.directory + "/spool"
-        if mkdir(folder, 0o700) != 0 && errno != EEXIST {
-            throw TransferError(.localIO, "cannot create \(folder): \(String(cString: strerror(errno)))")
-        }
-        return folder + "/" + id
+        try store.state.make(store.state.spool)
+        return store.state.spool(id)
     }
 
-    /// `producer | resumectl upload - URL`: the IETF draft with the length unknown until stdin ends.
-    /// Running it again (or `resume`) with the same stream continues a cut upload.
+    /// `producer | resumectl upload - URL`: the IETF draft, tus or S3 multipart with the length unknown until
+    /// stdin ends. Running it again (or `resume`) with the same stream continues a cut upload.
     func runStreamUpload(_ request: UploadRequest, cancellation: Cancellation, events: @escaping EventHandler) throws(TransferError) -> UploadResult {
-        if S3Location.isS3(request.url) {
-            throw TransferError(.usage, "a stream (upload -) goes to an http(s) URL with the IETF draft; S3 takes files only")
+        let route = try Route(request.url)
+        if case .s3Prefix = route { throw TransferError(.usage, "\(request.url) names no object: give s3://BUCKET/KEY") }
+        if route == .http(request.url), request.uploadProtocol == .plain {
+            throw TransferError(.usage, "a stream (upload -) needs the IETF draft or tus: its length is unknown when it starts")
         }
-        try URLCheck.validate(request.url)
+        if case .s3Object = route { _ = try requireS3Answers() }
         _ = try HeaderLines.parse(request.headers)
-        switch request.uploadProtocol {
-        case .auto, .ietf: break
-        case .tus, .plain: throw TransferError(.usage, "a stream (upload -) needs the IETF draft: its length is unknown when it starts")
-        }
         if let max = request.spoolMax, max < 1 << 20 { throw TransferError(.usage, "--spool-max must be at least 1M") }
         try prepareStateDirectory()
         let id = uploadTokenID(request)
         let lock = try takeLock(id)
         defer { lock.release() }
-        if store.exists(id: id) {
-            let token = try loadToken(id)
-            guard token.upload?.stream != nil else { throw TransferError(.badToken, "token \(id) is not a stream upload") }
+        if let token = try lock.existing(.upload, "a stream upload", has: { $0.upload?.stream != nil }) {
             return try continueStream(token, headers: request.headers, cancellation: cancellation, events: events)
         }
         let spoolMax = request.spoolMax ?? (1 << 30)
-        var token = ResumeToken(id: id, kind: .upload, url: request.url, headers: ResumeToken.storableHeaders(request.headers))
-        let version = request.interopVersion ?? .newest
-        token.upload = .init(
-            uploadURL: nil, interopVersion: version.rawValue,
-            source: .init(path: "-", size: 0, mtime: 0, inode: 0, edgeHash: ""), acknowledgedBytes: 0, resumable: true,
-            protocolName: UploadProtocol.ietf.rawValue)
+        var token: ResumeToken
+        var probe: ProtocolProbe?
+        let stdin = ResumeToken.SourceIdentity(path: "-", size: 0, mtime: 0, inode: 0, edgeHash: "")
+        if case .s3Object = route {
+            token = try newS3UploadToken(request, id: id, source: stdin, events: events)
+            let partSize = token.upload!.s3!.partSize ?? MultipartPlan.defaultPartSize
+            // A part is cut only once the spool holds all of it: a smaller spool could never send one.
+            guard spoolMax >= partSize else {
+                throw TransferError(.usage, "--spool-max (\(spoolMax >> 20) MiB) must hold at least one part (--part-size \(partSize >> 20) MiB)")
+            }
+        } else {
+            token = ResumeToken(id: id, kind: .upload, url: request.url, headers: ResumeToken.storableHeaders(request.headers))
+            let chosen = try chooseProtocol(request, probe: &probe, cancellation: cancellation, events: events)
+            token.upload = .init(uploadURL: nil, interopVersion: chosen.interopVersion, source: stdin, acknowledgedBytes: 0, resumable: true,
+                protocolName: chosen.protocolName)
+        }
         let spool = try Spool.create(path: try spoolPath(id: id))
         token.upload!.stream = .init(spool: spool.path, start: 0, durable: 0, ended: false, spoolMax: spoolMax,
             ledger: StreamLedger(blockSize: StreamLedger.blockSize(spoolMax: spoolMax)))
@@ -49,8 +52,10 @@ extension TransferClient {
             spool.remove()
             throw TransferError(.localIO, "\(error)")
         }
-        let machine = IETFStateMachine(size: 0, version: version, versionPinned: request.interopVersion != nil, lengthKnown: false)
-        return try runStream(token, spool: spool, machine: machine, replay: false, options: options, cancellation: cancellation, events: events)
+        var capabilities: TusCapabilities?
+        if case .tus(let found) = probe { capabilities = found }
+        return try runStream(token, spool: spool, versionPinned: request.interopVersion != nil, capabilities: capabilities, replay: false,
+            options: options, cancellation: cancellation, events: events)
     }
 
     /// A stream upload's token: from the spool once its stream ended, else from the same stream piped again.
@@ -64,25 +69,49 @@ extension TransferClient {
         let spool = try Spool.reopen(path: stream.spool, start: stream.start, durable: stream.durable)
         token.headers = HeaderLines.merge(stored: token.headers, given: headers)
         let options = connectionOptions(for: &token, events: events)
-        let version = token.upload!.interopVersion.flatMap(InteropVersion.init(rawValue:)) ?? .newest
-        let machine = IETFStateMachine(
-            size: stream.durable, version: version, versionPinned: token.upload!.uploadURL != nil, uploadURL: token.upload!.uploadURL,
-            lengthKnown: stream.ended)
+
         if stream.ended {
             events(.note("the stream ended before; sending the rest from the spool"))
         } else {
             events(.note("checking the replayed stream against the \(stream.durable) bytes already read"))
         }
-        return try runStream(token, spool: spool, machine: machine, replay: !stream.ended, options: options, cancellation: cancellation,
-            events: events)
+        return try runStream(token, spool: spool, versionPinned: token.upload!.uploadURL != nil, capabilities: nil, replay: !stream.ended,
+            options: options, cancellation: cancellation, events: events)
+    }
+
+    /// The machine of a stream token's protocol, at the bytes its spool made durable.
+    private func streamMachine(_ token: ResumeToken, versionPinned: Bool, capabilities: TusCapabilities?) -> any StreamingUploadMachine {
+        let part = token.upload!
+        let stream = part.stream!
+        if part.uploadProtocol == .tus {
+            return TusStateMachine(
+                size: stream.durable, creationURL: token.url, filename: "stdin", capabilities: capabilities, uploadURL: part.uploadURL,
+                checksum: part.checksumAlgorithm.flatMap(DigestAlgorithm.init(rawValue:)), expires: part.expires, lengthKnown: stream.ended)
+        }
+        return IETFStateMachine(
+            size: stream.durable, version: part.interopVersion.flatMap(InteropVersion.init(rawValue:)) ?? .newest,
+            versionPinned: versionPinned, uploadURL: part.uploadURL, lengthKnown: stream.ended)
     }
 
     private func runStream(
-        _ token: ResumeToken, spool: Spool, machine: IETFStateMachine, replay: Bool, options: TransferOptions, cancellation: Cancellation,
-        events: @escaping EventHandler
+        _ token: ResumeToken, spool: Spool, versionPinned: Bool, capabilities: TusCapabilities?, replay: Bool, options: TransferOptions,
+        cancellation: Cancellation, events: @escaping EventHandler
     ) throws(TransferError) -> UploadResult {
+        let sender: StreamUpload.Sender
+        // S3's parts go several at once on one multi handle, as a file's do.
+        let multi = token.upload!.s3 != nil && transport is CurlTransport ? try? CurlTransport.multi() : nil
+        defer { multi?.shutdown() }
+        if let s3 = token.upload!.s3 {
+            let source = SpoolSource(fd: spool.fileDescriptor, path: spool.path, hash: nil)
+            sender = .s3(S3Upload(
+                token: token, source: source, target: try S3Target(s3), answers: try requireS3Answers(), store: store,
+                transport: multi ?? transport, options: options, parallel: s3.parallel ?? S3Options().parallel, cancellation: cancellation,
+                events: events))
+        } else {
+            sender = .machine(streamMachine(token, versionPinned: versionPinned, capabilities: capabilities))
+        }
         let upload = StreamUpload(
-            token: token, spool: spool, machine: machine, input: STDIN_FILENO, hashesWholeStream: options.computeSHA256 && (token.upload!.stream!.durable == 0 || replay),
+            token: token, spool: spool, sender: sender, input: STDIN_FILENO, hashesWholeStream: options.computeSHA256 && (token.upload!.stream!.durable == 0 || replay),
             store: store, transport: transport, options: options, cancellation: cancellation, events: events)
         do {
             if replay { try upload.verifyReplay() }

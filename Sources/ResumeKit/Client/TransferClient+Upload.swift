@@ -60,7 +60,7 @@ extension TransferClient {
 
     func runUpload(_ request: UploadRequest, cancellation: Cancellation, events: @escaping EventHandler) throws(TransferError) -> UploadResult {
         if request.filePath == "-" { return try runStreamUpload(request, cancellation: cancellation, events: events) }
-        if S3Location.isS3(request.url) { return try runS3Upload(request, cancellation: cancellation, events: events) }
+        if Route.isS3(request.url) { return try runS3Upload(request, cancellation: cancellation, events: events) }
         try URLCheck.validate(request.url)
         _ = try HeaderLines.parse(request.headers)
         if let chunk = request.chunkSize, chunk <= 0 { throw TransferError(.usage, "--chunk-size must be positive") }
@@ -70,25 +70,24 @@ extension TransferClient {
         defer { lock.release() }
         var token: ResumeToken
         var probe: ProtocolProbe?
-        if store.exists(id: id) {
-            token = try loadToken(id)
-            guard token.kind == .upload, token.upload != nil else { throw TransferError(.badToken, "token \(id) is not an upload") }
+        if let existing = try lock.existing(.upload, "an upload", has: { $0.upload != nil }) {
+            token = existing
             try checkSource(token, source)
             // A token written by `--detach` before anything was sent has no protocol yet: choose it now.
             if token.upload!.protocolName == nil, token.upload!.uploadURL == nil, token.upload!.acknowledgedBytes == 0 {
-                let chosen = chooseProtocol(request, probe: &probe)
+                let chosen = try chooseProtocol(request, probe: &probe, cancellation: cancellation, events: events)
                 token.upload!.protocolName = chosen.protocolName
                 token.upload!.interopVersion = chosen.interopVersion
             }
         } else {
             token = ResumeToken(id: id, kind: .upload, url: request.url, headers: ResumeToken.storableHeaders(request.headers))
-            let chosen = chooseProtocol(request, probe: &probe)
+            let chosen = try chooseProtocol(request, probe: &probe, cancellation: cancellation, events: events)
             token.upload = .init(uploadURL: nil, interopVersion: chosen.interopVersion,
                 source: source.identity, acknowledgedBytes: 0, resumable: true, protocolName: chosen.protocolName)
         }
         token.headers = HeaderLines.merge(stored: token.headers, given: request.headers)
         let options = connectionOptions(for: &token, events: events)
-        do { try store.save(token) } catch { throw TransferError(.localIO, "\(error)") }
+        try store.write(token)
         var capabilities: TusCapabilities?
         if case .tus(let found) = probe {
             if let refusal = TusStateMachine.refusal(found, size: source.identity.size) {
@@ -109,12 +108,14 @@ extension TransferClient {
     }
 
     /// The protocol of a new upload: the one pinned, else what one OPTIONS probe finds (`probe` keeps its answer).
-    private func chooseProtocol(_ request: UploadRequest, probe: inout ProtocolProbe?) -> (protocolName: String, interopVersion: Int?) {
+    func chooseProtocol(
+        _ request: UploadRequest, probe: inout ProtocolProbe?, cancellation: Cancellation, events: @escaping EventHandler
+    ) throws(TransferError) -> (protocolName: String, interopVersion: Int?) {
         let chosen: UploadProtocol
         if let pinned = request.pinnedProtocol {
             chosen = pinned
         } else {
-            let found = self.probe(request.url, headers: request.headers)
+            let found = try self.probe(request.url, headers: request.headers, cancellation: cancellation, events: events)
             probe = found
             switch found {
             case .tus: chosen = .tus
@@ -151,20 +152,46 @@ extension TransferClient {
         case .plain:
             return try run(PlainUploadMachine(size: part.source.size))
         case .s3:
-            return try runS3Operation(token, source: source, options: options, parallel: 4, cancellation: cancellation, events: events)
+            return try runS3Operation(token, source: source, options: options, cancellation: cancellation, events: events)
         }
     }
 
-    /// One OPTIONS to the creation URL, never with the body: which protocol does the server speak?
-    private func probe(_ url: String, headers given: [String]) -> ProtocolProbe {
+    /// One OPTIONS to the creation URL, never with the body: which protocol does the server speak? A busy
+    /// server (429, 503) or a lost connection is asked again under the transfer's retry rules, so that a
+    /// tus server that was briefly busy is not taken for one that speaks no tus.
+    private func probe(_ url: String, headers given: [String], cancellation: Cancellation, events: @escaping EventHandler)
+        throws(TransferError) -> ProtocolProbe
+    {
         var headers = (try? HeaderLines.parse(given)) ?? [:]
         for field in ProtocolProbe.requestHeaders.fields { headers.set(field.name, field.value) }
-        let collector = HeadCollector()
-        let result = transport.makeSession().perform(
-            TransferRequest(method: "OPTIONS", url: url, headers: headers), settings: options.transport,
-            cancellation: Cancellation(), delegate: collector)
-        guard case .completed = result.outcome else { return .unknown }
-        return ProtocolProbe.decide(collector.head)
+        let session = transport.makeSession()
+        var retrier = Retrier(options, cancellation: cancellation, events: events)
+        while true {
+            let collector = HeadCollector()
+            let result = session.perform(
+                TransferRequest(method: "OPTIONS", url: url, headers: headers), settings: options.transport,
+                cancellation: cancellation, delegate: collector)
+            let fault: Fault
+            switch result.outcome {
+            case .completed:
+                guard let head = collector.head else { return .unknown }
+                // Only "busy" is worth waiting for: a plain server may answer OPTIONS with any error and still take the upload.
+                guard head.status == 429 || head.status == 503 else { return ProtocolProbe.decide(head) }
+                fault = .answered(head.status, retryAfter: head.headers["Retry-After"], "the server answered \(head.status) to OPTIONS")
+            case .failed(let failure):
+                fault = Fault(failure)
+            case .stalled:
+                fault = .stalled(seconds: options.transport.stallTimeout)
+            case .cancelled, .abortedByDelegate:
+                throw TransferError(.stopped(cancellation.reason ?? .interrupt), "stopped before the upload began")
+            }
+            switch retrier.after(fault, fresh: true, progressMade: false) {
+            case .again: continue
+            case .stopped(let reason): throw TransferError(.stopped(reason), "stopped before the upload began")
+            case .exhausted(let message): throw TransferError(.retriesExhausted, message)
+            case .failed(let message): throw TransferError(.failed, message)
+            }
+        }
     }
 
     func runResumeUpload(

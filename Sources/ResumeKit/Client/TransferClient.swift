@@ -114,7 +114,7 @@ public struct TransferClient: Sendable {
     func runStreamDownload(_ request: DownloadRequest, cancellation: Cancellation, events: @escaping EventHandler) throws(TransferError) -> DownloadResult {
         var request = request
         var options = self.options
-        if S3Location.isS3(request.url) {
+        if Route.isS3(request.url) {
             let (plain, state) = try s3Object(request)
             request = plain
             options.transport = try S3Target(state).signing(options.transport)
@@ -130,19 +130,12 @@ public struct TransferClient: Sendable {
 
     /// Reads a token, mapping store errors to the documented exit statuses.
     public func loadToken(_ reference: String) throws(TransferError) -> ResumeToken {
-        do {
-            return try store.load(reference)
-        } catch let error as TokenStoreError {
-            if case .notFound = error { throw TransferError(.inputMissing, "\(error)") }
-            throw TransferError(.badToken, "\(error)")
-        } catch {
-            throw TransferError(.badToken, "\(error)")
-        }
+        try store.loadChecked(reference)
     }
 
     /// The token id a download request uses, or nil when its URL or output path is unusable.
     public func downloadTokenID(_ request: DownloadRequest) -> String? {
-        if S3Location.isS3(request.url) { return (try? s3Object(request)).flatMap { downloadTokenID($0.0) } }
+        if Route.isS3(request.url) { return (try? s3Object(request)).flatMap { downloadTokenID($0.0) } }
         guard let path = try? OutputPath.resolve(url: request.url, output: request.outputPath) else { return nil }
         return TokenStore.makeID(kind: .download, url: request.url, path: path)
     }
@@ -155,7 +148,7 @@ public struct TransferClient: Sendable {
         _ request: DownloadRequest, s3: ResumeToken.S3State? = nil, session: (any TransportSession)? = nil,
         batch: BatchPublisher.Slot? = nil, cancellation: Cancellation, events: @escaping EventHandler
     ) throws(TransferError) -> DownloadResult {
-        if S3Location.isS3(request.url) {
+        if Route.isS3(request.url) {
             let (plain, state) = try s3Object(request)
             return try runDownload(plain, s3: state, session: session, batch: batch, cancellation: cancellation, events: events)
         }
@@ -169,11 +162,9 @@ public struct TransferClient: Sendable {
         var token: ResumeToken
         // `pause` finds a transfer by its lock file. Only a list's files, most of which end before their
         // first checkpoint, take it lazily, with their token (see TokenGuard).
-        let exists = store.exists(id: id)
-        if exists || batch == nil { try lock.hold() }
-        if exists {
-            token = try loadToken(id)
-            guard token.kind == .download else { throw TransferError(.badToken, "token \(id) is not a download") }
+        if store.exists(id: id) || batch == nil { try lock.hold() }
+        if let existing = try lock.existing(.download, "a download") {
+            token = existing
             let stored = ResumeToken.storableHeaders(request.headers)
             if !stored.isEmpty { token.headers = HeaderLines.merge(stored: token.headers, given: stored) }
             if let sum = request.expectedSHA256 { token.download?.expectedSHA256 = sum.lowercased() }
@@ -266,7 +257,7 @@ public struct TransferClient: Sendable {
                 token.download = .init(path: token.download!.path, committedBytes: 0,
                     expectedSHA256: token.download!.expectedSHA256, onChange: token.download!.onChange)
                 truncate(token.download!.partPath, 0)
-                do { try store.save(token) } catch { throw TransferError(.localIO, "\(error)", tokenID: token.id) }
+                try store.write(token, keeping: true)
             } catch {
                 throw TransferError(.localIO, "\(error)", tokenID: token.id)
             }

@@ -32,14 +32,26 @@ public struct TransferError: Error, Sendable, Equatable, CustomStringConvertible
 
     public var code: Code
     public var message: String
-    /// The token that can continue this transfer, when one is kept.
+    /// The HTTP status of the server's refusal, when a refusal ended the transfer (401, 404, 413 …).
+    public var status: Int?
+    /// The token that can continue this transfer, when one is kept; nil when the transfer left none.
     public var tokenID: String?
 
-    public init(_ code: Code, _ message: String, tokenID: String? = nil) {
+    public init(_ code: Code, _ message: String, status: Int? = nil, tokenID: String? = nil) {
         self.code = code
         self.message = message
+        self.status = status
         self.tokenID = tokenID
     }
+
+    /// A transfer stopped by `reason`: "interrupted …" or "paused …", then `detail` (where it stopped, what a resume does).
+    public static func stopped(_ reason: StopReason, _ detail: String, tokenID: String?) -> TransferError {
+        let what = reason == .interrupt ? "interrupted" : "paused"
+        return TransferError(.stopped(reason), detail.hasPrefix(";") ? what + detail : "\(what) \(detail)", tokenID: tokenID)
+    }
+
+    /// True when the transfer's token stays on disk for a later `resume`.
+    public var keepsToken: Bool { tokenID != nil }
 
     public var description: String { message }
 

@@ -13,8 +13,20 @@ public struct TransferOptions: Sendable, Equatable {
     /// When the name does not resolve or no connection can be made, wait for the network (capped backoff up
     /// to 60 s) without spending retries (`--wait-network`; detached transfers).
     public var waitForNetwork = false
+    /// What retries sleep on and read the time from: the system's, or a test's.
+    public var clock: any RetryClock {
+        get { retryClock.clock }
+        set { retryClock = ClockSetting(clock: newValue) }
+    }
+    private var retryClock = ClockSetting(clock: SystemRetryClock())
 
     public init() {}
+
+    /// Options are equal whatever their clocks.
+    private struct ClockSetting: Sendable, Equatable {
+        let clock: any RetryClock
+        static func == (a: Self, b: Self) -> Bool { true }
+    }
 }
 
 /// Turns the user's `-H 'Name: value'` lines into header fields.

@@ -26,6 +26,9 @@ public struct CurlTransport: HTTPTransport {
 /// it (or a resume after a stall) go over the connection libcurl already holds.
 final class CurlSession: TransportSession {
     private var handle: EasyHandle?
+    /// The last exchange failed in libcurl: its handle is not used again. On the multi interface a handle
+    /// whose name did not resolve answers its next transfer with CURLE_BAD_FUNCTION_ARGUMENT (libcurl 7.88).
+    private var handleFailed = false
     private let driver: MultiDriver?
 
     init(driver: MultiDriver?) { self.driver = driver }
@@ -41,7 +44,7 @@ final class CurlSession: TransportSession {
             body: request.body)
         let handle: EasyHandle
         do {
-            if let existing = self.handle {
+            if let existing = self.handle, !handleFailed {
                 existing.reset()
                 handle = existing
             } else {
@@ -58,6 +61,7 @@ final class CurlSession: TransportSession {
             if let driver { driver.run(handle) } else { handle.perform() }
         }
         let url = handle.info(string: CURLINFO_EFFECTIVE_URL)
+        handleFailed = code != CURLE_OK
         return ExchangeResult(outcome: outcome(code, detail, context), head: context.finalHead, effectiveURL: url)
     }
 

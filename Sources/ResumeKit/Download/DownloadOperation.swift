@@ -108,7 +108,7 @@ final class DownloadOperation: ExchangeDelegate {
             try commit()
         }
 
-        var backoff = Backoff(options.retry)
+        var retrier = Retrier(options, cancellation: cancellation, events: emit)
         var refetches = 0
         // A resume asks the URL the user gave again: a signed redirect target may have expired.
         let url = token.url
@@ -132,23 +132,20 @@ final class DownloadOperation: ExchangeDelegate {
                 continue
             case .failed(let failure):
                 throw fail(failure)
-            case .fatal(let message):
-                throw TransferError(.failed, message, tokenID: part.committed > 0 ? token.id : nil)
             case .localIO(let message):
                 try? commit()
                 throw TransferError(.localIO, message, tokenID: token.id)
-            case .networkDown(let message):
-                try commit()
-                let delay = backoff.networkWait(progressMade: receivedThisAttempt > 0)
-                emit(.waitingForNetwork(delay: delay, error: message))
-                if !cancellation.sleep(seconds: delay) { throw try stop(cancellation.reason ?? .interrupt) }
-            case .transient(let message, let retryAfter):
-                try commit()
-                guard let delay = backoff.next(progressMade: receivedThisAttempt > 0, retryAfter: retryAfter) else {
-                    throw TransferError(.retriesExhausted, "\(message); gave up after \(backoff.retriesMade) retries", tokenID: token.id)
+            case .fault(let fault):
+                // A typo'd host on a fresh start fails at once; a known host that stops resolving is the network.
+                let fresh = part.committed == 0 && machine.resource == nil
+                if case .fatal = fault {} else { try commit() }
+                switch retrier.after(fault, fresh: fresh, progressMade: receivedThisAttempt > 0) {
+                case .again: continue
+                case .stopped(let reason): throw try stop(reason)
+                case .exhausted(let message): throw TransferError(.retriesExhausted, message, tokenID: token.id)
+                case .failed(let message):
+                    throw TransferError(.failed, message, status: fault.status, tokenID: part.committed > 0 ? token.id : nil)
                 }
-                emit(.retry(attempt: backoff.failures, delay: delay, error: message))
-                if !cancellation.sleep(seconds: delay) { throw try stop(cancellation.reason ?? .interrupt) }
             }
         }
     }
@@ -157,10 +154,8 @@ final class DownloadOperation: ExchangeDelegate {
         case done
         case refetch(String)
         case again
-        case transient(String, retryAfter: String?)
-        case networkDown(String)
+        case fault(Fault)
         case failed(DownloadStateMachine.Failure)
-        case fatal(String)
         case localIO(String)
     }
 
@@ -186,38 +181,26 @@ final class DownloadOperation: ExchangeDelegate {
             case .write?:
                 if result.outcome == .abortedByDelegate { return .again }
                 if let total = machine.resource?.totalBytes, part.length != total {
-                    return .transient("the connection closed at byte \(part.length) of \(total)", retryAfter: nil)
+                    return .fault(.lost("the connection closed at byte \(part.length) of \(total)"))
                 }
                 return .done
             case .refetchFromZero(let reason)?:
                 return .refetch(reason)
             case .retry(let status, let after)?:
-                return .transient("the server answered \(status)", retryAfter: after)
+                return .fault(.answered(status, retryAfter: after))
             case .malformed(let reason)?:
-                return .transient(reason, retryAfter: nil)
+                return .fault(.lost(reason))
             case .fail(let failure)?:
                 return .failed(failure)
             case nil:
-                return .transient("the server sent no response", retryAfter: nil)
+                return .fault(.lost("the server sent no response"))
             }
         case .cancelled:
             return .again
         case .stalled:
-            return .transient("no data for \(options.transport.stallTimeout) s", retryAfter: nil)
+            return .fault(.stalled(seconds: options.transport.stallTimeout))
         case .failed(let failure):
-            return classify(failure)
-        }
-    }
-
-    private func classify(_ failure: TransportFailure) -> AttemptOutcome {
-        if options.waitForNetwork, failure.isNetworkDown { return .networkDown(failure.message) }
-        switch failure.kind {
-        case .network: return .transient(failure.message, retryAfter: nil)
-        case .resolve:
-            // A typo'd host on a fresh start fails at once; a known host that stops resolving is the network.
-            if part.committed == 0 && machine.resource == nil { return .fatal(failure.message) }
-            return .transient(failure.message, retryAfter: nil)
-        case .fatal, .localRead: return .fatal(failure.message)
+            return .fault(Fault(failure))
         }
     }
 
@@ -447,15 +430,15 @@ final class DownloadOperation: ExchangeDelegate {
     private func stop(_ reason: StopReason) throws(TransferError) -> TransferError {
         try commit()
         emit(.paused(offset: part.committed))
-        let what = reason == .interrupt ? "interrupted" : "paused"
-        return TransferError(.stopped(reason), "\(what) at \(part.committed) bytes", tokenID: token.id)
+        return .stopped(reason, "at \(part.committed) bytes", tokenID: token.id)
     }
 
     private func fail(_ failure: DownloadStateMachine.Failure) -> TransferError {
         switch failure {
         case .status(let status, let reason):
             let text = reason.isEmpty ? "" : " \(reason)"
-            return TransferError(.failed, "the server answered \(status)\(text) for \(token.url)", tokenID: part.committed > 0 ? token.id : nil)
+            return TransferError(.failed, "the server answered \(status)\(text) for \(token.url)", status: status,
+                tokenID: part.committed > 0 ? token.id : nil)
         case .changed(let reason):
             return TransferError(.changed, "\(reason) (--on-change fail)", tokenID: token.id)
         }

@@ -2,7 +2,22 @@ import FoundationEssentials
 import Glibc
 
 /// Where a download's file goes: `-o PATH`, or the URL's last path segment in the current folder.
-enum OutputPath {
+public enum OutputPath {
+    /// Makes `path` and the folders above it that are missing (`mkdir -p`).
+    public static func makeFolders(_ path: some StringProtocol) throws(TransferError) {
+        var built = path.hasPrefix("/") ? "" : "."
+        for part in path.split(separator: "/") where part != "." {
+            built += "/" + part
+            if mkdir(built, 0o755) != 0 && errno != EEXIST {
+                throw TransferError(.cannotCreateOutput, "cannot create \(built): \(String(cString: strerror(errno)))")
+            }
+        }
+        var st = stat()
+        guard stat(String(path), &st) == 0, (st.st_mode & S_IFMT) == S_IFDIR else {
+            throw TransferError(.cannotCreateOutput, "\(path) is not a folder")
+        }
+    }
+
     static func resolve(url: String, output: String?) throws(TransferError) -> String {
         var path: String
         if let output, output.hasPrefix("/") {

@@ -118,8 +118,7 @@ final class SegmentedDownload {
         if let reason = cancellation.reason {
             let committed = download.segments!.reduce(0) { $0 + $1.committed }
             emit(.paused(offset: committed))
-            let what = reason == .interrupt ? "interrupted" : "paused"
-            throw TransferError(.stopped(reason), "\(what) at \(committed) bytes", tokenID: token.id)
+            throw TransferError.stopped(reason, "at \(committed) bytes", tokenID: token.id)
         }
         switch outcome {
         case .changed(let reason)?:
@@ -150,7 +149,7 @@ final class SegmentedDownload {
         case .failure(let refusal):
             if case .status(let status) = refusal, !RetryPolicy.isRetryable(status: status) {
                 let text = head.reason.isEmpty ? "" : " \(head.reason)"
-                throw TransferError(.failed, "the server answered \(status)\(text) for \(token.url)")
+                throw TransferError(.failed, "the server answered \(status)\(text) for \(token.url)", status: status)
             }
             throw Handover.unsupported(refusal.description)
         case .success(let resource):
@@ -179,7 +178,7 @@ final class SegmentedDownload {
     }
 
     private func save() throws {
-        do { try store.save(token) } catch { throw TransferError(.localIO, "\(error)", tokenID: token.id) }
+        try store.write(token, keeping: true)
     }
 
     private func finish(fd: Int32, total: Int64) throws -> DownloadResult {
@@ -265,7 +264,8 @@ final class SegmentWorker: ExchangeDelegate, @unchecked Sendable {
             done.store(true, ordering: .releasing)
             ended.signal()
         }
-        var backoff = Backoff(options.retry)
+        // Segments retry quietly: the transfer's own line reports progress, and a failure ends it with its reason.
+        var retrier = Retrier(options, cancellation: stop, events: { _ in }, announces: false)
         while !isDone && !stop.isStopped {
             var fields = (try? HeaderLines.parse(headers)) ?? [:]
             fields.remove("Accept-Encoding")
@@ -285,33 +285,25 @@ final class SegmentWorker: ExchangeDelegate, @unchecked Sendable {
             if writeError == nil { writeError = flush() }
             if isDone { return }
             if let writeError { return report(.failed(TransferError(.localIO, writeError))) }
-            var message: String
-            var retryAfter: String?
+            let fault: Fault
             switch (result.outcome, decision) {
             case (_, .changed(let reason)?): return report(.changed(reason))
             case (_, .fail(.status(let status, let reason))?):
-                return report(.failed(TransferError(.failed, "the server answered \(status) \(reason) for \(url)")))
+                return report(.failed(TransferError(.failed, "the server answered \(status) \(reason) for \(url)", status: status)))
             case (_, .fail(.changed(let reason))?): return report(.changed(reason))
-            case (_, .retry(let status, let after)?):
-                message = "the server answered \(status)"
-                retryAfter = after
+            case (_, .retry(let status, let after)?): fault = .answered(status, retryAfter: after)
             case (.cancelled, _): return
-            case (.stalled, _): message = "no data for \(options.transport.stallTimeout) s"
-            case (.failed(let failure), _):
-                if failure.kind == .fatal || failure.kind == .localRead {
-                    return report(.failed(TransferError(.failed, failure.message)))
-                }
-                message = failure.message
-                if options.waitForNetwork, failure.isNetworkDown {
-                    if !stop.sleep(seconds: backoff.networkWait(progressMade: receivedThisAttempt > 0)) { return }
-                    continue
-                }
-            default: message = "the connection closed early"
+            case (.stalled, _): fault = .stalled(seconds: options.transport.stallTimeout)
+            case (.failed(let failure), _): fault = Fault(failure)
+            default: fault = .lost("the connection closed early")
             }
-            guard let delay = backoff.next(progressMade: receivedThisAttempt > 0, retryAfter: retryAfter) else {
-                return report(.failed(TransferError(.retriesExhausted, "\(message); gave up after \(backoff.retriesMade) retries")))
+            // The segment's host answered the plan's HEAD: a name that stops resolving is the network.
+            switch retrier.after(fault, fresh: false, progressMade: receivedThisAttempt > 0) {
+            case .again: continue
+            case .stopped: return
+            case .exhausted(let message): return report(.failed(TransferError(.retriesExhausted, message)))
+            case .failed(let message): return report(.failed(TransferError(.failed, message)))
             }
-            if !stop.sleep(seconds: delay) { return }
         }
     }
 

@@ -56,11 +56,11 @@ final class StreamDownload: ExchangeDelegate {
     }
 
     func run() throws(TransferError) -> DownloadResult {
-        var backoff = Backoff(options.retry)
+        var retrier = Retrier(options, cancellation: cancellation, events: emit)
         while true {
             if let reason = cancellation.reason {
                 emit(.paused(offset: written))
-                throw TransferError(.stopped(reason), "\(reason == .interrupt ? "interrupted" : "stopped") after \(written) bytes to stdout; a pipe cannot be resumed")
+                throw TransferError.stopped(reason, "after \(written) bytes to stdout; a pipe cannot be resumed", tokenID: nil)
             }
             guard case .fetch(let offset, let range) = machine.plan(committed: written) else {
                 throw TransferError(.sourceChanged, "the server gave no strong validator, so a cut download to stdout cannot go on: \(written) bytes were written")
@@ -75,44 +75,39 @@ final class StreamDownload: ExchangeDelegate {
                 TransferRequest(method: "GET", url: url, headers: request, followRedirects: true), settings: options.transport,
                 cancellation: cancellation, delegate: self)
             if let failure { throw failure }
-            let message: String
-            var retryAfter: String?
+            let fault: Fault
             switch result.outcome {
             case .completed, .abortedByDelegate:
                 switch decision {
                 case .write?:
                     if let total = machine.resource?.totalBytes, written < total {
-                        message = "the connection closed at byte \(written) of \(total)"
+                        fault = .lost("the connection closed at byte \(written) of \(total)")
                     } else {
                         return try finish()
                     }
                 case .retry(let status, let after)?:
-                    message = "the server answered \(status)"
-                    retryAfter = after
+                    fault = .answered(status, retryAfter: after)
                 case .malformed(let reason)?:
-                    message = reason
+                    fault = .lost(reason)
                 case .fail(.status(let status, let reason))?:
-                    throw TransferError(.failed, "the server answered \(status)\(reason.isEmpty ? "" : " " + reason) for \(url)")
+                    throw TransferError(.failed, "the server answered \(status)\(reason.isEmpty ? "" : " " + reason) for \(url)", status: status)
                 case .fail(.changed(let reason))?, .refetchFromZero(let reason)?:
                     throw changed(reason)
                 case nil:
-                    message = "the server sent no response"
+                    fault = .lost("the server sent no response")
                 }
             case .cancelled:
                 continue
             case .stalled:
-                message = "no data for \(options.transport.stallTimeout) s"
+                fault = .stalled(seconds: options.transport.stallTimeout)
             case .failed(let failure):
-                if failure.kind == .fatal || failure.kind == .localRead || (failure.kind == .resolve && written == 0) {
-                    throw TransferError(.failed, failure.message)
-                }
-                message = failure.message
+                fault = Fault(failure)
             }
-            guard let delay = backoff.next(progressMade: receivedThisAttempt > 0, retryAfter: retryAfter) else {
-                throw TransferError(.retriesExhausted, "\(message); gave up after \(backoff.retriesMade) retries, \(written) bytes written to stdout")
+            switch retrier.after(fault, fresh: written == 0 && machine.resource == nil, progressMade: receivedThisAttempt > 0) {
+            case .again, .stopped: continue  // a stop is said at the top of the loop
+            case .exhausted(let message): throw TransferError(.retriesExhausted, "\(message), \(written) bytes written to stdout")
+            case .failed(let message): throw TransferError(.failed, message)
             }
-            emit(.retry(attempt: backoff.failures, delay: delay, error: message))
-            if !cancellation.sleep(seconds: delay) { continue }
         }
     }
 

@@ -9,10 +9,10 @@ struct Backoff {
     init(_ policy: RetryPolicy) { self.policy = policy }
 
     /// Counts a failed attempt and returns the delay before the next one, or nil when retries are used up.
-    mutating func next(progressMade: Bool, retryAfter: String? = nil) -> Double? {
+    mutating func next(progressMade: Bool, retryAfter: String? = nil, now: Int64 = Int64(Date().timeIntervalSince1970)) -> Double? {
         if progressMade { failures = 0 }
         failures += 1
-        let after = retryAfter.flatMap { RetryPolicy.retryAfter($0, now: Int64(Date().timeIntervalSince1970)) }
+        let after = retryAfter.flatMap { RetryPolicy.retryAfter($0, now: now) }
         return policy.delay(failures: failures, retryAfter: after, jitter: Double.random(in: 0...1))
     }
 

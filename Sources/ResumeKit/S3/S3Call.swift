@@ -5,10 +5,9 @@ enum S3Reply {
     case ok(ResponseHead, [UInt8])
     /// A final answer other than 2xx, with S3's `<Error>` when the body held one.
     case refused(status: Int, error: S3ErrorBody?, retryAfter: String?)
-    /// No answer: the connection failed or stalled. `networkDown`: no connection could be made at all.
-    case lost(String, networkDown: Bool)
+    /// No answer: the connection failed, stalled, or cannot work at all (TLS, a bad URL).
+    case lost(Fault)
     case stopped
-    case fatal(String)
 }
 
 /// Sends S3 requests, signed by the settings' hook, and reads the (small, XML) answers.
@@ -27,18 +26,15 @@ struct S3Call {
             delegate: collector)
         switch result.outcome {
         case .completed:
-            guard let head = collector.head ?? result.head else { return .lost("S3 sent no answer", networkDown: false) }
+            guard let head = collector.head ?? result.head else { return .lost(.lost("S3 sent no answer")) }
             if (200..<300).contains(head.status) { return .ok(head, collector.body) }
             return .refused(status: head.status, error: answers.error(collector.body), retryAfter: head.headers["Retry-After"])
         case .cancelled, .abortedByDelegate:
             return .stopped
         case .stalled:
-            return .lost("no progress for \(settings.stallTimeout) s", networkDown: false)
+            return .lost(.stalled(seconds: settings.stallTimeout))
         case .failed(let failure):
-            switch failure.kind {
-            case .fatal, .localRead: return .fatal(failure.message)
-            case .network, .resolve: return .lost(failure.message, networkDown: failure.isNetworkDown)
-            }
+            return .lost(Fault(failure))
         }
     }
 

@@ -8,11 +8,9 @@ public struct S3Location: Sendable, Equatable, CustomStringConvertible {
         self.key = key
     }
 
-    public static func isS3(_ text: String) -> Bool { text.utf8.starts(with: "s3://".utf8) }
-
     /// Parses `s3://BUCKET/KEY`; a malformed one is a usage error (exit 64).
     public static func parse(_ text: String) throws(TransferError) -> S3Location {
-        guard isS3(text) else { throw TransferError(.usage, "\(text) is not an s3://BUCKET/KEY URL") }
+        guard Route.isS3(text) else { throw TransferError(.usage, "\(text) is not an s3://BUCKET/KEY URL") }
         let rest = text.dropFirst(5)
         let slash = rest.firstIndex(of: "/")
         let bucket = String(rest[..<(slash ?? rest.endIndex)])

@@ -85,9 +85,20 @@ final class Spool {
     @discardableResult
     func sync() throws(TransferError) -> Int64 {
         guard durable < end else { return durable }
-        if fdatasync(fd.rawValue) != 0 { throw Self.failure("cannot sync the spool", path, Errno(rawValue: errno)) }
-        durable = end
+        try Self.syncData(fd: fd.rawValue, path: path)
+        markDurable(end)
         return durable
+    }
+
+    /// `fdatasync` of a spool's descriptor. It needs no lock: appends may go on meanwhile, and every byte
+    /// appended before the call is durable after it (``markDurable(_:)`` then records how far that was).
+    static func syncData(fd: Int32, path: String) throws(TransferError) {
+        if fdatasync(fd) != 0 { throw failure("cannot sync the spool", path, Errno(rawValue: errno)) }
+    }
+
+    /// Records that the bytes below `offset` (appended before a ``syncData(fd:path:)`` that returned) are durable.
+    func markDurable(_ offset: Int64) {
+        durable = max(durable, min(offset, end))
     }
 
     /// Reads held bytes at stream offset `offset` (at least ``start``); returns how many were read.

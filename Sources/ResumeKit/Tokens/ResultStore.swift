@@ -65,13 +65,13 @@ public struct ResultStore: Sendable {
     public static let maxAge: Double = 7 * 86_400
 
     public let directory: String
-    public var resultsDirectory: String { directory + "/results" }
+    public var resultsDirectory: String { StateDirectory(directory).results }
 
     public init(directory: String) {
         self.directory = directory
     }
 
-    public func path(forID id: String) -> String { resultsDirectory + "/\(id).json" }
+    public func path(forID id: String) -> String { StateDirectory(directory).result(id) }
 
     /// Writes a record atomically and durably, replacing an earlier one of the same id.
     public func save(_ record: TransferRecord) throws {

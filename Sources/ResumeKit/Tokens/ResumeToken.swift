@@ -151,6 +151,8 @@ public struct ResumeToken: Codable, Sendable, Equatable {
         /// The multipart upload, once CreateMultipartUpload named it; nil for a single PUT.
         public var uploadId: String?
         public var partSize: Int64?
+        /// Parts sent at once (`--parallel`), kept so that `resume` goes on as the upload began.
+        public var parallel: Int?
         /// Parts S3 acknowledged, each written here (crash-safely) as soon as its answer came.
         public var parts: [S3Part]?
 

@@ -29,7 +29,9 @@ public enum TokenStoreError: Error, Sendable, Equatable, CustomStringConvertible
 public struct TokenStore: Sendable {
     public let directory: String
 
-    public var tokensDirectory: String { directory + "/tokens" }
+    /// The state folder's layout.
+    public var state: StateDirectory { StateDirectory(directory) }
+    public var tokensDirectory: String { state.tokens }
 
     public init(directory: String) {
         self.directory = directory
@@ -37,12 +39,7 @@ public struct TokenStore: Sendable {
 
     /// `$RESUMECTL_STATE_DIR`, else `$XDG_STATE_HOME/resumectl`, else `~/.local/state/resumectl`.
     public static func defaultDirectory(environment: [String: String] = ProcessInfo.processInfo.environment) -> String {
-        if let dir = environment["RESUMECTL_STATE_DIR"], !dir.isEmpty { return dir }
-        if let xdg = environment["XDG_STATE_HOME"], !xdg.isEmpty { return xdg + "/resumectl" }
-        let home = environment["HOME"].flatMap { $0.isEmpty ? nil : $0 }
-            ?? getpwuid(getuid()).flatMap { $0.pointee.pw_dir.map { String(cString: $0) } } ?? "/"
-
-        return home + "/.local/state/resumectl"
+        StateDirectory.located(environment: environment).path
     }
 
     /// A stable id: the same URL to the same place gets the same token, so a second run resumes.
@@ -52,8 +49,8 @@ public struct TokenStore: Sendable {
         return (kind == .download ? "d-" : "u-") + hasher.finalize().prefix(8).hex
     }
 
-    public func path(forID id: String) -> String { tokensDirectory + "/\(id).json" }
-    public func lockPath(forID id: String) -> String { tokensDirectory + "/\(id).lock" }
+    public func path(forID id: String) -> String { state.token(id) }
+    public func lockPath(forID id: String) -> String { state.lock(id) }
 
     /// Turns what the user typed (an id, or a token file's path) into a token file path.
     public func resolve(_ reference: String) -> String {
@@ -85,6 +82,24 @@ public struct TokenStore: Sendable {
     }
 
     public func exists(id: String) -> Bool { access(path(forID: id), F_OK) == 0 }
+
+    /// ``save(_:)`` for a running transfer: a failure is local I/O (exit 74), naming the token to resume
+    /// when `keeping` (the token on disk is still the last good one).
+    func write(_ token: ResumeToken, keeping: Bool = false) throws(TransferError) {
+        do { try save(token) } catch { throw TransferError(.localIO, "\(error)", tokenID: keeping ? token.id : nil) }
+    }
+
+    /// Reads a token, mapping store errors to the documented exit statuses (66 missing, 65 unreadable).
+    func loadChecked(_ reference: String) throws(TransferError) -> ResumeToken {
+        do {
+            return try load(reference)
+        } catch let error as TokenStoreError {
+            if case .notFound = error { throw TransferError(.inputMissing, "\(error)") }
+            throw TransferError(.badToken, "\(error)")
+        } catch {
+            throw TransferError(.badToken, "\(error)")
+        }
+    }
 
     /// Reads a token. A missing file, bad JSON or another schema version is an error, never a guess.
     public func load(_ reference: String) throws -> ResumeToken {

@@ -7,11 +7,18 @@ protocol UploadSource: AnyObject {
     var fd: Int32 { get }
     /// For events and records: the file's path, or `-` for stdin.
     var path: String { get }
-    /// The base64 digest of `range`, for a protocol's body checksum.
-    func digest(_ range: BodyRange, _ algorithm: DigestAlgorithm) throws(TransferError) -> String
+    /// The digest of `range` (S3 wants a part's MD5 both as hex and as base64).
+    func digestBytes(_ range: BodyRange, _ algorithm: DigestAlgorithm) throws(TransferError) -> [UInt8]
     /// SHA-256 of everything uploaded, for `--json`; nil when it cannot be known (a stream resumed by
     /// another process no longer has its first bytes).
     func sha256() throws(TransferError) -> String?
+}
+
+extension UploadSource {
+    /// The base64 digest of `range`, for a protocol's body checksum.
+    func digest(_ range: BodyRange, _ algorithm: DigestAlgorithm) throws(TransferError) -> String {
+        Data(try digestBytes(range, algorithm)).base64EncodedString()
+    }
 }
 
 /// An upload's source, open for the whole upload, with the identity a token records.
@@ -65,11 +72,6 @@ final class SourceFile: UploadSource {
     }
 
     /// The base64 digest of `range` of the file, for a protocol's body checksum (tus `Upload-Checksum`).
-    func digest(_ range: BodyRange, _ algorithm: DigestAlgorithm) throws(TransferError) -> String {
-        Data(try digestBytes(range, algorithm)).base64EncodedString()
-    }
-
-    /// The digest of `range` of the file (S3 wants a part's MD5 both as hex and as base64).
     func digestBytes(_ range: BodyRange, _ algorithm: DigestAlgorithm) throws(TransferError) -> [UInt8] {
         try FileDigest.digest(fd: fd, range: range, algorithm, path: path)
     }

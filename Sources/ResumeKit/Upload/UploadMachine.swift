@@ -8,7 +8,7 @@ public enum UploadProtocol: String, Sendable, Codable, CaseIterable {
     case tus
     /// One request carrying the whole file; a failure sends it all again.
     case plain
-    /// Reserved for S3 multipart uploads.
+    /// S3 multipart (CreateMultipartUpload, parts in parallel, CompleteMultipartUpload).
     case s3
 }
 
@@ -21,6 +21,9 @@ public enum UploadProtocolChoice: String, Sendable, CaseIterable {
 public enum UploadDecision: Sendable, Equatable {
     /// Go on with the next plan at once.
     case proceed
+    /// A protocol step that is not a failure (a version switch, an offset to check first): go on at once
+    /// with the next plan, saying nothing.
+    case step(reason: String)
     case completed
     /// Transient: wait, then go on with the next plan.
     case retry(reason: String, retryAfter: String?)
@@ -123,6 +126,15 @@ public protocol UploadMachine: Sendable, Equatable {
     /// Writes what a later run needs (upload URL, protocol fields) into the token.
     func record(into part: inout ResumeToken.UploadPart)
 }
+
+/// A machine that can send a stream whose length is known only at its end (`upload -`).
+public protocol StreamingUploadMachine: UploadMachine {
+    /// More of the stream was read (`final`: its end too).
+    mutating func extend(to newSize: Int64, final: Bool)
+}
+
+extension IETFStateMachine: StreamingUploadMachine {}
+extension TusStateMachine: StreamingUploadMachine {}
 
 extension UploadMachine {
     public mutating func informational(_ head: ResponseHead, requestURL: String) -> UploadInformational { .nothing }

@@ -36,8 +36,14 @@ final class UploadOperation<Machine: UploadMachine>: ExchangeDelegate {
     private var pacer = ProgressPacer()
     private var started = false
     private var saveError: String?
-    /// The last exchange could not reach the server at all (see `TransferOptions.waitForNetwork`).
-    private var networkDown = false
+    /// The server answered at least once: its name resolved.
+    private var answered = false
+    /// How the last exchange ended without a final answer, if it did.
+    private var lastFailure: ExchangeFailure?
+    private enum ExchangeFailure {
+        case transport(TransportFailure)
+        case stalled
+    }
 
     private var upload: ResumeToken.UploadPart {
         get { token.upload! }
@@ -77,7 +83,7 @@ final class UploadOperation<Machine: UploadMachine>: ExchangeDelegate {
 
     /// Sends until the upload is complete; for an open stream, until the server holds all it was given (nil).
     func run() throws(TransferError) -> UploadResult? {
-        var backoff = Backoff(options.retry)
+        var retrier = Retrier(options, cancellation: cancellation, events: emit)
         var restarts = 0
         while true {
             if let reason = cancellation.reason { throw stop(reason) }
@@ -90,10 +96,11 @@ final class UploadOperation<Machine: UploadMachine>: ExchangeDelegate {
             let decision = exchange(request)
             if let saveError { throw TransferError(.localIO, saveError, tokenID: token.id) }
             if let limit = tooLarge {
-                throw TransferError(.failed, "the server accepts at most \(limit) bytes; the file has \(upload.source.size)", tokenID: nil)
+                throw TransferError(.failed, "the server accepts at most \(limit) bytes; the file has \(upload.source.size)",
+                    status: 413, tokenID: nil)
             }
             switch decision {
-            case .proceed:
+            case .proceed, .step:
                 try checkpoint()
                 continue
             case .completed:
@@ -110,35 +117,42 @@ final class UploadOperation<Machine: UploadMachine>: ExchangeDelegate {
                 upload.acknowledgedBytes = 0
                 try checkpoint(force: true)
             case .fail(let reason):
-                throw TransferError(.failed, reason, tokenID: nil)
+                throw TransferError(.failed, reason, status: refusedStatus, tokenID: nil)
             case .retry(let reason, let retryAfter):
-                if retryAfter == "0" {  // a protocol step (version switch, offset check), not a failure
-                    try checkpoint()
-                    continue
-                }
-                try wait(after: reason, retryAfter: retryAfter, progressMade: sentThisAttempt > 0, backoff: &backoff)
+                try wait(after: fault(reason, retryAfter: retryAfter), progressMade: sentThisAttempt > 0, retrier: &retrier)
             case .resend(let reason):
-                try wait(after: reason, retryAfter: nil, progressMade: false, backoff: &backoff)
+                try wait(after: .lost(reason), progressMade: false, retrier: &retrier)
             }
         }
     }
 
-    private func wait(after reason: String, retryAfter: String?, progressMade: Bool, backoff: inout Backoff) throws(TransferError) {
+    /// How the last exchange went wrong, told in `reason`, the machine's words for it.
+    private func fault(_ reason: String, retryAfter: String?) -> Fault {
+        switch lastFailure {
+        case .transport(let failure)?:
+            return Fault(failure).withMessage(reason)
+        case .stalled?: return .lost(reason)
+        case nil:
+            if let status = finalHead?.status, status >= 400 { return .status(status, retryAfter: retryAfter, message: reason) }
+            return .lost(reason)
+        }
+    }
+
+    /// The status of a final answer that refused the last request.
+    private var refusedStatus: Int? { finalHead.flatMap { $0.status >= 400 ? $0.status : nil } }
+
+    private func wait(after fault: Fault, progressMade: Bool, retrier: inout Retrier) throws(TransferError) {
         if !machine.canResume { upload.resumable = false }
         try checkpoint(force: true)
-        if networkDown && options.waitForNetwork {
-            // The network is gone, not the server: wait for it without spending the retry budget.
-            let delay = backoff.networkWait(progressMade: progressMade)
-            emit(.waitingForNetwork(delay: delay, error: reason))
-            if !cancellation.sleep(seconds: delay) { throw stop(cancellation.reason ?? .interrupt) }
-            return
-        }
-        guard let delay = backoff.next(progressMade: progressMade, retryAfter: retryAfter) else {
+        let fresh = upload.uploadURL == nil && upload.acknowledgedBytes == 0 && !answered
+        switch retrier.after(fault, fresh: fresh, progressMade: progressMade) {
+        case .again: return
+        case .stopped(let reason): throw stop(reason)
+        case .failed(let message): throw TransferError(.failed, message, tokenID: nil)
+        case .exhausted(let message):
             let hint = machine.canResume ? "" : " (the server cannot resume uploads)"
-            throw TransferError(.retriesExhausted, "\(reason); gave up after \(backoff.retriesMade) retries\(hint)", tokenID: token.id)
+            throw TransferError(.retriesExhausted, message + hint, tokenID: token.id)
         }
-        emit(.retry(attempt: backoff.failures, delay: delay, error: reason))
-        if !cancellation.sleep(seconds: delay) { throw stop(cancellation.reason ?? .interrupt) }
     }
 
     /// Writes what the machine knows into the token, when that changed anything.
@@ -167,7 +181,7 @@ final class UploadOperation<Machine: UploadMachine>: ExchangeDelegate {
             }
         }
         requestURL = url
-        networkDown = false
+        lastFailure = nil
         finalHead = nil
         sentThisAttempt = 0
         bodyStart = planned.body?.offset ?? upload.acknowledgedBytes
@@ -192,19 +206,14 @@ final class UploadOperation<Machine: UploadMachine>: ExchangeDelegate {
             }
             return machine.response(head, to: currentPlan)
         case .cancelled, .abortedByDelegate:
-            return .retry(reason: "stopped", retryAfter: "0")
+            return .step(reason: "stopped")
         case .stalled:
+            lastFailure = .stalled
             return machine.exchangeFailed("no progress for \(options.transport.stallTimeout) s", during: currentPlan)
         case .failed(let failure):
-            switch failure.kind {
-            case .fatal: return .fail(reason: failure.message)
-            case .localRead: return .fail(reason: failure.message)
-            case .resolve where upload.uploadURL == nil && !machine.canResume && !options.waitForNetwork:
-                return .fail(reason: failure.message)
-            case .network, .resolve:
-                networkDown = failure.isNetworkDown
-                return machine.exchangeFailed(failure.message, during: currentPlan)
-            }
+            if failure.kind == .fatal || failure.kind == .localRead { return .fail(reason: failure.message) }
+            lastFailure = .transport(failure)
+            return machine.exchangeFailed(failure.message, during: currentPlan)
         }
     }
 
@@ -227,6 +236,7 @@ final class UploadOperation<Machine: UploadMachine>: ExchangeDelegate {
 
     func exchange(head: ResponseHead, effectiveURL: String) -> Bool {
         finalHead = head
+        answered = true
         return true
     }
 
@@ -243,7 +253,7 @@ final class UploadOperation<Machine: UploadMachine>: ExchangeDelegate {
     // MARK: Finish
 
     private func save() throws(TransferError) {
-        do { try store.save(token) } catch { throw TransferError(.localIO, "\(error)", tokenID: token.id) }
+        try store.write(token, keeping: true)
     }
 
     private func finish() throws(TransferError) -> UploadResult {
@@ -261,9 +271,8 @@ final class UploadOperation<Machine: UploadMachine>: ExchangeDelegate {
     private func stop(_ reason: StopReason) -> TransferError {
         try? save()
         emit(.paused(offset: upload.acknowledgedBytes))
-        let what = reason == .interrupt ? "interrupted" : "paused"
         let then = machine.canResume ? "the server will be asked for its offset on resume" : "a resume sends the whole file again"
-        return TransferError(.stopped(reason), "\(what); \(then)", tokenID: token.id)
+        return .stopped(reason, "; " + then, tokenID: token.id)
     }
 }
 

@@ -96,6 +96,8 @@ public struct ConnectionStats: Sendable {
     public internal(set) var bytesDownstream = 0
     /// Both sockets are closed (or the connection was refused).
     public internal(set) var closed = false
+    /// The request lines seen going upstream (`PATCH /resumable_upload/… HTTP/1.1`), in order.
+    public internal(set) var requestLines: [String] = []
 }
 
 /// State shared by the proxy object and its threads (the threads never reference `FaultProxy` itself, so
@@ -254,6 +256,7 @@ final class ProxyConnection: @unchecked Sendable {
         var forwarded = 0
         let started = ContinuousClock.now
         let trigger = fault.trigger?.direction == direction ? fault.trigger : nil
+        var requestLines = RequestLineScanner()
         while !isExiting && !proxy.isStopped {
             if waitWhileStalled() { continue }
             var limit = buffer.count
@@ -284,8 +287,10 @@ final class ProxyConnection: @unchecked Sendable {
                 break
             }
             forwarded += n
+            let lines = direction == .upstream ? requestLines.scan(buffer[0..<n]) : []
             proxy.record(index) { stats in
                 if direction == .upstream { stats.bytesUpstream += n } else { stats.bytesDownstream += n }
+                stats.requestLines += lines
             }
             if let trigger, armed, forwarded >= trigger.bytes {
                 fire(trigger.action, destination: destination, direction: direction)

@@ -204,7 +204,7 @@ public struct IETFStateMachine: UploadMachine {
                 version = other
                 uploadURLFromInformational = nil
                 state = .create
-                return .retry(reason: "the server speaks draft interop version \(offered); switching", retryAfter: "0")
+                return .step(reason: "the server speaks draft interop version \(offered); switching")
             }
             return failed("the server refused the upload: 400 \(head.reason)")
         default:
@@ -244,7 +244,7 @@ public struct IETFStateMachine: UploadMachine {
             }
             if let acknowledged = StructuredField.integer(head.headers["Upload-Offset"]), acknowledged != end {
                 state = .queryOffset(url: url)
-                return .retry(reason: "the server acknowledged \(acknowledged), not \(end)", retryAfter: "0")
+                return .step(reason: "the server acknowledged \(acknowledged), not \(end)")
             }
             if complete {
                 state = .done
@@ -254,7 +254,7 @@ public struct IETFStateMachine: UploadMachine {
             return .proceed
         case 409:
             state = .queryOffset(url: url)
-            return .retry(reason: "the server has another offset", retryAfter: "0")
+            return .step(reason: "the server has another offset")
         case 404, 410:
             return restart("the server no longer has the upload")
         default:

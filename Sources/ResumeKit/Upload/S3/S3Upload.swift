@@ -21,7 +21,7 @@ final class S3Upload: @unchecked Sendable {
 
     private let state: Mutex<ResumeToken>
     private let store: TokenStore
-    private let source: SourceFile
+    private var source: any UploadSource
     private let target: S3Target
     private let call: S3Call
     private let transport: any HTTPTransport
@@ -29,13 +29,14 @@ final class S3Upload: @unchecked Sendable {
     private let parallel: Int
     private let cancellation: Cancellation
     private let emit: EventHandler
-    private let size: Int64
+    /// The upload's length; for a stream whose end was not read yet, the bytes the spool made durable.
+    private var size: Int64
     private let partSize: Int64
     /// Bytes in flight per part number, for progress.
     private let inFlight = Mutex<[Int: Int64]>([:])
 
     init(
-        token: ResumeToken, source: SourceFile, target: S3Target, answers: any S3Answers, store: TokenStore,
+        token: ResumeToken, source: any UploadSource, target: S3Target, answers: any S3Answers, store: TokenStore,
         transport: any HTTPTransport, options: TransferOptions, parallel: Int, cancellation: Cancellation, events: @escaping EventHandler
     ) {
         state = Mutex(token)
@@ -82,14 +83,59 @@ final class S3Upload: @unchecked Sendable {
         return try finish()
     }
 
+    // MARK: Streams
+
+    /// A stream's token as the stream last left it (spool bounds, ledger), with the parts this upload sent.
+    var currentToken: ResumeToken { token }
+
+    /// Bytes from the stream's start that S3 holds in consecutive parts: what the spool may give back.
+    var acknowledgedPrefix: Int64 {
+        var next = 1
+        for part in (s3.parts ?? []).sorted(by: { $0.number < $1.number }) where part.number == next { next += 1 }
+        return min(size, Int64(next - 1) * partSize)
+    }
+
+    /// One step of a stream upload (`upload - s3://…`): `token` carries the spool's new bounds, `source` the
+    /// spool. Sends every whole part below `durable` (and, once the stream `ended`, the last one), then
+    /// completes. Returns nil while the stream goes on.
+    func sendStream(_ token: ResumeToken, source: any UploadSource, ended: Bool) throws(TransferError) -> UploadResult? {
+        let durable = token.upload!.source.size
+        state.withLock { $0.upload!.stream = token.upload!.stream; $0.upload!.source.size = durable }
+        self.source = source
+        size = durable
+        let whole = ended ? MultipartPlan.partCount(fileSize: durable, partSize: partSize) : Int(durable / partSize)
+        guard whole <= Int(MultipartPlan.maximumParts) else {
+            throw TransferError(.failed, "the stream outgrew S3's 10,000 parts of \(partSize >> 20) MiB; give a larger --part-size",
+                tokenID: nil)
+        }
+        do {
+            if s3.uploadId == nil {
+                try create()
+                emit(.started(kind: .upload, url: token.url, path: "-", offset: 0, total: nil))
+            } else if !reconciled {
+                try reconcile(partCount: whole)
+            }
+            reconciled = true
+            if whole > 0 { try sendParts(MultipartPlan.missing(partCount: whole, done: s3.parts ?? [])) }
+            guard ended else { return nil }
+            try complete()
+        } catch {
+            throw self.failure(error)
+        }
+        return try finish()
+    }
+
+    /// The parts S3 listed were checked once this run (a resume's ListParts).
+    private var reconciled = false
+
     // MARK: Single PUT
 
     private func putWhole() throws(Stop) {
         let md5 = try digest(BodyRange(offset: 0, length: size))
         let session = transport.makeSession()
-        var backoff = Backoff(options.retry)
+        var retrier = Retrier(options, cancellation: cancellation, events: emit)
         var pacer = ProgressPacer()
-        let answer = try retrying("PUT \(s3.address)", backoff: &backoff, stop: cancellation) { () -> S3Reply in
+        let answer = try retrying("PUT \(s3.address)", retrier: &retrier) { () -> S3Reply in
             call.send(
                 session, method: "PUT", url: target.url(), headers: objectHeaders(partHeaders(md5)),
                 body: RequestBody(fileDescriptor: source.fd, offset: 0, length: size), cancellation: cancellation
@@ -135,11 +181,11 @@ final class S3Upload: @unchecked Sendable {
 
     /// CreateMultipartUpload; the upload id goes into the token before any part is sent.
     private func create() throws(Stop) {
-        var backoff = Backoff(options.retry)
+        var retrier = Retrier(options, cancellation: cancellation, events: emit)
         let session = transport.makeSession()
         var headers = objectHeaders(["Content-Type": "application/octet-stream", "x-amz-content-sha256": SigV4Signer.emptyPayloadHash])
         headers.set("Content-Length", "0")
-        let answer = try retrying("CreateMultipartUpload", backoff: &backoff, stop: cancellation) { () -> S3Reply in
+        let answer = try retrying("CreateMultipartUpload", retrier: &retrier) { () -> S3Reply in
             call.send(session, method: "POST", url: target.url(query: [("uploads", "")]), headers: headers, cancellation: cancellation)
         }
         switch answer {
@@ -158,12 +204,12 @@ final class S3Upload: @unchecked Sendable {
         let uploadID = s3.uploadId!
         var listed: [ListedPart] = []
         var marker: String?
-        var backoff = Backoff(options.retry)
+        var retrier = Retrier(options, cancellation: cancellation, events: emit)
         let session = transport.makeSession()
         repeat {
             var query = [("uploadId", uploadID)]
             if let marker { query.append(("part-number-marker", marker)) }
-            let answer = try retrying("ListParts", backoff: &backoff, stop: cancellation) { () -> S3Reply in
+            let answer = try retrying("ListParts", retrier: &retrier) { () -> S3Reply in
                 call.send(session, method: "GET", url: target.url(query: query), cancellation: cancellation)
             }
             switch answer {
@@ -186,7 +232,7 @@ final class S3Upload: @unchecked Sendable {
             emit(.note("part \(part.number) on S3 is not the one this upload sent; sending it again"))
         }
         let known = Set(recorded.map(\.number))
-        for part in listed where !known.contains(part.number) && (1...partCount).contains(part.number) {
+        for part in listed where !known.contains(part.number) && part.number >= 1 && part.number <= partCount {
             let range = MultipartPlan.range(ofPart: part.number, fileSize: size, partSize: partSize)
             guard part.size == Int64(range.count) else { continue }
             let md5 = try digest(BodyRange(offset: range.lowerBound, length: Int64(range.count)))
@@ -213,10 +259,10 @@ final class S3Upload: @unchecked Sendable {
             runOnBackgroundThread("s3-part") {
                 defer { ended.signal() }
                 let session = self.transport.makeSession()
-                var backoff = Backoff(self.options.retry)
+                var retrier = Retrier(self.options, cancellation: stop, events: self.emit)
                 while !stop.isStopped, let number = queue.withLock({ $0.popFirst() }) {
                     do throws(Stop) {
-                        try self.sendPart(number, uploadID: uploadID, session: session, backoff: &backoff, stop: stop)
+                        try self.sendPart(number, uploadID: uploadID, session: session, retrier: &retrier, stop: stop)
                     } catch {
                         if case .stopped = error { break }
                         failure.withLock { if $0 == nil { $0 = error } }
@@ -240,14 +286,14 @@ final class S3Upload: @unchecked Sendable {
         if let first = failure.withLock({ $0 }) { throw first }
     }
 
-    private func sendPart(_ number: Int, uploadID: String, session: any TransportSession, backoff: inout Backoff, stop: Cancellation)
+    private func sendPart(_ number: Int, uploadID: String, session: any TransportSession, retrier: inout Retrier, stop: Cancellation)
         throws(Stop)
     {
         let range = MultipartPlan.range(ofPart: number, fileSize: size, partSize: partSize)
         let body = BodyRange(offset: range.lowerBound, length: Int64(range.count))
         let md5 = try digest(body)
         defer { inFlight.withLock { $0[number] = nil } }
-        let answer = try retrying("part \(number)", backoff: &backoff, stop: stop) { () -> S3Reply in
+        let answer = try retrying("part \(number)", retrier: &retrier) { () -> S3Reply in
             call.send(
                 session, method: "PUT", url: target.url(query: [("partNumber", String(number)), ("uploadId", uploadID)]),
                 headers: partHeaders(md5), body: RequestBody(fileDescriptor: source.fd, offset: body.offset, length: body.length),
@@ -279,11 +325,11 @@ final class S3Upload: @unchecked Sendable {
         let document = Array(MultipartPlan.completionBody(parts).utf8)
         let expected = MultipartPlan.expectedETag(parts)
         let headers: HeaderFields = ["Content-Type": "application/xml", "x-amz-content-sha256": SHA256Hex.of(document)]
-        var backoff = Backoff(options.retry)
+        var retrier = Retrier(options, cancellation: cancellation, events: emit)
         let session = transport.makeSession()
         var attempts = 0
         do {
-            let answer = try retrying("CompleteMultipartUpload", backoff: &backoff, stop: cancellation) { () -> S3Reply in
+            let answer = try retrying("CompleteMultipartUpload", retrier: &retrier) { () -> S3Reply in
                 attempts += 1
                 switch call.send(session, method: "POST", url: target.url(query: [("uploadId", uploadID)]), headers: headers,
                     body: RequestBody(bytes: document), cancellation: cancellation)
@@ -321,9 +367,9 @@ final class S3Upload: @unchecked Sendable {
 
     /// The ETag of the object now at the key (HEAD), nil when there is none.
     private func objectETag() throws(Stop) -> String? {
-        var backoff = Backoff(options.retry)
+        var retrier = Retrier(options, cancellation: cancellation, events: emit)
         let session = transport.makeSession()
-        let answer = try retrying("HEAD \(s3.address)", backoff: &backoff, stop: cancellation) { () -> S3Reply in
+        let answer = try retrying("HEAD \(s3.address)", retrier: &retrier) { () -> S3Reply in
             call.send(session, method: "HEAD", url: target.url(), cancellation: cancellation)
         }
         if case .ok(let head, _) = answer { return head.headers["ETag"] }
@@ -337,41 +383,30 @@ final class S3Upload: @unchecked Sendable {
         case refused(Int, S3ErrorBody?)
     }
 
-    /// Runs `send` until S3 gives a final answer: throttling, server errors and lost connections wait
-    /// with the backoff (or for the network, with `--wait-network`); other refusals are returned.
-    private func retrying(_ what: String, backoff: inout Backoff, stop: Cancellation, _ send: () -> S3Reply) throws(Stop) -> Answer {
+    /// Runs `send` until S3 gives a final answer: throttling, server errors and lost connections go
+    /// through the retrier (the same rules as every transfer); other refusals are returned.
+    private func retrying(_ what: String, retrier: inout Retrier, _ send: () -> S3Reply) throws(Stop) -> Answer {
         while true {
-            if stop.isStopped { throw .stopped }
-            let reason: String
-            var retryAfter: String?
-            var networkDown = false
+            let fault: Fault
             switch send() {
             case .ok(let head, let body):
                 return .ok(head, body)
             case .refused(let status, let error, let after) where S3Call.isTransient(status: status, error: error):
-                reason = S3Call.failure(status, error, what)
-                retryAfter = after
+                fault = .status(status, retryAfter: after, message: S3Call.failure(status, error, what))
             case .refused(let status, let error, _):
                 return .refused(status, error)
-            case .lost(let message, let down):
-                reason = "\(what): \(message)"
-                networkDown = down
+            case .lost(let lost):
+                fault = lost.withMessage("\(what): \(lost.message)")
             case .stopped:
                 throw .stopped
-            case .fatal(let message):
-                throw .failed(TransferError(.failed, message))
             }
-            if networkDown && options.waitForNetwork {
-                let delay = backoff.networkWait(progressMade: false)
-                emit(.waitingForNetwork(delay: delay, error: reason))
-                if !stop.sleep(seconds: delay) { throw .stopped }
-                continue
+            // Before S3 gave an upload id, a name that does not resolve is a typo, not a network gone.
+            switch retrier.after(fault, fresh: s3.uploadId == nil, progressMade: false) {
+            case .again: continue
+            case .stopped: throw .stopped
+            case .exhausted(let message): throw .failed(TransferError(.retriesExhausted, message))
+            case .failed(let message): throw .failed(TransferError(.failed, message))
             }
-            guard let delay = backoff.next(progressMade: false, retryAfter: retryAfter) else {
-                throw .failed(TransferError(.retriesExhausted, "\(reason); gave up after \(backoff.retriesMade) retries"))
-            }
-            emit(.retry(attempt: backoff.failures, delay: delay, error: reason))
-            if !stop.sleep(seconds: delay) { throw .stopped }
         }
     }
 
@@ -418,8 +453,7 @@ final class S3Upload: @unchecked Sendable {
         case .stopped:
             let reason = cancellation.reason ?? .pause
             emit(.paused(offset: doneBytes))
-            let what = reason == .interrupt ? "interrupted" : "paused"
-            return TransferError(.stopped(reason), "\(what) with \(s3.parts?.count ?? 0) parts on S3; resume sends the rest", tokenID: id)
+            return .stopped(reason, "with \(s3.parts?.count ?? 0) parts on S3; resume sends the rest", tokenID: id)
         }
     }
 

@@ -3,11 +3,13 @@ import FoundationEssentials
 import Glibc
 import Synchronization
 
-/// `producer | resumectl upload - URL`: an IETF-draft upload whose length is unknown when it starts.
+/// `producer | resumectl upload - URL`: an upload (IETF draft, tus or S3 multipart) whose length is unknown
+/// when it starts.
 ///
 /// A reader thread copies stdin into a spool file (bounded by `--spool-max`) and hashes it block by block
-/// into the token's ledger; the sender appends what the spool holds (`Upload-Complete: ?0`; `?1` once stdin
-/// ended) through the same ``UploadOperation`` as file uploads, so cuts, stalls and 5xx are survived with
+/// into the token's ledger; the sender appends what the spool holds (IETF: `Upload-Complete: ?0`, `?1` once
+/// stdin ended; tus: created with `Upload-Defer-Length`, the length sent once known) through the same
+/// ``UploadOperation`` as file uploads, so cuts, stalls and 5xx are survived with
 /// HEAD + PATCH from the spool, then drops what the server acknowledged. Before anything is sent the spool
 /// is synced and the token records it: the server never holds a byte the token cannot account for.
 ///
@@ -22,10 +24,8 @@ final class StreamUpload: @unchecked Sendable {
     private let cancellation: Cancellation
     private let emit: EventHandler
     private let input: Int32
-    private var machine: IETFStateMachine
+    private var sender: Sender
     private let spoolPath: String
-    /// A send waits for this much new data (or the stream's end, or a second), so appends are not tiny.
-    static let batch: Int64 = 8 << 20
 
     /// What the stdin reader and the sender share; the spool itself is only touched under this lock.
     private struct Shared: @unchecked Sendable {
@@ -37,6 +37,10 @@ final class StreamUpload: @unchecked Sendable {
         var hasher: SHA256?
     }
     private let shared: Mutex<Shared>
+    /// Rung by the reader when the spool grew, stdin ended or reading failed.
+    private let dataArrived = Doorbell()
+    /// Rung by the sender when acknowledged bytes left the spool.
+    private let spaceFreed = Doorbell()
 
     private var stream: ResumeToken.StreamState {
         get { token.upload!.stream! }
@@ -44,11 +48,11 @@ final class StreamUpload: @unchecked Sendable {
     }
 
     init(
-        token: ResumeToken, spool: Spool, machine: IETFStateMachine, input: Int32, hashesWholeStream: Bool, store: TokenStore,
+        token: ResumeToken, spool: Spool, sender: Sender, input: Int32, hashesWholeStream: Bool, store: TokenStore,
         transport: any HTTPTransport, options: TransferOptions, cancellation: Cancellation, events: @escaping EventHandler
     ) {
         self.token = token
-        self.machine = machine
+        self.sender = sender
         self.input = input
         self.store = store
         self.transport = transport
@@ -136,22 +140,46 @@ final class StreamUpload: @unchecked Sendable {
         }
     }
 
+    /// What sends the spool's bytes: a protocol machine run by ``UploadOperation``, or S3 multipart, whose
+    /// parts are cut from the spool.
+    enum Sender {
+        case machine(any StreamingUploadMachine)
+        case s3(S3Upload)
+
+        /// Bytes from the stream's start the server holds: what the spool may give back.
+        var acknowledgedBytes: Int64 {
+            switch self {
+            case .machine(let machine): machine.acknowledgedBytes
+            case .s3(let upload): upload.acknowledgedPrefix
+            }
+        }
+    }
+
     private func send() throws(TransferError) -> UploadResult {
         if !stream.ended { startReader() }
         var announced = false
         while true {
             if let reason = cancellation.reason { throw stopped(reason) }
             let (durable, ended) = try nextBatch()
-            machine.extend(to: durable, final: ended)
             let digest = ended ? shared.withLock { $0.hasher.map { $0.finalize().hex } } : nil
             let source = SpoolSource(fd: shared.withLock { $0.spool.fileDescriptor }, path: spoolPath, hash: digest)
-            let operation = UploadOperation(
-                token: token, source: source, machine: machine, store: store, transport: transport, options: options,
-                cancellation: cancellation, events: emit, streamOpen: !ended, announced: announced)
+            let result: UploadResult?
+            switch sender {
+            case .machine(let machine):
+                result = try append(machine, upTo: durable, ended: ended, source: source, announced: announced)
+            case .s3(let upload):
+                do {
+                    result = try upload.sendStream(token, source: source, ended: ended)
+                    token = upload.currentToken
+                } catch {
+                    token = upload.currentToken
+                    // S3 said `paused` already; what a resume needs is the stream's to say.
+                    guard case .stopped(let reason) = error.code else { throw error }
+                    try? save()
+                    throw TransferError.stopped(reason, "; " + resumeHint, tokenID: token.id)
+                }
+            }
             announced = true
-            let result = try operation.run()
-            token = operation.currentToken
-            machine = operation.machine
             if let result {
                 shared.withLock { $0.spool.remove() }
                 return result
@@ -160,9 +188,25 @@ final class StreamUpload: @unchecked Sendable {
         }
     }
 
+    /// Runs one batch through ``UploadOperation`` with the machine extended to the bytes now durable.
+    private func append<Machine: StreamingUploadMachine>(
+        _ machine: Machine, upTo durable: Int64, ended: Bool, source: SpoolSource, announced: Bool
+    ) throws(TransferError) -> UploadResult? {
+        var machine = machine
+        machine.extend(to: durable, final: ended)
+        let operation = UploadOperation(
+            token: token, source: source, machine: machine, store: store, transport: transport, options: options,
+            cancellation: cancellation, events: emit, streamOpen: !ended, announced: announced)
+        defer {
+            token = operation.currentToken
+            sender = .machine(operation.machine)
+        }
+        return try operation.run()
+    }
+
     /// Waits for a batch of new bytes (or the end), then makes them durable and records them in the token.
     private func nextBatch() throws(TransferError) -> (durable: Int64, ended: Bool) {
-        let acknowledged = machine.acknowledgedBytes
+        let acknowledged = sender.acknowledgedBytes
         let waitingSince = Monotonic.now
         let spoolMax = stream.spoolMax
         while true {
@@ -170,12 +214,18 @@ final class StreamUpload: @unchecked Sendable {
             if let failure { throw failure }
             let fresh = end - acknowledged
             let full = end - start >= spoolMax
-            if ended || full || fresh >= Self.batch || (fresh > 0 && Monotonic.now - waitingSince >= 1) { break }
+            let waited = Monotonic.now - waitingSince
+            if ended || full || fresh >= streamBatch || (fresh > 0 && waited >= 1) { break }
             if let reason = cancellation.reason { throw stopped(reason) }
-            usleep(5_000)
+            dataArrived.wait(seconds: fresh > 0 ? 1 - waited : 1, unless: cancellation)
         }
-        let (durable, ended, ledger) = try shared.withLock { shared throws(TransferError) in
-            (try shared.spool.sync(), shared.ended && shared.spool.durable == shared.spool.end, shared.writer.ledger)
+        // The ledger is taken with the end it describes; the sync runs outside the lock, so the reader goes on
+        // filling the spool meanwhile (under the lock it stalled stdin for every fdatasync).
+        let (target, ledger, fd, synced) = shared.withLock { ($0.spool.end, $0.writer.ledger, $0.spool.fileDescriptor, $0.spool.durable) }
+        if target > synced { try Spool.syncData(fd: fd, path: spoolPath) }
+        let (durable, ended) = shared.withLock { shared in
+            shared.spool.markDurable(target)
+            return (target, shared.ended && target == shared.spool.end)
         }
         stream.durable = durable
         stream.ended = ended
@@ -188,7 +238,7 @@ final class StreamUpload: @unchecked Sendable {
     /// The server holds everything below the machine's offset: the spool gives that space back, at block
     /// boundaries (a replay is checked against the ledger below them), and the reader may go on.
     private func dropAcknowledged() throws(TransferError) {
-        let acknowledged = machine.acknowledgedBytes
+        let acknowledged = sender.acknowledgedBytes
         let (start, ledger) = shared.withLock { shared in
             (max(shared.spool.start, shared.writer.ledger.dropPoint(acknowledged: acknowledged)), shared.writer.ledger)
         }
@@ -198,6 +248,7 @@ final class StreamUpload: @unchecked Sendable {
         stream.ledger = ledger
         try save()
         try shared.withLock { shared throws(TransferError) in try shared.spool.drop(below: start) }
+        spaceFreed.ring()
     }
 
     private func startReader() {
@@ -207,14 +258,18 @@ final class StreamUpload: @unchecked Sendable {
             defer { buffer.deallocate() }
             while true {
                 // Past --spool-max the reader waits for the server to acknowledge and the spool to drop.
-                while shared.withLock({ $0.spool.end - $0.spool.start >= spoolMax }), !cancellation.isStopped { usleep(5_000) }
+                while shared.withLock({ $0.spool.end - $0.spool.start >= spoolMax }), !cancellation.isStopped {
+                    spaceFreed.wait(seconds: 1, unless: cancellation)
+                }
                 if cancellation.isStopped { return }
                 let n: Int
                 do throws(TransferError) { n = try readInput(into: buffer) } catch {
                     shared.withLock { $0.failure = error }
+                    dataArrived.ring()
                     return
                 }
                 let chunk = UnsafeRawBufferPointer(rebasing: buffer[0..<n])
+                defer { dataArrived.ring() }
                 let stop = shared.withLock { shared -> Bool in
                     if n == 0 {
                         shared.ended = true
@@ -245,17 +300,22 @@ final class StreamUpload: @unchecked Sendable {
     }
 
     private func save() throws(TransferError) {
-        do { try store.save(token) } catch { throw TransferError(.localIO, "\(error)", tokenID: token.id) }
+        try store.write(token, keeping: true)
     }
 
     private func stopped(_ reason: StopReason) -> TransferError {
         try? save()
-        emit(.paused(offset: machine.acknowledgedBytes))
-        let what = reason == .interrupt ? "interrupted" : "paused"
-        let then = stream.ended ? "resume sends the rest from the spool" : "resume needs the same stream on stdin again"
-        return TransferError(.stopped(reason), "\(what); \(then)", tokenID: token.id)
+        emit(.paused(offset: sender.acknowledgedBytes))
+        return .stopped(reason, "; " + resumeHint, tokenID: token.id)
+    }
+
+    private var resumeHint: String {
+        stream.ended ? "resume sends the rest from the spool" : "resume needs the same stream on stdin again"
     }
 }
+
+/// A stream upload's send waits for this much new data (or the stream's end, or a second), so appends are not tiny.
+private let streamBatch: Int64 = 8 << 20
 
 /// A stream's spool as the body source of ``UploadOperation``: bodies are read by stream offset.
 final class SpoolSource: UploadSource {
@@ -270,8 +330,8 @@ final class SpoolSource: UploadSource {
         self.hash = hash
     }
 
-    func digest(_ range: BodyRange, _ algorithm: DigestAlgorithm) throws(TransferError) -> String {
-        Data(try FileDigest.digest(fd: fd, range: range, algorithm, path: spoolPath)).base64EncodedString()
+    func digestBytes(_ range: BodyRange, _ algorithm: DigestAlgorithm) throws(TransferError) -> [UInt8] {
+        try FileDigest.digest(fd: fd, range: range, algorithm, path: spoolPath)
     }
 
     func sha256() throws(TransferError) -> String? { hash }

@@ -32,7 +32,12 @@ public struct TusStateMachine: UploadMachine {
         case finished
     }
 
-    public let size: Int64
+    /// The upload's length; for a stream whose end was not read yet, the bytes read so far.
+    public private(set) var size: Int64
+    /// False while a stream's length is unknown: the upload is created with `Upload-Defer-Length: 1`.
+    public private(set) var lengthKnown: Bool
+    /// The server knows the length: from the creation, a PATCH that carried it, or a HEAD that showed it.
+    private var lengthDeclared: Bool
     public private(set) var state: State
     public private(set) var capabilities: TusCapabilities?
     /// The `Upload-Checksum` algorithm, once chosen (from the capabilities or a token).
@@ -51,9 +56,11 @@ public struct TusStateMachine: UploadMachine {
     public init(
         size: Int64, creationURL: String, filename: String, filetype: String = "application/octet-stream",
         capabilities: TusCapabilities? = nil, uploadURL: String? = nil, checksum: DigestAlgorithm? = nil,
-        expires: String? = nil, chunkSize: Int64? = nil
+        expires: String? = nil, chunkSize: Int64? = nil, lengthKnown: Bool = true
     ) {
         self.size = size
+        self.lengthKnown = lengthKnown
+        self.lengthDeclared = lengthKnown
         self.creationURL = creationURL
         self.metadata = [("filename", filename), ("filetype", filetype)]
             .map { "\($0.0) \(Data($0.1.utf8).base64EncodedString())" }.joined(separator: ",")
@@ -75,6 +82,14 @@ public struct TusStateMachine: UploadMachine {
         }
     }
 
+    /// More of a stream was read (`final`: its end too). The next plan appends from the acknowledged offset;
+    /// the first append after the end says the length (`Upload-Length`).
+    public mutating func extend(to newSize: Int64, final: Bool) {
+        precondition(newSize >= size, "a stream only grows")
+        size = newSize
+        lengthKnown = final
+    }
+
     /// The headers a termination (DELETE) carries.
     public static var deleteHeaders: HeaderFields { ["Tus-Resumable": version] }
 
@@ -84,7 +99,7 @@ public struct TusStateMachine: UploadMachine {
         case .discover:
             return .discover(headers: [:])
         case .create:
-            headers.append("Upload-Length", String(size))
+            headers.append(lengthKnown ? "Upload-Length" : "Upload-Defer-Length", lengthKnown ? String(size) : "1")
             headers.append("Upload-Metadata", metadata)
             var length: Int64 = 0
             if capabilities?.extensions.contains("creation-with-upload") == true, size > 0 {
@@ -97,6 +112,7 @@ public struct TusStateMachine: UploadMachine {
         case .append(let url, let offset):
             let length = min(size - offset, chunkSize ?? (size - offset))
             headers.append("Upload-Offset", String(offset))
+            if lengthKnown && !lengthDeclared { headers.append("Upload-Length", String(size)) }
             headers.append("Content-Type", Self.patchContentType)
             return .append(url: url, headers: headers, offset: offset, length: length, checksum: checksum)
         case .done:
@@ -153,8 +169,8 @@ public struct TusStateMachine: UploadMachine {
             return created(head, sent: length)
         case .queryOffset(let url, _):
             return offsetResponse(head, url: url)
-        case .append(let url, _, let offset, let length, _):
-            return appended(head, url: url, offset: offset, length: length)
+        case .append(let url, let headers, let offset, let length, _):
+            return appended(head, url: url, offset: offset, length: length, declaring: headers["Upload-Length"] != nil)
         case .finished:
             return .completed
         }
@@ -173,6 +189,9 @@ public struct TusStateMachine: UploadMachine {
         let found = head.isSuccess ? TusCapabilities(head) : nil
         let capabilities = found ?? TusCapabilities()
         if let refusal = Self.refusal(capabilities, size: size) { return failed(refusal) }
+        if !lengthKnown, found != nil, !capabilities.extensions.contains("creation-defer-length") {
+            return failed("the server cannot take a stream of unknown length (it offers no creation-defer-length)")
+        }
         self.capabilities = capabilities
         if checksum == nil { checksum = capabilities.checksum }
         state = .create
@@ -198,17 +217,17 @@ public struct TusStateMachine: UploadMachine {
             }
             guard sent > 0 else {
                 state = .append(url: url, offset: 0)
-                return size == 0 ? complete() : .proceed
+                return reached(0)
             }
             if let offset = Self.offset(head), offset > sent {
                 return failed("the server acknowledged \(offset) bytes of a creation that carried \(sent)")
             }
             guard let offset = Self.offset(head), (0...size).contains(offset) else {
                 state = .queryOffset(url: url)
-                return .retry(reason: "the server did not say how much of the creation it kept", retryAfter: "0")
+                return .step(reason: "the server did not say how much of the creation it kept")
             }
             state = .append(url: url, offset: offset)
-            return offset == size ? complete() : .proceed
+            return reached(offset)
         case 413:
             return failed("the server refused the upload as too large (413)")
         case 460:
@@ -224,12 +243,14 @@ public struct TusStateMachine: UploadMachine {
             guard let offset = Self.offset(head), offset >= 0 else {
                 return failed("the server's answer carries no usable Upload-Offset")
             }
-            if let length = head.headers["Upload-Length"].flatMap({ ContentLength.decimal($0.trimmingSpaces()) }), length != size {
+            let length = head.headers["Upload-Length"].flatMap { ContentLength.decimal($0.trimmingSpaces()) }
+            if let length, lengthKnown, length != size {
                 return restart("the server's upload is \(length) bytes long, the file \(size)")
             }
+            lengthDeclared = length != nil
             guard offset <= size else { return failed("the server holds \(offset) bytes, more than the file's \(size)") }
             state = .append(url: url, offset: offset)
-            return offset == size ? complete() : .proceed
+            return reached(offset)
         case 403, 404, 410:
             return restart("the server no longer has the upload (\(head.status))")
         default:
@@ -237,22 +258,23 @@ public struct TusStateMachine: UploadMachine {
         }
     }
 
-    private mutating func appended(_ head: ResponseHead, url: String, offset: Int64, length: Int64) -> UploadDecision {
+    private mutating func appended(_ head: ResponseHead, url: String, offset: Int64, length: Int64, declaring: Bool) -> UploadDecision {
         switch head.status {
         case 200...299:
+            if declaring { lengthDeclared = true }
             let end = offset + length
             if let acknowledged = Self.offset(head), acknowledged > end {
                 return failed("the server acknowledged \(acknowledged) bytes, more than the \(end) sent")
             }
             guard let acknowledged = Self.offset(head), (offset...end).contains(acknowledged) else {
                 state = .queryOffset(url: url)
-                return .retry(reason: "the server did not acknowledge \(end)", retryAfter: "0")
+                return .step(reason: "the server did not acknowledge \(end)")
             }
             state = .append(url: url, offset: acknowledged)
-            return acknowledged == size ? complete() : .proceed
+            return reached(acknowledged)
         case 409:
             state = .queryOffset(url: url)
-            return .retry(reason: "the server has another offset", retryAfter: "0")
+            return .step(reason: "the server has another offset")
         case 460:
             // The server discarded the piece: send it again from the same offset.
             return .resend(reason: "the server found the checksum of the piece at \(offset) wrong (460)")
@@ -279,6 +301,11 @@ public struct TusStateMachine: UploadMachine {
             return failed("the server does not speak tus \(Self.version) (412; it offers \(head.headers["Tus-Version"] ?? "nothing"))")
         }
         return failed("the server answered \(head.status) \(head.reason) while \(what)")
+    }
+
+    /// The server holds `offset` bytes: done once that is all of them and it knows that it is.
+    private mutating func reached(_ offset: Int64) -> UploadDecision {
+        offset == size && lengthKnown && lengthDeclared ? complete() : .proceed
     }
 
     private mutating func complete() -> UploadDecision {

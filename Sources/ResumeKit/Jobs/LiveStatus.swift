@@ -1,6 +1,5 @@
 import FoundationEssentials
 import Glibc
-import ResumeKit
 import Synchronization
 
 /// What a running transfer says about itself in `STATE/run/<id>.json`, for `list`, `wait` and `pause`:
@@ -8,19 +7,19 @@ import Synchronization
 /// process rewrites it (temp file + rename, no fsync: it is only live information) at most once a second,
 /// or at once when the phase changes, and removes it when it ends. A file whose pid is dead (kill -9)
 /// counts for nothing, so `list` never shows a stale "running".
-struct LiveStatus: Codable, Equatable {
-    var pid: Int32
-    var state: String
-    var startAt: Date?
-    var bytes: Int64?
-    var total: Int64?
-    var rate: Double?
-    var updatedAt: Date
+public struct LiveStatus: Codable, Equatable, Sendable {
+    public var pid: Int32
+    public var state: String
+    public var startAt: Date?
+    public var bytes: Int64?
+    public var total: Int64?
+    public var rate: Double?
+    public var updatedAt: Date
 
-    static func path(stateDir: String, id: String) -> String { stateDir + "/run/\(id).json" }
+    public static func path(stateDir: String, id: String) -> String { StateDirectory(stateDir).status(id) }
 
     /// The status of a live process, or nil (no file, unreadable, or its process is gone).
-    static func load(stateDir: String, id: String) -> LiveStatus? {
+    public static func load(stateDir: String, id: String) -> LiveStatus? {
         guard let data = FileManager.default.contents(atPath: path(stateDir: stateDir, id: id)),
             let status = try? decoder.decode(LiveStatus.self, from: data), processIsAlive(status.pid)
         else { return nil }
@@ -54,15 +53,15 @@ func processIsAlive(_ pid: Int32) -> Bool {
 }
 
 /// Keeps `STATE/run/<id>.json` up to date from a transfer's events.
-final class LiveStatusWriter: @unchecked Sendable {
+public final class LiveStatusWriter: @unchecked Sendable {
     private let file: String
     private let folder: String
     private let state: Mutex<(status: LiveStatus, lastWrite: Double)>
     /// Another live process holds this transfer's lock (this one will be refused): its status is left alone.
     private let inert: Bool
 
-    init(stateDir: String, id: String, phase: String = "running", startAt: Date? = nil) {
-        folder = stateDir + "/run"
+    public init(stateDir: String, id: String, phase: String = "running", startAt: Date? = nil) {
+        folder = StateDirectory(stateDir).run
         file = LiveStatus.path(stateDir: stateDir, id: id)
         state = Mutex((LiveStatus(pid: getpid(), state: phase, startAt: startAt, updatedAt: Date()), 0))
         let holder = TokenLock.holder(path: TokenStore(directory: stateDir).lockPath(forID: id))
@@ -73,7 +72,7 @@ final class LiveStatusWriter: @unchecked Sendable {
         state.withLock { write($0.status) }
     }
 
-    func set(phase: String, startAt: Date? = nil) {
+    public func set(phase: String, startAt: Date? = nil) {
         guard !inert else { return }
         state.withLock {
             guard $0.status.state != phase || $0.status.startAt != startAt else { return }
@@ -84,7 +83,7 @@ final class LiveStatusWriter: @unchecked Sendable {
         }
     }
 
-    func handle(_ event: TransferEvent) {
+    public func handle(_ event: TransferEvent) {
         guard !inert else { return }
         state.withLock {
             var phaseChanged = false
@@ -115,7 +114,7 @@ final class LiveStatusWriter: @unchecked Sendable {
     }
 
     /// The transfer ended: nothing is live any more.
-    func finish() { if !inert { unlink(file) } }
+    public func finish() { if !inert { unlink(file) } }
 
     private func write(_ status: LiveStatus) {
         var status = status
@@ -137,8 +136,8 @@ final class LiveStatusWriter: @unchecked Sendable {
 }
 
 /// Where a transfer stands, from its lock (is the holder alive?), its live status, its token and its record.
-struct TransferState {
-    enum Phase: Equatable {
+public struct TransferState {
+    public enum Phase: Equatable {
         case running(pid: Int32, phase: String)
         case paused
         case resumable
@@ -147,7 +146,7 @@ struct TransferState {
         case cancelled
 
         /// The words `list` shows (and `--json` gives as `state`).
-        var name: String {
+        public var name: String {
             switch self {
             case .running(_, let phase): phase
             case .paused: "paused"
@@ -159,14 +158,14 @@ struct TransferState {
         }
     }
 
-    let id: String
-    let phase: Phase
-    let token: ResumeToken?
-    let record: TransferRecord?
-    let live: LiveStatus?
+    public let id: String
+    public let phase: Phase
+    public let token: ResumeToken?
+    public let record: TransferRecord?
+    public let live: LiveStatus?
 
     /// nil when neither a token, a record nor a live process knows `id`.
-    init?(id: String, store: TokenStore, token: ResumeToken? = nil) {
+    public init?(id: String, store: TokenStore, token: ResumeToken? = nil) {
         self.id = id
         let results = ResultStore(directory: store.directory)
         let token = token ?? (try? store.load(id))
@@ -195,10 +194,10 @@ struct TransferState {
         }
     }
 
-    var isRunning: Bool { if case .running = phase { true } else { false } }
+    public var isRunning: Bool { if case .running = phase { true } else { false } }
 
     /// The exit status `wait` gives for a transfer that is not running.
-    var exitStatus: Int32 {
+    public var exitStatus: Int32 {
         if token != nil {
             if let record, record.outcome == .paused || record.outcome == .failed { return record.exit }
             return 75

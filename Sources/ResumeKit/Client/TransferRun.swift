@@ -1,0 +1,57 @@
+/// A transfer started by `TransferClient.start(_:)`: its events as an `AsyncSequence`
+/// that ends when the transfer does, and its outcome.
+///
+/// ```swift
+/// let run = client.start(DownloadRequest(url: url))
+/// for await event in run.events { if case .progress(let bytes, _, _) = event { print(bytes) } }
+/// let result = try await run.result()
+/// ```
+public struct TransferRun<Result: Sendable>: Sendable {
+    /// Every event, in order; finishes after the last one.
+    public let events: AsyncStream<TransferEvent>
+    /// Stops the transfer: `.pause` commits and keeps the token, as `resumectl pause` does.
+    public let cancellation: Cancellation
+    private let outcome: Task<Swift.Result<Result, TransferError>, Never>
+
+    init(cancellation: Cancellation, _ body: @escaping @Sendable (Cancellation, @escaping EventHandler) async throws(TransferError) -> Result) {
+        let (events, continuation) = AsyncStream<TransferEvent>.makeStream(bufferingPolicy: .unbounded)
+        self.events = events
+        self.cancellation = cancellation
+        outcome = Task {
+            defer { continuation.finish() }
+            do throws(TransferError) {
+                return .success(try await body(cancellation) { continuation.yield($0) })
+            } catch {
+                return .failure(error)
+            }
+        }
+    }
+
+    /// Waits for the transfer to end.
+    public func result() async throws(TransferError) -> Result {
+        try await outcome.value.get()
+    }
+}
+
+extension TransferClient {
+    /// Starts a download whose events arrive as an `AsyncSequence` (``TransferRun/events``).
+    public func start(_ request: DownloadRequest, cancellation: Cancellation = Cancellation()) -> TransferRun<DownloadResult> {
+        TransferRun(cancellation: cancellation) { cancellation, events throws(TransferError) in
+            try await download(request, cancellation: cancellation, events: events)
+        }
+    }
+
+    /// Starts an upload whose events arrive as an `AsyncSequence` (``TransferRun/events``).
+    public func start(_ request: UploadRequest, cancellation: Cancellation = Cancellation()) -> TransferRun<UploadResult> {
+        TransferRun(cancellation: cancellation) { cancellation, events throws(TransferError) in
+            try await upload(request, cancellation: cancellation, events: events)
+        }
+    }
+
+    /// Continues a token's transfer, its events as an `AsyncSequence` (``TransferRun/events``).
+    public func startResume(_ reference: String, cancellation: Cancellation = Cancellation()) -> TransferRun<TransferResult> {
+        TransferRun(cancellation: cancellation) { cancellation, events throws(TransferError) in
+            try await resume(reference, cancellation: cancellation, events: events)
+        }
+    }
+}

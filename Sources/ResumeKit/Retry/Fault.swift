@@ -1,0 +1,94 @@
+/// How one exchange failed, in the terms every path shares: the single input of ``RetryRules``.
+public enum Fault: Sendable, Equatable {
+    /// The host name did not resolve.
+    case unresolved(String)
+    /// No connection could be made: refused, host or network unreachable.
+    case unreachable(String)
+    /// The exchange broke off: reset, cut short, timed out, or a response that ended early.
+    case lost(String)
+    /// No byte moved for the stall timeout.
+    case stalled(seconds: Int)
+    /// A final status a later try may turn around (408, 425, 429, 5xx), with its `Retry-After`.
+    case status(Int, retryAfter: String?, message: String)
+    /// Nothing a retry can mend: TLS verification, a bad URL, a refused redirect, an unreadable source.
+    case fatal(String)
+
+    /// The failure of a transport exchange.
+    public init(_ failure: TransportFailure) {
+        switch failure.kind {
+        case .resolve: self = .unresolved(failure.message)
+        case .network: self = failure.unreachable ? .unreachable(failure.message) : .lost(failure.message)
+        case .fatal, .localRead: self = .fatal(failure.message)
+        }
+    }
+
+    /// A status answer: `message` says what was refused (the status alone when empty).
+    public static func answered(_ status: Int, retryAfter: String?, _ message: String = "") -> Fault {
+        .status(status, retryAfter: retryAfter, message: message.isEmpty ? "the server answered \(status)" : message)
+    }
+
+    /// The line the user reads (a retry event, or the last line).
+    public var message: String {
+        switch self {
+        case .unresolved(let m), .unreachable(let m), .lost(let m), .fatal(let m), .status(_, _, let m): m
+        case .stalled(let seconds): "no data for \(seconds) s"
+        }
+    }
+
+    /// The HTTP status of a status fault.
+    public var status: Int? {
+        if case .status(let status, _, _) = self { return status }
+        return nil
+    }
+
+    /// The same fault, told in other words.
+    func withMessage(_ message: String) -> Fault {
+        switch self {
+        case .unresolved: .unresolved(message)
+        case .unreachable: .unreachable(message)
+        case .lost: .lost(message)
+        case .stalled: .lost(message)
+        case .status(let status, let after, _): .status(status, retryAfter: after, message: message)
+        case .fatal: .fatal(message)
+        }
+    }
+
+    /// The name does not resolve or no connection can be made: what `--wait-network` waits out.
+    var isNetworkDown: Bool {
+        switch self {
+        case .unresolved, .unreachable: true
+        default: false
+        }
+    }
+}
+
+/// What to do after a failed exchange: the one table of DESIGN.md §5, the same for every path.
+public enum RetryDirective: Sendable, Equatable {
+    /// Try again after `delay` seconds; the retry is counted.
+    case retry(delay: Double)
+    /// The network is gone: try again after `delay` seconds without spending a retry (`--wait-network`).
+    case waitForNetwork(delay: Double)
+    /// Retries are used up: the transfer stops, resumable (exit 75).
+    case exhausted
+    /// No retry can help (exit 1).
+    case fail
+}
+
+/// The pure policy: a fault, the transfer's situation and its backoff → a directive.
+public enum RetryRules {
+    /// - Parameters:
+    ///   - fresh: nothing of this transfer ever reached the server (no token state, no byte, no answer):
+    ///     a name that does not resolve is then a typo, not a network that went away, and fails at once.
+    ///   - progressMade: the failed attempt moved bytes, which starts the count of failures again.
+    static func decide(
+        _ fault: Fault, fresh: Bool, progressMade: Bool, waitForNetwork: Bool, backoff: inout Backoff, now: Int64
+    ) -> RetryDirective {
+        if case .fatal = fault { return .fail }
+        if waitForNetwork, fault.isNetworkDown { return .waitForNetwork(delay: backoff.networkWait(progressMade: progressMade)) }
+        if case .unresolved = fault, fresh { return .fail }
+        var retryAfter: String?
+        if case .status(_, let after, _) = fault { retryAfter = after }
+        guard let delay = backoff.next(progressMade: progressMade, retryAfter: retryAfter, now: now) else { return .exhausted }
+        return .retry(delay: delay)
+    }
+}

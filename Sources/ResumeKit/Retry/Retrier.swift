@@ -1,0 +1,76 @@
+import FoundationEssentials
+
+/// Sleeps between attempts; injected so that tests run the retry table in milliseconds.
+public protocol RetryClock: Sendable {
+    /// Seconds since 1970, for `Retry-After` dates.
+    var now: Int64 { get }
+    /// Sleeps up to `seconds`; returns false when `cancellation` stopped the sleep.
+    func sleep(seconds: Double, cancellation: Cancellation) -> Bool
+}
+
+/// The wall clock and a sleep that `pause`, SIGTERM and Ctrl-C end at once.
+public struct SystemRetryClock: RetryClock {
+    public init() {}
+    public var now: Int64 { Int64(Date().timeIntervalSince1970) }
+    public func sleep(seconds: Double, cancellation: Cancellation) -> Bool { cancellation.sleep(seconds: seconds) }
+}
+
+/// Carries out ``RetryRules`` for one transfer (or one segment, or one S3 part): counts failures, says
+/// each retry as an event, sleeps, and tells the caller how the attempt loop goes on. Every attempt loop
+/// of the library runs through one of these, so a fault gets the same answer on every path.
+struct Retrier {
+    /// How the attempt loop goes on after a failure.
+    enum Verdict: Equatable {
+        /// The wait is over: try again.
+        case again
+        /// `pause`, SIGTERM or Ctrl-C during the wait.
+        case stopped(StopReason)
+        /// Retries are used up; the message says the fault and how many retries were made.
+        case exhausted(String)
+        /// No retry helps; the message is the fault's.
+        case failed(String)
+    }
+
+    private var backoff: Backoff
+    private let waitForNetwork: Bool
+    private let cancellation: Cancellation
+    private let emit: EventHandler
+    private let clock: any RetryClock
+    /// Retry events carry this; a silent retrier (a segment among several) says nothing.
+    private let announces: Bool
+
+    init(_ options: TransferOptions, cancellation: Cancellation, events: @escaping EventHandler, announces: Bool = true) {
+        self.backoff = Backoff(options.retry)
+        self.waitForNetwork = options.waitForNetwork
+        self.cancellation = cancellation
+        self.emit = events
+        self.clock = options.clock
+        self.announces = announces
+    }
+
+    /// Failures counted so far (the number of the next retry event).
+    var failures: Int { backoff.failures }
+
+    /// Decides what `fault` deserves, waits when it deserves a wait, and says how to go on.
+    mutating func after(_ fault: Fault, fresh: Bool = false, progressMade: Bool) -> Verdict {
+        let directive = RetryRules.decide(
+            fault, fresh: fresh, progressMade: progressMade, waitForNetwork: waitForNetwork, backoff: &backoff, now: clock.now)
+        switch directive {
+        case .fail:
+            return .failed(fault.message)
+        case .exhausted:
+            return .exhausted("\(fault.message); gave up after \(backoff.retriesMade) retries")
+        case .waitForNetwork(let delay):
+            if announces { emit(.waitingForNetwork(delay: delay, error: fault.message)) }
+            return sleep(delay)
+        case .retry(let delay):
+            if announces { emit(.retry(attempt: backoff.failures, delay: delay, error: fault.message)) }
+            return sleep(delay)
+        }
+    }
+
+    private func sleep(_ seconds: Double) -> Verdict {
+        if clock.sleep(seconds: seconds, cancellation: cancellation) { return .again }
+        return .stopped(cancellation.reason ?? .interrupt)
+    }
+}

@@ -1,0 +1,133 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// The page a browser gets for a folder: its listing (folders first, then files, each name
+/// escaped) and, unless the server is read-only, an upload area whose uploads resume (tus from the
+/// page's script; see ``FolderPageAssets``).
+enum FolderPage {
+    struct Entry: Equatable {
+        var name: String
+        var isFolder: Bool
+        var size: Int64
+        var modified: Int64
+    }
+
+    /// The served entries of `folder` (no dot-files, no temporary upload files); blocking.
+    static func entries(of folder: String) -> [Entry]? {
+        guard let dir = opendir(folder) else { return nil }
+        defer { closedir(dir) }
+        var entries: [Entry] = []
+        while let entry = readdir(dir) {
+            let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
+                String(decoding: raw.prefix { $0 != 0 }, as: UTF8.self)
+            }
+            if name.hasPrefix(".") { continue }
+            var info = stat()
+            // stat, not lstat: a link is listed as what it points to; following it is SafePath's job.
+            guard stat(folder + "/" + name, &info) == 0 else { continue }
+            let kind = info.st_mode & S_IFMT
+            guard kind == S_IFDIR || kind == S_IFREG else { continue }
+            entries.append(Entry(name: name, isFolder: kind == S_IFDIR, size: Int64(info.st_size), modified: Int64(info.st_mtim.tv_sec)))
+        }
+        return entries.sorted { a, b in
+            a.isFolder != b.isFolder ? a.isFolder : a.name.lowercased() < b.name.lowercased()
+        }
+    }
+
+    /// The page; `path` is the folder's decoded path below the root, `uploads` whether to offer them.
+    static func render(path components: [String], entries: [Entry], uploads: Bool) -> String {
+        let title = "/" + components.map { $0 + "/" }.joined()
+        var rows = ""
+        if !components.isEmpty {
+            rows += "<tr><td><a href=\"../\">../</a></td><td></td><td></td></tr>\n"
+        }
+        for entry in entries {
+            let link = percentEncoded(entry.name) + (entry.isFolder ? "/" : "")
+            let shown = escaped(entry.name) + (entry.isFolder ? "/" : "")
+            let size = entry.isFolder ? "" : "\(entry.size)"
+            rows += "<tr><td><a href=\"\(escaped(link))\">\(shown)</a></td><td class=\"size\">\(size)</td>"
+                + "<td>\(IMFDate.format(epochSeconds: entry.modified))</td></tr>\n"
+        }
+        let uploadArea =
+            uploads
+            ? """
+            <section id="upload" class="drop">
+            <label>Upload files: <input type="file" id="picker" multiple></label>
+            <p>or drop them here. An upload that stops (a lost connection, a closed tab) continues
+            when you choose the same file again.</p>
+            <ul id="uploads"></ul>
+            </section>
+            <script src="/.resumectl/page.js"></script>
+            """
+            : ""
+        return """
+            <!doctype html>
+            <html lang="en">
+            <head>
+            <meta charset="utf-8">
+            <meta name="viewport" content="width=device-width, initial-scale=1">
+            <title>\(escaped(title))</title>
+            <link rel="stylesheet" href="/.resumectl/page.css">
+            </head>
+            <body>
+            <h1>\(escaped(title))</h1>
+            <table>
+            <thead><tr><th>Name</th><th>Size</th><th>Modified</th></tr></thead>
+            <tbody>
+            \(rows)</tbody>
+            </table>
+            \(uploadArea)
+            </body>
+            </html>
+
+            """
+    }
+
+    /// Text for HTML content and attribute values.
+    static func escaped(_ text: String) -> String {
+        var out = ""
+        out.reserveCapacity(text.utf8.count)
+        for character in text {
+            switch character {
+            case "&": out += "&amp;"
+            case "<": out += "&lt;"
+            case ">": out += "&gt;"
+            case "\"": out += "&quot;"
+            case "'": out += "&#39;"
+            default: out.append(character)
+            }
+        }
+        return out
+    }
+
+    /// A path segment as a URL carries it: everything but unreserved characters percent-encoded.
+    static func percentEncoded(_ segment: String) -> String {
+        var out = ""
+        for byte in segment.utf8 {
+            switch byte {
+            case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"),
+                UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "_"), UInt8(ascii: "~"):
+                out.unicodeScalars.append(Unicode.Scalar(byte))
+            default:
+                out += "%" + String(byte, radix: 16, uppercase: true).leftPadded(to: 2)
+            }
+        }
+        return out
+    }
+
+    /// Keeps the page's script and styles to its own origin.
+    static let contentSecurityPolicy =
+        "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; img-src 'self'; "
+        + "base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+}
+
+extension String {
+    fileprivate func leftPadded(to width: Int) -> String {
+        count >= width ? self : String(repeating: "0", count: width - count) + self
+    }
+}

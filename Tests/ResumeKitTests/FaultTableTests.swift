@@ -1,0 +1,238 @@
+import Foundation
+import Glibc
+import Synchronization
+import Testing
+@testable import ResumeKit
+
+// The fault table of the README, run on every path the library drives, through a scripted transport:
+// no sockets, no sleeps (the clock records the delays it was asked for), milliseconds a case.
+
+/// One scripted misfortune, or the peer's ordinary answer.
+private enum Step: Sendable {
+    case unresolved, refused, reset, stall
+    case status(Int, retryAfter: String?)
+    case serve
+}
+
+/// Records every delay and returns at once.
+private final class RecordingClock: RetryClock, @unchecked Sendable {
+    private let delays = Mutex<[Double]>([])
+    var now: Int64 { 1_700_000_000 }
+    var slept: [Double] { delays.withLock { $0 } }
+    func sleep(seconds: Double, cancellation: Cancellation) -> Bool {
+        delays.withLock { $0.append(seconds) }
+        return !cancellation.isStopped
+    }
+}
+
+/// A peer that plays `script` to the first requests, then answers as a well-behaved server of `kind`.
+private final class ScriptedTransport: HTTPTransport, TransportSession, @unchecked Sendable {
+    enum Peer { case files, tus, ietf, plainUpload }
+    let body: [UInt8]
+    let peer: Peer
+    private let script: Mutex<[Step]>
+    private let tusOffset = Mutex<Int64>(0)
+    private let seen = Mutex<[String]>([])
+    var requests: [String] { seen.withLock { $0 } }
+
+    init(_ script: [Step], peer: Peer, body: [UInt8] = Array(repeating: 7, count: 4096)) {
+        self.script = Mutex(script)
+        self.peer = peer
+        self.body = body
+    }
+
+    func makeSession() -> any TransportSession { self }
+
+    func perform(_ request: TransferRequest, settings: TransportSettings, cancellation: Cancellation, delegate: any ExchangeDelegate)
+        -> ExchangeResult
+    {
+        seen.withLock { $0.append(request.method) }
+        let step = script.withLock { $0.isEmpty ? Step.serve : $0.removeFirst() }
+        switch step {
+        case .unresolved: return .init(outcome: .failed(.init(kind: .resolve, code: 6, message: "Could not resolve host: nowhere.invalid")))
+        case .refused:
+            return .init(outcome: .failed(.init(kind: .network, code: 7, message: "Failed to connect: Connection refused", unreachable: true)))
+        case .reset: return .init(outcome: .failed(.init(kind: .network, code: 56, message: "Connection reset by peer")))
+        case .stall: return .init(outcome: .stalled)
+        case .status(let status, let after):
+            var headers: HeaderFields = [:]
+            if let after { headers.set("Retry-After", after) }
+            if peer == .tus { headers.set("Tus-Resumable", "1.0.0") }
+            return answer(delegate, ResponseHead(status: status, headers: headers))
+        case .serve:
+            return serve(request, delegate)
+        }
+    }
+
+    private func answer(_ delegate: any ExchangeDelegate, _ head: ResponseHead, body: ArraySlice<UInt8> = []) -> ExchangeResult {
+        guard delegate.exchange(head: head, effectiveURL: "http://peer/file") else { return .init(outcome: .abortedByDelegate, head: head) }
+        if !body.isEmpty {
+            let accepted = body.withUnsafeBytes { delegate.exchange(body: $0) }
+            if !accepted { return .init(outcome: .abortedByDelegate, head: head) }
+        }
+        return .init(outcome: .completed, head: head, effectiveURL: "http://peer/file")
+    }
+
+    private func serve(_ request: TransferRequest, _ delegate: any ExchangeDelegate) -> ExchangeResult {
+        switch (peer, request.method) {
+        case (.files, "HEAD"):
+            return answer(delegate, ResponseHead(status: 200, headers: [
+                "ETag": "\"v1\"", "Content-Length": String(body.count), "Accept-Ranges": "bytes"]))
+        case (.files, _):
+            if let range = request.headers["Range"], let from = Int(range.dropFirst(6).prefix(while: \.isNumber)) {
+                let to = range.split(separator: "-").last.flatMap { Int($0) } ?? body.count - 1
+                return answer(delegate, ResponseHead(status: 206, headers: [
+                    "ETag": "\"v1\"", "Content-Range": "bytes \(from)-\(to)/\(body.count)", "Content-Length": String(to - from + 1)]),
+                    body: body[from...to])
+            }
+            return answer(delegate, ResponseHead(status: 200, headers: ["ETag": "\"v1\"", "Content-Length": String(body.count)]),
+                body: body[...])
+        case (.plainUpload, _):
+            return answer(delegate, ResponseHead(status: 201))
+        case (.ietf, "HEAD"):
+            return answer(delegate, ResponseHead(status: 204, headers: ["Upload-Offset": "0", "Upload-Complete": "?0"]))
+        case (.ietf, _):
+            // The draft's creation or append: the 104 names the upload, the final answer takes it whole.
+            delegate.exchange(informational: ResponseHead(status: 104, headers: [
+                "Location": "http://peer/up/1", "Upload-Draft-Interop-Version": request.headers["Upload-Draft-Interop-Version"] ?? "8"]))
+            return answer(delegate, ResponseHead(status: 201, headers: ["Upload-Complete": "?1"]))
+        case (.tus, "OPTIONS"):
+            return answer(delegate, ResponseHead(status: 204, headers: [
+                "Tus-Resumable": "1.0.0", "Tus-Version": "1.0.0", "Tus-Extension": "creation,termination"]))
+        case (.tus, "POST"):
+            tusOffset.withLock { $0 = 0 }
+            return answer(delegate, ResponseHead(status: 201, headers: ["Tus-Resumable": "1.0.0", "Location": "http://peer/files/1"]))
+        case (.tus, "HEAD"):
+            let offset = tusOffset.withLock { $0 }
+            return answer(delegate, ResponseHead(status: 200, headers: [
+                "Tus-Resumable": "1.0.0", "Upload-Offset": String(offset), "Upload-Length": String(body.count)]))
+        case (.tus, _):
+            let end = tusOffset.withLock { offset in
+                offset += request.body?.length ?? 0
+                return offset
+            }
+            return answer(delegate, ResponseHead(status: 204, headers: ["Tus-Resumable": "1.0.0", "Upload-Offset": String(end)]))
+        }
+    }
+}
+
+/// The transfer paths the library drives, each run against a scripted peer.
+enum FaultPath: String, CaseIterable, CustomStringConvertible, Sendable {
+    case download, connections, ietfUpload, tusUpload, plainUpload
+    var description: String { rawValue }
+}
+
+/// What the README's fault table promises.
+private struct Expected: Equatable {
+    var exit: Int32
+    var sleeps: [Double]?
+}
+
+@Suite struct FaultTableTests {
+    private func run(_ path: FaultPath, _ script: [Step], retries: Int? = 10) async throws -> (exit: Int32, clock: RecordingClock, events: [TransferEvent]) {
+        let folder = FileManager.default.temporaryDirectory.path + "/faults-\(UInt64.random(in: 0...UInt64.max))"
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        let clock = RecordingClock()
+        var options = TransferOptions()
+        options.retry = RetryPolicy(maxRetries: retries)
+        options.clock = clock
+        let body = (0..<(3 << 20)).map { UInt8(truncatingIfNeeded: $0 &* 31) }
+        let transport: ScriptedTransport
+        switch path {
+        case .download, .connections: transport = ScriptedTransport(script, peer: .files, body: body)
+        case .tusUpload: transport = ScriptedTransport(script, peer: .tus)
+        case .ietfUpload: transport = ScriptedTransport(script, peer: .ietf)
+        case .plainUpload: transport = ScriptedTransport(script, peer: .plainUpload)
+        }
+        if path == .connections { options.connections = 2 }
+        let client = TransferClient(store: TokenStore(directory: folder + "/state"), transport: transport, options: options)
+        let events = Mutex<[TransferEvent]>([])
+        let record: EventHandler = { event in events.withLock { $0.append(event) } }
+        var exit: Int32 = 0
+        do {
+            switch path {
+            case .download, .connections:
+                let result = try await client.download(DownloadRequest(url: "http://peer/file", outputPath: folder + "/out"), events: record)
+                #expect(result.bytes == Int64(body.count))
+                #expect(try Array(Data(contentsOf: URL(fileURLWithPath: folder + "/out"))) == body)
+            case .ietfUpload, .tusUpload, .plainUpload:
+                let file = folder + "/source"
+                try Data(repeating: 9, count: 4096).write(to: URL(fileURLWithPath: file))
+                _ = try await client.upload(UploadRequest(filePath: file, url: "http://peer/files/",
+                    uploadProtocol: [.tusUpload: .tus, .ietfUpload: .ietf][path] ?? .plain), events: record)
+            }
+        } catch let error as TransferError {
+            exit = error.exitStatus
+        }
+        return (exit, clock, events.withLock { $0 })
+    }
+
+    @Test(arguments: FaultPath.allCases)
+    func aHostThatDoesNotResolveOnAFreshTransferFailsAtOnce(_ path: FaultPath) async throws {
+        let (exit, clock, _) = try await run(path, [.unresolved, .unresolved, .unresolved])
+        // --connections plans with a HEAD first; the one-connection download it hands over to fails the same way.
+        #expect(exit == 1)
+        #expect(clock.slept.isEmpty)
+    }
+
+    @Test(arguments: FaultPath.allCases)
+    func aRefusedPortWithTwoRetriesEndsResumable(_ path: FaultPath) async throws {
+        let (exit, clock, _) = try await run(path, Array(repeating: .refused, count: 20), retries: 2)
+        #expect(exit == 75)
+        #expect(!clock.slept.isEmpty)
+    }
+
+    @Test(arguments: FaultPath.allCases)
+    func twoBusyAnswersAreWaitedOutNoEarlierThanRetryAfter(_ path: FaultPath) async throws {
+        let (exit, clock, events) = try await run(path, [.status(503, retryAfter: "2"), .status(503, retryAfter: "2")])
+        #expect(exit == 0)
+        let retries = events.compactMap { if case .retry(_, let delay, _) = $0 { delay } else { nil } }
+        #expect(clock.slept == [2, 2] || path == .connections, "slept \(clock.slept)")
+        #expect(retries == [2, 2] || path == .connections)
+    }
+
+    @Test(arguments: FaultPath.allCases)
+    func aResetAndAStallAreRetriedWithBackoff(_ path: FaultPath) async throws {
+        let (exit, clock, _) = try await run(path, [.reset, .stall])
+        #expect(exit == 0)
+        #expect(clock.slept.count == 2 || path == .connections)
+        #expect(clock.slept.allSatisfy { $0 > 0 && $0 <= 2 }, "first retries back off from 1 s: \(clock.slept)")
+    }
+
+    @Test(arguments: FaultPath.allCases)
+    func aRefusalIsNotRetried(_ path: FaultPath) async throws {
+        // tus asks OPTIONS first, and takes a refused OPTIONS as "tus core, no extensions": the 404 goes to the creation.
+        let (exit, clock, _) = try await run(path, (path == .tusUpload ? [.serve] : []) + [.status(404, retryAfter: nil)])
+        #expect(exit == 1)
+        #expect(clock.slept.isEmpty)
+    }
+
+    @Test func retryAfterAsADateIsHonoured() {
+        var backoff = Backoff(RetryPolicy(maxRetries: 3))
+        let directive = RetryRules.decide(.status(503, retryAfter: "Tue, 14 Nov 2023 22:13:30 GMT", message: ""), fresh: false,
+            progressMade: false, waitForNetwork: false, backoff: &backoff, now: 1_700_000_000)
+        #expect(directive == .retry(delay: 10))
+    }
+
+    @Test func theNetworkIsWaitedForWithoutSpendingRetries() {
+        var backoff = Backoff(RetryPolicy(maxRetries: 1))
+        for fault in [Fault.unresolved("x"), .unreachable("y"), .unresolved("z")] {
+            guard case .waitForNetwork = RetryRules.decide(fault, fresh: true, progressMade: false, waitForNetwork: true,
+                backoff: &backoff, now: 0) else { Issue.record("\(fault) was not waited for"); return }
+        }
+        #expect(RetryRules.decide(.lost("cut"), fresh: false, progressMade: false, waitForNetwork: true, backoff: &backoff, now: 0)
+            != .exhausted)
+    }
+
+    @Test func aSleepEndsAtOnceWhenStopped() async {
+        let cancellation = Cancellation()
+        let started = Monotonic.now
+        Thread.detachNewThread {
+            usleep(50_000)
+            cancellation.stop(.pause)
+        }
+        #expect(!cancellation.sleep(seconds: 30))
+        #expect(Monotonic.now - started < 5)
+    }
+}
