@@ -12,6 +12,8 @@ bin=.build-fuzz/bin
 targets=("$@")
 [ ${#targets[@]} -gt 0 ] || targets=($(ls Fuzz/Corpus))
 failed=0
+# Swift's own crash handler reads the stack in ways ASan reports as a second error; libFuzzer's is enough.
+export SWIFT_BACKTRACE=enable=no
 for t in "${targets[@]}"; do
     [ -x "$bin/$t" ] || { echo "fuzz: $bin/$t is not built (make fuzz-build)" >&2; exit 2; }
     mkdir -p ".build-fuzz/corpus/$t" ".build-fuzz/findings/$t"

@@ -119,6 +119,8 @@ extension Download {
         let list = DownloadList(parsing: String(decoding: data, as: UTF8.self))
         let folder = try outputFolder()
         for problem in list.problems { Output.stderr("resumectl: \(listPath): \(problem)\n") }
+        // Nothing in it can be fetched (every line a non-http(s) URL or a bad name): a usage error, as on the command line.
+        if list.entries.isEmpty, !list.problems.isEmpty { throw ExitCode(64) }
         if !options.quiet, !list.duplicates.isEmpty {
             Output.stderr("resumectl: \(listPath): skipped repeated lines \(list.duplicates.map(String.init).joined(separator: ", "))\n")
         }

@@ -128,7 +128,8 @@ import Testing
         if how == "-i" {
             try "file:///etc/passwd x\n".write(toFile: w.path("www/list.txt"), atomically: true, encoding: .utf8)
             r = try await w.run(["download", "-i", w.path("www/list.txt"), "-q"])
-            #expect(r.status != 0 && r.status != 75, "\(r)")
+            #expect(r.status == 64, "\(r)")
+            #expect(r.stderr.split(separator: "\n").count == 1, "\(r)")
         } else {
             r = try await w.run(["download", "file:///etc/passwd", "-o", "r.bin", "-q"])
             #expect(r.status == 64, "\(r)")
@@ -144,6 +145,10 @@ import Testing
         let first = try await w.run(["download", server.url(), "-o", "r.bin", "--retries", "0", "-q"])
         #expect(first.status == 75, "\(first)")
         let id = try #require(try w.tokens().first)
+        // `resume --url` with another scheme is refused before the token is touched: 64.
+        let other = try await w.run(["resume", id, "--url", "file:///etc/passwd", "-q"])
+        #expect(other.status == 64, "\(other)")
+        #expect(other.stderr.contains("only http and https"), "\(other)")
         let file = w.state + "/tokens/\(id).json"
         let text = try String(contentsOfFile: file, encoding: .utf8)
         try text.replacingOccurrences(of: server.url(), with: "file:///etc/passwd").write(toFile: file, atomically: true, encoding: .utf8)

@@ -60,7 +60,10 @@ public struct ResponseHeadParser: Sendable {
 
     static func parseStatusLine(_ line: Substring) -> ResponseHead {
         let parts = line.split(separator: " ", maxSplits: 2, omittingEmptySubsequences: true)
-        let status = parts.count > 1 ? Int(parts[1]) ?? 0 : 0
+        // Three digits (RFC 9110 §15): `Int("-2")` and `Int("+200")` parse, and a negative status was let
+        // through (found by FuzzResponseHead). Anything else is status 0, which no rule accepts.
+        let code = parts.count > 1 ? parts[1].utf8 : Substring().utf8
+        let status = code.count == 3 && code.allSatisfy({ $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") }) ? Int(parts[1]) ?? 0 : 0
         let reason = parts.count > 2 ? String(parts[2]) : ""
         return ResponseHead(status: status, reason: reason)
     }

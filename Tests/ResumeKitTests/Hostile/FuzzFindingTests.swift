@@ -84,3 +84,18 @@ extension FuzzFindingTests {
         }
     }
 }
+
+extension FuzzFindingTests {
+    /// `HTTP/1.1 -02 …` gave status -2: `Int` takes signs. A status is three digits or nothing (0).
+    @Test func statusIsThreeDigits() {
+        for (name, bytes) in Self.inputs("FuzzResponseHead") {
+            var parser = ResponseHeadParser()
+            for line in String(decoding: bytes, as: UTF8.self).split(separator: "\n", omittingEmptySubsequences: false) {
+                if let head = parser.feed(line: line + "\n") { #expect((0...999).contains(head.status), "\(name): \(head.status)") }
+            }
+        }
+        for (line, status) in [("HTTP/1.1 -02 x", 0), ("HTTP/1.1 +200 OK", 0), ("HTTP/1.1 2000 x", 0), ("HTTP/1.1 206 Partial", 206)] {
+            #expect(ResponseHeadParser.parseStatusLine(Substring(line)).status == status, "\(line)")
+        }
+    }
+}
