@@ -7,9 +7,9 @@ import ResumeKit
 /// that keeps a download's memory about 10 MiB smaller.
 struct Serve: ParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Serve a folder over HTTP: ranged downloads and resumable uploads (see 'resumectl serve --help').")
+        abstract: "Serve a folder over HTTP(S): ranged downloads, resumable uploads (IETF draft, tus), logins, limits, a folder page.")
 
-    @Argument(parsing: .captureForPassthrough, help: "[DIR] [--host H] [--port P] [--read-only] [--upload-timeout S]")
+    @Argument(parsing: .captureForPassthrough, help: "[DIR] [--host H] [--port P] [--tls-cert F --tls-key F] [--htpasswd F] [--read-only] … ('resumectl serve --help' lists all)")
     var arguments: [String] = []
 
     func run() throws {
