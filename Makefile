@@ -136,7 +136,7 @@ deb: release generated
 	size=$$(du -sk --exclude=DEBIAN $(DEB_ROOT) | cut -f1); \
 	printf '%s\n' "Package: resumectl" "Version: $$version" "Architecture: $$arch" \
 		"Maintainer: resumectl developers <resumectl@localhost>" "Installed-Size: $$size" \
-		"Depends: libc6, libcurl4, libxml2" "Section: web" "Priority: optional" \
+		"Depends: libc6, libcrypt1, libcurl4, libxml2" "Section: web" "Priority: optional" \
 		"Homepage: https://github.com/resumectl/resumectl" \
 		"Description: HTTP transfers that survive dropped connections and reboots" \
 		" resumectl downloads with Range and If-Range and uploads with the IETF resumable-upload" \
