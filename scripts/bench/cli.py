@@ -30,6 +30,8 @@ def main():
                     help="file size of case 6 (default 256M: the Python server, not the client, sets the pace)")
     ap.add_argument("--s3-size", type=parse_size, default=GiB,
                     help="file size of case 7 (default 1G)")
+    ap.add_argument("--browser-size", type=parse_size, default=None,
+                    help="file size of case 11's browser upload (default 256M; 64M with --quick)")
     ap.add_argument("--seg-rate", type=parse_size, default=50 * MiB,
                     help="per-connection limit_rate of case 4's throttled run in bytes/s (default 50M)")
     ap.add_argument("--verify-all", action="store_true", help="SHA-256 every output, not once per tool and case")
@@ -38,6 +40,7 @@ def main():
     ap.add_argument("--keep", action="store_true", help="keep the temp folder (logs, configs) for debugging")
     args = ap.parse_args()
     args.size = args.size or (64 * MiB if args.quick else GiB)
+    args.browser_size = args.browser_size or (64 * MiB if args.quick else 256 * MiB)
     args.pairs = args.pairs if args.pairs is not None else (3 if args.quick else 5)
     try:
         cases = registry.select(args.cases)

@@ -42,6 +42,7 @@ class Bench:
         self.seg_size = min(self.size, 256 * MiB)
         self.tus_size = args.tus_size
         self.s3_size = args.s3_size
+        self.browser_size = args.browser_size
         self.timeout = 60 + self.size / (20 * MiB)
         # Throttle for the resume case: nginx paces each response at limit_rate (it waits
         # sent/rate after every sendfile chunk), so at size/5 the full transfer takes 5 s and the
@@ -64,6 +65,9 @@ class Bench:
     peer = property(lambda self: self.peers.serve)  # resumectl serve, the upload peer
     tus = property(lambda self: self.peers.tus)
     moto = property(lambda self: self.peers.moto)
+    cert = property(lambda self: self.peers.cert)  # the TLS cases' certificate (its CA file)
+    serve_www = property(lambda self: self.peers.serve_www)  # resumectl serve --read-only of www/
+    serve_www_tls = property(lambda self: self.peers.serve_www_tls)  # the same over HTTPS
 
     # ---- setup / teardown
 
@@ -91,6 +95,8 @@ class Bench:
             self.files["tus.bin"] = make_random_file(os.path.join(self.www, "tus.bin"), self.tus_size)
         if "s3.bin" in files:
             big_or_own("s3.bin", self.s3_size)
+        if "browser.bin" in files:
+            big_or_own("browser.bin", self.browser_size)
         log(f"test files made in {time.monotonic() - t:.1f} s under {self.tmp}")
         self.peers.start(set().union(*(c.PEERS for c in cases)), self, log)
 
@@ -157,7 +163,8 @@ class Bench:
         return self.args.pairs + 1  # round 0 is the warm-up
 
     def run_rounds(self, tools, servers=(), env=None):
-        """tools: [(name, argv_fn(round), check_fn(round, verify) or None)]. Returns {name: [Run]}."""
+        """tools: [(name, argv_fn(round), check_fn(round, verify) or None)]. Returns {name: [Run]}.
+        servers: the peers whose CPU during each run is summed into srv CPU."""
         runs = {name: [] for name, _, _ in tools}
         dead = set()
         for rnd in range(self.rounds()):
@@ -179,8 +186,11 @@ class Bench:
                         raise Failure(f"timed out after {self.timeout:.0f} s")
                     if res["rc"] != 0:
                         raise Failure(f"exit status {res['rc']}")
-                    if check:
-                        check(rnd, rnd == 0 or self.args.verify_all)
+                    # A check may return the seconds the transfer itself took (the browser's upload,
+                    # timed inside the page): that replaces the process's wall, kept as process_wall_s.
+                    took = check(rnd, rnd == 0 or self.args.verify_all) if check else None
+                    if isinstance(took, float):
+                        run.extra["process_wall_s"], run.wall = run.wall, took
                 except Failure as e:
                     self.record_failure(run, res, str(e))
                     dead.add(name)

@@ -16,15 +16,23 @@ from .util import NGINX, REPO, Failure, free_port, proc_cpu, stop_process, wait_
 class Nginx:
     """nginx on 127.0.0.1, single process, with a private prefix and a parseable access log."""
 
-    def __init__(self, prefix, root, slow_rate, seg_rate):
+    def __init__(self, prefix, root, slow_rate, seg_rate, tls=None):
         self.prefix, self.root = prefix, root
         self.slow_rate, self.seg_rate = slow_rate, seg_rate
+        self.tls = tls  # a Certificate: also serve the root over HTTPS (HTTP/2 offered) on tls_port
         self.proc = None
-        self.port = None
+        self.port = self.tls_port = None
         self.access_log = os.path.join(prefix, "access.log")
 
-    def config(self, port):
+    def config(self, port, tls_port):
         p, r = self.prefix, self.root
+        https = "" if not self.tls else f"""
+    server {{
+        listen 127.0.0.1:{tls_port} ssl http2;
+        ssl_certificate {self.tls.cert};
+        ssl_certificate_key {self.tls.key};
+        root {r};
+    }}"""
         temps = "\n".join(f"    {k}_temp_path {p}/tmp/{k};" for k in
                           ("client_body", "proxy", "fastcgi", "uwsgi", "scgi"))
         return f"""daemon off;
@@ -49,7 +57,7 @@ http {{
         location /slow/ {{ alias {r}/; limit_rate {self.slow_rate}; }}
         # segmented case: the limit is per connection (per request), so segments add up
         location /seg/ {{ alias {r}/; limit_rate {self.seg_rate}; }}
-    }}
+    }}{https}
 }}
 """
 
@@ -57,22 +65,25 @@ http {{
         os.makedirs(os.path.join(self.prefix, "tmp"), exist_ok=True)
         conf = os.path.join(self.prefix, "nginx.conf")
         for _ in range(5):  # the free port can be taken between probe and bind: retry
-            port = free_port()
+            port, tls_port = free_port(), free_port()
             with open(conf, "w") as f:
-                f.write(self.config(port))
+                f.write(self.config(port, tls_port))
             err = open(os.path.join(self.prefix, "stderr.log"), "ab")
             self.proc = subprocess.Popen(
                 [NGINX, "-p", self.prefix + "/", "-c", conf, "-e", os.path.join(self.prefix, "error.log")],
                 stdin=subprocess.DEVNULL, stdout=err, stderr=err, start_new_session=True)
             err.close()
-            if wait_port(port, self.proc):
-                self.port = port
+            if wait_port(port, self.proc) and (not self.tls or wait_port(tls_port, self.proc)):
+                self.port, self.tls_port = port, tls_port
                 return self
             stop_process(self.proc, signal.SIGQUIT)
         raise RuntimeError("nginx did not start; see " + os.path.join(self.prefix, "error.log"))
 
     def url(self, path):
         return f"http://127.0.0.1:{self.port}/{path.lstrip('/')}"
+
+    def tls_url(self, path):
+        return f"https://127.0.0.1:{self.tls_port}/{path.lstrip('/')}"
 
     def cpu(self):
         return proc_cpu(self.proc.pid)
@@ -250,18 +261,33 @@ class CountingProxy:
         self.listener.close()
 
 
-class ServePeer:
-    """`resumectl serve DIR --port 0`: NIOResumableUpload; the first stdout line is the URL."""
+class Certificate:
+    """A self-signed P-256 certificate for 127.0.0.1 and localhost (openssl), the CA file of the TLS
+    cases: nginx and `resumectl serve` present it, curl and resumectl trust it with --cacert."""
 
-    def __init__(self, binary, directory, logdir, env):
+    def __init__(self, directory):
+        os.makedirs(directory, exist_ok=True)
+        self.cert, self.key = os.path.join(directory, "cert.pem"), os.path.join(directory, "key.pem")
+        r = subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1",
+                            "-nodes", "-keyout", self.key, "-out", self.cert, "-days", "2", "-subj", "/CN=127.0.0.1",
+                            "-addext", "subjectAltName=IP:127.0.0.1,DNS:localhost"], capture_output=True, text=True)
+        if r.returncode != 0:
+            raise RuntimeError("openssl could not make the bench certificate: " + r.stderr.strip()[-300:])
+
+
+class ServePeer:
+    """`resumectl serve DIR --port 0 [ARGS…]`: the first stdout line is the URL."""
+
+    def __init__(self, binary, directory, logdir, env, args=(), name="serve"):
         self.binary, self.dir, self.logdir, self.env = binary, directory, logdir, env
+        self.args, self.name = list(args), name
         self.proc = None
         self.base = None
 
     def start(self):
-        err = open(os.path.join(self.logdir, "serve.log"), "ab")
+        err = open(os.path.join(self.logdir, self.name + ".log"), "ab")
         self.proc = subprocess.Popen(
-            [self.binary, "serve", self.dir, "--host", "127.0.0.1", "--port", "0"],
+            [self.binary, "serve", self.dir, "--host", "127.0.0.1", "--port", "0"] + self.args,
             stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=err, env=self.env,
             start_new_session=True)
         err.close()
@@ -270,10 +296,10 @@ class ServePeer:
         t.start()
         t.join(15)
         text = (line[0] or b"").decode().strip()
-        m = re.match(r"listening on (http://\S+)", text)
+        m = re.match(r"listening on (https?://\S+)", text)
         if not m:
             self.stop()
-            raise RuntimeError(f"resumectl serve did not print its URL (got {text!r}); see {self.logdir}/serve.log")
+            raise RuntimeError(f"resumectl serve did not print its URL (got {text!r}); see {self.logdir}/{self.name}.log")
         self.base = m.group(1).rstrip("/")
         # Keep draining stdout so the peer never blocks on a full pipe.
         threading.Thread(target=lambda: self.proc.stdout.read(), daemon=True).start()
@@ -289,26 +315,34 @@ class ServePeer:
         stop_process(self.proc, signal.SIGTERM)
 
 
-
 class Peers:
     """The long-lived peers of one bench run, started once for every case that needs them (in the
     order nginx, tuspyserver, moto, resumectl serve) and stopped together. A case names what it
-    needs in its PEERS; it reaches a peer as bench.nginx, bench.tus, bench.moto or bench.peer."""
+    needs in its PEERS; it reaches a peer as bench.nginx, bench.tus, bench.moto or bench.peer.
+    "nginx-tls" is nginx with an HTTPS server too (bench.cert, a Certificate, is its CA file);
+    "serve-www" are two more `resumectl serve --read-only` of the test files, plain and HTTPS
+    (bench.serve_www, bench.serve_www_tls)."""
 
-    ORDER = ("nginx", "tus", "moto", "serve")
+    ORDER = ("nginx", "tus", "moto", "serve", "serve-www")
 
     def __init__(self):
         self.nginx = self.tus = self.moto = self.serve = None
+        self.serve_www = self.serve_www_tls = None
+        self.cert = None
 
     def start(self, needed, bench, log):
         for name in self.ORDER:
-            if name not in needed:
+            wants_tls = "nginx-tls" in needed or "serve-www" in needed
+            if name not in needed and not (name == "nginx" and wants_tls):
                 continue
+            if wants_tls and not self.cert:
+                self.cert = Certificate(os.path.join(bench.tmp, "tls"))
             if name == "nginx":
                 self.nginx = Nginx(os.path.join(bench.tmp, "nginx"), bench.www, bench.slow_rate,
-                                   bench.seg_rate).start()
+                                   bench.seg_rate, tls=self.cert if wants_tls else None).start()
                 log(f"nginx on {self.nginx.url('')} (pid {self.nginx.proc.pid}); /slow/ limit_rate "
-                    f"{bench.slow_rate} B/s, /seg/ limit_rate {bench.seg_rate} B/s per connection")
+                    f"{bench.slow_rate} B/s, /seg/ limit_rate {bench.seg_rate} B/s per connection"
+                    + (f"; HTTPS (HTTP/2 offered) on {self.nginx.tls_url('')}" if wants_tls else ""))
             elif name == "tus":
                 tus_dir = os.path.join(bench.tmp, "tus")
                 os.makedirs(tus_dir)
@@ -321,6 +355,14 @@ class Peers:
             elif name == "serve":
                 self.serve = ServePeer(bench.bin, bench.uploads, bench.logs, bench.env).start()
                 log(f"upload peer: resumectl serve on {self.serve.base} (pid {self.serve.proc.pid})")
+            elif name == "serve-www":
+                self.serve_www = ServePeer(bench.bin, bench.www, bench.logs, bench.env, ["--read-only"],
+                                           "serve-www").start()
+                self.serve_www_tls = ServePeer(bench.bin, bench.www, bench.logs, bench.env,
+                                               ["--read-only", "--tls-cert", self.cert.cert, "--tls-key",
+                                                self.cert.key], "serve-www-tls").start()
+                log(f"download peers: resumectl serve --read-only of the test files on {self.serve_www.base} "
+                    f"and {self.serve_www_tls.base}")
 
     @staticmethod
     def counting_proxy(upstream_port):
@@ -328,6 +370,6 @@ class Peers:
         return CountingProxy(upstream_port)
 
     def stop(self):
-        for p in (self.serve, self.tus, self.moto, self.nginx):  # the order teardown always used
+        for p in (self.serve_www_tls, self.serve_www, self.serve, self.tus, self.moto, self.nginx):
             if p:
                 p.stop()
