@@ -15,7 +15,9 @@ struct Upload: AsyncParsableCommand {
             them (at most --spool-max; past it the stream goes in appends), so cuts and 5xx are survived. \
             Killed after stdin ended, 'resumectl resume TOKEN' finishes from the spool; killed before, pipe \
             the same stream into 'resumectl resume TOKEN': it is checked against what was read, and a \
-            different stream fails with exit 65.
+            different stream fails with exit 65. A server without resumable uploads (--protocol plain, or one \
+            whose OPTIONS answer names neither tus nor the draft) gets the stream as one chunked POST, and \
+            is said to be not resumable.
 
             To s3://BUCKET/KEY a file of one part goes as one signed PUT, a larger one as a multipart \
             upload, --parallel parts at a time, each with Content-MD5. The token keeps every finished part: \
@@ -68,9 +70,6 @@ struct Upload: AsyncParsableCommand {
         guard (1...64).contains(parallel) else { throw ValidationError("--parallel takes 1 to 64") }
         if file == "-" {
             if background.detach || background.startAt != nil { throw ValidationError("a stream (upload -) reads stdin: it runs in the foreground") }
-            if uploadProtocol == .tus || uploadProtocol == .plain {
-                throw ValidationError("a stream (upload -) needs the IETF draft: its length is unknown when it starts")
-            }
         } else if spoolMax != nil {
             throw ValidationError("--spool-max applies to a stream (upload - URL)")
         }

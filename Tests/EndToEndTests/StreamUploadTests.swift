@@ -137,9 +137,70 @@ import Testing
         #expect(try w.tokens().isEmpty && spoolFiles(w).isEmpty)
     }
 
+    @Test("--protocol plain: the stream goes as one chunked POST, the user is told once that it cannot be resumed, no token or spool")
+    func aStreamToAPlainServerGoesInOneRequest() async throws {
+        let w = try Workspace()
+        let serve = try RunningProcess(resumectlBinary, ["serve", w.path("www"), "--port", "0"], currentDirectory: w.out)
+        let listening = try await serve.waitForLine { $0.hasPrefix("listening on ") }
+        let port = Int(listening.split(separator: ":").last!.trimmingCharacters(in: .whitespaces))!
+        let proxy = try FaultProxy(upstreamPort: port, plan: [])
+        let (r, code) = try await pipeline(
+            w, producer: "head -c 30000000 /dev/urandom | tee >(sha256sum > \(w.path("sum")))",
+            ["upload", "-", proxy.url(for: "plain.bin"), "--protocol", "plain"])
+        serve.send(signal: SIGTERM)
+        #expect(code == 0, "\(r)")
+        let sum = try String(contentsOfFile: w.path("sum"), encoding: .utf8)
+        #expect(sum.hasPrefix(try sha256(file: w.path("www/plain.bin"))))
+        let lines = proxy.connections.flatMap(\.requestLines)
+        #expect(lines.count == 1 && lines.first?.hasPrefix("POST /plain.bin ") == true, "\(lines)")
+        #expect(r.stderr.components(separatedBy: "takes no resumable uploads").count == 2, "told once: \(r.stderr)")
+        #expect(try w.tokens().isEmpty && spoolFiles(w).isEmpty)
+    }
+
+    /// A server that knows neither tus nor the draft (OPTIONS answers nothing of either) and takes a chunked POST.
+    static let plainServer = #"""
+        import hashlib, sys
+        from http.server import BaseHTTPRequestHandler, HTTPServer
+        class H(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+            def do_OPTIONS(self):
+                self.send_response(200); self.send_header("Allow", "GET, POST"); self.send_header("Content-Length", "0"); self.end_headers()
+            def do_POST(self):
+                h, n = hashlib.sha256(), 0
+                while True:
+                    size = int(self.rfile.readline().split(b";")[0], 16)
+                    if size == 0:
+                        self.rfile.readline(); break
+                    data = self.rfile.read(size); self.rfile.readline(); h.update(data); n += len(data)
+                with open(sys.argv[1], "a") as f: f.write(f"{self.command} {self.path} {n} {h.hexdigest()}\n")
+                self.send_response(201); self.send_header("Content-Length", "0"); self.end_headers()
+            def log_message(self, *a): pass
+        s = HTTPServer(("127.0.0.1", 0), H)
+        print(s.server_port, flush=True)
+        s.serve_forever()
+        """#
+
+    @Test("--protocol auto, a server naming neither tus nor the draft: one POST of the whole stream, not a truncated first append")
+    func aStreamToAnUnknownServerIsNotTruncated() async throws {
+        let w = try Workspace()
+        try Self.plainServer.write(toFile: w.path("plain.py"), atomically: true, encoding: .utf8)
+        let server = try RunningProcess("python3", [w.path("plain.py"), w.path("received")])
+        defer { server.send(signal: SIGTERM) }
+        let port = try await server.waitForLine { !$0.isEmpty }
+        let (r, code) = try await pipeline(
+            w, producer: "head -c 20000000 /dev/urandom | tee >(sha256sum > \(w.path("sum")))",
+            ["upload", "-", "http://127.0.0.1:\(port)/in/x.bin", "--json"])
+        #expect(code == 0, "\(r)")
+        let sum = try String(contentsOfFile: w.path("sum"), encoding: .utf8)
+        let received = try String(contentsOfFile: w.path("received"), encoding: .utf8)
+        #expect(received == "POST /in/x.bin 20000000 \(sum.prefix(64))\n", "\(received)")
+        #expect(events(r.stdout).first("completed")?["bytes"] as? Int == 20_000_000, "\(r.stdout)")
+        #expect(try w.tokens().isEmpty && spoolFiles(w).isEmpty)
+    }
+
     @Test func aStreamIsRefusedWhereItCannotWork() async throws {
         let w = try Workspace()
-        for args in [["upload", "-", "http://127.0.0.1:1/x", "--protocol", "plain"], ["upload", "-", "http://127.0.0.1:1/x", "--detach"],
+        for args in [["upload", "-", "http://127.0.0.1:1/x", "--detach"],
             ["upload", "x.bin", "http://127.0.0.1:1/x", "--spool-max", "8M"]]
         {
             let r = try await w.run(args)

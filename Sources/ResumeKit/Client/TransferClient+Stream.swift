@@ -13,11 +13,8 @@ extension TransferClient {
     func runStreamUpload(_ request: UploadRequest, cancellation: Cancellation, events: @escaping EventHandler) throws(TransferError) -> UploadResult {
         let route = try Route(request.url)
         if case .s3Prefix = route { throw TransferError(.usage, "\(request.url) names no object: give s3://BUCKET/KEY") }
-        if route == .http(request.url), request.uploadProtocol == .plain {
-            throw TransferError(.usage, "a stream (upload -) needs the IETF draft or tus: its length is unknown when it starts")
-        }
         if case .s3Object = route { _ = try requireS3Answers() }
-        _ = try HeaderLines.parse(request.headers)
+        let given = try HeaderLines.parse(request.headers)
         if let max = request.spoolMax, max < 1 << 20 { throw TransferError(.usage, "--spool-max must be at least 1M") }
         try prepareStateDirectory()
         let id = uploadTokenID(request)
@@ -40,6 +37,13 @@ extension TransferClient {
         } else {
             token = ResumeToken(id: id, kind: .upload, url: request.url, headers: ResumeToken.storableHeaders(request.headers))
             let chosen = try chooseProtocol(request, probe: &probe, cancellation: cancellation, events: events)
+            // A server that named neither tus nor the draft would take the first append as the whole file.
+            if chosen.protocolName == UploadProtocol.plain.rawValue || probe == .unknown {
+                return try PlainStreamUpload(
+                    url: request.url, headers: given, input: STDIN_FILENO, transport: transport,
+                    options: connectionOptions(for: &token, events: events), cancellation: cancellation, emit: events
+                ).run()
+            }
             token.upload = .init(uploadURL: nil, interopVersion: chosen.interopVersion, source: stdin, acknowledgedBytes: 0, resumable: true,
                 protocolName: chosen.protocolName)
         }

@@ -94,7 +94,8 @@ final class ExchangeContext {
             cancelled = true
             return false
         }
-        if !delegate.exchange(progressReceived: received, sent: sent) {
+        // A stream's count is what was read from it: libcurl's would include the chunked framing.
+        if !delegate.exchange(progressReceived: received, sent: body?.isStream == true ? bodySent : sent) {
             abortedByDelegate = true
             return false
         }
@@ -106,6 +107,19 @@ final class ExchangeContext {
         if cancellation.isStopped {
             cancelled = true
             return Int(CURL_READFUNC_ABORT)
+        }
+        if body.isStream {
+            while true {
+                let n = Glibc.read(body.fileDescriptor, buffer.baseAddress, buffer.count)
+                if n < 0 && errno == EINTR { continue }
+                if n < 0 {
+                    readFailure = errno
+                    return Int(CURL_READFUNC_ABORT)
+                }
+                bodySent += Int64(n)
+                if n == 0 { _ = delegate.exchange(progressReceived: 0, sent: bodySent) }  // the whole count, before the answer
+                return n  // 0: the stream ended, and so does the body
+            }
         }
         let remaining = body.length - bodySent
         let want = Int(min(Int64(buffer.count), remaining))

@@ -41,6 +41,15 @@ public struct RequestBody: Sendable, Equatable {
         self.length = Int64(bytes.count)
         self.bytes = bytes
     }
+
+    /// A body of unknown length: `fileDescriptor` (a pipe) is read with read(2) until its end, and the
+    /// request goes chunked (HTTP/1.1) or framed (HTTP/2), as `curl -T -` sends it.
+    public static func stream(_ fileDescriptor: Int32) -> RequestBody {
+        RequestBody(fileDescriptor: fileDescriptor, offset: 0, length: -1)
+    }
+
+    /// Read until the end of its descriptor rather than a known range.
+    public var isStream: Bool { length < 0 && bytes == nil }
 }
 
 /// Knobs of the transport that hold for every exchange of one transfer.
