@@ -32,7 +32,7 @@ enum HTTPDate {
     private static func seconds(year: Int, month: Int, day: Int, time: Substring) -> Int64? {
         let hms = time.split(separator: ":").compactMap { Int($0) }
         guard hms.count == 3, (1...31).contains(day), (0...23).contains(hms[0]), (0...59).contains(hms[1]),
-            (0...60).contains(hms[2]), year >= 1970
+            (0...60).contains(hms[2]), (1970...9999).contains(year)  // four digits: a longer year overflowed the seconds
         else { return nil }
         // Days since 1970 of a proleptic Gregorian date (the "days from civil" algorithm).
         let y = month <= 2 ? year - 1 : year

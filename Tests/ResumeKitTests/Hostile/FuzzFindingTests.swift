@@ -99,3 +99,19 @@ extension FuzzFindingTests {
         }
     }
 }
+
+extension FuzzFindingTests {
+    /// A `Retry-After` date in the year 1111111134994 overflowed the seconds since 1970 (a trap): a year
+    /// is four digits, and anything else is no date.
+    @Test func retryAfterWithAHugeYearIsNoDate() {
+        let found = Self.inputs("FuzzContentRange")
+        #expect(!found.isEmpty)
+        for (name, bytes) in found {
+            let value = String(decoding: bytes, as: UTF8.self)
+            if let delay = RetryPolicy.retryAfter(value, now: 1_800_000_000) { #expect(delay.isFinite, "\(name)") }
+        }
+        #expect(HTTPDate.parse("Sun, 06 Nov 99999999999999 08:49:37 GMT") == nil)
+        #expect(HTTPDate.parse("Sun, 06 Nov 9999 08:49:37 GMT") != nil)
+        #expect(HTTPDate.parse("Sun, 06 Nov 1994 08:49:37 GMT") == 784_111_777)
+    }
+}
