@@ -89,7 +89,7 @@ struct Download: AsyncParsableCommand {
         if background.detach {
             let id: String
             do { id = try client.prepare(request) } catch { throw Runner.fail(error, json: options.json) }
-            try Detach.launch(id: id, announce: id, stateDir: client.store.directory, arguments: Detach.childArguments())
+            try Background.launch(id: id, announce: id, stateDir: client.store.directory, arguments: Background.childArguments())
         }
         let reporter = Reporter(json: options.json, quiet: options.quiet)
         let id = client.downloadTokenID(request)

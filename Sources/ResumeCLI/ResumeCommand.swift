@@ -58,7 +58,7 @@ struct Resume: AsyncParsableCommand {
             if let pid = TokenLock.holder(path: client.store.lockPath(forID: known.id)) {
                 throw Runner.fail(TransferError(.busy, "\(TokenLock.Failure.held(pid: pid)); not starting a second one"), json: options.json)
             }
-            try Detach.launch(id: known.id, announce: known.id, stateDir: client.store.directory, arguments: Detach.childArguments())
+            try Background.launch(id: known.id, announce: known.id, stateDir: client.store.directory, arguments: Background.childArguments())
         }
         let reporter = Reporter(json: options.json, quiet: options.quiet)
         if let known { reporter.setToken(known.id) } else if !reference.contains("/") { reporter.setToken(reference) }
@@ -76,60 +76,23 @@ struct Resume: AsyncParsableCommand {
     }
 }
 
-/// `resume --all`: a pool of `resumectl resume ID` processes, N at a time, so that each transfer keeps
-/// its own lock, pid (for `pause`) and exit status. With `--detach` the pool itself runs in the background
-/// and each transfer writes its events to its own log.
+/// `resume --all`: ResumeKit's ``Supervisor`` runs the pool; with `--detach` the pool itself runs in the
+/// background and each transfer writes its events to its own log.
 enum ResumeAll {
     static func run(client: TransferClient, parallel: Int, background: BackgroundOptions) throws {
         let store = client.store
-        let ids = store.all().tokens.compactMap { token -> String? in
-            guard let state = TransferState(id: token.id, store: store, token: token) else { return nil }
-            return state.phase == .paused || state.phase == .resumable ? token.id : nil
-        }
+        let ids = Supervisor.resumable(store: store)
         let forwarded = forwardedArguments()
         if background.detach {
             guard !ids.isEmpty else { return }
-            try Detach.launch(id: "resume-all", announce: ids.joined(separator: "\n"), stateDir: store.directory,
+            try Background.launch(id: "resume-all", announce: ids.joined(separator: "\n"), stateDir: store.directory,
                 arguments: ["resume", "--all", "--parallel", String(parallel)] + Detach.backgroundDefaults(forwarded))
         }
-        // Until its own process takes over, each transfer is `queued` under this process's pid, so that
-        // `wait` and `list` see it as under way, not as paused.
-        var queued: [String: LiveStatusWriter] = [:]
-        for id in ids { queued[id] = LiveStatusWriter(stateDir: store.directory, id: id, phase: "queued") }
         if background.detachedChild { Detach.signalReady() }
-        var queue = ids[...]
-        var running: [pid_t: String] = [:]
-        var statuses: [Int32] = []
-        try? store.state.make(store.state.logs)
-        while !queue.isEmpty || !running.isEmpty {
-            while running.count < parallel, let id = queue.popFirst() {
-                var log: Int32? = nil
-                if background.detachedChild {
-                    let fd = open(store.state.log(id), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0o600)
-                    if fd >= 0 { log = fd }
-                }
-                defer { if let log { close(log) } }
-                let args = ["resume", id] + forwarded + (background.detachedChild ? ["--detached-child"] : [])
-                do {
-                    running[try Spawner.spawn(args, stdout: log, stderr: log, newSession: false)] = id
-                } catch {
-                    Output.stderr("resumectl: \(id): \(error)\n")
-                    queued[id]?.finish()
-                    statuses.append(1)
-                }
-            }
-            var status: Int32 = 0
-            let pid = waitpid(-1, &status, 0)
-            if pid < 0 {
-                if errno == EINTR { continue }
-                break
-            }
-            guard let id = running.removeValue(forKey: pid) else { continue }
-            // The transfer's process removed its status when it ended; one that died leaves its own or ours.
-            let left = LiveStatus.load(stateDir: store.directory, id: id)
-            if left == nil || left?.pid == getpid() { queued[id]?.finish() }
-            statuses.append((status & 0x7f) == 0 ? (status >> 8) & 0xff : 128 + (status & 0x7f))
-        }
+        let statuses = Supervisor.run(
+            ids: ids, parallel: parallel, store: store, logs: background.detachedChild,
+            arguments: { ["resume", $0] + forwarded + (background.detachedChild ? ["--detached-child"] : []) },
+            spawnFailed: { id, error in Output.stderr("resumectl: \(id): \(error)\n") })
         let failures = statuses.filter { $0 != 0 }
         if failures.isEmpty { return }
         throw ExitCode(failures.allSatisfy { $0 == 75 || $0 == 74 || $0 == 130 } ? 75 : 1)

@@ -1,10 +1,12 @@
 import Glibc
 
 /// posix_spawn of this very binary (`/proc/self/exe`): no fork() of a multithreaded Swift process.
-enum Spawner {
-    struct Failure: Error, CustomStringConvertible { var description: String }
+public enum Spawner {
+    public struct Failure: Error, CustomStringConvertible { public var description: String }
 
-    static func spawn(_ arguments: [String], stdout: Int32? = nil, stderr: Int32? = nil, ready: Int32? = nil, newSession: Bool) throws -> pid_t {
+    /// Starts this binary with `arguments`, stdin from /dev/null, the descriptors given as 1, 2 and 3 and no
+    /// others, signals at their defaults; `newSession` puts it in a session of its own (setsid).
+    public static func spawn(_ arguments: [String], stdout: Int32? = nil, stderr: Int32? = nil, ready: Int32? = nil, newSession: Bool) throws -> pid_t {
         let exe = executable()
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
@@ -32,7 +34,8 @@ enum Spawner {
         return pid
     }
 
-    static func executable() -> String {
+    /// The path of this binary.
+    public static func executable() -> String {
         var buffer = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
         let n = readlink("/proc/self/exe", &buffer, buffer.count - 1)
         return n > 0 ? String(decoding: buffer[0..<n].map { UInt8(bitPattern: $0) }, as: UTF8.self) : CommandLine.arguments[0]

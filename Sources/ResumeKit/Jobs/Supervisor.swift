@@ -1,0 +1,63 @@
+import Glibc
+
+/// `resume --all`: a pool of `resumectl resume ID` processes, N at a time, so that each transfer keeps
+/// its own lock, pid (for `pause`) and exit status.
+public enum Supervisor {
+    /// The transfers `resume --all` continues: paused ones and those that failed resumably.
+    public static func resumable(store: TokenStore) -> [String] {
+        store.all().tokens.compactMap { token -> String? in
+            guard let state = TransferState(id: token.id, store: store, token: token) else { return nil }
+            return state.phase == .paused || state.phase == .resumable ? token.id : nil
+        }
+    }
+
+    /// Runs `arguments(id)` for every id, `parallel` at a time, each with its output in its own log when
+    /// `logs` (a detached pool), and returns their exit statuses. Until its own process takes over, each
+    /// transfer is `queued` under this process's pid, so that `wait` and `list` see it as under way, not
+    /// as paused. `spawnFailed` hears of a process that could not be started (counted as status 1).
+    public static func run(
+        ids: [String], parallel: Int, store: TokenStore, logs: Bool, arguments: (String) -> [String],
+        spawnFailed: (String, any Error) -> Void
+    ) -> [Int32] {
+        var queued: [String: LiveStatusWriter] = [:]
+        for id in ids { queued[id] = LiveStatusWriter(stateDir: store.directory, id: id, phase: "queued") }
+        var queue = ids[...]
+        var running: [pid_t: String] = [:]
+        var statuses: [Int32] = []
+        try? store.state.make(store.state.logs)
+        while !queue.isEmpty || !running.isEmpty {
+            while running.count < parallel, let id = queue.popFirst() {
+                var log: Int32? = nil
+                if logs {
+                    let fd = open(store.state.log(id), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0o600)
+                    if fd >= 0 { log = fd }
+                }
+                defer { if let log { close(log) } }
+                do {
+                    running[try Spawner.spawn(arguments(id), stdout: log, stderr: log, newSession: false)] = id
+                } catch {
+                    spawnFailed(id, error)
+                    queued[id]?.finish()
+                    statuses.append(1)
+                }
+            }
+            var status: Int32 = 0
+            let pid = waitpid(-1, &status, 0)
+            if pid < 0 {
+                if errno == EINTR { continue }
+                break
+            }
+            guard let id = running.removeValue(forKey: pid) else { continue }
+            // The transfer's process removed its status when it ended; one that died leaves its own or ours.
+            let left = LiveStatus.load(stateDir: store.directory, id: id)
+            if left == nil || left?.pid == getpid() { queued[id]?.finish() }
+            statuses.append(exitStatus(status))
+        }
+        return statuses
+    }
+
+    /// A wait status as a shell reports it: the exit status, or 128 + the signal.
+    static func exitStatus(_ status: Int32) -> Int32 {
+        (status & 0x7f) == 0 ? (status >> 8) & 0xff : 128 + (status & 0x7f)
+    }
+}
