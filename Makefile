@@ -19,9 +19,10 @@ AWSCLI_VERSION := 1.45.11
 
 all: build
 
-# Installs what is missing (Debian): libcurl headers, pkg-config; libcrypt headers (serve's logins); nginx (TLS,
-# HTTP/2), openssl (test certificates), tinyproxy (a real forward proxy), iproute2, htpasswd (apache2-utils),
-# chromium and chromium-driver for the tests; man-db for the package check; tuspyserver, tuspy, selenium (PyPI).
+# Installs what is missing (Debian): libcurl headers, pkg-config; libcrypt headers (serve's logins); ISA-L
+# (S3's hardware CRC32C); nginx (TLS, HTTP/2), openssl (test certificates), tinyproxy (a real forward proxy),
+# iproute2, htpasswd (apache2-utils), chromium and chromium-driver for the tests; man-db for the package
+# check; tuspyserver, tuspy, selenium (PyPI).
 deps:
 	@missing=""; \
 	pkg-config --exists libcurl 2>/dev/null || missing="$$missing libcurl4-openssl-dev pkg-config"; \
@@ -32,6 +33,7 @@ deps:
 	command -v ip >/dev/null 2>&1 || missing="$$missing iproute2"; \
 	command -v man >/dev/null 2>&1 || missing="$$missing man-db"; \
 	[ -f /usr/include/crypt.h ] || missing="$$missing libcrypt-dev"; \
+	[ -f /usr/include/isa-l/crc.h ] || missing="$$missing libisal-dev"; \
 	command -v htpasswd >/dev/null 2>&1 || missing="$$missing apache2-utils"; \
 	command -v chromium >/dev/null 2>&1 || missing="$$missing chromium"; \
 	command -v chromedriver >/dev/null 2>&1 || missing="$$missing chromium-driver"; \
@@ -136,7 +138,7 @@ deb: release generated
 	size=$$(du -sk --exclude=DEBIAN $(DEB_ROOT) | cut -f1); \
 	printf '%s\n' "Package: resumectl" "Version: $$version" "Architecture: $$arch" \
 		"Maintainer: resumectl developers <resumectl@localhost>" "Installed-Size: $$size" \
-		"Depends: libc6, libcrypt1, libcurl4, libxml2" "Section: web" "Priority: optional" \
+		"Depends: libc6, libcrypt1, libcurl4, libisal2, libxml2" "Section: web" "Priority: optional" \
 		"Homepage: https://github.com/resumectl/resumectl" \
 		"Description: HTTP transfers that survive dropped connections and reboots" \
 		" resumectl downloads with Range and If-Range and uploads with the IETF resumable-upload" \

@@ -32,10 +32,16 @@ let package = Package(
             pkgConfig: "libcurl",
             providers: [.apt(["libcurl4-openssl-dev"])]
         ),
+        // ISA-L (Debian's libisal-dev): hardware CRC32 and CRC32C for S3's part checksums.
+        .systemLibrary(
+            name: "CISAL",
+            providers: [.apt(["libisal-dev"])]
+        ),
         .target(
             name: "ResumeKit",
             dependencies: [
                 "CCurl",
+                "CISAL",
                 .product(name: "RawStructuredFieldValues", package: "swift-http-structured-headers"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "SystemPackage", package: "swift-system"),

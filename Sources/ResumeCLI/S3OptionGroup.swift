@@ -16,9 +16,9 @@ struct S3OptionGroup: ParsableArguments {
     @Flag(name: .customLong("path-style"), help: "Address buckets as https://host/BUCKET/KEY (automatic for IP addresses and endpoints with a port).")
     var pathStyle = false
 
-    func options(partSize: Int64? = nil, parallel: Int = 4) -> S3Options {
+    func options(partSize: Int64? = nil, parallel: Int = 4, checksum: S3Checksum = .crc32c) -> S3Options {
         S3Options(choices: S3Choices(profile: profile, region: region, endpoint: endpointURL), forcePathStyle: pathStyle,
-            partSize: partSize, parallel: parallel)
+            partSize: partSize, parallel: parallel, checksum: checksum)
     }
 }
 

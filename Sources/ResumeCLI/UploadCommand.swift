@@ -20,9 +20,9 @@ struct Upload: AsyncParsableCommand {
             is said to be not resumable.
 
             To s3://BUCKET/KEY a file of one part goes as one signed PUT, a larger one as a multipart \
-            upload, --parallel parts at a time, each with Content-MD5. The token keeps every finished part: \
-            'resumectl resume' (or the same command) lists what S3 holds, keeps parts whose ETag matches \
-            and sends the rest. Credentials, region and endpoint are read as the AWS CLI reads them.
+            upload, --parallel parts at a time, each with a CRC32C S3 checks (--s3-checksum). The token keeps \
+            every finished part: 'resumectl resume' (or the same command) lists what S3 holds, keeps parts \
+            whose ETag or checksum matches and sends the rest. Credentials, region and endpoint are read as the AWS CLI reads them.
 
             EXAMPLES:
               resumectl upload backup.tar https://uploads.example.com/files/backup.tar
@@ -59,6 +59,9 @@ struct Upload: AsyncParsableCommand {
     @Option(help: "S3: parts sent at once (1-64).")
     var parallel = 4
 
+    @Option(name: .customLong("s3-checksum"), help: "S3: what each part carries for S3 to check: crc32c, crc32 (flexible checksums), md5 (Content-MD5) or none.")
+    var s3Checksum: S3Checksum = .crc32c
+
     @OptionGroup(title: "S3 (for s3://BUCKET/KEY)")
     var s3: S3OptionGroup
 
@@ -85,7 +88,7 @@ struct Upload: AsyncParsableCommand {
         let request = UploadRequest(
             filePath: file, url: url, headers: options.header, interopVersion: interopVersion.flatMap(InteropVersion.init),
             chunkSize: chunkSize?.bytesPerSecond, uploadProtocol: uploadProtocol,
-            s3: s3.options(partSize: partSize?.bytesPerSecond, parallel: parallel), spoolMax: spoolMax?.bytesPerSecond)
+            s3: s3.options(partSize: partSize?.bytesPerSecond, parallel: parallel, checksum: s3Checksum), spoolMax: spoolMax?.bytesPerSecond)
         var configured = options.client()
         configured.options.waitForNetwork = background.waitsForNetwork
         let client = configured
@@ -105,3 +108,4 @@ struct Upload: AsyncParsableCommand {
 }
 
 extension UploadProtocolChoice: ExpressibleByArgument {}
+extension S3Checksum: ExpressibleByArgument {}

@@ -27,7 +27,9 @@ public struct S3Responses: S3Answers {
             // uploading it (found by FuzzS3XML's property).
             guard (1...10_000).contains(number), size >= 0 else { throw malformed("a Part of ListPartsResult numbered \(number) of \(size) bytes") }
             guard numbers.insert(number).inserted else { throw malformed("part \(number) twice in ListPartsResult") }
-            parts.append(ListedPart(number: number, size: size, etag: etag))
+            var checksums: [String: String] = [:]
+            for name in ["CRC32C", "CRC32"] { if let value = part["Checksum" + name] { checksums[name] = value } }
+            parts.append(ListedPart(number: number, size: size, etag: etag, checksums: checksums))
         }
         let truncated = tree["IsTruncated"] == "true"
         return (parts, truncated ? tree["NextPartNumberMarker"] : nil)

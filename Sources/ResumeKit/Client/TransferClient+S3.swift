@@ -140,6 +140,7 @@ extension TransferClient {
         var state = target.state
         state.partSize = partSize
         state.parallel = request.s3.parallel
+        state.checksum = request.s3.checksum
         state.parts = []
         token.upload!.s3 = state
         return token

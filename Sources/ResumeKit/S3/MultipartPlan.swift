@@ -5,15 +5,18 @@ public struct S3Part: Codable, Sendable, Equatable {
     /// 1-based, as S3 numbers them.
     public var number: Int
     public var size: Int64
-    /// Lower-case hex MD5 of the part's bytes (sent as `Content-MD5`, and what S3's ETag must equal).
-    public var md5: String
+    /// Lower-case hex MD5 of the part's bytes, when it went with `Content-MD5` (what S3's ETag must equal).
+    public var md5: String?
+    /// The part's flexible checksum as S3's headers carry it (base64 of the CRC, big-endian), when it went with one.
+    public var checksum: String?
     /// The ETag S3 answered, quotes included.
     public var etag: String
 
-    public init(number: Int, size: Int64, md5: String, etag: String) {
+    public init(number: Int, size: Int64, md5: String? = nil, checksum: String? = nil, etag: String) {
         self.number = number
         self.size = size
         self.md5 = md5
+        self.checksum = checksum
         self.etag = etag
     }
 }
@@ -23,11 +26,14 @@ public struct ListedPart: Sendable, Equatable {
     public var number: Int
     public var size: Int64
     public var etag: String
+    /// Its flexible checksums by S3's name (`CRC32C` → base64), as S3 lists them for an upload created with one.
+    public var checksums: [String: String]
 
-    public init(number: Int, size: Int64, etag: String) {
+    public init(number: Int, size: Int64, etag: String, checksums: [String: String] = [:]) {
         self.number = number
         self.size = size
         self.etag = etag
+        self.checksums = checksums
     }
 }
 
@@ -67,13 +73,15 @@ public enum MultipartPlan {
         return start..<min(fileSize, start + partSize)
     }
 
-    /// The parts a resume keeps: those S3 lists with the very size and ETag our MD5 of the part gives.
+    /// The parts a resume keeps: those S3 lists with the very size, and the ETag our MD5 of the part gives
+    /// (a part sent with `Content-MD5`) or the ETag S3 answered when it took the part (any other).
     /// Anything else (a part S3 lost, or one whose bytes differ) is sent again.
     public static func trusted(recorded: [S3Part], listed: [ListedPart]) -> [S3Part] {
         let byNumber = Dictionary(listed.map { ($0.number, $0) }, uniquingKeysWith: { _, last in last })
         return recorded.filter { part in
-            guard let seen = byNumber[part.number] else { return false }
-            return seen.size == part.size && unquoted(seen.etag).lowercased() == part.md5
+            guard let seen = byNumber[part.number], seen.size == part.size else { return false }
+            let listed = unquoted(seen.etag).lowercased()
+            return listed == (part.md5 ?? unquoted(part.etag).lowercased())
         }
     }
 
@@ -83,19 +91,28 @@ public enum MultipartPlan {
         return (1...partCount).filter { !have.contains($0) }
     }
 
-    /// The CompleteMultipartUpload body, parts in ascending order.
-    public static func completionBody(_ parts: [S3Part]) -> String {
+    /// The CompleteMultipartUpload body, parts in ascending order; with a flexible checksum (`CRC32C`),
+    /// each part's as S3 requires when the upload was created with one.
+    public static func completionBody(_ parts: [S3Part], checksum flexibleName: String? = nil) -> String {
         var xml = "<CompleteMultipartUpload xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\">"
         for part in parts.sorted(by: { $0.number < $1.number }) {
-            xml += "<Part><PartNumber>\(part.number)</PartNumber><ETag>\(escaped(part.etag))</ETag></Part>"
+            xml += "<Part><PartNumber>\(part.number)</PartNumber><ETag>\(escaped(part.etag))</ETag>"
+            if let name = flexibleName, let value = part.checksum { xml += "<Checksum\(name)>\(escaped(value))</Checksum\(name)>" }
+            xml += "</Part>"
         }
         return xml + "</CompleteMultipartUpload>"
     }
 
-    /// The ETag S3 gives a completed multipart object: MD5 of the parts' binary MD5s, then `-N`.
-    public static func expectedETag(_ parts: [S3Part]) -> String {
+    /// The ETag S3 gives a completed multipart object: MD5 of the parts' binary MD5s, then `-N`. A part's
+    /// MD5 is ours when it went with `Content-MD5`, else the ETag S3 answered for it (S3's part ETags are
+    /// their MD5s unless the object is encrypted with KMS); nil when a part has neither, so nothing can be checked.
+    public static func expectedETag(_ parts: [S3Part]) -> String? {
         var md5s: [UInt8] = []
-        for part in parts.sorted(by: { $0.number < $1.number }) { md5s += bytes(fromHex: part.md5) }
+        for part in parts.sorted(by: { $0.number < $1.number }) {
+            let hex = part.md5 ?? unquoted(part.etag).lowercased()
+            guard hex.count == 32, hex.allSatisfy(\.isHexDigit) else { return nil }
+            md5s += bytes(fromHex: hex)
+        }
         return "\"" + Insecure.MD5.hash(data: md5s).hex + "-\(parts.count)\""
     }
 

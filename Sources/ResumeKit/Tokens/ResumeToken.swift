@@ -153,6 +153,9 @@ public struct ResumeToken: Codable, Sendable, Equatable {
         public var partSize: Int64?
         /// Parts sent at once (`--parallel`), kept so that `resume` goes on as the upload began.
         public var parallel: Int?
+        /// The parts' checksum (`--s3-checksum`): a multipart upload keeps the one it was created with.
+        /// Absent in tokens of earlier releases, which sent `Content-MD5`.
+        public var checksum: S3Checksum?
         /// Parts S3 acknowledged, each written here (crash-safely) as soon as its answer came.
         public var parts: [S3Part]?
 

@@ -4,11 +4,14 @@ import FoundationEssentials
 import Synchronization
 
 /// Runs one upload to S3 to its end: a single signed PUT for a file of one part, otherwise a multipart
-/// upload whose parts go `parallel` at a time over libcurl's multi interface, each with `Content-MD5`.
+/// upload whose parts go `parallel` at a time over libcurl's multi interface, each with the checksum the
+/// token names (``S3Checksum``: a CRC32C by default, computed by ISA-L; `Content-MD5`; or none).
 ///
 /// The token is the checkpoint of parts: every part S3 acknowledged is written to it (crash-safely) at
-/// once. A resume lists the parts S3 holds and keeps only those whose size and ETag equal the MD5 of the
-/// same bytes of the file; a part S3 finished before a kill could record it is taken over the same way.
+/// once. A resume lists the parts S3 holds and keeps those whose size and ETag are what S3 answered when it
+/// took them (or, for `Content-MD5` parts, the MD5 of the same bytes of the file); a part S3 finished
+/// before a kill could record it is taken over when its listed checksum (or, where S3 lists none, its
+/// ETag as an MD5) equals that of our bytes.
 /// The arithmetic lives in ``MultipartPlan``; this class does the I/O, retries and bookkeeping.
 final class S3Upload: @unchecked Sendable {
     /// Why a call could not go on; mapped to a ``TransferError`` at the end.
@@ -32,6 +35,8 @@ final class S3Upload: @unchecked Sendable {
     /// The upload's length; for a stream whose end was not read yet, the bytes the spool made durable.
     private var size: Int64
     private let partSize: Int64
+    /// What each part carries for S3 to check.
+    private let checksum: S3Checksum
     /// Bytes in flight per part number, for progress.
     private let inFlight = Mutex<[Int: Int64]>([:])
 
@@ -62,6 +67,7 @@ final class S3Upload: @unchecked Sendable {
         self.emit = events
         size = token.upload!.source.size
         partSize = token.upload!.s3!.partSize ?? MultipartPlan.defaultPartSize
+        checksum = token.upload!.s3!.checksum ?? .md5
     }
 
     private var token: ResumeToken { state.withLock { $0 } }
@@ -131,20 +137,20 @@ final class S3Upload: @unchecked Sendable {
     // MARK: Single PUT
 
     private func putWhole() throws(Stop) {
-        let md5 = try digest(BodyRange(offset: 0, length: size))
+        let sum = try digest(BodyRange(offset: 0, length: size))
         let session = transport.makeSession()
         var retrier = Retrier(options, cancellation: cancellation, events: emit)
         var pacer = ProgressPacer()
         let answer = try retrying("PUT \(s3.address)", retrier: &retrier) { () -> S3Reply in
             call.send(
-                session, method: "PUT", url: target.url(), headers: objectHeaders(partHeaders(md5)),
+                session, method: "PUT", url: target.url(), headers: objectHeaders(partHeaders(sum)),
                 body: RequestBody(fileDescriptor: source.fd, offset: 0, length: size), cancellation: cancellation
             ) { sent in
                 if let rate = pacer.tick(bytes: sent) { self.emit(.progress(bytes: sent, total: self.size, rate: rate)) }
             }
         }
         switch answer {
-        case .ok: return
+        case .ok(let head, _): try checkEcho(head, sum, what: "PUT \(s3.address)")
         case .refused(let status, let error): throw .failed(TransferError(.failed, S3Call.failure(status, error, "PUT \(s3.address)")))
         }
     }
@@ -185,6 +191,8 @@ final class S3Upload: @unchecked Sendable {
         let session = transport.makeSession()
         var headers = objectHeaders(["Content-Type": "application/octet-stream", "x-amz-content-sha256": SigV4Signer.emptyPayloadHash])
         headers.set("Content-Length", "0")
+        // Declared here, the algorithm binds every part; S3 then keeps a checksum of the parts' checksums.
+        if let name = checksum.flexibleName { headers.set("x-amz-checksum-algorithm", name) }
         let answer = try retrying("CreateMultipartUpload", retrier: &retrier) { () -> S3Reply in
             call.send(session, method: "POST", url: target.url(query: [("uploads", "")]), headers: headers, cancellation: cancellation)
         }
@@ -235,10 +243,21 @@ final class S3Upload: @unchecked Sendable {
         for part in listed where !known.contains(part.number) && part.number >= 1 && part.number <= partCount {
             let range = MultipartPlan.range(ofPart: part.number, fileSize: size, partSize: partSize)
             guard part.size == Int64(range.count) else { continue }
-            let md5 = try digest(BodyRange(offset: range.lowerBound, length: Int64(range.count)))
-            if MultipartPlan.unquoted(part.etag).lowercased() == md5.hex {
-                kept.append(S3Part(number: part.number, size: part.size, md5: md5.hex, etag: part.etag))
+            let body = BodyRange(offset: range.lowerBound, length: Int64(range.count))
+            if let name = checksum.flexibleName, let listedSum = part.checksums[name] {
+                let sum = try digest(body)
+                if let sum, Data(sum).base64EncodedString() == listedSum {
+                    kept.append(S3Part(number: part.number, size: part.size, checksum: listedSum, etag: part.etag))
+                }
+                continue
             }
+            // No checksum listed (a server that keeps none, or Content-MD5 parts): S3's ETag of a part is its MD5.
+            let md5: [UInt8]
+            do { md5 = try source.digestBytes(body, .md5) } catch { throw .failed(error) }
+            guard MultipartPlan.unquoted(part.etag).lowercased() == md5.hex else { continue }
+            let sum = checksum.flexibleName == nil ? nil : try digest(body)
+            kept.append(S3Part(number: part.number, size: part.size, md5: checksum == .md5 ? md5.hex : nil,
+                checksum: sum.map { Data($0).base64EncodedString() }, etag: part.etag))
         }
         kept.sort { $0.number < $1.number }
         try update { $0.upload!.s3!.parts = kept; $0.upload!.acknowledgedBytes = kept.reduce(0) { $0 + $1.size } }
@@ -291,12 +310,12 @@ final class S3Upload: @unchecked Sendable {
     {
         let range = MultipartPlan.range(ofPart: number, fileSize: size, partSize: partSize)
         let body = BodyRange(offset: range.lowerBound, length: Int64(range.count))
-        let md5 = try digest(body)
+        let sum = try digest(body)
         defer { inFlight.withLock { $0[number] = nil } }
         let answer = try retrying("part \(number)", retrier: &retrier) { () -> S3Reply in
             call.send(
                 session, method: "PUT", url: target.url(query: [("partNumber", String(number)), ("uploadId", uploadID)]),
-                headers: partHeaders(md5), body: RequestBody(fileDescriptor: source.fd, offset: body.offset, length: body.length),
+                headers: partHeaders(sum), body: RequestBody(fileDescriptor: source.fd, offset: body.offset, length: body.length),
                 cancellation: stop
             ) { sent in self.inFlight.withLock { $0[number] = sent } }
         }
@@ -305,7 +324,9 @@ final class S3Upload: @unchecked Sendable {
             guard let etag = head.headers["ETag"] else {
                 throw .failed(TransferError(.failed, "S3 acknowledged part \(number) without an ETag"))
             }
-            let part = S3Part(number: number, size: body.length, md5: md5.hex, etag: etag)
+            try checkEcho(head, sum, what: "part \(number) of \(s3.address)")
+            let part = S3Part(number: number, size: body.length, md5: checksum == .md5 ? sum?.hex : nil,
+                checksum: checksum.flexibleName == nil ? nil : sum.map { Data($0).base64EncodedString() }, etag: etag)
             try update { token in
                 token.upload!.s3!.parts = ((token.upload!.s3!.parts ?? []).filter { $0.number != number } + [part]).sorted { $0.number < $1.number }
                 token.upload!.acknowledgedBytes = token.upload!.s3!.parts!.reduce(0) { $0 + $1.size }
@@ -322,7 +343,7 @@ final class S3Upload: @unchecked Sendable {
     private func complete() throws(Stop) {
         let parts = s3.parts ?? []
         let uploadID = s3.uploadId!
-        let document = Array(MultipartPlan.completionBody(parts).utf8)
+        let document = Array(MultipartPlan.completionBody(parts, checksum: checksum.flexibleName).utf8)
         let expected = MultipartPlan.expectedETag(parts)
         let headers: HeaderFields = ["Content-Type": "application/xml", "x-amz-content-sha256": SHA256Hex.of(document)]
         var retrier = Retrier(options, cancellation: cancellation, events: emit)
@@ -346,14 +367,14 @@ final class S3Upload: @unchecked Sendable {
             case .ok(_, let body):
                 let etag: String
                 do { etag = try call.answers.completedETag(body) } catch { throw .failed(error) }
-                guard etag == expected else {
+                guard expected == nil || etag == expected else {
                     throw .failed(TransferError(.checksumMismatch,
-                        "S3 assembled \(s3.address) with ETag \(etag), not the \(expected) this file's parts give"))
+                        "S3 assembled \(s3.address) with ETag \(etag), not the \(expected ?? "") this file's parts give"))
                 }
                 return
             case .refused(_, let error) where error?.code == "NoSuchUpload":
                 // After a lost answer the first Complete may have worked: then the object is there, whole.
-                if attempts > 1, try objectETag() == expected { return }
+                if attempts > 1, let expected, try objectETag() == expected { return }
                 throw .noSuchUpload
             case .refused(_, let error) where error?.code == "InvalidPart":
                 // A part is not what S3 listed a moment ago: list again and send what is missing.
@@ -410,11 +431,29 @@ final class S3Upload: @unchecked Sendable {
         }
     }
 
-    private func partHeaders(_ md5: [UInt8]) -> HeaderFields {
-        // The body is not hashed for the signature (that would read every part a third time);
-        // Content-MD5 is signed and S3 checks the bytes against it.
-        ["Content-MD5": Data(md5).base64EncodedString(), "x-amz-content-sha256": SigV4Signer.unsignedPayload,
-         "Content-Type": "application/octet-stream", "Expect": "100-continue"]
+    /// The body is not hashed for the signature (that would read every part again); the part's checksum
+    /// header is signed and S3 checks the bytes against it. `x-amz-sdk-checksum-algorithm` is what AWS's SDKs
+    /// send beside a flexible checksum (some S3-compatible servers look for the checksum by it).
+    private func partHeaders(_ sum: [UInt8]?) -> HeaderFields {
+        var headers: HeaderFields = ["x-amz-content-sha256": SigV4Signer.unsignedPayload, "Content-Type": "application/octet-stream",
+            "Expect": "100-continue"]
+        guard let sum else { return headers }
+        if let name = checksum.flexibleName {
+            headers.set("x-amz-checksum-" + name.lowercased(), Data(sum).base64EncodedString())
+            headers.set("x-amz-sdk-checksum-algorithm", name)
+        } else {
+            headers.set("Content-MD5", Data(sum).base64EncodedString())
+        }
+        return headers
+    }
+
+    /// A flexible checksum S3 echoes must be the one sent: S3 checked the bytes against it.
+    private func checkEcho(_ head: ResponseHead, _ sum: [UInt8]?, what: String) throws(Stop) {
+        guard let name = checksum.flexibleName, let sum, let echoed = head.headers["x-amz-checksum-" + name.lowercased()] else { return }
+        let sent = Data(sum).base64EncodedString()
+        guard echoed == sent else {
+            throw .failed(TransferError(.checksumMismatch, "\(what): S3 answered \(name) \(echoed), not the \(sent) sent"))
+        }
     }
 
     /// The user's `-H` headers (`Content-Type`, `x-amz-storage-class`, `x-amz-meta-*` …) go with the request
@@ -425,8 +464,10 @@ final class S3Upload: @unchecked Sendable {
         return headers
     }
 
-    private func digest(_ range: BodyRange) throws(Stop) -> [UInt8] {
-        do { return try source.digestBytes(range, .md5) } catch { throw .failed(error) }
+    /// The part's checksum under the token's choice, nil for `none`.
+    private func digest(_ range: BodyRange) throws(Stop) -> [UInt8]? {
+        guard let algorithm = checksum.digest else { return nil }
+        do { return try source.digestBytes(range, algorithm) } catch { throw .failed(error) }
     }
 
     /// Changes the token and writes it before anything else happens.
