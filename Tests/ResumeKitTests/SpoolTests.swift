@@ -81,9 +81,11 @@ import Crypto
         #expect(spool.end == 0)
     }
 
-    @Test func ledgerHashesBlocksAndChecksAReplay() {
+    /// The CRC32C ledger of new tokens, and the SHA-256 one (no `algorithm`) of tokens of earlier releases.
+    @Test(arguments: [DigestAlgorithm.crc32c, nil])
+    func ledgerHashesBlocksAndChecksAReplay(algorithm: DigestAlgorithm?) {
         let stream = bytes(2_500_000, seed: 9)
-        var writer = LedgerWriter(StreamLedger(blockSize: 1 << 20))
+        var writer = LedgerWriter(StreamLedger(blockSize: 1 << 20, algorithm: algorithm))
         // Fed in odd pieces, hashed per block.
         var at = 0
         for size in [1, 100_000, 1_048_575, 700_000, 651_424] {
@@ -91,9 +93,14 @@ import Crypto
             at += size
         }
         let ledger = writer.ledger
-        #expect(ledger.blocks == [
-            SHA256.hash(data: stream[0..<(1 << 20)]).hex, SHA256.hash(data: stream[(1 << 20)..<(2 << 20)]).hex,
-        ])
+        func sum(_ part: ArraySlice<UInt8>) -> String {
+            guard algorithm == .crc32c else { return SHA256.hash(data: part).hex }
+            var crc = HardwareCRC(.crc32c)
+            part.withUnsafeBytes { crc.update($0) }
+            return crc.bytes.hex
+        }
+        #expect(ledger.blocks == [sum(stream[0..<(1 << 20)]), sum(stream[(1 << 20)..<(2 << 20)])])
+        #expect(ledger.blocks.allSatisfy { $0.count == (algorithm == .crc32c ? 8 : 64) })
         #expect(ledger.dropPoint(acknowledged: 2_400_000) == 2 << 20)
         #expect(ledger.dropPoint(acknowledged: 1_000_000) == 0)
 
