@@ -101,8 +101,8 @@ final class CurlSession: TransportSession {
         if request.method != "HEAD", request.method != "GET", request.body != nil || request.method == "PATCH" {
             // Upload mode streams the body from the read callback and keeps libcurl's form defaults out.
             try h.set(CURLOPT_UPLOAD, 1)
-            // -1 (a stream): libcurl sends the body chunked.
-            try h.set(CURLOPT_INFILESIZE_LARGE, offset: request.body?.length ?? 0)
+            // -1 (a stream, a growing body): libcurl sends the body chunked.
+            try h.set(CURLOPT_INFILESIZE_LARGE, offset: request.body.map { $0.lengthUnknown ? -1 : $0.length } ?? 0)
             if !headers.contains("Content-Type") { headers.append("Content-Type", "application/octet-stream") }
             // A 104 does not release libcurl's 100-continue wait: never ask for one, unless the request does
             // (S3 parts: a refusal then costs no body).

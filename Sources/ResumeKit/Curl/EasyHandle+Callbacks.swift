@@ -18,12 +18,15 @@ final class ExchangeContext {
     var cancelled = false
     var readFailure: Int32 = 0
     var bodySent: Int64 = 0
+    /// The body's length so far: a growing body's grows as the delegate allows.
+    private var bodyLength: Int64
 
     init(delegate: any ExchangeDelegate, cancellation: Cancellation, followRedirects: Bool, body: RequestBody?) {
         self.delegate = delegate
         self.cancellation = cancellation
         self.followRedirects = followRedirects
         self.body = body
+        bodyLength = body?.length ?? 0
     }
 
     static func from(_ userdata: UnsafeMutableRawPointer?) -> ExchangeContext? {
@@ -95,7 +98,7 @@ final class ExchangeContext {
             return false
         }
         // A stream's count is what was read from it: libcurl's would include the chunked framing.
-        if !delegate.exchange(progressReceived: received, sent: body?.isStream == true ? bodySent : sent) {
+        if !delegate.exchange(progressReceived: received, sent: body?.lengthUnknown == true ? bodySent : sent) {
             abortedByDelegate = true
             return false
         }
@@ -121,7 +124,11 @@ final class ExchangeContext {
                 return n  // 0: the stream ended, and so does the body
             }
         }
-        let remaining = body.length - bodySent
+        if body.grows, bodySent >= bodyLength {
+            guard let length = delegate.exchange(bodyEndedAt: bodySent), length > bodySent else { return 0 }
+            bodyLength = length
+        }
+        let remaining = bodyLength - bodySent
         let want = Int(min(Int64(buffer.count), remaining))
         if want <= 0 { return 0 }
         if let bytes = body.bytes {

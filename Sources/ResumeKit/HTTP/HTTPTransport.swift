@@ -28,11 +28,15 @@ public struct RequestBody: Sendable, Equatable {
     public var offset: Int64
     public var length: Int64
     public var bytes: [UInt8]?
+    /// The body may go on past `length`: at its end the delegate is asked for more
+    /// (``ExchangeDelegate/exchange(bodyEndedAt:)``), and the request goes chunked as its length is unknown.
+    public var grows = false
 
-    public init(fileDescriptor: Int32, offset: Int64, length: Int64) {
+    public init(fileDescriptor: Int32, offset: Int64, length: Int64, grows: Bool = false) {
         self.fileDescriptor = fileDescriptor
         self.offset = offset
         self.length = length
+        self.grows = grows
     }
 
     public init(bytes: [UInt8]) {
@@ -50,6 +54,8 @@ public struct RequestBody: Sendable, Equatable {
 
     /// Read until the end of its descriptor rather than a known range.
     public var isStream: Bool { length < 0 && bytes == nil }
+    /// Sent without a declared length (chunked on HTTP/1.1).
+    public var lengthUnknown: Bool { isStream || grows }
 }
 
 /// Knobs of the transport that hold for every exchange of one transfer.
@@ -86,6 +92,13 @@ public protocol ExchangeDelegate: AnyObject {
     func exchange(body: UnsafeRawBufferPointer) -> Bool
     /// Periodic progress with byte counts of this exchange. Return false to abort.
     func exchange(progressReceived received: Int64, sent: Int64) -> Bool
+    /// A growing body (``RequestBody/grows``) sent its `length` bytes: the new length, or nil to end it there.
+    /// May block until more is ready.
+    func exchange(bodyEndedAt length: Int64) -> Int64?
+}
+
+extension ExchangeDelegate {
+    public func exchange(bodyEndedAt length: Int64) -> Int64? { nil }
 }
 
 /// What ended an exchange.

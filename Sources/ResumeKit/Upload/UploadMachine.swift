@@ -125,6 +125,11 @@ public protocol UploadMachine: Sendable, Equatable {
     var canResume: Bool { get }
     /// Writes what a later run needs (upload URL, protocol fields) into the token.
     func record(into part: inout ResumeToken.UploadPart)
+    /// Whether `plan`'s body may go on past its length while it is sent: an append of an open stream,
+    /// which then carries what became durable meanwhile instead of ending and starting anew.
+    func canGrow(_ plan: Plan) -> Bool
+    /// `plan` with its body grown to `length` bytes; the machine's size follows.
+    mutating func grow(_ plan: Plan, to length: Int64) -> Plan
 }
 
 /// A machine that can send a stream whose length is known only at its end (`upload -`).
@@ -138,6 +143,8 @@ extension TusStateMachine: StreamingUploadMachine {}
 
 extension UploadMachine {
     public mutating func informational(_ head: ResponseHead, requestURL: String) -> UploadInformational { .nothing }
+    public func canGrow(_ plan: Plan) -> Bool { false }
+    public mutating func grow(_ plan: Plan, to length: Int64) -> Plan { plan }
 }
 
 /// Resolves a `Location` against the URL of the request it answered (it may be relative).

@@ -26,6 +26,8 @@ final class UploadOperation<Machine: UploadMachine>: ExchangeDelegate {
     /// A stream whose end has not been read yet: `run` returns (nil) once the server holds every byte
     /// the machine was given, instead of finishing.
     private let streamOpen: Bool
+    /// Lets an open stream's append go on with what became durable while it was sent.
+    private let growth: BodyGrowth?
 
     private var currentPlan: Machine.Plan
     private var requestURL = ""
@@ -52,6 +54,8 @@ final class UploadOperation<Machine: UploadMachine>: ExchangeDelegate {
 
     /// The token as the operation last wrote it.
     var currentToken: ResumeToken { token }
+    /// The session, kept for the next operation of the same upload (a stream's next append).
+    var currentSession: any TransportSession { session }
 
     /// The upload's length when it is known (a stream's only once its end was read).
     private var total: Int64? { streamOpen ? nil : upload.source.size }
@@ -59,14 +63,15 @@ final class UploadOperation<Machine: UploadMachine>: ExchangeDelegate {
     init(
         token: ResumeToken, source: any UploadSource, machine: Machine, store: TokenStore, transport: any HTTPTransport,
         options: TransferOptions, cancellation: Cancellation, events: @escaping EventHandler, streamOpen: Bool = false,
-        announced: Bool = false
+        announced: Bool = false, session: (any TransportSession)? = nil, growth: BodyGrowth? = nil
     ) {
         self.streamOpen = streamOpen
         self.started = announced
+        self.growth = streamOpen ? growth : nil
         self.token = token
         self.source = source
         self.store = store
-        self.session = transport.makeSession()
+        self.session = session ?? transport.makeSession()
         self.transport = transport
         self.options = options
         self.cancellation = cancellation
@@ -185,9 +190,10 @@ final class UploadOperation<Machine: UploadMachine>: ExchangeDelegate {
         finalHead = nil
         sentThisAttempt = 0
         bodyStart = planned.body?.offset ?? upload.acknowledgedBytes
+        let grows = growth != nil && machine.canGrow(currentPlan)
         let request = TransferRequest(
             method: planned.method, url: url, headers: all, followRedirects: false,
-            body: planned.body.map { RequestBody(fileDescriptor: source.fd, offset: $0.offset, length: $0.length) })
+            body: planned.body.map { RequestBody(fileDescriptor: source.fd, offset: $0.offset, length: $0.length, grows: grows) })
         if !started, let body = planned.body {
             started = true
             emit(.started(kind: .upload, url: token.url, path: source.path, offset: body.offset, total: total))
@@ -242,6 +248,19 @@ final class UploadOperation<Machine: UploadMachine>: ExchangeDelegate {
 
     func exchange(body: UnsafeRawBufferPointer) -> Bool { true }
 
+    func exchange(bodyEndedAt length: Int64) -> Int64? {
+        guard let growth, let next = growth(bodyStart + length) else { return nil }
+        // The token records the stream's new durable end before any byte of it leaves.
+        upload.stream = next.stream
+        upload.source.size = next.end
+        do { try save() } catch {
+            saveError = error.message
+            return nil
+        }
+        currentPlan = machine.grow(currentPlan, to: next.end - bodyStart)
+        return next.end - bodyStart
+    }
+
     func exchange(progressReceived received: Int64, sent: Int64) -> Bool {
         if tooLarge != nil { return false }  // the server's limit is known to be too small: stop sending
         sentThisAttempt = sent
@@ -275,6 +294,11 @@ final class UploadOperation<Machine: UploadMachine>: ExchangeDelegate {
         return .stopped(reason, "; " + then, tokenID: token.id)
     }
 }
+
+/// How an open stream's append goes on (``UploadMachine/canGrow(_:)``): told where the body's bytes end
+/// (an offset in the stream), it waits for more to become durable and gives the new end with the stream's
+/// state to record before sending on, or nil to end the request there.
+typealias BodyGrowth = (_ sentUpTo: Int64) -> (end: Int64, stream: ResumeToken.StreamState)?
 
 /// Scheme, host and port of a URL, compared for "same origin".
 enum Origin {

@@ -61,6 +61,17 @@ public struct IETFStateMachine: UploadMachine {
         lengthKnown = final
     }
 
+    /// An append that does not complete the upload carries no length in its headers: it may go on.
+    public func canGrow(_ plan: Plan) -> Bool {
+        if case .append(_, _, _, _, complete: false) = plan { true } else { false }
+    }
+
+    public mutating func grow(_ plan: Plan, to length: Int64) -> Plan {
+        guard case .append(let url, let headers, let offset, _, false) = plan else { return plan }
+        size = max(size, offset + length)
+        return .append(url: url, headers: headers, offset: offset, length: length, complete: false)
+    }
+
     public var uploadURL: String? {
         switch state {
         case .queryOffset(let url), .append(let url, _): url

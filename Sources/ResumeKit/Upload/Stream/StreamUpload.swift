@@ -7,11 +7,13 @@ import Synchronization
 /// when it starts.
 ///
 /// A reader thread copies stdin into a spool file (bounded by `--spool-max`) and hashes it block by block
-/// into the token's ledger; the sender appends what the spool holds (IETF: `Upload-Complete: ?0`, `?1` once
+/// into the token's ledger; a sync thread makes what was read durable, in batches as large as arrived
+/// during the last sync; the sender appends what is durable (IETF: `Upload-Complete: ?0`, `?1` once
 /// stdin ended; tus: created with `Upload-Defer-Length`, the length sent once known) through the same
-/// ``UploadOperation`` as file uploads, so cuts, stalls and 5xx are survived with
-/// HEAD + PATCH from the spool, then drops what the server acknowledged. Before anything is sent the spool
-/// is synced and the token records it: the server never holds a byte the token cannot account for.
+/// ``UploadOperation`` as file uploads, so cuts, stalls and 5xx are survived with HEAD + PATCH from the
+/// spool, then drops what the server acknowledged. An IETF append goes on while more becomes durable
+/// (one request for as long as the stream flows, as `curl -T -` sends it). Before a byte is sent the
+/// token records it as durable: the server never holds a byte the token cannot account for.
 ///
 /// Across processes: a token whose stream ended resumes from the spool alone. One cut before the end
 /// needs the stream again: its first bytes are checked against the ledger (below the spool) and the spool
@@ -33,12 +35,16 @@ final class StreamUpload: @unchecked Sendable {
         var ended: Bool
         var failure: TransferError?
         var writer: LedgerWriter
+        /// The ledger as it was when the spool was last synced: it describes `spool.durable`.
+        var durableLedger: StreamLedger
         /// SHA-256 of the whole stream, while every byte of it passed through this process.
         var hasher: SHA256?
     }
     private let shared: Mutex<Shared>
     /// Rung by the reader when the spool grew, stdin ended or reading failed.
     private let dataArrived = Doorbell()
+    /// Rung by the sync thread when more of the spool became durable, or syncing failed.
+    private let synced = Doorbell()
     /// Rung by the sender when acknowledged bytes left the spool.
     private let spaceFreed = Doorbell()
 
@@ -62,7 +68,7 @@ final class StreamUpload: @unchecked Sendable {
         spoolPath = spool.path
         let state = token.upload!.stream!
         shared = Mutex(Shared(spool: spool, ended: state.ended, failure: nil, writer: LedgerWriter(state.ledger),
-            hasher: hashesWholeStream ? SHA256() : nil))
+            durableLedger: state.ledger, hasher: hashesWholeStream ? SHA256() : nil))
     }
 
     // MARK: Replay
@@ -156,7 +162,11 @@ final class StreamUpload: @unchecked Sendable {
     }
 
     private func send() throws(TransferError) -> UploadResult {
-        if !stream.ended { startReader() }
+        if !stream.ended {
+            shared.withLock { $0.durableLedger = $0.writer.ledger }
+            startReader()
+            startSyncer()
+        }
         var announced = false
         while true {
             if let reason = cancellation.reason { throw stopped(reason) }
@@ -188,45 +198,77 @@ final class StreamUpload: @unchecked Sendable {
         }
     }
 
-    /// Runs one batch through ``UploadOperation`` with the machine extended to the bytes now durable.
+    /// Runs one append through ``UploadOperation`` with the machine extended to the bytes now durable; the
+    /// append may grow (``grow(sentUpTo:)``) while more becomes durable.
     private func append<Machine: StreamingUploadMachine>(
         _ machine: Machine, upTo durable: Int64, ended: Bool, source: SpoolSource, announced: Bool
     ) throws(TransferError) -> UploadResult? {
         var machine = machine
-        machine.extend(to: durable, final: ended)
+        machine.extend(to: max(durable, machine.size), final: ended)
+        requestBegan = (Monotonic.now, machine.acknowledgedBytes)
         let operation = UploadOperation(
             token: token, source: source, machine: machine, store: store, transport: transport, options: options,
-            cancellation: cancellation, events: emit, streamOpen: !ended, announced: announced)
+            cancellation: cancellation, events: emit, streamOpen: !ended, announced: announced, session: session,
+            growth: { [unowned self] in grow(sentUpTo: $0) })
         defer {
             token = operation.currentToken
             sender = .machine(operation.machine)
+            session = operation.currentSession
         }
         return try operation.run()
     }
 
-    /// Waits for a batch of new bytes (or the end), then makes them durable and records them in the token.
+    /// The connection is kept from one append to the next.
+    private var session: (any TransportSession)?
+    /// When the current append began, and at which offset: it ends after `appendBudget` bytes or 30 s, so
+    /// the server's acknowledgement frees the spool and the token's checkpoint moves.
+    private var requestBegan: (time: Double, offset: Int64) = (0, 0)
+
+    /// Called by the operation when an append sent every durable byte: waits until more is durable and gives
+    /// the new end with the stream's state to record, or nil to end the append (the stream paused for a
+    /// moment, the append is large or old enough, or the stream ended: its last request says so).
+    private func grow(sentUpTo offset: Int64) -> (end: Int64, stream: ResumeToken.StreamState)? {
+        guard offset - requestBegan.offset < appendBudget(stream.spoolMax), Monotonic.now - requestBegan.time < 30 else { return nil }
+        // Within the stall timeout: a wait here moves no byte.
+        let idleLimit = min(1, Double(options.transport.stallTimeout) / 4)
+        let waitingSince = Monotonic.now
+        while !cancellation.isStopped {
+            let (durable, end, ended, failed, ledger) = shared.withLock {
+                ($0.spool.durable, $0.spool.end, $0.ended, $0.failure != nil, $0.durableLedger)
+            }
+            if failed { return nil }
+            if durable > offset {
+                stream.durable = durable
+                stream.ended = ended && durable == end
+                stream.ledger = ledger
+                token.upload!.source.size = durable
+                return (durable, stream)
+            }
+            let waited = Monotonic.now - waitingSince
+            if ended && durable == end || waited >= idleLimit { return nil }
+            synced.wait(seconds: idleLimit - waited, unless: cancellation)
+        }
+        return nil
+    }
+
+    /// Waits for a batch of durable bytes (or the end), then records them in the token.
     private func nextBatch() throws(TransferError) -> (durable: Int64, ended: Bool) {
         let acknowledged = sender.acknowledgedBytes
         let waitingSince = Monotonic.now
         let spoolMax = stream.spoolMax
         while true {
-            let (end, start, ended, failure) = shared.withLock { ($0.spool.end, $0.spool.start, $0.ended, $0.failure) }
+            let (end, durable, start, ended, failure) = shared.withLock {
+                ($0.spool.end, $0.spool.durable, $0.spool.start, $0.ended, $0.failure)
+            }
             if let failure { throw failure }
-            let fresh = end - acknowledged
-            let full = end - start >= spoolMax
+            if ended && durable == end { break }
+            let fresh = durable - acknowledged
             let waited = Monotonic.now - waitingSince
-            if ended || full || fresh >= streamBatch || (fresh > 0 && waited >= 1) { break }
+            if fresh >= streamBatch || (fresh > 0 && (waited >= 1 || end - start >= spoolMax)) { break }
             if let reason = cancellation.reason { throw stopped(reason) }
-            dataArrived.wait(seconds: fresh > 0 ? 1 - waited : 1, unless: cancellation)
+            synced.wait(seconds: fresh > 0 ? 1 - waited : 1, unless: cancellation)
         }
-        // The ledger is taken with the end it describes; the sync runs outside the lock, so the reader goes on
-        // filling the spool meanwhile (under the lock it stalled stdin for every fdatasync).
-        let (target, ledger, fd, synced) = shared.withLock { ($0.spool.end, $0.writer.ledger, $0.spool.fileDescriptor, $0.spool.durable) }
-        if target > synced { try Spool.syncData(fd: fd, path: spoolPath) }
-        let (durable, ended) = shared.withLock { shared in
-            shared.spool.markDurable(target)
-            return (target, shared.ended && target == shared.spool.end)
-        }
+        let (durable, ended, ledger) = shared.withLock { ($0.spool.durable, $0.ended && $0.spool.durable == $0.spool.end, $0.durableLedger) }
         stream.durable = durable
         stream.ended = ended
         stream.ledger = ledger
@@ -239,8 +281,10 @@ final class StreamUpload: @unchecked Sendable {
     /// boundaries (a replay is checked against the ledger below them), and the reader may go on.
     private func dropAcknowledged() throws(TransferError) {
         let acknowledged = sender.acknowledgedBytes
+        // The ledger as of the last sync: the reader's may already hold blocks past the durable end, which a
+        // resume (the spool cut back to that end) would then hash twice.
         let (start, ledger) = shared.withLock { shared in
-            (max(shared.spool.start, shared.writer.ledger.dropPoint(acknowledged: acknowledged)), shared.writer.ledger)
+            (max(shared.spool.start, shared.durableLedger.dropPoint(acknowledged: acknowledged)), shared.durableLedger)
         }
         // The token first, the hole second: a kill in between must not leave a token whose spool start
         // lies below a punched hole (a replay would then compare the stream with zeros and call it different).
@@ -249,6 +293,40 @@ final class StreamUpload: @unchecked Sendable {
         try save()
         try shared.withLock { shared throws(TransferError) in try shared.spool.drop(below: start) }
         spaceFreed.ring()
+    }
+
+    /// Makes what the reader wrote durable, as fast as the disk allows: each sync takes everything that
+    /// arrived during the one before. It runs beside the reader, which a sync never holds up.
+    private func startSyncer() {
+        runOnBackgroundThread("spool-sync") { [self] in
+            while !cancellation.isStopped {
+                let (end, durable, ended, failed, ledger, fd) = shared.withLock {
+                    ($0.spool.end, $0.spool.durable, $0.ended, $0.failure != nil, $0.writer.ledger, $0.spool.fileDescriptor)
+                }
+                if failed {
+                    synced.ring()
+                    return
+                }
+                if end > durable {
+                    do throws(TransferError) { try Spool.syncData(fd: fd, path: spoolPath) } catch {
+                        shared.withLock { $0.failure = error }
+                        synced.ring()
+                        return
+                    }
+                    shared.withLock { shared in
+                        shared.spool.markDurable(end)
+                        shared.durableLedger = ledger
+                    }
+                    synced.ring()
+                    continue
+                }
+                if ended {
+                    synced.ring()
+                    return
+                }
+                dataArrived.wait(seconds: 1, unless: cancellation)
+            }
+        }
     }
 
     private func startReader() {
@@ -316,6 +394,10 @@ final class StreamUpload: @unchecked Sendable {
 
 /// A stream upload's send waits for this much new data (or the stream's end, or a second), so appends are not tiny.
 private let streamBatch: Int64 = 8 << 20
+
+/// The most one growing append carries: a quarter of the spool, at most 256 MiB, so acknowledged bytes
+/// leave the spool before the reader has to wait for room.
+private func appendBudget(_ spoolMax: Int64) -> Int64 { min(256 << 20, max(streamBatch, spoolMax / 4)) }
 
 /// A stream's spool as the body source of ``UploadOperation``: bodies are read by stream offset.
 final class SpoolSource: UploadSource {
