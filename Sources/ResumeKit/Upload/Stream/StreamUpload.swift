@@ -331,6 +331,7 @@ final class StreamUpload: @unchecked Sendable {
 
     private func startReader() {
         let spoolMax = stream.spoolMax
+        widenPipe(input)
         runOnBackgroundThread("stdin") { [self] in
             let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 256 << 10, alignment: 16)
             defer { buffer.deallocate() }
@@ -366,6 +367,14 @@ final class StreamUpload: @unchecked Sendable {
                 if stop { return }
             }
         }
+    }
+
+    /// A pipe holds 64 KiB by default: each read then returns at most that, and the producer sleeps whenever
+    /// the reader does. 1 MiB (the usual unprivileged maximum) quarters the reads and the wake-ups.
+    private func widenPipe(_ fd: Int32) {
+        var info = stat()
+        guard fstat(fd, &info) == 0, info.st_mode & S_IFMT == S_IFIFO else { return }
+        _ = fcntl(fd, 1031 /* F_SETPIPE_SZ */, Int32(1 << 20))
     }
 
     private func readInput(into buffer: UnsafeMutableRawBufferPointer) throws(TransferError) -> Int {
