@@ -251,6 +251,7 @@ public struct TransferClient: Sendable {
                 throw error
             } catch SegmentedDownload.Handover.unsupported(let why) {
                 events(.note("\(why); using one connection"))
+            } catch SegmentedDownload.Handover.unreached {
             } catch SegmentedDownload.Handover.changed(let why) {
                 if onChange == .fail { throw TransferError(.changed, "\(why) (--on-change fail)", tokenID: token.id) }
                 events(.restarted(reason: why))

@@ -15,6 +15,9 @@ final class SegmentedDownload {
         case unsupported(String)
         /// The file changed mid-way; start over from zero.
         case changed(String)
+        /// The HEAD found no server (no name, no connection): the one-connection path meets the same fault
+        /// and answers it as every path does (fail, retry or wait), so there is nothing to say here.
+        case unreached
     }
 
     private var token: ResumeToken
@@ -142,6 +145,7 @@ final class SegmentedDownload {
         let result = transport.makeSession().perform(
             TransferRequest(method: "HEAD", url: token.url, headers: headers, followRedirects: true),
             settings: options.transport, cancellation: cancellation, delegate: collector)
+        if case .failed(let failure) = result.outcome, Fault(failure).isNetworkDown { throw Handover.unreached }
         guard result.outcome == .completed, let head = collector.head else {
             throw Handover.unsupported("the server did not answer HEAD")
         }

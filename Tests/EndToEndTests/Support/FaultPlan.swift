@@ -14,6 +14,8 @@ public struct Fault: Sendable, Equatable, CustomStringConvertible {
         /// Stop forwarding in both directions and keep both sockets open, for `duration` or (nil) until the
         /// client gives up or the proxy stops. The client's disconnect is noticed and passed on upstream.
         case stall(Duration?)
+        /// The server goes away: every live connection is reset and new ones are refused for `duration`.
+        case goneFor(Duration)
     }
 
     /// Act after this many bytes in this direction (nil: never).
@@ -23,6 +25,11 @@ public struct Fault: Sendable, Equatable, CustomStringConvertible {
     public var refuseWithReset: Bool
     /// Forward at most this many bytes per second in each direction (nil: as fast as possible).
     public var bytesPerSecond: Int?
+    /// Answer the request with these bytes instead of forwarding it, then close (a busy server's 503).
+    public var answer: String?
+    /// The trigger fires on the first connection that reaches it, and on no other (a plan that repeats one
+    /// fault for every connection, when which connection carries the body is not known in advance).
+    public var once = false
 
     public init(
         trigger: (direction: Direction, bytes: Int, action: Action)? = nil,
@@ -57,6 +64,27 @@ public struct Fault: Sendable, Equatable, CustomStringConvertible {
         Fault(trigger: (.upstream, bytes, .stall(duration)))
     }
 
+    /// The server goes away for `duration` once `bytes` passed in `direction`: live connections are reset and
+    /// new ones refused until then.
+    public static func goneAfter(_ direction: Direction, bytes: Int, for duration: Duration) -> Fault {
+        Fault(trigger: (direction, bytes, .goneFor(duration)))
+    }
+
+    /// Reads the request head and answers `503` with `Retry-After` instead of forwarding; the body, if any,
+    /// is not read.
+    public static func busy(retryAfter seconds: Int) -> Fault {
+        var fault = Fault()
+        fault.answer = "HTTP/1.1 503 Service Unavailable\r\nRetry-After: \(seconds)\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+        return fault
+    }
+
+    /// This fault with its trigger fired once across all connections (see ``once``).
+    public func firingOnce() -> Fault {
+        var copy = self
+        copy.once = true
+        return copy
+    }
+
     /// Close the connection right after accepting it (FIN, or RST with `reset`): "server unreachable".
     public static func refuse(reset: Bool = false) -> Fault {
         Fault(refuse: true, refuseWithReset: reset)
@@ -89,6 +117,7 @@ public struct Fault: Sendable, Equatable, CustomStringConvertible {
 
     public static func == (a: Fault, b: Fault) -> Bool {
         a.refuse == b.refuse && a.refuseWithReset == b.refuseWithReset && a.bytesPerSecond == b.bytesPerSecond
+            && a.answer == b.answer && a.once == b.once
             && a.trigger?.direction == b.trigger?.direction && a.trigger?.bytes == b.trigger?.bytes
             && a.trigger?.action == b.trigger?.action
     }
@@ -98,6 +127,7 @@ public struct Fault: Sendable, Equatable, CustomStringConvertible {
         if refuse { parts.append(refuseWithReset ? "refuse(reset)" : "refuse") }
         if let trigger { parts.append("\(trigger.action) after \(trigger.bytes) \(trigger.direction) bytes") }
         if let bytesPerSecond { parts.append("throttle \(bytesPerSecond) B/s") }
+        if let answer { parts.append("answer \(answer.prefix(12))") }
         return parts.isEmpty ? "pass" : parts.joined(separator: ", ")
     }
 }

@@ -111,6 +111,8 @@ final class ProxyState: @unchecked Sendable {
         var planCounter = 0
         var refusingUntil: ContinuousClock.Instant?
         var refuseWithReset = false
+        /// A trigger marked `once` fired.
+        var firedOnce = false
         var stats: [ConnectionStats] = []
         var live: [Int: ProxyConnection] = [:]
     }
@@ -164,6 +166,10 @@ final class ProxyState: @unchecked Sendable {
             }
             return
         }
+        if let answer = fault.answer {
+            Thread { Self.answer(client, with: answer) }.start()
+            return
+        }
         guard let upstream = try? SocketFD.connect(port: upstreamPort) else {
             SocketFD.setLingerZero(client)
             close(client)
@@ -173,6 +179,33 @@ final class ProxyState: @unchecked Sendable {
         let connection = ProxyConnection(index: index, client: client, upstream: upstream, fault: fault, proxy: self)
         locked.withLock { $0.live[index] = connection }
         connection.start()
+    }
+
+    /// Reads up to the end of the request head (at most 5 s), then answers and closes.
+    private static func answer(_ client: Int32, with response: String) {
+        var head: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        let deadline = ContinuousClock.now + .seconds(5)
+        while ContinuousClock.now < deadline, !head.endsWithBlankLine {
+            var pollFD = pollfd(fd: client, events: Int16(POLLIN), revents: 0)
+            guard poll(&pollFD, 1, 50) > 0 else { continue }
+            let n = buffer.withUnsafeMutableBytes { recv(client, $0.baseAddress, 1, 0) }
+            if n <= 0 { break }
+            head.append(buffer[0])
+        }
+        let bytes = Array(response.utf8)
+        _ = bytes.withUnsafeBytes { send(client, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+        SocketFD.closeGracefully(client)
+    }
+
+    /// Resets every live connection and refuses new ones for `duration`: the server went away.
+    func goAway(for duration: Duration) {
+        let live = locked.withLock { shared -> [ProxyConnection] in
+            shared.refusingUntil = ContinuousClock.now + duration
+            shared.refuseWithReset = true
+            return Array(shared.live.values)
+        }
+        for connection in live { connection.cut(reset: true) }
     }
 
     func record(_ index: Int, _ update: (inout ConnectionStats) -> Void) {
@@ -308,6 +341,13 @@ final class ProxyConnection: @unchecked Sendable {
 
     private func fire(_ action: Fault.Action, destination: Int32, direction: Fault.Direction) {
         control.withLock { $0.triggerArmed = false }
+        if fault.once {
+            let first = proxy.locked.withLock { shared in
+                defer { shared.firedOnce = true }
+                return !shared.firedOnce
+            }
+            guard first else { return }
+        }
         proxy.record(index) { $0.triggered = true }
         switch action {
         case .close:
@@ -316,6 +356,9 @@ final class ProxyConnection: @unchecked Sendable {
             // Let the peer receive what was forwarded before it is reset, as a real mid-stream RST would.
             for _ in 0..<200 where SocketFD.unsentBytes(destination) > 0 { usleep(5_000) }
             cut(reset: true)
+        case .goneFor(let duration):
+            for _ in 0..<200 where SocketFD.unsentBytes(destination) > 0 { usleep(5_000) }
+            proxy.goAway(for: duration)
         case .stall(let duration):
             control.withLock {
                 if let duration { $0.stalledUntil = ContinuousClock.now + duration } else { $0.stalledForever = true }
@@ -373,4 +416,9 @@ extension Duration {
     var seconds: Double {
         Double(components.seconds) + Double(components.attoseconds) / 1e18
     }
+}
+
+private extension [UInt8] {
+    /// Whether the bytes end with CRLF CRLF (the end of a request head).
+    var endsWithBlankLine: Bool { count >= 4 && suffix(4).elementsEqual([13, 10, 13, 10]) }
 }
