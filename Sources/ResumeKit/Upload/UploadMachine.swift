@@ -96,11 +96,6 @@ public struct UploadExchange: Sendable, Equatable {
 public struct SourceDigests: Sendable, Equatable {
     public var range: BodyRange
     public var algorithms: [DigestAlgorithm]
-
-    public init(range: BodyRange, algorithms: [DigestAlgorithm]) {
-        self.range = range
-        self.algorithms = algorithms
-    }
 }
 
 /// What a 1xx response during an upload told.

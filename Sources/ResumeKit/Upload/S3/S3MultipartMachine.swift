@@ -193,7 +193,7 @@ public struct S3MultipartMachine: StreamingUploadMachine {
             return .fail(reason: S3Call.failure(400, error, "S3 refused the parts of \(address)"))
         }
         if !ok, !(plan == .head && !S3Call.isTransient(status: head.status, error: error)) {
-            let what = S3Call.failure(head.status, error, refusal(plan))
+            let what = S3Call.failure(head.status, error, label(plan, refused: true))
             return S3Call.isTransient(status: head.status, error: error)
                 ? .retry(reason: what, retryAfter: head.headers["Retry-After"]) : .fail(reason: what)
         }
@@ -230,7 +230,7 @@ public struct S3MultipartMachine: StreamingUploadMachine {
 
     public mutating func exchangeFailed(_ reason: String, during plan: Plan) -> UploadDecision {
         if plan == .complete { completeAttempts += 1 }
-        return .retry(reason: "\(name(plan)): \(reason)", retryAfter: nil)
+        return .retry(reason: "\(label(plan)): \(reason)", retryAfter: nil)
     }
 
     private mutating func listed(_ before: [ListedPart], after body: [UInt8]) throws(TransferError) -> UploadDecision {
@@ -282,24 +282,15 @@ public struct S3MultipartMachine: StreamingUploadMachine {
         return echoed == sent ? nil : .corrupt(reason: "\(what): S3 answered \(name) \(echoed), not the \(sent) sent")
     }
 
-    private func name(_ plan: Plan) -> String {
+    /// How messages name a request: after S3 refused it (`refused`), or after the exchange failed.
+    private func label(_ plan: Plan, refused: Bool = false) -> String {
         switch plan {
         case .put: "PUT \(address)"
-        case .create: "CreateMultipartUpload"
-        case .list, .verify: "ListParts"
-        case .part(let number): "part \(number)"
-        case .complete: "CompleteMultipartUpload"
         case .head: "HEAD \(address)"
-        }
-    }
-
-    private func refusal(_ plan: Plan) -> String {
-        switch plan {
-        case .create: "cannot start the upload to \(address)"
-        case .list, .verify: "cannot list the parts of \(address)"
-        case .part(let number): "part \(number) of \(address)"
-        case .complete: "cannot complete \(address)"
-        case .put, .head: name(plan)
+        case .create: refused ? "cannot start the upload to \(address)" : "CreateMultipartUpload"
+        case .list, .verify: refused ? "cannot list the parts of \(address)" : "ListParts"
+        case .part(let number): refused ? "part \(number) of \(address)" : "part \(number)"
+        case .complete: refused ? "cannot complete \(address)" : "CompleteMultipartUpload"
         }
     }
 
