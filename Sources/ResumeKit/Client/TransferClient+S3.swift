@@ -85,12 +85,7 @@ extension TransferClient {
                 case .stopped:
                     throw TransferError(.stopped(cancellation.reason ?? .interrupt), "stopped while listing \(url)")
                 }
-                switch retrier.after(fault, fresh: objects.isEmpty, progressMade: false) {
-                case .again: continue
-                case .stopped(let reason): throw TransferError(.stopped(reason), "stopped while listing \(url)")
-                case .exhausted(let message): throw TransferError(.retriesExhausted, message)
-                case .failed(let message): throw TransferError(.failed, message)
-                }
+                try retrier.again(after: fault, fresh: objects.isEmpty, stopped: "stopped while listing \(url)")
             }
 
             try OutputPath.makeFolders(folder)
