@@ -239,7 +239,7 @@ final class UploadOperation<Machine: UploadMachine>: @unchecked Sendable {
         switch retrier.after(fault, fresh: fresh, progressMade: progressMade) {
         case .again: return
         case .stopped(let reason): throw stop(reason)
-        case .failed(let message): throw TransferError(.failed, message, tokenID: nil)
+        case .failed(let message): throw TransferError(.failed, message, tokenID: machine.failureKeepsToken ? token.id : nil)
         case .exhausted(let message):
             let hint = machine.canResume ? "" : " (the server cannot resume uploads)"
             throw TransferError(.retriesExhausted, message + hint, tokenID: token.id)
