@@ -91,7 +91,9 @@ import Testing
         let w = try Workspace()
         let peer = try await UploadPeer()
         let digest = try makeRandomFile(path: w.path("www/src.bin"), size: 12_000_000, seed: 41)
-        let id = try await killed(w, producer: "cat \(w.path("www/src.bin"))", url: peer.url(for: "e.bin")) { $0["ended"] as? Bool == true }
+        let id = try await killed(w, producer: "cat \(w.path("www/src.bin"))", url: peer.url(for: "e.bin"), acknowledged: false) {
+            $0["ended"] as? Bool == true
+        }
         #expect(spoolFiles(w) == [id])
         let show = try await w.run(["show", id])
         #expect(show.stdout.contains("\"ended\" : true"), "\(show)")
@@ -130,7 +132,7 @@ import Testing
         let w = try Workspace()
         let peer = try await UploadPeer()
         _ = try makeRandomFile(path: w.path("www/src.bin"), size: 12_000_000, seed: 44)
-        let id = try await killed(w, producer: "cat \(w.path("www/src.bin"))", url: peer.url(for: "c.bin")) { _ in true }
+        let id = try await killed(w, producer: "cat \(w.path("www/src.bin"))", url: peer.url(for: "c.bin"), acknowledged: false) { _ in true }
         #expect(spoolFiles(w) == [id])
         let r = try await w.run(["cancel", id])
         #expect(r.status == 0, "\(r)")

@@ -85,12 +85,7 @@ extension TransferClient {
                 case .stopped:
                     throw TransferError(.stopped(cancellation.reason ?? .interrupt), "stopped while listing \(url)")
                 }
-                switch retrier.after(fault, fresh: objects.isEmpty, progressMade: false) {
-                case .again: continue
-                case .stopped(let reason): throw TransferError(.stopped(reason), "stopped while listing \(url)")
-                case .exhausted(let message): throw TransferError(.retriesExhausted, message)
-                case .failed(let message): throw TransferError(.failed, message)
-                }
+                try retrier.again(after: fault, fresh: objects.isEmpty, stopped: "stopped while listing \(url)")
             }
 
             try OutputPath.makeFolders(folder)
@@ -172,20 +167,39 @@ extension TransferClient {
         _ token: ResumeToken, source: SourceFile, options: TransferOptions, cancellation: Cancellation,
         events: @escaping EventHandler
     ) throws(TransferError) -> UploadResult {
-        let answers = try requireS3Answers()
-        let target = try S3Target(token.upload!.s3!)
+        let (machine, signed) = try s3Machine(token, options: options)
         let multi = transport is CurlTransport ? try? CurlTransport.multi() : nil
         defer { multi?.shutdown() }
-        let operation = S3Upload(
-            token: token, source: source, target: target, answers: answers, store: store, transport: multi ?? transport, options: options,
-            parallel: token.upload!.s3!.parallel ?? S3Options().parallel, cancellation: cancellation, events: events)
         do {
-            return try operation.run()
+            return try UploadOperation(
+                token: token, source: source, machine: machine, store: store, transport: multi ?? transport, options: signed,
+                cancellation: cancellation, events: events
+            ).runToEnd()
         } catch {
             // Nothing on S3 to continue (refused before an upload id): the token would only clutter `list`.
             if error.tokenID == nil { store.remove(id: token.id) }
             throw error
         }
+    }
+
+    /// The machine of an S3 upload's token (a file's, or a stream's at the bytes its spool made durable), and
+    /// the settings its requests go with: signed, and `--limit-rate` shared by the parts in flight.
+    func s3Machine(_ token: ResumeToken, options: TransferOptions) throws(TransferError) -> (S3MultipartMachine, TransferOptions) {
+        let part = token.upload!
+        let target = try S3Target(part.s3!)
+        let parallel = Int64(max(1, part.s3!.parallel ?? S3Options().parallel))
+        var signed = options
+        signed.transport = target.signing(options.transport)
+        if signed.transport.maxSendRate > 0 { signed.transport.maxSendRate = max(1, signed.transport.maxSendRate / parallel) }
+        // S3 answers a part with a head and no body: libcurl's default receive buffer is plenty.
+        signed.transport.receiveBufferSize = 16 * 1024
+        // Parts go several at once: 256 KiB a connection sends as fast over loopback as 512 and keeps
+        // the upload within 32 MiB.
+        signed.transport.uploadBufferSize = 256 * 1024
+        let machine = S3MultipartMachine(
+            state: part.s3!, size: part.source.size, final: part.stream?.ended ?? true, stream: part.stream != nil,
+            headers: (try? HeaderLines.parse(token.headers)) ?? [:], endpoint: target.endpoint, answers: try requireS3Answers())
+        return (machine, signed)
     }
 
     /// AbortMultipartUpload for `cancel` (the parts stay with `--keep-parts`). Returns what was done.

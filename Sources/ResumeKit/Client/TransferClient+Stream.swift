@@ -101,22 +101,21 @@ extension TransferClient {
         _ token: ResumeToken, spool: Spool, versionPinned: Bool, capabilities: TusCapabilities?, replay: Bool, options: TransferOptions,
         cancellation: Cancellation, events: @escaping EventHandler
     ) throws(TransferError) -> UploadResult {
-        let sender: StreamUpload.Sender
+        var options = options
+        let sender: any StreamingUploadMachine
         // S3's parts go several at once on one multi handle, as a file's do.
         let multi = token.upload!.s3 != nil && transport is CurlTransport ? try? CurlTransport.multi() : nil
         defer { multi?.shutdown() }
-        if let s3 = token.upload!.s3 {
-            let source = SpoolSource(fd: spool.fileDescriptor, path: spool.path, hash: nil)
-            sender = .s3(S3Upload(
-                token: token, source: source, target: try S3Target(s3), answers: try requireS3Answers(), store: store,
-                transport: multi ?? transport, options: options, parallel: s3.parallel ?? S3Options().parallel, cancellation: cancellation,
-                events: events))
+        if token.upload!.s3 != nil {
+            let (machine, signed) = try s3Machine(token, options: options)
+            sender = machine
+            options = signed
         } else {
-            sender = .machine(streamMachine(token, versionPinned: versionPinned, capabilities: capabilities))
+            sender = streamMachine(token, versionPinned: versionPinned, capabilities: capabilities)
         }
         let upload = StreamUpload(
             token: token, spool: spool, sender: sender, input: STDIN_FILENO, hashesWholeStream: options.computeSHA256 && (token.upload!.stream!.durable == 0 || replay),
-            store: store, transport: transport, options: options, cancellation: cancellation, events: events)
+            store: store, transport: multi ?? transport, options: options, cancellation: cancellation, events: events)
         do {
             if replay { try upload.verifyReplay() }
             return try upload.run()

@@ -185,12 +185,7 @@ extension TransferClient {
             case .cancelled, .abortedByDelegate:
                 throw TransferError(.stopped(cancellation.reason ?? .interrupt), "stopped before the upload began")
             }
-            switch retrier.after(fault, fresh: true, progressMade: false) {
-            case .again: continue
-            case .stopped(let reason): throw TransferError(.stopped(reason), "stopped before the upload began")
-            case .exhausted(let message): throw TransferError(.retriesExhausted, message)
-            case .failed(let message): throw TransferError(.failed, message)
-            }
+            try retrier.again(after: fault, fresh: true, stopped: "stopped before the upload began")
         }
     }
 

@@ -69,6 +69,16 @@ struct Retrier {
         }
     }
 
+    /// ``after(_:fresh:progressMade:)`` for a loop that gives up by throwing: returns once it may try again.
+    mutating func again(after fault: Fault, fresh: Bool, stopped: String) throws(TransferError) {
+        switch after(fault, fresh: fresh, progressMade: false) {
+        case .again: return
+        case .stopped(let reason): throw TransferError(.stopped(reason), stopped)
+        case .exhausted(let message): throw TransferError(.retriesExhausted, message)
+        case .failed(let message): throw TransferError(.failed, message)
+        }
+    }
+
     private func sleep(_ seconds: Double) -> Verdict {
         if clock.sleep(seconds: seconds, cancellation: cancellation) { return .again }
         return .stopped(cancellation.reason ?? .interrupt)

@@ -17,13 +17,11 @@ struct S3Call {
     let settings: TransportSettings
 
     func send(
-        _ session: any TransportSession, method: String, url: String, headers: HeaderFields = [:], body: RequestBody? = nil,
-        cancellation: Cancellation, sent: ((Int64) -> Void)? = nil
+        _ session: any TransportSession, method: String, url: String, headers: HeaderFields = [:], cancellation: Cancellation
     ) -> S3Reply {
-        let collector = BodyCollector(sent: sent)
+        let collector = BodyCollector()
         let result = session.perform(
-            TransferRequest(method: method, url: url, headers: headers, body: body), settings: settings, cancellation: cancellation,
-            delegate: collector)
+            TransferRequest(method: method, url: url, headers: headers), settings: settings, cancellation: cancellation, delegate: collector)
         switch result.outcome {
         case .completed:
             guard let head = collector.head ?? result.head else { return .lost(.lost("S3 sent no answer")) }
@@ -52,13 +50,10 @@ struct S3Call {
     }
 }
 
-/// Keeps a response's head and (small) body; reports bytes sent.
+/// Keeps a response's head and (small) body.
 final class BodyCollector: ExchangeDelegate {
     var head: ResponseHead?
     var body: [UInt8] = []
-    private let sent: ((Int64) -> Void)?
-
-    init(sent: ((Int64) -> Void)? = nil) { self.sent = sent }
 
     func exchange(informational head: ResponseHead) {}
 
@@ -74,8 +69,5 @@ final class BodyCollector: ExchangeDelegate {
         return true
     }
 
-    func exchange(progressReceived received: Int64, sent: Int64) -> Bool {
-        self.sent?(sent)
-        return true
-    }
+    func exchange(progressReceived received: Int64, sent: Int64) -> Bool { true }
 }

@@ -33,6 +33,10 @@ public enum UploadDecision: Sendable, Equatable {
     /// The server no longer has the upload (or never had it): create it anew.
     case restarted(reason: String)
     case fail(reason: String)
+    /// The server holds bytes other than the source's (a checksum it echoed, an object's ETag): no retry helps.
+    case corrupt(reason: String)
+    /// Go on at once, after telling the user each line (parts a resume found changed on the server).
+    case noted([String])
 }
 
 /// A range of the upload's source that a request carries as its body.
@@ -69,14 +73,29 @@ public struct UploadExchange: Sendable, Equatable {
     public var headers: HeaderFields
     public var body: BodyRange?
     public var checksum: BodyChecksum?
+    /// A small body built by the machine rather than read from the source (S3's CompleteMultipartUpload XML).
+    public var document: [UInt8]?
+    /// False: the user's `-H` headers stay off this request (S3 puts them only on the one that creates the object).
+    public var userHeaders: Bool
 
-    public init(method: String, url: String?, headers: HeaderFields, body: BodyRange? = nil, checksum: BodyChecksum? = nil) {
+    public init(
+        method: String, url: String?, headers: HeaderFields, body: BodyRange? = nil, checksum: BodyChecksum? = nil,
+        document: [UInt8]? = nil, userHeaders: Bool = true
+    ) {
         self.method = method
         self.url = url
         self.headers = headers
         self.body = body
         self.checksum = checksum
+        self.document = document
+        self.userHeaders = userHeaders
     }
+}
+
+/// Digests of one range of the source that a plan needs instead of a request.
+public struct SourceDigests: Sendable, Equatable {
+    public var range: BodyRange
+    public var algorithms: [DigestAlgorithm]
 }
 
 /// What a 1xx response during an upload told.
@@ -96,14 +115,8 @@ public enum UploadInformational: Sendable, Equatable {
 ///
 /// Adding a protocol means adding a folder beside `IETF/` and `Tus/` with a conforming machine, a case
 /// in ``UploadProtocol``, and the fields it must keep across runs as optional token fields written by
-/// ``record(into:)`` and read back by its initializer. Plans to come:
-/// - S3 multipart: parts are independent `BodyRange`s, so the machine's plan can name several part
-///   uploads at once; the operation then runs them on the multi interface as segmented downloads do,
-///   and `record(into:)` keeps the ETag of each finished part (the checkpoint of parts).
-/// - A stream (`upload -`): the body comes from a spool rather than the file, addressed by the same
-///   `BodyRange` offsets, so the machine does not care; its length is unknown at creation, which the
-///   machines express with `Upload-Defer-Length: 1` (tus) or `Upload-Complete: ?0` (IETF) until the
-///   final length is known, hence ``size`` may later become optional.
+/// ``record(into:)`` and read back by its initializer. A machine whose steps are independent (S3's parts)
+/// names several at once in ``plans(besides:)``; the operation runs them side by side.
 public protocol UploadMachine: Sendable, Equatable {
     associatedtype Plan: Sendable, Equatable
 
@@ -117,6 +130,14 @@ public protocol UploadMachine: Sendable, Equatable {
     mutating func informational(_ head: ResponseHead, requestURL: String) -> UploadInformational
     /// The final response to `plan`.
     mutating func response(_ head: ResponseHead, to plan: Plan) -> UploadDecision
+    /// The final response with its body (at most 1 MiB kept) and the digest the request's checksum header carried.
+    mutating func response(_ head: ResponseHead, body: [UInt8], checksum: [UInt8]?, to plan: Plan) -> UploadDecision
+    /// Steps that may start while `running` are in flight; several when they are independent.
+    func plans(besides running: [Plan]) -> [Plan]
+    /// Digests of the source that `plan` needs instead of a request (nil: it is a request).
+    func digests(for plan: Plan) -> SourceDigests?
+    /// The digests ``digests(for:)`` asked for, in its order.
+    mutating func digested(_ values: [[UInt8]], for plan: Plan) -> UploadDecision
     /// `plan` ended without a final response (connection lost, stall, timeout).
     mutating func exchangeFailed(_ reason: String, during plan: Plan) -> UploadDecision
     /// Bytes the server is known to hold: the token's checkpoint.
@@ -130,12 +151,16 @@ public protocol UploadMachine: Sendable, Equatable {
     func canGrow(_ plan: Plan) -> Bool
     /// `plan` with its body grown to `length` bytes; the machine's size follows.
     mutating func grow(_ plan: Plan, to length: Int64) -> Plan
+    /// True while the server keeps state that a failed upload's token must not forget (an S3 upload to abort).
+    var failureKeepsToken: Bool { get }
+    /// What a pause message says after "paused".
+    var pauseNote: String { get }
 }
 
 /// A machine that can send a stream whose length is known only at its end (`upload -`).
 public protocol StreamingUploadMachine: UploadMachine {
-    /// More of the stream was read (`final`: its end too).
-    mutating func extend(to newSize: Int64, final: Bool)
+    /// More of the stream was read (`final`: its end too); throws when the protocol cannot take that much.
+    mutating func extend(to newSize: Int64, final: Bool) throws(TransferError)
 }
 
 extension IETFStateMachine: StreamingUploadMachine {}
@@ -145,6 +170,16 @@ extension UploadMachine {
     public mutating func informational(_ head: ResponseHead, requestURL: String) -> UploadInformational { .nothing }
     public func canGrow(_ plan: Plan) -> Bool { false }
     public mutating func grow(_ plan: Plan, to length: Int64) -> Plan { plan }
+    public mutating func response(_ head: ResponseHead, body: [UInt8], checksum: [UInt8]?, to plan: Plan) -> UploadDecision {
+        response(head, to: plan)
+    }
+    public func plans(besides running: [Plan]) -> [Plan] { running.isEmpty ? [plan()] : [] }
+    public func digests(for plan: Plan) -> SourceDigests? { nil }
+    public mutating func digested(_ values: [[UInt8]], for plan: Plan) -> UploadDecision { .proceed }
+    public var failureKeepsToken: Bool { false }
+    public var pauseNote: String {
+        canResume ? "; the server will be asked for its offset on resume" : "; a resume sends the whole file again"
+    }
 }
 
 /// Resolves a `Location` against the URL of the request it answered (it may be relative).

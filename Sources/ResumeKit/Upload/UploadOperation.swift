@@ -1,4 +1,6 @@
+import Dispatch
 import FoundationEssentials
+import Synchronization
 
 /// What a finished upload produced.
 public struct UploadResult: Sendable, Equatable {
@@ -12,10 +14,13 @@ public struct UploadResult: Sendable, Equatable {
 /// what the machine plans, feeds it what came back, and owns what every protocol shares — token writes
 /// (an upload URL from a 1xx is in the token before the body is through), retry and backoff, pause and
 /// cancel, events, body checksums, and credentials that stay on the user's origin.
-final class UploadOperation<Machine: UploadMachine>: ExchangeDelegate {
+///
+/// A lone exchange runs on the calling thread; several at once (S3's parts) each on a thread of its own,
+/// on the transport's sessions (a multi transport drives them all from one), and are answered in the
+/// order they end.
+final class UploadOperation<Machine: UploadMachine>: @unchecked Sendable {
     private var token: ResumeToken
     private let store: TokenStore
-    private var session: any TransportSession
     private let transport: any HTTPTransport
     private let options: TransferOptions
     private let cancellation: Cancellation
@@ -29,22 +34,32 @@ final class UploadOperation<Machine: UploadMachine>: ExchangeDelegate {
     /// Lets an open stream's append go on with what became durable while it was sent.
     private let growth: BodyGrowth?
 
-    private var currentPlan: Machine.Plan
-    private var requestURL = ""
-    private var bodyStart: Int64 = 0
-    private var finalHead: ResponseHead?
+    /// Sessions not in use: one exchange at a time goes over the connection libcurl already holds.
+    private var idle: [any TransportSession] = []
+    /// Stops the exchanges that run beside others when one of them ends the upload (or on pause).
+    private var flightStop = Cancellation()
+    private let landed = Mutex<[Flight]>([])
+    private let landing = DispatchSemaphore(value: 0)
+    private let progress = Mutex(Progress())
     private var tooLarge: Int64?
-    private var sentThisAttempt: Int64 = 0
-    private var pacer = ProgressPacer()
     private var started = false
     private var saveError: String?
     /// The server answered at least once: its name resolved.
     private var answered = false
-    /// How the last exchange ended without a final answer, if it did.
+    /// The last exchange that ended: its answer, and how it failed if it did.
+    private var finalHead: ResponseHead?
+    private var sentThisAttempt: Int64 = 0
     private var lastFailure: ExchangeFailure?
     private enum ExchangeFailure {
         case transport(TransportFailure)
         case stalled
+    }
+
+    /// Bytes the server holds plus those each exchange in flight sent.
+    private struct Progress {
+        var base: Int64 = 0
+        var sent: [ObjectIdentifier: Int64] = [:]
+        var pacer = ProgressPacer()
     }
 
     private var upload: ResumeToken.UploadPart {
@@ -54,8 +69,8 @@ final class UploadOperation<Machine: UploadMachine>: ExchangeDelegate {
 
     /// The token as the operation last wrote it.
     var currentToken: ResumeToken { token }
-    /// The session, kept for the next operation of the same upload (a stream's next append).
-    var currentSession: any TransportSession { session }
+    /// A connection to keep for the next operation of the same upload (a stream's next append).
+    var currentSession: (any TransportSession)? { idle.last }
 
     /// The upload's length when it is known (a stream's only once its end was read).
     private var total: Int64? { streamOpen ? nil : upload.source.size }
@@ -65,19 +80,18 @@ final class UploadOperation<Machine: UploadMachine>: ExchangeDelegate {
         options: TransferOptions, cancellation: Cancellation, events: @escaping EventHandler, streamOpen: Bool = false,
         announced: Bool = false, session: (any TransportSession)? = nil, growth: BodyGrowth? = nil
     ) {
+        self.growth = streamOpen ? growth : nil
+        if let session { idle = [session] }
         self.streamOpen = streamOpen
         self.started = announced
-        self.growth = streamOpen ? growth : nil
         self.token = token
         self.source = source
         self.store = store
-        self.session = session ?? transport.makeSession()
         self.transport = transport
         self.options = options
         self.cancellation = cancellation
         self.emit = events
         self.machine = machine
-        currentPlan = machine.plan()
     }
 
     /// Sends until the upload is complete (a file's upload, or a stream whose end was read).
@@ -88,47 +102,125 @@ final class UploadOperation<Machine: UploadMachine>: ExchangeDelegate {
 
     /// Sends until the upload is complete; for an open stream, until the server holds all it was given (nil).
     func run() throws(TransferError) -> UploadResult? {
+        var running: [Flight] = []
+        defer {
+            // Parts S3 took while the upload stopped or failed go into the token as well.
+            if !running.isEmpty {
+                ground(&running, keeping: true)
+                try? checkpoint()
+            }
+        }
         var retrier = Retrier(options, cancellation: cancellation, events: emit)
         var restarts = 0
         while true {
-            if let reason = cancellation.reason { throw stop(reason) }
-            if streamOpen, machine.canResume, machine.acknowledgedBytes >= machine.size {
-                try checkpoint()
-                return nil
+            if running.isEmpty {
+                if let reason = cancellation.reason { throw stop(reason) }
+                if streamOpen, machine.canResume, machine.acknowledgedBytes >= machine.size {
+                    try checkpoint()
+                    return nil
+                }
             }
-            currentPlan = machine.plan()
-            guard let request = machine.exchange(for: currentPlan) else { return try finish() }
-            let decision = exchange(request)
+            let decision = try next(&running)
             if let saveError { throw TransferError(.localIO, saveError, tokenID: token.id) }
             if let limit = tooLarge {
                 throw TransferError(.failed, "the server accepts at most \(limit) bytes; the file has \(upload.source.size)",
                     status: 413, tokenID: nil)
             }
             switch decision {
-            case .proceed, .step:
-                try checkpoint()
-                continue
-            case .completed:
+            case nil, .completed?:
                 return try finish()
-            case .restarted(let reason) where (upload.stream?.start ?? 0) > 0:
+            case .proceed?, .step?:
+                try checkpoint()
+            case .noted(let lines)?:
+                for line in lines { emit(.note(line)) }
+                try checkpoint()
+            case .restarted(let reason)? where (upload.stream?.start ?? 0) > 0:
                 // The bytes below the spool's start are gone: only a replay of the stream could send them again.
                 throw TransferError(.failed, "\(reason); the first \(upload.stream!.start) bytes of the stream are no longer held, so the upload cannot start over",
                     tokenID: nil)
-            case .restarted(let reason):
+            case .restarted(let reason)?:
+                ground(&running, keeping: false)
                 restarts += 1
                 guard restarts <= 3 else { throw TransferError(.failed, "giving up: \(reason), again and again", tokenID: token.id) }
                 emit(.restarted(reason: reason))
                 upload.uploadURL = nil
                 upload.acknowledgedBytes = 0
                 try checkpoint(force: true)
-            case .fail(let reason):
-                throw TransferError(.failed, reason, status: refusedStatus, tokenID: nil)
-            case .retry(let reason, let retryAfter):
+            case .fail(let reason)?:
+                if machine.failureKeepsToken { try checkpoint() }
+                throw TransferError(.failed, reason, status: refusedStatus, tokenID: machine.failureKeepsToken ? token.id : nil)
+            case .corrupt(let reason)?:
+                try checkpoint()
+                throw TransferError(.checksumMismatch, reason, tokenID: token.id)
+            case .retry(let reason, let retryAfter)?:
                 try wait(after: fault(reason, retryAfter: retryAfter), progressMade: sentThisAttempt > 0, retrier: &retrier)
-            case .resend(let reason):
+            case .resend(let reason)?:
                 try wait(after: .lost(reason), progressMade: false, retrier: &retrier)
             }
+            progress.withLock { $0.base = machine.acknowledgedBytes }
         }
+    }
+
+    /// Starts what the machine plans beside the exchanges in flight and returns what the next one to end
+    /// (or a digest step) means; nil when the machine's plan is to finish.
+    private func next(_ running: inout [Flight]) throws(TransferError) -> UploadDecision? {
+        let plans = cancellation.isStopped ? [] : machine.plans(besides: running.map(\.plan))
+        for plan in plans {
+            if let wanted = machine.digests(for: plan) {
+                var values: [[UInt8]] = []
+                do {
+                    for algorithm in wanted.algorithms { values.append(try source.digestBytes(wanted.range, algorithm)) }
+                } catch {
+                    throw TransferError(error.code, error.message, tokenID: token.id)
+                }
+                return machine.digested(values, for: plan)
+            }
+            guard let planned = machine.exchange(for: plan) else { return nil }
+            let flight = Flight(plan, planned, self)
+            if !started, planned.body != nil {
+                started = true
+                emit(.started(kind: .upload, url: token.url, path: source.path, offset: machine.acknowledgedBytes, total: total))
+            }
+            progress.withLock { $0.base = machine.acknowledgedBytes }
+            flight.session = idle.popLast() ?? transport.makeSession()
+            if plans.count == 1 && running.isEmpty {
+                flight.fly(cancellation: cancellation)
+                return conclude(flight)
+            }
+            running.append(flight)
+            let stop = flightStop
+            runOnBackgroundThread("upload") { [self] in
+                flight.fly(cancellation: stop)
+                landed.withLock { $0.append(flight) }
+                landing.signal()
+            }
+        }
+        guard !running.isEmpty else { throw TransferError(.failed, "the upload has nothing left to send but is not complete", tokenID: token.id) }
+        return conclude(land(&running))
+    }
+
+    /// Waits for an exchange in flight to end; a pause reaches them all.
+    private func land(_ running: inout [Flight]) -> Flight {
+        while true {
+            if let reason = cancellation.reason { flightStop.stop(reason) }
+            if let flight = landed.withLock({ $0.isEmpty ? nil : $0.removeFirst() }) {
+                running.removeAll { $0 === flight }
+                return flight
+            }
+            _ = landing.wait(timeout: .now() + .milliseconds(100))
+        }
+    }
+
+    /// Stops every exchange still in flight and waits for them; the machine learns only of those that
+    /// succeeded meanwhile, and only when `keeping`.
+    private func ground(_ running: inout [Flight], keeping: Bool) {
+        guard !running.isEmpty else { return }
+        flightStop.stop(.pause)
+        while !running.isEmpty {
+            let flight = land(&running)
+            if keeping, flight.head?.isSuccess == true { _ = conclude(flight) } else { release(flight) }
+        }
+        flightStop = Cancellation()
     }
 
     /// How the last exchange went wrong, told in `reason`, the machine's words for it.
@@ -153,7 +245,7 @@ final class UploadOperation<Machine: UploadMachine>: ExchangeDelegate {
         switch retrier.after(fault, fresh: fresh, progressMade: progressMade) {
         case .again: return
         case .stopped(let reason): throw stop(reason)
-        case .failed(let message): throw TransferError(.failed, message, tokenID: nil)
+        case .failed(let message): throw TransferError(.failed, message, tokenID: machine.failureKeepsToken ? token.id : nil)
         case .exhausted(let message):
             let hint = machine.canResume ? "" : " (the server cannot resume uploads)"
             throw TransferError(.retriesExhausted, message + hint, tokenID: token.id)
@@ -169,63 +261,48 @@ final class UploadOperation<Machine: UploadMachine>: ExchangeDelegate {
         try save()
     }
 
-    /// Sends one request of the plan and turns what happened into a decision.
-    private func exchange(_ planned: UploadExchange) -> UploadDecision {
-        let url = planned.url ?? token.url
-        var all = (try? HeaderLines.parse(token.headers)) ?? [:]
-        if !Origin.same(url, token.url) {
-            // Credentials are for the origin the user named, not for wherever a Location points.
-            for name in ["Authorization", "Cookie", "Proxy-Authorization"] { all.remove(name) }
-        }
-        for field in planned.headers.fields { all.set(field.name, field.value) }
-        if let checksum = planned.checksum, let body = planned.body {
-            do throws(TransferError) {
-                all.set(checksum.header, checksum.prefix + (try source.digest(body, checksum.algorithm)))
-            } catch {
-                return .fail(reason: error.message)
-            }
-        }
-        requestURL = url
-        lastFailure = nil
-        finalHead = nil
-        sentThisAttempt = 0
-        bodyStart = planned.body?.offset ?? upload.acknowledgedBytes
-        let grows = growth != nil && machine.canGrow(currentPlan)
-        let request = TransferRequest(
-            method: planned.method, url: url, headers: all, followRedirects: false,
-            body: planned.body.map { RequestBody(fileDescriptor: source.fd, offset: $0.offset, length: $0.length, grows: grows) })
-        if !started, let body = planned.body {
-            started = true
-            emit(.started(kind: .upload, url: token.url, path: source.path, offset: body.offset, total: total))
-        }
-        let result = session.perform(request, settings: options.transport, cancellation: cancellation, delegate: self)
-        if request.body != nil, let status = (finalHead ?? result.head)?.status, status >= 400 {
+    /// Gives an ended exchange's session back, unless the server refused a body it may not have read.
+    private func release(_ flight: Flight) {
+        progress.withLock { $0.sent[ObjectIdentifier(flight)] = nil }
+        guard let session = flight.session else { return }
+        if flight.request.body != nil, let status = (flight.head ?? flight.result?.head)?.status, status >= 400 {
             // A server that refused a request may have answered before reading its body (NIOResumableUpload's
             // 400 naming its interop version does): the next request on that connection would find the rest
             // of the refused body in its way and wait forever. The next request gets a new connection.
-            session = transport.makeSession()
+            return
         }
+        idle.append(session)
+    }
+
+    /// Turns how an exchange ended into the machine's decision.
+    private func conclude(_ flight: Flight) -> UploadDecision {
+        release(flight)
+        for head in flight.informationals { informational(head, requestURL: flight.request.url) }
+        lastFailure = nil
+        finalHead = flight.head ?? flight.result?.head
+        sentThisAttempt = flight.sent
+        if flight.head != nil { answered = true }
+        if let error = flight.digestError { return .fail(reason: error.message) }
+        guard let result = flight.result else { return .step(reason: "stopped") }
         switch result.outcome {
         case .completed:
-            guard let head = finalHead ?? result.head else {
-                return machine.exchangeFailed("the server sent no response", during: currentPlan)
+            guard let head = finalHead else {
+                return machine.exchangeFailed("the server sent no response", during: flight.plan)
             }
-            return machine.response(head, to: currentPlan)
+            return machine.response(head, body: flight.body, checksum: flight.checksum, to: flight.plan)
         case .cancelled, .abortedByDelegate:
             return .step(reason: "stopped")
         case .stalled:
             lastFailure = .stalled
-            return machine.exchangeFailed("no progress for \(options.transport.stallTimeout) s", during: currentPlan)
+            return machine.exchangeFailed("no progress for \(options.transport.stallTimeout) s", during: flight.plan)
         case .failed(let failure):
             if failure.kind == .fatal || failure.kind == .localRead { return .fail(reason: failure.message) }
             lastFailure = .transport(failure)
-            return machine.exchangeFailed(failure.message, during: currentPlan)
+            return machine.exchangeFailed(failure.message, during: flight.plan)
         }
     }
 
-    // MARK: ExchangeDelegate
-
-    func exchange(informational head: ResponseHead) {
+    private func informational(_ head: ResponseHead, requestURL: String) {
         switch machine.informational(head, requestURL: requestURL) {
         case .nothing:
             return
@@ -240,33 +317,107 @@ final class UploadOperation<Machine: UploadMachine>: ExchangeDelegate {
         }
     }
 
-    func exchange(head: ResponseHead, effectiveURL: String) -> Bool {
-        finalHead = head
-        answered = true
-        return true
+    /// One request on its way: what it carries, and what came back.
+    private final class Flight: ExchangeDelegate, @unchecked Sendable {
+        /// The plan, grown with its body while an open stream's append goes on.
+        var plan: Machine.Plan
+        let request: TransferRequest
+        private let checksumField: BodyChecksum?
+        private unowned let operation: UploadOperation
+        private let total: Int64?
+        private var lone = true
+        var session: (any TransportSession)?
+        var result: ExchangeResult?
+        var head: ResponseHead?
+        var body: [UInt8] = []
+        var checksum: [UInt8]?
+        var digestError: TransferError?
+        var sent: Int64 = 0
+        /// 1xx heads of an exchange that ran beside others, answered on the operation's thread at its end.
+        var informationals: [ResponseHead] = []
+
+        init(_ plan: Machine.Plan, _ planned: UploadExchange, _ operation: UploadOperation) {
+            self.plan = plan
+            self.operation = operation
+            total = operation.total
+            checksumField = planned.body == nil ? nil : planned.checksum
+            let url = planned.url ?? operation.token.url
+            var all = planned.userHeaders ? (try? HeaderLines.parse(operation.token.headers)) ?? [:] : [:]
+            if !Origin.same(url, operation.token.url) {
+                // Credentials are for the origin the user named, not for wherever a Location points.
+                for name in ["Authorization", "Cookie", "Proxy-Authorization"] { all.remove(name) }
+            }
+            for field in planned.headers.fields { all.set(field.name, field.value) }
+            let fd = operation.source.fd
+            let grows = operation.growth != nil && operation.machine.canGrow(plan)
+            request = TransferRequest(
+                method: planned.method, url: url, headers: all, followRedirects: false,
+                body: planned.body.map { RequestBody(fileDescriptor: fd, offset: $0.offset, length: $0.length, grows: grows) }
+                    ?? planned.document.map(RequestBody.init(bytes:)))
+        }
+
+        /// Computes the body's checksum, then sends; on the calling thread.
+        func fly(cancellation: Cancellation) {
+            lone = cancellation === operation.cancellation
+            var request = self.request
+            if let field = checksumField, let body = request.body {
+                do throws(TransferError) {
+                    let sum = try operation.source.digestBytes(BodyRange(offset: body.offset, length: body.length), field.algorithm)
+                    checksum = sum
+                    request.headers.set(field.header, field.prefix + Data(sum).base64EncodedString())
+                } catch {
+                    digestError = error
+                    return
+                }
+            }
+            result = session?.perform(request, settings: operation.options.transport, cancellation: cancellation, delegate: self)
+        }
+
+        func exchange(informational head: ResponseHead) {
+            if lone { operation.informational(head, requestURL: request.url) } else { informationals.append(head) }
+        }
+
+        func exchange(head: ResponseHead, effectiveURL: String) -> Bool {
+            self.head = head
+            return true
+        }
+
+        func exchange(body bytes: UnsafeRawBufferPointer) -> Bool {
+            // Answers a machine reads are small documents (S3's XML); the rest of a larger body is not kept.
+            if body.count + bytes.count <= 1 << 20 { body.append(contentsOf: bytes) }
+            return true
+        }
+
+        func exchange(bodyEndedAt length: Int64) -> Int64? {
+            operation.grow(self, sentUpTo: length)
+        }
+
+        func exchange(progressReceived received: Int64, sent: Int64) -> Bool {
+            if operation.tooLarge != nil { return false }  // the server's limit is known to be too small: stop sending
+            guard request.body?.bytes == nil, request.body != nil else { return true }
+            self.sent = sent
+            let id = ObjectIdentifier(self)
+            let (emit, total) = (operation.emit, self.total)
+            operation.progress.withLock { progress in
+                progress.sent[id] = sent
+                let bytes = progress.base + progress.sent.values.reduce(0, +)
+                if let rate = progress.pacer.tick(bytes: bytes) { emit(.progress(bytes: bytes, total: total, rate: rate)) }
+            }
+            return true
+        }
     }
 
-    func exchange(body: UnsafeRawBufferPointer) -> Bool { true }
-
-    func exchange(bodyEndedAt length: Int64) -> Int64? {
-        guard let growth, let next = growth(bodyStart + length) else { return nil }
-        // The token records the stream's new durable end before any byte of it leaves.
+    /// An open stream's append sent all it had: asks for more, and records it before any of it leaves.
+    private func grow(_ flight: Flight, sentUpTo length: Int64) -> Int64? {
+        guard let growth, let start = flight.request.body?.offset, let next = growth(start + length) else { return nil }
         upload.stream = next.stream
         upload.source.size = next.end
         do { try save() } catch {
             saveError = error.message
             return nil
         }
-        currentPlan = machine.grow(currentPlan, to: next.end - bodyStart)
-        return next.end - bodyStart
-    }
-
-    func exchange(progressReceived received: Int64, sent: Int64) -> Bool {
-        if tooLarge != nil { return false }  // the server's limit is known to be too small: stop sending
-        sentThisAttempt = sent
-        let bytes = bodyStart + sent
-        if let rate = pacer.tick(bytes: bytes) { emit(.progress(bytes: bytes, total: total, rate: rate)) }
-        return true
+        flight.plan = machine.grow(flight.plan, to: next.end - start)
+        return next.end - start
     }
 
     // MARK: Finish
@@ -290,15 +441,9 @@ final class UploadOperation<Machine: UploadMachine>: ExchangeDelegate {
     private func stop(_ reason: StopReason) -> TransferError {
         try? save()
         emit(.paused(offset: upload.acknowledgedBytes))
-        let then = machine.canResume ? "the server will be asked for its offset on resume" : "a resume sends the whole file again"
-        return .stopped(reason, "; " + then, tokenID: token.id)
+        return .stopped(reason, machine.pauseNote, tokenID: token.id)
     }
 }
-
-/// How an open stream's append goes on (``UploadMachine/canGrow(_:)``): told where the body's bytes end
-/// (an offset in the stream), it waits for more to become durable and gives the new end with the stream's
-/// state to record before sending on, or nil to end the request there.
-typealias BodyGrowth = (_ sentUpTo: Int64) -> (end: Int64, stream: ResumeToken.StreamState)?
 
 /// Scheme, host and port of a URL, compared for "same origin".
 enum Origin {
@@ -310,3 +455,8 @@ enum Origin {
 
     private static func defaultPort(_ scheme: String?) -> Int { scheme?.lowercased() == "https" ? 443 : 80 }
 }
+
+/// How an open stream's append goes on (``UploadMachine/canGrow(_:)``): told where the body's bytes end
+/// (an offset in the stream), it waits for more to become durable and gives the new end with the stream's
+/// state to record before sending on, or nil to end the request there.
+typealias BodyGrowth = (_ sentUpTo: Int64) -> (end: Int64, stream: ResumeToken.StreamState)?

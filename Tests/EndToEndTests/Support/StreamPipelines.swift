@@ -29,17 +29,20 @@ extension StreamPipelines {
         (try? FileManager.default.contentsOfDirectory(atPath: w.state + "/spool")) ?? []
     }
 
-    /// Starts a slow stream upload and kills it (SIGKILL) once its token shows `condition`.
+    /// Starts a slow stream upload and kills it (SIGKILL) once its token shows `condition` and the server
+    /// acknowledged bytes (or, without `acknowledged`, named the upload: a stream that was read whole before its
+    /// first request goes in one request, acknowledged only at its end).
     func killed(
         _ w: Workspace, producer: String, url: String, extra: [String] = [], environment: [String: String] = [:],
-        when condition: @escaping ([String: Any]) -> Bool
+        acknowledged: Bool = true, when condition: @escaping ([String: Any]) -> Bool
     ) async throws -> String {
         let p = try startPipeline(w, producer: producer, ["upload", "-", url, "--limit-rate", "4M"] + extra, environment: environment)
         var id = ""
         try await eventually(timeout: .seconds(60)) {
             guard p.isRunning else { throw SupportError("ended before the kill: \(p.stderrSoFar)") }
             guard let first = try w.tokens().first, let upload = try w.token(first)["upload"] as? [String: Any],
-                let stream = upload["stream"] as? [String: Any], (upload["acknowledgedBytes"] as? Int ?? 0) > 0, condition(stream)
+                let stream = upload["stream"] as? [String: Any], condition(stream),
+                acknowledged ? (upload["acknowledgedBytes"] as? Int ?? 0) > 0 : upload["uploadURL"] is String
             else { return false }
             id = first
             return true

@@ -45,12 +45,7 @@ struct PlainStreamUpload {
                 throw TransferError(.failed, "\(fault.message); the stream went to a server without resumable uploads, so it cannot be resumed",
                     status: fault.status)
             }
-            switch retrier.after(fault, fresh: true, progressMade: false) {
-            case .again: continue
-            case .stopped(let reason): throw TransferError(.stopped(reason), "stopped before the upload began")
-            case .exhausted(let message): throw TransferError(.retriesExhausted, message)
-            case .failed(let message): throw TransferError(.failed, message)
-            }
+            try retrier.again(after: fault, fresh: true, stopped: "stopped before the upload began")
         }
     }
 

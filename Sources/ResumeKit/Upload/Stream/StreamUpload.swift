@@ -26,7 +26,8 @@ final class StreamUpload: @unchecked Sendable {
     private let cancellation: Cancellation
     private let emit: EventHandler
     private let input: Int32
-    private var sender: Sender
+    /// The protocol's machine (IETF, tus or S3 multipart, whose parts are cut from the spool).
+    private var sender: any StreamingUploadMachine
     private let spoolPath: String
 
     /// What the stdin reader and the sender share; the spool itself is only touched under this lock.
@@ -54,7 +55,7 @@ final class StreamUpload: @unchecked Sendable {
     }
 
     init(
-        token: ResumeToken, spool: Spool, sender: Sender, input: Int32, hashesWholeStream: Bool, store: TokenStore,
+        token: ResumeToken, spool: Spool, sender: any StreamingUploadMachine, input: Int32, hashesWholeStream: Bool, store: TokenStore,
         transport: any HTTPTransport, options: TransferOptions, cancellation: Cancellation, events: @escaping EventHandler
     ) {
         self.token = token
@@ -146,21 +147,6 @@ final class StreamUpload: @unchecked Sendable {
         }
     }
 
-    /// What sends the spool's bytes: a protocol machine run by ``UploadOperation``, or S3 multipart, whose
-    /// parts are cut from the spool.
-    enum Sender {
-        case machine(any StreamingUploadMachine)
-        case s3(S3Upload)
-
-        /// Bytes from the stream's start the server holds: what the spool may give back.
-        var acknowledgedBytes: Int64 {
-            switch self {
-            case .machine(let machine): machine.acknowledgedBytes
-            case .s3(let upload): upload.acknowledgedPrefix
-            }
-        }
-    }
-
     private func send() throws(TransferError) -> UploadResult {
         if !stream.ended {
             shared.withLock { $0.durableLedger = $0.writer.ledger }
@@ -173,22 +159,7 @@ final class StreamUpload: @unchecked Sendable {
             let (durable, ended) = try nextBatch()
             let digest = ended ? shared.withLock { $0.hasher.map { $0.finalize().hex } } : nil
             let source = SpoolSource(fd: shared.withLock { $0.spool.fileDescriptor }, path: spoolPath, hash: digest)
-            let result: UploadResult?
-            switch sender {
-            case .machine(let machine):
-                result = try append(machine, upTo: durable, ended: ended, source: source, announced: announced)
-            case .s3(let upload):
-                do {
-                    result = try upload.sendStream(token, source: source, ended: ended)
-                    token = upload.currentToken
-                } catch {
-                    token = upload.currentToken
-                    // S3 said `paused` already; what a resume needs is the stream's to say.
-                    guard case .stopped(let reason) = error.code else { throw error }
-                    try? save()
-                    throw TransferError.stopped(reason, "; " + resumeHint, tokenID: token.id)
-                }
-            }
+            let result = try append(sender, upTo: durable, ended: ended, source: source, announced: announced)
             announced = true
             if let result {
                 shared.withLock { $0.spool.remove() }
@@ -204,7 +175,7 @@ final class StreamUpload: @unchecked Sendable {
         _ machine: Machine, upTo durable: Int64, ended: Bool, source: SpoolSource, announced: Bool
     ) throws(TransferError) -> UploadResult? {
         var machine = machine
-        machine.extend(to: max(durable, machine.size), final: ended)
+        try machine.extend(to: max(durable, machine.size), final: ended)
         requestBegan = (Monotonic.now, machine.acknowledgedBytes)
         let operation = UploadOperation(
             token: token, source: source, machine: machine, store: store, transport: transport, options: options,
@@ -212,10 +183,16 @@ final class StreamUpload: @unchecked Sendable {
             growth: { [unowned self] in grow(sentUpTo: $0) })
         defer {
             token = operation.currentToken
-            sender = .machine(operation.machine)
+            sender = operation.machine
             session = operation.currentSession
         }
-        return try operation.run()
+        do {
+            return try operation.run()
+        } catch {
+            // What a resume needs is the stream's to say, whatever the protocol.
+            guard case .stopped(let reason) = error.code else { throw error }
+            throw TransferError.stopped(reason, "; " + resumeHint, tokenID: token.id)
+        }
     }
 
     /// The connection is kept from one append to the next.
