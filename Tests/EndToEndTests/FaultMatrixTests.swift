@@ -3,8 +3,24 @@ import Testing
 
 /// The README's fault table, end to end: every path of a transfer against a real peer behind a
 /// `FaultProxy`, meeting the same five troubles, ends as the table says. The troubles fire on byte counts
-/// (or at the first requests), never on a timer, so the suite runs with the parallel ones.
-@Suite struct FaultMatrixTests {
+/// (or at the first requests), never on a timer, so the suites run beside the parallel ones; the cases of
+/// each go one at a time (downloads in one, uploads in the other), so that fifty peers at once do not
+/// starve the suites beside them.
+@Suite(.serialized) struct FaultMatrixDownloadTests {
+    @Test(arguments: FaultMatrixTests.Route.allCases.filter { !$0.isUpload }, FaultMatrixTests.Trouble.allCases)
+    func endsAsTheTableSays(_ route: FaultMatrixTests.Route, _ trouble: FaultMatrixTests.Trouble) async throws {
+        try await FaultMatrixTests.check(route, trouble)
+    }
+}
+
+@Suite(.serialized) struct FaultMatrixUploadTests {
+    @Test(arguments: FaultMatrixTests.Route.allCases.filter(\.isUpload), FaultMatrixTests.Trouble.allCases)
+    func endsAsTheTableSays(_ route: FaultMatrixTests.Route, _ trouble: FaultMatrixTests.Trouble) async throws {
+        try await FaultMatrixTests.check(route, trouble)
+    }
+}
+
+enum FaultMatrixTests {
     enum Route: String, CaseIterable, CustomTestStringConvertible {
         case download, segmented, stdout, list, s3Download, ietf, tus, plain, s3Upload, stdin
         var testDescription: String { rawValue }
@@ -29,8 +45,7 @@ import Testing
     static let size = 4_000_000
     static let s3Size = 6 * 1_048_576
 
-    @Test(arguments: Route.allCases, Trouble.allCases)
-    func endsAsTheTableSays(_ route: Route, _ trouble: Trouble) async throws {
+    static func check(_ route: Route, _ trouble: Trouble) async throws {
         let scene = try await Scene(route)
         switch trouble {
         case .unresolved:

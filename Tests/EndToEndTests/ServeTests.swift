@@ -423,12 +423,14 @@ struct ServeTests {
         try Harness.randomBytes(4 << 20).write(to: folder.appending(path: "big.bin"))
 
         let server = try await ResumeServer.start(ServerConfiguration(directory: folder.path, port: 0))
+        // 256 KiB/s: 16 s a transfer, so both uploads are under way together even when the machine is so
+        // busy that the second curl starts seconds after the first (at 1 MiB/s the first could end before).
         async let draft = Harness.curl(
-            Harness.draftHeaders + ["-H", "Upload-Complete: ?1", "-X", "POST", "-T", source.path, "--limit-rate", "1M", server.url + "/d.bin"]
+            Harness.draftHeaders + ["-H", "Upload-Complete: ?1", "-X", "POST", "-T", source.path, "--limit-rate", "256K", server.url + "/d.bin"]
         )
-        async let plain = Harness.curl(["-T", source.path, "--limit-rate", "1M", server.url + "/p.bin"])
-        async let download = Harness.curl(["--limit-rate", "1M", server.url + "/big.bin"])
-        try await Harness.eventually { try Harness.leftovers(folder).count == 2 }
+        async let plain = Harness.curl(["-T", source.path, "--limit-rate", "256K", server.url + "/p.bin"])
+        async let download = Harness.curl(["--limit-rate", "256K", server.url + "/big.bin"])
+        try await Harness.eventually(timeout: .seconds(30)) { try Harness.leftovers(folder).count == 2 }
         try await server.shutdown()
         #expect(try Harness.leftovers(folder).isEmpty)
         // Cut off, or told 503 by a sink whose disk writes the shutdown stopped.
