@@ -33,7 +33,7 @@ enum FaultMatrixTests {
         case goneFor4Seconds
         /// `503` with `Retry-After: 1` to the first two requests.
         case busyTwice
-        /// The connection carrying the body stops moving for 10 s after 512 KiB (`--stall-timeout 2`).
+        /// The connection carrying the body stops moving for 5 s after 512 KiB (`--stall-timeout 2`).
         case stalled
         /// A host name that does not resolve, on a fresh transfer.
         case unresolved
@@ -62,9 +62,8 @@ enum FaultMatrixTests {
             let direction: Fault.Direction = route.isUpload ? .upstream : .downstream
             let fault: Fault = switch trouble {
             case .goneFor4Seconds: Fault.goneAfter(direction, bytes: 512 << 10, for: .seconds(4)).firingOnce()
-            // 10 s: libcurl judges speed over its last 5 s, so after a burst a stall shows only some seconds
-            // late; and finite, because tuspyserver answers no HEAD while a PATCH of the upload hangs.
-            default: Fault(trigger: (direction, 512 << 10, .stall(.seconds(10)))).firingOnce()
+            // Finite: tuspyserver answers no HEAD while a PATCH of the upload hangs.
+            default: Fault(trigger: (direction, 512 << 10, .stall(.seconds(5)))).firingOnce()
             }
             let plan: [Fault] = trouble == .busyTwice ? [.busy(retryAfter: 1), .busy(retryAfter: 1)] : Array(repeating: fault, count: 64)
             let proxy = try FaultProxy(upstreamPort: scene.upstreamPort, plan: plan)

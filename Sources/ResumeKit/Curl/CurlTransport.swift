@@ -41,7 +41,7 @@ final class CurlSession: TransportSession {
         settings.signing?.signer.sign(&request)
         let context = ExchangeContext(
             delegate: delegate, cancellation: cancellation, followRedirects: request.followRedirects,
-            body: request.body)
+            body: request.body, stallSeconds: settings.stallTimeout)
         let handle: EasyHandle
         do {
             if let existing = self.handle, !handleFailed {
@@ -121,6 +121,9 @@ final class CurlSession: TransportSession {
                 message: "reading the source failed: \(String(cString: strerror(context.readFailure)))"))
         }
         if code == CURLE_OK { return .completed }
+        // The stall timer's abort is libcurl's own timeout come earlier: classified the same way.
+        let (code, detail) = context.stalled
+            ? (CURLE_OPERATION_TIMEDOUT, "no progress for \(Int(context.stallSeconds)) s") : (code, detail)
         let error = CurlError(code, detail: detail)
         switch code {
         case CURLE_OPERATION_TIMEDOUT where context.headDelivered || context.bodySent > 0:

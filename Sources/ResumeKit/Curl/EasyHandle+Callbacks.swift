@@ -20,8 +20,14 @@ final class ExchangeContext {
     var bodySent: Int64 = 0
     /// The body's length so far: a growing body's grows as the delegate allows.
     private var bodyLength: Int64
+    /// `--stall-timeout`: seconds in which no byte moved either way end the exchange (0: never).
+    let stallSeconds: Double
+    private var moved: (count: Int64, at: Double) = (-1, 0)
+    /// The exchange ended because nothing moved for `stallSeconds`.
+    private(set) var stalled = false
 
-    init(delegate: any ExchangeDelegate, cancellation: Cancellation, followRedirects: Bool, body: RequestBody?) {
+    init(delegate: any ExchangeDelegate, cancellation: Cancellation, followRedirects: Bool, body: RequestBody?, stallSeconds: Int) {
+        self.stallSeconds = Double(stallSeconds)
         self.delegate = delegate
         self.cancellation = cancellation
         self.followRedirects = followRedirects
@@ -95,6 +101,15 @@ final class ExchangeContext {
     private func progress(received: Int64, sent: Int64) -> Bool {
         if cancellation.isStopped {
             cancelled = true
+            return false
+        }
+        // libcurl's own low-speed check averages over its last 5 s, so after a burst (a body that fit in the
+        // socket buffers) it notices a stall seconds late; this counts from the last byte that moved.
+        let now = Monotonic.now
+        if received + sent != moved.count {
+            moved = (received + sent, now)
+        } else if stallSeconds > 0, now - moved.at >= stallSeconds {
+            stalled = true
             return false
         }
         // A stream's count is what was read from it: libcurl's would include the chunked framing.

@@ -139,13 +139,28 @@ final class SegmentedDownload {
 
     /// HEAD for the validator and length, then the segment layout, recorded in the token before any data.
     private func plan() throws {
-        let collector = HeadCollector()
         var headers = (try? HeaderLines.parse(token.headers)) ?? [:]
         headers.remove("Accept-Encoding")
-        let result = transport.makeSession().perform(
-            TransferRequest(method: "HEAD", url: token.url, headers: headers, followRedirects: true),
-            settings: options.transport, cancellation: cancellation, delegate: collector)
-        if case .failed(let failure) = result.outcome, Fault(failure).isNetworkDown { throw Handover.unreached }
+        var retrier = Retrier(options, cancellation: cancellation, events: emit)
+        var collector = HeadCollector()
+        var result: ExchangeResult
+        while true {
+            collector = HeadCollector()
+            result = transport.makeSession().perform(
+                TransferRequest(method: "HEAD", url: token.url, headers: headers, followRedirects: true),
+                settings: options.transport, cancellation: cancellation, delegate: collector)
+            if case .failed(let failure) = result.outcome, Fault(failure).isNetworkDown { throw Handover.unreached }
+            // A busy server (503, 429 … with Retry-After) is waited out as on every path, then split.
+            guard let head = collector.head, RetryPolicy.isRetryable(status: head.status) else { break }
+            do {
+                try retrier.again(after: .answered(head.status, retryAfter: head.headers["Retry-After"]), fresh: true,
+                    stopped: "stopped before the download began")
+            } catch {
+                var error = error
+                error.tokenID = token.id
+                throw error
+            }
+        }
         guard result.outcome == .completed, let head = collector.head else {
             throw Handover.unsupported("the server did not answer HEAD")
         }
