@@ -215,10 +215,7 @@ final class StreamUpload: @unchecked Sendable {
             }
             if failed { return nil }
             if durable > offset {
-                stream.durable = durable
-                stream.ended = ended && durable == end
-                stream.ledger = ledger
-                token.upload!.source.size = durable
+                adopt(durable: durable, ended: ended && durable == end, ledger: ledger)
                 return (durable, stream)
             }
             let waited = Monotonic.now - waitingSince
@@ -246,12 +243,17 @@ final class StreamUpload: @unchecked Sendable {
             synced.wait(seconds: fresh > 0 ? 1 - waited : 1, unless: cancellation)
         }
         let (durable, ended, ledger) = shared.withLock { ($0.spool.durable, $0.ended && $0.spool.durable == $0.spool.end, $0.durableLedger) }
+        adopt(durable: durable, ended: ended, ledger: ledger)
+        try save()
+        return (durable, ended)
+    }
+
+    /// Takes the spool's durable end (and the ledger that describes it) as the stream's state to record.
+    private func adopt(durable: Int64, ended: Bool, ledger: StreamLedger) {
         stream.durable = durable
         stream.ended = ended
         stream.ledger = ledger
         token.upload!.source.size = durable
-        try save()
-        return (durable, ended)
     }
 
     /// The server holds everything below the machine's offset: the spool gives that space back, at block
