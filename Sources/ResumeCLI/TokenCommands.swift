@@ -131,7 +131,7 @@ struct TokenSummary {
         var object: [String: (any JSONRepresentable)?] = [
             "id": state.id, "kind": kind, "state": state.phase.name, "pid": pid.map(Int.init), "committed": committed,
             "bytes": bytes, "total": size, "percent": percent, "rate": rate, "url": url, "path": location,
-            "protocol": state.token?.upload?.protocolName, "expires": state.token?.upload?.expires,
+            "protocol": state.token?.upload?.uploadProtocol?.rawValue, "expires": state.token?.upload?.expires,
         ]
         if let stream = state.token?.upload?.stream { object["streamEnded"] = stream.ended }
         if let at = state.live?.startAt, state.live?.state == "scheduled" { object["startAt"] = Self.isoTime(at) }

@@ -52,9 +52,7 @@ private func completed(_ tag: String) -> [UInt8] {
         #expect(create?.method == "POST" && create?.url == "http://127.0.0.1:9000/b/k?uploads=")
         #expect(create?.headers["x-amz-meta-a"] == "1" && create?.userHeaders == false)
         #expect(m.response(head(200), body: created, checksum: nil, to: .create) == .proceed)
-        var token = ResumeToken.UploadPart(uploadURL: nil, interopVersion: nil,
-            source: .init(path: "f", size: 12 * MiB, mtime: 0, inode: 0, edgeHash: ""), acknowledgedBytes: 0, resumable: true)
-        token.s3 = state()
+        var token = ResumeToken.UploadPart(source: .init(path: "f", size: 12 * MiB, mtime: 0, inode: 0, edgeHash: ""), wire: .s3(state()))
         m.record(into: &token)
         #expect(token.s3?.uploadId == "U1")
 
@@ -69,7 +67,7 @@ private func completed(_ tag: String) -> [UInt8] {
         #expect(sendParts(&m) == [1, 2, 3])
         #expect(m.acknowledgedBytes == 12 * MiB)
         m.record(into: &token)
-        #expect(token.s3?.parts?.map(\.md5) == [md5(1).hex, md5(2).hex, md5(3).hex])
+        #expect(token.s3?.parts?.map { $0.md5 } == [md5(1).hex, md5(2).hex, md5(3).hex])
 
         #expect(m.plans(besides: []) == [.complete])
         let complete = m.exchange(for: .complete)
@@ -153,9 +151,8 @@ private func completed(_ tag: String) -> [UInt8] {
         }
         #expect(reason.contains("NoSuchUpload") && reason.contains("U1"))
         #expect(m.plans(besides: []) == [.create])
-        var token = ResumeToken.UploadPart(uploadURL: nil, interopVersion: nil,
-            source: .init(path: "f", size: 12 * MiB, mtime: 0, inode: 0, edgeHash: ""), acknowledgedBytes: 5 * MiB, resumable: true)
-        token.s3 = state(uploadId: "U1")
+        var token = ResumeToken.UploadPart(
+            source: .init(path: "f", size: 12 * MiB, mtime: 0, inode: 0, edgeHash: ""), acknowledgedBytes: 5 * MiB, wire: .s3(state(uploadId: "U1")))
         m.record(into: &token)
         #expect(token.s3?.uploadId == nil && token.s3?.parts == [] && token.acknowledgedBytes == 0)
         #expect(!m.failureKeepsToken)

@@ -76,10 +76,7 @@ private final class NoSleep: RetryClock, @unchecked Sendable {
             pathStyle: true, partSize: 1 << 16, parts: [])
         s3.parallel = 3
         s3.checksum = S3Checksum.none
-        var token = ResumeToken(id: "u-test", kind: .upload, url: "s3://b/k", headers: [])
-        token.upload = .init(uploadURL: nil, interopVersion: nil, source: source.identity, acknowledgedBytes: 0, resumable: true,
-            protocolName: "s3")
-        token.upload!.s3 = s3
+        let token = ResumeToken(id: "u-test", url: "s3://b/k", headers: [], transfer: .upload(.init(source: source.identity, wire: .s3(s3))))
         let store = TokenStore(directory: folder + "/state")
         try store.save(token)
         let machine = S3MultipartMachine(state: s3, size: Int64(size), endpoint: try S3Endpoint(endpoint: "http://127.0.0.1:9", region: "us-east-1"),

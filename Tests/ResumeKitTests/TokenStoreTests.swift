@@ -8,12 +8,11 @@ import Testing
     var store: TokenStore { TokenStore(directory: dir) }
 
     static func sample() -> ResumeToken {
-        var t = ResumeToken(id: "d-0123456789abcdef", kind: .download, url: "https://example.com/big.iso",
-            headers: ["X-Trace: 1"], now: Date(timeIntervalSince1970: 1_800_000_000))
-        t.download = .init(path: "/data/big.iso", effectiveURL: "https://cdn.example.com/big.iso", etag: "\"abc\"",
-            lastModified: "Sun, 22 Nov 2026 01:00:00 GMT", validator: "\"abc\"", totalBytes: 1_073_741_824,
-            committedBytes: 16_777_216, expectedSHA256: nil, onChange: "restart")
-        return t
+        ResumeToken(id: "d-0123456789abcdef", url: "https://example.com/big.iso", headers: ["X-Trace: 1"],
+            transfer: .download(.init(path: "/data/big.iso", effectiveURL: "https://cdn.example.com/big.iso", etag: "\"abc\"",
+                lastModified: "Sun, 22 Nov 2026 01:00:00 GMT", validator: "\"abc\"", totalBytes: 1_073_741_824,
+                committedBytes: 16_777_216, expectedSHA256: nil, onChange: "restart")),
+            now: Date(timeIntervalSince1970: 1_800_000_000))
     }
 
     @Test func goldenFileLocksTheSchema() throws {
@@ -25,25 +24,36 @@ import Testing
     }
 
     /// An upload token written before upload protocols were named still loads, as an IETF upload, and
-    /// writing it back adds nothing it did not have.
+    /// writing it back adds only the protocol's name.
     @Test func uploadTokenFromBeforeProtocolsLoads() throws {
         let url = try #require(Bundle.module.url(forResource: "Fixtures/upload-token-v1-pre-protocol", withExtension: "json"))
         let golden = try Data(contentsOf: url)
         let token = try TokenStore.decode(golden, path: url.path)
         let upload = try #require(token.upload)
-        #expect(upload.uploadProtocol == .ietf)
-        #expect(upload.protocolName == nil && upload.expires == nil && upload.checksumAlgorithm == nil)
-        #expect(upload.interopVersion == 6)
+        #expect(upload.wire == .ietf(.v6))
         #expect(upload.uploadURL == "http://127.0.0.1:8080/resumable_upload/1-2")
         #expect(upload.acknowledgedBytes == 2_097_152)
-        #expect(TokenStore.json(token) + "\n" == String(decoding: golden, as: UTF8.self))
+        let written = String(decoding: golden, as: UTF8.self).replacingOccurrences(
+            of: "    \"interopVersion\" : 6,\n", with: "    \"interopVersion\" : 6,\n    \"protocol\" : \"ietf\",\n")
+        #expect(TokenStore.json(token) + "\n" == written)
+    }
+
+    /// A token written by `--detach` before the server was asked names no protocol and no version: it stays
+    /// undecided, and is written back as it was.
+    @Test func undecidedUploadRoundTrips() throws {
+        let token = ResumeToken(id: "u-1", url: "http://h/files/", headers: [],
+            transfer: .upload(.init(source: .init(path: "/a", size: 1, mtime: 0, inode: 1, edgeHash: "00"), wire: .undecided)),
+            now: Date(timeIntervalSince1970: 1_800_000_000))
+        let json = TokenStore.json(token)
+        #expect(!json.contains("protocol") && !json.contains("interopVersion"))
+        #expect(try TokenStore.decode(Data(json.utf8), path: "x").upload?.wire == .undecided)
     }
 
     @Test func tusFieldsAreOptionalAndRoundTrip() throws {
-        var token = ResumeToken(id: "u-1", kind: .upload, url: "http://h/files/", headers: [], now: Date(timeIntervalSince1970: 1_800_000_000))
-        token.upload = .init(uploadURL: "http://h/files/abc", interopVersion: nil,
-            source: .init(path: "/a", size: 1, mtime: 0, inode: 1, edgeHash: "00"), acknowledgedBytes: 0, resumable: true,
-            protocolName: "tus", expires: "Fri, 27 Nov 2026 23:30:22 GMT", checksumAlgorithm: "sha256")
+        let token = ResumeToken(id: "u-1", url: "http://h/files/", headers: [],
+            transfer: .upload(.init(uploadURL: "http://h/files/abc", source: .init(path: "/a", size: 1, mtime: 0, inode: 1, edgeHash: "00"),
+                wire: .tus(expires: "Fri, 27 Nov 2026 23:30:22 GMT", checksum: .sha256))),
+            now: Date(timeIntervalSince1970: 1_800_000_000))
         let json = TokenStore.json(token)
         #expect(json.contains("\"protocol\" : \"tus\""))
         #expect(!json.contains("interopVersion"))

@@ -96,10 +96,10 @@ private let tuspy = head(204, [
             Issue.record("expected a creation")
             return
         }
-        var part = ResumeToken.UploadPart(uploadURL: resource, interopVersion: nil, source: .init(path: "/a", size: 1000, mtime: 0, inode: 1, edgeHash: ""),
-            acknowledgedBytes: 300, resumable: true)
+        var part = ResumeToken.UploadPart(uploadURL: resource, source: .init(path: "/a", size: 1000, mtime: 0, inode: 1, edgeHash: ""),
+            acknowledgedBytes: 300, wire: .ietf(.v6))
         m.record(into: &part)
-        #expect(part.uploadURL == nil && part.expires == nil && part.protocolName == "tus")
+        #expect(part.uploadURL == nil && part.wire == .tus(expires: nil, checksum: nil))
     }
 
     @Test func conflictAsksForTheOffsetAgain() {

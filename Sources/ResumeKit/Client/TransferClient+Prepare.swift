@@ -25,11 +25,7 @@ extension TransferClient {
         let occupant = OutputPath.occupant(path)
         if occupant == .file, !request.force { return id }
         try OutputPath.checkWritable(path, occupant: occupant)
-        var token = ResumeToken(id: id, kind: .download, url: request.url, headers: ResumeToken.storableHeaders(request.headers))
-        token.download = .init(path: path, committedBytes: 0, expectedSHA256: request.expectedSHA256?.lowercased(),
-            onChange: request.onChange.rawValue)
-        token.s3 = s3
-        try store.write(token)
+        try store.write(ResumeToken(download: request, id: id, path: path, s3: s3))
         return id
     }
 
@@ -49,18 +45,28 @@ extension TransferClient {
         let id = uploadTokenID(request)
         let lock = try takeLock(id)
         defer { lock.release() }
-        if try lock.existing(.upload, "an upload", has: { $0.upload != nil }) != nil { return id }
+        if try lock.existing(.upload, "an upload") != nil { return id }
         if Route.isS3(request.url) {
             let token = try newS3UploadToken(request, id: id, source: source.identity, events: { _ in })
             try store.write(token)
             return id
         }
-        var token = ResumeToken(id: id, kind: .upload, url: request.url, headers: ResumeToken.storableHeaders(request.headers))
         // The protocol is left open unless pinned: the detached run probes the server (`--protocol auto`).
-        let pinned = request.pinnedProtocol
-        token.upload = .init(uploadURL: nil, interopVersion: pinned == .ietf ? (request.interopVersion ?? .newest).rawValue : nil,
-            source: source.identity, acknowledgedBytes: 0, resumable: true, protocolName: pinned?.rawValue)
-        try store.write(token)
+        try store.write(ResumeToken(upload: request, id: id, part: .init(source: source.identity, wire: request.pinnedWire ?? .undecided)))
         return id
+    }
+}
+
+extension ResumeToken {
+    /// A new download's token: nothing committed yet.
+    init(download request: DownloadRequest, id: String, path: String, s3: S3State?) {
+        let part = DownloadPart(path: path, committedBytes: 0, expectedSHA256: request.expectedSHA256?.lowercased(),
+            onChange: request.onChange.rawValue, s3: s3)
+        self.init(id: id, url: request.url, headers: Self.storableHeaders(request.headers), transfer: .download(part))
+    }
+
+    /// A new upload's token.
+    init(upload request: UploadRequest, id: String, part: UploadPart) {
+        self.init(id: id, url: request.url, headers: Self.storableHeaders(request.headers), transfer: .upload(part))
     }
 }

@@ -36,7 +36,7 @@ extension TransferClient {
     /// A download S3 refused says why in S3's words (`NoSuchKey`, `AccessDenied` …): the error body of one
     /// more signed request, read only after the refusal (the download path keeps no bodies of errors).
     func explainingS3(_ error: TransferError, token: ResumeToken, options: TransferOptions) -> TransferError {
-        guard token.s3 != nil, error.code == .failed, let status = error.status, (400..<500).contains(status), let answers = s3Answers else {
+        guard let s3 = token.s3, error.code == .failed, let status = error.status, (400..<500).contains(status), let answers = s3Answers else {
             return error
         }
         let call = S3Call(answers: answers, settings: options.transport)
@@ -44,7 +44,7 @@ extension TransferClient {
             cancellation: Cancellation())
         guard case .refused(_, let body?, _) = reply else { return error }
         var explained = error
-        explained.message = "\(token.s3!.address): \(body.line)"
+        explained.message = "\(s3.address): \(body.line)"
         return explained
     }
 
@@ -129,15 +129,13 @@ extension TransferClient {
         if raised {
             events(.note("part size raised to \(partSize >> 20) MiB: S3 takes at most 10,000 parts"))
         }
-        var token = ResumeToken(id: id, kind: .upload, url: location.description, headers: ResumeToken.storableHeaders(request.headers))
-        token.upload = .init(uploadURL: nil, interopVersion: nil, source: source, acknowledgedBytes: 0, resumable: true,
-            protocolName: UploadProtocol.s3.rawValue)
         var state = target.state
         state.partSize = partSize
         state.parallel = request.s3.parallel
         state.checksum = request.s3.checksum
         state.parts = []
-        token.upload!.s3 = state
+        var token = ResumeToken(upload: request, id: id, part: .init(source: source, wire: .s3(state)))
+        token.url = location.description
         return token
     }
 
@@ -151,9 +149,10 @@ extension TransferClient {
         defer { lock.release() }
         var token: ResumeToken
         if let existing = try lock.existing(.upload, "an S3 upload", has: { $0.upload?.s3 != nil }) {
-            token = existing
-            try checkSource(token, source)
-            token.upload!.s3!.parallel = request.s3.parallel  // the command given again says it again
+            var part = try existing.uploadPart()
+            try checkSource(part, source, id: id)
+            part.updateS3 { $0.parallel = request.s3.parallel }  // the command given again says it again
+            token = existing.with(.upload(part))
         } else {
             token = try newS3UploadToken(request, id: id, source: source.identity, events: events)
         }
@@ -185,9 +184,10 @@ extension TransferClient {
     /// The machine of an S3 upload's token (a file's, or a stream's at the bytes its spool made durable), and
     /// the settings its requests go with: signed, and `--limit-rate` shared by the parts in flight.
     func s3Machine(_ token: ResumeToken, options: TransferOptions) throws(TransferError) -> (S3MultipartMachine, TransferOptions) {
-        let part = token.upload!
-        let target = try S3Target(part.s3!)
-        let parallel = Int64(max(1, part.s3!.parallel ?? S3Options().parallel))
+        let part = try token.uploadPart()
+        guard let state = part.s3 else { throw TransferError(.badToken, "token \(token.id) is not an S3 upload") }
+        let target = try S3Target(state)
+        let parallel = Int64(max(1, state.parallel ?? S3Options().parallel))
         var signed = options
         signed.transport = target.signing(options.transport)
         if signed.transport.maxSendRate > 0 { signed.transport.maxSendRate = max(1, signed.transport.maxSendRate / parallel) }
@@ -197,7 +197,7 @@ extension TransferClient {
         // the upload within 32 MiB.
         signed.transport.uploadBufferSize = 256 * 1024
         let machine = S3MultipartMachine(
-            state: part.s3!, size: part.source.size, final: part.stream?.ended ?? true, stream: part.stream != nil,
+            state: state, size: part.source.size, final: part.stream?.ended ?? true, stream: part.stream != nil,
             headers: (try? HeaderLines.parse(token.headers)) ?? [:], endpoint: target.endpoint, answers: try requireS3Answers())
         return (machine, signed)
     }

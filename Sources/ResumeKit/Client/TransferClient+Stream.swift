@@ -24,32 +24,34 @@ extension TransferClient {
             return try continueStream(token, headers: request.headers, cancellation: cancellation, events: events)
         }
         let spoolMax = request.spoolMax ?? (1 << 30)
+        var part: ResumeToken.UploadPart
         var token: ResumeToken
         var probe: ProtocolProbe?
         let stdin = ResumeToken.SourceIdentity(path: "-", size: 0, mtime: 0, inode: 0, edgeHash: "")
         if case .s3Object = route {
             token = try newS3UploadToken(request, id: id, source: stdin, events: events)
-            let partSize = token.upload!.s3!.partSize ?? MultipartPlan.defaultPartSize
+            part = try token.uploadPart()
+            let partSize = part.s3?.partSize ?? MultipartPlan.defaultPartSize
             // A part is cut only once the spool holds all of it: a smaller spool could never send one.
             guard spoolMax >= partSize else {
                 throw TransferError(.usage, "--spool-max (\(spoolMax >> 20) MiB) must hold at least one part (--part-size \(partSize >> 20) MiB)")
             }
         } else {
-            token = ResumeToken(id: id, kind: .upload, url: request.url, headers: ResumeToken.storableHeaders(request.headers))
-            let chosen = try chooseProtocol(request, probe: &probe, cancellation: cancellation, events: events)
+            let wire = try chooseProtocol(request, probe: &probe, cancellation: cancellation, events: events)
+            part = .init(source: stdin, wire: wire)
+            token = ResumeToken(upload: request, id: id, part: part)
             // A server that named neither tus nor the draft would take the first append as the whole file.
-            if chosen.protocolName == UploadProtocol.plain.rawValue || probe == .unknown {
+            if wire == .plain || probe == .unknown {
                 return try PlainStreamUpload(
                     url: request.url, headers: given, input: STDIN_FILENO, transport: transport,
                     options: connectionOptions(for: &token, events: events), cancellation: cancellation, emit: events
                 ).run()
             }
-            token.upload = .init(uploadURL: nil, interopVersion: chosen.interopVersion, source: stdin, acknowledgedBytes: 0, resumable: true,
-                protocolName: chosen.protocolName)
         }
         let spool = try Spool.create(path: try spoolPath(id: id))
-        token.upload!.stream = .init(spool: spool.path, start: 0, durable: 0, ended: false, spoolMax: spoolMax,
+        part.stream = .init(spool: spool.path, start: 0, durable: 0, ended: false, spoolMax: spoolMax,
             ledger: StreamLedger(blockSize: StreamLedger.blockSize(spoolMax: spoolMax)))
+        token = token.with(.upload(part))
         token.headers = HeaderLines.merge(stored: token.headers, given: request.headers)
         let options = connectionOptions(for: &token, events: events)
         do { try store.save(token) } catch {
@@ -65,7 +67,8 @@ extension TransferClient {
     /// A stream upload's token: from the spool once its stream ended, else from the same stream piped again.
     func continueStream(_ token: ResumeToken, headers: [String], cancellation: Cancellation, events: @escaping EventHandler) throws(TransferError) -> UploadResult {
         var token = token
-        let stream = token.upload!.stream!
+        let part = try token.uploadPart()
+        guard let stream = part.stream else { throw TransferError(.badToken, "token \(token.id) has no stream state") }
         if !stream.ended, isatty(STDIN_FILENO) != 0 {
             throw TransferError(.inputMissing,
                 "the stream of \(token.id) was cut before its end: pipe the same stream in again (producer | resumectl resume \(token.id))")
@@ -79,22 +82,25 @@ extension TransferClient {
         } else {
             events(.note("checking the replayed stream against the \(stream.durable) bytes already read"))
         }
-        return try runStream(token, spool: spool, versionPinned: token.upload!.uploadURL != nil, capabilities: nil, replay: !stream.ended,
+        return try runStream(token, spool: spool, versionPinned: part.uploadURL != nil, capabilities: nil, replay: !stream.ended,
             options: options, cancellation: cancellation, events: events)
     }
 
     /// The machine of a stream token's protocol, at the bytes its spool made durable.
-    private func streamMachine(_ token: ResumeToken, versionPinned: Bool, capabilities: TusCapabilities?) -> any StreamingUploadMachine {
-        let part = token.upload!
-        let stream = part.stream!
-        if part.uploadProtocol == .tus {
+    private func streamMachine(
+        _ token: ResumeToken, _ part: ResumeToken.UploadPart, _ stream: ResumeToken.StreamState, versionPinned: Bool, capabilities: TusCapabilities?
+    ) throws(TransferError) -> any StreamingUploadMachine {
+        switch part.wire {
+        case .tus(let expires, let checksum):
             return TusStateMachine(
                 size: stream.durable, creationURL: token.url, filename: "stdin", capabilities: capabilities, uploadURL: part.uploadURL,
-                checksum: part.checksumAlgorithm.flatMap(DigestAlgorithm.init(rawValue:)), expires: part.expires, lengthKnown: stream.ended)
+                checksum: checksum, expires: expires, lengthKnown: stream.ended)
+        case .ietf(let version):
+            return IETFStateMachine(
+                size: stream.durable, version: version, versionPinned: versionPinned, uploadURL: part.uploadURL, lengthKnown: stream.ended)
+        case .undecided, .plain, .s3:
+            throw TransferError(.badToken, "token \(token.id): a stream cannot go by \(part.uploadProtocol?.rawValue ?? "no protocol") here")
         }
-        return IETFStateMachine(
-            size: stream.durable, version: part.interopVersion.flatMap(InteropVersion.init(rawValue:)) ?? .newest,
-            versionPinned: versionPinned, uploadURL: part.uploadURL, lengthKnown: stream.ended)
     }
 
     private func runStream(
@@ -103,18 +109,20 @@ extension TransferClient {
     ) throws(TransferError) -> UploadResult {
         var options = options
         let sender: any StreamingUploadMachine
+        let part = try token.uploadPart()
+        guard let stream = part.stream else { throw TransferError(.badToken, "token \(token.id) has no stream state") }
         // S3's parts go several at once on one multi handle, as a file's do.
-        let multi = token.upload!.s3 != nil && transport is CurlTransport ? try? CurlTransport.multi() : nil
+        let multi = part.s3 != nil && transport is CurlTransport ? try? CurlTransport.multi() : nil
         defer { multi?.shutdown() }
-        if token.upload!.s3 != nil {
+        if part.s3 != nil {
             let (machine, signed) = try s3Machine(token, options: options)
             sender = machine
             options = signed
         } else {
-            sender = streamMachine(token, versionPinned: versionPinned, capabilities: capabilities)
+            sender = try streamMachine(token, part, stream, versionPinned: versionPinned, capabilities: capabilities)
         }
-        let upload = StreamUpload(
-            token: token, spool: spool, sender: sender, input: STDIN_FILENO, hashesWholeStream: options.computeSHA256 && (token.upload!.stream!.durable == 0 || replay),
+        let upload = try StreamUpload(
+            token: token, spool: spool, sender: sender, input: STDIN_FILENO, hashesWholeStream: options.computeSHA256 && (stream.durable == 0 || replay),
             store: store, transport: multi ?? transport, options: options, cancellation: cancellation, events: events)
         do {
             if replay { try upload.verifyReplay() }

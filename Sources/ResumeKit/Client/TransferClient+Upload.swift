@@ -70,20 +70,17 @@ extension TransferClient {
         defer { lock.release() }
         var token: ResumeToken
         var probe: ProtocolProbe?
-        if let existing = try lock.existing(.upload, "an upload", has: { $0.upload != nil }) {
-            token = existing
-            try checkSource(token, source)
+        if let existing = try lock.existing(.upload, "an upload") {
+            var part = try existing.uploadPart()
+            try checkSource(part, source, id: id)
             // A token written by `--detach` before anything was sent has no protocol yet: choose it now.
-            if token.upload!.protocolName == nil, token.upload!.uploadURL == nil, token.upload!.acknowledgedBytes == 0 {
-                let chosen = try chooseProtocol(request, probe: &probe, cancellation: cancellation, events: events)
-                token.upload!.protocolName = chosen.protocolName
-                token.upload!.interopVersion = chosen.interopVersion
+            if part.wire == .undecided {
+                part.wire = try chooseProtocol(request, probe: &probe, cancellation: cancellation, events: events)
             }
+            token = existing.with(.upload(part))
         } else {
-            token = ResumeToken(id: id, kind: .upload, url: request.url, headers: ResumeToken.storableHeaders(request.headers))
-            let chosen = try chooseProtocol(request, probe: &probe, cancellation: cancellation, events: events)
-            token.upload = .init(uploadURL: nil, interopVersion: chosen.interopVersion,
-                source: source.identity, acknowledgedBytes: 0, resumable: true, protocolName: chosen.protocolName)
+            let wire = try chooseProtocol(request, probe: &probe, cancellation: cancellation, events: events)
+            token = ResumeToken(upload: request, id: id, part: .init(source: source.identity, wire: wire))
         }
         token.headers = HeaderLines.merge(stored: token.headers, given: request.headers)
         let options = connectionOptions(for: &token, events: events)
@@ -110,21 +107,15 @@ extension TransferClient {
     /// The protocol of a new upload: the one pinned, else what one OPTIONS probe finds (`probe` keeps its answer).
     func chooseProtocol(
         _ request: UploadRequest, probe: inout ProtocolProbe?, cancellation: Cancellation, events: @escaping EventHandler
-    ) throws(TransferError) -> (protocolName: String, interopVersion: Int?) {
-        let chosen: UploadProtocol
-        if let pinned = request.pinnedProtocol {
-            chosen = pinned
-        } else {
-            let found = try self.probe(request.url, headers: request.headers, cancellation: cancellation, events: events)
-            probe = found
-            switch found {
-            case .tus: chosen = .tus
-            case .ietf, .unknown: chosen = .ietf
-            }
+    ) throws(TransferError) -> ResumeToken.UploadPart.Wire {
+        if let pinned = request.pinnedWire { return pinned }
+        let found = try self.probe(request.url, headers: request.headers, cancellation: cancellation, events: events)
+        probe = found
+        switch found {
+        case .tus: return .tus(expires: nil, checksum: nil)
+        case .ietf(let named): return .ietf(named ?? request.interopVersion ?? .newest)
+        case .unknown: return .ietf(request.interopVersion ?? .newest)
         }
-        var version = request.interopVersion ?? .newest
-        if case .ietf(let named?) = probe { version = named }
-        return (chosen.rawValue, chosen == .ietf ? version.rawValue : nil)
     }
 
     /// Picks the token's protocol machine and runs it.
@@ -132,23 +123,24 @@ extension TransferClient {
         _ token: ResumeToken, source: SourceFile, options: TransferOptions, versionPinned: Bool, chunkSize: Int64?,
         capabilities: TusCapabilities?, cancellation: Cancellation, events: @escaping EventHandler
     ) throws(TransferError) -> UploadResult {
-        let part = token.upload!
+        let part = try token.uploadPart()
         func run<M: UploadMachine>(_ machine: M) throws(TransferError) -> UploadResult {
             try UploadOperation(
                 token: token, source: source, machine: machine, store: store, transport: transport, options: options,
                 cancellation: cancellation, events: events
             ).runToEnd()
         }
-        switch part.uploadProtocol {
-        case .ietf:
+        switch part.wire {
+        case .undecided:
+            throw TransferError(.badToken, "token \(token.id) names no upload protocol")
+        case .ietf(let version):
             return try run(IETFStateMachine(
-                size: part.source.size, version: part.interopVersion.flatMap(InteropVersion.init(rawValue:)) ?? .newest,
+                size: part.source.size, version: version,
                 versionPinned: versionPinned || part.uploadURL != nil, uploadURL: part.uploadURL, chunkSize: chunkSize))
-        case .tus:
+        case .tus(let expires, let checksum):
             return try run(TusStateMachine(
                 size: part.source.size, creationURL: token.url, filename: String(part.source.path.split(separator: "/").last ?? "upload"),
-                capabilities: capabilities, uploadURL: part.uploadURL,
-                checksum: part.checksumAlgorithm.flatMap(DigestAlgorithm.init(rawValue:)), expires: part.expires, chunkSize: chunkSize))
+                capabilities: capabilities, uploadURL: part.uploadURL, checksum: checksum, expires: expires, chunkSize: chunkSize))
         case .plain:
             return try run(PlainUploadMachine(size: part.source.size))
         case .s3:
@@ -192,14 +184,14 @@ extension TransferClient {
     func runResumeUpload(
         _ stored: ResumeToken, newURL: String?, headers: [String], cancellation: Cancellation, events: @escaping EventHandler
     ) throws(TransferError) -> UploadResult {
-        guard let part = stored.upload else { throw TransferError(.badToken, "token \(stored.id) has no upload state") }
+        let part = try stored.uploadPart()
         if newURL != nil { throw TransferError(.usage, "--url applies to downloads; an upload resumes at the server's upload URL") }
         let lock = try takeLock(stored.id)
         defer { lock.release() }
         var token = try loadToken(stored.id)
         if token.upload?.stream != nil { return try continueStream(token, headers: headers, cancellation: cancellation, events: events) }
         let source = try SourceFile(path: part.source.path)
-        try checkSource(token, source)
+        try checkSource(part, source, id: token.id)
         token.headers = HeaderLines.merge(stored: token.headers, given: headers)
         let options = connectionOptions(for: &token, events: events)
         if part.uploadURL == nil, part.uploadProtocol != .s3 {
@@ -213,11 +205,11 @@ extension TransferClient {
         } catch { throw explainingLogin(error) }
     }
 
-    func checkSource(_ token: ResumeToken, _ source: SourceFile) throws(TransferError) {
-        let was = token.upload!.source
+    func checkSource(_ part: ResumeToken.UploadPart, _ source: SourceFile, id: String) throws(TransferError) {
+        let was = part.source
         let now = source.identity
         guard was.size == now.size, was.mtime == now.mtime, was.inode == now.inode, was.edgeHash == now.edgeHash else {
-            throw TransferError(.sourceChanged, "\(was.path) changed since the upload began; nothing was sent (cancel \(token.id) to start over)",
+            throw TransferError(.sourceChanged, "\(was.path) changed since the upload began; nothing was sent (cancel \(id) to start over)",
                 tokenID: nil)
         }
     }
@@ -242,8 +234,9 @@ extension TransferClient {
                 said += "; removed \(d.partPath)"
             }
             if let u = token.upload, let url = u.uploadURL {
-                var headers: HeaderFields = u.uploadProtocol == .tus
-                    ? TusStateMachine.deleteHeaders : [InteropVersion.header: String(u.interopVersion ?? InteropVersion.newest.rawValue)]
+                var headers: HeaderFields = [InteropVersion.header: String(InteropVersion.newest.rawValue)]
+                if case .ietf(let version) = u.wire { headers = [InteropVersion.header: String(version.rawValue)] }
+                if case .tus = u.wire { headers = TusStateMachine.deleteHeaders }
                 if Origin.same(url, token.url), let stored = try? HeaderLines.parse(token.headers) {
                     for f in stored.fields { headers.append(f.name, f.value) }
                 }
@@ -273,11 +266,11 @@ extension TransferClient {
 extension UploadRequest {
     /// The protocol the request fixes without asking the server: `--protocol ietf|tus|plain`, or an
     /// `--interop-version` (IETF); nil for `auto`, which probes.
-    var pinnedProtocol: UploadProtocol? {
+    var pinnedWire: ResumeToken.UploadPart.Wire? {
         switch uploadProtocol {
-        case .auto: interopVersion != nil ? .ietf : nil
-        case .ietf: .ietf
-        case .tus: .tus
+        case .auto: interopVersion.map { .ietf($0) }
+        case .ietf: .ietf(interopVersion ?? .newest)
+        case .tus: .tus(expires: nil, checksum: nil)
         case .plain: .plain
         }
     }

@@ -164,20 +164,18 @@ public struct TransferClient: Sendable {
         // first checkpoint, take it lazily, with their token (see TokenGuard).
         if store.exists(id: id) || batch == nil { try lock.hold() }
         if let existing = try lock.existing(.download, "a download") {
-            token = existing
+            var part = try existing.downloadPart()
+            if let sum = request.expectedSHA256 { part.expectedSHA256 = sum.lowercased() }
+            token = existing.with(.download(part))
             let stored = ResumeToken.storableHeaders(request.headers)
             if !stored.isEmpty { token.headers = HeaderLines.merge(stored: token.headers, given: stored) }
-            if let sum = request.expectedSHA256 { token.download?.expectedSHA256 = sum.lowercased() }
         } else {
             let occupant = OutputPath.occupant(path)
             if occupant == .file, !request.force {
                 return try alreadyThere(path, expected: request.expectedSHA256, events: events)
             }
             try OutputPath.checkWritable(path, occupant: occupant)
-            token = ResumeToken(id: id, kind: .download, url: request.url, headers: ResumeToken.storableHeaders(request.headers))
-            token.download = .init(path: path, committedBytes: 0, expectedSHA256: request.expectedSHA256?.lowercased(),
-                onChange: request.onChange.rawValue)
-            token.s3 = s3
+            token = ResumeToken(download: request, id: id, path: path, s3: s3)
             // A single download writes its token as soon as it holds the `.part` file's lock, before any
             // request or event (see DownloadOperation, SegmentedDownload).
         }
@@ -189,12 +187,12 @@ public struct TransferClient: Sendable {
     func runResumeDownload(
         _ stored: ResumeToken, newURL: String?, headers: [String], cancellation: Cancellation, events: @escaping EventHandler
     ) throws(TransferError) -> DownloadResult {
-        guard stored.download != nil else { throw TransferError(.badToken, "token \(stored.id) has no download state") }
+        _ = try stored.downloadPart()
         let lock = try takeLock(stored.id)
         defer { lock.release() }
         var token = try loadToken(stored.id)  // re-read under the lock
         for name in store.removeLeftovers() { events(.note("removed \(name), left by an interrupted token write")) }
-        var onChange = DownloadStateMachine.OnChange(rawValue: token.download?.onChange ?? "") ?? .restart
+        var onChange = DownloadStateMachine.OnChange(rawValue: try token.downloadPart().onChange ?? "") ?? .restart
         if let newURL {
             try URLCheck.validate(newURL)
             token.url = newURL
@@ -236,13 +234,14 @@ public struct TransferClient: Sendable {
         session: (any TransportSession)?, batch: BatchPublisher.Slot?, cancellation: Cancellation, events: @escaping EventHandler
     ) throws(TransferError) -> DownloadResult {
         var token = token
-        let fresh = token.download!.committedBytes == 0 && token.download!.totalBytes == nil
-        if token.download?.segments != nil || (options.connections > 1 && fresh) {
+        let download = try token.downloadPart()
+        let fresh = download.committedBytes == 0 && download.totalBytes == nil
+        if download.segments != nil || (options.connections > 1 && fresh) {
             try lock.hold()  // the segment plan is written before any data
             // All segments share one network thread: on a fast link more receiving threads than cores only contend.
             let multi = transport is CurlTransport ? try? CurlTransport.multi() : nil
             defer { multi?.shutdown() }
-            let segmented = SegmentedDownload(
+            let segmented = try SegmentedDownload(
                 token: token, store: store, transport: multi ?? transport, options: options, connections: options.connections,
                 cancellation: cancellation, events: events)
             do {
@@ -255,15 +254,15 @@ public struct TransferClient: Sendable {
             } catch SegmentedDownload.Handover.changed(let why) {
                 if onChange == .fail { throw TransferError(.changed, "\(why) (--on-change fail)", tokenID: token.id) }
                 events(.restarted(reason: why))
-                token.download = .init(path: token.download!.path, committedBytes: 0,
-                    expectedSHA256: token.download!.expectedSHA256, onChange: token.download!.onChange)
-                truncate(token.download!.partPath, 0)
+                token = token.with(.download(.init(path: download.path, committedBytes: 0,
+                    expectedSHA256: download.expectedSHA256, onChange: download.onChange, s3: download.s3)))
+                truncate(download.partPath, 0)
                 try store.write(token, keeping: true)
             } catch {
                 throw TransferError(.localIO, "\(error)", tokenID: token.id)
             }
         }
-        let operation = DownloadOperation(
+        let operation = try DownloadOperation(
             token: token, lock: lock, store: store, session: session ?? transport.makeSession(), options: options, onChange: onChange,
             batch: batch, cancellation: cancellation, events: events)
         return try operation.run()

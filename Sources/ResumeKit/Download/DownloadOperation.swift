@@ -7,7 +7,10 @@ import SystemPackage
 /// body into the `.part` file, commits (fsync, then token) as it goes, retries, and finally verifies and
 /// renames. Data is always on disk before the token records it.
 final class DownloadOperation: ExchangeDelegate {
-    private var token: ResumeToken
+    /// The token but for its download state, which is `download`.
+    private let header: ResumeToken
+    private var download: ResumeToken.DownloadPart
+    private var token: ResumeToken { header.with(.download(download)) }
     private let lock: TokenGuard
     private let store: TokenStore
     private let session: any TransportSession
@@ -46,17 +49,14 @@ final class DownloadOperation: ExchangeDelegate {
     private var lastWriteback: Int64 = 0
     private var pacer = ProgressPacer()
 
-    private var download: ResumeToken.DownloadPart {
-        get { token.download! }
-        set { token.download = newValue }
-    }
-
     init(
         token: ResumeToken, lock: TokenGuard, store: TokenStore, session: any TransportSession, options: TransferOptions,
         onChange: DownloadStateMachine.OnChange, batch: BatchPublisher.Slot? = nil, cancellation: Cancellation,
         events: @escaping EventHandler
-    ) {
-        self.token = token
+    ) throws(TransferError) {
+        header = token
+        let d = try token.downloadPart()
+        download = d
         self.batch = batch
         self.lock = lock
         self.store = store
@@ -64,7 +64,6 @@ final class DownloadOperation: ExchangeDelegate {
         self.options = options
         self.cancellation = cancellation
         self.emit = events
-        let d = token.download!
         let resource = d.totalBytes == nil && d.validator == nil && d.etag == nil ? nil
             : DownloadStateMachine.Resource(etag: d.etag, lastModified: d.lastModified, validator: d.validator,
                 totalBytes: d.totalBytes)
@@ -337,8 +336,9 @@ final class DownloadOperation: ExchangeDelegate {
         if let error = committer.error { throw TransferError(.localIO, error, tokenID: tokenOnDisk ? token.id : nil) }
         if !tokenOnDisk { try lock.hold() }
         try flushPart()
-        var snapshot = token
-        snapshot.download?.committedBytes = part.length
+        var committed = download
+        committed.committedBytes = part.length
+        let snapshot = header.with(.download(committed))
         let store = self.store
         if committer.checkpoint(fd: part.fileDescriptor, path: part.path, length: part.length, record: { [snapshot] in try store.save(snapshot) }) {
             lastCheckpointLength = part.length

@@ -20,7 +20,10 @@ final class SegmentedDownload {
         case unreached
     }
 
-    private var token: ResumeToken
+    /// The token but for its download state, which is `download`.
+    private let header: ResumeToken
+    private var download: ResumeToken.DownloadPart
+    private var token: ResumeToken { header.with(.download(download)) }
     private let store: TokenStore
     private let transport: any HTTPTransport
     private let options: TransferOptions
@@ -31,19 +34,15 @@ final class SegmentedDownload {
     init(
         token: ResumeToken, store: TokenStore, transport: any HTTPTransport, options: TransferOptions, connections: Int,
         cancellation: Cancellation, events: @escaping EventHandler
-    ) {
-        self.token = token
+    ) throws(TransferError) {
+        header = token
+        download = try token.downloadPart()
         self.store = store
         self.transport = transport
         self.options = options
         self.connections = connections
         self.cancellation = cancellation
         self.emit = events
-    }
-
-    private var download: ResumeToken.DownloadPart {
-        get { token.download! }
-        set { token.download = newValue }
     }
 
     func run() throws -> DownloadResult {
@@ -119,7 +118,7 @@ final class SegmentedDownload {
         try checkpoint(fd: fd, workers: workers)
 
         if let reason = cancellation.reason {
-            let committed = download.segments!.reduce(0) { $0 + $1.committed }
+            let committed = (download.segments ?? []).reduce(0) { $0 + $1.committed }
             emit(.paused(offset: committed))
             throw TransferError.stopped(reason, "at \(committed) bytes", tokenID: token.id)
         }
@@ -192,7 +191,7 @@ final class SegmentedDownload {
         guard fdatasync(fd) == 0 else {
             throw TransferError(.localIO, "cannot write \(download.partPath): \(String(cString: strerror(errno)))", tokenID: token.id)
         }
-        for (i, bytes) in written.enumerated() { download.segments![i].committed = bytes }
+        for (i, bytes) in written.enumerated() { download.segments?[i].committed = bytes }
         try save()
     }
 

@@ -2,29 +2,53 @@ import FoundationEssentials
 
 /// The resume state of one transfer, as stored in `tokens/<id>.json` (schema version 1).
 ///
-/// One schema serves both directions; `download` or `upload` holds the direction's part.
+/// One schema serves both directions; ``transfer`` holds the direction's part, so a download token
+/// cannot hold an upload's state (nor an upload one protocol's state for another). The JSON keeps the
+/// layout of earlier releases: see `ResumeToken+Codable.swift`.
 /// Secrets never enter a token: see ``ResumeToken/storableHeaders(_:)``.
-public struct ResumeToken: Codable, Sendable, Equatable {
+public struct ResumeToken: Sendable, Equatable {
     public static let currentVersion = 1
 
     public enum Kind: String, Codable, Sendable { case download, upload }
 
+    /// The direction of a transfer, with what only that direction keeps.
+    public enum Transfer: Sendable, Equatable {
+        case download(DownloadPart)
+        case upload(UploadPart)
+    }
+
     public var version: Int
     public var id: String
-    public var kind: Kind
     /// The URL the user gave (downloads) or the creation URL (uploads).
     public var url: String
     /// Request headers to send again on resume, without credentials.
     public var headers: [String]
     public var createdAt: Date
     public var updatedAt: Date
-    public var download: DownloadPart?
-    public var upload: UploadPart?
+    public var transfer: Transfer
     /// How the transfer connects (CA, `-k`, proxy, HTTP version …), so that a resume connects the same way.
     /// Absent when the defaults were used, and in tokens written before it existed.
     public var connection: ConnectionSettings?
-    /// An S3 download: where the object is and how requests are signed (names only, never a key).
-    public var s3: S3State?
+
+    public var kind: Kind {
+        switch transfer {
+        case .download: .download
+        case .upload: .upload
+        }
+    }
+
+    /// The download's part; nil in an upload token.
+    public var download: DownloadPart? {
+        if case .download(let part) = transfer { part } else { nil }
+    }
+
+    /// The upload's part; nil in a download token.
+    public var upload: UploadPart? {
+        if case .upload(let part) = transfer { part } else { nil }
+    }
+
+    /// Where an S3 transfer goes, in either direction; nil for any other.
+    public var s3: S3State? { download?.s3 ?? upload?.s3 }
 
     public struct DownloadPart: Codable, Sendable, Equatable {
         /// Absolute path of the finished file; the data lives in `path + ".part"` until then.
@@ -45,8 +69,15 @@ public struct ResumeToken: Codable, Sendable, Equatable {
         /// For a segmented download (`--connections N`): the byte ranges fetched in parallel into the
         /// `.part` file, each with its own committed count. Absent for a single-connection download.
         public var segments: [Segment]?
+        /// An S3 object: where it is and how requests are signed (names only, never a key). Stored at
+        /// the token's top level (`s3`), where earlier releases put it.
+        public var s3: S3State?
 
         public var partPath: String { path + ".part" }
+
+        enum CodingKeys: String, CodingKey {
+            case path, effectiveURL, etag, lastModified, validator, totalBytes, committedBytes, expectedSHA256, onChange, segments
+        }
     }
 
     /// One range of a segmented download: bytes `start...end`, of which the first `committed` are on disk.
@@ -65,50 +96,72 @@ public struct ResumeToken: Codable, Sendable, Equatable {
         public var isDone: Bool { committed >= length }
     }
 
-    public struct UploadPart: Codable, Sendable, Equatable {
+    public struct UploadPart: Sendable, Equatable {
         /// The upload resource (the 104's or 201's `Location`); nil until the server named one.
         public var uploadURL: String?
-        /// The draft interop version (IETF uploads; absent in tus and plain tokens).
-        public var interopVersion: Int?
         public var source: SourceIdentity
         /// The last offset the server acknowledged.
         public var acknowledgedBytes: Int64
         /// False once a server answered without draft support: only a whole new request can help.
         public var resumable: Bool
-        /// `ietf`, `tus`, `plain` (`s3` reserved); absent in tokens written before protocols were named,
-        /// which are IETF uploads.
-        public var protocolName: String?
-        /// tus: when the server will drop the upload (`Upload-Expires`, an HTTP-date).
-        public var expires: String?
-        /// tus: the `Upload-Checksum` algorithm chosen from the server's `Tus-Checksum-Algorithm`.
-        public var checksumAlgorithm: String?
-        /// S3: the object, the multipart upload and its finished parts.
-        public var s3: S3State?
+        /// The protocol, with what only it keeps.
+        public var wire: Wire
         /// A stream from stdin (`upload -`): its spool and the hashes a replay is checked against.
         public var stream: StreamState?
 
-        public init(
-            uploadURL: String?, interopVersion: Int?, source: SourceIdentity, acknowledgedBytes: Int64, resumable: Bool,
-            protocolName: String? = nil, expires: String? = nil, checksumAlgorithm: String? = nil
-        ) {
+        /// The protocol an upload speaks, with its own state. JSON: `protocol` names it (absent in tokens
+        /// of the first release, which are IETF uploads, and before `--detach`'s upload asked the server).
+        public enum Wire: Sendable, Equatable {
+            /// Written by `--detach` before the server was asked: chosen when the upload runs.
+            case undecided
+            case ietf(InteropVersion)
+            /// `expires`: when the server drops the upload (`Upload-Expires`, an HTTP-date); `checksum`:
+            /// the `Upload-Checksum` algorithm chosen from the server's `Tus-Checksum-Algorithm`.
+            case tus(expires: String?, checksum: DigestAlgorithm?)
+            case plain
+            /// The object, the multipart upload and its finished parts.
+            case s3(S3State)
+
+            public var uploadProtocol: UploadProtocol? {
+                switch self {
+                case .undecided: nil
+                case .ietf: .ietf
+                case .tus: .tus
+                case .plain: .plain
+                case .s3: .s3
+                }
+            }
+        }
+
+        public init(uploadURL: String? = nil, source: SourceIdentity, acknowledgedBytes: Int64 = 0, resumable: Bool = true,
+                    wire: Wire, stream: StreamState? = nil) {
             self.uploadURL = uploadURL
-            self.interopVersion = interopVersion
             self.source = source
             self.acknowledgedBytes = acknowledgedBytes
             self.resumable = resumable
-            self.protocolName = protocolName
-            self.expires = expires
-            self.checksumAlgorithm = checksumAlgorithm
+            self.wire = wire
+            self.stream = stream
         }
 
-        enum CodingKeys: String, CodingKey {
-            case uploadURL, interopVersion, source, acknowledgedBytes, resumable
-            case protocolName = "protocol"
-            case expires, checksumAlgorithm, s3, stream
+        /// The protocol this upload speaks; nil while undecided.
+        public var uploadProtocol: UploadProtocol? { wire.uploadProtocol }
+
+        /// An S3 upload's state; nil for other protocols.
+        public var s3: S3State? {
+            if case .s3(let state) = wire { state } else { nil }
         }
 
-        /// The protocol this upload speaks; tokens from before the field existed are IETF uploads.
-        public var uploadProtocol: UploadProtocol { protocolName.flatMap(UploadProtocol.init(rawValue:)) ?? .ietf }
+        /// When a tus server drops the upload (an HTTP-date); nil for other protocols.
+        public var expires: String? {
+            if case .tus(let expires, _) = wire { expires } else { nil }
+        }
+
+        /// Changes an S3 upload's state (nothing for other protocols, which have none).
+        public mutating func updateS3(_ change: (inout S3State) -> Void) {
+            guard case .s3(var state) = wire else { return }
+            change(&state)
+            wire = .s3(state)
+        }
     }
 
     /// A stream upload's local state. Stream offsets: byte N of the stream is byte N of the spool file.
@@ -188,12 +241,12 @@ public struct ResumeToken: Codable, Sendable, Equatable {
         public var edgeHash: String
     }
 
-    public init(id: String, kind: Kind, url: String, headers: [String], now: Date = Date()) {
+    public init(id: String, url: String, headers: [String], transfer: Transfer, now: Date = Date()) {
         self.version = Self.currentVersion
         self.id = id
-        self.kind = kind
         self.url = url
         self.headers = headers
+        self.transfer = transfer
         self.createdAt = now
         self.updatedAt = now
     }
@@ -205,5 +258,26 @@ public struct ResumeToken: Codable, Sendable, Equatable {
             let name = line.split(separator: ":", maxSplits: 1).first.map { $0.trimmingSpaces().lowercased() } ?? ""
             return !secret.contains(name)
         }
+    }
+}
+
+extension ResumeToken {
+    /// The same token with another state for its direction.
+    public func with(_ transfer: Transfer) -> ResumeToken {
+        var token = self
+        token.transfer = transfer
+        return token
+    }
+
+    /// The download's part; an upload's token where a download's belongs is a bad token (65).
+    func downloadPart() throws(TransferError) -> DownloadPart {
+        guard case .download(let part) = transfer else { throw TransferError(.badToken, "token \(id) has no download state") }
+        return part
+    }
+
+    /// The upload's part; a download's token where an upload's belongs is a bad token (65).
+    func uploadPart() throws(TransferError) -> UploadPart {
+        guard case .upload(let part) = transfer else { throw TransferError(.badToken, "token \(id) has no upload state") }
+        return part
     }
 }

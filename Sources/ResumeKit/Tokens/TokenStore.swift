@@ -123,6 +123,8 @@ public struct TokenStore: Sendable {
         let token: ResumeToken
         do {
             token = try decoder.decode(ResumeToken.self, from: data)
+        } catch let violation as TokenValidation.Violation {
+            throw TokenStoreError.invalid(path, violation)
         } catch {
             throw TokenStoreError.unreadable(path, reason: "missing or malformed fields")
         }

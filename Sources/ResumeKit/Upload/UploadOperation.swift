@@ -19,7 +19,10 @@ public struct UploadResult: Sendable, Equatable {
 /// on the transport's sessions (a multi transport drives them all from one), and are answered in the
 /// order they end.
 final class UploadOperation<Machine: UploadMachine>: @unchecked Sendable {
-    private var token: ResumeToken
+    /// The token but for its upload state, which is `upload`.
+    private let header: ResumeToken
+    private var upload: ResumeToken.UploadPart
+    private var token: ResumeToken { header.with(.upload(upload)) }
     private let store: TokenStore
     private let transport: any HTTPTransport
     private let options: TransferOptions
@@ -62,13 +65,8 @@ final class UploadOperation<Machine: UploadMachine>: @unchecked Sendable {
         var pacer = ProgressPacer()
     }
 
-    private var upload: ResumeToken.UploadPart {
-        get { token.upload! }
-        set { token.upload = newValue }
-    }
-
-    /// The token as the operation last wrote it.
-    var currentToken: ResumeToken { token }
+    /// The upload's state as the operation last wrote it.
+    var currentUpload: ResumeToken.UploadPart { upload }
     /// A connection to keep for the next operation of the same upload (a stream's next append).
     var currentSession: (any TransportSession)? { idle.last }
 
@@ -79,12 +77,13 @@ final class UploadOperation<Machine: UploadMachine>: @unchecked Sendable {
         token: ResumeToken, source: any UploadSource, machine: Machine, store: TokenStore, transport: any HTTPTransport,
         options: TransferOptions, cancellation: Cancellation, events: @escaping EventHandler, streamOpen: Bool = false,
         announced: Bool = false, session: (any TransportSession)? = nil, growth: BodyGrowth? = nil
-    ) {
+    ) throws(TransferError) {
+        header = token
+        upload = try token.uploadPart()
         self.growth = streamOpen ? growth : nil
         if let session { idle = [session] }
         self.streamOpen = streamOpen
         self.started = announced
-        self.token = token
         self.source = source
         self.store = store
         self.transport = transport
@@ -136,7 +135,7 @@ final class UploadOperation<Machine: UploadMachine>: @unchecked Sendable {
                 try checkpoint()
             case .restarted(let reason)? where (upload.stream?.start ?? 0) > 0:
                 // The bytes below the spool's start are gone: only a replay of the stream could send them again.
-                throw TransferError(.failed, "\(reason); the first \(upload.stream!.start) bytes of the stream are no longer held, so the upload cannot start over",
+                throw TransferError(.failed, "\(reason); the first \(upload.stream?.start ?? 0) bytes of the stream are no longer held, so the upload cannot start over",
                     tokenID: nil)
             case .restarted(let reason)?:
                 ground(&running, keeping: false)

@@ -121,6 +121,18 @@ import Testing
         #expect(Self.refusal(try Self.upload { $0["s3"] = s3; $0["protocol"] = "s3" }) == "upload.s3.parts[1].number")
     }
 
+    /// A token holds one direction's state and one protocol's: any other mixture cannot have been written.
+    @Test func stateOfAnotherDirectionOrProtocolIsRefused() throws {
+        let upload = try JSONSerialization.jsonObject(with: try Self.upload { _ in }) as! [String: Any]
+        #expect(Self.refusal(try Self.download { $0["upload"] = upload["upload"] }) == "upload")
+        #expect(Self.refusal(try Self.download { $0["download"] = nil }) == "download")
+        let s3: [String: Any] = ["endpoint": "http://127.0.0.1:9000", "region": "us-east-1", "bucket": "b", "key": "k", "pathStyle": true]
+        #expect(Self.refusal(try Self.upload { $0["s3"] = s3 }) == "upload.s3")
+        #expect(Self.refusal(try Self.upload { $0["protocol"] = "s3" }) == "upload.s3")
+        #expect(Self.refusal(try Self.upload { $0["protocol"] = "tus"; $0["checksumAlgorithm"] = "rot13" }) == "upload.checksumAlgorithm")
+        #expect(Self.refusal(try Self.upload { $0["protocol"] = "tus"; $0["checksumAlgorithm"] = "sha1" }) == nil)
+    }
+
     @Test func goldenTokensStillLoad() throws {
         #expect(Self.refusal(try Self.download { _ in }) == nil)
         #expect(Self.refusal(try Self.upload { _ in }) == nil)

@@ -154,8 +154,7 @@ public struct IETFStateMachine: UploadMachine {
     public var canResume: Bool { serverSupportsDraft }
 
     public func record(into part: inout ResumeToken.UploadPart) {
-        part.protocolName = UploadProtocol.ietf.rawValue
-        part.interopVersion = version.rawValue
+        part.wire = .ietf(version)
         part.uploadURL = uploadURL ?? uploadURLFromInformational
         if case .append(_, let offset) = state { part.acknowledgedBytes = offset }
     }

@@ -36,8 +36,7 @@ public struct PlainUploadMachine: UploadMachine {
     public var canResume: Bool { false }
 
     public func record(into part: inout ResumeToken.UploadPart) {
-        part.protocolName = UploadProtocol.plain.rawValue
-        part.interopVersion = nil
+        part.wire = .plain
         part.uploadURL = nil
     }
 }

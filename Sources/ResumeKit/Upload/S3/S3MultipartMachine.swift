@@ -336,8 +336,10 @@ public struct S3MultipartMachine: StreamingUploadMachine {
     public var pauseNote: String { "with \(parts.count) parts on S3; resume sends the rest" }
 
     public func record(into part: inout ResumeToken.UploadPart) {
-        part.s3?.uploadId = uploadID
-        part.s3?.parts = parts
+        part.updateS3 {
+            $0.uploadId = uploadID
+            $0.parts = parts
+        }
         part.acknowledgedBytes = parts.reduce(0) { $0 + $1.size }
     }
 }

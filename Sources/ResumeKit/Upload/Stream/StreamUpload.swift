@@ -19,7 +19,15 @@ import Synchronization
 /// needs the stream again: its first bytes are checked against the ledger (below the spool) and the spool
 /// (inside it) before anything new is appended; a different stream fails with exit 65.
 final class StreamUpload: @unchecked Sendable {
-    private var token: ResumeToken
+    /// The token but for its upload state (`upload`), whose stream state is `stream`.
+    private let header: ResumeToken
+    private var upload: ResumeToken.UploadPart
+    private var stream: ResumeToken.StreamState
+    private var token: ResumeToken {
+        var part = upload
+        part.stream = stream
+        return header.with(.upload(part))
+    }
     private let store: TokenStore
     private let transport: any HTTPTransport
     private let options: TransferOptions
@@ -49,16 +57,14 @@ final class StreamUpload: @unchecked Sendable {
     /// Rung by the sender when acknowledged bytes left the spool.
     private let spaceFreed = Doorbell()
 
-    private var stream: ResumeToken.StreamState {
-        get { token.upload!.stream! }
-        set { token.upload!.stream = newValue }
-    }
-
     init(
         token: ResumeToken, spool: Spool, sender: any StreamingUploadMachine, input: Int32, hashesWholeStream: Bool, store: TokenStore,
         transport: any HTTPTransport, options: TransferOptions, cancellation: Cancellation, events: @escaping EventHandler
-    ) {
-        self.token = token
+    ) throws(TransferError) {
+        header = token
+        upload = try token.uploadPart()
+        guard let state = upload.stream else { throw TransferError(.badToken, "token \(token.id) has no stream state") }
+        stream = state
         self.sender = sender
         self.input = input
         self.store = store
@@ -67,7 +73,6 @@ final class StreamUpload: @unchecked Sendable {
         self.cancellation = cancellation
         self.emit = events
         spoolPath = spool.path
-        let state = token.upload!.stream!
         shared = Mutex(Shared(spool: spool, ended: state.ended, failure: nil, writer: LedgerWriter(state.ledger),
             durableLedger: state.ledger, hasher: hashesWholeStream ? SHA256() : nil))
     }
@@ -177,12 +182,13 @@ final class StreamUpload: @unchecked Sendable {
         var machine = machine
         try machine.extend(to: max(durable, machine.size), final: ended)
         requestBegan = (Monotonic.now, machine.acknowledgedBytes)
-        let operation = UploadOperation(
+        let operation = try UploadOperation(
             token: token, source: source, machine: machine, store: store, transport: transport, options: options,
             cancellation: cancellation, events: emit, streamOpen: !ended, announced: announced, session: session,
             growth: { [unowned self] in grow(sentUpTo: $0) })
         defer {
-            token = operation.currentToken
+            upload = operation.currentUpload
+            stream = upload.stream ?? stream
             sender = operation.machine
             session = operation.currentSession
         }
@@ -253,7 +259,7 @@ final class StreamUpload: @unchecked Sendable {
         stream.durable = durable
         stream.ended = ended
         stream.ledger = ledger
-        token.upload!.source.size = durable
+        upload.source.size = durable
     }
 
     /// The server holds everything below the machine's offset: the spool gives that space back, at block

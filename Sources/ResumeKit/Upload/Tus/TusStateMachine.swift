@@ -151,13 +151,10 @@ public struct TusStateMachine: UploadMachine {
     public var canResume: Bool { true }
 
     public func record(into part: inout ResumeToken.UploadPart) {
-        part.protocolName = UploadProtocol.tus.rawValue
-        part.interopVersion = nil
+        part.wire = .tus(expires: expires, checksum: checksum)
         if let url = uploadURL { part.uploadURL = url }
         if state == .create || state == .discover { part.uploadURL = nil }
         if case .append(_, let offset) = state { part.acknowledgedBytes = offset }
-        part.expires = expires
-        part.checksumAlgorithm = checksum?.rawValue
     }
 
     public mutating func response(_ head: ResponseHead, to plan: Plan) -> UploadDecision {
