@@ -1,5 +1,4 @@
 import ArgumentParser
-import Dispatch
 import Glibc
 import ResumeKit
 
@@ -14,14 +13,7 @@ enum Runner {
         signal(SIGPIPE, SIG_IGN)
         // Past a file-size limit, write(2) should fail with EFBIG (exit 74, token kept), not kill us.
         signal(SIGXFSZ, SIG_IGN)
-        let sources = [(SIGINT, StopReason.interrupt), (SIGTERM, .pause), (SIGHUP, .pause)].map { sig, reason in
-            signal(sig, SIG_IGN)
-            let source = DispatchSource.makeSignalSource(signal: sig, queue: .global())
-            source.setEventHandler { cancellation.stop(reason) }
-            source.resume()
-            return source
-        }
-        defer { sources.forEach { $0.cancel() } }
+        StopSignals.route(to: cancellation)
         do {
             return try await work(cancellation)
         } catch {

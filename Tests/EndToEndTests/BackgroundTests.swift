@@ -308,6 +308,23 @@ import Glibc
         }
     }
 
+    /// A SIGTERM that comes while the process is still starting stops it all the same. Between ignoring the
+    /// signal and a dispatch source taking it over, one used to be dropped, and a transfer that waits (for
+    /// the network, for its start time) then waited on: `cancel` right after `--detach` gave up after 30 s.
+    @Test func aSignalAtAnyMomentOfStartupStopsTheTransfer() async throws {
+        let w = try Workspace()
+        let reaper = Reaper(w)
+        defer { reaper.stopAll() }
+        let port = try freePort()
+        for i in 0..<10 {
+            let p = try w.start(["download", "http://127.0.0.1:\(port)/f.bin", "-o", "f\(i).bin", "--wait-network", "--retries", "0"])
+            try await Task.sleep(for: .milliseconds(i * 5))
+            p.send(signal: SIGTERM)
+            let r = try await p.wait(timeout: .seconds(20))
+            #expect(r.status == 75 || r.signaled, "signal after \(i * 5) ms: \(r)")
+        }
+    }
+
     @Test func waitNetworkGivesAForegroundTransferTheSamePatience() async throws {
         let w = try Workspace()
         let reaper = Reaper(w)
