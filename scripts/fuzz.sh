@@ -18,8 +18,9 @@ for t in "${targets[@]}"; do
     [ -x "$bin/$t" ] || { echo "fuzz: $bin/$t is not built (make fuzz-build)" >&2; exit 2; }
     mkdir -p ".build-fuzz/corpus/$t" ".build-fuzz/findings/$t"
     log=".build-fuzz/$t.log"
-    # Swift's runtime keeps caches for the life of the process: leak reports would be noise.
-    "$bin/$t" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -max_len=16384 -detect_leaks=0 \
+    # Swift's runtime keeps caches for the life of the process: leak reports would be noise. libFuzzer's
+    # timeout is wall time: at 10 s a fuzzer starved beside a build reported inputs that replay in 50 ms.
+    "$bin/$t" -max_total_time="$seconds" -timeout="${FUZZ_TIMEOUT:-60}" -rss_limit_mb=2048 -max_len=16384 -detect_leaks=0 \
         -print_final_stats=1 -artifact_prefix=".build-fuzz/findings/$t/" \
         ".build-fuzz/corpus/$t" "Fuzz/Corpus/$t" >"$log" 2>&1
     status=$?
