@@ -141,27 +141,31 @@ final class SegmentedDownload {
         var headers = (try? HeaderLines.parse(token.headers)) ?? [:]
         headers.remove("Accept-Encoding")
         var retrier = Retrier(options, cancellation: cancellation, events: emit)
-        var collector = HeadCollector()
-        var result: ExchangeResult
+        let head: ResponseHead
+        let effectiveURL: String?
         while true {
-            collector = HeadCollector()
-            result = transport.makeSession().perform(
+            let collector = HeadCollector()
+            let result = transport.makeSession().perform(
                 TransferRequest(method: "HEAD", url: token.url, headers: headers, followRedirects: true),
                 settings: options.transport, cancellation: cancellation, delegate: collector)
             if case .failed(let failure) = result.outcome, Fault(failure).isNetworkDown { throw Handover.unreached }
             // A busy server (503, 429 … with Retry-After) is waited out as on every path, then split.
-            guard let head = collector.head, RetryPolicy.isRetryable(status: head.status) else { break }
-            do {
-                try retrier.again(after: .answered(head.status, retryAfter: head.headers["Retry-After"]), fresh: true,
-                    stopped: "stopped before the download began")
-            } catch {
-                var error = error
-                error.tokenID = token.id
-                throw error
+            if let busy = collector.head, RetryPolicy.isRetryable(status: busy.status) {
+                do {
+                    try retrier.again(after: .answered(busy.status, retryAfter: busy.headers["Retry-After"]), fresh: true,
+                        stopped: "stopped before the download began")
+                } catch {
+                    var error = error
+                    error.tokenID = token.id
+                    throw error
+                }
+                continue
             }
-        }
-        guard result.outcome == .completed, let head = collector.head else {
-            throw Handover.unsupported("the server did not answer HEAD")
+            guard result.outcome == .completed, let answer = collector.head else {
+                throw Handover.unsupported("the server did not answer HEAD")
+            }
+            (head, effectiveURL) = (answer, result.effectiveURL)
+            break
         }
         switch SegmentRules.probe(head) {
         case .failure(let refusal):
@@ -177,7 +181,7 @@ final class SegmentedDownload {
             download.lastModified = resource.lastModified
             download.validator = resource.validator
             download.totalBytes = resource.totalBytes
-            download.effectiveURL = result.effectiveURL
+            download.effectiveURL = effectiveURL
             if let digest = resource.reprDigestSHA256, digest.count == 32, download.expectedSHA256 == nil {
                 download.expectedSHA256 = digest.hex
             }
