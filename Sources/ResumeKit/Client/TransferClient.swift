@@ -206,8 +206,7 @@ public struct TransferClient: Sendable {
                 onDisk.url = stored.url
                 try? store.save(onDisk)
             }
-            let suffix = " (--on-change fail)"
-            let reason = error.message.hasSuffix(suffix) ? String(error.message.dropLast(suffix.count)) : error.message
+            let reason = error.cause ?? error.message
             throw TransferError(.changed, "refusing \(newURL!): it does not serve the file this transfer began with (\(reason)); resume without --url continues from \(stored.url)",
                 tokenID: stored.id)
         }
@@ -252,7 +251,7 @@ public struct TransferClient: Sendable {
                 events(.note("\(why); using one connection"))
             } catch SegmentedDownload.Handover.unreached {
             } catch SegmentedDownload.Handover.changed(let why) {
-                if onChange == .fail { throw TransferError(.changed, "\(why) (--on-change fail)", tokenID: token.id) }
+                if onChange == .fail { throw TransferError.changed(why, tokenID: token.id) }
                 events(.restarted(reason: why))
                 token = token.with(.download(.init(path: download.path, committedBytes: 0,
                     expectedSHA256: download.expectedSHA256, onChange: download.onChange, s3: download.s3)))

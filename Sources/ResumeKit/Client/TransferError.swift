@@ -36,6 +36,8 @@ public struct TransferError: Error, Sendable, Equatable, CustomStringConvertible
     public var status: Int?
     /// The token that can continue this transfer, when one is kept; nil when the transfer left none.
     public var tokenID: String?
+    /// What went wrong, without what the transfer made of it: for ``Code/changed``, what differs on the server.
+    public var cause: String?
 
     public init(_ code: Code, _ message: String, status: Int? = nil, tokenID: String? = nil) {
         self.code = code
@@ -48,6 +50,13 @@ public struct TransferError: Error, Sendable, Equatable, CustomStringConvertible
     public static func stopped(_ reason: StopReason, _ detail: String, tokenID: String?) -> TransferError {
         let what = reason == .interrupt ? "interrupted" : "paused"
         return TransferError(.stopped(reason), detail.hasPrefix(";") ? what + detail : "\(what) \(detail)", tokenID: tokenID)
+    }
+
+    /// The file changed on the server and `--on-change fail` (or a replacement `--url`) forbids starting over.
+    static func changed(_ reason: String, tokenID: String?) -> TransferError {
+        var error = TransferError(.changed, "\(reason) (--on-change fail)", tokenID: tokenID)
+        error.cause = reason
+        return error
     }
 
     /// True when the transfer's token stays on disk for a later `resume`.

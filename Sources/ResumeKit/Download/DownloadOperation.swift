@@ -440,7 +440,7 @@ final class DownloadOperation: ExchangeDelegate {
             return TransferError(.failed, "the server answered \(status)\(text) for \(token.url)", status: status,
                 tokenID: part.committed > 0 ? token.id : nil)
         case .changed(let reason):
-            return TransferError(.changed, "\(reason) (--on-change fail)", tokenID: token.id)
+            return TransferError.changed(reason, tokenID: token.id)
         }
     }
 }

@@ -125,7 +125,7 @@ final class SegmentedDownload {
         switch outcome {
         case .changed(let reason)?:
             if DownloadStateMachine.OnChange(rawValue: download.onChange ?? "") == .fail {
-                throw TransferError(.changed, "\(reason) (--on-change fail)", tokenID: token.id)
+                throw TransferError.changed(reason, tokenID: token.id)
             }
             throw Handover.changed(reason)
         case .failed(let error)?:
