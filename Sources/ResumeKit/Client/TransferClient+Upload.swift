@@ -215,8 +215,10 @@ extension TransferClient {
     }
 
     /// Forgets a transfer: a download's `.part` goes, an upload's server resource gets a DELETE, then the token goes.
+    /// - Parameters:
+    ///   - reference: a token id or token file path.
+    ///   - keepParts: leave an S3 multipart upload (and its parts) on S3.
     /// - Returns: what was done, for the user.
-    /// - Parameter keepParts: leave an S3 multipart upload (and its parts) on S3.
     public func cancel(_ reference: String, keepParts: Bool = false) async throws(TransferError) -> String {
         try await onOwnThread { () throws(TransferError) in
             var token = try self.loadToken(reference)

@@ -77,9 +77,14 @@ public struct TransferClient: Sendable {
         }
     }
 
-    /// Continues the transfer a token describes (by id or token file path).
-    /// - Parameter newURL: for downloads, a replacement URL (e.g. a fresh signed link); it is accepted only
-    ///   if it serves the same representation (same validator and length).
+    /// Continues the transfer a token describes.
+    /// - Parameters:
+    ///   - reference: a token id or token file path.
+    ///   - newURL: for downloads, a replacement URL (e.g. a fresh signed link); it is accepted only if it
+    ///     serves the same representation (same validator and length).
+    ///   - headers: request headers for this run (credentials are used, never stored).
+    ///   - cancellation: stops the transfer (pause or interrupt), which then commits.
+    ///   - events: progress, retries and notes, on the transfer's thread.
     public func resume(
         _ reference: String, newURL: String? = nil, headers: [String] = [], cancellation: Cancellation = Cancellation(),
         events: @escaping EventHandler = { _ in }

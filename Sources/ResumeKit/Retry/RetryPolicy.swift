@@ -18,8 +18,11 @@ public struct RetryPolicy: Sendable, Equatable {
         self.maxDelay = maxDelay
     }
 
-    /// The delay before retry number `failures` (1 for the first retry), or nil when the retries are used up.
-    /// - Parameter jitter: a number in 0...1 (injected so tests are repeatable).
+    /// The delay before a retry, or nil when the retries are used up.
+    /// - Parameters:
+    ///   - failures: which retry this is (1 for the first).
+    ///   - retryAfter: the seconds a server's `Retry-After` asked for; the delay is never shorter.
+    ///   - jitter: a number in 0...1 (injected so tests are repeatable).
     public func delay(failures: Int, retryAfter: Double? = nil, jitter: Double) -> Double? {
         if let max = maxRetries, failures > max { return nil }
         if let retryAfter { return min(max(0, retryAfter), 600) }

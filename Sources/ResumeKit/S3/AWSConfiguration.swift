@@ -46,7 +46,10 @@ public struct S3Choices: Sendable, Equatable {
 /// `AWS_DEFAULT_REGION`, the profile's `region`, else `us-east-1`. Endpoint: `--endpoint-url`,
 /// `AWS_ENDPOINT_URL_S3`, `AWS_ENDPOINT_URL`, the profile's `endpoint_url`, else AWS's.
 public enum AWSConfiguration {
-    /// - Parameter readFile: the text of a file, or nil when it cannot be read (tests pass fixtures).
+    /// - Parameters:
+    ///   - choices: what the command line named (profile, region, endpoint); each wins over the files.
+    ///   - environment: the variables to read (`AWS_*`); tests pass their own.
+    ///   - readFile: the text of a file, or nil when it cannot be read (tests pass fixtures).
     public static func resolve(
         _ choices: S3Choices, environment: [String: String], readFile: (String) -> String?
     ) throws(TransferError) -> S3Settings {

@@ -69,7 +69,10 @@ public struct S3Endpoint: Sendable, Equatable {
     public var authority: String
     public var forcePathStyle: Bool
 
-    /// - Parameter endpoint: a user's endpoint URL, or nil for AWS's regional endpoint.
+    /// - Parameters:
+    ///   - endpoint: a user's endpoint URL, or nil for AWS's regional endpoint.
+    ///   - region: the region requests are signed for (and AWS's endpoint is named after).
+    ///   - forcePathStyle: `/BUCKET/KEY` on the endpoint's host rather than `BUCKET.host/KEY`.
     public init(endpoint: String?, region: String, forcePathStyle: Bool = false) throws(TransferError) {
         guard let endpoint else {
             self.init(scheme: "https", authority: "s3.\(region).amazonaws.com", forcePathStyle: forcePathStyle)

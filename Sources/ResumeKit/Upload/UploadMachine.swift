@@ -109,7 +109,7 @@ public enum UploadInformational: Sendable, Equatable {
 
 /// The seam every upload protocol plugs into: a pure state machine (no I/O, no clock) that says which
 /// request to send next (`plan()` → `exchange(for:)`) and what each response means (`response`,
-/// `exchangeFailed`). ``UploadOperation`` runs any such machine and owns everything protocols share:
+/// `exchangeFailed`). `UploadOperation` runs any such machine and owns everything protocols share:
 /// token writes, retry and backoff, pause and cancel, events, the source file checks, the checksum of
 /// a body, the credentials that stay on the user's origin.
 ///

@@ -1,7 +1,7 @@
 import Crypto
 import FoundationEssentials
 
-/// An upload to S3 as a pure machine (no I/O, no clock), run by ``UploadOperation`` like every protocol: a
+/// An upload to S3 as a pure machine (no I/O, no clock), run by `UploadOperation` like every protocol: a
 /// single signed PUT for a file of one part, otherwise CreateMultipartUpload, the parts `parallel` at a
 /// time (each with the checksum the token names, ``S3Checksum``), CompleteMultipartUpload.
 ///

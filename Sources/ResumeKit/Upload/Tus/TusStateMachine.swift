@@ -2,7 +2,7 @@ import FoundationEssentials
 
 /// The rules of tus 1.0.0 (https://tus.io/protocols/resumable-upload) with the extensions creation,
 /// creation-with-upload, termination (see ``TusStateMachine/deleteHeaders``), checksum and expiration;
-/// no I/O and no clock. ``UploadOperation`` runs it.
+/// no I/O and no clock. `UploadOperation` runs it.
 ///
 /// OPTIONS (unless the capabilities are known) → POST with `Upload-Length` and `Upload-Metadata`
 /// (with creation-with-upload, the first piece of the file rides along) → PATCHes from the offset
@@ -49,10 +49,16 @@ public struct TusStateMachine: UploadMachine {
     private let chunkSize: Int64?
 
     /// - Parameters:
+    ///   - size: the upload's length (for a stream, the bytes known so far).
     ///   - creationURL: the endpoint a POST creates uploads at; relative `Location`s resolve against it.
     ///   - filename: sent base64 in `Upload-Metadata` with `filetype` (tuspyserver requires both).
+    ///   - filetype: the media type sent beside the name.
     ///   - capabilities: from an OPTIONS already made (the `auto` probe); nil → the machine asks.
     ///   - uploadURL: from a token: the machine asks for the offset first.
+    ///   - checksum: the `Upload-Checksum` algorithm a token chose before; nil → chosen from the server's list.
+    ///   - expires: the server's `Upload-Expires` as a token kept it.
+    ///   - chunkSize: the most bytes a PATCH carries; nil → the rest of the file in one.
+    ///   - lengthKnown: false for a stream whose end was not read: created with `Upload-Defer-Length`.
     public init(
         size: Int64, creationURL: String, filename: String, filetype: String = "application/octet-stream",
         capabilities: TusCapabilities? = nil, uploadURL: String? = nil, checksum: DigestAlgorithm? = nil,
