@@ -115,3 +115,17 @@ extension FuzzFindingTests {
         #expect(HTTPDate.parse("Sun, 06 Nov 1994 08:49:37 GMT") == 784_111_777)
     }
 }
+
+extension FuzzFindingTests {
+    /// A token that loads writes back as one that loads equal: a time the ISO 8601 reader took with a
+    /// fraction of a second ("10:05:0.6-11-105:00Z") lost it when written, and loaded as another token.
+    @Test func loadedTokensReEncodeEqual() throws {
+        let found = Self.inputs("FuzzToken")
+        #expect(!found.isEmpty)
+        for (name, bytes) in found {
+            guard let token = try? TokenStore.decode(Data(bytes), path: name) else { continue }
+            let again = try TokenStore.decode(Data(TokenStore.json(token).utf8), path: name)
+            #expect(again == token, "\(name): \(TokenStore.json(token)) vs \(TokenStore.json(again))")
+        }
+    }
+}
