@@ -182,6 +182,9 @@ FUZZ_BUILD := $(SWIFT) build --package-path Fuzz --scratch-path .build-fuzz -c r
 	-Xswiftc -sanitize=fuzzer,address -Xswiftc -enable-testing -Xswiftc -use-ld=lld
 FUZZ_SWIFTC := swiftc -O -sanitize=fuzzer,address -use-ld=lld -parse-as-library -I Fuzz/Sources/CLibFuzzer/include Fuzz/Sources/FuzzCheck/FuzzCheck.swift
 fuzz-build: deps
+	@# SwiftPM keeps the build plan of Fuzz/'s package when only a file of its dependency (..) was added:
+	@# without the plan, the new file is planned in (a new ResumeKit file was missed otherwise).
+	rm -f .build-fuzz/release.yaml
 	$(FUZZ_BUILD)
 	mkdir -p .build-fuzz/bin
 	bin=$$($(FUZZ_BUILD) --show-bin-path) && for t in $$(ls Fuzz/Sources | grep '^Fuzz' | grep -v FuzzCheck); do \
