@@ -205,8 +205,6 @@ final class DownloadOperation: ExchangeDelegate {
 
     // MARK: ExchangeDelegate
 
-    func exchange(informational head: ResponseHead) {}
-
     func exchange(head: ResponseHead, effectiveURL: String) -> Bool {
         let d = machine.evaluate(head, requestedOffset: requestedOffset)
         decision = d
@@ -443,18 +441,6 @@ final class DownloadOperation: ExchangeDelegate {
             return TransferError.changed(reason, tokenID: token.id)
         }
     }
-}
-
-/// Keeps the final head of an exchange whose body is not wanted.
-final class HeadCollector: ExchangeDelegate {
-    var head: ResponseHead?
-    func exchange(informational head: ResponseHead) {}
-    func exchange(head: ResponseHead, effectiveURL: String) -> Bool {
-        self.head = head
-        return true
-    }
-    func exchange(body: UnsafeRawBufferPointer) -> Bool { true }
-    func exchange(progressReceived received: Int64, sent: Int64) -> Bool { true }
 }
 
 /// What a finished download produced.

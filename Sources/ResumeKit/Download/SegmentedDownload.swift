@@ -333,8 +333,6 @@ final class SegmentWorker: ExchangeDelegate, @unchecked Sendable {
         state.withLock { $0 = $0 ?? outcome }
     }
 
-    func exchange(informational head: ResponseHead) {}
-
     func exchange(head: ResponseHead, effectiveURL: String) -> Bool {
         let d = SegmentRules.evaluate(head, from: requestedFrom, to: end, resource: resource)
         decision = d
@@ -388,6 +386,4 @@ final class SegmentWorker: ExchangeDelegate, @unchecked Sendable {
     }
 
     private func message(_ error: Errno) -> String { "cannot write \(path): \(String(cString: strerror(error.rawValue)))" }
-
-    func exchange(progressReceived received: Int64, sent: Int64) -> Bool { true }
 }

@@ -126,8 +126,6 @@ final class StreamDownload: ExchangeDelegate {
 
     // MARK: ExchangeDelegate
 
-    func exchange(informational head: ResponseHead) {}
-
     func exchange(head: ResponseHead, effectiveURL: String) -> Bool {
         let before = machine.resource
         let d = machine.evaluate(head, requestedOffset: requestedOffset)
@@ -190,8 +188,6 @@ final class StreamDownload: ExchangeDelegate {
         if let rate = pacer.tick(bytes: written) { emit(.progress(bytes: written, total: machine.resource?.totalBytes, rate: rate)) }
         return true
     }
-
-    func exchange(progressReceived received: Int64, sent: Int64) -> Bool { true }
 }
 
 /// The last `capacity` bytes written, for comparing a resumed body with what the reader already has.

@@ -98,7 +98,19 @@ public protocol ExchangeDelegate: AnyObject {
 }
 
 extension ExchangeDelegate {
+    public func exchange(informational head: ResponseHead) {}
+    public func exchange(body: UnsafeRawBufferPointer) -> Bool { true }
+    public func exchange(progressReceived received: Int64, sent: Int64) -> Bool { true }
     public func exchange(bodyEndedAt length: Int64) -> Int64? { nil }
+}
+
+/// Keeps the final head of an exchange whose body is not wanted.
+final class HeadCollector: ExchangeDelegate {
+    var head: ResponseHead?
+    func exchange(head: ResponseHead, effectiveURL: String) -> Bool {
+        self.head = head
+        return true
+    }
 }
 
 /// What ended an exchange.

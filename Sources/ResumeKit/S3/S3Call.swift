@@ -55,8 +55,6 @@ final class BodyCollector: ExchangeDelegate {
     var head: ResponseHead?
     var body: [UInt8] = []
 
-    func exchange(informational head: ResponseHead) {}
-
     func exchange(head: ResponseHead, effectiveURL: String) -> Bool {
         self.head = head
         return true
@@ -68,6 +66,4 @@ final class BodyCollector: ExchangeDelegate {
         body.append(contentsOf: bytes)
         return true
     }
-
-    func exchange(progressReceived received: Int64, sent: Int64) -> Bool { true }
 }

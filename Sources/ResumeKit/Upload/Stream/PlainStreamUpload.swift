@@ -58,12 +58,10 @@ struct PlainStreamUpload {
 
         init(emit: @escaping EventHandler) { self.emit = emit }
 
-        func exchange(informational head: ResponseHead) {}
         func exchange(head: ResponseHead, effectiveURL: String) -> Bool {
             self.head = head
             return true
         }
-        func exchange(body: UnsafeRawBufferPointer) -> Bool { true }
         func exchange(progressReceived received: Int64, sent: Int64) -> Bool {
             self.sent = max(self.sent, sent)
             if let rate = pacer.tick(bytes: self.sent) { emit(.progress(bytes: self.sent, total: nil, rate: rate)) }
