@@ -82,7 +82,7 @@ enum S3Handoff {
     private static func isS3Token(_ reference: String, stateDir: String?) -> Bool {
         let store = TokenStore(directory: stateDir ?? TokenStore.defaultDirectory())
         guard let token = try? TransferClient(store: store).loadToken(reference) else { return false }
-        return token.s3 != nil || token.upload?.s3 != nil
+        return token.s3 != nil
     }
 
     static func exec() throws -> Never {
