@@ -134,9 +134,8 @@ extension TransferClient {
         state.parallel = request.s3.parallel
         state.checksum = request.s3.checksum
         state.parts = []
-        var token = ResumeToken(upload: request, id: id, part: .init(source: source, wire: .s3(state)))
-        token.url = location.description
-        return token
+        return ResumeToken(id: id, url: location.description, headers: ResumeToken.storableHeaders(request.headers),
+            transfer: .upload(.init(source: source, wire: .s3(state))))
     }
 
     /// Uploads to `s3://BUCKET/KEY`, continuing this file's earlier attempt to the same key.

@@ -236,9 +236,12 @@ extension TransferClient {
                 said += "; removed \(d.partPath)"
             }
             if let u = token.upload, let url = u.uploadURL {
-                var headers: HeaderFields = [InteropVersion.header: String(InteropVersion.newest.rawValue)]
-                if case .ietf(let version) = u.wire { headers = [InteropVersion.header: String(version.rawValue)] }
-                if case .tus = u.wire { headers = TusStateMachine.deleteHeaders }
+                var headers: HeaderFields
+                switch u.wire {
+                case .tus: headers = TusStateMachine.deleteHeaders
+                case .ietf(let version): headers = [InteropVersion.header: String(version.rawValue)]
+                case .undecided, .plain, .s3: headers = [InteropVersion.header: String(InteropVersion.newest.rawValue)]
+                }
                 if Origin.same(url, token.url), let stored = try? HeaderLines.parse(token.headers) {
                     for f in stored.fields { headers.append(f.name, f.value) }
                 }

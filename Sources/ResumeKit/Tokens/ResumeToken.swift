@@ -271,13 +271,13 @@ extension ResumeToken {
 
     /// The download's part; an upload's token where a download's belongs is a bad token (65).
     func downloadPart() throws(TransferError) -> DownloadPart {
-        guard case .download(let part) = transfer else { throw TransferError(.badToken, "token \(id) has no download state") }
+        guard let part = download else { throw TransferError(.badToken, "token \(id) has no download state") }
         return part
     }
 
     /// The upload's part; a download's token where an upload's belongs is a bad token (65).
     func uploadPart() throws(TransferError) -> UploadPart {
-        guard case .upload(let part) = transfer else { throw TransferError(.badToken, "token \(id) has no upload state") }
+        guard let part = upload else { throw TransferError(.badToken, "token \(id) has no upload state") }
         return part
     }
 }
