@@ -34,6 +34,7 @@ deps:
 	command -v man >/dev/null 2>&1 || missing="$$missing man-db"; \
 	[ -f /usr/include/crypt.h ] || missing="$$missing libcrypt-dev"; \
 	[ -f /usr/include/isa-l/crc.h ] || missing="$$missing libisal-dev"; \
+	pkg-config --exists libcrypto 2>/dev/null || missing="$$missing libssl-dev"; \
 	command -v htpasswd >/dev/null 2>&1 || missing="$$missing apache2-utils"; \
 	command -v chromium >/dev/null 2>&1 || missing="$$missing chromium"; \
 	command -v chromedriver >/dev/null 2>&1 || missing="$$missing chromium-driver"; \
@@ -140,7 +141,7 @@ deb: release generated
 	size=$$(du -sk --exclude=DEBIAN $(DEB_ROOT) | cut -f1); \
 	printf '%s\n' "Package: resumectl" "Version: $$version" "Architecture: $$arch" \
 		"Maintainer: resumectl developers <resumectl@localhost>" "Installed-Size: $$size" \
-		"Depends: libc6, libcrypt1, libcurl4, libisal2, libxml2" "Section: web" "Priority: optional" \
+		"Depends: libc6, libcrypt1, libcurl4, libisal2, libssl3, libxml2" "Section: web" "Priority: optional" \
 		"Homepage: https://github.com/resumectl/resumectl" \
 		"Description: HTTP transfers that survive dropped connections and reboots" \
 		" resumectl downloads with Range and If-Range and uploads with the IETF resumable-upload" \

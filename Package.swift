@@ -37,13 +37,19 @@ let package = Package(
             name: "CISAL",
             providers: [.apt(["libisal-dev"])]
         ),
+        // OpenSSL's libcrypto (Debian's libssl-dev, which libcurl4-openssl-dev brings): digests and HMAC.
+        .systemLibrary(
+            name: "CLibCrypto",
+            pkgConfig: "libcrypto",
+            providers: [.apt(["libssl-dev"])]
+        ),
         .target(
             name: "ResumeKit",
             dependencies: [
                 "CCurl",
                 "CISAL",
+                "CLibCrypto",
                 .product(name: "RawStructuredFieldValues", package: "swift-http-structured-headers"),
-                .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "SystemPackage", package: "swift-system"),
             ]
         ),

@@ -1,4 +1,3 @@
-import Crypto
 import Glibc
 
 /// SHA-256 of a whole file, read in 1 MiB pieces.
@@ -7,7 +6,7 @@ public enum FileDigest {
         let fd = open(path, O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else { throw TransferError(.inputMissing, "cannot read \(path): \(String(cString: strerror(errno)))") }
         defer { close(fd) }
-        var hasher = SHA256()
+        var hasher = MessageDigest(.sha256)
         let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 256 << 10, alignment: 16)  // as fast as 1 MiB, a quarter of the pages
         defer { buffer.deallocate() }
         while true {

@@ -1,4 +1,3 @@
-import Crypto
 import FoundationEssentials
 import Glibc
 import SystemPackage
@@ -39,7 +38,7 @@ final class DownloadOperation: ExchangeDelegate {
 
     // Hashing of the data in the `.part` file, from byte 0 up to `hashedUpTo`.
     private let wantsHash: Bool
-    private var hasher: SHA256?
+    private var hasher: MessageDigest?
     private var hashedUpTo: Int64 = 0
 
     // Pacing of checkpoints and progress events.
@@ -248,7 +247,7 @@ final class DownloadOperation: ExchangeDelegate {
             // Hash as the body arrives when it starts at zero; a resumed file is hashed whole at the end,
             // so its first new byte does not wait for the data already on disk to be read back.
             if from == 0, wantsHash || download.expectedSHA256 != nil {
-                hasher = SHA256()
+                hasher = MessageDigest(.sha256)
                 hashedUpTo = 0
             }
         } catch {
@@ -387,7 +386,7 @@ final class DownloadOperation: ExchangeDelegate {
     /// Brings the hash up to the end of the data already in the `.part` file (after a resume).
     private func catchUpHash() throws {
         if hasher == nil {
-            hasher = SHA256()
+            hasher = MessageDigest(.sha256)
             hashedUpTo = 0
         }
         guard hashedUpTo < part.length else { return }

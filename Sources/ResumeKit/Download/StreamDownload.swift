@@ -1,4 +1,3 @@
-import Crypto
 import Glibc
 
 /// A download whose body goes to a pipe (`-o -`): what was written cannot be taken back, so it counts the
@@ -23,7 +22,7 @@ final class StreamDownload: ExchangeDelegate {
     private var written: Int64 = 0
     private var ring = TailRing(capacity: Int(DownloadStateMachine.overlap))
     /// Only with `--checksum`: hashing costs about 0.8 s of CPU a GiB, and the reader may hash anyway.
-    private var hasher: SHA256?
+    private var hasher: MessageDigest?
 
     // The exchange in flight.
     private var requestedOffset: Int64 = 0
@@ -52,7 +51,7 @@ final class StreamDownload: ExchangeDelegate {
         self.cancellation = cancellation
         self.emit = events
         machine = DownloadStateMachine(onChange: .fail)
-        hasher = expectedSHA256 == nil ? nil : SHA256()
+        hasher = expectedSHA256 == nil ? nil : MessageDigest(.sha256)
     }
 
     func run() throws(TransferError) -> DownloadResult {

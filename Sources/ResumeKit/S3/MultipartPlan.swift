@@ -1,4 +1,3 @@
-import Crypto
 
 /// One part of an S3 multipart upload as the token records it, written after S3 acknowledged it.
 public struct S3Part: Codable, Sendable, Equatable {
@@ -113,7 +112,7 @@ public enum MultipartPlan {
             guard hex.count == 32, hex.allSatisfy(\.isHexDigit) else { return nil }
             md5s += bytes(fromHex: hex)
         }
-        return "\"" + Insecure.MD5.hash(data: md5s).hex + "-\(parts.count)\""
+        return "\"" + MessageDigest.hash(.md5, md5s).hex + "-\(parts.count)\""
     }
 
     static func unquoted(_ etag: String) -> String {

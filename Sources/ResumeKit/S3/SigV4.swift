@@ -1,4 +1,3 @@
-import Crypto
 
 /// AWS Signature Version 4 for S3, header-based, with the payload hash sent as `x-amz-content-sha256`.
 ///
@@ -83,18 +82,18 @@ public struct SigV4Signer: Sendable {
 
         let scope = "\(stamp.date)/\(region)/\(service)/aws4_request"
         let stringToSign = ["AWS4-HMAC-SHA256", stamp.dateTime, scope, Self.sha256Hex(canonical)].joined(separator: "\n")
-        var key = SymmetricKey(data: Array(("AWS4" + credentials.secretAccessKey).utf8))
+        var key = Array(("AWS4" + credentials.secretAccessKey).utf8)
         for part in [stamp.date, region, service, "aws4_request"] {
-            key = SymmetricKey(data: Array(HMAC<SHA256>.authenticationCode(for: Array(part.utf8), using: key)))
+            key = MessageDigest.hmacSHA256(key: key, Array(part.utf8))
         }
-        let signature = HMAC<SHA256>.authenticationCode(for: Array(stringToSign.utf8), using: key).hex
+        let signature = MessageDigest.hmacSHA256(key: key, Array(stringToSign.utf8)).hex
         headers.set(
             "Authorization",
             "AWS4-HMAC-SHA256 Credential=\(credentials.accessKeyID)/\(scope),SignedHeaders=\(signedHeaders),Signature=\(signature)")
         return Signed(query: query, headers: headers, canonicalRequest: canonical, signature: signature)
     }
 
-    static func sha256Hex(_ text: String) -> String { SHA256.hash(data: Array(text.utf8)).hex }
+    static func sha256Hex(_ text: String) -> String { MessageDigest.hash(.sha256, Array(text.utf8)).hex }
 
     /// Leading and trailing blanks removed, inner runs of blanks collapsed to one.
     static func trimmed(_ value: String) -> String {

@@ -1,4 +1,3 @@
-import Crypto
 
 /// A checksum of each block of a stream, taken as the stream is read and kept in the token, so that a
 /// replayed stream (`producer | resumectl resume TOKEN` after the first pipe was lost) can be checked

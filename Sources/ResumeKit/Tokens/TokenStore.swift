@@ -1,4 +1,3 @@
-import Crypto
 import FoundationEssentials
 import Glibc
 
@@ -44,9 +43,8 @@ public struct TokenStore: Sendable {
 
     /// A stable id: the same URL to the same place gets the same token, so a second run resumes.
     public static func makeID(kind: ResumeToken.Kind, url: String, path: String) -> String {
-        var hasher = SHA256()
-        hasher.update(data: Array(url.utf8) + [0] + Array(path.utf8))
-        return (kind == .download ? "d-" : "u-") + hasher.finalize().prefix(8).hex
+        let digest = MessageDigest.hash(.sha256, Array(url.utf8) + [0] + Array(path.utf8))
+        return (kind == .download ? "d-" : "u-") + digest.prefix(8).hex
     }
 
     public func path(forID id: String) -> String { state.token(id) }

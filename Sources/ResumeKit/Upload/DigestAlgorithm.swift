@@ -1,4 +1,3 @@
-import Crypto
 import FoundationEssentials
 
 /// The digests an upload protocol may ask for over a request body, strongest first; then the CRCs of
@@ -18,32 +17,27 @@ public enum DigestAlgorithm: String, Sendable, CaseIterable, Codable {
     /// A running hash of this kind.
     func hasher() -> any BodyHasher {
         switch self {
-        case .sha512: SHA512()
-        case .sha384: SHA384()
-        case .sha256: SHA256()
-        case .sha1: Insecure.SHA1()
-        case .md5: Insecure.MD5()
+        case .sha512: MessageDigest(.sha512)
+        case .sha384: MessageDigest(.sha384)
+        case .sha256: MessageDigest(.sha256)
+        case .sha1: MessageDigest(.sha1)
+        case .md5: MessageDigest(.md5)
         case .crc32: HardwareCRC(.crc32)
         case .crc32c: HardwareCRC(.crc32c)
         }
     }
 }
 
-/// swift-crypto's hash functions behind one face, so a body digest is computed by one loop.
+/// libcrypto's digests and ISA-L's CRCs behind one face, so a body digest is computed by one loop.
 protocol BodyHasher {
     mutating func update(bufferPointer: UnsafeRawBufferPointer)
     func digestBytes() -> [UInt8]
 }
 
-extension HashFunction {
-    func digestBytes() -> [UInt8] { Array(finalize()) }
+extension MessageDigest: BodyHasher {
+    func digestBytes() -> [UInt8] { finalize() }
 }
 
-extension SHA512: BodyHasher {}
-extension SHA384: BodyHasher {}
-extension SHA256: BodyHasher {}
-extension Insecure.SHA1: BodyHasher {}
-extension Insecure.MD5: BodyHasher {}
 extension HardwareCRC: BodyHasher {
     mutating func update(bufferPointer: UnsafeRawBufferPointer) { update(bufferPointer) }
     func digestBytes() -> [UInt8] { bytes }

@@ -1,4 +1,3 @@
-import Crypto
 import FoundationEssentials
 import Glibc
 
@@ -54,7 +53,7 @@ final class SourceFile: UploadSource {
     /// SHA-256 of the first and the last MiB: cheap, and catches edits at either end.
     static func edgeHash(fd: Int32, size: Int64, path: String) throws(TransferError) -> String {
         let mib: Int64 = 1 << 20
-        var hasher = SHA256()
+        var hasher = MessageDigest(.sha256)
         let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 256 << 10, alignment: 16)  // a quarter of the pages
         defer { buffer.deallocate() }
         for start in Set([0, max(0, size - mib)]).sorted() {

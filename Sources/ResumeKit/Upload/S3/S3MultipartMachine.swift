@@ -1,4 +1,3 @@
-import Crypto
 import FoundationEssentials
 
 /// An upload to S3 as a pure machine (no I/O, no clock), run by `UploadOperation` like every protocol: a
@@ -141,7 +140,7 @@ public struct S3MultipartMachine: StreamingUploadMachine {
         case .complete:
             let document = Array(MultipartPlan.completionBody(parts, checksum: checksum.flexibleName).utf8)
             return UploadExchange(method: "POST", url: url([("uploadId", uploadID ?? "")]),
-                headers: ["Content-Type": "application/xml", "x-amz-content-sha256": SHA256.hash(data: document).hex],
+                headers: ["Content-Type": "application/xml", "x-amz-content-sha256": MessageDigest.hash(.sha256, document).hex],
                 document: document, userHeaders: false)
         case .head:
             return UploadExchange(method: "HEAD", url: url(), headers: [:], userHeaders: false)

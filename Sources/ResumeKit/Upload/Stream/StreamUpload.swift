@@ -1,4 +1,3 @@
-import Crypto
 import FoundationEssentials
 import Glibc
 import Synchronization
@@ -47,7 +46,7 @@ final class StreamUpload: @unchecked Sendable {
         /// The ledger as it was when the spool was last synced: it describes `spool.durable`.
         var durableLedger: StreamLedger
         /// SHA-256 of the whole stream, while every byte of it passed through this process.
-        var hasher: SHA256?
+        var hasher: MessageDigest?
     }
     private let shared: Mutex<Shared>
     /// Rung by the reader when the spool grew, stdin ended or reading failed.
@@ -74,7 +73,7 @@ final class StreamUpload: @unchecked Sendable {
         self.emit = events
         spoolPath = spool.path
         shared = Mutex(Shared(spool: spool, ended: state.ended, failure: nil, writer: LedgerWriter(state.ledger),
-            durableLedger: state.ledger, hasher: hashesWholeStream ? SHA256() : nil))
+            durableLedger: state.ledger, hasher: hashesWholeStream ? MessageDigest(.sha256) : nil))
     }
 
     // MARK: Replay
