@@ -134,11 +134,11 @@ struct TokenSummary {
             "protocol": state.token?.upload?.uploadProtocol?.rawValue, "expires": state.token?.upload?.expires,
         ]
         if let stream = state.token?.upload?.stream { object["streamEnded"] = stream.ended }
-        if let at = state.live?.startAt, state.live?.state == "scheduled" { object["startAt"] = Self.isoTime(at) }
+        if let at = state.live?.startAt, state.live?.state == "scheduled" { object["startAt"] = ISOTime.string(at) }
         if !state.isRunning, let record = state.record, state.token == nil || record.outcome != .done {
             object["exit"] = Int(record.exit)
             object["error"] = record.error
-            object["endedAt"] = Self.isoTime(record.endedAt)
+            object["endedAt"] = ISOTime.string(record.endedAt)
         }
         return JSONLine.encode(object)
     }
@@ -151,7 +151,6 @@ struct TokenSummary {
         return "\(tm.tm_year + 1900)-\(two(tm.tm_mon + 1))-\(two(tm.tm_mday)) \(two(tm.tm_hour)):\(two(tm.tm_min)):\(two(tm.tm_sec))"
     }
 
-    static func isoTime(_ date: Date) -> String { date.formatted(.iso8601) }
 }
 
 struct Cancel: AsyncParsableCommand {

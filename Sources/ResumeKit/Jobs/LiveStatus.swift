@@ -29,13 +29,13 @@ public struct LiveStatus: Codable, Equatable, Sendable {
     static let encoder: JSONEncoder = {
         let e = JSONEncoder()
         e.outputFormatting = [.sortedKeys]
-        e.dateEncodingStrategy = .iso8601
+        e.dateEncodingStrategy = ISOTime.encoding
         return e
     }()
 
     static let decoder: JSONDecoder = {
         let d = JSONDecoder()
-        d.dateDecodingStrategy = .iso8601
+        d.dateDecodingStrategy = ISOTime.decoding
         return d
     }()
 }

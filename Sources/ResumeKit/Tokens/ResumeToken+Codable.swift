@@ -16,10 +16,8 @@ extension ResumeToken: Codable {
         id = try c.decode(String.self, forKey: .id)
         url = try c.decode(String.self, forKey: .url)
         headers = try c.decode([String].self, forKey: .headers)
-        // Written in whole seconds; the ISO 8601 reader also takes fractions (and odder strings) that would
-        // not survive a write: what loads is what a write keeps.
-        createdAt = try c.decode(Date.self, forKey: .createdAt).wholeSeconds
-        updatedAt = try c.decode(Date.self, forKey: .updatedAt).wholeSeconds
+        createdAt = try c.decode(Date.self, forKey: .createdAt)
+        updatedAt = try c.decode(Date.self, forKey: .updatedAt)
         connection = try c.decodeIfPresent(ConnectionSettings.self, forKey: .connection)
         let s3 = try c.decodeIfPresent(S3State.self, forKey: .s3)
         switch try c.decode(Kind.self, forKey: .kind) {
@@ -122,10 +120,6 @@ extension ResumeToken.UploadPart: Codable {
         case .s3(let state): try c.encode(state, forKey: .s3)
         }
     }
-}
-
-extension Date {
-    fileprivate var wholeSeconds: Date { Date(timeIntervalSince1970: timeIntervalSince1970.rounded(.down)) }
 }
 
 extension KeyedDecodingContainer {
