@@ -65,8 +65,12 @@ build: deps
 # libstdc++, which only the Swift runtime uses, is linked in too (the linker finds the .a first in
 # STATIC_CXX), and the binary exports no symbols of its own (Swift's link line asks for -export-dynamic,
 # whose 0.4 MB symbol table every library loaded after it searches): 23.0 → 21.5 MiB for a download.
+# Every function gets a section of its own, and the linker places the ones common transfers run first
+# (scripts/link-order.txt, written by scripts/link-order.py): the kernel maps code 64 KiB around each
+# page touched, so packed hot code keeps less of the binary resident (21.2 → 18.6 MiB).
 STATIC_CXX := $(CURDIR)/.build/static-libstdc++
-RELEASE_FLAGS := -c release --static-swift-stdlib -Xlinker --no-export-dynamic -Xlinker -L$(STATIC_CXX)
+RELEASE_FLAGS := -c release --static-swift-stdlib -Xlinker --no-export-dynamic -Xlinker -L$(STATIC_CXX) \
+	-Xswiftc -Xfrontend -Xswiftc -function-sections -Xlinker --section-ordering-file=$(CURDIR)/scripts/link-order.txt
 ifneq ($(PIE),1)
 RELEASE_FLAGS += -Xswiftc -Xclang-linker -Xswiftc -no-pie
 endif
@@ -74,6 +78,8 @@ endif
 release: deps
 	@mkdir -p $(STATIC_CXX); a=$$(gcc -print-file-name=libstdc++.a 2>/dev/null); \
 		if [ -f "$$a" ]; then ln -sf "$$a" $(STATIC_CXX)/libstdc++.a; else echo "no libstdc++.a: linking libstdc++ dynamically"; fi
+	@# SwiftPM does not relink for a changed order file.
+	@for p in resumectl resumectl-serve resumectl-s3; do [ scripts/link-order.txt -nt .build/release/$$p ] && rm -f .build/release/$$p; done; true
 	$(SWIFT) build $(RELEASE_FLAGS)
 
 # One build of everything, then both test targets in parallel.
