@@ -1,9 +1,11 @@
 import FoundationEssentials
 
 /// The times of tokens, result records and live status: ISO 8601 in UTC and whole seconds,
-/// `2026-11-25T08:16:00Z`, as Foundation's `.iso8601` strategy wrote them. Done with ``CivilTime``:
-/// Foundation's ISO 8601 style maps its Calendar code (a few hundred KiB) into every transfer that saves a token.
+/// `2026-11-25T08:16:00Z`, as Foundation's `.iso8601` strategy wrote them. Done by hand, with the calendar
+/// arithmetic of HTTP dates: Foundation's ISO 8601 style maps its Calendar code (a few hundred KiB) into
+/// every transfer that saves a token.
 public enum ISOTime {
+    /// The time in that form, in whole seconds (a fraction is dropped).
     public static func string(_ date: Date) -> String {
         let t = CivilTime(Int64(date.timeIntervalSince1970.rounded(.down)))
         return CivilTime.digits(t.year, 4) + "-" + CivilTime.digits(t.month, 2) + "-" + CivilTime.digits(t.day, 2) + "T"
