@@ -74,7 +74,11 @@ final class CurlSession: TransportSession {
         try h.set(CURLOPT_USERAGENT, settings.connection.userAgent ?? CurlTransport.userAgent)
         try h.set(CURLOPT_SUPPRESS_CONNECT_HEADERS, 1)
         try h.set(CURLOPT_TCP_KEEPALIVE, 1)
-        try h.set(CURLOPT_BUFFERSIZE, settings.receiveBufferSize)
+        // Under a receive limit libcurl reads up to a whole buffer at once and then waits: a small one
+        // keeps the rate even (as the upload buffer below).
+        let receiveBuffer = settings.maxReceiveRate > 0
+            ? Int(min(Int64(settings.receiveBufferSize), max(16 * 1024, settings.maxReceiveRate / 16))) : settings.receiveBufferSize
+        try h.set(CURLOPT_BUFFERSIZE, receiveBuffer)
         // Under a send limit libcurl sleeps a whole buffer's worth between sends and reads no response
         // meanwhile: a small buffer keeps it responsive (a 104 is noticed within a fraction of a second).
         let uploadBuffer = settings.maxSendRate > 0

@@ -66,8 +66,9 @@ public struct TransportSettings: Sendable, Equatable {
     /// Bytes a second, 0 for no limit.
     public var maxReceiveRate: Int64 = 0
     public var maxSendRate: Int64 = 0
-    /// libcurl's receive buffer; its 16 KiB default is measurably slower here.
-    public var receiveBufferSize: Int = 256 * 1024
+    /// libcurl's receive buffer: its 16 KiB default is measurably slower, and 512 KiB (its largest) beat
+    /// 256 KiB on a 1 GiB download by 10 % in wall and 13 % in CPU (9 pairs, with a 1 MiB gatherer).
+    public var receiveBufferSize: Int = 512 * 1024
     public var uploadBufferSize: Int = 512 * 1024
     public var verbose: Bool = false
     /// TLS, proxy, address family, HTTP version: what the token keeps.
