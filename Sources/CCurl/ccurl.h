@@ -35,6 +35,8 @@ static inline CURLcode rctl_getinfo_string(CURL *_Nonnull h, CURLINFO i, char *_
 
 static inline int rctl_syncfs(int fd) { return syncfs(fd); }
 static inline int rctl_fallocate(int fd, int64_t length) { return fallocate(fd, 0, 0, (off_t)length); }
+/* FALLOC_FL_KEEP_SIZE: the blocks are reserved past the end, the file's length stays. */
+static inline int rctl_fallocate_keep_size(int fd, int64_t length) { return fallocate(fd, 0x01, 0, (off_t)length); }
 /* FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE (linux/falloc.h): free the blocks, keep the file's length. */
 static inline int rctl_punch_hole(int fd, int64_t offset, int64_t length) { return fallocate(fd, 0x02 | 0x01, (off_t)offset, (off_t)length); }
 

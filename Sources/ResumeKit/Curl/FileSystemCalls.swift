@@ -12,6 +12,9 @@ func syncFileSystem(containing fd: Int32) -> Int32 { rctl_syncfs(fd) }
 /// (EOPNOTSUPP) and the file simply stays sparse. 0, or -1 with errno set.
 func reserveSpace(_ fd: Int32, length: Int64) -> Int32 { rctl_fallocate(fd, length) }
 
+/// The same with FALLOC_FL_KEEP_SIZE: the file's length stays what was written, so the blocks wait past its end.
+func reserveSpaceAhead(_ fd: Int32, length: Int64) -> Int32 { rctl_fallocate_keep_size(fd, length) }
+
 /// Frees the blocks of `offset..<offset+length` without changing the file's length or other offsets
 /// (fallocate(2) with FALLOC_FL_PUNCH_HOLE): a spool gives back the disk space of acknowledged bytes.
 /// 0, or -1 with errno set (EOPNOTSUPP where the filesystem cannot).

@@ -232,6 +232,12 @@ final class DownloadOperation: ExchangeDelegate {
     private func accept(from: Int64, restarted: String?, effectiveURL: String) -> Bool {
         do {
             if from < part.length { try part.truncate(to: from) }
+            // Blocks reserved up front are cheaper to fill than blocks found as the writes come (1 GiB
+            // download, three farm-bench runs of 9–11 pairs: wall 0.94–0.97, CPU 0.90–0.94); the
+            // length stays what was written.
+            if from == 0, let total = machine.resource?.totalBytes, total > PartFile.gatherAfter {
+                _ = reserveSpaceAhead(part.fileDescriptor, length: total)
+            }
             if from < hashedUpTo { hasher = nil; hashedUpTo = 0 }
             if let restarted { emit(.restarted(reason: restarted)) }
             let r = machine.resource
