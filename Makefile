@@ -67,7 +67,7 @@ build: deps
 # whose 0.4 MB symbol table every library loaded after it searches): 23.0 → 21.5 MiB for a download.
 # Every function gets a section of its own, and the linker places the ones common transfers run first
 # (scripts/link-order.txt, written by scripts/link-order.py): the kernel maps code 64 KiB around each
-# page touched, so packed hot code keeps less of the binary resident (21.2 → 18.6 MiB).
+# page touched, so packed hot code keeps less of the binary resident (21.1 → 18.7 MiB).
 STATIC_CXX := $(CURDIR)/.build/static-libstdc++
 RELEASE_FLAGS := -c release --static-swift-stdlib -Xlinker --no-export-dynamic -Xlinker -L$(STATIC_CXX) \
 	-Xswiftc -Xfrontend -Xswiftc -function-sections -Xlinker --section-ordering-file=$(CURDIR)/scripts/link-order.txt

@@ -150,7 +150,6 @@ struct TokenSummary {
         let two = { (v: Int32) in v < 10 ? "0\(v)" : "\(v)" }
         return "\(tm.tm_year + 1900)-\(two(tm.tm_mon + 1))-\(two(tm.tm_mday)) \(two(tm.tm_hour)):\(two(tm.tm_min)):\(two(tm.tm_sec))"
     }
-
 }
 
 struct Cancel: AsyncParsableCommand {

@@ -74,16 +74,12 @@ final class CurlSession: TransportSession {
         try h.set(CURLOPT_USERAGENT, settings.connection.userAgent ?? CurlTransport.userAgent)
         try h.set(CURLOPT_SUPPRESS_CONNECT_HEADERS, 1)
         try h.set(CURLOPT_TCP_KEEPALIVE, 1)
-        // Under a receive limit libcurl reads up to a whole buffer at once and then waits: a small one
-        // keeps the rate even (as the upload buffer below).
-        let receiveBuffer = settings.maxReceiveRate > 0
-            ? Int(min(Int64(settings.receiveBufferSize), max(16 * 1024, settings.maxReceiveRate / 16))) : settings.receiveBufferSize
-        try h.set(CURLOPT_BUFFERSIZE, receiveBuffer)
-        // Under a send limit libcurl sleeps a whole buffer's worth between sends and reads no response
-        // meanwhile: a small buffer keeps it responsive (a 104 is noticed within a fraction of a second).
-        let uploadBuffer = settings.maxSendRate > 0
-            ? Int(min(Int64(settings.uploadBufferSize), max(16 * 1024, settings.maxSendRate / 16))) : settings.uploadBufferSize
-        try h.set(CURLOPT_UPLOAD_BUFFERSIZE, uploadBuffer)
+        // Under a rate limit libcurl moves a whole buffer at once and then sleeps, reading no response
+        // meanwhile: a buffer of 1/16 of a second keeps the rate even and a 104 noticed within a fraction
+        // of a second.
+        func buffer(_ size: Int, limit: Int64) -> Int { limit > 0 ? Int(min(Int64(size), max(16 * 1024, limit / 16))) : size }
+        try h.set(CURLOPT_BUFFERSIZE, buffer(settings.receiveBufferSize, limit: settings.maxReceiveRate))
+        try h.set(CURLOPT_UPLOAD_BUFFERSIZE, buffer(settings.uploadBufferSize, limit: settings.maxSendRate))
         try h.set(CURLOPT_CONNECTTIMEOUT, settings.connectTimeout)
         // A stall is less than one byte a second for the whole stall window.
         try h.set(CURLOPT_LOW_SPEED_LIMIT, 1)

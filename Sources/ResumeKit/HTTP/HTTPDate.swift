@@ -74,8 +74,18 @@ struct CivilTime: Equatable {
         return Int64(days) * 86_400 + Int64(hour * 3600 + minute * 60 + second)
     }
 
+    /// `YYYY`, `MM`, `DD` joined by `separator`.
+    func date(separator: String) -> String {
+        [Self.digits(year, 4), Self.digits(month, 2), Self.digits(day, 2)].joined(separator: separator)
+    }
+
+    /// `hh`, `mm`, `ss` joined by `separator`.
+    func time(separator: String) -> String {
+        [Self.digits(hour, 2), Self.digits(minute, 2), Self.digits(second, 2)].joined(separator: separator)
+    }
+
     /// Zero-padded to `width` digits.
-    static func digits(_ n: Int, _ width: Int) -> String {
+    private static func digits(_ n: Int, _ width: Int) -> String {
         let text = String(n)
         return String(repeating: "0", count: max(0, width - text.count)) + text
     }

@@ -1,4 +1,3 @@
-
 /// One part of an S3 multipart upload as the token records it, written after S3 acknowledged it.
 public struct S3Part: Codable, Sendable, Equatable {
     /// 1-based, as S3 numbers them.

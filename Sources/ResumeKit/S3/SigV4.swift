@@ -1,4 +1,3 @@
-
 /// AWS Signature Version 4 for S3, header-based, with the payload hash sent as `x-amz-content-sha256`.
 ///
 /// Our own signer rather than libcurl's `CURLOPT_AWS_SIGV4`: libcurl 7.88.1 (Debian 12) signs the query and
@@ -110,7 +109,7 @@ struct AWSTimestamp: Equatable {
 
     init(_ seconds: Int64) {
         let t = CivilTime(seconds)
-        date = CivilTime.digits(t.year, 4) + CivilTime.digits(t.month, 2) + CivilTime.digits(t.day, 2)
-        dateTime = date + "T" + CivilTime.digits(t.hour, 2) + CivilTime.digits(t.minute, 2) + CivilTime.digits(t.second, 2) + "Z"
+        date = t.date(separator: "")
+        dateTime = date + "T" + t.time(separator: "") + "Z"
     }
 }

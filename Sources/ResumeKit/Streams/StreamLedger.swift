@@ -1,4 +1,3 @@
-
 /// A checksum of each block of a stream, taken as the stream is read and kept in the token, so that a
 /// replayed stream (`producer | resumectl resume TOKEN` after the first pipe was lost) can be checked
 /// against bytes the spool no longer holds before anything new is appended. The checksum is a CRC32C

@@ -8,8 +8,7 @@ public enum ISOTime {
     /// The time in that form, in whole seconds (a fraction is dropped).
     public static func string(_ date: Date) -> String {
         let t = CivilTime(Int64(date.timeIntervalSince1970.rounded(.down)))
-        return CivilTime.digits(t.year, 4) + "-" + CivilTime.digits(t.month, 2) + "-" + CivilTime.digits(t.day, 2) + "T"
-            + CivilTime.digits(t.hour, 2) + ":" + CivilTime.digits(t.minute, 2) + ":" + CivilTime.digits(t.second, 2) + "Z"
+        return t.date(separator: "-") + "T" + t.time(separator: ":") + "Z"
     }
 
     /// The time of exactly that form, else nil: what loads is what a write keeps.
