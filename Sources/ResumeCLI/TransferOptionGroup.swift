@@ -58,12 +58,7 @@ struct TransferOptionGroup: ParsableArguments {
         options.transport.connection = connection.settings
         options.transport.credentials = connection.credentials
         options.computeSHA256 = json
-        if checkpointInterval == 0 {
-            options.checkpointInterval = .infinity
-            options.checkpointBytes = .max
-        } else {
-            options.checkpointInterval = checkpointInterval
-        }
+        options.checkpointInterval = checkpointInterval == 0 ? .infinity : checkpointInterval
         return TransferClient(store: store, options: options, s3Answers: S3Support.answers)
     }
 }

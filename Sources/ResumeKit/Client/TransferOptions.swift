@@ -2,9 +2,8 @@
 public struct TransferOptions: Sendable, Equatable {
     public var retry: RetryPolicy = .default
     public var transport = TransportSettings()
-    /// A download commits (fsync, then token) after this many new bytes …
-    public var checkpointBytes: Int64 = 16 * 1024 * 1024
-    /// … or after this many seconds, whichever comes first. A resume re-fetches at most this much.
+    /// Seconds between a download's checkpoints (fsync, then token): a crash costs at most this much time
+    /// of transfer, however fast the link.
     public var checkpointInterval: Double = 1.0
     /// Compute the SHA-256 of the finished data even when nothing asks to verify it (for `--json`).
     public var computeSHA256 = false

@@ -44,7 +44,6 @@ final class DownloadOperation: ExchangeDelegate {
     // Pacing of checkpoints and progress events.
     private let committer = Committer()
     private var lastCheckpoint = Monotonic.now
-    private var lastCheckpointLength: Int64 = 0
     private var lastWriteback: Int64 = 0
     private var pacer = ProgressPacer()
 
@@ -307,7 +306,7 @@ final class DownloadOperation: ExchangeDelegate {
                     lastWriteback = part.written
                 }
             }
-            if part.length - lastCheckpointLength >= options.checkpointBytes || now - lastCheckpoint >= options.checkpointInterval {
+            if now - lastCheckpoint >= options.checkpointInterval {
                 try checkpointInBackground()
                 lastCheckpoint = now
             }
@@ -344,7 +343,6 @@ final class DownloadOperation: ExchangeDelegate {
         let snapshot = header.with(.download(committed))
         let store = self.store
         if committer.checkpoint(fd: part.fileDescriptor, path: part.path, length: part.length, record: { [snapshot] in try store.save(snapshot) }) {
-            lastCheckpointLength = part.length
             tokenOnDisk = true
         }
     }
@@ -362,7 +360,6 @@ final class DownloadOperation: ExchangeDelegate {
             throw TransferError(.localIO, "\(error)", tokenID: token.id)
         }
         tokenOnDisk = true
-        lastCheckpointLength = part.committed
     }
 
     /// Writes what the `.part` file still gathers, before its descriptor is used elsewhere.
