@@ -69,7 +69,9 @@ public struct TransportSettings: Sendable, Equatable {
     /// libcurl's receive buffer: its 16 KiB default is measurably slower, and 512 KiB (its largest) beat
     /// 256 KiB on a 1 GiB download by 10 % in wall and 13 % in CPU (9 pairs, with a 1 MiB gatherer).
     public var receiveBufferSize: Int = 512 * 1024
-    public var uploadBufferSize: Int = 512 * 1024
+    /// libcurl's send buffer, at its largest (2 MiB): a 1 GiB one-request upload against 512 KiB, 21
+    /// pairs, CPU 0.77 at the same wall (1 MiB measured no different from 512 KiB), for 0.9 MiB of peak.
+    public var uploadBufferSize: Int = 2048 * 1024
     public var verbose: Bool = false
     /// TLS, proxy, address family, HTTP version: what the token keeps.
     public var connection = ConnectionSettings()
