@@ -76,7 +76,7 @@ struct TokenSummary {
             kind = token.kind.rawValue
             url = Redact.url(token.url)
             if let d = token.download {
-                committed = d.segments.map { $0.reduce(0) { $0 + $1.committed } } ?? d.committedBytes
+                committed = d.heldBytes
                 total = d.totalBytes
                 location = d.path
             } else if let u = token.upload {

@@ -40,6 +40,24 @@ private func head(_ status: Int, _ fields: [(String, String)] = []) -> ResponseH
         }
     }
 
+    @Test func verdictJoinsTheExchangeWithTheHeadsDecision() {
+        let m = DownloadStateMachine(resource: stored)
+        let write = DownloadStateMachine.Decision.write(from: 0, restarted: nil)
+        #expect(m.verdict(.completed, write, held: 1000, stallTimeout: 30) == .done)
+        #expect(m.verdict(.completed, write, held: 600, stallTimeout: 30) == .fault(.lost("the connection closed at byte 600 of 1000")))
+        #expect(m.verdict(.abortedByDelegate, write, held: 600, stallTimeout: 30) == .again)
+        #expect(m.verdict(.cancelled, nil, held: 0, stallTimeout: 30) == .again)
+        #expect(m.verdict(.stalled, write, held: 10, stallTimeout: 7) == .fault(.stalled(seconds: 7)))
+        #expect(m.verdict(.completed, .retry(status: 503, retryAfter: "2"), held: 0, stallTimeout: 30)
+            == .fault(.answered(503, retryAfter: "2")))
+        #expect(m.verdict(.completed, .malformed("two lengths"), held: 0, stallTimeout: 30) == .fault(.lost("two lengths")))
+        #expect(m.verdict(.completed, .fail(.status(404, reason: "Not Found")), held: 0, stallTimeout: 30)
+            == .fail(.status(404, reason: "Not Found")))
+        #expect(m.verdict(.completed, nil, held: 0, stallTimeout: 30) == .fault(.lost("the server sent no response")))
+        let refused = TransportFailure(kind: .network, code: 7, message: "Connection refused", unreachable: true)
+        #expect(m.verdict(.failed(refused), nil, held: 0, stallTimeout: 30) == .fault(.unreachable("Connection refused")))
+    }
+
     @Test func firstResponseStoresStrongValidatorAndLength() {
         var m = DownloadStateMachine()
         let d = m.evaluate(head(200, [("ETag", etag), ("Content-Length", "1000")]), requestedOffset: 0)

@@ -9,9 +9,25 @@ extension TransferClient {
         results.load(id: reference)
     }
 
+    /// Runs a transfer and keeps the record of its end (none without an `id`: a list's file that got no token).
+    func recorded<Result>(
+        id: String?, kind: ResumeToken.Kind, url: String, source: String? = nil, failedURL: String? = nil,
+        _ run: () throws(TransferError) -> Result, as outcome: (Result) -> TransferResult
+    ) throws(TransferError) -> Result {
+        let began = Date()
+        do throws(TransferError) {
+            let result = try run()
+            if let id { recordDone(id: id, kind: kind, url: url, result: outcome(result), source: source, since: began) }
+            return result
+        } catch {
+            if let id { recordFailure(error, id: id, kind: kind, url: failedURL ?? url, source: source) }
+            throw error
+        }
+    }
+
     /// - Parameter since: when the transfer began; a record written since (by the finish, before the token
     ///   went) is not written twice.
-    func recordDone(id: String, kind: ResumeToken.Kind, url: String, result: TransferResult, source: String? = nil, since: Date) {
+    private func recordDone(id: String, kind: ResumeToken.Kind, url: String, result: TransferResult, source: String? = nil, since: Date) {
         if let written = results.load(id: id), written.outcome == .done, written.endedAt >= since.addingTimeInterval(-1) { return }
         let record: TransferRecord
         switch result {
@@ -19,7 +35,7 @@ extension TransferClient {
             record = TransferRecord(
                 id: id, kind: kind, outcome: .done, exit: 0, resumable: false, url: url, path: d.path, bytes: d.bytes, sha256: d.sha256)
         case .uploaded(let u):
-            let path = source.map(absolutePath) ?? ((try? store.load(id))?.upload?.source.path)
+            let path = source.map(OutputPath.absolute) ?? ((try? store.load(id))?.upload?.source.path)
             record = TransferRecord(
                 id: id, kind: kind, outcome: .done, exit: 0, resumable: false, url: u.url, path: path, bytes: u.bytes, sha256: u.sha256)
         }
@@ -28,16 +44,16 @@ extension TransferClient {
 
     /// Keeps the end of a transfer that was announced. Refusals before it began (bad arguments, a token
     /// that does not exist or cannot be read) and "running elsewhere" leave no record: the one running owns it.
-    func recordFailure(_ error: TransferError, id: String, kind: ResumeToken.Kind, url: String, source: String? = nil) {
+    private func recordFailure(_ error: TransferError, id: String, kind: ResumeToken.Kind, url: String, source: String? = nil) {
         switch error.code {
         case .usage, .busy, .inputMissing, .badToken: return
         default: break
         }
         let token = try? store.load(id)
-        let path = token?.download?.path ?? token?.upload?.source.path ?? source.map(absolutePath)
+        let path = token?.download?.path ?? token?.upload?.source.path ?? source.map(OutputPath.absolute)
             ?? (kind == .download ? try? OutputPath.resolve(url: url, output: nil) : nil)
         let bytes = token.map { t in
-            t.download.map { d in d.segments.map { $0.reduce(0) { $0 + $1.committed } } ?? d.committedBytes } ?? t.upload?.acknowledgedBytes ?? 0
+            t.download?.heldBytes ?? t.upload?.acknowledgedBytes ?? 0
         }
         let outcome: TransferRecord.Outcome = if case .stopped = error.code { .paused } else { .failed }
         try? results.save(TransferRecord(
@@ -73,8 +89,4 @@ extension TransferClient {
         default: .failed
         }
     }
-}
-
-private func absolutePath(_ path: String) -> String {
-    OutputPath.lexicallyNormalized(path.hasPrefix("/") ? path : FileManager.default.currentDirectoryPath + "/" + path)
 }

@@ -38,24 +38,16 @@ extension TransferClient {
         _ request: UploadRequest, cancellation: Cancellation = Cancellation(), events: @escaping EventHandler = { _ in }
     ) async throws(TransferError) -> UploadResult {
         try await onOwnThread { () throws(TransferError) in
-            let id = self.uploadTokenID(request)
-            let began = Date()
-            do throws(TransferError) {
-                let result = try self.runUpload(request, cancellation: cancellation, events: events)
-                self.recordDone(id: id, kind: .upload, url: request.url, result: .uploaded(result), source: request.filePath, since: began)
-                return result
-            } catch {
-                self.recordFailure(error, id: id, kind: .upload, url: request.url, source: request.filePath)
-                throw error
-            }
+            try self.recorded(id: self.uploadTokenID(request), kind: .upload, url: request.url, source: request.filePath, { () throws(TransferError) in
+                try self.runUpload(request, cancellation: cancellation, events: events)
+            }, as: TransferResult.uploaded)
         }
     }
 
     /// The token id an upload request uses.
     public func uploadTokenID(_ request: UploadRequest) -> String {
         if request.filePath == "-" { return TokenStore.makeID(kind: .upload, url: request.url, path: "-") }
-        let absolute = request.filePath.hasPrefix("/") ? request.filePath : FileManager.default.currentDirectoryPath + "/" + request.filePath
-        return TokenStore.makeID(kind: .upload, url: request.url, path: OutputPath.lexicallyNormalized(absolute))
+        return TokenStore.makeID(kind: .upload, url: request.url, path: OutputPath.absolute(request.filePath))
     }
 
     func runUpload(_ request: UploadRequest, cancellation: Cancellation, events: @escaping EventHandler) throws(TransferError) -> UploadResult {

@@ -64,16 +64,9 @@ public struct TransferClient: Sendable {
         }
         return try await onOwnThread { () throws(TransferError) in
             try self.prepareStateDirectory()
-            let id = self.downloadTokenID(request)
-            let began = Date()
-            do throws(TransferError) {
-                let result = try self.runDownload(request, cancellation: cancellation, events: events)
-                if let id { self.recordDone(id: id, kind: .download, url: request.url, result: .downloaded(result), since: began) }
-                return result
-            } catch {
-                if let id { self.recordFailure(error, id: id, kind: .download, url: request.url) }
-                throw error
-            }
+            return try self.recorded(id: self.downloadTokenID(request), kind: .download, url: request.url, { () throws(TransferError) in
+                try self.runDownload(request, cancellation: cancellation, events: events)
+            }, as: TransferResult.downloaded)
         }
     }
 
@@ -97,21 +90,14 @@ public struct TransferClient: Sendable {
                 guard error.code == .inputMissing, let ended = try self.endedResult(reference, events: events) else { throw error }
                 return ended
             }
-            let began = Date()
-            do throws(TransferError) {
-                let result: TransferResult
+            return try self.recorded(id: token.id, kind: token.kind, url: token.url, failedURL: newURL, { () throws(TransferError) in
                 switch token.kind {
                 case .download:
-                    result = .downloaded(try self.runResumeDownload(token, newURL: newURL, headers: headers, cancellation: cancellation, events: events))
+                    .downloaded(try self.runResumeDownload(token, newURL: newURL, headers: headers, cancellation: cancellation, events: events))
                 case .upload:
-                    result = .uploaded(try self.runResumeUpload(token, newURL: newURL, headers: headers, cancellation: cancellation, events: events))
+                    .uploaded(try self.runResumeUpload(token, newURL: newURL, headers: headers, cancellation: cancellation, events: events))
                 }
-                self.recordDone(id: token.id, kind: token.kind, url: token.url, result: result, since: began)
-                return result
-            } catch {
-                self.recordFailure(error, id: token.id, kind: token.kind, url: newURL ?? token.url)
-                throw error
-            }
+            }, as: { $0 })
         }
     }
 

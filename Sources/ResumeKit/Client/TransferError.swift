@@ -62,6 +62,12 @@ public struct TransferError: Error, Sendable, Equatable, CustomStringConvertible
     /// True when the transfer's token stays on disk for a later `resume`.
     public var keepsToken: Bool { tokenID != nil }
 
+    /// A download's server refused for good: "the server answered 404 Not Found for URL".
+    static func refused(_ status: Int, _ reason: String, url: String, tokenID: String? = nil) -> TransferError {
+        TransferError(.failed, "the server answered \(status)\(reason.isEmpty ? "" : " " + reason) for \(url)", status: status,
+            tokenID: tokenID)
+    }
+
     public var description: String { message }
 
     /// True when `resumectl resume` can continue where this stopped.

@@ -50,6 +50,14 @@ public enum HeaderLines {
         return fields
     }
 
+    /// A download's header lines, less `Accept-Encoding`: ranges address the bytes as sent, and a body
+    /// encoded on the fly cannot be resumed.
+    static func forDownload(_ lines: [String]) -> HeaderFields {
+        var fields = (try? parse(lines)) ?? [:]
+        fields.remove("Accept-Encoding")
+        return fields
+    }
+
     /// Headers from the token, overridden by headers given now (by name).
     public static func merge(stored: [String], given: [String]) -> [String] {
         let givenNames = Set(given.compactMap { $0.split(separator: ":", maxSplits: 1).first?.trimmingSpaces().lowercased() })

@@ -111,27 +111,24 @@ final class DownloadOperation: ExchangeDelegate {
         let url = token.url
         while true {
             if let reason = cancellation.reason { throw try stop(reason) }
-            let outcome: AttemptOutcome
+            let verdict: DownloadStateMachine.Verdict
             switch machine.plan(committed: part.committed) {
             case .fail(let failure):
                 throw fail(failure)
             case .fetch(let offset, let rangeHeaders):
-                outcome = fetch(url: url, offset: offset, rangeHeaders: rangeHeaders)
+                verdict = try fetch(url: url, offset: offset, rangeHeaders: rangeHeaders)
             }
-            switch outcome {
+            switch verdict {
             case .done:
                 return try finish()
-            case .refetch(let reason):
+            case .refetchFromZero(let reason):
                 refetches += 1
                 guard refetches <= 5 else { throw TransferError(.failed, "giving up: \(reason), again and again", tokenID: token.id) }
                 try restartFromZero(reason: reason)
             case .again:
                 continue
-            case .failed(let failure):
+            case .fail(let failure):
                 throw fail(failure)
-            case .localIO(let message):
-                try? commit()
-                throw TransferError(.localIO, message, tokenID: token.id)
             case .fault(let fault):
                 // A typo'd host on a fresh start fails at once; a known host that stops resolving is the network.
                 let fresh = part.committed == 0 && machine.resource == nil
@@ -147,22 +144,11 @@ final class DownloadOperation: ExchangeDelegate {
         }
     }
 
-    private enum AttemptOutcome {
-        case done
-        case refetch(String)
-        case again
-        case fault(Fault)
-        case failed(DownloadStateMachine.Failure)
-        case localIO(String)
-    }
-
     // MARK: Attempts
 
-    private func fetch(url: String, offset: Int64, rangeHeaders: HeaderFields) -> AttemptOutcome {
-        var headers = (try? HeaderLines.parse(token.headers)) ?? [:]
+    private func fetch(url: String, offset: Int64, rangeHeaders: HeaderFields) throws(TransferError) -> DownloadStateMachine.Verdict {
+        var headers = HeaderLines.forDownload(token.headers)
         for field in rangeHeaders.fields { headers.set(field.name, field.value) }
-        // Ranges address the bytes as sent; a body encoded on the fly cannot be resumed.
-        headers.remove("Accept-Encoding")
         requestedOffset = offset
         decision = nil
         localError = nil
@@ -171,34 +157,11 @@ final class DownloadOperation: ExchangeDelegate {
         let result = session.perform(request, settings: options.transport, cancellation: cancellation, delegate: self)
         if let url = result.effectiveURL, url != download.effectiveURL { download.effectiveURL = url }
 
-        switch result.outcome {
-        case .completed, .abortedByDelegate:
-            if let localError { return .localIO(localError) }
-            switch decision {
-            case .write?:
-                if result.outcome == .abortedByDelegate { return .again }
-                if let total = machine.resource?.totalBytes, part.length != total {
-                    return .fault(.lost("the connection closed at byte \(part.length) of \(total)"))
-                }
-                return .done
-            case .refetchFromZero(let reason)?:
-                return .refetch(reason)
-            case .retry(let status, let after)?:
-                return .fault(.answered(status, retryAfter: after))
-            case .malformed(let reason)?:
-                return .fault(.lost(reason))
-            case .fail(let failure)?:
-                return .failed(failure)
-            case nil:
-                return .fault(.lost("the server sent no response"))
-            }
-        case .cancelled:
-            return .again
-        case .stalled:
-            return .fault(.stalled(seconds: options.transport.stallTimeout))
-        case .failed(let failure):
-            return .fault(Fault(failure))
+        if let localError, result.outcome == .completed || result.outcome == .abortedByDelegate {
+            try? commit()
+            throw TransferError(.localIO, localError, tokenID: token.id)
         }
+        return machine.verdict(result.outcome, decision, held: part.length, stallTimeout: options.transport.stallTimeout)
     }
 
     // MARK: ExchangeDelegate
@@ -239,15 +202,7 @@ final class DownloadOperation: ExchangeDelegate {
             }
             if from < hashedUpTo { hasher = nil; hashedUpTo = 0 }
             if let restarted { emit(.restarted(reason: restarted)) }
-            let r = machine.resource
-            download.etag = r?.etag
-            download.lastModified = r?.lastModified
-            download.validator = r?.validator
-            download.totalBytes = r?.totalBytes
-            download.effectiveURL = effectiveURL
-            if let digest = r?.reprDigestSHA256, digest.count == 32, download.expectedSHA256 == nil {
-                download.expectedSHA256 = digest.hex
-            }
+            download.adopt(machine.resource, effectiveURL: effectiveURL)
             if tokenOnDisk { try commit() }  // the stored validator or offset may be stale now
             // Hash as the body arrives when it starts at zero; a resumed file is hashed whole at the end,
             // so its first new byte does not wait for the data already on disk to be read back.
@@ -436,9 +391,7 @@ final class DownloadOperation: ExchangeDelegate {
     private func fail(_ failure: DownloadStateMachine.Failure) -> TransferError {
         switch failure {
         case .status(let status, let reason):
-            let text = reason.isEmpty ? "" : " \(reason)"
-            return TransferError(.failed, "the server answered \(status)\(text) for \(token.url)", status: status,
-                tokenID: part.committed > 0 ? token.id : nil)
+            return .refused(status, reason, url: token.url, tokenID: part.committed > 0 ? token.id : nil)
         case .changed(let reason):
             return TransferError.changed(reason, tokenID: token.id)
         }

@@ -172,6 +172,41 @@ public struct DownloadStateMachine: Sendable, Equatable {
         ContentLength(head.headers).value
     }
 
+    /// How a GET ended, the same for a file and a pipe.
+    enum Verdict: Equatable {
+        case done
+        /// Cut short on this side (a stop, or a first body that handed over): plan again.
+        case again
+        /// For the retrier.
+        case fault(Fault)
+        case refetchFromZero(String)
+        case fail(Failure)
+    }
+
+    /// Joins how the exchange ended with what its head was judged (`decision`); `held` is the length of
+    /// the data now on this side.
+    func verdict(_ outcome: ExchangeOutcome, _ decision: Decision?, held: Int64, stallTimeout: Int) -> Verdict {
+        switch outcome {
+        case .cancelled: return .again
+        case .stalled: return .fault(.stalled(seconds: stallTimeout))
+        case .failed(let failure): return .fault(Fault(failure))
+        case .completed, .abortedByDelegate:
+            switch decision {
+            case .write?:
+                if outcome == .abortedByDelegate { return .again }
+                if let total = resource?.totalBytes, held != total {
+                    return .fault(.lost("the connection closed at byte \(held) of \(total)"))
+                }
+                return .done
+            case .refetchFromZero(let reason)?: return .refetchFromZero(reason)
+            case .retry(let status, let after)?: return .fault(.answered(status, retryAfter: after))
+            case .malformed(let reason)?: return .fault(.lost(reason))
+            case .fail(let failure)?: return .fail(failure)
+            case nil: return .fault(.lost("the server sent no response"))
+            }
+        }
+    }
+
     static func resource(from head: ResponseHead, totalBytes: Int64?) -> Resource {
         let h = head.headers
         let validator = RangeValidator.select(etag: h["ETag"], lastModified: h["Last-Modified"], date: h["Date"])
@@ -180,5 +215,20 @@ public struct DownloadStateMachine: Sendable, Equatable {
         return Resource(
             etag: h["ETag"], lastModified: h["Last-Modified"], validator: encoded ? nil : validator?.headerValue,
             totalBytes: totalBytes, reprDigestSHA256: StructuredField.byteSequenceDictionary(h["Repr-Digest"])["sha-256"])
+    }
+}
+
+extension ResumeToken.DownloadPart {
+    /// Records what the server said of the file (nil: nothing yet), and its `Repr-Digest` as the expected
+    /// SHA-256 unless `--checksum` gave one.
+    mutating func adopt(_ resource: DownloadStateMachine.Resource?, effectiveURL: String?) {
+        etag = resource?.etag
+        lastModified = resource?.lastModified
+        validator = resource?.validator
+        totalBytes = resource?.totalBytes
+        self.effectiveURL = effectiveURL
+        if let digest = resource?.reprDigestSHA256, digest.count == 32, expectedSHA256 == nil {
+            expectedSHA256 = digest.hex
+        }
     }
 }

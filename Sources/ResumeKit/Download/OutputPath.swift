@@ -33,6 +33,11 @@ public enum OutputPath {
         return lexicallyNormalized(path)
     }
 
+    /// `path` from the current folder, normalized as below.
+    static func absolute(_ path: String) -> String {
+        lexicallyNormalized(path.hasPrefix("/") ? path : FileManager.default.currentDirectoryPath + "/" + path)
+    }
+
     /// `.` and `..` and repeated slashes resolved on the text alone: no symlink look-ups per file.
     static func lexicallyNormalized(_ path: String) -> String {
         if isNormalized(path) { return path }

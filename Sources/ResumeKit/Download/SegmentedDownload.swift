@@ -118,7 +118,7 @@ final class SegmentedDownload {
         try checkpoint(fd: fd, workers: workers)
 
         if let reason = cancellation.reason {
-            let committed = (download.segments ?? []).reduce(0) { $0 + $1.committed }
+            let committed = download.heldBytes
             emit(.paused(offset: committed))
             throw TransferError.stopped(reason, "at \(committed) bytes", tokenID: token.id)
         }
@@ -138,8 +138,7 @@ final class SegmentedDownload {
 
     /// HEAD for the validator and length, then the segment layout, recorded in the token before any data.
     private func plan() throws {
-        var headers = (try? HeaderLines.parse(token.headers)) ?? [:]
-        headers.remove("Accept-Encoding")
+        let headers = HeaderLines.forDownload(token.headers)
         var retrier = Retrier(options, cancellation: cancellation, events: emit)
         let head: ResponseHead
         let effectiveURL: String?
@@ -170,21 +169,13 @@ final class SegmentedDownload {
         switch SegmentRules.probe(head) {
         case .failure(let refusal):
             if case .status(let status) = refusal, !RetryPolicy.isRetryable(status: status) {
-                let text = head.reason.isEmpty ? "" : " \(head.reason)"
-                throw TransferError(.failed, "the server answered \(status)\(text) for \(token.url)", status: status)
+                throw TransferError.refused(status, head.reason, url: token.url)
             }
             throw Handover.unsupported(refusal.description)
         case .success(let resource):
             let segments = SegmentRules.split(total: resource.totalBytes!, connections: connections)
             guard segments.count > 1 else { throw Handover.unsupported("the file is too small to split") }
-            download.etag = resource.etag
-            download.lastModified = resource.lastModified
-            download.validator = resource.validator
-            download.totalBytes = resource.totalBytes
-            download.effectiveURL = effectiveURL
-            if let digest = resource.reprDigestSHA256, digest.count == 32, download.expectedSHA256 == nil {
-                download.expectedSHA256 = digest.hex
-            }
+            download.adopt(resource, effectiveURL: effectiveURL)
             download.segments = segments
         }
     }
@@ -289,8 +280,7 @@ final class SegmentWorker: ExchangeDelegate, @unchecked Sendable {
         // Segments retry quietly: the transfer's own line reports progress, and a failure ends it with its reason.
         var retrier = Retrier(options, cancellation: stop, events: { _ in }, announces: false)
         while !isDone && !stop.isStopped {
-            var fields = (try? HeaderLines.parse(headers)) ?? [:]
-            fields.remove("Accept-Encoding")
+            var fields = HeaderLines.forDownload(headers)
             requestedFrom = SegmentRules.resumeStart(segmentStart: start, written: written)
             fields.set("Range", "bytes=\(requestedFrom)-\(end)")
             fields.set("If-Range", resource.validator ?? "")
@@ -311,7 +301,7 @@ final class SegmentWorker: ExchangeDelegate, @unchecked Sendable {
             switch (result.outcome, decision) {
             case (_, .changed(let reason)?): return report(.changed(reason))
             case (_, .fail(.status(let status, let reason))?):
-                return report(.failed(TransferError(.failed, "the server answered \(status) \(reason) for \(url)", status: status)))
+                return report(.failed(.refused(status, reason, url: url)))
             case (_, .fail(.changed(let reason))?): return report(.changed(reason))
             case (_, .retry(let status, let after)?): fault = .answered(status, retryAfter: after)
             case (.cancelled, _): return

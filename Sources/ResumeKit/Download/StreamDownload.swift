@@ -75,32 +75,12 @@ final class StreamDownload: ExchangeDelegate {
                 cancellation: cancellation, delegate: self)
             if let failure { throw failure }
             let fault: Fault
-            switch result.outcome {
-            case .completed, .abortedByDelegate:
-                switch decision {
-                case .write?:
-                    if let total = machine.resource?.totalBytes, written < total {
-                        fault = .lost("the connection closed at byte \(written) of \(total)")
-                    } else {
-                        return try finish()
-                    }
-                case .retry(let status, let after)?:
-                    fault = .answered(status, retryAfter: after)
-                case .malformed(let reason)?:
-                    fault = .lost(reason)
-                case .fail(.status(let status, let reason))?:
-                    throw TransferError(.failed, "the server answered \(status)\(reason.isEmpty ? "" : " " + reason) for \(url)", status: status)
-                case .fail(.changed(let reason))?, .refetchFromZero(let reason)?:
-                    throw changed(reason)
-                case nil:
-                    fault = .lost("the server sent no response")
-                }
-            case .cancelled:
-                continue
-            case .stalled:
-                fault = .stalled(seconds: options.transport.stallTimeout)
-            case .failed(let failure):
-                fault = Fault(failure)
+            switch machine.verdict(result.outcome, decision, held: written, stallTimeout: options.transport.stallTimeout) {
+            case .done: return try finish()
+            case .again: continue
+            case .fault(let f): fault = f
+            case .fail(.status(let status, let reason)): throw TransferError.refused(status, reason, url: url)
+            case .fail(.changed(let reason)), .refetchFromZero(let reason): throw changed(reason)
             }
             switch retrier.after(fault, fresh: written == 0 && machine.resource == nil, progressMade: receivedThisAttempt > 0) {
             case .again, .stopped: continue  // a stop is said at the top of the loop

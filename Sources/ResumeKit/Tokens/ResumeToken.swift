@@ -74,6 +74,8 @@ public struct ResumeToken: Sendable, Equatable {
         public var s3: S3State?
 
         public var partPath: String { path + ".part" }
+        /// Committed bytes, over every segment of a segmented download.
+        public var heldBytes: Int64 { segments.map { $0.reduce(0) { $0 + $1.committed } } ?? committedBytes }
 
         enum CodingKeys: String, CodingKey {
             case path, effectiveURL, etag, lastModified, validator, totalBytes, committedBytes, expectedSHA256, onChange, segments

@@ -28,8 +28,7 @@ final class SourceFile: UploadSource {
 
     /// Opens `path` for reading. Missing, unreadable and folder are errors with exit 66.
     init(path: String) throws(TransferError) {
-        let absolute = (path.hasPrefix("/") ? path : FileManager.default.currentDirectoryPath + "/" + path)
-        let standardized = OutputPath.lexicallyNormalized(absolute)
+        let standardized = OutputPath.absolute(path)
         let fd = open(standardized, O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else {
             throw TransferError(.inputMissing, "cannot read \(path): \(String(cString: strerror(errno)))")
