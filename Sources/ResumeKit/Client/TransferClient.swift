@@ -111,7 +111,7 @@ public struct TransferClient: Sendable {
             options.transport = try S3Target(state).signing(options.transport)
         }
         try URLCheck.validate(request.url)
-        let headers = try HeaderLines.parse(request.headers)
+        let headers = try HeaderLines.forDownload(request.headers)
         options.transport.credentialOrigin = request.url
         let operation = StreamDownload(
             url: request.url, headers: headers, output: STDOUT_FILENO, session: transport.makeSession(), options: options,

@@ -52,8 +52,8 @@ public enum HeaderLines {
 
     /// A download's header lines, less `Accept-Encoding`: ranges address the bytes as sent, and a body
     /// encoded on the fly cannot be resumed.
-    static func forDownload(_ lines: [String]) -> HeaderFields {
-        var fields = (try? parse(lines)) ?? [:]
+    static func forDownload(_ lines: [String]) throws(TransferError) -> HeaderFields {
+        var fields = try parse(lines)
         fields.remove("Accept-Encoding")
         return fields
     }

@@ -147,7 +147,7 @@ final class DownloadOperation: ExchangeDelegate {
     // MARK: Attempts
 
     private func fetch(url: String, offset: Int64, rangeHeaders: HeaderFields) throws(TransferError) -> DownloadStateMachine.Verdict {
-        var headers = HeaderLines.forDownload(token.headers)
+        var headers = (try? HeaderLines.forDownload(token.headers)) ?? [:]
         for field in rangeHeaders.fields { headers.set(field.name, field.value) }
         requestedOffset = offset
         decision = nil

@@ -138,7 +138,7 @@ final class SegmentedDownload {
 
     /// HEAD for the validator and length, then the segment layout, recorded in the token before any data.
     private func plan() throws {
-        let headers = HeaderLines.forDownload(token.headers)
+        let headers = (try? HeaderLines.forDownload(token.headers)) ?? [:]
         var retrier = Retrier(options, cancellation: cancellation, events: emit)
         let head: ResponseHead
         let effectiveURL: String?
@@ -280,7 +280,7 @@ final class SegmentWorker: ExchangeDelegate, @unchecked Sendable {
         // Segments retry quietly: the transfer's own line reports progress, and a failure ends it with its reason.
         var retrier = Retrier(options, cancellation: stop, events: { _ in }, announces: false)
         while !isDone && !stop.isStopped {
-            var fields = HeaderLines.forDownload(headers)
+            var fields = (try? HeaderLines.forDownload(headers)) ?? [:]
             requestedFrom = SegmentRules.resumeStart(segmentStart: start, written: written)
             fields.set("Range", "bytes=\(requestedFrom)-\(end)")
             fields.set("If-Range", resource.validator ?? "")

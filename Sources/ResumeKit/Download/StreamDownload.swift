@@ -9,6 +9,7 @@ import Glibc
 /// goes away ends the transfer at once with ``TransferError/Code/outputClosed``.
 final class StreamDownload: ExchangeDelegate {
     private let url: String
+    /// Already without `Accept-Encoding` (`HeaderLines.forDownload`).
     private let headers: HeaderFields
     private let output: Int32
     private let session: any TransportSession
@@ -41,8 +42,6 @@ final class StreamDownload: ExchangeDelegate {
         expectedSHA256: String?, cancellation: Cancellation, events: @escaping EventHandler
     ) {
         self.url = url
-        var headers = headers
-        headers.remove("Accept-Encoding")
         self.headers = headers
         self.output = output
         self.session = session
