@@ -7,14 +7,14 @@ import Darwin
 #endif
 import NIOCore
 import NIOHTTP1
-import NIOHTTPTypesHTTP1
 import NIOPosix
-import NIOResumableUpload
 import NIOSSL
 import Synchronization
 
 /// A running `resumectl serve`: ranged GET and HEAD of the files in a folder, and uploads into it
-/// (plain PUT/POST, or resumable per draft-ietf-httpbis-resumable-upload through NIOResumableUpload).
+/// (plain PUT/POST, or resumable per draft-ietf-httpbis-resumable-upload or tus 1.0). Unfinished
+/// resumable uploads are kept on disk (``UploadStore``): a restart, even after `kill -9`, continues
+/// each one at the same URL from its durable offset.
 ///
 /// ```swift
 /// let server = try await ResumeServer.start(ServerConfiguration(directory: "/srv/files", port: 0))
@@ -37,7 +37,8 @@ public final class ResumeServer: Sendable {
     private let group: MultiThreadedEventLoopGroup
     private let threadPool: NIOThreadPool
     private let listener: any Channel
-    private let temporaryFiles: TemporaryFiles
+    private let store: UploadStore?
+    private let table: UploadTable
     private let stopped = Mutex(false)
 
     private init(
@@ -47,7 +48,8 @@ public final class ResumeServer: Sendable {
         group: MultiThreadedEventLoopGroup,
         threadPool: NIOThreadPool,
         listener: any Channel,
-        temporaryFiles: TemporaryFiles
+        store: UploadStore?,
+        table: UploadTable
     ) {
         self.host = host
         self.port = port
@@ -55,7 +57,8 @@ public final class ResumeServer: Sendable {
         self.group = group
         self.threadPool = threadPool
         self.listener = listener
-        self.temporaryFiles = temporaryFiles
+        self.store = store
+        self.table = table
     }
 
     /// Binds and starts serving; returns once connections are accepted.
@@ -67,34 +70,42 @@ public final class ResumeServer: Sendable {
         let logins = try configuration.htpasswd.map { path throws(ServeError) in
             Logins(passwords: try PasswordFile.load(path: path), publicRead: configuration.publicRead, log: configuration.log)
         }
-        let swept = TemporaryFiles.sweep(root: root)
-        if swept > 0 { configuration.log?("removed \(swept) unfinished upload file(s) left by an earlier run") }
+        let expiry = max(Int64(1), Int64(configuration.uploadTimeout.components.seconds) * 1000
+            + configuration.uploadTimeout.components.attoseconds / 1_000_000_000_000_000)
+        let slots = configuration.maxUploads.map(UploadSlots.init(limit:))
+        let table = UploadTable(slots: slots)
+        var store: UploadStore?
+        if !configuration.readOnly {
+            let opened = try UploadStore(root: root)
+            let log = configuration.log
+            for record in opened.recover(now: WallClock.millis(), replacing: configuration.overwrite, log: { log?($0) }) {
+                table.insert(record)
+            }
+            let swept = UploadStore.sweepLegacy(root: root)
+            if swept > 0 { log?("removed \(swept) unfinished upload file(s) left by an earlier release") }
+            store = opened
+        }
         let group = MultiThreadedEventLoopGroup(numberOfThreads: System.coreCount)
         let threadPool = NIOThreadPool(numberOfThreads: 2)
         threadPool.start()
-        let temporaryFiles = TemporaryFiles()
-        let expiredUploads = ExpiredUploads()
         let admission = UploadAdmission(
             root: root,
             maxUploadSize: configuration.maxUploadSize,
             overwrite: configuration.overwrite,
-            slots: configuration.maxUploads.map(UploadSlots.init(limit:))
+            slots: slots
         )
-        // Upload `Location`s are path-only: a client resolves them against the URL it used, so HEAD
-        // and PATCH reach the server the same way the creation did (a reverse proxy, a port forward,
-        // a wildcard bind, a host name), which an origin built from the bound address would not.
-        let uploadContext = HTTPResumableUploadContext(origin: "", timeout: TimeAmount(configuration.uploadTimeout))
         let pipeline = PipelineFactory(
             configuration: configuration,
             root: root,
             threadPool: threadPool,
-            temporaryFiles: temporaryFiles,
-            expiredUploads: expiredUploads,
             admission: admission,
             tls: tls,
             logins: logins,
-            tusUploads: TusUploads()
+            store: store,
+            table: table,
+            expiry: expiry
         )
+        if let store { ExpirySweep.schedule(on: group.next(), table: table, store: store, threadPool: threadPool, expiry: expiry, log: configuration.log) }
 
         let bootstrap = ServerBootstrap(group: group)
             .serverChannelOption(ChannelOptions.backlog, value: 256)
@@ -102,7 +113,7 @@ public final class ResumeServer: Sendable {
             .childChannelOption(ChannelOptions.tcpOption(.tcp_nodelay), value: 1)
             .childChannelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
-                    try pipeline.configure(channel, uploadContext: uploadContext)
+                    try pipeline.configure(channel)
                 }
             }
 
@@ -122,12 +133,13 @@ public final class ResumeServer: Sendable {
             group: group,
             threadPool: threadPool,
             listener: listener,
-            temporaryFiles: temporaryFiles
+            store: store,
+            table: table
         )
     }
 
-    /// Stops listening, closes every connection, and deletes the temporary files of unfinished
-    /// uploads (NIO keeps upload state in memory only, so they could never be resumed).
+    /// Stops listening and closes every connection. Unfinished resumable uploads stay in the store
+    /// for the next start; plain uploads in progress, which nothing can continue, are deleted.
     public func shutdown() async throws {
         let alreadyStopped = stopped.withLock { value in
             defer { value = true }
@@ -139,7 +151,9 @@ public final class ResumeServer: Sendable {
         // sink can touch a temporary file any more and the sweep is safe.
         try await threadPool.shutdownGracefully()
         try await group.shutdownGracefully()
-        temporaryFiles.removeAll()
+        if let store {
+            for id in table.plainIDs() { store.remove(id) }
+        }
     }
 
     private static func canonicalDirectory(_ path: String) throws(ServeError) -> String {
@@ -164,19 +178,20 @@ public final class ResumeServer: Sendable {
 
 /// Builds one connection's pipeline:
 /// [TLS] → HTTP/1 codec → 431/400 answers → head timeout → access log → [logins] → [tus] → static files
-/// (GET/HEAD, upload admission) → HTTP types → NIO resumable uploads (the IETF draft) → ``UploadSink``.
+/// (GET/HEAD, upload admission) → ``DraftHandler`` (the IETF draft and plain uploads).
 private struct PipelineFactory: Sendable {
     let configuration: ServerConfiguration
     let root: String
     let threadPool: NIOThreadPool
-    let temporaryFiles: TemporaryFiles
-    let expiredUploads: ExpiredUploads
     let admission: UploadAdmission
     let tls: NIOSSLContext?
     let logins: Logins?
-    let tusUploads: TusUploads
+    /// `nil` when read-only.
+    let store: UploadStore?
+    let table: UploadTable
+    let expiry: Int64
 
-    func configure(_ channel: any Channel, uploadContext: HTTPResumableUploadContext) throws {
+    func configure(_ channel: any Channel) throws {
         let sync = channel.pipeline.syncOperations
         if let tls {
             try channel.syncOptions?.setOption(ChannelOptions.autoRead, value: false)
@@ -196,62 +211,61 @@ private struct PipelineFactory: Sendable {
         }
         if let logins {
             try sync.addHandler(
-                LoginGate(logins: logins, threadPool: threadPool, uploadPrefixes: [Self.resumptionPrefix, TusUploads.prefix]))
+                LoginGate(logins: logins, threadPool: threadPool, uploadPrefixes: [DraftMachine.prefix, TusHandler.prefix]))
         }
-        let acceptsUploads = !configuration.readOnly
-        if acceptsUploads {
+        if let store {
             try sync.addHandler(
                 TusHandler(
                     settings: .init(
-                        root: root,
-                        uploads: tusUploads,
-                        admission: admission,
-                        threadPool: threadPool,
-                        temporaryFiles: temporaryFiles,
-                        expiry: configuration.uploadTimeout,
-                        log: configuration.log
+                        root: root, store: store, table: table, admission: admission, threadPool: threadPool,
+                        expiry: expiry, log: configuration.log
                     )
                 )
             )
         }
-        let creationPath = UploadCreationPath(prefix: Self.resumptionPrefix)
         try sync.addHandler(
             StaticFileHandler(
                 settings: .init(
                     root: root,
-                    acceptsUploads: acceptsUploads,
-                    resumptionPrefix: Self.resumptionPrefix,
-                    expiredUploads: expiredUploads,
+                    acceptsUploads: store != nil,
+                    resumptionPrefix: DraftMachine.prefix,
                     admission: admission,
                     secure: tls != nil
                 ),
-                threadPool: threadPool,
-                creationPath: creationPath
+                threadPool: threadPool
             )
         )
-        guard acceptsUploads else { return }
-        let sinkSettings = UploadSink.Settings(
-            root: root,
-            threadPool: threadPool,
-            temporaryFiles: temporaryFiles,
-            expiredUploads: expiredUploads,
-            log: configuration.log,
-            overwrite: configuration.overwrite,
-            maxUploadSize: configuration.maxUploadSize,
-            slots: admission.slots
-        )
-        try sync.addHandler(HTTP1ToHTTPServerCodec(secure: tls != nil))
-        // `channelConfigurator:` rather than `handlers:`: a fresh sink for every logical upload.
+        guard let store else { return }
         try sync.addHandler(
-            HTTPResumableUploadHandler(context: uploadContext) { uploadChannel in
-                let sink = UploadSink(settings: sinkSettings, resumptionPath: creationPath.take())
-                try? uploadChannel.pipeline.syncOperations.addHandler(sink)
-            }
+            DraftHandler(
+                settings: .init(
+                    store: store, table: table, threadPool: threadPool, slots: admission.slots,
+                    overwrite: configuration.overwrite, maxUploadSize: configuration.maxUploadSize,
+                    expiry: expiry, log: configuration.log
+                )
+            )
         )
     }
+}
 
-    /// NIO's default resumption path.
-    static let resumptionPrefix = "/resumable_upload/"
+/// Drops the uploads whose `--upload-timeout` ran out, on a timer (also those found at start).
+private enum ExpirySweep {
+    static func schedule(
+        on loop: any EventLoop, table: UploadTable, store: UploadStore, threadPool: NIOThreadPool, expiry: Int64,
+        log: (@Sendable (String) -> Void)?
+    ) {
+        let every = TimeAmount.milliseconds(min(max(expiry / 2, 50), 30_000))
+        loop.scheduleRepeatedTask(initialDelay: every, delay: every) { _ in
+            let expired = table.takeExpired(now: WallClock.millis())
+            guard !expired.isEmpty else { return }
+            threadPool.submit { _ in
+                for entry in expired {
+                    store.remove(entry.record.id)
+                    if !entry.finished { log?("upload /\(entry.record.target.joined(separator: "/")) expired after \(entry.record.offset) bytes") }
+                }
+            }
+        }
+    }
 }
 
 extension TimeAmount {

@@ -14,6 +14,8 @@ public enum ServeError: Error, Equatable, CustomStringConvertible, Sendable {
     case badTLS(reason: String)
     /// A line of the htpasswd file is in a format this server does not check.
     case badPasswordFile(path: String, line: Int, reason: String)
+    /// The folder of unfinished uploads cannot be created (a read-only folder needs `--read-only`).
+    case uploadStoreUnavailable(path: String, reason: String)
 
     public var description: String {
         switch self {
@@ -31,6 +33,8 @@ public enum ServeError: Error, Equatable, CustomStringConvertible, Sendable {
             "cannot use the TLS certificate and key: \(reason)"
         case .badPasswordFile(let path, let line, let reason):
             "\(path) line \(line): \(reason)"
+        case .uploadStoreUnavailable(let path, let reason):
+            "cannot keep uploads in \(path): \(reason) (serve with --read-only to take none)"
         }
     }
 
@@ -40,7 +44,7 @@ public enum ServeError: Error, Equatable, CustomStringConvertible, Sendable {
         switch self {
         case .directoryNotFound, .notADirectory, .unreadableFile: 66
         case .badTLS, .badPasswordFile: 64
-        case .addressInUse, .cannotListen: 73
+        case .addressInUse, .cannotListen, .uploadStoreUnavailable: 73
         }
     }
 }

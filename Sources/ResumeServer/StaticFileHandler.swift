@@ -10,12 +10,9 @@ import NIOHTTP1
 import NIOPosix
 
 /// Answers GET and HEAD from the served folder, with single byte ranges, and hands every upload
-/// request on to NIO's resumable-upload handler behind it.
-///
-/// It sits in front of that handler, on HTTP/1 types, for two reasons: a `FileRegion` (sendfile,
-/// constant memory, no copy) cannot travel through swift-http-types' ByteBuffer-only body parts,
-/// and a refused upload (read-only, a path that escapes) must be answered before NIO has sent a
-/// `104` and started tracking it.
+/// request on to the ``DraftHandler`` behind it once it passed the checks that need no storage
+/// (read-only, a path that escapes, limits, no overwrite): a refused upload is answered before a
+/// `104` promised resumption.
 final class StaticFileHandler: ChannelDuplexHandler {
     typealias InboundIn = HTTPServerRequestPart
     typealias InboundOut = HTTPServerRequestPart
@@ -26,10 +23,9 @@ final class StaticFileHandler: ChannelDuplexHandler {
         /// Canonical path of the served folder.
         var root: String
         var acceptsUploads: Bool
-        /// NIO's resumption path, e.g. `/resumable_upload/`: everything below it belongs to NIO.
+        /// The draft's upload URLs, e.g. `/resumable_upload/`: everything below it is the upload handler's.
         var resumptionPrefix: String
-        var expiredUploads: ExpiredUploads
-        /// Limits and overwrite rule an upload must pass before it reaches NIO.
+        /// Limits and overwrite rule an upload must pass before it is stored.
         var admission: UploadAdmission
         /// Behind TLS, where a `FileRegion` cannot go: file bodies are read into buffers instead.
         var secure: Bool = false
@@ -48,16 +44,14 @@ final class StaticFileHandler: ChannelDuplexHandler {
 
     private let settings: Settings
     private let threadPool: NIOThreadPool
-    private let creationPath: UploadCreationPath?
     private var mode = Mode.idle
     private var requestVersion = HTTPVersion.http1_1
     private var keepAlive = true
     private var requestNumber = 0
 
-    init(settings: Settings, threadPool: NIOThreadPool, creationPath: UploadCreationPath?) {
+    init(settings: Settings, threadPool: NIOThreadPool) {
         self.settings = settings
         self.threadPool = threadPool
-        self.creationPath = creationPath
     }
 
     // MARK: Inbound
@@ -87,9 +81,9 @@ final class StaticFileHandler: ChannelDuplexHandler {
         if case .forwarding = mode {
             context.fireChannelReadComplete()
         } else {
-            // NIO's upload handler behind us swallows the channel's own reads until a request of
-            // its own has ended, so while we answer requests ourselves we keep reading ourselves.
-            // The pipelining handler holds this read back while a response is still being written.
+            // While we answer requests ourselves we keep reading ourselves (the upload handler
+            // behind us paces reads only for its own requests). The pipelining handler holds this
+            // read back while a response is still being written.
             context.read()
         }
     }
@@ -108,14 +102,6 @@ final class StaticFileHandler: ChannelDuplexHandler {
             serve(context: context, head: head)
         } else if !settings.acceptsUploads {
             refuse(context: context, head: head, status: .methodNotAllowed, extra: [("Allow", "GET, HEAD")])
-        } else if isResumption, settings.expiredUploads.contains(Self.pathOnly(head.uri)) {
-            let version = head.headers["upload-draft-interop-version"].first ?? "6"
-            let extra = [("Upload-Draft-Interop-Version", version)]
-            if method == .HEAD {
-                respond(context: context, head: head, status: .notFound, extra: extra, body: false)
-            } else {
-                refuse(context: context, head: head, status: .notFound, extra: extra)
-            }
         } else if isResumption && method == .PATCH, let refusal = settings.admission.check(head, components: nil) {
             refuse(context: context, head: head, status: refusal.status, extra: refusal.headers)
         } else if isResumption || method == .OPTIONS {
@@ -149,55 +135,12 @@ final class StaticFileHandler: ChannelDuplexHandler {
         if head.version == .http1_1,
             head.headers[canonicalForm: "expect"].contains(where: { $0.lowercased() == "100-continue" })
         {
-            // NIO never answers `Expect` itself, and its 104 does not release a client's wait
-            // (libcurl holds the body back for a second per request).
+            // A 104 does not release a client's wait (libcurl holds the body back for a second
+            // per request).
             let interim = HTTPResponseHead(version: head.version, status: .continue)
             context.writeAndFlush(wrapOutboundOut(.head(interim)), promise: nil)
         }
         context.fireChannelRead(data)
-    }
-
-    // MARK: Outbound (responses of forwarded requests)
-
-    func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
-        guard case .forwarding(let requestEnded) = mode else {
-            context.write(data, promise: promise)
-            return
-        }
-        switch unwrapOutboundIn(data) {
-        case .head(var head) where head.status.code < 200:
-            if head.status.code == 104, let location = head.headers["location"].first {
-                creationPath?.record(location: location)
-                if let limit = settings.admission.maxUploadSize {
-                    head.headers.replaceOrAdd(name: "Upload-Limit", value: "max-size=\(limit)")
-                }
-            }
-            if requestVersion == .http1_0 {
-                // RFC 9110 §15.2: no 1xx to an HTTP/1.0 client.
-                promise?.succeed()
-            } else {
-                context.write(wrapOutboundOut(.head(head)), promise: promise)
-            }
-        case .head(var head):
-            if head.status.code >= 400 && !requestEnded {
-                // Refused mid-body (too large, disk full): the rest of the body is not read.
-                keepAlive = false
-            }
-            if let limit = settings.admission.maxUploadSize, head.headers.contains(name: "upload-limit") {
-                // NIO says `min-size=0` to OPTIONS; the limit is ours to add.
-                head.headers.replaceOrAdd(name: "Upload-Limit", value: "min-size=0, max-size=\(limit)")
-            }
-            // The HTTP-types codec always says HTTP/1.1 and knows nothing of keep-alive.
-            head.version = requestVersion
-            if !keepAlive { head.headers.replaceOrAdd(name: "connection", value: "close") }
-            context.write(wrapOutboundOut(.head(head)), promise: promise)
-        case .end where !keepAlive:
-            let written = promise ?? context.eventLoop.makePromise()
-            context.write(data, promise: written)
-            written.futureResult.assumeIsolated().whenComplete { _ in context.close(promise: nil) }
-        default:
-            context.write(data, promise: promise)
-        }
     }
 
     // MARK: Serving files

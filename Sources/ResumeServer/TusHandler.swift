@@ -25,28 +25,25 @@ final class TusHandler: ChannelDuplexHandler {
 
     struct Settings: Sendable {
         var root: String
-        var uploads: TusUploads
+        var store: UploadStore
+        var table: UploadTable
         var admission: UploadAdmission
         var threadPool: NIOThreadPool
-        var temporaryFiles: TemporaryFiles
-        /// How long an upload is kept after its last PATCH.
-        var expiry: Duration
+        /// Milliseconds an upload is kept after its last PATCH.
+        var expiry: Int64
         var log: (@Sendable (String) -> Void)?
     }
 
     static let version = "1.0.0"
     static let extensions = "creation,creation-with-upload,termination,expiration,checksum"
+    /// Where upload URLs live; below it every path is an upload id.
+    static let prefix = "/tus_upload/"
 
-    /// A body being written: a PATCH, or a POST with its first bytes.
+    /// A body being stored: a PATCH, or a POST with its first bytes.
     private struct Append {
-        var id: String?
-        var file: UploadFile?
-        var length: Int64
-        var start: Int64
-        var written: Int64 = 0
-        var queue: [ByteBuffer] = []
-        var queued = 0
-        var writing = false
+        var appender: UploadAppender?
+        /// Body parts that arrived before the upload was ready to take them.
+        var early: [ByteBuffer] = []
         var ended = false
         var failed = false
         var checksum: TusChecksum?
@@ -67,7 +64,7 @@ final class TusHandler: ChannelDuplexHandler {
     private var state = State.idle
     private var version = HTTPVersion.http1_1
     private var readHeld = false
-    private static let highWater = 4 << 20
+    private var inactive = false
 
     init(settings: Settings) {
         self.settings = settings
@@ -81,7 +78,6 @@ final class TusHandler: ChannelDuplexHandler {
         case (.head(let head), _):
             version = head.version
             if claims(head) {
-                sweepExpired(context: context)
                 handle(context: context, head: head)
             } else {
                 state = .passing
@@ -92,22 +88,24 @@ final class TusHandler: ChannelDuplexHandler {
             context.fireChannelRead(data)
         case (.body(let buffer), .appending(var append)):
             guard !append.failed else { return }
-            if append.start + append.written + Int64(append.queued + buffer.readableBytes) > append.length {
-                fail(context: context, &append, status: .badRequest)
-                return
-            }
             append.checksum?.update(buffer)
-            append.queue.append(buffer)
-            append.queued += buffer.readableBytes
+            if let appender = append.appender {
+                guard appender.receive(buffer) else {
+                    fail(context: context, &append, status: .badRequest)
+                    return
+                }
+            } else {
+                append.early.append(buffer)
+            }
             state = .appending(append)
-            writeQueued(context: context)
         case (.end, .appending(var append)):
             append.ended = true
             state = .appending(append)
             if append.failed {
-                if !append.writing { conclude(context: context, append) }
-            } else {
-                writeQueued(context: context)
+                endFailed(context: context, append)
+            } else if let appender = append.appender {
+                let keep = append.checksum?.matches() ?? true
+                appender.end(keep: keep) { self.settled(context: context, $0, checksumMatched: keep) }
             }
         case (.end, .answered(_, let close)):
             state = close ? .answered(requestEnded: true, close: true) : .idle
@@ -118,7 +116,9 @@ final class TusHandler: ChannelDuplexHandler {
     }
 
     func read(context: ChannelHandlerContext) {
-        if case .appending(let append) = state, append.queued >= Self.highWater {
+        if case .appending(let append) = state, !append.failed,
+            append.appender.map({ !$0.wantsMore }) ?? !append.early.isEmpty
+        {
             readHeld = true
         } else {
             context.read()
@@ -126,20 +126,22 @@ final class TusHandler: ChannelDuplexHandler {
     }
 
     func channelInactive(context: ChannelHandlerContext) {
-        if case .appending(var append) = state, !(append.failed && append.ended) {
-            // The client is gone: what was written counts (unless a checksum had to vouch for it).
-            append.ended = true
-            append.failed = true
-            append.queue.removeAll()
-            append.queued = 0
-            state = .appending(append)
-            if !append.writing { conclude(context: context, append) }
-        }
+        inactive = true
+        abandon()
         context.fireChannelInactive()
     }
 
+    /// The client is gone mid-body: what arrived counts, unless a checksum had to vouch for it.
+    private func abandon() {
+        guard case .appending(var append) = state, !append.ended, let appender = append.appender else { return }
+        append.ended = true
+        append.failed = true
+        state = .appending(append)
+        appender.end(keep: append.checksum == nil) { _ in }
+    }
+
     private func claims(_ head: HTTPRequestHead) -> Bool {
-        if head.uri.hasPrefix(TusUploads.prefix) { return true }
+        if head.uri.hasPrefix(Self.prefix) { return true }
         if head.method == .OPTIONS { return head.headers["upload-draft-interop-version"].isEmpty }
         return head.method == .POST && !head.headers["tus-resumable"].isEmpty
     }
@@ -160,31 +162,56 @@ final class TusHandler: ChannelDuplexHandler {
             answer(context: context, head: head, status: .preconditionFailed, extra: [("Tus-Version", Self.version)])
             return
         }
-        let id = String(head.uri.dropFirst(TusUploads.prefix.count).prefix { $0 != "?" && $0 != "/" })
+        let id = String(head.uri.dropFirst(Self.prefix.count).prefix { $0 != "?" && $0 != "/" })
         switch head.method {
-        case .POST where !head.uri.hasPrefix(TusUploads.prefix):
+        case .POST where !head.uri.hasPrefix(Self.prefix):
             create(context: context, head: head)
         case .HEAD:
-            guard let upload = settings.uploads.get(id) else {
-                answer(context: context, head: head, status: .notFound, extra: [("Cache-Control", "no-store")])
-                return
-            }
-            answer(context: context, head: head, status: .ok, extra: [
-                ("Upload-Offset", "\(upload.offset)"), ("Upload-Length", "\(upload.length)"),
-                ("Upload-Expires", IMFDate.format(epochSeconds: upload.expiresEpoch)), ("Cache-Control", "no-store"),
-            ])
+            reportOffset(context: context, head: head, id: id)
         case .PATCH:
             append(context: context, head: head, id: id)
         case .DELETE:
-            guard let upload = settings.uploads.get(id), !upload.busy, settings.uploads.remove(id) != nil else {
-                answer(context: context, head: head, status: .notFound, extra: [])
-                return
-            }
-            discard(upload.file)
-            settings.admission.slots?.release()
-            answer(context: context, head: head, status: .noContent, extra: [])
+            terminate(context: context, head: head, id: id)
         default:
             answer(context: context, head: head, status: .methodNotAllowed, extra: [("Allow", "OPTIONS, POST, HEAD, PATCH, DELETE")])
+        }
+    }
+
+    /// The tus upload `id`, once no request is writing to it (one that is, is stopped first).
+    private func whenIdle(context: ChannelHandlerContext, id: String, _ next: @escaping (UploadTable.Entry?) -> Void) {
+        guard let entry = settings.table.lookup(id), entry.record.kind == .tus else {
+            next(nil)
+            return
+        }
+        if let writer = entry.writer {
+            UploadTable.afterStopping(writer, on: context.eventLoop) { self.whenIdle(context: context, id: id, next) }
+        } else {
+            next(entry)
+        }
+    }
+
+    private func reportOffset(context: ChannelHandlerContext, head: HTTPRequestHead, id: String) {
+        whenIdle(context: context, id: id) { entry in
+            guard let entry, !entry.finished, let length = entry.record.length else {
+                self.answer(context: context, head: head, status: .notFound, extra: [("Cache-Control", "no-store")])
+                return
+            }
+            self.answer(context: context, head: head, status: .ok, extra: [
+                ("Upload-Offset", "\(entry.record.offset)"), ("Upload-Length", "\(length)"),
+                ("Upload-Expires", IMFDate.format(epochSeconds: entry.record.expires / 1000)), ("Cache-Control", "no-store"),
+            ])
+        }
+    }
+
+    private func terminate(context: ChannelHandlerContext, head: HTTPRequestHead, id: String) {
+        whenIdle(context: context, id: id) { entry in
+            guard let entry, !entry.finished else {
+                self.answer(context: context, head: head, status: .notFound, extra: [])
+                return
+            }
+            self.settings.log?("tus upload /\(entry.record.target.joined(separator: "/")) terminated")
+            self.drop(id)
+            self.answer(context: context, head: head, status: .noContent, extra: [])
         }
     }
 
@@ -219,37 +246,31 @@ final class TusHandler: ChannelDuplexHandler {
             answer(context: context, head: head, status: .serviceUnavailable, extra: [("Retry-After", "\(UploadAdmission.retryAfterBusy)")])
             return
         }
-        state = .appending(Append(length: length, start: 0, checksum: checksum, status: .created))
+        let record = UploadRecord(
+            id: UploadStore.newID(), kind: .tus, target: components, length: length,
+            metadata: head.headers["upload-metadata"].first, expires: WallClock.millis() + settings.expiry)
+        state = .appending(Append(checksum: checksum, status: .created, location: Self.prefix + record.id))
         continueIfAsked(context: context, head: head)
-        let root = settings.root
-        let temporaryFiles = settings.temporaryFiles
-        settings.threadPool.runIfActive(eventLoop: context.eventLoop) {
-            let file = try UploadFile.create(components, root: root)
-            temporaryFiles.register(path: file.temporaryPath, descriptor: file.descriptor)
-            return file
-        }.assumeIsolated().whenComplete { result in
-            guard case .appending(var append) = self.state else { return }
-            switch result {
-            case .success(let file):
-                let (expires, epoch) = self.expiry()
-                let id = self.settings.uploads.insert(
-                    TusUpload(file: file, length: length, offset: 0, expires: expires, expiresEpoch: epoch, busy: true))
-                append.id = id
-                append.file = file
-                append.location = TusUploads.prefix + id
-                self.state = .appending(append)
-                if append.failed {
-                    if append.ended { self.conclude(context: context, append) }
-                } else {
-                    self.writeQueued(context: context)
+        let store = settings.store
+        let promise = context.eventLoop.makePromise(of: Void.self)
+        let channel = context.channel
+        settings.threadPool.runIfActive(eventLoop: context.eventLoop) { try store.create(record) }
+            .assumeIsolated().whenComplete { result in
+                switch result {
+                case .success:
+                    self.settings.table.insert(
+                        record, writer: UploadTable.Writer(stop: { channel.close(promise: nil) }, settled: promise.futureResult),
+                        holdsSlot: self.settings.admission.slots != nil)
+                    self.receive(context: context, record: record, settled: promise)
+                case .failure(let error):
+                    self.settings.admission.slots?.release()
+                    promise.succeed()
+                    let failure = UploadFailure(error)
+                    self.settings.log?("tus upload \(head.uri) failed: \(failure.reason)")
+                    guard case .appending(var append) = self.state else { return }
+                    self.fail(context: context, &append, status: HTTPResponseStatus(statusCode: failure.status))
                 }
-            case .failure(let error):
-                self.settings.admission.slots?.release()
-                let failure = UploadFailure(error)
-                self.settings.log?("tus upload \(head.uri) failed: \(failure.reason)")
-                self.fail(context: context, &append, status: HTTPResponseStatus(statusCode: failure.status))
             }
-        }
     }
 
     /// The upload's destination: `filename` below a folder target, else the target itself.
@@ -288,145 +309,139 @@ final class TusHandler: ChannelDuplexHandler {
             }
             checksum = parsed
         }
-        let (upload, current) = settings.uploads.beginAppend(id, at: offset)
-        guard let upload else {
-            if let current {
-                answer(context: context, head: head, status: .conflict, extra: [("Upload-Offset", "\(current)")])
-            } else {
-                answer(context: context, head: head, status: .notFound, extra: [])
-            }
-            return
-        }
-        state = .appending(Append(id: id, file: upload.file, length: upload.length, start: offset, checksum: checksum, status: .noContent))
+        state = .appending(Append(checksum: checksum, status: .noContent))
         continueIfAsked(context: context, head: head)
+        claim(context: context, head: head, id: id, offset: offset)
     }
 
-    // MARK: Writing
+    /// Makes this PATCH the upload's writer: a request still writing is stopped first (a client that
+    /// retried before the server saw its old connection die), then the offsets must agree.
+    private func claim(context: ChannelHandlerContext, head: HTTPRequestHead, id: String, offset: Int64) {
+        let promise = context.eventLoop.makePromise(of: Void.self)
+        let channel = context.channel
+        let writer = UploadTable.Writer(stop: { channel.close(promise: nil) }, settled: promise.futureResult)
+        switch settings.table.claim(id, writer: writer) {
+        case .busy(let current):
+            promise.succeed()
+            UploadTable.afterStopping(current, on: context.eventLoop) { self.claim(context: context, head: head, id: id, offset: offset) }
+        case .missing, .finished:
+            promise.succeed()
+            refuse(context: context, status: .notFound, extra: [])
+        case .claimed(let record):
+            guard record.kind == .tus, record.offset == offset else {
+                settings.table.update(record, releasing: true)
+                promise.succeed()
+                refuse(context: context, status: record.kind == .tus ? .conflict : .notFound,
+                       extra: record.kind == .tus ? [("Upload-Offset", "\(record.offset)")] : [])
+                return
+            }
+            receive(context: context, record: record, settled: promise)
+        }
+    }
 
-    private func writeQueued(context: ChannelHandlerContext) {
-        guard case .appending(var append) = state, !append.writing, let file = append.file else { return }
-        if append.queue.isEmpty {
-            if append.ended && !append.failed { finish(context: context, append) }
+    // MARK: Storing
+
+    private func receive(context: ChannelHandlerContext, record: UploadRecord, settled: EventLoopPromise<Void>) {
+        guard case .appending(var append) = state else {
+            settings.table.update(record, releasing: true)
+            settled.succeed()
             return
         }
-        let batch = append.queue
-        let bytes = append.queued
-        let offset = append.start + append.written
-        append.queue.removeAll(keepingCapacity: true)
-        append.writing = true
+        let appender = UploadAppender(
+            record: record, store: settings.store, table: settings.table, threadPool: settings.threadPool,
+            eventLoop: context.eventLoop, limit: record.length, checkpoints: append.checksum == nil,
+            expiry: settings.expiry, settled: settled)
+        appender.resumeReading = { [weak self] in self?.resumeReading(context: context) }
+        appender.open()
+        append.appender = appender
+        let early = append.early
+        append.early = []
         state = .appending(append)
-        settings.threadPool.runIfActive(eventLoop: context.eventLoop) {
-            try file.write(batch, at: offset)
-        }.assumeIsolated().whenComplete { result in
-            guard case .appending(var append) = self.state else { return }
-            append.writing = false
-            append.queued = max(0, append.queued - bytes)
-            append.written += result.isSuccess ? Int64(bytes) : 0
-            if case .failure(let error) = result, !append.failed {
-                self.fail(context: context, &append, status: HTTPResponseStatus(statusCode: UploadFailure(error).status))
+        for buffer in early where !appender.receive(buffer) {
+            fail(context: context, &append, status: .badRequest)
+            return
+        }
+        if append.ended {
+            let keep = append.checksum?.matches() ?? true
+            appender.end(keep: keep) { self.settled(context: context, $0, checksumMatched: keep) }
+        } else if inactive {
+            abandon()
+        }
+        resumeReading(context: context)
+    }
+
+    private func resumeReading(context: ChannelHandlerContext) {
+        guard readHeld else { return }
+        readHeld = false
+        context.read()
+    }
+
+    private func settled(context: ChannelHandlerContext, _ ending: UploadAppender.Ending, checksumMatched: Bool) {
+        guard case .appending(let append) = state, !append.failed else { return }
+        switch ending {
+        case .failed(let failure, _):
+            settings.log?("tus upload failed: \(failure.reason)")
+            answer(context: context, status: HTTPResponseStatus(statusCode: failure.status), close: false, extra: [])
+        case .settled(let record):
+            guard checksumMatched else {
+                answer(context: context, status: HTTPResponseStatus(statusCode: 460, reasonPhrase: "Checksum Mismatch"), close: false, extra: [])
                 return
             }
-            self.state = .appending(append)
-            if append.failed {
-                if append.ended { self.conclude(context: context, append) }
+            var extra = [("Upload-Offset", "\(record.offset)")]
+            if let location = append.location { extra.append(("Location", location)) }
+            guard record.isComplete else {
+                extra.append(("Upload-Expires", IMFDate.format(epochSeconds: record.expires / 1000)))
+                answer(context: context, status: append.status, close: false, extra: extra)
                 return
             }
-            if self.readHeld && append.queued < Self.highWater {
-                self.readHeld = false
-                context.read()
-            }
-            self.writeQueued(context: context)
+            let store = settings.store
+            let replacing = settings.admission.overwrite
+            settings.threadPool.runIfActive(eventLoop: context.eventLoop) { try store.finish(record, replacing: replacing) }
+                .assumeIsolated().whenComplete { result in
+                    switch result {
+                    case .success:
+                        self.settings.table.finish(record)
+                        self.answer(context: context, status: append.status, close: false, extra: extra)
+                    case .failure(let error):
+                        let failure = UploadFailure(error)
+                        self.settings.log?("tus upload /\(record.target.joined(separator: "/")) failed: \(failure.reason)")
+                        self.answer(context: context, status: HTTPResponseStatus(statusCode: failure.status), close: false, extra: [])
+                    }
+                }
         }
     }
 
-    private func finish(context: ChannelHandlerContext, _ append: Append) {
-        guard let id = append.id, let file = append.file else { return }
-        if let checksum = append.checksum, !checksum.matches() {
-            settle(append, keep: false)
-            answer(context: context, status: HTTPResponseStatus(statusCode: 460, reasonPhrase: "Checksum Mismatch"), close: false, extra: [])
-            return
-        }
-        let offset = append.start + append.written
-        var extra = [("Upload-Offset", "\(offset)")]
-        if let location = append.location { extra.append(("Location", location)) }
-        guard offset == append.length else {
-            let (expires, epoch) = settle(append, keep: true)
-            _ = expires
-            extra.append(("Upload-Expires", IMFDate.format(epochSeconds: epoch)))
-            answer(context: context, status: append.status, close: false, extra: extra)
-            return
-        }
-        let replacing = settings.admission.overwrite
-        let temporaryFiles = settings.temporaryFiles
-        settings.threadPool.runIfActive(eventLoop: context.eventLoop) {
-            guard temporaryFiles.unregister(path: file.temporaryPath) else {
-                throw UploadFailure(status: 503, "server shutting down")
-            }
-            try file.commit(replacing: replacing)
-        }.assumeIsolated().whenComplete { result in
-            self.settings.uploads.remove(id)
-            self.settings.admission.slots?.release()
-            switch result {
-            case .success:
-                self.answer(context: context, status: append.status, close: false, extra: extra)
-            case .failure(let error):
-                let failure = UploadFailure(error)
-                self.settings.log?("tus upload \(file.finalPath) failed: \(failure.reason)")
-                self.answer(context: context, status: HTTPResponseStatus(statusCode: failure.status), close: false, extra: [])
-            }
-        }
-    }
-
-    /// Answers an append that cannot go on; the rest of its body is dropped, and once it has ended
-    /// (and no write is running) the upload is settled and the connection closed.
+    /// Answers an append that cannot go on; the rest of its body is dropped, and once it has ended the
+    /// connection closes. What was stored counts (unless a checksum had to vouch for it).
     private func fail(context: ChannelHandlerContext, _ append: inout Append, status: HTTPResponseStatus) {
         append.failed = true
-        append.queue.removeAll()
-        append.queued = 0
-        append.checksum = nil
+        append.early = []
         state = .appending(append)
+        append.appender?.end(keep: append.checksum == nil) { _ in }
         write(context: context, status: status, close: true, extra: [], bodyless: false)
-        if readHeld {
-            readHeld = false
-            context.read()
-        }
-        if append.ended && !append.writing { conclude(context: context, append) }
+        resumeReading(context: context)
+        if append.ended { endFailed(context: context, append) }
     }
 
-    /// Ends a failed append: its written bytes count (unless a checksum had to vouch for them).
-    private func conclude(context: ChannelHandlerContext, _ append: Append) {
-        settle(append, keep: append.checksum == nil)
+    /// Refuses a PATCH before its body: answered at once, the body dropped, the connection closed after.
+    private func refuse(context: ChannelHandlerContext, status: HTTPResponseStatus, extra: [(String, String)]) {
+        guard case .appending(let append) = state else { return }
+        state = .answered(requestEnded: append.ended, close: true)
+        write(context: context, status: status, close: true, extra: extra, bodyless: false)
+        resumeReading(context: context)
+        if append.ended { context.close(promise: nil) }
+    }
+
+    private func endFailed(context: ChannelHandlerContext, _ append: Append) {
         state = .answered(requestEnded: true, close: true)
         context.close(promise: nil)
     }
 
-    /// Records where an append ended: the bytes written count when `keep`, else the offset stays.
-    @discardableResult
-    private func settle(_ append: Append, keep: Bool) -> (ContinuousClock.Instant, Int64) {
-        let (expires, epoch) = expiry()
-        if let id = append.id {
-            settings.uploads.endAppend(id, offset: keep ? append.start + append.written : append.start, expires: expires, expiresEpoch: epoch)
-        }
-        return (expires, epoch)
-    }
-
-    private func expiry() -> (ContinuousClock.Instant, Int64) {
-        (ContinuousClock.now + settings.expiry, Int64(time(nil)) + settings.expiry.components.seconds)
-    }
-
-    private func sweepExpired(context: ChannelHandlerContext) {
-        for upload in settings.uploads.takeExpired() {
-            discard(upload.file)
-            settings.admission.slots?.release()
-        }
-    }
-
-    private func discard(_ file: UploadFile) {
-        let temporaryFiles = settings.temporaryFiles
-        settings.threadPool.submit { state in
-            guard state == .active, temporaryFiles.unregister(path: file.temporaryPath) else { return }
-            file.discard()
-        }
+    /// Forgets an upload and deletes its files.
+    private func drop(_ id: String) {
+        settings.table.remove(id)
+        let store = settings.store
+        settings.threadPool.submit { _ in store.remove(id) }
     }
 
     // MARK: Answers

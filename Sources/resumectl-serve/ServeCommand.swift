@@ -20,8 +20,9 @@ struct Serve: AsyncParsableCommand {
         discussion: """
             GET and HEAD serve the files below <dir> with strong ETags and single byte ranges \
             (Range, If-Range). PUT or POST to a path stores the body there; with the headers of \
-            draft-ietf-httpbis-resumable-upload (interop versions 3, 5 and 6) an interrupted upload \
-            can be resumed. Dot-files are never served, and an existing file is never replaced \
+            draft-ietf-httpbis-resumable-upload (interop versions 3, 5, 6 and 8) or of tus 1.0 an \
+            interrupted upload can be resumed, also after serve itself restarted: unfinished uploads \
+            are kept in <dir>/.resumectl-uploads. Dot-files are never served, and an existing file is never replaced \
             without --overwrite. Prints `listening on URL` once ready, then one line per request on \
             standard error; SIGINT or SIGTERM stops it. Beyond loopback it starts only with \
             --htpasswd, --read-only or --allow-anonymous-uploads.

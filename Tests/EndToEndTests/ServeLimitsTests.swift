@@ -7,9 +7,9 @@ import Testing
 struct ServeLimitsTests {
     static let draft = ["-H", "Expect:", "-H", "Upload-Draft-Interop-Version: 6"]
 
-    /// Upload temporary files anywhere below `folder`.
+    /// Data of unfinished uploads anywhere below `folder`.
     static func leftovers(_ folder: String) -> [String] {
-        (FileManager.default.enumerator(atPath: folder)?.allObjects as? [String] ?? []).filter { $0.contains(".upload-") }
+        serveUploadLeftovers(folder)
     }
 
     @Test("an upload to an existing file is 409 and the file stays; --overwrite replaces it")

@@ -53,7 +53,9 @@ struct ServeLoginTests {
                  "-T", w.path("www/up.bin"), served.url + "/anon-draft.bin"])
             #expect(draft.status == 401)
             #expect(!draft.interim.contains { $0.status == 104 })
-            #expect(try FileManager.default.contentsOfDirectory(atPath: served.folder.path) == ["hello.txt"])
+            // Nothing but the file that was there (and serve's hidden, empty store of unfinished uploads).
+            #expect(try FileManager.default.contentsOfDirectory(atPath: served.folder.path).sorted() == [".resumectl-uploads", "hello.txt"])
+            #expect(try FileManager.default.contentsOfDirectory(atPath: served.path(".resumectl-uploads")).isEmpty)
 
             let withLogin = try await CurlExchange.run(["-u", "carol:sha512 secret", "-T", w.path("www/up.bin"), served.url + "/up.bin"])
             #expect(withLogin.status == 201)

@@ -274,9 +274,11 @@ struct ServeTests {
             #expect(Harness.sha256(try Data(contentsOf: folder.appending(path: "cut.bin"))) == Harness.sha256(content))
             #expect(try Harness.leftovers(folder).isEmpty)
 
-            // Completed uploads are forgotten.
+            // A finished upload still answers, as complete, for a client that lost the final answer.
             let after = try await Harness.curl(Harness.draftHeaders + ["-I", location])
-            #expect(after.status == 404)
+            #expect(after.status == 204)
+            #expect(after["upload-complete"] == "?1")
+            #expect(after["upload-offset"] == "\(content.count)")
         }
     }
 
@@ -391,30 +393,50 @@ struct ServeTests {
         }
     }
 
-    @Test("a restarted server has forgotten unfinished uploads and removed their data")
-    func restartLosesUnfinishedUpload() async throws {
+    @Test("a restarted server continues an unfinished upload at the same URL from its durable offset")
+    func restartKeepsUnfinishedUpload() async throws {
         let folder = try Harness.makeFolder()
         defer { try? FileManager.default.removeItem(at: folder) }
-        let first = try Harness.file(Harness.randomBytes(500_000))
-        defer { try? FileManager.default.removeItem(at: first) }
+        let content = Harness.randomBytes(800_000)
+        let first = try Harness.file(content.prefix(500_000))
+        let rest = try Harness.file(content.dropFirst(500_000))
+        defer {
+            try? FileManager.default.removeItem(at: first)
+            try? FileManager.default.removeItem(at: rest)
+        }
 
         let server = try await ResumeServer.start(ServerConfiguration(directory: folder.path, port: 0))
         let creation = try await Harness.curl(
             Harness.draftHeaders + ["-H", "Upload-Complete: ?0", "-X", "POST", "-T", first.path, server.url + "/r.bin"]
         )
+        #expect(creation["upload-offset"] == "500000")
         let path = try #require(creation["location"])
         #expect(path.hasPrefix("/resumable_upload/"))
-        #expect(try Harness.leftovers(folder).count == 1)
         try await server.shutdown()
-        #expect(try Harness.leftovers(folder).isEmpty)
+        #expect(try Harness.leftovers(folder).count == 1)
+        // The store is hidden: never listed, never served.
+        let store = folder.appending(path: ".resumectl-uploads")
+        let mode = try FileManager.default.attributesOfItem(atPath: store.path)[.posixPermissions] as? Int
+        #expect(mode == 0o700)
 
         let again = try await ResumeServer.start(ServerConfiguration(directory: folder.path, port: 0))
         let head = try await Harness.curl(Harness.draftHeaders + ["-I", again.url + path])
+        #expect(head.status == 204)
+        #expect(head["upload-offset"] == "500000")
+        #expect(try await Harness.curl([again.url + "/.resumectl-uploads/"]).status != 200)
+        let patch = try await Harness.curl(
+            Harness.draftHeaders + [
+                "-H", "Upload-Complete: ?1", "-H", "Upload-Offset: 500000",
+                "-H", "Content-Type: application/partial-upload", "-X", "PATCH", "-T", rest.path, again.url + path,
+            ]
+        )
         try await again.shutdown()
-        #expect(head.status == 404)
+        #expect(patch.status == 201)
+        #expect(Harness.sha256(try Data(contentsOf: folder.appending(path: "r.bin"))) == Harness.sha256(content))
+        #expect(try Harness.leftovers(folder).isEmpty)
     }
 
-    @Test("a shutdown in the middle of uploads and downloads leaves no temporary file")
+    @Test("a shutdown in the middle of uploads and downloads keeps the resumable upload and drops the plain one")
     func shutdownMidTransfer() async throws {
         let folder = try Harness.makeFolder()
         defer { try? FileManager.default.removeItem(at: folder) }
@@ -432,13 +454,13 @@ struct ServeTests {
         async let download = Harness.curl(["--limit-rate", "256K", server.url + "/big.bin"])
         try await Harness.eventually(timeout: .seconds(30)) { try Harness.leftovers(folder).count == 2 }
         try await server.shutdown()
-        #expect(try Harness.leftovers(folder).isEmpty)
-        // Cut off, or told 503 by a sink whose disk writes the shutdown stopped.
+        // Cut off, or told 503 by a handler whose disk writes the shutdown stopped.
         for upload in try await [draft, plain] {
             #expect(upload.exit != 0 || upload.status == 503)
         }
         _ = try await download
-        #expect(try FileManager.default.contentsOfDirectory(atPath: folder.path) == ["big.bin"])
+        #expect(try Harness.leftovers(folder).count == 1, "the draft upload stays for its client")
+        #expect(try FileManager.default.contentsOfDirectory(atPath: folder.path).sorted() == [".resumectl-uploads", "big.bin"])
     }
 
     @Test("--read-only refuses uploads and still serves files")
@@ -654,10 +676,9 @@ private enum Harness {
         SHA256.hash(data: Data(data)).map { String(format: "%02x", $0) }.joined()
     }
 
-    /// Upload temp files anywhere below `folder`.
+    /// Data of unfinished uploads anywhere below `folder`.
     static func leftovers(_ folder: URL) throws -> [String] {
-        let names = FileManager.default.enumerator(atPath: folder.path)?.allObjects as? [String] ?? []
-        return names.filter { $0.contains(".upload-") }
+        serveUploadLeftovers(folder.path)
     }
 
     /// `Upload-Offset` from a HEAD on the upload URL.

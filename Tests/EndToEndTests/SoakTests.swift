@@ -107,4 +107,38 @@ struct SoakTests {
         Self.row("upload, kill -9", faults: kills, finished: r.status == 0, resent: received - size, mismatch: r.status == 0 && !ok)
         #expect(ok, "\(r)")
     }
+
+    /// `serve` killed with SIGKILL five times at seeded random moments during a 1 GiB upload, and started
+    /// again on the same port and folder each time. The client is held to 24 MiB/s so that the second
+    /// of bytes a kill may cost stays a small part of the file (issue #31: under 1.2× in all).
+    @Test(arguments: ["ietf", "tus"]) func serveKilledDuringUpload(protocol name: String) async throws {
+        let w = try Workspace()
+        let digest = try makeRandomFile(path: w.path("www/f.bin"), size: Self.size, seed: name == "tus" ? 104 : 105)
+        let folder = try w.dir.subdirectory("served")
+        var (serve, port) = try await ServeDurabilityTests.startServe(folder: folder, port: 0)
+        defer { serve.send(signal: SIGKILL) }
+        let meter = try FaultProxy(upstreamPort: port)
+        let target = name == "tus" ? meter.url(for: "in/") : meter.url(for: "in/f.bin")
+        let client = try w.start(["upload", w.path("www/f.bin"), target, "--protocol", name, "-q", "--limit-rate", "24M",
+                                  "--retries", "inf", "--retry-delay", "0.1"])
+        defer { client.send(signal: SIGKILL) }
+        var generator = SeededGenerator(seed: 31)
+        let moments = (0..<5).map { Double($0) * 0.16 + 0.05 + Double(generator.next() % 100) / 1000 }
+        var kills = 0
+        for fraction in moments {
+            try await eventually(timeout: .seconds(600)) { ServeDurabilityTests.storedBytes(folder) >= Int(Double(Self.size) * fraction) }
+            guard serve.isRunning else { break }
+            serve.send(signal: SIGKILL)
+            _ = try await serve.wait(timeout: .seconds(30))
+            kills += 1
+            (serve, _) = try await ServeDurabilityTests.startServe(folder: folder, port: port)
+        }
+        let r = try await client.wait(timeout: .seconds(1800))
+        let ok = r.status == 0 && (try? sha256(file: folder + "/in/f.bin")) == digest
+        Self.row("\(name) upload, serve killed", faults: kills, finished: r.status == 0,
+            resent: max(0, meter.bytesUpstream - Self.size), mismatch: r.status == 0 && !ok)
+        #expect(ok, "\(r)")
+        #expect(kills == 5)
+        #expect(Double(meter.bytesUpstream) < 1.2 * Double(Self.size), "\(meter.bytesUpstream)")
+    }
 }

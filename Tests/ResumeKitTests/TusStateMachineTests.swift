@@ -70,6 +70,21 @@ private let tuspy = head(204, [
         #expect(sent == [400, 400, 200])
     }
 
+    /// A checksummed append is kept whole or not at all, so without --chunk-size it is bounded.
+    @Test func checksummedAppendsAreBoundedWithoutAChunkSize() {
+        let size = 2 * TusStateMachine.checksummedPiece + 5
+        var m = TusStateMachine(size: size, creationURL: endpoint, filename: "a",
+            capabilities: TusCapabilities(extensions: ["creation", "checksum"], checksumAlgorithms: ["sha256"]), uploadURL: resource)
+        #expect(m.response(head(200, [("Upload-Offset", "0"), ("Upload-Length", String(size))]), to: m.plan()) == .proceed)
+        var sent: [Int64] = []
+        while case .append(_, _, let offset, let length, let checksum) = m.plan() {
+            #expect(checksum == .sha256)
+            sent.append(length)
+            if m.response(head(204, [("Upload-Offset", String(offset + length))]), to: m.plan()) == .completed { break }
+        }
+        #expect(sent == [TusStateMachine.checksummedPiece, TusStateMachine.checksummedPiece, 5])
+    }
+
     @Test func interruptedAppendAsksForTheOffsetFirst() {
         var m = TusStateMachine(size: 1000, creationURL: endpoint, filename: "a", uploadURL: resource)
         #expect(m.plan() == .queryOffset(url: resource, headers: ["Tus-Resumable": "1.0.0"]))

@@ -98,3 +98,10 @@ extension Optional {
         return value
     }
 }
+
+/// The data files of unfinished uploads that `serve` keeps for `folder` (its hidden store), and any temp
+/// file an earlier release left beside a destination (`.NAME.upload-HEX`).
+public func serveUploadLeftovers(_ folder: String) -> [String] {
+    let names = FileManager.default.enumerator(atPath: folder)?.allObjects as? [String] ?? []
+    return names.filter { ($0.hasPrefix(".resumectl-uploads/") && $0.hasSuffix(".data")) || $0.contains(".upload-") }
+}

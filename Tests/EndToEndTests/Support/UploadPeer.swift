@@ -93,10 +93,10 @@ public final class UploadPeer: Sendable {
     public func storedSHA256(_ name: String) throws -> String { try sha256(file: storedPath(name)) }
 
     /// The upload stored as `name` (the last one, if the name was uploaded more than once).
-    public func upload(named name: String) -> UploadRecord? { state.locked.withLock { $0.uploads[name] } }
+    public func upload(named name: String) -> PeerUploadRecord? { state.locked.withLock { $0.uploads[name] } }
 
     /// Every upload begun, keyed by stored name.
-    public var uploads: [String: UploadRecord] { state.locked.withLock { $0.uploads } }
+    public var uploads: [String: PeerUploadRecord] { state.locked.withLock { $0.uploads } }
 
     /// Body bytes the application side received for upload `name` (each byte once, across resumptions).
     public func bytesReceived(_ name: String) -> Int { upload(named: name)?.bytesReceived ?? 0 }
@@ -116,7 +116,7 @@ public final class UploadPeer: Sendable {
 }
 
 /// One upload as the application behind the resumable layer saw it.
-public struct UploadRecord: Sendable {
+public struct PeerUploadRecord: Sendable {
     public let name: String
     public let path: String
     public let method: String
@@ -131,7 +131,7 @@ public struct UploadRecord: Sendable {
 
 final class UploadPeerState: Sendable {
     struct Shared: Sendable {
-        var uploads: [String: UploadRecord] = [:]
+        var uploads: [String: PeerUploadRecord] = [:]
         var requests: [RecordedRequest] = []
         var context: HTTPResumableUploadContext?
         var origin: String?
@@ -255,7 +255,7 @@ final class UploadSink: ChannelInboundHandler {
         let temporary = state.directory + "/." + name + ".upload-" + String(UInt64.random(in: 0...UInt64.max), radix: 16)
         temporaryPath = temporary
         fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
-        let record = UploadRecord(
+        let record = PeerUploadRecord(
             name: name, path: path, method: method.rawValue,
             headers: request.headerFields.map { ($0.name.rawName, $0.value) },
             failure: fd < 0 ? "open failed: \(String(cString: strerror(errno)))" : nil)

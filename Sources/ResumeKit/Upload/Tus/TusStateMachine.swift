@@ -14,6 +14,9 @@ public struct TusStateMachine: UploadMachine {
     /// the upload URL comes only with the 201, so a cut during the POST loses what it carried and leaves
     /// the server an orphan. A few bytes keep that window short; the rest goes by PATCH.
     public static let creationPiece: Int64 = 64 << 10
+    /// The most an append with `Upload-Checksum` carries unless `--chunk-size` says otherwise: the
+    /// server keeps such an append only whole, so this is what a fault can cost.
+    public static let checksummedPiece: Int64 = 8 << 20
 
     public enum State: Sendable, Equatable {
         /// Ask the server what it offers (OPTIONS).
@@ -57,7 +60,8 @@ public struct TusStateMachine: UploadMachine {
     ///   - uploadURL: from a token: the machine asks for the offset first.
     ///   - checksum: the `Upload-Checksum` algorithm a token chose before; nil → chosen from the server's list.
     ///   - expires: the server's `Upload-Expires` as a token kept it.
-    ///   - chunkSize: the most bytes a PATCH carries; nil → the rest of the file in one.
+    ///   - chunkSize: the most bytes a PATCH carries; nil → the rest of the file in one (``checksummedPiece``
+    ///     when appends carry a checksum).
     ///   - lengthKnown: false for a stream whose end was not read: created with `Upload-Defer-Length`.
     public init(
         size: Int64, creationURL: String, filename: String, filetype: String = "application/octet-stream",
@@ -116,7 +120,9 @@ public struct TusStateMachine: UploadMachine {
         case .queryOffset(let url):
             return .queryOffset(url: url, headers: headers)
         case .append(let url, let offset):
-            let length = min(size - offset, chunkSize ?? (size - offset))
+            // A checksummed append counts all or nothing (a cut or a server restart mid-request keeps
+            // none of it), so without a chosen size it is bounded: a fault costs at most one piece.
+            let length = min(size - offset, chunkSize ?? (checksum == nil ? size - offset : Self.checksummedPiece))
             headers.append("Upload-Offset", String(offset))
             if lengthKnown && !lengthDeclared { headers.append("Upload-Length", String(size)) }
             headers.append("Content-Type", Self.patchContentType)

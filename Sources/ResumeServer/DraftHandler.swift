@@ -1,0 +1,406 @@
+import NIOCore
+import NIOHTTP1
+import NIOPosix
+
+/// Stores uploads: plain PUT/POST, and draft-ietf-httpbis-resumable-upload through ``DraftMachine``,
+/// over the durable ``UploadStore``. It sits behind the static-file handler, which has already
+/// refused what must not start (paths, limits, no overwrite) and answered `Expect: 100-continue`.
+///
+/// A creation is durable (record and empty data file) before its `104` names the upload URL. A
+/// request that finds another one still appending to its upload (a client that retried before the
+/// server noticed the old connection die) stops that one, waits for its bytes to settle, then goes on.
+final class DraftHandler: ChannelDuplexHandler {
+    typealias InboundIn = HTTPServerRequestPart
+    typealias OutboundIn = HTTPServerResponsePart
+    typealias OutboundOut = HTTPServerResponsePart
+
+    struct Settings: Sendable {
+        var store: UploadStore
+        var table: UploadTable
+        var threadPool: NIOThreadPool
+        var slots: UploadSlots?
+        var overwrite: Bool
+        var maxUploadSize: Int64?
+        /// Milliseconds an idle upload is kept.
+        var expiry: Int64
+        var log: (@Sendable (String) -> Void)?
+    }
+
+    /// The request being handled.
+    private struct Exchange {
+        var head: HTTPRequestHead
+        var ended = false
+        var answered = false
+        /// The connection ends with this request (answered before its body was read, or no keep-alive).
+        var closeAfter = false
+        /// Body parts that arrived before the upload was ready to take them.
+        var early: [ByteBuffer] = []
+        var appender: UploadAppender?
+        var kind = UploadRecord.Kind.plain
+        var version = 0
+        var created = false
+        /// Whether the request carries the upload's last byte.
+        var completes = true
+        /// Bytes beyond the upload's limit mean an inconsistent length (400), not a size refusal (413).
+        var lengthKnown = false
+    }
+
+    private let settings: Settings
+    private var exchange: Exchange?
+    private var readHeld = false
+    private var inactive = false
+
+    init(settings: Settings) {
+        self.settings = settings
+    }
+
+    // MARK: Inbound
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        switch unwrapInboundIn(data) {
+        case .head(let head):
+            exchange = Exchange(head: head)
+            start(context: context, head: head)
+        case .body(let buffer):
+            guard var current = exchange, !current.answered || current.appender != nil else { return }
+            if let appender = current.appender {
+                guard appender.receive(buffer) else {
+                    refuseMidBody(context: context, status: current.lengthKnown ? .badRequest : .payloadTooLarge)
+                    return
+                }
+            } else {
+                current.early.append(buffer)
+                exchange = current
+            }
+        case .end:
+            guard var current = exchange else { return }
+            current.ended = true
+            exchange = current
+            if current.answered {
+                exchange = nil
+                if current.closeAfter { context.close(promise: nil) }
+            } else if let appender = current.appender {
+                appender.end(keep: true) { self.settled(context: context, $0) }
+            }
+        }
+    }
+
+    func channelReadComplete(context: ChannelHandlerContext) {
+        read(context: context)
+    }
+
+    func read(context: ChannelHandlerContext) {
+        if let current = exchange, !current.answered, current.appender.map({ !$0.wantsMore }) ?? !current.early.isEmpty {
+            readHeld = true
+        } else {
+            context.read()
+        }
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        inactive = true
+        abandon()
+        context.fireChannelInactive()
+    }
+
+    /// The client is gone mid-body: a resumable upload keeps what arrived; a plain one is worthless.
+    private func abandon() {
+        guard let current = exchange, !current.ended, !current.answered, let appender = current.appender else { return }
+        let kind = current.kind
+        let target = current.head.uri
+        appender.end(keep: kind != .plain) { ending in
+            guard kind == .plain, case .settled(let record) = ending else { return }
+            self.settings.log?("upload \(target) abandoned after \(record.offset) bytes")
+            self.drop(record.id)
+        }
+    }
+
+    // MARK: Requests
+
+    private func start(context: ChannelHandlerContext, head: HTTPRequestHead) {
+        switch DraftMachine.classify(method: head.method, target: head.uri, headers: head.headers) {
+        case .notDraft:
+            if head.method == .PUT || head.method == .POST {
+                create(context: context, head: head, kind: .plain, version: 0, complete: true,
+                       length: head.headers["content-length"].first.flatMap(DraftMachine.integer))
+            } else if head.method == .OPTIONS {
+                answer(context: context, status: 200, fields: [("Allow", StaticFileHandler.allowed)])
+            } else {
+                answer(context: context, status: 405, fields: [("Allow", StaticFileHandler.allowed)])
+            }
+        case .answer(let answer):
+            self.answer(context: context, answer)
+        case .options(let version):
+            var options = DraftMachine.options(version: version, maxSize: settings.maxUploadSize)
+            options.fields.append(DraftMachine.Field("Allow", StaticFileHandler.allowed))
+            answer(context: context, options)
+        case .create(let version, let complete, let length):
+            create(context: context, head: head, kind: .ietf, version: version, complete: complete, length: length)
+        case .offset(let version, let id):
+            reportOffset(context: context, version: version, id: id)
+        case .append(let version, let id, let offset, let complete, let length):
+            append(context: context, version: version, id: id, offset: offset, complete: complete, length: length)
+        case .cancel(let version, let id):
+            cancel(context: context, version: version, id: id)
+        }
+    }
+
+    private func create(context: ChannelHandlerContext, head: HTTPRequestHead, kind: UploadRecord.Kind, version: Int, complete: Bool, length: Int64?) {
+        let target: [String]
+        do {
+            target = try SafePath.components(ofTarget: head.uri)
+        } catch {
+            answer(context: context, status: error == .malformed ? 400 : 403, fields: [])
+            return
+        }
+        if let slots = settings.slots, !slots.acquire() {
+            settings.log?("upload \(head.uri) refused: \(slots.limit) uploads in progress (--max-uploads)")
+            answer(context: context, status: 503, fields: [("Retry-After", "\(UploadAdmission.retryAfterBusy)")])
+            return
+        }
+        let record = UploadRecord(
+            id: UploadStore.newID(), kind: kind, interop: kind == .ietf ? version : nil, target: target,
+            length: length, expires: WallClock.millis() + settings.expiry)
+        modify { $0.kind = kind; $0.version = version; $0.created = true; $0.completes = complete }
+        let store = settings.store
+        let promise = context.eventLoop.makePromise(of: Void.self)
+        let channel = context.channel
+        settings.threadPool.runIfActive(eventLoop: context.eventLoop) { try store.create(record) }
+            .assumeIsolated().whenComplete { result in
+                switch result {
+                case .success:
+                    self.settings.table.insert(
+                        record, writer: UploadTable.Writer(stop: { channel.close(promise: nil) }, settled: promise.futureResult),
+                        holdsSlot: self.settings.slots != nil)
+                    if kind == .ietf && head.version != .http1_0 {
+                        let interim = DraftMachine.informational(version: version, id: record.id, maxSize: self.settings.maxUploadSize)
+                        self.writeHead(context: context, status: interim.status, fields: interim.fields.map { ($0.name, $0.value) }, close: false)
+                        context.flush()
+                    }
+                    self.receive(context: context, record: record, settled: promise)
+                case .failure(let error):
+                    self.settings.slots?.release()
+                    promise.succeed()
+                    self.fail(context: context, UploadFailure(error))
+                }
+            }
+    }
+
+    private func reportOffset(context: ChannelHandlerContext, version: Int, id: String) {
+        guard let entry = settings.table.lookup(id), entry.record.kind == .ietf else {
+            answer(context: context, DraftMachine.notFound(version: version))
+            return
+        }
+        if let writer = entry.writer {
+            UploadTable.afterStopping(writer, on: context.eventLoop) { self.reportOffset(context: context, version: version, id: id) }
+            return
+        }
+        answer(context: context, DraftMachine.offset(version: version, record: entry.record, finished: entry.finished, maxSize: settings.maxUploadSize))
+    }
+
+    private func append(context: ChannelHandlerContext, version: Int, id: String, offset: Int64, complete: Bool, length: Int64?) {
+        let promise = context.eventLoop.makePromise(of: Void.self)
+        let channel = context.channel
+        let writer = UploadTable.Writer(stop: { channel.close(promise: nil) }, settled: promise.futureResult)
+        let contentLength = exchange?.head.headers["content-length"].first.flatMap(DraftMachine.integer)
+        switch settings.table.claim(id, writer: writer) {
+        case .missing:
+            promise.succeed()
+            answer(context: context, DraftMachine.notFound(version: version))
+        case .busy(let current):
+            promise.succeed()
+            UploadTable.afterStopping(current, on: context.eventLoop) {
+                self.append(context: context, version: version, id: id, offset: offset, complete: complete, length: length)
+            }
+        case .finished(let record):
+            promise.succeed()
+            answer(context: context, DraftMachine.admit(
+                version: version, offset: offset, length: length, contentLength: contentLength, record: record, finished: true)
+                ?? DraftMachine.conflict(version: version, record: record, finished: true))
+        case .claimed(var record):
+            let refusal =
+                record.kind != .ietf
+                ? DraftMachine.notFound(version: version)
+                : DraftMachine.admit(version: version, offset: offset, length: length, contentLength: contentLength, record: record, finished: false)
+            if let refusal {
+                settings.table.update(record, releasing: true)
+                promise.succeed()
+                answer(context: context, refusal)
+                return
+            }
+            record.length = record.length ?? length
+            modify { $0.kind = .ietf; $0.version = version; $0.completes = complete }
+            receive(context: context, record: record, settled: promise)
+        }
+    }
+
+    private func cancel(context: ChannelHandlerContext, version: Int, id: String) {
+        guard let entry = settings.table.lookup(id), entry.record.kind == .ietf else {
+            answer(context: context, DraftMachine.notFound(version: version))
+            return
+        }
+        if let writer = entry.writer {
+            UploadTable.afterStopping(writer, on: context.eventLoop) { self.cancel(context: context, version: version, id: id) }
+            return
+        }
+        settings.log?("upload /\(entry.record.target.joined(separator: "/")) cancelled")
+        drop(id)
+        answer(context: context, DraftMachine.cancelled(version: version))
+    }
+
+    // MARK: Bodies
+
+    /// Starts storing the body into `record`'s data, from its offset.
+    private func receive(context: ChannelHandlerContext, record: UploadRecord, settled: EventLoopPromise<Void>) {
+        guard var current = exchange else {
+            settings.table.update(record, releasing: true)
+            settled.succeed()
+            return
+        }
+        let appender = UploadAppender(
+            record: record, store: settings.store, table: settings.table, threadPool: settings.threadPool,
+            eventLoop: context.eventLoop, limit: record.length ?? settings.maxUploadSize.map { max($0, record.offset) },
+            checkpoints: current.kind != .plain, expiry: settings.expiry, settled: settled)
+        appender.resumeReading = { [weak self] in self?.resume(context: context) }
+        appender.open()
+        current.appender = appender
+        current.lengthKnown = record.length != nil
+        let early = current.early
+        current.early = []
+        exchange = current
+        for buffer in early where !appender.receive(buffer) {
+            refuseMidBody(context: context, status: record.length == nil ? .payloadTooLarge : .badRequest)
+            return
+        }
+        if current.ended {
+            appender.end(keep: true) { self.settled(context: context, $0) }
+        } else if inactive {
+            abandon()
+        }
+        resume(context: context)
+    }
+
+    private func resume(context: ChannelHandlerContext) {
+        guard readHeld else { return }
+        readHeld = false
+        context.read()
+    }
+
+    /// The request's bytes are durable: finish the upload, or say how far it got.
+    private func settled(context: ChannelHandlerContext, _ ending: UploadAppender.Ending) {
+        guard let current = exchange, !current.answered else { return }
+        switch ending {
+        case .failed(let failure, let record):
+            if current.kind == .plain { drop(record.id) }
+            fail(context: context, failure)
+        case .settled(var record):
+            if current.completes && record.length == nil { record.length = record.offset }
+            guard current.completes, record.isComplete else {
+                if current.kind == .plain {
+                    drop(record.id)
+                    answer(context: context, status: 400, fields: [])
+                } else {
+                    answer(context: context, DraftMachine.progress(
+                        version: current.version, record: record, created: current.created, maxSize: settings.maxUploadSize))
+                }
+                return
+            }
+            finish(context: context, record: record)
+        }
+    }
+
+    private func finish(context: ChannelHandlerContext, record: UploadRecord) {
+        guard let current = exchange else { return }
+        let store = settings.store
+        let replacing = settings.overwrite
+        settings.threadPool.runIfActive(eventLoop: context.eventLoop) { try store.finish(record, replacing: replacing) }
+            .assumeIsolated().whenComplete { result in
+                switch result {
+                case .success:
+                    if current.kind == .plain {
+                        self.settings.table.remove(record.id)
+                        self.answer(context: context, status: 201, fields: [])
+                    } else {
+                        self.settings.table.finish(record)
+                        self.answer(context: context, DraftMachine.done(version: current.version, record: record, created: current.created))
+                    }
+                case .failure(let error):
+                    if current.kind == .plain { self.drop(record.id) }
+                    self.fail(context: context, UploadFailure(error))
+                }
+            }
+    }
+
+    /// Forgets an upload and deletes its files.
+    private func drop(_ id: String) {
+        settings.table.remove(id)
+        let store = settings.store
+        settings.threadPool.submit { _ in store.remove(id) }
+    }
+
+    // MARK: Answers
+
+    private func refuseMidBody(context: ChannelHandlerContext, status: HTTPResponseStatus) {
+        guard let current = exchange else { return }
+        settings.log?("upload \(current.head.uri) refused: \(status.code) \(status.reasonPhrase) mid-body")
+        var fields: [(String, String)] = []
+        if status == .payloadTooLarge, current.kind == .ietf, let limit = settings.maxUploadSize {
+            fields.append(("Upload-Limit", "max-size=\(limit)"))
+        }
+        answer(context: context, status: Int(status.code), fields: fields)
+        if let appender = current.appender {
+            let kind = current.kind
+            appender.end(keep: false) { ending in
+                if kind == .plain, case .settled(let record) = ending { self.drop(record.id) }
+            }
+        }
+    }
+
+    private func fail(context: ChannelHandlerContext, _ failure: UploadFailure) {
+        settings.log?("upload \(exchange?.head.uri ?? "") failed: \(failure.reason)")
+        var fields: [(String, String)] = []
+        if failure.status == 503 { fields.append(("Retry-After", "\(UploadAdmission.retryAfterBusy)")) }
+        answer(context: context, status: failure.status, fields: fields)
+    }
+
+    private func answer(context: ChannelHandlerContext, _ answer: DraftMachine.Answer) {
+        self.answer(context: context, status: answer.status, fields: answer.fields.map { ($0.name, $0.value) })
+    }
+
+    /// Answers the request; one that has not ended yet closes the connection once it has (its body is
+    /// read and dropped meanwhile: closing at once could reset the connection under the answer).
+    private func answer(context: ChannelHandlerContext, status: Int, fields: [(String, String)]) {
+        guard var current = exchange, !current.answered else { return }
+        let headers = current.head.headers
+        let hasBody = headers["content-length"].first.map { $0 != "0" } ?? !headers["transfer-encoding"].isEmpty
+        let close = (hasBody && !current.ended) || !current.head.isKeepAlive
+        current.answered = true
+        current.closeAfter = close
+        exchange = current
+        writeHead(context: context, status: status, fields: fields, close: close)
+        let done = context.writeAndFlush(wrapOutboundOut(.end(nil)))
+        if current.ended {
+            exchange = nil
+            if close { done.assumeIsolated().whenComplete { _ in context.close(promise: nil) } }
+        } else {
+            resume(context: context)
+        }
+    }
+
+    private func writeHead(context: ChannelHandlerContext, status: Int, fields: [(String, String)], close: Bool) {
+        guard context.channel.isActive, let current = exchange else { return }
+        var headers = HTTPHeaders(fields)
+        if status >= 200 {
+            if status != 204 && status != 304 { headers.add(name: "Content-Length", value: "0") }
+            if close { headers.add(name: "Connection", value: "close") }
+        }
+        let code = HTTPResponseStatus(statusCode: status)
+        context.write(wrapOutboundOut(.head(HTTPResponseHead(version: current.head.version, status: code, headers: headers))), promise: nil)
+    }
+
+    private func modify(_ change: (inout Exchange) -> Void) {
+        guard var current = exchange else { return }
+        change(&current)
+        exchange = current
+    }
+}

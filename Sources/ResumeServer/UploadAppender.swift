@@ -1,0 +1,213 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+import NIOCore
+import NIOPosix
+
+/// Stores one request's body in an upload's data file, for tus, the draft and plain uploads alike.
+///
+/// Writes run on the thread pool, one batch at a time; the handler reads from the network only while
+/// ``wantsMore`` (less than `highWater` waits), so memory stays flat whatever the size. The bytes
+/// become durable with their record at least once a second (``checkpointInterval``) and when the
+/// request ends, so an offset the server reports is always on disk. Lives on one event loop.
+final class UploadAppender {
+    /// How the request ended, once its bytes are settled.
+    enum Ending {
+        /// The record as now durable (its offset counts every byte kept).
+        case settled(UploadRecord)
+        case failed(UploadFailure, UploadRecord)
+    }
+
+    static let checkpointInterval = TimeAmount.seconds(1)
+    private static let highWater = 4 << 20
+
+    private let store: UploadStore
+    private let threadPool: NIOThreadPool
+    private let eventLoop: any EventLoop
+    private let table: UploadTable
+    /// The record as last made durable.
+    private var record: UploadRecord
+    private let start: Int64
+    /// The most bytes the upload may hold (its length, or the size limit).
+    private let limit: Int64?
+    /// Whether bytes may count before the request ends (not when a checksum must vouch for them).
+    private let checkpoints: Bool
+    /// Milliseconds an idle upload is kept (`--upload-timeout`).
+    private let expiry: Int64
+    private let settledPromise: EventLoopPromise<Void>
+    private var data: UploadData?
+    private var opening = true
+    private var written: Int64
+    private var queue: [ByteBuffer] = []
+    private var queued = 0
+    private var writing = false
+    private var ending: Bool?
+    private var failure: UploadFailure?
+    private var nextCheckpoint: NIODeadline
+    private var completion: ((Ending) -> Void)?
+    /// Called when the handler may read again after ``wantsMore`` said no.
+    var resumeReading: (() -> Void)?
+
+    /// - Parameters:
+    ///   - record: the upload as durable now; its `offset` is where this request's bytes begin.
+    ///   - checkpoints: `false` when nothing may count before the request has ended well.
+    ///   - settled: succeeded once the upload is free for the next writer (see ``UploadTable/Writer``).
+    init(
+        record: UploadRecord, store: UploadStore, table: UploadTable, threadPool: NIOThreadPool,
+        eventLoop: any EventLoop, limit: Int64?, checkpoints: Bool, expiry: Int64,
+        settled: EventLoopPromise<Void>
+    ) {
+        self.expiry = expiry
+        self.record = record
+        self.store = store
+        self.table = table
+        self.threadPool = threadPool
+        self.eventLoop = eventLoop
+        self.limit = limit
+        self.checkpoints = checkpoints
+        start = record.offset
+        written = record.offset
+        settledPromise = settled
+        nextCheckpoint = .now() + Self.checkpointInterval
+    }
+
+    /// Opens the data file; bytes received meanwhile wait in the queue.
+    func open() {
+        let store = store
+        let id = record.id
+        let offset = start
+        threadPool.runIfActive(eventLoop: eventLoop) { try store.openData(id, at: offset) }
+            .assumeIsolated().whenComplete { result in
+                self.opening = false
+                switch result {
+                case .success(let data): self.data = data
+                case .failure(let error): self.failure = self.failure ?? UploadFailure(error)
+                }
+                self.pump()
+            }
+    }
+
+    /// Bytes received so far, written or queued.
+    var received: Int64 { written + Int64(queued) }
+
+    var wantsMore: Bool { queued < Self.highWater }
+
+    /// Queues body bytes; `false` (and nothing queued) when they would go past the upload's limit.
+    func receive(_ buffer: ByteBuffer) -> Bool {
+        guard ending == nil, failure == nil else { return true }
+        if let limit, received + Int64(buffer.readableBytes) > limit { return false }
+        queue.append(buffer)
+        queued += buffer.readableBytes
+        pump()
+        return true
+    }
+
+    /// The request is over: the bytes count when `keep` (else the offset stays where it began), are
+    /// made durable with the record, and `completion` runs once on the event loop.
+    func end(keep: Bool, _ completion: @escaping (Ending) -> Void) {
+        guard ending == nil else { return }
+        ending = keep
+        self.completion = completion
+        pump()
+    }
+
+    /// Starts the next write, a checkpoint, or the settling; one thing at a time.
+    private func pump() {
+        guard !writing, !opening else { return }
+        if failure != nil || data == nil {
+            if ending != nil { settle() }
+            return
+        }
+        guard let data else { return }
+        if queue.isEmpty {
+            if ending != nil { settle() }
+            return
+        }
+        let batch = queue
+        let bytes = queued
+        let offset = written
+        queue.removeAll(keepingCapacity: true)
+        let due = checkpoints && NIODeadline.now() >= nextCheckpoint
+        var next = record
+        next.offset = offset + Int64(bytes)
+        next.expires = WallClock.millis() + expiry
+        let durable = next
+        let store = store
+        writing = true
+        threadPool.runIfActive(eventLoop: eventLoop) { () throws in
+            try data.write(batch, at: offset)
+            if due {
+                try data.sync()
+                try store.save(durable)
+            }
+        }.assumeIsolated().whenComplete { result in
+            self.writing = false
+            self.queued -= bytes
+            switch result {
+            case .success:
+                self.written += Int64(bytes)
+                if due {
+                    self.record = durable
+                    self.table.update(durable, releasing: false)
+                    self.nextCheckpoint = .now() + Self.checkpointInterval
+                }
+            case .failure(let error):
+                self.failure = UploadFailure(error)
+                self.queue.removeAll()
+                self.queued = 0
+            }
+            if self.queued < Self.highWater, let resume = self.resumeReading {
+                self.resumeReading = nil
+                resume()
+            }
+            self.pump()
+        }
+    }
+
+    /// Makes the kept bytes durable with the record, frees the upload for the next writer, reports.
+    private func settle() {
+        guard let keep = ending, let completion else { return }
+        self.completion = nil
+        writing = true
+        var settling = record
+        if keep && failure == nil { settling.offset = written }
+        settling.expires = WallClock.millis() + expiry
+        let final = settling
+        let changed = final != record
+        let data = data
+        let store = store
+        threadPool.runIfActive(eventLoop: eventLoop) { () throws in
+            defer { data?.close() }
+            if changed {
+                try data?.sync()
+                try store.save(final)
+            }
+        }.assumeIsolated().whenComplete { result in
+            self.data = nil
+            if case .failure(let error) = result, self.failure == nil { self.failure = UploadFailure(error) }
+            let durable = self.failure == nil ? final : self.record
+            self.record = durable
+            self.table.update(durable, releasing: true)
+            self.settledPromise.succeed()
+            if let failure = self.failure {
+                completion(.failed(failure, durable))
+            } else {
+                completion(.settled(durable))
+            }
+        }
+    }
+}
+
+/// Wall-clock time in milliseconds since the epoch: upload expiry survives a restart, so it cannot
+/// be measured on a monotonic clock.
+enum WallClock {
+    static func millis() -> Int64 {
+        var now = timespec()
+        clock_gettime(CLOCK_REALTIME, &now)
+        return Int64(now.tv_sec) * 1000 + Int64(now.tv_nsec) / 1_000_000
+    }
+}

@@ -1,0 +1,115 @@
+import NIOCore
+import Synchronization
+
+/// The uploads the server holds, by id: each one's record as last made durable, and which request is
+/// appending to it. Shared by every connection; the durable truth is in ``UploadStore``.
+final class UploadTable: Sendable {
+    /// The request appending to an upload right now.
+    struct Writer: Sendable {
+        /// Ends that request (closes its connection) so that a newer one can take the upload over.
+        let stop: @Sendable () -> Void
+        /// Succeeds once that request has settled: its bytes durable, the record saved, the upload free.
+        let settled: EventLoopFuture<Void>
+    }
+
+    /// An upload as a request sees it.
+    struct Entry: Sendable {
+        var record: UploadRecord
+        var writer: Writer?
+        var holdsSlot = false
+        /// Completed: kept until `record.expires` only to answer a client whose last answer was lost.
+        var finished = false
+    }
+
+    enum Claim {
+        case claimed(UploadRecord)
+        /// Another request is appending: stop it, wait for it to settle, and ask again.
+        case busy(Writer)
+        case finished(UploadRecord)
+        case missing
+    }
+
+    private let entries = Mutex<[String: Entry]>([:])
+    private let slots: UploadSlots?
+
+    init(slots: UploadSlots?) {
+        self.slots = slots
+    }
+
+    /// Adds an upload: a new one (its creation holds a slot of `--max-uploads`) or one found at start.
+    func insert(_ record: UploadRecord, writer: Writer? = nil, holdsSlot: Bool = false) {
+        entries.withLock { $0[record.id] = Entry(record: record, writer: writer, holdsSlot: holdsSlot) }
+    }
+
+    func lookup(_ id: String) -> Entry? {
+        entries.withLock { $0[id] }
+    }
+
+    /// Makes `writer` the upload's only writer, unless another one is.
+    func claim(_ id: String, writer: Writer) -> Claim {
+        entries.withLock { entries in
+            guard var entry = entries[id] else { return .missing }
+            if entry.finished { return .finished(entry.record) }
+            if let current = entry.writer { return .busy(current) }
+            entry.writer = writer
+            entries[id] = entry
+            return .claimed(entry.record)
+        }
+    }
+
+    /// Records what was made durable; with `releasing`, the writer is done.
+    func update(_ record: UploadRecord, releasing: Bool) {
+        entries.withLock { entries in
+            guard var entry = entries[record.id] else { return }
+            entry.record = record
+            if releasing { entry.writer = nil }
+            entries[record.id] = entry
+        }
+    }
+
+    /// The upload is complete and placed: its slot goes back, and it answers as complete until `expires`.
+    func finish(_ record: UploadRecord) {
+        let freed = entries.withLock { entries -> Bool in
+            guard var entry = entries[record.id] else { return false }
+            defer {
+                entry.holdsSlot = false
+                entries[record.id] = entry
+            }
+            entry.record = record
+            entry.writer = nil
+            entry.finished = true
+            return entry.holdsSlot
+        }
+        if freed { slots?.release() }
+    }
+
+    /// Forgets an upload (cancelled, failed for good); its slot goes back.
+    @discardableResult
+    func remove(_ id: String) -> Entry? {
+        let entry = entries.withLock { $0.removeValue(forKey: id) }
+        if entry?.holdsSlot == true { slots?.release() }
+        return entry
+    }
+
+    /// Takes the uploads whose time ran out and that no request is writing; their slots go back.
+    func takeExpired(now: Int64) -> [Entry] {
+        let expired = entries.withLock { entries in
+            let expired = entries.values.filter { $0.writer == nil && $0.record.expires <= now }
+            for entry in expired { entries[entry.record.id] = nil }
+            return expired
+        }
+        for entry in expired where entry.holdsSlot { slots?.release() }
+        return expired
+    }
+
+    /// The ids of the plain uploads in progress (nothing can continue them after a shutdown).
+    func plainIDs() -> [String] {
+        entries.withLock { $0.values.filter { $0.record.kind == .plain }.map(\.record.id) }
+    }
+
+    /// Runs `next` on `eventLoop` once the writer of `id` (if any) has been stopped and has settled.
+    static func afterStopping(_ writer: Writer, on eventLoop: any EventLoop, _ next: @escaping () -> Void) {
+        writer.stop()
+        writer.settled.hop(to: eventLoop).assumeIsolated().whenComplete { _ in next() }
+    }
+}

@@ -1,0 +1,127 @@
+import Foundation
+import Testing
+
+@testable import ResumeServer
+
+/// `serve` keeps its uploads: the built binary is killed with SIGKILL mid-upload and started again on
+/// the same port and folder, and the client continues (the proxy in front counts what it sent); the
+/// store's recovery cases at start, each with its one log line.
+@Suite("serve durability")
+struct ServeDurabilityTests {
+    /// `resumectl serve FOLDER --port PORT`, started and waited for.
+    static func startServe(folder: String, port: Int) async throws -> (RunningProcess, Int) {
+        let serve = try RunningProcess(resumectlBinary, ["serve", folder, "--port", "\(port)"])
+        let line = try await serve.waitForLine { $0.hasPrefix("listening on ") }
+        let bound = try #require(Int(line.split(separator: ":").last ?? ""))
+        return (serve, bound)
+    }
+
+    /// Bytes in the store's data files (what the server holds of unfinished uploads).
+    static func storedBytes(_ folder: String) -> Int {
+        serveUploadLeftovers(folder).reduce(0) { total, name in
+            let size = (try? FileManager.default.attributesOfItem(atPath: folder + "/" + name)[.size] as? Int) ?? 0
+            return total + (size ?? 0)
+        }
+    }
+
+    @Test("resumectl upload (IETF and tus) while serve is killed with SIGKILL twice: the file arrives, and the client continued",
+          arguments: ["ietf", "tus"])
+    func killedTwice(protocol name: String) async throws {
+        let w = try Workspace()
+        let size = 16 << 20
+        let digest = try makeRandomFile(path: w.path("www/big.bin"), size: size, seed: name == "tus" ? 3101 : 3102)
+        let folder = try w.dir.subdirectory("served")
+        var (serve, port) = try await Self.startServe(folder: folder, port: 0)
+        defer { serve.send(signal: SIGKILL) }
+        let proxy = try FaultProxy(upstreamPort: port)
+        let target = name == "tus" ? proxy.url(for: "in/") : proxy.url(for: "in/big.bin")
+        let client = try w.start([
+            "upload", w.path("www/big.bin"), target, "--protocol", name, "--limit-rate", "2M",
+            "--retries", "100", "--retry-delay", "0.1",
+        ])
+        defer { client.send(signal: SIGKILL) }
+
+        for fraction in [0.3, 0.6] {
+            try await eventually(timeout: .seconds(60)) { Self.storedBytes(folder) >= Int(Double(size) * fraction) }
+            #expect(serve.isRunning, "serve was alive when killed")
+            serve.send(signal: SIGKILL)
+            let killed = try await serve.wait(timeout: .seconds(10))
+            #expect(killed.signaled, "\(killed)")
+            (serve, _) = try await Self.startServe(folder: folder, port: port)
+        }
+        let result = try await client.wait(timeout: .seconds(120))
+        #expect(result.status == 0, "\(result) serve: \(serve.stderrSoFar)")
+        #expect(try sha256(file: folder + "/in/big.bin") == digest)
+        #expect(serveUploadLeftovers(folder).isEmpty)
+        // IETF: at most a second at 2 MB/s (plus what sat in buffers) is sent again per kill; starting
+        // over after the second kill alone would have cost 60% of the file again. tus: serve offers the
+        // checksum extension, and a checksummed append counts whole or not at all, so a kill costs up to
+        // one append (8 MiB) on top.
+        let perKill = name == "tus" ? 11 << 20 : 3 << 20
+        #expect(proxy.bytesUpstream < size + 2 * perKill, "\(proxy.bytesUpstream) bytes for a \(size)-byte file")
+        let methods = proxy.connections.flatMap(\.requestLines).map { String($0.prefix { $0 != " " }) }
+        #expect(methods.filter { $0 == "PATCH" }.count >= 2 && methods.contains("HEAD"), "\(methods)")
+        #expect(methods.filter { $0 == "POST" }.count == 1, "the upload was created once: \(methods)")
+    }
+
+    @Test("at start: bad records, data without a record, data past the record, expiry, a finished upload whose path is taken")
+    func recovery() throws {
+        let root = try TempDirectory(prefix: "resumectl-recover")
+        let store = try UploadStore(root: root.path)
+        let now: Int64 = 1_800_000_000_000
+        func record(_ id: String, offset: Int64, length: Int64? = 100, phase: UploadRecord.Phase = .receiving, expires: Int64 = now + 60_000,
+                    kind: UploadRecord.Kind = .ietf) -> UploadRecord {
+            UploadRecord(id: id, kind: kind, interop: 8, target: ["in", "\(id.prefix(4)).bin"], length: length, offset: offset,
+                         expires: expires, phase: phase)
+        }
+        func data(_ id: String, _ count: Int) throws {
+            try Data(repeating: 7, count: count).write(to: URL(fileURLWithPath: store.dataPath(id)))
+        }
+        let ids = (0..<8).map { String(repeating: "\($0)", count: 32) }
+        // 0: fine, its data longer than its record (cut back). 1: a record without data.
+        try store.create(record(ids[0], offset: 0))
+        try store.save(record(ids[0], offset: 40))
+        try data(ids[0], 70)
+        try store.save(record(ids[1], offset: 10))
+        // 2: data without a record. 3: expired. 4: a truncated record. 5: a plain upload.
+        try data(ids[2], 5)
+        try store.create(record(ids[3], offset: 0, expires: now - 1))
+        try store.create(record(ids[4], offset: 0))
+        let recordPath = store.folder + "/\(ids[4]).json"
+        let whole = try Data(contentsOf: URL(fileURLWithPath: recordPath))
+        try whole.prefix(whole.count / 2).write(to: URL(fileURLWithPath: recordPath))
+        try store.create(record(ids[5], offset: 0, kind: .plain))
+        // 6: finishing, its path free: finished now. 7: finishing, its path taken: kept.
+        try store.create(record(ids[6], offset: 100, phase: .finishing))
+        try data(ids[6], 100)
+        try store.create(record(ids[7], offset: 100, phase: .finishing))
+        try data(ids[7], 100)
+        try FileManager.default.createDirectory(atPath: root.path("in"), withIntermediateDirectories: true)
+        try Data("theirs".utf8).write(to: URL(fileURLWithPath: root.path("in/7777.bin")))
+
+        var lines: [String] = []
+        let kept = store.recover(now: now, replacing: false, log: { lines.append($0) })
+        #expect(kept.map(\.id).sorted() == [ids[0], ids[7]])
+        #expect(kept.first { $0.id == ids[0] }?.offset == 40)
+        #expect(FileManager.default.fileExists(atPath: store.dataPath(ids[0])))
+        #expect((try FileManager.default.attributesOfItem(atPath: store.dataPath(ids[0]))[.size] as? Int) == 40)
+        #expect(try Data(contentsOf: URL(fileURLWithPath: root.path("in/6666.bin"))).count == 100)
+        #expect(try Data(contentsOf: URL(fileURLWithPath: root.path("in/7777.bin"))) == Data("theirs".utf8))
+        for gone in [ids[1], ids[2], ids[3], ids[4], ids[5], ids[6]] {
+            #expect(!FileManager.default.fileExists(atPath: store.dataPath(gone)), "\(gone)")
+            #expect(!FileManager.default.fileExists(atPath: store.folder + "/\(gone).json"), "\(gone)")
+        }
+        let expected = [
+            "bytes past the durable offset 40 cut off", "its data is missing", "data without a record", "expired",
+            "does not parse", "a plain upload cannot be continued", "finished after a restart", "cannot be finished",
+        ]
+        for phrase in expected {
+            #expect(lines.filter { $0.contains(phrase) }.count == 1, "\(phrase): \(lines)")
+        }
+        #expect(lines.count == expected.count, "\(lines)")
+        // With --overwrite the kept one is finished at the next start.
+        let again = store.recover(now: now, replacing: true, log: { _ in })
+        #expect(again.map(\.id) == [ids[0]])
+        #expect(try Data(contentsOf: URL(fileURLWithPath: root.path("in/7777.bin"))).count == 100)
+    }
+}
