@@ -261,7 +261,7 @@ final class DraftHandler: ChannelDuplexHandler {
             record: record, store: settings.store, table: settings.table, threadPool: settings.threadPool,
             eventLoop: context.eventLoop, limit: record.length ?? settings.maxUploadSize.map { max($0, record.offset) },
             checkpoints: current.kind != .plain, expiry: settings.expiry, settled: settled)
-        appender.resumeReading = { [weak self] in self?.resume(context: context) }
+        appender.resumeReading = { [weak self, weak context] in if let context { self?.resume(context: context) } }
         appender.open()
         current.appender = appender
         current.lengthKnown = record.length != nil

@@ -351,7 +351,7 @@ final class TusHandler: ChannelDuplexHandler {
             record: record, store: settings.store, table: settings.table, threadPool: settings.threadPool,
             eventLoop: context.eventLoop, limit: record.length, checkpoints: append.checksum == nil,
             expiry: settings.expiry, settled: settled)
-        appender.resumeReading = { [weak self] in self?.resumeReading(context: context) }
+        appender.resumeReading = { [weak self, weak context] in if let context { self?.resumeReading(context: context) } }
         appender.open()
         append.appender = appender
         let early = append.early

@@ -49,7 +49,7 @@ final class UploadAppender {
     private var failure: UploadFailure?
     private var nextCheckpoint: NIODeadline
     private var completion: ((Ending) -> Void)?
-    /// Called when the handler may read again after ``wantsMore`` said no.
+    /// Called whenever a write has brought the queue below the mark (the handler reads again if it held).
     var resumeReading: (() -> Void)?
 
     /// - Parameters:
@@ -160,10 +160,7 @@ final class UploadAppender {
                 self.queue.removeAll()
                 self.queued = 0
             }
-            if self.queued < Self.highWater, let resume = self.resumeReading {
-                self.resumeReading = nil
-                resume()
-            }
+            if self.queued < Self.highWater { self.resumeReading?() }
             self.pump()
         }
     }

@@ -11,7 +11,7 @@ struct ServeDurabilityTests {
     /// `resumectl serve FOLDER --port PORT`, started and waited for.
     static func startServe(folder: String, port: Int) async throws -> (RunningProcess, Int) {
         let serve = try RunningProcess(resumectlBinary, ["serve", folder, "--port", "\(port)"])
-        let line = try await serve.waitForLine { $0.hasPrefix("listening on ") }
+        let line = try await serve.waitForLine(where: { $0.hasPrefix("listening on ") })
         let bound = try #require(Int(line.split(separator: ":").last ?? ""))
         return (serve, bound)
     }
@@ -62,6 +62,106 @@ struct ServeDurabilityTests {
         let methods = proxy.connections.flatMap(\.requestLines).map { String($0.prefix { $0 != " " }) }
         #expect(methods.filter { $0 == "PATCH" }.count >= 2 && methods.contains("HEAD"), "\(methods)")
         #expect(methods.filter { $0 == "POST" }.count == 1, "the upload was created once: \(methods)")
+    }
+
+    @Test("tuspy (PyPI) uploads through serve killed with SIGKILL and started again: the file arrives, created once")
+    func tuspyAcrossRestart() async throws {
+        let w = try Workspace()
+        let size = 24 << 20
+        let digest = try makeRandomFile(path: w.path("www/t.bin"), size: size, seed: 3104)
+        let folder = try w.dir.subdirectory("served")
+        var (serve, port) = try await Self.startServe(folder: folder, port: 0)
+        defer { serve.send(signal: SIGKILL) }
+        let proxy = try FaultProxy(upstreamPort: port, plan: Array(repeating: Fault.pass.throttled(bytesPerSecond: 6 << 20), count: 256))
+        let script = """
+            import sys
+            from tusclient import client
+            c = client.TusClient(sys.argv[1])
+            u = c.uploader(sys.argv[2], chunk_size=1 << 20, metadata={"filename": "t.bin", "filetype": "application/octet-stream"},
+                           retries=30, retry_delay=1)
+            u.upload()
+            print(u.url)
+            """
+        let uploader = try RunningProcess("python3", ["-c", script, proxy.url(for: "in/"), w.path("www/t.bin")])
+        defer { uploader.send(signal: SIGKILL) }
+        try await eventually(timeout: .seconds(60)) { Self.storedBytes(folder) >= size / 3 }
+        #expect(serve.isRunning, "serve was alive when killed")
+        serve.send(signal: SIGKILL)
+        #expect(try await serve.wait(timeout: .seconds(10)).signaled)
+        let firstLog = serve.stderrSoFar
+        (serve, _) = try await Self.startServe(folder: folder, port: port)
+        let r = try await uploader.wait(timeout: .seconds(180))
+        #expect(r.status == 0, "tuspy (make deps installs it): \(r)")
+        #expect(try sha256(file: folder + "/in/t.bin") == digest)
+        let posts = (firstLog + serve.stderrSoFar).split(separator: "\n").filter { $0.hasPrefix("POST /in/ 201") }
+        #expect(posts.count == 1, "\(firstLog) \(serve.stderrSoFar)")
+        #expect(proxy.bytesUpstream < size + 4 << 20, "\(proxy.bytesUpstream)")
+    }
+
+    static let pageScript = #"""
+        import json, sys, time
+        from selenium import webdriver
+        from selenium.webdriver.chrome.service import Service
+        from selenium.webdriver.common.by import By
+
+        url, path = sys.argv[1], sys.argv[2]
+        options = webdriver.ChromeOptions()
+        options.binary_location = "/usr/bin/chromium"
+        for flag in ["--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu"]:
+            options.add_argument(flag)
+        driver = webdriver.Chrome(service=Service("/usr/bin/chromedriver"), options=options)
+        result = {}
+        try:
+            driver.get(url)
+            driver.find_element(By.ID, "picker").send_keys(path)
+            progress = lambda: driver.execute_script("return document.querySelector('#uploads progress')?.value || 0") or 0
+            deadline = time.time() + 60
+            while time.time() < deadline and progress() < 8 * 1024 * 1024:
+                time.sleep(0.1)
+            result["progress_at_restart"] = progress()
+            print("midway", flush=True)
+            deadline = time.time() + 240
+            state = None
+            while time.time() < deadline:
+                state = driver.find_element(By.CSS_SELECTOR, "#uploads li").get_attribute("data-state")
+                if state == "done" or (state or "").startswith("failed"):
+                    break
+                time.sleep(0.25)
+            result["final"] = state
+        finally:
+            driver.quit()
+        print(json.dumps(result), flush=True)
+        """#
+
+    @Test("the folder page in chromium goes on by itself after serve was killed and started again mid-upload")
+    func pageContinuesAfterRestart() async throws {
+        let w = try Workspace()
+        let size = 48 << 20
+        let digest = try makeRandomFile(path: w.path("www/clip.bin"), size: size, seed: 3103)
+        let folder = try w.dir.subdirectory("served")
+        try FileManager.default.createDirectory(atPath: folder + "/inbox", withIntermediateDirectories: true)
+        var (serve, port) = try await Self.startServe(folder: folder, port: 0)
+        defer { serve.send(signal: SIGKILL) }
+        let proxy = try FaultProxy(upstreamPort: port, plan: Array(repeating: Fault.pass.throttled(bytesPerSecond: 12 << 20), count: 64))
+        try Self.pageScript.write(toFile: w.path("page.py"), atomically: true, encoding: .utf8)
+        let browser = try RunningProcess("python3", [w.path("page.py"), proxy.url(for: "inbox/"), w.path("www/clip.bin")])
+        defer { browser.send(signal: SIGKILL) }
+        _ = try await browser.waitForLine(timeout: .seconds(120), where: { $0 == "midway" })
+        #expect(serve.isRunning, "serve was alive when killed")
+        serve.send(signal: SIGKILL)
+        #expect(try await serve.wait(timeout: .seconds(10)).signaled)
+        let firstLog = serve.stderrSoFar
+        (serve, _) = try await Self.startServe(folder: folder, port: port)
+        let r = try await browser.wait(timeout: .seconds(300))
+        let line = try #require(r.stdoutLines.last, "chromium, chromium-driver and selenium (make deps installs them): \(r)")
+        let result = try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any], "\(r)")
+        #expect(result["final"] as? String == "done", "\(result) \(serve.stderrSoFar)")
+        #expect(try sha256(file: folder + "/inbox/clip.bin") == digest)
+        // One creation in both lives of the server: the page continued its upload after the restart.
+        let posts = (firstLog + serve.stderrSoFar).split(separator: "\n").filter { $0.hasPrefix("POST /inbox/ 201") }
+        #expect(posts.count == 1, "\(firstLog) \(serve.stderrSoFar)")
+        #expect(serve.stderrSoFar.contains("PATCH /tus_upload/"), "the restarted server took the rest")
+        #expect(Double(proxy.bytesUpstream) < 1.25 * Double(size), "\(proxy.bytesUpstream) bytes through the proxy")
     }
 
     @Test("at start: bad records, data without a record, data past the record, expiry, a finished upload whose path is taken")
