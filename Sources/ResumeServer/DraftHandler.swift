@@ -187,15 +187,13 @@ final class DraftHandler: ChannelDuplexHandler {
     }
 
     private func reportOffset(context: ChannelHandlerContext, version: Int, id: String) {
-        guard let entry = settings.table.lookup(id), entry.record.kind == .ietf else {
-            answer(context: context, DraftMachine.notFound(version: version))
-            return
+        settings.table.whenIdle(id, on: context.eventLoop) { entry in
+            guard let entry, entry.record.kind == .ietf else {
+                return self.answer(context: context, DraftMachine.notFound(version: version))
+            }
+            self.answer(context: context, DraftMachine.offset(
+                version: version, record: entry.record, finished: entry.finished, maxSize: self.settings.maxUploadSize))
         }
-        if let writer = entry.writer {
-            UploadTable.afterStopping(writer, on: context.eventLoop) { self.reportOffset(context: context, version: version, id: id) }
-            return
-        }
-        answer(context: context, DraftMachine.offset(version: version, record: entry.record, finished: entry.finished, maxSize: settings.maxUploadSize))
     }
 
     private func append(context: ChannelHandlerContext, version: Int, id: String, offset: Int64, complete: Bool, length: Int64?) {
@@ -235,17 +233,14 @@ final class DraftHandler: ChannelDuplexHandler {
     }
 
     private func cancel(context: ChannelHandlerContext, version: Int, id: String) {
-        guard let entry = settings.table.lookup(id), entry.record.kind == .ietf else {
-            answer(context: context, DraftMachine.notFound(version: version))
-            return
+        settings.table.whenIdle(id, on: context.eventLoop) { entry in
+            guard let entry, entry.record.kind == .ietf else {
+                return self.answer(context: context, DraftMachine.notFound(version: version))
+            }
+            self.settings.log?("upload /\(entry.record.target.joined(separator: "/")) cancelled")
+            self.drop(id)
+            self.answer(context: context, DraftMachine.cancelled(version: version))
         }
-        if let writer = entry.writer {
-            UploadTable.afterStopping(writer, on: context.eventLoop) { self.cancel(context: context, version: version, id: id) }
-            return
-        }
-        settings.log?("upload /\(entry.record.target.joined(separator: "/")) cancelled")
-        drop(id)
-        answer(context: context, DraftMachine.cancelled(version: version))
     }
 
     // MARK: Bodies

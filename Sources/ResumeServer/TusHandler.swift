@@ -179,15 +179,7 @@ final class TusHandler: ChannelDuplexHandler {
 
     /// The tus upload `id`, once no request is writing to it (one that is, is stopped first).
     private func whenIdle(context: ChannelHandlerContext, id: String, _ next: @escaping (UploadTable.Entry?) -> Void) {
-        guard let entry = settings.table.lookup(id), entry.record.kind == .tus else {
-            next(nil)
-            return
-        }
-        if let writer = entry.writer {
-            UploadTable.afterStopping(writer, on: context.eventLoop) { self.whenIdle(context: context, id: id, next) }
-        } else {
-            next(entry)
-        }
+        settings.table.whenIdle(id, on: context.eventLoop) { entry in next(entry?.record.kind == .tus ? entry : nil) }
     }
 
     private func reportOffset(context: ChannelHandlerContext, head: HTTPRequestHead, id: String) {

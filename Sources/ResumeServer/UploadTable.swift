@@ -107,9 +107,17 @@ final class UploadTable: Sendable {
         entries.withLock { $0.values.filter { $0.record.kind == .plain }.map(\.record.id) }
     }
 
-    /// Runs `next` on `eventLoop` once the writer of `id` (if any) has been stopped and has settled.
+    /// Runs `next` on `eventLoop` once `writer` has been stopped and has settled.
     static func afterStopping(_ writer: Writer, on eventLoop: any EventLoop, _ next: @escaping () -> Void) {
         writer.stop()
         writer.settled.hop(to: eventLoop).assumeIsolated().whenComplete { _ in next() }
+    }
+
+    /// Runs `next` on `eventLoop` with the upload `id` (`nil`: unknown) once no request writes to it:
+    /// one still writing is stopped first and waited for, so its bytes count before anyone answers.
+    func whenIdle(_ id: String, on eventLoop: any EventLoop, _ next: @escaping (Entry?) -> Void) {
+        guard let entry = lookup(id) else { return next(nil) }
+        guard let writer = entry.writer else { return next(entry) }
+        Self.afterStopping(writer, on: eventLoop) { self.whenIdle(id, on: eventLoop, next) }
     }
 }

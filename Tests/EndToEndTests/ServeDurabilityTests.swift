@@ -16,6 +16,18 @@ struct ServeDurabilityTests {
         return (serve, bound)
     }
 
+    /// Kills `serve` with SIGKILL (it must be alive then) and starts it again on the same port and folder;
+    /// returns what the killed one logged.
+    static func killAndRestart(_ serve: inout RunningProcess, folder: String, port: Int) async throws -> String {
+        #expect(serve.isRunning, "serve was alive when killed")
+        serve.send(signal: SIGKILL)
+        let killed = try await serve.wait(timeout: .seconds(10))
+        #expect(killed.signaled, "\(killed)")
+        let log = serve.stderrSoFar
+        (serve, _) = try await startServe(folder: folder, port: port)
+        return log
+    }
+
     /// Bytes in the store's data files (what the server holds of unfinished uploads).
     static func storedBytes(_ folder: String) -> Int {
         serveUploadLeftovers(folder).reduce(0) { total, name in
@@ -43,11 +55,7 @@ struct ServeDurabilityTests {
 
         for fraction in [0.3, 0.6] {
             try await eventually(timeout: .seconds(60)) { Self.storedBytes(folder) >= Int(Double(size) * fraction) }
-            #expect(serve.isRunning, "serve was alive when killed")
-            serve.send(signal: SIGKILL)
-            let killed = try await serve.wait(timeout: .seconds(10))
-            #expect(killed.signaled, "\(killed)")
-            (serve, _) = try await Self.startServe(folder: folder, port: port)
+            _ = try await Self.killAndRestart(&serve, folder: folder, port: port)
         }
         let result = try await client.wait(timeout: .seconds(120))
         #expect(result.status == 0, "\(result) serve: \(serve.stderrSoFar)")
@@ -85,11 +93,7 @@ struct ServeDurabilityTests {
         let uploader = try RunningProcess("python3", ["-c", script, proxy.url(for: "in/"), w.path("www/t.bin")])
         defer { uploader.send(signal: SIGKILL) }
         try await eventually(timeout: .seconds(60)) { Self.storedBytes(folder) >= size / 3 }
-        #expect(serve.isRunning, "serve was alive when killed")
-        serve.send(signal: SIGKILL)
-        #expect(try await serve.wait(timeout: .seconds(10)).signaled)
-        let firstLog = serve.stderrSoFar
-        (serve, _) = try await Self.startServe(folder: folder, port: port)
+        let firstLog = try await Self.killAndRestart(&serve, folder: folder, port: port)
         let r = try await uploader.wait(timeout: .seconds(180))
         #expect(r.status == 0, "tuspy (make deps installs it): \(r)")
         #expect(try sha256(file: folder + "/in/t.bin") == digest)
@@ -98,18 +102,8 @@ struct ServeDurabilityTests {
         #expect(proxy.bytesUpstream < size + 4 << 20, "\(proxy.bytesUpstream)")
     }
 
-    static let pageScript = #"""
-        import json, sys, time
-        from selenium import webdriver
-        from selenium.webdriver.chrome.service import Service
-        from selenium.webdriver.common.by import By
-
+    static let pageScript = ServeFolderPageTests.chromium + #"""
         url, path = sys.argv[1], sys.argv[2]
-        options = webdriver.ChromeOptions()
-        options.binary_location = "/usr/bin/chromium"
-        for flag in ["--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu"]:
-            options.add_argument(flag)
-        driver = webdriver.Chrome(service=Service("/usr/bin/chromedriver"), options=options)
         result = {}
         try:
             driver.get(url)
@@ -147,11 +141,7 @@ struct ServeDurabilityTests {
         let browser = try RunningProcess("python3", [w.path("page.py"), proxy.url(for: "inbox/"), w.path("www/clip.bin")])
         defer { browser.send(signal: SIGKILL) }
         _ = try await browser.waitForLine(timeout: .seconds(120), where: { $0 == "midway" })
-        #expect(serve.isRunning, "serve was alive when killed")
-        serve.send(signal: SIGKILL)
-        #expect(try await serve.wait(timeout: .seconds(10)).signaled)
-        let firstLog = serve.stderrSoFar
-        (serve, _) = try await Self.startServe(folder: folder, port: port)
+        let firstLog = try await Self.killAndRestart(&serve, folder: folder, port: port)
         let r = try await browser.wait(timeout: .seconds(300))
         let line = try #require(r.stdoutLines.last, "chromium, chromium-driver and selenium (make deps installs them): \(r)")
         let result = try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any], "\(r)")

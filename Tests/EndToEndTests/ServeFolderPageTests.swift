@@ -44,18 +44,23 @@ struct ServeFolderPageTests {
         }
     }
 
-    static let browserScript = #"""
+    /// Headless chromium under selenium, as `driver`; a script goes on from here.
+    static let chromium = #"""
         import json, sys, time
         from selenium import webdriver
         from selenium.webdriver.chrome.service import Service
         from selenium.webdriver.common.by import By
 
-        url, path, name, reload_after = sys.argv[1], sys.argv[2], sys.argv[3], float(sys.argv[4])
         options = webdriver.ChromeOptions()
         options.binary_location = "/usr/bin/chromium"
         for flag in ["--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu"]:
             options.add_argument(flag)
         driver = webdriver.Chrome(service=Service("/usr/bin/chromedriver"), options=options)
+
+        """#
+
+    static let browserScript = chromium + #"""
+        url, path, name, reload_after = sys.argv[1], sys.argv[2], sys.argv[3], float(sys.argv[4])
         result = {}
         try:
             driver.get(url)
