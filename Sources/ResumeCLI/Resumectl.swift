@@ -7,7 +7,7 @@ struct Resumectl: AsyncParsableCommand {
         commandName: "resumectl",
         abstract: "Large HTTP transfers that survive dropped connections, Ctrl-C, kill -9 and reboots.",
         discussion: """
-            Exit status: 0 done, 1 failed, 64 usage, 65 bad data, 66 input missing, 73 cannot create output,
+            Exit status: 0 done, 1 failed, 64 usage, 65 bad data, 66 input missing, 73 cannot create output, \
             74 local I/O error, 75 interrupted and resumable, 130 Ctrl-C. 'resumectl help SUBCOMMAND' for more.
 
             EXAMPLES:
