@@ -257,6 +257,7 @@ final class DraftHandler: ChannelDuplexHandler {
             eventLoop: context.eventLoop, limit: record.length ?? settings.maxUploadSize.map { max($0, record.offset) },
             checkpoints: current.kind != .plain, expiry: settings.expiry, settled: settled)
         appender.resumeReading = { [weak self, weak context] in if let context { self?.resume(context: context) } }
+        appender.onFailure = { [weak self, weak context] failure in if let context { self?.failMidBody(context: context, failure) } }
         appender.open()
         current.appender = appender
         current.lengthKnown = record.length != nil
@@ -347,6 +348,19 @@ final class DraftHandler: ChannelDuplexHandler {
             let kind = current.kind
             appender.end(keep: false) { ending in
                 if kind == .plain, case .settled(let record) = ending { self.drop(record.id) }
+            }
+        }
+    }
+
+    /// Storing failed while the body still arrives: the client hears it now; a plain upload's bytes go.
+    private func failMidBody(context: ChannelHandlerContext, _ failure: UploadFailure) {
+        guard let current = exchange, !current.answered, !current.ended, let appender = current.appender else { return }
+        fail(context: context, failure)
+        let kind = current.kind
+        appender.end(keep: kind != .plain) { ending in
+            guard kind == .plain else { return }
+            switch ending {
+            case .settled(let record), .failed(_, let record): self.drop(record.id)
             }
         }
     }

@@ -344,6 +344,11 @@ final class TusHandler: ChannelDuplexHandler {
             eventLoop: context.eventLoop, limit: record.length, checkpoints: append.checksum == nil,
             expiry: settings.expiry, settled: settled)
         appender.resumeReading = { [weak self, weak context] in if let context { self?.resumeReading(context: context) } }
+        appender.onFailure = { [weak self, weak context] failure in
+            guard let self, let context, case .appending(var append) = self.state, !append.failed, !append.ended else { return }
+            self.settings.log?("tus upload failed: \(failure.reason)")
+            self.fail(context: context, &append, status: HTTPResponseStatus(statusCode: failure.status))
+        }
         appender.open()
         append.appender = appender
         let early = append.early

@@ -51,6 +51,9 @@ final class UploadAppender {
     private var completion: ((Ending) -> Void)?
     /// Called whenever a write has brought the queue below the mark (the handler reads again if it held).
     var resumeReading: (() -> Void)?
+    /// Called once when storing fails mid-body (a full disk), so that the client hears it at once
+    /// instead of sending the rest for nothing; the request still ends through ``end(keep:_:)``.
+    var onFailure: ((UploadFailure) -> Void)?
 
     /// - Parameters:
     ///   - record: the upload as durable now; its `offset` is where this request's bytes begin.
@@ -85,7 +88,7 @@ final class UploadAppender {
                 self.opening = false
                 switch result {
                 case .success(let data): self.data = data
-                case .failure(let error): self.failure = self.failure ?? UploadFailure(error)
+                case .failure(let error): self.failed(UploadFailure(error))
                 }
                 self.pump()
             }
@@ -156,13 +159,19 @@ final class UploadAppender {
                     self.nextCheckpoint = .now() + Self.checkpointInterval
                 }
             case .failure(let error):
-                self.failure = UploadFailure(error)
+                self.failed(UploadFailure(error))
                 self.queue.removeAll()
                 self.queued = 0
             }
             if self.queued < Self.highWater { self.resumeReading?() }
             self.pump()
         }
+    }
+
+    private func failed(_ failure: UploadFailure) {
+        guard self.failure == nil else { return }
+        self.failure = failure
+        onFailure?(failure)
     }
 
     /// Makes the kept bytes durable with the record, frees the upload for the next writer, reports.
