@@ -43,9 +43,12 @@ let package = Package(
             pkgConfig: "libcrypto",
             providers: [.apt(["libssl-dev"])]
         ),
+        // The proleptic Gregorian calendar in UTC, shared by the client and `serve`.
+        .target(name: "UTCCalendar"),
         .target(
             name: "ResumeKit",
             dependencies: [
+                "UTCCalendar",
                 "CCurl",
                 "CISAL",
                 "CLibCrypto",
@@ -78,6 +81,7 @@ let package = Package(
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 "CCrypt",
+                "UTCCalendar",
             ]
         ),
         // The command line, shared by `resumectl` and `resumectl-s3`.
@@ -85,6 +89,7 @@ let package = Package(
             name: "ResumeCLI",
             dependencies: [
                 "ResumeKit",
+                "UTCCalendar",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),

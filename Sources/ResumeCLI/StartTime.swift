@@ -1,6 +1,7 @@
 import ArgumentParser
 import FoundationEssentials
 import Glibc
+import UTCCalendar
 
 /// `--start-at TIME`: `HH:MM` (local time, the next such moment) or ISO 8601 (`2026-11-23T06:00`, local
 /// time, or with `Z` / `+01:00`).
@@ -44,15 +45,20 @@ struct StartTime: ExpressibleByArgument {
             rest = rest.dropFirst(3)
         }
         if rest.first == "." { rest = rest.dropFirst().drop(while: \.isNumber) }
-        var tm = tm()
-        tm.tm_year = Int32(year - 1900)
-        tm.tm_mon = Int32(month - 1)
-        tm.tm_mday = Int32(day)
-        tm.tm_hour = Int32(hour)
-        tm.tm_min = Int32(minute)
-        tm.tm_sec = Int32(second)
-        tm.tm_isdst = -1
-        if rest.isEmpty { return Date(timeIntervalSince1970: Double(mktime(&tm))) }
+        if rest.isEmpty {
+            // Local time: the zone's rules are the C library's.
+            var tm = tm()
+            tm.tm_year = Int32(year - 1900)
+            tm.tm_mon = Int32(month - 1)
+            tm.tm_mday = Int32(day)
+            tm.tm_hour = Int32(hour)
+            tm.tm_min = Int32(minute)
+            tm.tm_sec = Int32(second)
+            tm.tm_isdst = -1
+            return Date(timeIntervalSince1970: Double(mktime(&tm)))
+        }
+        guard let utc = CivilTime(year: year, month: month, day: day, hour: hour, minute: minute, second: second).seconds
+        else { return nil }
         var offset = 0
         if rest == ["Z"] || rest == ["z"] {
             offset = 0
@@ -62,6 +68,6 @@ struct StartTime: ExpressibleByArgument {
             guard zone.count == 4, let hh = digits(Substring(zone.prefix(2))), let mm = digits(Substring(zone.suffix(2))) else { return nil }
             offset = (hh * 3600 + mm * 60) * (sign == "-" ? -1 : 1)
         }
-        return Date(timeIntervalSince1970: Double(timegm(&tm) - offset))
+        return Date(timeIntervalSince1970: Double(utc - Int64(offset)))
     }
 }

@@ -1,3 +1,5 @@
+import UTCCalendar
+
 /// AWS Signature Version 4 for S3, header-based, with the payload hash sent as `x-amz-content-sha256`.
 ///
 /// Our own signer rather than libcurl's `CURLOPT_AWS_SIGV4`: libcurl 7.88.1 (Debian 12) signs the query and

@@ -1,4 +1,5 @@
 import FoundationEssentials
+import UTCCalendar
 
 /// The times of tokens, result records and live status: ISO 8601 in UTC and whole seconds,
 /// `2026-11-25T08:16:00Z`, as Foundation's `.iso8601` strategy wrote them. Done by hand, with the calendar
