@@ -76,8 +76,8 @@ build: deps
 # page touched, so packed hot code keeps less of the binary resident (21.1 → 18.7 MiB).
 # The linker is lld (the Swift toolchain's own), for -z pack-relative-relocs: a PIE's 43,000 start-up
 # relocations, 1.0 MB of .rela.dyn that the loader reads and keeps resident, become 8 KB of DT_RELR (glibc
-# 2.36 and later read it; the package says so). A 1 GiB download peaks at 19.4-19.6 MiB as a hardened PIE
-# this way, 21.9 with gold's RELA (3 alternating runs each); its --symbol-ordering-file takes the list.
+# 2.36 and later read it; the package says so). A 1 GiB download peaks at 19.0-19.1 MiB as a hardened PIE
+# this way, 21.4-21.5 with gold's RELA (3 alternating runs each); its --symbol-ordering-file takes the list.
 STATIC_CXX := $(CURDIR)/.build/static-libstdc++
 PIE ?= 1
 HARDEN_FLAGS := -Xlinker -z -Xlinker relro -Xlinker -z -Xlinker now -Xlinker -z -Xlinker noexecstack \
