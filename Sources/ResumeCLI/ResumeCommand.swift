@@ -89,11 +89,11 @@ enum ResumeAll {
             try Background.launch(id: "resume-all", announce: ids.joined(separator: "\n"), stateDir: store.directory,
                 arguments: ["resume", "--all", "--parallel", String(parallel)] + Detach.backgroundDefaults(forwarded))
         }
-        if background.detachedChild { Detach.signalReady() }
         let statuses = Supervisor.run(
             ids: ids, parallel: parallel, store: store, logs: background.detachedChild,
             arguments: { ["resume", $0] + forwarded + (background.detachedChild ? ["--detached-child"] : []) },
-            spawnFailed: { id, error in Output.stderr("resumectl: \(id): \(error)\n") })
+            spawnFailed: { id, error in Output.stderr("resumectl: \(id): \(error)\n") },
+            queuedAll: { if background.detachedChild { Detach.signalReady() } })
         let failures = statuses.filter { $0 != 0 }
         if failures.isEmpty { return }
         throw ExitCode(failures.allSatisfy { $0 == 75 || $0 == 74 || $0 == 130 } ? 75 : 1)
