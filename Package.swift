@@ -26,12 +26,15 @@ let package = Package(
         .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.5.0"),
     ],
     targets: [
-        // libcurl through pkg-config, plus fixed-arity inline wrappers for its variadic setopt/getinfo.
+        // libcurl's headers, plus fixed-arity inline wrappers for its variadic setopt/getinfo. No program links
+        // libcurl: CCurlLoader loads it when the first transfer calls it.
         .systemLibrary(
             name: "CCurl",
-            pkgConfig: "libcurl",
             providers: [.apt(["libcurl4-openssl-dev"])]
         ),
+        // The libcurl functions ResumeKit calls, each loading libcurl.so.4 on first use (dlopen): a command that
+        // moves no bytes (`--version`, `list`, `pause`) does not map libcurl's thirty libraries.
+        .target(name: "CCurlLoader"),
         // ISA-L (Debian's libisal-dev): hardware CRC32 and CRC32C for S3's part checksums.
         .systemLibrary(
             name: "CISAL",
@@ -50,6 +53,7 @@ let package = Package(
             dependencies: [
                 "UTCCalendar",
                 "CCurl",
+                "CCurlLoader",
                 "CISAL",
                 "CLibCrypto",
                 .product(name: "RawStructuredFieldValues", package: "swift-http-structured-headers"),

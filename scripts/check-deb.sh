@@ -22,6 +22,26 @@ for program in resumectl resumectl-s3; do
     # Nor libstdc++ itself (linked in for memory; resumectl-s3 still maps it through libxml2's ICU).
     if readelf -d "$root/usr/bin/$program" | grep NEEDED | grep -q libstdc++; then fail "$program needs libstdc++.so"; fi
 done
+# Hardened (Makefile, "release"): each packaged program is a PIE with full RELRO (BIND_NOW) and a stack that
+# is not executable, checked with Debian's own hardening-check (devscripts; `make deps` installs it).
+# --nocfprotection: Swift's compiler and the static Swift runtime inside the binaries emit no CET (IBT/SHSTK)
+# markings, so no link of Swift code can claim them; the issue asks for PIE, RELRO and BIND_NOW.
+# Fortify: resumectl-serve is checked for it (the C of swift-nio and swift-nio-ssl's BoringSSL is compiled
+# with -D_FORTIFY_SOURCE=2 and calls the checked functions). resumectl and resumectl-s3 get --nofortify:
+# the only C compiled for them is the shims' one-line wrappers of libcurl, fallocate and syncfs (nothing
+# fortifiable), and the prebuilt static Swift runtime linked into them calls memcpy and friends unchecked,
+# which hardening-check reports as "only unprotected functions found" even for a one-line Swift program.
+command -v hardening-check >/dev/null || fail "hardening-check missing (Debian's devscripts; make deps installs it)"
+for program in resumectl resumectl-s3 resumectl-serve; do
+    options="--nocfprotection"
+    [ "$program" = resumectl-serve ] || options="$options --nofortify"
+    report=$(hardening-check $options "$root/usr/bin/$program" 2>&1) || fail "$program is not hardened: $(echo "$report" | grep -v ': yes' | tr '\n' ' ')"
+    for feature in "Position Independent Executable" "Read-only relocations" "Immediate binding"; do
+        echo "$report" | grep -q "$feature: yes" || fail "$program: $feature is not yes"
+    done
+    # A non-executable stack: PT_GNU_STACK present and without X.
+    readelf -lW "$root/usr/bin/$program" | grep GNU_STACK | grep -q ' RW ' || fail "$program: the stack is executable or unmarked"
+done
 # libxml2 stays out of plain transfers.
 if ldd "$root/usr/bin/resumectl" | grep -q libxml2; then fail "resumectl links libxml2"; fi
 man -l "$root/usr/share/man/man1/resumectl.1.gz" 2>/dev/null | grep -q "resumectl download" || fail "man page lacks 'resumectl download'"

@@ -101,9 +101,10 @@ def main():
                     names.append(name)
         for proc, _ in peers:
             proc.terminate()
-        # Input sections as the linker names them: Swift and the runtime's C++ are built with one section a function.
+        # Symbol names, for lld's --symbol-ordering-file (Swift and the runtime's C++ are built with one section
+        # a function, so each can be placed on its own).
         with open(OUT, "w") as f:
-            f.writelines(f".text.{n}\n" for n in names)
+            f.writelines(f"{n}\n" for n in names)
         print(f"link-order: {len(names)} functions from {len(runs)} transfers → {os.path.relpath(OUT, REPO)}")
     finally:
         shutil.rmtree(work, ignore_errors=True)

@@ -4,6 +4,7 @@ import ResumeKit
 
 struct Resume: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "resume",
         abstract: "Continue a transfer from its token, even after kill -9 or a reboot.",
         discussion: """
             A transfer that already completed prints its result line again and exits 0.
@@ -88,11 +89,11 @@ enum ResumeAll {
             try Background.launch(id: "resume-all", announce: ids.joined(separator: "\n"), stateDir: store.directory,
                 arguments: ["resume", "--all", "--parallel", String(parallel)] + Detach.backgroundDefaults(forwarded))
         }
-        if background.detachedChild { Detach.signalReady() }
         let statuses = Supervisor.run(
             ids: ids, parallel: parallel, store: store, logs: background.detachedChild,
             arguments: { ["resume", $0] + forwarded + (background.detachedChild ? ["--detached-child"] : []) },
-            spawnFailed: { id, error in Output.stderr("resumectl: \(id): \(error)\n") })
+            spawnFailed: { id, error in Output.stderr("resumectl: \(id): \(error)\n") },
+            queuedAll: { if background.detachedChild { Detach.signalReady() } })
         let failures = statuses.filter { $0 != 0 }
         if failures.isEmpty { return }
         throw ExitCode(failures.allSatisfy { $0 == 75 || $0 == 74 || $0 == 130 } ? 75 : 1)

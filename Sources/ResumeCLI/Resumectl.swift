@@ -3,6 +3,8 @@ import Glibc
 import ResumeKit
 
 struct Resumectl: AsyncParsableCommand {
+    // Every command names itself (`commandName`): otherwise ArgumentParser derives each name from the type's name
+    // with `String(describing:)`, a protocol-conformance lookup through the whole binary per command, every run.
     static let configuration = CommandConfiguration(
         commandName: "resumectl",
         abstract: "Large HTTP transfers that survive dropped connections, Ctrl-C, kill -9 and reboots.",
@@ -29,6 +31,13 @@ struct Resumectl: AsyncParsableCommand {
     /// Like ArgumentParser's own `main`, but a usage error is one line on stderr (scripts read it),
     /// with `--help` for the long story.
     static func main() async {
+        // `--version` alone is answered before ArgumentParser builds its command tree: that reflects over every
+        // subcommand's options (Mirror and protocol-conformance lookups through the whole binary), most of
+        // what the answer would otherwise cost.
+        if CommandLine.arguments.count == 2, CommandLine.arguments[1] == "--version" {
+            Output.stdout(configuration.version + "\n")
+            Glibc.exit(0)
+        }
         do {
             var command = try parseAsRoot()
             if S3Support.answers == nil, S3Handoff.needed(command) { try S3Handoff.exec() }

@@ -7,6 +7,7 @@ import ResumeKit
 /// that keeps a download's memory about 10 MiB smaller.
 struct Serve: ParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "serve",
         abstract: "Serve a folder over HTTP(S): ranged downloads, resumable uploads (IETF draft, tus), logins, limits, a folder page.")
 
     @Argument(parsing: .captureForPassthrough, help: "[DIR] [--host H] [--port P] [--tls-cert F --tls-key F] [--htpasswd F] [--read-only] … ('resumectl serve --help' lists all)")

@@ -21,6 +21,7 @@ struct StateOptions: ParsableArguments {
 
 struct List: ParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "list",
         abstract: "List transfers and their state: running (pid), scheduled, waiting for network, paused, failed and resumable, failed.",
         discussion: "--all adds the transfers that ended in the last 7 days (done, failed, cancelled).")
 
@@ -44,7 +45,7 @@ struct List: ParsableCommand {
 }
 
 struct Show: ParsableCommand {
-    static let configuration = CommandConfiguration(abstract: "Print a token's JSON, or the record of a transfer that ended.")
+    static let configuration = CommandConfiguration(commandName: "show", abstract: "Print a token's JSON, or the record of a transfer that ended.")
 
     @Argument(help: "Token id or token file path.")
     var token: String
@@ -154,6 +155,7 @@ struct TokenSummary {
 
 struct Cancel: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "cancel",
         abstract: "Forget a transfer: remove its .part file (download) or DELETE the server's upload, then the token.",
         discussion: "An S3 upload's multipart upload is aborted (AbortMultipartUpload), which frees its parts; --keep-parts leaves it on S3.")
 
@@ -190,6 +192,7 @@ struct Cancel: AsyncParsableCommand {
 
 struct Pause: ParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "pause",
         abstract: "Stop a running transfer cleanly from any shell; it commits and exits 75.")
 
     @Argument(help: "Token id or token file path.")

@@ -5,6 +5,7 @@ import ResumeKit
 
 struct Wait: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "wait",
         abstract: "Wait until transfers have ended; exit with their status.",
         discussion: """
             Each ended transfer prints its result line (done) on stdout or its error line on stderr. The exit
@@ -62,6 +63,7 @@ struct Wait: AsyncParsableCommand {
 
 struct Log: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "log",
         abstract: "Print what a detached transfer wrote: NDJSON events and its stderr lines.",
         discussion: "--follow keeps printing until the transfer ends.")
 

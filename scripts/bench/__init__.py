@@ -8,17 +8,22 @@
     python3 scripts/bench --cases tus --tus-size 256M                  # tus upload to tuspyserver
     python3 scripts/bench --cases s3 --s3-size 256M                    # S3 multipart upload to moto
     python3 scripts/bench --cases stdin,stdout                         # streams: stdin upload, download to stdout
+    python3 scripts/bench --cases small,startup --loop 100             # a small transfer's fixed cost
 
 The cases (scripts/bench/cases/, one module each; a name or its number selects it):
     1 download   plain download to disk          curl, wget, aria2c      nginx
     2 upload     one-request upload (interop 6)  curl -T                 resumectl serve
     3 resume     resume after SIGTERM at 50 %    curl -C -               nginx (throttled, then not)
     4 segmented  --connections 4                 --connections 1, aria2c nginx (per-connection limit)
-    5 many       1,000 small files, 8 at a time  curl -Z, aria2c -j 8    nginx
+    5 many       1,000 × 4 KiB, 8 at a time      curl -Z, aria2c, wget   nginx
     6 tus        tus upload                      tuspy, curl POST+PATCH  tuspyserver
     7 s3         S3 multipart upload, and killed aws s3 cp               moto (+ counting proxy)
     8 stdin      cat FILE | upload -             curl -T -               resumectl serve
     9 stdout     download -o - | sha256sum       curl -s                 nginx
+   10 tls        download over HTTPS             curl                    nginx (TLS)
+   11 serve      serve's downloads and uploads   (see cases/serve.py)    resumectl serve
+   12 small      4 KiB download ×100, a loop     curl && sync, curl      nginx
+   13 startup    --version ×100, a loop          curl --version          -
 Only the files and peers the chosen cases use are made and started (scripts/bench/peers.py).
 
 Everything lives in a temp folder: the served files, nginx (own config, 127.0.0.1, free port; one

@@ -25,7 +25,8 @@ def main():
     ap.add_argument("--pairs", type=int, default=None, help="timed rounds after the warm-up (default 5)")
     ap.add_argument("--quick", action="store_true", help="size 64 MiB and 3 pairs (unless given)")
     ap.add_argument("--files", type=int, default=1000, help="file count of case 5 (default 1000)")
-    ap.add_argument("--file-size", type=parse_size, default=100 * KiB, help="file size of case 5 (default 100k)")
+    ap.add_argument("--file-size", type=parse_size, default=4 * KiB, help="file size of case 5 (default 4k)")
+    ap.add_argument("--loop", type=int, default=100, help="runs in one shell loop of cases 12 and 13 (default 100)")
     ap.add_argument("--tus-size", type=parse_size, default=256 * MiB,
                     help="file size of case 6 (default 256M: the Python server, not the client, sets the pace)")
     ap.add_argument("--s3-size", type=parse_size, default=GiB,

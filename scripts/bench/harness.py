@@ -91,6 +91,8 @@ class Bench:
             for i in range(self.args.files):
                 name = f"f{i:04d}.bin"
                 self.many[name] = make_random_file(os.path.join(self.www, "many", name), self.args.file_size)
+        if "small.bin" in files:
+            self.files["small.bin"] = make_random_file(os.path.join(self.www, "small.bin"), 4 * 1024)
         if "tus.bin" in files:
             self.files["tus.bin"] = make_random_file(os.path.join(self.www, "tus.bin"), self.tus_size)
         if "s3.bin" in files:

@@ -246,7 +246,7 @@ public struct TransferClient: Sendable {
                 events(.restarted(reason: why))
                 token = token.with(.download(.init(path: download.path, committedBytes: 0,
                     expectedSHA256: download.expectedSHA256, onChange: download.onChange, s3: download.s3)))
-                truncate(download.partPath, 0)
+                _ = truncate(download.partPath, 0)
                 try store.write(token, keeping: true)
             } catch {
                 throw TransferError(.localIO, "\(error)", tokenID: token.id)

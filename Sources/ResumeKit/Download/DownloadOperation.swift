@@ -95,11 +95,12 @@ final class DownloadOperation: ExchangeDelegate {
             committer.waitIdle()  // a checkpoint in flight still uses the descriptor
             if !handedOver { part.close() }
         }
-        // A single download writes its token (0 bytes committed) before anything announces its id, so that
-        // `resume ID` works from the first millisecond; only now that it holds the `.part`'s lock, so that a
-        // second process refused by that lock leaves no token behind. A list's file waits for its first
-        // checkpoint: most end before it, and the list itself is what resumes them.
-        if batch == nil, !tokenOnDisk { try commit() }
+        // A single download writes its token before the first event that names it (`started` once the
+        // server's head is accepted, or a retry, a pause, a restart), so that an announced id always resumes;
+        // written then, it already holds the validator and length, and a small download writes it once
+        // instead of twice. Until then the `.part`'s lock and the lock file keep a second process out, and the
+        // same command continues. A list's file waits for its first checkpoint: most end before it, and the
+        // list itself is what resumes them.
         if part.committed < download.committedBytes {
             emit(.note("\(download.partPath) holds \(part.committed) of \(download.committedBytes) recorded bytes; continuing from \(part.committed)"))
             try commit()
@@ -203,7 +204,8 @@ final class DownloadOperation: ExchangeDelegate {
             if from < hashedUpTo { hasher = nil; hashedUpTo = 0 }
             if let restarted { emit(.restarted(reason: restarted)) }
             download.adopt(machine.resource, effectiveURL: effectiveURL)
-            if tokenOnDisk { try commit() }  // the stored validator or offset may be stale now
+            // On disk: the stored validator or offset may be stale now. Not yet: `started` names the id next.
+            if tokenOnDisk || batch == nil { try commit() }
             // Hash as the body arrives when it starts at zero; a resumed file is hashed whole at the end,
             // so its first new byte does not wait for the data already on disk to be read back.
             if from == 0, wantsHash || download.expectedSHA256 != nil {
@@ -282,7 +284,8 @@ final class DownloadOperation: ExchangeDelegate {
     }
 
     private func reportProgress(_ now: Double) {
-        guard let rate = pacer.tick(bytes: part.length, now: now) else { return }
+        // A single download's events name its id only once its token is on disk (a list's say null until then).
+        guard tokenOnDisk || batch != nil, let rate = pacer.tick(bytes: part.length, now: now) else { return }
         emit(.progress(bytes: part.length, total: download.totalBytes, rate: rate))
     }
 
@@ -337,8 +340,8 @@ final class DownloadOperation: ExchangeDelegate {
         }
         hasher = nil
         hashedUpTo = 0
+        try commit()  // before the event that names the id
         emit(.restarted(reason: reason))
-        try commit()
     }
 
     /// Brings the hash up to the end of the data already in the `.part` file (after a resume).

@@ -74,10 +74,13 @@ final class PartFile {
         if let gatherer { written += Int64(try gatherer.write(to: fd.rawValue, at: written)) }
     }
 
-    /// Makes everything received so far durable and returns the new committed length.
+    /// Makes everything received so far durable and returns the new committed length. With nothing written
+    /// since the last sync (a fresh, empty file; one cut back to what was committed) there is nothing to sync:
+    /// a token may record `committed` bytes either way, and a missing or longer file is cut back to them.
     @discardableResult
     func sync() throws -> Int64 {
         try flush()
+        guard written != committed else { return committed }
         if fdatasync(fd.rawValue) != 0 { throw Errno(rawValue: errno) }
         committed = written
         return committed

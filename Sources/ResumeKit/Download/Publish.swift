@@ -58,7 +58,7 @@ enum Publish {
             try? ResultStore(directory: store.directory).save(TransferRecord(
                 id: finished.tokenID, kind: .download, outcome: .done, exit: 0, resumable: false, url: finished.url, path: d.path,
                 bytes: finished.bytes, sha256: finished.sha256))
-            store.remove(id: finished.tokenID)
+            store.remove(id: finished.tokenID, durably: false)
         }
         finished.emit(.completed(location: finished.download.path, bytes: finished.bytes, sha256: finished.sha256))
     }

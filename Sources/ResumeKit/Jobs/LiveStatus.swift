@@ -63,7 +63,9 @@ public final class LiveStatusWriter: @unchecked Sendable {
     public init(stateDir: String, id: String, phase: String = "running", startAt: Date? = nil) {
         folder = StateDirectory(stateDir).run
         file = LiveStatus.path(stateDir: stateDir, id: id)
-        state = Mutex((LiveStatus(pid: getpid(), state: phase, startAt: startAt, updatedAt: Date()), 0))
+        // Written below, so the first progress (or `started`) waits its second like any other: a small
+        // transfer writes its status once, not twice.
+        state = Mutex((LiveStatus(pid: getpid(), state: phase, startAt: startAt, updatedAt: Date()), Self.now()))
         let holder = TokenLock.holder(path: TokenStore(directory: stateDir).lockPath(forID: id))
         inert = holder != nil && holder != getpid()
         guard !inert else { return }
@@ -78,7 +80,7 @@ public final class LiveStatusWriter: @unchecked Sendable {
             guard $0.status.state != phase || $0.status.startAt != startAt else { return }
             $0.status.state = phase
             $0.status.startAt = startAt
-            $0.lastWrite = now()
+            $0.lastWrite = Self.now()
             write($0.status)
         }
     }
@@ -106,7 +108,7 @@ public final class LiveStatusWriter: @unchecked Sendable {
             default:
                 return
             }
-            let t = now()
+            let t = Self.now()
             guard phaseChanged || t - $0.lastWrite >= 1 else { return }
             $0.lastWrite = t
             write($0.status)
@@ -128,7 +130,7 @@ public final class LiveStatusWriter: @unchecked Sendable {
         if rename(temp, file) != 0 { unlink(temp) }
     }
 
-    private func now() -> Double {
+    private static func now() -> Double {
         var ts = timespec()
         clock_gettime(CLOCK_MONOTONIC, &ts)
         return Double(ts.tv_sec) + Double(ts.tv_nsec) / 1e9

@@ -15,12 +15,15 @@ public enum Supervisor {
     /// `logs` (a detached pool), and returns their exit statuses. Until its own process takes over, each
     /// transfer is `queued` under this process's pid, so that `wait` and `list` see it as under way, not
     /// as paused. `spawnFailed` hears of a process that could not be started (counted as status 1).
+    /// `queuedAll` runs once every id is `queued` (a detached pool says `ready` then, so that a `wait` right
+    /// after `resume --all --detach` never sees a transfer as still paused).
     public static func run(
         ids: [String], parallel: Int, store: TokenStore, logs: Bool, arguments: (String) -> [String],
-        spawnFailed: (String, any Error) -> Void
+        spawnFailed: (String, any Error) -> Void, queuedAll: () -> Void = {}
     ) -> [Int32] {
         var queued: [String: LiveStatusWriter] = [:]
         for id in ids { queued[id] = LiveStatusWriter(stateDir: store.directory, id: id, phase: "queued") }
+        queuedAll()
         var queue = ids[...]
         var running: [pid_t: String] = [:]
         var statuses: [Int32] = []

@@ -42,7 +42,7 @@ public final class TokenLock: @unchecked Sendable {
             self.fd = fd
             break
         }
-        ftruncate(fd, 0)
+        _ = ftruncate(fd, 0)
         let pid = "\(getpid())\n"
         _ = pid.utf8CString.withUnsafeBytes { pwrite(fd, $0.baseAddress, pid.utf8.count, 0) }
     }

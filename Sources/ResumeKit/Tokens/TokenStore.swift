@@ -162,11 +162,14 @@ public struct TokenStore: Sendable {
     }
 
     /// Removes a token and its lock file.
-    public func remove(id: String) {
+    /// - Parameter durably: sync the folder, so that the removal survives a power cut. A finished download
+    ///   passes false: its result record (synced first) answers for the id, and a token that a power cut
+    ///   brings back only fetches the same file again on `resume`.
+    public func remove(id: String, durably: Bool = true) {
         let removedToken = unlink(path(forID: id)) == 0
         unlink(lockPath(forID: id))
         // A transfer that ended before its first checkpoint never wrote a token: nothing to make durable.
-        if removedToken { syncDirectory(tokensDirectory) }
+        if removedToken, durably { syncDirectory(tokensDirectory) }
     }
 
     /// Every readable token, and the files that are not, for `list`.

@@ -1,5 +1,6 @@
-"""Case 5, `many`: Many small files (--files × --file-size), 8 at a time: resumectl -i LIST --parallel 8 against
-curl -Z and aria2c -j 8."""
+"""Case 5, `many`: Many small files (--files × --file-size, default 1,000 × 4 KiB), 8 at a time: resumectl
+-i LIST --parallel 8 against curl -Z --parallel-max 8 and aria2c -j 8, and wget -i (one at a time: wget has
+no parallel downloads). Neither peer syncs what it wrote; resumectl's files are on disk when it ends."""
 
 import os
 
@@ -9,7 +10,7 @@ NUMBER = 5
 NAME = "many"
 FILES = {"many"}  # made once by the harness before any case
 PEERS = {"nginx"}  # started once by peers.Peers
-COMMANDS = ("curl", "aria2c")  # on PATH besides resumectl and nginx
+COMMANDS = ("curl", "aria2c", "wget")  # on PATH besides resumectl and nginx
 PY_MODULES = ()
 
 
@@ -36,6 +37,7 @@ def run(bench):
                  "--remote-name-all", "-K", cfg],
         "aria2c": ["aria2c", "-q", "-i", lst, "-j", "8", "-d", outdir, "--allow-overwrite=true",
                    "--auto-file-renaming=false"],
+        "wget": ["wget", "-q", "-i", lst, "-P", outdir],
     }
 
     def check(rnd, verify):
