@@ -18,6 +18,8 @@ final class ExchangeContext {
     var cancelled = false
     var readFailure: Int32 = 0
     var bodySent: Int64 = 0
+    /// Times libcurl moved the body back to send it again.
+    private(set) var rewinds = 0
     /// The body's length so far: a growing body's grows as the delegate allows.
     private var bodyLength: Int64
     /// `--stall-timeout`: seconds in which no byte moved either way end the exchange (0: never).
@@ -66,6 +68,14 @@ final class ExchangeContext {
                 return ctx.read(into: UnsafeMutableRawBufferPointer(start: ptr, count: size * count))
             }.check()
             try handle.set(CURLOPT_READDATA, pointer: me)
+            // libcurl sends a request again on a new connection when a reused one turns out dead before
+            // any answer (and for redirects and auth rounds): without a way to rewind the body it gives up
+            // with CURLE_SEND_FAIL_REWIND ("necessary data rewind wasn't possible").
+            try rctl_setopt_seek_cb(handle.raw, CURLOPT_SEEKFUNCTION) { userdata, offset, origin in
+                guard let ctx = ExchangeContext.from(userdata), origin == SEEK_SET else { return CURL_SEEKFUNC_FAIL }
+                return ctx.rewind(to: Int64(offset)) ? CURL_SEEKFUNC_OK : CURL_SEEKFUNC_CANTSEEK
+            }.check()
+            try handle.set(CURLOPT_SEEKDATA, pointer: me)
         }
     }
 
@@ -120,7 +130,15 @@ final class ExchangeContext {
         return true
     }
 
-    private func read(into buffer: UnsafeMutableRawBufferPointer) -> Int {
+    /// Moves the body back to `offset` (from its start) for libcurl to send it again; a pipe cannot go back.
+    func rewind(to offset: Int64) -> Bool {
+        guard let body, !body.isStream, offset >= 0, offset <= bodySent else { return false }
+        bodySent = offset
+        rewinds += 1
+        return true
+    }
+
+    func read(into buffer: UnsafeMutableRawBufferPointer) -> Int {
         guard let body else { return 0 }
         if cancellation.isStopped {
             cancelled = true

@@ -264,6 +264,13 @@ final class UploadOperation<Machine: UploadMachine>: @unchecked Sendable {
     private func release(_ flight: Flight) {
         progress.withLock { $0.sent[ObjectIdentifier(flight)] = nil }
         guard let session = flight.session else { return }
+        switch flight.result?.outcome {
+        case .failed?, .stalled?:
+            // The connection broke (or libcurl could not send the body again on a new one): the next
+            // attempt opens a new connection rather than trust one kept from before the break.
+            return
+        default: break
+        }
         if flight.request.body != nil, let status = (flight.head ?? flight.result?.head)?.status, status >= 400 {
             // A server that refused a request may have answered before reading its body (NIOResumableUpload's
             // 400 naming its interop version does): the next request on that connection would find the rest
