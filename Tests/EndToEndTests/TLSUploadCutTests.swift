@@ -83,10 +83,10 @@ struct TLSUploadCutTests {
             if !tls {  // over TLS the proxy sees no request lines
                 #expect(stalled.first?.requestLines.contains { $0.hasPrefix("PATCH ") } == true, "\(proxy.connections.map(\.requestLines))")
             }
+            // Ended by the client's 2 s (serve's header timeout or libcurl's would say otherwise, 30 s later).
             let errors = events(r.stdout).filter { $0["event"] as? String == "retry" }.compactMap { $0["error"] as? String }
-            #expect(errors.contains { $0.contains("2 s") }, "\(errors)")
-            // Ended by the client's 2 s, not by serve's 30 s header timeout nor libcurl's.
-            #expect(seconds < 20, "took \(seconds) s")
+            #expect(errors.contains { $0.hasPrefix("no progress for 2 s") }, "\(errors)")
+            #expect(seconds < 60, "took \(seconds) s")
         }
     }
 }

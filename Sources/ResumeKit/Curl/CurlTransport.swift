@@ -157,10 +157,9 @@ final class CurlSession: TransportSession {
             CURLE_UNKNOWN_OPTION, CURLE_FILESIZE_EXCEEDED:
             return .failed(TransportFailure(kind: .fatal, code: error.code, message: error.message))
         case CURLE_SEND_FAIL_REWIND:
-            // A reused connection died before any answer and libcurl could not move the body back to send it
-            // again (a pipe cannot go back): transient; the next attempt goes over a new connection.
-            return .failed(TransportFailure(kind: .network, code: error.code,
-                message: "the connection broke before an answer and the body could not be sent again on a new one (\(error.message))"))
+            // A reused connection died under the body before any answer, and the body was not sent again blind
+            // (ExchangeContext.rewind): transient; the next attempt asks the offset on a new connection.
+            return .failed(TransportFailure(kind: .network, code: error.code, message: "the connection broke before the server answered"))
         case CURLE_READ_ERROR, CURLE_ABORTED_BY_CALLBACK:
             return .failed(TransportFailure(kind: .localRead, code: error.code, message: error.message))
         case CURLE_COULDNT_CONNECT:
