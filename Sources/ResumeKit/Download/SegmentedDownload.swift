@@ -77,9 +77,10 @@ final class SegmentedDownload {
 
         let stop = Cancellation()
         let ended = DispatchSemaphore(value: 0)
+        let budget = RetryBudget.forSegments(options.retry, count: segments.count)
         let workers = segments.enumerated().map { index, segment in
             SegmentWorker(index: index, segment: segment, url: token.url, headers: token.headers, resource: resource, fd: fd, path: download.partPath,
-                transport: transport, options: options, connections: segments.count, stop: stop, ended: ended)
+                transport: transport, options: options, connections: segments.count, stop: stop, ended: ended, budget: budget)
         }
         emit(.started(kind: .download, url: token.url, path: download.path,
             offset: segments.reduce(0) { $0 + $1.committed }, total: total))
@@ -226,6 +227,8 @@ final class SegmentWorker: ExchangeDelegate, @unchecked Sendable {
     private let options: TransferOptions
     private let stop: Cancellation
     private let ended: DispatchSemaphore
+    /// The retries this segment shares with the others.
+    private let budget: RetryBudget?
 
     private let progress: Atomic<Int64>
     /// Only written bytes count as `written`. The connections share one transfer's worth of memory.
@@ -242,8 +245,10 @@ final class SegmentWorker: ExchangeDelegate, @unchecked Sendable {
 
     init(
         index: Int, segment: ResumeToken.Segment, url: String, headers: [String], resource: DownloadStateMachine.Resource, fd: Int32, path: String,
-        transport: any HTTPTransport, options: TransferOptions, connections: Int, stop: Cancellation, ended: DispatchSemaphore
+        transport: any HTTPTransport, options: TransferOptions, connections: Int, stop: Cancellation, ended: DispatchSemaphore,
+        budget: RetryBudget?
     ) {
+        self.budget = budget
         self.index = index
         self.start = segment.start
         self.end = segment.end
@@ -278,7 +283,7 @@ final class SegmentWorker: ExchangeDelegate, @unchecked Sendable {
             ended.signal()
         }
         // Segments retry quietly: the transfer's own line reports progress, and a failure ends it with its reason.
-        var retrier = Retrier(options, cancellation: stop, events: { _ in }, announces: false)
+        var retrier = Retrier(options, cancellation: stop, events: { _ in }, announces: false, budget: budget)
         while !isDone && !stop.isStopped {
             var fields = (try? HeaderLines.forDownload(headers)) ?? [:]
             requestedFrom = SegmentRules.resumeStart(segmentStart: start, written: written)

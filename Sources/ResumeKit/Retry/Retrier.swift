@@ -38,8 +38,14 @@ struct Retrier {
     private let clock: any RetryClock
     /// Retry events carry this; a silent retrier (a segment among several) says nothing.
     private let announces: Bool
+    /// The retries this one shares with the other segments of its transfer.
+    private let budget: RetryBudget?
 
-    init(_ options: TransferOptions, cancellation: Cancellation, events: @escaping EventHandler, announces: Bool = true) {
+    init(
+        _ options: TransferOptions, cancellation: Cancellation, events: @escaping EventHandler, announces: Bool = true,
+        budget: RetryBudget? = nil
+    ) {
+        self.budget = budget
         self.backoff = Backoff(options.retry)
         self.waitForNetwork = options.waitForNetwork
         self.cancellation = cancellation
@@ -47,9 +53,6 @@ struct Retrier {
         self.clock = options.clock
         self.announces = announces
     }
-
-    /// Failures counted so far (the number of the next retry event).
-    var failures: Int { backoff.failures }
 
     /// Decides what `fault` deserves, waits when it deserves a wait, and says how to go on.
     mutating func after(_ fault: Fault, fresh: Bool = false, progressMade: Bool) -> Verdict {
@@ -64,8 +67,41 @@ struct Retrier {
             if announces { emit(.waitingForNetwork(delay: delay, error: fault.message)) }
             return sleep(delay)
         case .retry(let delay):
+            if let budget, !budget.withdraw(after: fault, progressMade: progressMade) {
+                return .exhausted("\(fault.message); gave up: the retries the transfer's connections share are used up")
+            }
             if announces { emit(.retry(attempt: backoff.failures, delay: delay, error: fault.message)) }
             return sleep(delay)
+        }
+    }
+
+    /// How one attempt ended, for ``run(fresh:stopped:_:)``.
+    enum Attempt<Value> {
+        case done(Value)
+        /// The attempt failed; `progressMade`: it moved bytes that count (the count of failures starts again).
+        case failed(Fault, progressMade: Bool = false)
+    }
+
+    /// Runs `attempt` until it is done: each failure is decided by the one policy, waited out (retry events,
+    /// a sleep that pause and signals end), and tried again; gives up by throwing.
+    /// - Parameters:
+    ///   - fresh: whether nothing of the transfer reached the server yet (asked after each failure).
+    ///   - stopped: the message of a stop during a wait.
+    mutating func run<Value>(
+        fresh: () -> Bool = { false }, stopped: String, _ attempt: () throws(TransferError) -> Attempt<Value>
+    ) throws(TransferError) -> Value {
+        while true {
+            switch try attempt() {
+            case .done(let value):
+                return value
+            case .failed(let fault, let progressMade):
+                switch after(fault, fresh: fresh(), progressMade: progressMade) {
+                case .again: continue
+                case .stopped(let reason): throw TransferError(.stopped(reason), stopped)
+                case .exhausted(let message): throw TransferError(.retriesExhausted, message)
+                case .failed(let message): throw TransferError(.failed, message)
+                }
+            }
         }
     }
 
