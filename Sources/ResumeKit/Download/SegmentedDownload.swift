@@ -140,32 +140,41 @@ final class SegmentedDownload {
     /// HEAD for the validator and length, then the segment layout, recorded in the token before any data.
     private func plan() throws {
         let headers = (try? HeaderLines.forDownload(token.headers)) ?? [:]
-        var retrier = Retrier(options, cancellation: cancellation, events: emit)
+        /// What the HEAD came to, when it did not call for another try.
+        enum Answer {
+            case head(ResponseHead, effectiveURL: String?)
+            case unreached
+            case unanswered
+        }
+        var loop = Retrier(options, cancellation: cancellation, events: emit)
+        let answer: Answer
+        do {
+            answer = try loop.run(fresh: { true }, stopped: "stopped before the download began") { () throws(TransferError) in
+                let collector = HeadCollector()
+                let result = transport.makeSession().perform(
+                    TransferRequest(method: "HEAD", url: token.url, headers: headers, followRedirects: true),
+                    settings: options.transport, cancellation: cancellation, delegate: collector)
+                if let fault = Fault.of(result.outcome, stallSeconds: options.transport.stallTimeout), fault.isNetworkDown {
+                    return .done(.unreached)
+                }
+                // A busy server (503, 429 … with Retry-After) is waited out as on every path, then split.
+                if let busy = collector.head, RetryPolicy.isRetryable(status: busy.status) {
+                    return .failed(.answered(busy.status, retryAfter: busy.headers["Retry-After"]))
+                }
+                guard result.outcome == .completed, let head = collector.head else { return .done(.unanswered) }
+                return .done(.head(head, effectiveURL: result.effectiveURL))
+            }
+        } catch {
+            var error = error
+            error.tokenID = token.id
+            throw error
+        }
         let head: ResponseHead
         let effectiveURL: String?
-        while true {
-            let collector = HeadCollector()
-            let result = transport.makeSession().perform(
-                TransferRequest(method: "HEAD", url: token.url, headers: headers, followRedirects: true),
-                settings: options.transport, cancellation: cancellation, delegate: collector)
-            if case .failed(let failure) = result.outcome, Fault(failure).isNetworkDown { throw Handover.unreached }
-            // A busy server (503, 429 … with Retry-After) is waited out as on every path, then split.
-            if let busy = collector.head, RetryPolicy.isRetryable(status: busy.status) {
-                do {
-                    try retrier.again(after: .answered(busy.status, retryAfter: busy.headers["Retry-After"]), fresh: true,
-                        stopped: "stopped before the download began")
-                } catch {
-                    var error = error
-                    error.tokenID = token.id
-                    throw error
-                }
-                continue
-            }
-            guard result.outcome == .completed, let answer = collector.head else {
-                throw Handover.unsupported("the server did not answer HEAD")
-            }
-            (head, effectiveURL) = (answer, result.effectiveURL)
-            break
+        switch answer {
+        case .unreached: throw Handover.unreached
+        case .unanswered: throw Handover.unsupported("the server did not answer HEAD")
+        case .head(let answered, let url): (head, effectiveURL) = (answered, url)
         }
         switch SegmentRules.probe(head) {
         case .failure(let refusal):

@@ -20,7 +20,7 @@ public struct SystemRetryClock: RetryClock {
 /// of the library runs through one of these, so a fault gets the same answer on every path.
 struct Retrier {
     /// How the attempt loop goes on after a failure.
-    enum Verdict: Equatable {
+    enum Next: Equatable {
         /// The wait is over: try again.
         case again
         /// `pause`, SIGTERM or Ctrl-C during the wait.
@@ -55,7 +55,7 @@ struct Retrier {
     }
 
     /// Decides what `fault` deserves, waits when it deserves a wait, and says how to go on.
-    mutating func after(_ fault: Fault, fresh: Bool = false, progressMade: Bool) -> Verdict {
+    mutating func after(_ fault: Fault, fresh: Bool = false, progressMade: Bool) -> Next {
         let directive = RetryRules.decide(
             fault, fresh: fresh, progressMade: progressMade, waitForNetwork: waitForNetwork, backoff: &backoff, now: clock.now)
         switch directive {
@@ -115,7 +115,7 @@ struct Retrier {
         }
     }
 
-    private func sleep(_ seconds: Double) -> Verdict {
+    private func sleep(_ seconds: Double) -> Next {
         if clock.sleep(seconds: seconds, cancellation: cancellation) { return .again }
         return .stopped(cancellation.reason ?? .interrupt)
     }

@@ -47,7 +47,8 @@ final class UploadOperation<Machine: UploadMachine>: @unchecked Sendable {
     /// Stops the exchanges that run beside others when one of them ends the upload (or on pause).
     private var flightStop = Cancellation()
     private let landed = Mutex<[Flight]>([])
-    private let landing = DispatchSemaphore(value: 0)
+    /// Rung by each exchange that ends; a pause ends the wait too.
+    private let landing = Doorbell()
     private let progress = Mutex(Progress())
     private var tooLarge: Int64?
     private var started = false
@@ -201,7 +202,7 @@ final class UploadOperation<Machine: UploadMachine>: @unchecked Sendable {
             runOnBackgroundThread("upload") { [self] in
                 flight.fly(cancellation: stop)
                 landed.withLock { $0.append(flight) }
-                landing.signal()
+                landing.ring()
             }
         }
         guard !running.isEmpty else { throw TransferError(.failed, "the upload has nothing left to send but is not complete", tokenID: token.id) }
@@ -216,7 +217,8 @@ final class UploadOperation<Machine: UploadMachine>: @unchecked Sendable {
                 running.removeAll { $0 === flight }
                 return flight
             }
-            _ = landing.wait(timeout: .now() + .milliseconds(100))
+            // Woken by the next exchange to end, or by a pause (after which only the ends are waited for).
+            landing.wait(seconds: 3600, unless: cancellation.isStopped ? neverStopped : cancellation)
         }
     }
 
@@ -462,6 +464,9 @@ final class UploadOperation<Machine: UploadMachine>: @unchecked Sendable {
         return .stopped(reason, machine.pauseNote, tokenID: token.id)
     }
 }
+
+/// A flag nobody raises: the wait for exchanges in flight that a pause already reached.
+private let neverStopped = Cancellation()
 
 /// Scheme, host and port of a URL, compared for "same origin".
 enum Origin {
