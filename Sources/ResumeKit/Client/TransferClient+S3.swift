@@ -167,13 +167,13 @@ extension TransferClient {
         events: @escaping EventHandler
     ) throws(TransferError) -> UploadResult {
         let (machine, signed) = try s3Machine(token, options: options)
-        let multi = transport is CurlTransport ? try? CurlTransport.multi() : nil
-        defer { multi?.shutdown() }
         do {
-            return try UploadOperation(
-                token: token, source: source, machine: machine, store: store, transport: multi ?? transport, options: signed,
-                cancellation: cancellation, events: events
-            ).runToEnd()
+            return try withSessionPool { pool throws(TransferError) in
+                try UploadOperation(
+                    token: token, source: source, machine: machine, store: store, transport: pool, options: signed,
+                    cancellation: cancellation, events: events
+                ).runToEnd()
+            }
         } catch {
             // Nothing on S3 to continue (refused before an upload id): the token would only clutter `list`.
             if error.tokenID == nil { store.remove(id: token.id) }
