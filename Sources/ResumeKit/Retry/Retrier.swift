@@ -80,6 +80,8 @@ struct Retrier {
         case done(Value)
         /// The attempt failed; `progressMade`: it moved bytes that count (the count of failures starts again).
         case failed(Fault, progressMade: Bool = false)
+        /// The next attempt follows at once, counting no failure (a machine that learned what to ask next).
+        case next
     }
 
     /// Runs `attempt` until it is done: each failure is decided by the one policy, waited out (retry events,
@@ -87,19 +89,23 @@ struct Retrier {
     /// - Parameters:
     ///   - fresh: whether nothing of the transfer reached the server yet (asked after each failure).
     ///   - stopped: the message of a stop during a wait.
+    ///   - explain: adds what the path knows to the loop's own giving up (retries used up, no retry helps, a stop).
     mutating func run<Value>(
-        fresh: () -> Bool = { false }, stopped: String, _ attempt: () throws(TransferError) -> Attempt<Value>
+        fresh: () -> Bool = { false }, stopped: String, explain: (TransferError) -> TransferError = { $0 },
+        _ attempt: () throws(TransferError) -> Attempt<Value>
     ) throws(TransferError) -> Value {
         while true {
             switch try attempt() {
             case .done(let value):
                 return value
+            case .next:
+                continue
             case .failed(let fault, let progressMade):
                 switch after(fault, fresh: fresh(), progressMade: progressMade) {
                 case .again: continue
-                case .stopped(let reason): throw TransferError(.stopped(reason), stopped)
-                case .exhausted(let message): throw TransferError(.retriesExhausted, message)
-                case .failed(let message): throw TransferError(.failed, message)
+                case .stopped(let reason): throw explain(TransferError(.stopped(reason), stopped))
+                case .exhausted(let message): throw explain(TransferError(.retriesExhausted, message))
+                case .failed(let message): throw explain(TransferError(.failed, message))
                 }
             }
         }
