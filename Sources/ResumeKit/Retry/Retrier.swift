@@ -91,7 +91,7 @@ struct Retrier {
     ///   - stopped: the message of a stop during a wait.
     ///   - explain: adds what the path knows to the loop's own giving up (retries used up, no retry helps, a stop).
     mutating func run<Value>(
-        fresh: () -> Bool = { false }, stopped: String, explain: (TransferError) -> TransferError = { $0 },
+        fresh: () -> Bool = { false }, stopped: String, explain: (TransferError) throws(TransferError) -> TransferError = { $0 },
         _ attempt: () throws(TransferError) -> Attempt<Value>
     ) throws(TransferError) -> Value {
         while true {
@@ -103,9 +103,9 @@ struct Retrier {
             case .failed(let fault, let progressMade):
                 switch after(fault, fresh: fresh(), progressMade: progressMade) {
                 case .again: continue
-                case .stopped(let reason): throw explain(TransferError(.stopped(reason), stopped))
-                case .exhausted(let message): throw explain(TransferError(.retriesExhausted, message))
-                case .failed(let message): throw explain(TransferError(.failed, message))
+                case .stopped(let reason): throw try explain(TransferError(.stopped(reason), stopped))
+                case .exhausted(let message): throw try explain(TransferError(.retriesExhausted, message))
+                case .failed(let message): throw try explain(TransferError(.failed, message, status: fault.status))
                 }
             }
         }
