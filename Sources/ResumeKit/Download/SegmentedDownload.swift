@@ -292,45 +292,49 @@ final class SegmentWorker: ExchangeDelegate, @unchecked Sendable {
             ended.signal()
         }
         // Segments retry quietly: the transfer's own line reports progress, and a failure ends it with its reason.
-        var retrier = Retrier(options, cancellation: stop, events: { _ in }, announces: false, budget: budget)
-        while !isDone && !stop.isStopped {
-            var fields = (try? HeaderLines.forDownload(headers)) ?? [:]
-            requestedFrom = SegmentRules.resumeStart(segmentStart: start, written: written)
-            fields.set("Range", "bytes=\(requestedFrom)-\(end)")
-            fields.set("If-Range", resource.validator ?? "")
-            guard let held = readHeld(from: requestedFrom) else {
-                return report(.failed(TransferError(.localIO, "cannot read \(path): \(String(cString: strerror(errno)))")))
-            }
-            overlap = held
-            overlapMatched = 0
-            decision = nil
-            writeError = nil
-            receivedThisAttempt = 0
-            let result = session.perform(TransferRequest(method: "GET", url: url, headers: fields, followRedirects: true),
-                settings: options.transport, cancellation: stop, delegate: self)
-            if writeError == nil { writeError = flush() }
-            if isDone { return }
-            if let writeError { return report(.failed(TransferError(.localIO, writeError))) }
-            let fault: Fault
-            switch (result.outcome, decision) {
-            case (_, .changed(let reason)?): return report(.changed(reason))
-            case (_, .fail(.status(let status, let reason))?):
-                return report(.failed(.refused(status, reason, url: url)))
-            case (_, .fail(.changed(let reason))?): return report(.changed(reason))
-            case (_, .retry(let status, let after)?): fault = .answered(status, retryAfter: after)
-            case (.cancelled, _): return
-            case (.stalled, _): fault = .stalled(seconds: options.transport.stallTimeout)
-            case (.failed(let failure), _): fault = Fault(failure)
-            default: fault = .lost("the connection closed early")
-            }
-            // The segment's host answered the plan's HEAD: a name that stops resolving is the network.
-            switch retrier.after(fault, fresh: false, progressMade: receivedThisAttempt > 0) {
-            case .again: continue
-            case .stopped: return
-            case .exhausted(let message): return report(.failed(TransferError(.retriesExhausted, message)))
-            case .failed(let message): return report(.failed(TransferError(.failed, message)))
-            }
+        var loop = Retrier(options, cancellation: stop, events: { _ in }, announces: false, budget: budget)
+        do {
+            try loop.run(stopped: "stopped") { () throws(TransferError) in try attempt() }
+        } catch {
+            // A stop ends the segment quietly: the transfer says it once.
+            if case .stopped = error.code { return }
+            report(.failed(error))
         }
+    }
+
+    /// One ranged GET of what the segment still lacks. Done: the segment is complete, stopped, or reported
+    /// an end of its own (a change, a refusal, a local write error).
+    private func attempt() throws(TransferError) -> Retrier.Attempt<Void> {
+        guard !isDone && !stop.isStopped else { return .done(()) }
+        var fields = (try? HeaderLines.forDownload(headers)) ?? [:]
+        requestedFrom = SegmentRules.resumeStart(segmentStart: start, written: written)
+        fields.set("Range", "bytes=\(requestedFrom)-\(end)")
+        fields.set("If-Range", resource.validator ?? "")
+        guard let held = readHeld(from: requestedFrom) else {
+            return .done(report(.failed(TransferError(.localIO, "cannot read \(path): \(String(cString: strerror(errno)))"))))
+        }
+        overlap = held
+        overlapMatched = 0
+        decision = nil
+        writeError = nil
+        receivedThisAttempt = 0
+        let result = session.perform(TransferRequest(method: "GET", url: url, headers: fields, followRedirects: true),
+            settings: options.transport, cancellation: stop, delegate: self)
+        if writeError == nil { writeError = flush() }
+        if isDone { return .done(()) }
+        if let writeError { return .done(report(.failed(TransferError(.localIO, writeError)))) }
+        let fault: Fault
+        switch (result.outcome, decision) {
+        case (_, .changed(let reason)?): return .done(report(.changed(reason)))
+        case (_, .fail(.status(let status, let reason))?):
+            return .done(report(.failed(.refused(status, reason, url: url))))
+        case (_, .fail(.changed(let reason))?): return .done(report(.changed(reason)))
+        case (_, .retry(let status, let after)?): fault = .answered(status, retryAfter: after)
+        case (.cancelled, _): return .done(())
+        case (let outcome, _): fault = Fault.of(outcome, stallSeconds: options.transport.stallTimeout) ?? .lost("the connection closed early")
+        }
+        // The segment's host answered the plan's HEAD: a name that stops resolving is the network (not fresh).
+        return .failed(fault, progressMade: receivedThisAttempt > 0)
     }
 
     private func report(_ outcome: Outcome) {
