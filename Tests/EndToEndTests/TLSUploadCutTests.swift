@@ -57,6 +57,8 @@ struct TLSUploadCutTests {
         #expect(o.seconds < 60, "took \(o.seconds) s")
     }
 
+    /// --stall-timeout 5, not 2: in the full parallel suite the in-process serve (on the event loops every
+    /// in-process server shares) was now and then slower than 2 s to answer the PATCH after the stalled one.
     @Test("a PATCH the server takes and then reads nothing of ends after --stall-timeout and is retried", arguments: [false, true])
     func silentPatchEndsAfterStallTimeout(tls: Bool) async throws {
         let pki = try await TestPKI.make()
@@ -76,7 +78,7 @@ struct TLSUploadCutTests {
             let url = (tls ? "https" : "http") + "://127.0.0.1:\(proxy.port)/in/s.bin"
             let started = ContinuousClock.now
             let r = try await w.run(["upload", w.path("www/src.bin"), url, "--protocol", "ietf", "--interop-version", "6", "--cacert", pki.caCertificate,
-                "--stall-timeout", "2", "--retry-delay", "1", "--json"], timeout: .seconds(120))
+                "--stall-timeout", "5", "--retry-delay", "1", "--json"], timeout: .seconds(120))
             let seconds = (ContinuousClock.now - started).seconds
             #expect(r.status == 0, "\(r)")
             #expect(try sha256(file: served.path("in/s.bin")) == digest)
@@ -85,9 +87,9 @@ struct TLSUploadCutTests {
             if !tls {  // over TLS the proxy sees no request lines
                 #expect(stalled.first?.requestLines.contains { $0.hasPrefix("PATCH ") } == true, "\(proxy.connections.map(\.requestLines))")
             }
-            // Ended by the client's 2 s (serve's header timeout or libcurl's would say otherwise, 30 s later).
+            // Ended by the client's 5 s (serve's header timeout or libcurl's would say otherwise, 30 s later).
             let errors = events(r.stdout).filter { $0["event"] as? String == "retry" }.compactMap { $0["error"] as? String }
-            #expect(errors.contains { $0.hasPrefix("no progress for 2 s") }, "\(errors)")
+            #expect(errors.contains { $0.hasPrefix("no progress for 5 s") }, "\(errors)")
             #expect(seconds < 60, "took \(seconds) s")
         }
     }
