@@ -17,6 +17,7 @@ typedef int (*rctl_debug_cb)(CURL *_Nonnull handle, curl_infotype type, char *_N
                              void *_Nullable userdata);
 typedef int (*rctl_xferinfo_cb)(void *_Nullable userdata, curl_off_t dltotal, curl_off_t dlnow,
                                 curl_off_t ultotal, curl_off_t ulnow);
+typedef int (*rctl_seek_cb)(void *_Nullable userdata, curl_off_t offset, int origin);
 
 static inline CURLcode rctl_setopt_long(CURL *_Nonnull h, CURLoption o, long v) { return curl_easy_setopt(h, o, v); }
 static inline CURLcode rctl_setopt_off_t(CURL *_Nonnull h, CURLoption o, curl_off_t v) { return curl_easy_setopt(h, o, v); }
@@ -26,6 +27,7 @@ static inline CURLcode rctl_setopt_slist(CURL *_Nonnull h, CURLoption o, struct 
 static inline CURLcode rctl_setopt_data_cb(CURL *_Nonnull h, CURLoption o, rctl_data_cb _Nullable v) { return curl_easy_setopt(h, o, v); }
 static inline CURLcode rctl_setopt_debug_cb(CURL *_Nonnull h, CURLoption o, rctl_debug_cb _Nullable v) { return curl_easy_setopt(h, o, v); }
 static inline CURLcode rctl_setopt_xferinfo_cb(CURL *_Nonnull h, CURLoption o, rctl_xferinfo_cb _Nullable v) { return curl_easy_setopt(h, o, v); }
+static inline CURLcode rctl_setopt_seek_cb(CURL *_Nonnull h, CURLoption o, rctl_seek_cb _Nullable v) { return curl_easy_setopt(h, o, v); }
 
 static inline CURLMcode rctl_multi_setopt_long(CURLM *_Nonnull m, CURLMoption o, long v) { return curl_multi_setopt(m, o, v); }
 

@@ -22,9 +22,9 @@ import Testing
     }
 
     @Test func onlyNamesThatDoNotResolveAndRefusedConnectionsCount() {
-        #expect(TransportFailure(kind: .resolve, code: 6, message: "").isNetworkDown)
-        #expect(TransportFailure(kind: .network, code: 7, message: "", unreachable: true).isNetworkDown)
-        #expect(!TransportFailure(kind: .network, code: 56, message: "reset").isNetworkDown)
-        #expect(!TransportFailure(kind: .fatal, code: 60, message: "tls").isNetworkDown)
+        #expect(Fault(TransportFailure(kind: .resolve, code: 6, message: "")).isNetworkDown)
+        #expect(Fault(TransportFailure(kind: .network, code: 7, message: "", unreachable: true)).isNetworkDown)
+        #expect(!Fault(TransportFailure(kind: .network, code: 56, message: "reset")).isNetworkDown)
+        #expect(!Fault(TransportFailure(kind: .fatal, code: 60, message: "tls")).isNetworkDown)
     }
 }

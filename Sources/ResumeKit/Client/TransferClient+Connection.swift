@@ -13,6 +13,22 @@ extension TransferClient {
         return effective
     }
 
+    /// Runs `body` with the transport for many exchanges at once (segments, S3's parts, a list's downloads):
+    /// the one session pool, a libcurl multi handle driven from one thread with one connection cache, made
+    /// here only and shut down when `body` ends. Another transport (a test's) is used as it is.
+    func withSessionPool<T, E: Error>(_ wanted: Bool = true, _ body: (any HTTPTransport) throws(E) -> T) throws(E) -> T {
+        let pool = wanted && transport is CurlTransport ? try? CurlTransport.multi() : nil
+        defer { pool?.shutdown() }
+        return try body(pool ?? transport)
+    }
+
+    /// ``withSessionPool(_:_:)`` for work that waits on tasks.
+    func withSessionPool<T>(_ body: (any HTTPTransport) async -> T) async -> T {
+        let pool = transport is CurlTransport ? try? CurlTransport.multi() : nil
+        defer { pool?.shutdown() }
+        return await body(pool ?? transport)
+    }
+
     /// Printed once a run, even with `-q`, whenever TLS verification is off.
     public static let insecureWarning = "warning: TLS certificates are not verified (--insecure); anyone on the path can read and change this transfer"
 

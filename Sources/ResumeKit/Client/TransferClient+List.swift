@@ -17,11 +17,8 @@ extension TransferClient {
         }
         let queue = WorkQueue(count: requests.count)
         let workers = max(1, min(parallel, requests.count))
-        let multi = transport is CurlTransport ? try? CurlTransport.multi() : nil
-        defer { multi?.shutdown() }
-        let transport: any HTTPTransport = multi ?? self.transport
         let publisher = BatchPublisher(store: store)
-        await withTaskGroup(of: Void.self) { group in
+        await withSessionPool { transport in await withTaskGroup(of: Void.self) { group in
             for _ in 0..<workers {
                 group.addTask {
                     _ = try? await onOwnThread { () throws(TransferError) in
@@ -39,7 +36,7 @@ extension TransferClient {
                     }
                 }
             }
-        }
+        } }
         let unpublished = publisher.finish()
         let reason = cancellation.reason ?? .interrupt
         return queue.results.enumerated().map { i, result in

@@ -63,29 +63,30 @@ extension TransferClient {
             let session = self.transport.makeSession()
             var objects: [S3Object] = []
             var continuation: String?
-            var retrier = Retrier(self.options, cancellation: cancellation, events: events)
+            var loop = Retrier(self.options, cancellation: cancellation, events: events)
+            // One attempt a page: a page that fails is asked again; the pages before it are kept.
             var more = true
             while more {
                 var query = [("list-type", "2"), ("prefix", location.key)]
                 if let continuation { query.append(("continuation-token", continuation)) }
-                let fault: Fault
-                switch call.send(session, method: "GET", url: target.bucketURL(query: query), cancellation: cancellation) {
-                case .ok(_, let body):
-                    let page = try answers.objects(body)
-                    objects += page.objects
-                    continuation = page.continuation
-                    more = continuation != nil
-                    continue
-                case .refused(let status, let error, let after) where S3Call.isTransient(status: status, error: error):
-                    fault = .status(status, retryAfter: after, message: S3Call.failure(status, error, "cannot list \(url)"))
-                case .refused(let status, let error, _):
-                    throw TransferError(.failed, S3Call.failure(status, error, "cannot list \(url)"), status: status)
-                case .lost(let lost):
-                    fault = lost.withMessage("cannot list \(url): \(lost.message)")
-                case .stopped:
-                    throw TransferError(.stopped(cancellation.reason ?? .interrupt), "stopped while listing \(url)")
+                let body = try loop.run(fresh: { objects.isEmpty }, stopped: "stopped while listing \(url)") { () throws(TransferError) in
+                    switch call.send(session, method: "GET", url: target.bucketURL(query: query), cancellation: cancellation) {
+                    case .ok(_, let body):
+                        return .done(body)
+                    case .refused(let status, let error, let after) where S3Call.isTransient(status: status, error: error):
+                        return .failed(.status(status, retryAfter: after, message: S3Call.failure(status, error, "cannot list \(url)")))
+                    case .refused(let status, let error, _):
+                        throw TransferError(.failed, S3Call.failure(status, error, "cannot list \(url)"), status: status)
+                    case .lost(let lost):
+                        return .failed(lost.withMessage("cannot list \(url): \(lost.message)"))
+                    case .stopped:
+                        throw TransferError(.stopped(cancellation.reason ?? .interrupt), "stopped while listing \(url)")
+                    }
                 }
-                try retrier.again(after: fault, fresh: objects.isEmpty, stopped: "stopped while listing \(url)")
+                let page = try answers.objects(body)
+                objects += page.objects
+                continuation = page.continuation
+                more = continuation != nil
             }
 
             try OutputPath.makeFolders(folder)
@@ -166,13 +167,13 @@ extension TransferClient {
         events: @escaping EventHandler
     ) throws(TransferError) -> UploadResult {
         let (machine, signed) = try s3Machine(token, options: options)
-        let multi = transport is CurlTransport ? try? CurlTransport.multi() : nil
-        defer { multi?.shutdown() }
         do {
-            return try UploadOperation(
-                token: token, source: source, machine: machine, store: store, transport: multi ?? transport, options: signed,
-                cancellation: cancellation, events: events
-            ).runToEnd()
+            return try withSessionPool { pool throws(TransferError) in
+                try UploadOperation(
+                    token: token, source: source, machine: machine, store: store, transport: pool, options: signed,
+                    cancellation: cancellation, events: events
+                ).runToEnd()
+            }
         } catch {
             // Nothing on S3 to continue (refused before an upload id): the token would only clutter `list`.
             if error.tokenID == nil { store.remove(id: token.id) }

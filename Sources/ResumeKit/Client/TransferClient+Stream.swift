@@ -111,9 +111,6 @@ extension TransferClient {
         let sender: any StreamingUploadMachine
         let part = try token.uploadPart()
         guard let stream = part.stream else { throw TransferError(.badToken, "token \(token.id) has no stream state") }
-        // S3's parts go several at once on one multi handle, as a file's do.
-        let multi = part.s3 != nil && transport is CurlTransport ? try? CurlTransport.multi() : nil
-        defer { multi?.shutdown() }
         if part.s3 != nil {
             let (machine, signed) = try s3Machine(token, options: options)
             sender = machine
@@ -121,12 +118,16 @@ extension TransferClient {
         } else {
             sender = try streamMachine(token, part, stream, versionPinned: versionPinned, capabilities: capabilities)
         }
-        let upload = try StreamUpload(
-            token: token, spool: spool, sender: sender, input: STDIN_FILENO, hashesWholeStream: options.computeSHA256 && (stream.durable == 0 || replay),
-            store: store, transport: multi ?? transport, options: options, cancellation: cancellation, events: events)
+        let hashes = options.computeSHA256 && (stream.durable == 0 || replay)
         do {
-            if replay { try upload.verifyReplay() }
-            return try upload.run()
+            // S3's parts go several at once through the session pool, as a file's do.
+            return try withSessionPool(part.s3 != nil) { transport throws(TransferError) in
+                let upload = try StreamUpload(
+                    token: token, spool: spool, sender: sender, input: STDIN_FILENO, hashesWholeStream: hashes,
+                    store: store, transport: transport, options: options, cancellation: cancellation, events: events)
+                if replay { try upload.verifyReplay() }
+                return try upload.run()
+            }
         } catch {
             if error.tokenID == nil {
                 // Refused for good: nothing can continue it, and the spool never outlives its token.

@@ -149,27 +149,19 @@ extension TransferClient {
         var headers = (try? HeaderLines.parse(given)) ?? [:]
         for field in ProtocolProbe.requestHeaders.fields { headers.set(field.name, field.value) }
         let session = transport.makeSession()
-        var retrier = Retrier(options, cancellation: cancellation, events: events)
-        while true {
+        var loop = Retrier(options, cancellation: cancellation, events: events)
+        return try loop.run(fresh: { true }, stopped: "stopped before the upload began") { () throws(TransferError) in
             let collector = HeadCollector()
             let result = session.perform(
                 TransferRequest(method: "OPTIONS", url: url, headers: headers), settings: options.transport,
                 cancellation: cancellation, delegate: collector)
-            let fault: Fault
-            switch result.outcome {
-            case .completed:
-                guard let head = collector.head else { return .unknown }
-                // Only "busy" is worth waiting for: a plain server may answer OPTIONS with any error and still take the upload.
-                guard head.status == 429 || head.status == 503 else { return ProtocolProbe.decide(head) }
-                fault = .answered(head.status, retryAfter: head.headers["Retry-After"], "the server answered \(head.status) to OPTIONS")
-            case .failed(let failure):
-                fault = Fault(failure)
-            case .stalled:
-                fault = .stalled(seconds: options.transport.stallTimeout)
-            case .cancelled, .abortedByDelegate:
+            if let fault = Fault.of(result.outcome, stallSeconds: options.transport.stallTimeout) { return .failed(fault) }
+            guard result.outcome == .completed else {
                 throw TransferError(.stopped(cancellation.reason ?? .interrupt), "stopped before the upload began")
             }
-            try retrier.again(after: fault, fresh: true, stopped: "stopped before the upload began")
+            guard let head = collector.head else { return .done(.unknown) }
+            guard RetryPolicy.isBusy(status: head.status) else { return .done(ProtocolProbe.decide(head)) }
+            return .failed(.answered(head.status, retryAfter: head.headers["Retry-After"], "the server answered \(head.status) to OPTIONS"))
         }
     }
 

@@ -229,13 +229,16 @@ public struct TransferClient: Sendable {
         if download.segments != nil || (options.connections > 1 && fresh) {
             try lock.hold()  // the segment plan is written before any data
             // All segments share one network thread: on a fast link more receiving threads than cores only contend.
-            let multi = transport is CurlTransport ? try? CurlTransport.multi() : nil
-            defer { multi?.shutdown() }
-            let segmented = try SegmentedDownload(
-                token: token, store: store, transport: multi ?? transport, options: options, connections: options.connections,
-                cancellation: cancellation, events: events)
+            let segmented = withSessionPool { pool in
+                Result { () throws -> DownloadResult in
+                    try SegmentedDownload(
+                        token: token, store: store, transport: pool, options: options, connections: options.connections,
+                        cancellation: cancellation, events: events
+                    ).run()
+                }
+            }
             do {
-                return try segmented.run()
+                return try segmented.get()
             } catch let error as TransferError {
                 throw error
             } catch SegmentedDownload.Handover.unsupported(let why) {

@@ -59,9 +59,6 @@ public struct TransferError: Error, Sendable, Equatable, CustomStringConvertible
         return error
     }
 
-    /// True when the transfer's token stays on disk for a later `resume`.
-    public var keepsToken: Bool { tokenID != nil }
-
     /// A download's server refused for good: "the server answered 404 Not Found for URL".
     static func refused(_ status: Int, _ reason: String, url: String, tokenID: String? = nil) -> TransferError {
         TransferError(.failed, "the server answered \(status)\(reason.isEmpty ? "" : " " + reason) for \(url)", status: status,

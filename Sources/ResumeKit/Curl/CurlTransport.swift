@@ -44,6 +44,7 @@ final class CurlSession: TransportSession {
             body: request.body, stallSeconds: settings.stallTimeout)
         let handle: EasyHandle
         do {
+            let recovering = handleFailed
             if let existing = self.handle, !handleFailed {
                 existing.reset()
                 handle = existing
@@ -52,6 +53,10 @@ final class CurlSession: TransportSession {
                 self.handle = handle
             }
             try configure(handle, request, settings)
+            // After a failure the next exchange opens a connection of its own: one kept in a multi handle's
+            // shared cache may be as dead as the one that just broke, and a body libcurl would then have to
+            // send again is what CURLE_SEND_FAIL_REWIND is about.
+            if recovering { try handle.set(CURLOPT_FRESH_CONNECT, 1) }
             try context.install(on: handle)
         } catch {
             let message = (error as? CurlError)?.message ?? "\(error)"
@@ -151,6 +156,10 @@ final class CurlSession: TransportSession {
             CURLE_LOGIN_DENIED, CURLE_OUT_OF_MEMORY, CURLE_SSL_ENGINE_NOTFOUND, CURLE_SSL_CIPHER, CURLE_NOT_BUILT_IN, CURLE_BAD_FUNCTION_ARGUMENT,
             CURLE_UNKNOWN_OPTION, CURLE_FILESIZE_EXCEEDED:
             return .failed(TransportFailure(kind: .fatal, code: error.code, message: error.message))
+        case CURLE_SEND_FAIL_REWIND:
+            // A reused connection died under the body before any answer, and the body was not sent again blind
+            // (ExchangeContext.rewind): transient; the next attempt asks the offset on a new connection.
+            return .failed(TransportFailure(kind: .network, code: error.code, message: "the connection broke before the server answered"))
         case CURLE_READ_ERROR, CURLE_ABORTED_BY_CALLBACK:
             return .failed(TransportFailure(kind: .localRead, code: error.code, message: error.message))
         case CURLE_COULDNT_CONNECT:

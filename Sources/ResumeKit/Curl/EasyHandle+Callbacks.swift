@@ -18,6 +18,10 @@ final class ExchangeContext {
     var cancelled = false
     var readFailure: Int32 = 0
     var bodySent: Int64 = 0
+    /// A response line or header of this exchange arrived (a redirect or an auth round among them).
+    private(set) var responseBegan = false
+    /// Times libcurl moved the body back to send it again.
+    private(set) var rewinds = 0
     /// The body's length so far: a growing body's grows as the delegate allows.
     private var bodyLength: Int64
     /// `--stall-timeout`: seconds in which no byte moved either way end the exchange (0: never).
@@ -66,10 +70,18 @@ final class ExchangeContext {
                 return ctx.read(into: UnsafeMutableRawBufferPointer(start: ptr, count: size * count))
             }.check()
             try handle.set(CURLOPT_READDATA, pointer: me)
+            // libcurl rewinds the body to send the request again: for a redirect or an auth round the server
+            // asked for, and on a new connection when a reused one died before any answer. See rewind(to:).
+            try rctl_setopt_seek_cb(handle.raw, CURLOPT_SEEKFUNCTION) { userdata, offset, origin in
+                guard let ctx = ExchangeContext.from(userdata), origin == SEEK_SET else { return CURL_SEEKFUNC_FAIL }
+                return ctx.rewind(to: Int64(offset)) ? CURL_SEEKFUNC_OK : CURL_SEEKFUNC_CANTSEEK
+            }.check()
+            try handle.set(CURLOPT_SEEKDATA, pointer: me)
         }
     }
 
-    private func header(_ bytes: UnsafeRawBufferPointer) -> Bool {
+    func header(_ bytes: UnsafeRawBufferPointer) -> Bool {
+        responseBegan = true
         let line = String(decoding: bytes, as: UTF8.self)
         guard let head = parser.feed(line: line) else { return true }
         if head.isInformational {
@@ -120,7 +132,21 @@ final class ExchangeContext {
         return true
     }
 
-    private func read(into buffer: UnsafeMutableRawBufferPointer) -> Int {
+    /// Moves the body back to `offset` (from its start) for libcurl to send it again; a pipe cannot go back.
+    /// Once body bytes went out and no answer began, the request is not sent again blind: a connection that
+    /// died under a body may have delivered part of it, and an upload continues only after a fresh look at
+    /// the server's offset (a PATCH sent again at a stale offset is a 409, on which NIOResumableUpload
+    /// deletes the upload). libcurl then fails with CURLE_SEND_FAIL_REWIND, a transient fault the next
+    /// attempt meets on a new connection, after its HEAD.
+    func rewind(to offset: Int64) -> Bool {
+        guard let body, !body.isStream, offset >= 0, offset <= bodySent else { return false }
+        guard bodySent == 0 || responseBegan else { return false }
+        bodySent = offset
+        rewinds += 1
+        return true
+    }
+
+    func read(into buffer: UnsafeMutableRawBufferPointer) -> Int {
         guard let body else { return 0 }
         if cancellation.isStopped {
             cancelled = true

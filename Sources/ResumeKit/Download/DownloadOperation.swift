@@ -106,11 +106,12 @@ final class DownloadOperation: ExchangeDelegate {
             try commit()
         }
 
-        var retrier = Retrier(options, cancellation: cancellation, events: emit)
+        var loop = Retrier(options, cancellation: cancellation, events: emit)
         var refetches = 0
         // A resume asks the URL the user gave again: a signed redirect target may have expired.
         let url = token.url
-        while true {
+        // A typo'd host on a fresh start fails at once; a known host that stops resolving is the network.
+        return try loop.run(fresh: { part.committed == 0 && machine.resource == nil }, stopped: "", explain: explain) { () throws(TransferError) in
             if let reason = cancellation.reason { throw try stop(reason) }
             let verdict: DownloadStateMachine.Verdict
             switch machine.plan(committed: part.committed) {
@@ -121,27 +122,29 @@ final class DownloadOperation: ExchangeDelegate {
             }
             switch verdict {
             case .done:
-                return try finish()
+                return .done(try finish())
             case .refetchFromZero(let reason):
                 refetches += 1
                 guard refetches <= 5 else { throw TransferError(.failed, "giving up: \(reason), again and again", tokenID: token.id) }
                 try restartFromZero(reason: reason)
+                return .next
             case .again:
-                continue
+                return .next
             case .fail(let failure):
                 throw fail(failure)
             case .fault(let fault):
-                // A typo'd host on a fresh start fails at once; a known host that stops resolving is the network.
-                let fresh = part.committed == 0 && machine.resource == nil
                 if case .fatal = fault {} else { try commit() }
-                switch retrier.after(fault, fresh: fresh, progressMade: receivedThisAttempt > 0) {
-                case .again: continue
-                case .stopped(let reason): throw try stop(reason)
-                case .exhausted(let message): throw TransferError(.retriesExhausted, message, tokenID: token.id)
-                case .failed(let message):
-                    throw TransferError(.failed, message, status: fault.status, tokenID: part.committed > 0 ? token.id : nil)
-                }
+                return .failed(fault, progressMade: receivedThisAttempt > 0)
             }
+        }
+    }
+
+    /// The attempt loop's giving up, told with the token: kept when retries ran out or bytes are committed.
+    private func explain(_ error: TransferError) throws(TransferError) -> TransferError {
+        switch error.code {
+        case .stopped(let reason): return try stop(reason)
+        case .retriesExhausted: return TransferError(.retriesExhausted, error.message, tokenID: token.id)
+        default: return TransferError(error.code, error.message, status: error.status, tokenID: part.committed > 0 ? token.id : nil)
         }
     }
 

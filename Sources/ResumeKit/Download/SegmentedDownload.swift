@@ -77,9 +77,10 @@ final class SegmentedDownload {
 
         let stop = Cancellation()
         let ended = DispatchSemaphore(value: 0)
+        let budget = RetryBudget.forSegments(options.retry, count: segments.count)
         let workers = segments.enumerated().map { index, segment in
             SegmentWorker(index: index, segment: segment, url: token.url, headers: token.headers, resource: resource, fd: fd, path: download.partPath,
-                transport: transport, options: options, connections: segments.count, stop: stop, ended: ended)
+                transport: transport, options: options, connections: segments.count, stop: stop, ended: ended, budget: budget)
         }
         emit(.started(kind: .download, url: token.url, path: download.path,
             offset: segments.reduce(0) { $0 + $1.committed }, total: total))
@@ -139,32 +140,41 @@ final class SegmentedDownload {
     /// HEAD for the validator and length, then the segment layout, recorded in the token before any data.
     private func plan() throws {
         let headers = (try? HeaderLines.forDownload(token.headers)) ?? [:]
-        var retrier = Retrier(options, cancellation: cancellation, events: emit)
+        /// What the HEAD came to, when it did not call for another try.
+        enum Answer {
+            case head(ResponseHead, effectiveURL: String?)
+            case unreached
+            case unanswered
+        }
+        var loop = Retrier(options, cancellation: cancellation, events: emit)
+        let answer: Answer
+        do {
+            answer = try loop.run(fresh: { true }, stopped: "stopped before the download began") { () throws(TransferError) in
+                let collector = HeadCollector()
+                let result = transport.makeSession().perform(
+                    TransferRequest(method: "HEAD", url: token.url, headers: headers, followRedirects: true),
+                    settings: options.transport, cancellation: cancellation, delegate: collector)
+                if let fault = Fault.of(result.outcome, stallSeconds: options.transport.stallTimeout), fault.isNetworkDown {
+                    return .done(.unreached)
+                }
+                // A busy server (503, 429 … with Retry-After) is waited out as on every path, then split.
+                if let busy = collector.head, RetryPolicy.isRetryable(status: busy.status) {
+                    return .failed(.answered(busy.status, retryAfter: busy.headers["Retry-After"]))
+                }
+                guard result.outcome == .completed, let head = collector.head else { return .done(.unanswered) }
+                return .done(.head(head, effectiveURL: result.effectiveURL))
+            }
+        } catch {
+            var error = error
+            error.tokenID = token.id
+            throw error
+        }
         let head: ResponseHead
         let effectiveURL: String?
-        while true {
-            let collector = HeadCollector()
-            let result = transport.makeSession().perform(
-                TransferRequest(method: "HEAD", url: token.url, headers: headers, followRedirects: true),
-                settings: options.transport, cancellation: cancellation, delegate: collector)
-            if case .failed(let failure) = result.outcome, Fault(failure).isNetworkDown { throw Handover.unreached }
-            // A busy server (503, 429 … with Retry-After) is waited out as on every path, then split.
-            if let busy = collector.head, RetryPolicy.isRetryable(status: busy.status) {
-                do {
-                    try retrier.again(after: .answered(busy.status, retryAfter: busy.headers["Retry-After"]), fresh: true,
-                        stopped: "stopped before the download began")
-                } catch {
-                    var error = error
-                    error.tokenID = token.id
-                    throw error
-                }
-                continue
-            }
-            guard result.outcome == .completed, let answer = collector.head else {
-                throw Handover.unsupported("the server did not answer HEAD")
-            }
-            (head, effectiveURL) = (answer, result.effectiveURL)
-            break
+        switch answer {
+        case .unreached: throw Handover.unreached
+        case .unanswered: throw Handover.unsupported("the server did not answer HEAD")
+        case .head(let answered, let url): (head, effectiveURL) = (answered, url)
         }
         switch SegmentRules.probe(head) {
         case .failure(let refusal):
@@ -226,6 +236,8 @@ final class SegmentWorker: ExchangeDelegate, @unchecked Sendable {
     private let options: TransferOptions
     private let stop: Cancellation
     private let ended: DispatchSemaphore
+    /// The retries this segment shares with the others.
+    private let budget: RetryBudget?
 
     private let progress: Atomic<Int64>
     /// Only written bytes count as `written`. The connections share one transfer's worth of memory.
@@ -242,8 +254,10 @@ final class SegmentWorker: ExchangeDelegate, @unchecked Sendable {
 
     init(
         index: Int, segment: ResumeToken.Segment, url: String, headers: [String], resource: DownloadStateMachine.Resource, fd: Int32, path: String,
-        transport: any HTTPTransport, options: TransferOptions, connections: Int, stop: Cancellation, ended: DispatchSemaphore
+        transport: any HTTPTransport, options: TransferOptions, connections: Int, stop: Cancellation, ended: DispatchSemaphore,
+        budget: RetryBudget?
     ) {
+        self.budget = budget
         self.index = index
         self.start = segment.start
         self.end = segment.end
@@ -278,45 +292,49 @@ final class SegmentWorker: ExchangeDelegate, @unchecked Sendable {
             ended.signal()
         }
         // Segments retry quietly: the transfer's own line reports progress, and a failure ends it with its reason.
-        var retrier = Retrier(options, cancellation: stop, events: { _ in }, announces: false)
-        while !isDone && !stop.isStopped {
-            var fields = (try? HeaderLines.forDownload(headers)) ?? [:]
-            requestedFrom = SegmentRules.resumeStart(segmentStart: start, written: written)
-            fields.set("Range", "bytes=\(requestedFrom)-\(end)")
-            fields.set("If-Range", resource.validator ?? "")
-            guard let held = readHeld(from: requestedFrom) else {
-                return report(.failed(TransferError(.localIO, "cannot read \(path): \(String(cString: strerror(errno)))")))
-            }
-            overlap = held
-            overlapMatched = 0
-            decision = nil
-            writeError = nil
-            receivedThisAttempt = 0
-            let result = session.perform(TransferRequest(method: "GET", url: url, headers: fields, followRedirects: true),
-                settings: options.transport, cancellation: stop, delegate: self)
-            if writeError == nil { writeError = flush() }
-            if isDone { return }
-            if let writeError { return report(.failed(TransferError(.localIO, writeError))) }
-            let fault: Fault
-            switch (result.outcome, decision) {
-            case (_, .changed(let reason)?): return report(.changed(reason))
-            case (_, .fail(.status(let status, let reason))?):
-                return report(.failed(.refused(status, reason, url: url)))
-            case (_, .fail(.changed(let reason))?): return report(.changed(reason))
-            case (_, .retry(let status, let after)?): fault = .answered(status, retryAfter: after)
-            case (.cancelled, _): return
-            case (.stalled, _): fault = .stalled(seconds: options.transport.stallTimeout)
-            case (.failed(let failure), _): fault = Fault(failure)
-            default: fault = .lost("the connection closed early")
-            }
-            // The segment's host answered the plan's HEAD: a name that stops resolving is the network.
-            switch retrier.after(fault, fresh: false, progressMade: receivedThisAttempt > 0) {
-            case .again: continue
-            case .stopped: return
-            case .exhausted(let message): return report(.failed(TransferError(.retriesExhausted, message)))
-            case .failed(let message): return report(.failed(TransferError(.failed, message)))
-            }
+        var loop = Retrier(options, cancellation: stop, events: { _ in }, announces: false, budget: budget)
+        do {
+            try loop.run(stopped: "stopped") { () throws(TransferError) in try attempt() }
+        } catch {
+            // A stop ends the segment quietly: the transfer says it once.
+            if case .stopped = error.code { return }
+            report(.failed(error))
         }
+    }
+
+    /// One ranged GET of what the segment still lacks. Done: the segment is complete, stopped, or reported
+    /// an end of its own (a change, a refusal, a local write error).
+    private func attempt() throws(TransferError) -> Retrier.Attempt<Void> {
+        guard !isDone && !stop.isStopped else { return .done(()) }
+        var fields = (try? HeaderLines.forDownload(headers)) ?? [:]
+        requestedFrom = SegmentRules.resumeStart(segmentStart: start, written: written)
+        fields.set("Range", "bytes=\(requestedFrom)-\(end)")
+        fields.set("If-Range", resource.validator ?? "")
+        guard let held = readHeld(from: requestedFrom) else {
+            return .done(report(.failed(TransferError(.localIO, "cannot read \(path): \(String(cString: strerror(errno)))"))))
+        }
+        overlap = held
+        overlapMatched = 0
+        decision = nil
+        writeError = nil
+        receivedThisAttempt = 0
+        let result = session.perform(TransferRequest(method: "GET", url: url, headers: fields, followRedirects: true),
+            settings: options.transport, cancellation: stop, delegate: self)
+        if writeError == nil { writeError = flush() }
+        if isDone { return .done(()) }
+        if let writeError { return .done(report(.failed(TransferError(.localIO, writeError)))) }
+        let fault: Fault
+        switch (result.outcome, decision) {
+        case (_, .changed(let reason)?): return .done(report(.changed(reason)))
+        case (_, .fail(.status(let status, let reason))?):
+            return .done(report(.failed(.refused(status, reason, url: url))))
+        case (_, .fail(.changed(let reason))?): return .done(report(.changed(reason)))
+        case (_, .retry(let status, let after)?): fault = .answered(status, retryAfter: after)
+        case (.cancelled, _): return .done(())
+        case (let outcome, _): fault = Fault.of(outcome, stallSeconds: options.transport.stallTimeout) ?? .lost("the connection closed early")
+        }
+        // The segment's host answered the plan's HEAD: a name that stops resolving is the network (not fresh).
+        return .failed(fault, progressMade: receivedThisAttempt > 0)
     }
 
     private func report(_ outcome: Outcome) {

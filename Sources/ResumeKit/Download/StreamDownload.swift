@@ -54,12 +54,9 @@ final class StreamDownload: ExchangeDelegate {
     }
 
     func run() throws(TransferError) -> DownloadResult {
-        var retrier = Retrier(options, cancellation: cancellation, events: emit)
-        while true {
-            if let reason = cancellation.reason {
-                emit(.paused(offset: written))
-                throw TransferError.stopped(reason, "after \(written) bytes to stdout; a pipe cannot be resumed", tokenID: nil)
-            }
+        var loop = Retrier(options, cancellation: cancellation, events: emit)
+        return try loop.run(fresh: { written == 0 && machine.resource == nil }, stopped: "", explain: explain) { () throws(TransferError) in
+            if let reason = cancellation.reason { throw stopped(reason) }
             guard case .fetch(let offset, let range) = machine.plan(committed: written) else {
                 throw TransferError(.sourceChanged, "the server gave no strong validator, so a cut download to stdout cannot go on: \(written) bytes were written")
             }
@@ -73,19 +70,28 @@ final class StreamDownload: ExchangeDelegate {
                 TransferRequest(method: "GET", url: url, headers: request, followRedirects: true), settings: options.transport,
                 cancellation: cancellation, delegate: self)
             if let failure { throw failure }
-            let fault: Fault
             switch machine.verdict(result.outcome, decision, held: written, stallTimeout: options.transport.stallTimeout) {
-            case .done: return try finish()
-            case .again: continue
-            case .fault(let f): fault = f
+            case .done: return .done(try finish())
+            case .again: return .next
+            case .fault(let fault): return .failed(fault, progressMade: receivedThisAttempt > 0)
             case .fail(.status(let status, let reason)): throw TransferError.refused(status, reason, url: url)
             case .fail(.changed(let reason)), .refetchFromZero(let reason): throw changed(reason)
             }
-            switch retrier.after(fault, fresh: written == 0 && machine.resource == nil, progressMade: receivedThisAttempt > 0) {
-            case .again, .stopped: continue  // a stop is said at the top of the loop
-            case .exhausted(let message): throw TransferError(.retriesExhausted, "\(message), \(written) bytes written to stdout")
-            case .failed(let message): throw TransferError(.failed, message)
-            }
+        }
+    }
+
+    /// A stop: said once, with what went to stdout.
+    private func stopped(_ reason: StopReason) -> TransferError {
+        emit(.paused(offset: written))
+        return TransferError.stopped(reason, "after \(written) bytes to stdout; a pipe cannot be resumed", tokenID: nil)
+    }
+
+    /// The attempt loop's giving up, with what went to stdout.
+    private func explain(_ error: TransferError) -> TransferError {
+        switch error.code {
+        case .stopped(let reason): return stopped(reason)
+        case .retriesExhausted: return TransferError(.retriesExhausted, "\(error.message), \(written) bytes written to stdout")
+        default: return error
         }
     }
 

@@ -154,9 +154,6 @@ public struct TransportFailure: Sendable, Equatable, CustomStringConvertible {
         self.message = message
         self.unreachable = unreachable
     }
-
-    /// The name does not resolve or no connection can be made: what `--wait-network` waits out.
-    public var isNetworkDown: Bool { kind == .resolve || unreachable }
 }
 
 public struct ExchangeResult: Sendable, Equatable {

@@ -22,6 +22,16 @@ public enum Fault: Sendable, Equatable {
         }
     }
 
+    /// How an exchange that got no usable answer failed: nil when it completed or was stopped (the caller
+    /// reads the answer, or stops). The one mapping of transport outcomes to faults.
+    public static func of(_ outcome: ExchangeOutcome, stallSeconds: Int) -> Fault? {
+        switch outcome {
+        case .completed, .cancelled, .abortedByDelegate: nil
+        case .stalled: .stalled(seconds: stallSeconds)
+        case .failed(let failure): Fault(failure)
+        }
+    }
+
     /// A status answer: `message` says what was refused (the status alone when empty).
     public static func answered(_ status: Int, retryAfter: String?, _ message: String = "") -> Fault {
         .status(status, retryAfter: retryAfter, message: message.isEmpty ? "the server answered \(status)" : message)

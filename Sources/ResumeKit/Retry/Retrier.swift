@@ -20,7 +20,7 @@ public struct SystemRetryClock: RetryClock {
 /// of the library runs through one of these, so a fault gets the same answer on every path.
 struct Retrier {
     /// How the attempt loop goes on after a failure.
-    enum Verdict: Equatable {
+    enum Next: Equatable {
         /// The wait is over: try again.
         case again
         /// `pause`, SIGTERM or Ctrl-C during the wait.
@@ -38,8 +38,14 @@ struct Retrier {
     private let clock: any RetryClock
     /// Retry events carry this; a silent retrier (a segment among several) says nothing.
     private let announces: Bool
+    /// The retries this one shares with the other segments of its transfer.
+    private let budget: RetryBudget?
 
-    init(_ options: TransferOptions, cancellation: Cancellation, events: @escaping EventHandler, announces: Bool = true) {
+    init(
+        _ options: TransferOptions, cancellation: Cancellation, events: @escaping EventHandler, announces: Bool = true,
+        budget: RetryBudget? = nil
+    ) {
+        self.budget = budget
         self.backoff = Backoff(options.retry)
         self.waitForNetwork = options.waitForNetwork
         self.cancellation = cancellation
@@ -48,11 +54,8 @@ struct Retrier {
         self.announces = announces
     }
 
-    /// Failures counted so far (the number of the next retry event).
-    var failures: Int { backoff.failures }
-
     /// Decides what `fault` deserves, waits when it deserves a wait, and says how to go on.
-    mutating func after(_ fault: Fault, fresh: Bool = false, progressMade: Bool) -> Verdict {
+    mutating func after(_ fault: Fault, fresh: Bool = false, progressMade: Bool) -> Next {
         let directive = RetryRules.decide(
             fault, fresh: fresh, progressMade: progressMade, waitForNetwork: waitForNetwork, backoff: &backoff, now: clock.now)
         switch directive {
@@ -64,8 +67,47 @@ struct Retrier {
             if announces { emit(.waitingForNetwork(delay: delay, error: fault.message)) }
             return sleep(delay)
         case .retry(let delay):
+            if let budget, !budget.withdraw(after: fault, progressMade: progressMade) {
+                return .exhausted("\(fault.message); gave up: the retries the transfer's connections share are used up")
+            }
             if announces { emit(.retry(attempt: backoff.failures, delay: delay, error: fault.message)) }
             return sleep(delay)
+        }
+    }
+
+    /// How one attempt ended, for ``run(fresh:stopped:_:)``.
+    enum Attempt<Value> {
+        case done(Value)
+        /// The attempt failed; `progressMade`: it moved bytes that count (the count of failures starts again).
+        case failed(Fault, progressMade: Bool = false)
+        /// The next attempt follows at once, counting no failure (a machine that learned what to ask next).
+        case next
+    }
+
+    /// Runs `attempt` until it is done: each failure is decided by the one policy, waited out (retry events,
+    /// a sleep that pause and signals end), and tried again; gives up by throwing.
+    /// - Parameters:
+    ///   - fresh: whether nothing of the transfer reached the server yet (asked after each failure).
+    ///   - stopped: the message of a stop during a wait.
+    ///   - explain: adds what the path knows to the loop's own giving up (retries used up, no retry helps, a stop).
+    mutating func run<Value>(
+        fresh: () -> Bool = { false }, stopped: String, explain: (TransferError) throws(TransferError) -> TransferError = { $0 },
+        _ attempt: () throws(TransferError) -> Attempt<Value>
+    ) throws(TransferError) -> Value {
+        while true {
+            switch try attempt() {
+            case .done(let value):
+                return value
+            case .next:
+                continue
+            case .failed(let fault, let progressMade):
+                switch after(fault, fresh: fresh(), progressMade: progressMade) {
+                case .again: continue
+                case .stopped(let reason): throw try explain(TransferError(.stopped(reason), stopped))
+                case .exhausted(let message): throw try explain(TransferError(.retriesExhausted, message))
+                case .failed(let message): throw try explain(TransferError(.failed, message, status: fault.status))
+                }
+            }
         }
     }
 
@@ -79,7 +121,7 @@ struct Retrier {
         }
     }
 
-    private func sleep(_ seconds: Double) -> Verdict {
+    private func sleep(_ seconds: Double) -> Next {
         if clock.sleep(seconds: seconds, cancellation: cancellation) { return .again }
         return .stopped(cancellation.reason ?? .interrupt)
     }

@@ -45,8 +45,13 @@ public struct RetryPolicy: Sendable, Equatable {
         return nil
     }
 
-    /// Status codes worth another try: the request timed out, rate limiting, server trouble.
+    /// Status codes worth another try: the request timed out, rate limiting, server trouble. The one rule
+    /// of the library: the state machines, S3's answers and the probe all ask here.
     public static func isRetryable(status: Int) -> Bool {
         [408, 425, 429, 500, 502, 503, 504].contains(status)
     }
+
+    /// The server says it is busy (429, 503): all a probe waits out. Any other answer to a probe says what
+    /// the server speaks (a plain server may answer OPTIONS with any error and still take the upload).
+    public static func isBusy(status: Int) -> Bool { status == 429 || status == 503 }
 }

@@ -29,17 +29,15 @@ struct S3Call {
             return .refused(status: head.status, error: answers.error(collector.body), retryAfter: head.headers["Retry-After"])
         case .cancelled, .abortedByDelegate:
             return .stopped
-        case .stalled:
-            return .lost(.stalled(seconds: settings.stallTimeout))
-        case .failed(let failure):
-            return .lost(Fault(failure))
+        case .stalled, .failed:
+            return .lost(Fault.of(result.outcome, stallSeconds: settings.stallTimeout) ?? .lost("S3 sent no answer"))
         }
     }
 
     /// True for answers that a later try may turn around: throttling (`503 SlowDown`), server errors, and
     /// S3's `RequestTimeout` (a client too slow to send the body).
     static func isTransient(status: Int, error: S3ErrorBody?) -> Bool {
-        if status >= 500 || status == 429 { return true }
+        if RetryPolicy.isRetryable(status: status) { return true }
         return ["SlowDown", "RequestTimeout", "InternalError", "ServiceUnavailable", "Throttling"].contains(error?.code ?? "")
     }
 

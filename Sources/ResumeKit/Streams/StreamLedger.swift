@@ -67,7 +67,7 @@ struct LedgerWriter {
 
 /// Checks the first bytes of a replayed stream against a ledger's blocks.
 struct ReplayCheck {
-    enum Verdict: Equatable {
+    enum Finding: Equatable {
         /// Every byte so far agrees; more are expected.
         case agrees
         /// All `count` checked bytes agree: the rest of the replay is compared against the spool.
@@ -93,7 +93,7 @@ struct ReplayCheck {
     var remaining: Int64 { count - checked }
 
     /// Takes at most ``remaining`` bytes of the replay.
-    mutating func feed(_ bytes: UnsafeRawBufferPointer) -> Verdict {
+    mutating func feed(_ bytes: UnsafeRawBufferPointer) -> Finding {
         var rest = bytes[...].prefix(Int(min(Int64(bytes.count), remaining)))
         while !rest.isEmpty {
             let inBlock = checked % ledger.blockSize

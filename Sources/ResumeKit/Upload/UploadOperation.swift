@@ -39,10 +39,16 @@ final class UploadOperation<Machine: UploadMachine>: @unchecked Sendable {
 
     /// Sessions not in use: one exchange at a time goes over the connection libcurl already holds.
     private var idle: [any TransportSession] = []
+    /// An exchange broke (cut, stalled, a body libcurl could not send again): until a body goes through
+    /// again, every exchange opens a connection of its own, so a retry does not repeat the road that broke.
+    /// (`serve` over TLS left a PATCH unanswered that followed a HEAD on the same connection after a cut:
+    /// each retry's HEAD + PATCH pair met the same fate until the server's header timeout, for ever.)
+    private var freshConnections = false
     /// Stops the exchanges that run beside others when one of them ends the upload (or on pause).
     private var flightStop = Cancellation()
     private let landed = Mutex<[Flight]>([])
-    private let landing = DispatchSemaphore(value: 0)
+    /// Rung by each exchange that ends; a pause ends the wait too.
+    private let landing = Doorbell()
     private let progress = Mutex(Progress())
     private var tooLarge: Int64?
     private var started = false
@@ -51,7 +57,10 @@ final class UploadOperation<Machine: UploadMachine>: @unchecked Sendable {
     private var answered = false
     /// The last exchange that ended: its answer, and how it failed if it did.
     private var finalHead: ResponseHead?
-    private var sentThisAttempt: Int64 = 0
+    /// What the server held at the last failed attempt. Attempts that got more of the upload kept start
+    /// the count of failures again; bytes sent that the server did not keep are no progress: a server that
+    /// swallows every PATCH (or a plain one that keeps nothing of a cut request) must not be tried forever.
+    private var keptAtLastFailure: Int64 = 0
     private var lastFailure: ExchangeFailure?
     private enum ExchangeFailure {
         case transport(TransportFailure)
@@ -152,7 +161,9 @@ final class UploadOperation<Machine: UploadMachine>: @unchecked Sendable {
                 try checkpoint()
                 throw TransferError(.checksumMismatch, reason, tokenID: token.id)
             case .retry(let reason, let retryAfter)?:
-                try wait(after: fault(reason, retryAfter: retryAfter), progressMade: sentThisAttempt > 0, retrier: &retrier)
+                let kept = machine.acknowledgedBytes
+                defer { keptAtLastFailure = max(keptAtLastFailure, kept) }
+                try wait(after: fault(reason, retryAfter: retryAfter), progressMade: kept > keptAtLastFailure, retrier: &retrier)
             case .resend(let reason)?:
                 try wait(after: .lost(reason), progressMade: false, retrier: &retrier)
             }
@@ -191,7 +202,7 @@ final class UploadOperation<Machine: UploadMachine>: @unchecked Sendable {
             runOnBackgroundThread("upload") { [self] in
                 flight.fly(cancellation: stop)
                 landed.withLock { $0.append(flight) }
-                landing.signal()
+                landing.ring()
             }
         }
         guard !running.isEmpty else { throw TransferError(.failed, "the upload has nothing left to send but is not complete", tokenID: token.id) }
@@ -206,7 +217,8 @@ final class UploadOperation<Machine: UploadMachine>: @unchecked Sendable {
                 running.removeAll { $0 === flight }
                 return flight
             }
-            _ = landing.wait(timeout: .now() + .milliseconds(100))
+            // Woken by the next exchange to end, or by a pause (after which only the ends are waited for).
+            landing.wait(seconds: 3600, unless: cancellation.isStopped ? neverStopped : cancellation)
         }
     }
 
@@ -260,10 +272,20 @@ final class UploadOperation<Machine: UploadMachine>: @unchecked Sendable {
         try save()
     }
 
-    /// Gives an ended exchange's session back, unless the server refused a body it may not have read.
+    /// Gives an ended exchange's session back, unless its connection broke (or one did since the last body
+    /// that went through), or the server refused a body it may not have read.
     private func release(_ flight: Flight) {
         progress.withLock { $0.sent[ObjectIdentifier(flight)] = nil }
         guard let session = flight.session else { return }
+        switch flight.result?.outcome {
+        case .failed?, .stalled?:
+            // The connection broke, stalled, or libcurl could not send the body again on a new one.
+            freshConnections = true
+            return
+        default:
+            if flight.request.body != nil, flight.head?.isSuccess == true { freshConnections = false }
+        }
+        if freshConnections { return }
         if flight.request.body != nil, let status = (flight.head ?? flight.result?.head)?.status, status >= 400 {
             // A server that refused a request may have answered before reading its body (NIOResumableUpload's
             // 400 naming its interop version does): the next request on that connection would find the rest
@@ -279,7 +301,6 @@ final class UploadOperation<Machine: UploadMachine>: @unchecked Sendable {
         for head in flight.informationals { informational(head, requestURL: flight.request.url) }
         lastFailure = nil
         finalHead = flight.head ?? flight.result?.head
-        sentThisAttempt = flight.sent
         if flight.head != nil { answered = true }
         if let error = flight.digestError { return .fail(reason: error.message) }
         guard let result = flight.result else { return .step(reason: "stopped") }
@@ -443,6 +464,9 @@ final class UploadOperation<Machine: UploadMachine>: @unchecked Sendable {
         return .stopped(reason, machine.pauseNote, tokenID: token.id)
     }
 }
+
+/// A flag nobody raises: the wait for exchanges in flight that a pause already reached.
+private let neverStopped = Cancellation()
 
 /// Scheme, host and port of a URL, compared for "same origin".
 enum Origin {

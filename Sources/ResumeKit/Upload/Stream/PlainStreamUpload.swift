@@ -19,33 +19,29 @@ struct PlainStreamUpload {
         emit(.note("\(url) takes no resumable uploads: the stream goes in one request, and a cut cannot be resumed"))
         emit(.started(kind: .upload, url: url, path: "-", offset: 0, total: nil))
         let session = transport.makeSession()
-        var retrier = Retrier(options, cancellation: cancellation, events: emit)
-        while true {
+        var loop = Retrier(options, cancellation: cancellation, events: emit)
+        return try loop.run(fresh: { true }, stopped: "stopped before the upload began") { () throws(TransferError) in
             let watcher = Watcher(emit: emit)
             let result = session.perform(
                 TransferRequest(method: "POST", url: url, headers: headers, body: .stream(input)), settings: options.transport,
                 cancellation: cancellation, delegate: watcher)
-            let fault: Fault
-            switch result.outcome {
-            case .completed, .abortedByDelegate:
+            if result.outcome == .cancelled {
+                throw TransferError(.stopped(cancellation.reason ?? .interrupt), "stopped; a stream sent in one request cannot be resumed")
+            }
+            var fault = Fault.of(result.outcome, stallSeconds: options.transport.stallTimeout)
+            if fault == nil {
                 guard let head = watcher.head else { throw TransferError(.failed, "the server sent no answer") }
                 if head.isSuccess {
                     emit(.completed(location: url, bytes: watcher.sent, sha256: nil))
-                    return UploadResult(url: url, bytes: watcher.sent, sha256: nil)
+                    return .done(UploadResult(url: url, bytes: watcher.sent, sha256: nil))
                 }
                 fault = .answered(head.status, retryAfter: head.headers["Retry-After"], "the server answered \(head.status) \(head.reason)")
-            case .failed(let failure):
-                fault = Fault(failure)
-            case .stalled:
-                fault = .stalled(seconds: options.transport.stallTimeout)
-            case .cancelled:
-                throw TransferError(.stopped(cancellation.reason ?? .interrupt), "stopped; a stream sent in one request cannot be resumed")
             }
-            guard fault.isNetworkDown else {
-                throw TransferError(.failed, "\(fault.message); the stream went to a server without resumable uploads, so it cannot be resumed",
-                    status: fault.status)
+            guard let fault, fault.isNetworkDown else {
+                throw TransferError(.failed, "\(fault?.message ?? ""); the stream went to a server without resumable uploads, so it cannot be resumed",
+                    status: fault?.status)
             }
-            try retrier.again(after: fault, fresh: true, stopped: "stopped before the upload began")
+            return .failed(fault)
         }
     }
 
