@@ -66,7 +66,9 @@ public final class NginxServer: Sendable {
         port fixedPort: Int? = nil,
         tls: TLS? = nil,
         host: String = "127.0.0.1",
-        startTimeout: Duration = .seconds(15)
+        // Generous: the parallel suite starts some 300 tests at once on 2 cores, and an nginx among them
+        // was seen to need more than 15 s to answer; a healthy start still returns as soon as it answers.
+        startTimeout: Duration = .seconds(45)
     ) async throws {
         let prefix = try TempDirectory(prefix: "resumectl-nginx")
         var lastError = ""
