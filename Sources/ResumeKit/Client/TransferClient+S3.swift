@@ -63,17 +63,16 @@ extension TransferClient {
             let session = self.transport.makeSession()
             var objects: [S3Object] = []
             var continuation: String?
-            var loop = Retrier(self.options, cancellation: cancellation, events: events)
             // One attempt a page: a page that fails is asked again; the pages before it are kept.
             var more = true
             while more {
                 var query = [("list-type", "2"), ("prefix", location.key)]
                 if let continuation { query.append(("continuation-token", continuation)) }
-                let body = try loop.run(fresh: { objects.isEmpty }, stopped: "stopped while listing \(url)") { () throws(TransferError) in
+                let body = try Retrier.run(self.options, cancellation: cancellation, events: events, fresh: { objects.isEmpty }, stopped: "stopped while listing \(url)") { () throws(TransferError) in
                     switch call.send(session, method: "GET", url: target.bucketURL(query: query), cancellation: cancellation) {
                     case .ok(_, let body):
                         return .done(body)
-                    case .refused(let status, let error, let after) where S3Call.isTransient(status: status, error: error):
+                    case .refused(let status, let error, let after) where RetryPolicy.isRetryable(status: status, errorCode: error?.code):
                         return .failed(.status(status, retryAfter: after, message: S3Call.failure(status, error, "cannot list \(url)")))
                     case .refused(let status, let error, _):
                         throw TransferError(.failed, S3Call.failure(status, error, "cannot list \(url)"), status: status)

@@ -149,8 +149,7 @@ extension TransferClient {
         var headers = (try? HeaderLines.parse(given)) ?? [:]
         for field in ProtocolProbe.requestHeaders.fields { headers.set(field.name, field.value) }
         let session = transport.makeSession()
-        var loop = Retrier(options, cancellation: cancellation, events: events)
-        return try loop.run(fresh: { true }, stopped: "stopped before the upload began") { () throws(TransferError) in
+        return try Retrier.run(options, cancellation: cancellation, events: events, fresh: { true }, stopped: "stopped before the upload began") { () throws(TransferError) in
             let collector = HeadCollector()
             let result = session.perform(
                 TransferRequest(method: "OPTIONS", url: url, headers: headers), settings: options.transport,

@@ -105,13 +105,10 @@ final class DownloadOperation: ExchangeDelegate {
             emit(.note("\(download.partPath) holds \(part.committed) of \(download.committedBytes) recorded bytes; continuing from \(part.committed)"))
             try commit()
         }
-
-        var loop = Retrier(options, cancellation: cancellation, events: emit)
-        var refetches = 0
         // A resume asks the URL the user gave again: a signed redirect target may have expired.
         let url = token.url
         // A typo'd host on a fresh start fails at once; a known host that stops resolving is the network.
-        return try loop.run(fresh: { part.committed == 0 && machine.resource == nil }, stopped: "", explain: explain) { () throws(TransferError) in
+        return try Retrier.run(options, cancellation: cancellation, events: emit, fresh: { part.committed == 0 && machine.resource == nil }, stopped: "", explain: explain, restart: restartFromZero) { () throws(TransferError) in
             if let reason = cancellation.reason { throw try stop(reason) }
             let verdict: DownloadStateMachine.Verdict
             switch machine.plan(committed: part.committed) {
@@ -124,10 +121,7 @@ final class DownloadOperation: ExchangeDelegate {
             case .done:
                 return .done(try finish())
             case .refetchFromZero(let reason):
-                refetches += 1
-                guard refetches <= 5 else { throw TransferError(.failed, "giving up: \(reason), again and again", tokenID: token.id) }
-                try restartFromZero(reason: reason)
-                return .next
+                return .restart(reason)
             case .again:
                 return .next
             case .fail(let failure):
@@ -337,7 +331,7 @@ final class DownloadOperation: ExchangeDelegate {
         }
     }
 
-    private func restartFromZero(reason: String) throws(TransferError) {
+    private func restartFromZero(_ reason: String) throws(TransferError) {
         do { try part.truncate(to: 0) } catch {
             throw TransferError(.localIO, "cannot truncate \(part.path): \(error)", tokenID: token.id)
         }

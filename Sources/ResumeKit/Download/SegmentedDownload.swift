@@ -146,10 +146,9 @@ final class SegmentedDownload {
             case unreached
             case unanswered
         }
-        var loop = Retrier(options, cancellation: cancellation, events: emit)
         let answer: Answer
         do {
-            answer = try loop.run(fresh: { true }, stopped: "stopped before the download began") { () throws(TransferError) in
+            answer = try Retrier.run(options, cancellation: cancellation, events: emit, fresh: { true }, stopped: "stopped before the download began") { () throws(TransferError) in
                 let collector = HeadCollector()
                 let result = transport.makeSession().perform(
                     TransferRequest(method: "HEAD", url: token.url, headers: headers, followRedirects: true),
@@ -292,9 +291,8 @@ final class SegmentWorker: ExchangeDelegate, @unchecked Sendable {
             ended.signal()
         }
         // Segments retry quietly: the transfer's own line reports progress, and a failure ends it with its reason.
-        var loop = Retrier(options, cancellation: stop, events: { _ in }, announces: false, budget: budget)
         do {
-            try loop.run(stopped: "stopped") { () throws(TransferError) in try attempt() }
+            try Retrier.run(options, cancellation: stop, events: { _ in }, announces: false, budget: budget, stopped: "stopped") { () throws(TransferError) in try attempt() }
         } catch {
             // A stop ends the segment quietly: the transfer says it once.
             if case .stopped = error.code { return }

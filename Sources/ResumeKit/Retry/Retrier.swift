@@ -16,8 +16,8 @@ public struct SystemRetryClock: RetryClock {
 }
 
 /// Carries out ``RetryRules`` for one transfer (or one segment, or one S3 part): counts failures, says
-/// each retry as an event, sleeps, and tells the caller how the attempt loop goes on. Every attempt loop
-/// of the library runs through one of these, so a fault gets the same answer on every path.
+/// each retry as an event, sleeps, and tells the loop how it goes on. Every path of the library runs its
+/// attempts through ``run(_:cancellation:events:announces:budget:fresh:stopped:explain:restart:_:)``.
 struct Retrier {
     /// How the attempt loop goes on after a failure.
     enum Next: Equatable {
@@ -75,49 +75,57 @@ struct Retrier {
         }
     }
 
-    /// How one attempt ended, for ``run(fresh:stopped:_:)``.
+    /// How one attempt ended, for ``run(_:cancellation:events:announces:budget:fresh:stopped:explain:restart:_:)``.
     enum Attempt<Value> {
         case done(Value)
         /// The attempt failed; `progressMade`: it moved bytes that count (the count of failures starts again).
         case failed(Fault, progressMade: Bool = false)
         /// The next attempt follows at once, counting no failure (a machine that learned what to ask next).
         case next
+        /// The transfer starts again from byte 0 (what the server holds changed under it): the loop allows
+        /// ``RetryRules/maxRestarts`` of these, then gives up.
+        case restart(String)
     }
 
-    /// Runs `attempt` until it is done: each failure is decided by the one policy, waited out (retry events,
-    /// a sleep that pause and signals end), and tried again; gives up by throwing.
+    /// The attempt loop of every path: runs `attempt` until it is done, each failure decided by the one
+    /// policy, waited out (retry events, a sleep that pause and signals end) and tried again; gives up by
+    /// throwing. The only place a loop is made, so a fault gets the same answer on every path.
     /// - Parameters:
+    ///   - announces: whether retries are told as events (a segment among several keeps quiet).
+    ///   - budget: the retries this loop shares with the other segments or parts of its transfer.
     ///   - fresh: whether nothing of the transfer reached the server yet (asked after each failure).
     ///   - stopped: the message of a stop during a wait.
     ///   - explain: adds what the path knows to the loop's own giving up (retries used up, no retry helps, a stop).
-    mutating func run<Value>(
-        fresh: () -> Bool = { false }, stopped: String, explain: (TransferError) throws(TransferError) -> TransferError = { $0 },
+    ///   - restart: starts the transfer over, when the loop allows another restart.
+    static func run<Value>(
+        _ options: TransferOptions, cancellation: Cancellation, events: @escaping EventHandler, announces: Bool = true,
+        budget: RetryBudget? = nil, fresh: () -> Bool = { false }, stopped: String,
+        explain: (TransferError) throws(TransferError) -> TransferError = { $0 },
+        restart: (String) throws(TransferError) -> Void = { _ in },
         _ attempt: () throws(TransferError) -> Attempt<Value>
     ) throws(TransferError) -> Value {
+        var loop = Retrier(options, cancellation: cancellation, events: events, announces: announces, budget: budget)
+        var restarts = 0
         while true {
             switch try attempt() {
             case .done(let value):
                 return value
             case .next:
                 continue
+            case .restart(let reason):
+                restarts += 1
+                guard restarts <= RetryRules.maxRestarts else {
+                    throw try explain(TransferError(.failed, "giving up: \(reason), again and again"))
+                }
+                try restart(reason)
             case .failed(let fault, let progressMade):
-                switch after(fault, fresh: fresh(), progressMade: progressMade) {
+                switch loop.after(fault, fresh: fresh(), progressMade: progressMade) {
                 case .again: continue
                 case .stopped(let reason): throw try explain(TransferError(.stopped(reason), stopped))
                 case .exhausted(let message): throw try explain(TransferError(.retriesExhausted, message))
                 case .failed(let message): throw try explain(TransferError(.failed, message, status: fault.status))
                 }
             }
-        }
-    }
-
-    /// ``after(_:fresh:progressMade:)`` for a loop that gives up by throwing: returns once it may try again.
-    mutating func again(after fault: Fault, fresh: Bool, stopped: String) throws(TransferError) {
-        switch after(fault, fresh: fresh, progressMade: false) {
-        case .again: return
-        case .stopped(let reason): throw TransferError(.stopped(reason), stopped)
-        case .exhausted(let message): throw TransferError(.retriesExhausted, message)
-        case .failed(let message): throw TransferError(.failed, message)
         }
     }
 

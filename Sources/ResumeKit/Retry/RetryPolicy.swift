@@ -45,10 +45,12 @@ public struct RetryPolicy: Sendable, Equatable {
         return nil
     }
 
-    /// Status codes worth another try: the request timed out, rate limiting, server trouble. The one rule
-    /// of the library: the state machines, S3's answers and the probe all ask here.
-    public static func isRetryable(status: Int) -> Bool {
-        [408, 425, 429, 500, 502, 503, 504].contains(status)
+    /// Answers worth another try: the request timed out, rate limiting, server trouble, and S3's error
+    /// codes that say as much under another status (a 400 `RequestTimeout`). The one rule of the library:
+    /// the state machines, S3's answers and the probe all ask here.
+    public static func isRetryable(status: Int, errorCode: String? = nil) -> Bool {
+        if [408, 425, 429, 500, 502, 503, 504].contains(status) { return true }
+        return ["SlowDown", "RequestTimeout", "InternalError", "ServiceUnavailable", "Throttling"].contains(errorCode ?? "")
     }
 
     /// The server says it is busy (429, 503): all a probe waits out. Any other answer to a probe says what

@@ -34,13 +34,6 @@ struct S3Call {
         }
     }
 
-    /// True for answers that a later try may turn around: throttling (`503 SlowDown`), server errors, and
-    /// S3's `RequestTimeout` (a client too slow to send the body).
-    static func isTransient(status: Int, error: S3ErrorBody?) -> Bool {
-        if RetryPolicy.isRetryable(status: status) { return true }
-        return ["SlowDown", "RequestTimeout", "InternalError", "ServiceUnavailable", "Throttling"].contains(error?.code ?? "")
-    }
-
     /// The line a refusal ends with: S3's code and message, else the status.
     static func failure(_ status: Int, _ error: S3ErrorBody?, _ what: String) -> String {
         if let error { return "\(what): \(error.line)" }

@@ -118,14 +118,23 @@ final class UploadOperation<Machine: UploadMachine>: @unchecked Sendable {
                 try? checkpoint()
             }
         }
-        var retrier = Retrier(options, cancellation: cancellation, events: emit)
-        var restarts = 0
-        while true {
+        let fresh = { self.upload.uploadURL == nil && self.upload.acknowledgedBytes == 0 && !self.answered }
+        let restart = { (reason: String) throws(TransferError) in
+            self.ground(&running, keeping: false)
+            self.emit(.restarted(reason: reason))
+            self.upload.uploadURL = nil
+            self.upload.acknowledgedBytes = 0
+            try self.checkpoint(force: true)
+        }
+        return try Retrier.run(
+            options, cancellation: cancellation, events: emit, fresh: fresh, stopped: "", explain: explain, restart: restart
+        ) { () throws(TransferError) -> Retrier.Attempt<UploadResult?> in
+            defer { progress.withLock { $0.base = machine.acknowledgedBytes } }
             if running.isEmpty {
                 if let reason = cancellation.reason { throw stop(reason) }
                 if streamOpen, machine.canResume, machine.acknowledgedBytes >= machine.size {
                     try checkpoint()
-                    return nil
+                    return .done(nil)
                 }
             }
             let decision = try next(&running)
@@ -136,24 +145,20 @@ final class UploadOperation<Machine: UploadMachine>: @unchecked Sendable {
             }
             switch decision {
             case nil, .completed?:
-                return try finish()
+                return .done(try finish())
             case .proceed?, .step?:
                 try checkpoint()
+                return .next
             case .noted(let lines)?:
                 for line in lines { emit(.note(line)) }
                 try checkpoint()
+                return .next
             case .restarted(let reason)? where (upload.stream?.start ?? 0) > 0:
                 // The bytes below the spool's start are gone: only a replay of the stream could send them again.
                 throw TransferError(.failed, "\(reason); the first \(upload.stream?.start ?? 0) bytes of the stream are no longer held, so the upload cannot start over",
                     tokenID: nil)
             case .restarted(let reason)?:
-                ground(&running, keeping: false)
-                restarts += 1
-                guard restarts <= 3 else { throw TransferError(.failed, "giving up: \(reason), again and again", tokenID: token.id) }
-                emit(.restarted(reason: reason))
-                upload.uploadURL = nil
-                upload.acknowledgedBytes = 0
-                try checkpoint(force: true)
+                return .restart(reason)
             case .fail(let reason)?:
                 if machine.failureKeepsToken { try checkpoint() }
                 throw TransferError(.failed, reason, status: refusedStatus, tokenID: machine.failureKeepsToken ? token.id : nil)
@@ -163,11 +168,12 @@ final class UploadOperation<Machine: UploadMachine>: @unchecked Sendable {
             case .retry(let reason, let retryAfter)?:
                 let kept = machine.acknowledgedBytes
                 defer { keptAtLastFailure = max(keptAtLastFailure, kept) }
-                try wait(after: fault(reason, retryAfter: retryAfter), progressMade: kept > keptAtLastFailure, retrier: &retrier)
+                try beforeWait()
+                return .failed(fault(reason, retryAfter: retryAfter), progressMade: kept > keptAtLastFailure)
             case .resend(let reason)?:
-                try wait(after: .lost(reason), progressMade: false, retrier: &retrier)
+                try beforeWait()
+                return .failed(.lost(reason))
             }
-            progress.withLock { $0.base = machine.acknowledgedBytes }
         }
     }
 
@@ -249,17 +255,21 @@ final class UploadOperation<Machine: UploadMachine>: @unchecked Sendable {
     /// The status of a final answer that refused the last request.
     private var refusedStatus: Int? { finalHead.flatMap { $0.status >= 400 ? $0.status : nil } }
 
-    private func wait(after fault: Fault, progressMade: Bool, retrier: inout Retrier) throws(TransferError) {
+    /// A failed attempt's state goes into the token before the wait, so a kill during it loses nothing.
+    private func beforeWait() throws(TransferError) {
         if !machine.canResume { upload.resumable = false }
         try checkpoint(force: true)
-        let fresh = upload.uploadURL == nil && upload.acknowledgedBytes == 0 && !answered
-        switch retrier.after(fault, fresh: fresh, progressMade: progressMade) {
-        case .again: return
-        case .stopped(let reason): throw stop(reason)
-        case .failed(let message): throw TransferError(.failed, message, tokenID: machine.failureKeepsToken ? token.id : nil)
-        case .exhausted(let message):
+    }
+
+    /// The attempt loop's giving up, told with the token.
+    private func explain(_ error: TransferError) -> TransferError {
+        switch error.code {
+        case .stopped(let reason): return stop(reason)
+        case .retriesExhausted:
             let hint = machine.canResume ? "" : " (the server cannot resume uploads)"
-            throw TransferError(.retriesExhausted, message + hint, tokenID: token.id)
+            return TransferError(.retriesExhausted, error.message + hint, tokenID: token.id)
+        default:
+            return TransferError(error.code, error.message, status: error.status, tokenID: machine.failureKeepsToken ? token.id : nil)
         }
     }
 

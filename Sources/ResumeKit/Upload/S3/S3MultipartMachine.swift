@@ -191,9 +191,9 @@ public struct S3MultipartMachine: StreamingUploadMachine {
             parts = []
             return .fail(reason: S3Call.failure(400, error, "S3 refused the parts of \(address)"))
         }
-        if !ok, !(plan == .head && !S3Call.isTransient(status: head.status, error: error)) {
+        if !ok, !(plan == .head && !RetryPolicy.isRetryable(status: head.status, errorCode: error?.code)) {
             let what = S3Call.failure(head.status, error, label(plan, refused: true))
-            return S3Call.isTransient(status: head.status, error: error)
+            return RetryPolicy.isRetryable(status: head.status, errorCode: error?.code)
                 ? .retry(reason: what, retryAfter: head.headers["Retry-After"]) : .fail(reason: what)
         }
         do throws(TransferError) {

@@ -19,8 +19,7 @@ struct PlainStreamUpload {
         emit(.note("\(url) takes no resumable uploads: the stream goes in one request, and a cut cannot be resumed"))
         emit(.started(kind: .upload, url: url, path: "-", offset: 0, total: nil))
         let session = transport.makeSession()
-        var loop = Retrier(options, cancellation: cancellation, events: emit)
-        return try loop.run(fresh: { true }, stopped: "stopped before the upload began") { () throws(TransferError) in
+        return try Retrier.run(options, cancellation: cancellation, events: emit, fresh: { true }, stopped: "stopped before the upload began") { () throws(TransferError) in
             let watcher = Watcher(emit: emit)
             let result = session.perform(
                 TransferRequest(method: "POST", url: url, headers: headers, body: .stream(input)), settings: options.transport,

@@ -1,0 +1,34 @@
+/// What to do after a failed exchange: the one table of DESIGN.md §5, the same for every path.
+public enum RetryDirective: Sendable, Equatable {
+    /// Try again after `delay` seconds; the retry is counted.
+    case retry(delay: Double)
+    /// The network is gone: try again after `delay` seconds without spending a retry (`--wait-network`).
+    case waitForNetwork(delay: Double)
+    /// Retries are used up: the transfer stops, resumable (exit 75).
+    case exhausted
+    /// No retry can help (exit 1).
+    case fail
+}
+
+/// The pure policy: a fault, the transfer's situation and its backoff → a directive.
+public enum RetryRules {
+    /// How often one transfer may start again from byte 0 because the resource changed under it: a file
+    /// rewritten while it is fetched or sent is worth a few restarts, one that never holds still is not.
+    static let maxRestarts = 5
+
+    /// - Parameters:
+    ///   - fresh: nothing of this transfer ever reached the server (no token state, no byte, no answer):
+    ///     a name that does not resolve is then a typo, not a network that went away, and fails at once.
+    ///   - progressMade: the failed attempt moved bytes, which starts the count of failures again.
+    static func decide(
+        _ fault: Fault, fresh: Bool, progressMade: Bool, waitForNetwork: Bool, backoff: inout Backoff, now: Int64
+    ) -> RetryDirective {
+        if case .fatal = fault { return .fail }
+        if waitForNetwork, fault.isNetworkDown { return .waitForNetwork(delay: backoff.networkWait(progressMade: progressMade)) }
+        if case .unresolved = fault, fresh { return .fail }
+        var retryAfter: String?
+        if case .status(_, let after, _) = fault { retryAfter = after }
+        guard let delay = backoff.next(progressMade: progressMade, retryAfter: retryAfter, now: now) else { return .exhausted }
+        return .retry(delay: delay)
+    }
+}
