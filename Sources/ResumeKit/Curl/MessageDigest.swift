@@ -66,3 +66,16 @@ struct MessageDigest: @unchecked Sendable {
         return Array(out.prefix(Int(length)))
     }
 }
+
+extension Sequence where Element == UInt8 {
+    /// Lowercase hex, without Foundation's formatting machinery.
+    var hex: String {
+        let digits = Array("0123456789abcdef".utf8)
+        var out: [UInt8] = []
+        for byte in self {
+            out.append(digits[Int(byte >> 4)])
+            out.append(digits[Int(byte & 0x0f)])
+        }
+        return String(decoding: out, as: UTF8.self)
+    }
+}

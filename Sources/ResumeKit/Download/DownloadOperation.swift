@@ -397,33 +397,3 @@ final class DownloadOperation: ExchangeDelegate {
         }
     }
 }
-
-/// What a finished download produced.
-public struct DownloadResult: Sendable, Equatable {
-    public var path: String
-    public var bytes: Int64
-    public var sha256: String?
-    /// True when the file was there already and nothing was fetched.
-    public var alreadyComplete: Bool
-}
-
-enum Monotonic {
-    static var now: Double {
-        var ts = timespec()
-        clock_gettime(CLOCK_MONOTONIC, &ts)
-        return Double(ts.tv_sec) + Double(ts.tv_nsec) / 1e9
-    }
-}
-
-extension Sequence where Element == UInt8 {
-    /// Lowercase hex, without Foundation's formatting machinery.
-    var hex: String {
-        let digits = Array("0123456789abcdef".utf8)
-        var out: [UInt8] = []
-        for byte in self {
-            out.append(digits[Int(byte >> 4)])
-            out.append(digits[Int(byte & 0x0f)])
-        }
-        return String(decoding: out, as: UTF8.self)
-    }
-}

@@ -21,21 +21,21 @@ public struct UploadResult: Sendable, Equatable {
 final class UploadOperation<Machine: UploadMachine>: @unchecked Sendable {
     /// The token but for its upload state, which is `upload`.
     private let header: ResumeToken
-    private var upload: ResumeToken.UploadPart
-    private var token: ResumeToken { header.with(.upload(upload)) }
-    private let store: TokenStore
+    var upload: ResumeToken.UploadPart
+    var token: ResumeToken { header.with(.upload(upload)) }
+    let store: TokenStore
     private let transport: any HTTPTransport
-    private let options: TransferOptions
-    private let cancellation: Cancellation
-    private let emit: EventHandler
-    private let source: any UploadSource
+    let options: TransferOptions
+    let cancellation: Cancellation
+    let emit: EventHandler
+    let source: any UploadSource
     /// The machine as the last exchange left it (a stream continues with it once more bytes arrived).
     private(set) var machine: Machine
     /// A stream whose end has not been read yet: `run` returns (nil) once the server holds every byte
     /// the machine was given, instead of finishing.
     private let streamOpen: Bool
     /// Lets an open stream's append go on with what became durable while it was sent.
-    private let growth: BodyGrowth?
+    let growth: BodyGrowth?
 
     /// Sessions not in use: one exchange at a time goes over the connection libcurl already holds.
     private var idle: [any TransportSession] = []
@@ -49,10 +49,10 @@ final class UploadOperation<Machine: UploadMachine>: @unchecked Sendable {
     private let landed = Mutex<[Flight]>([])
     /// Rung by each exchange that ends; a pause ends the wait too.
     private let landing = Doorbell()
-    private let progress = Mutex(Progress())
-    private var tooLarge: Int64?
+    let progress = Mutex(Progress())
+    var tooLarge: Int64?
     private var started = false
-    private var saveError: String?
+    var saveError: String?
     /// The server answered at least once: its name resolved.
     private var answered = false
     /// The last exchange that ended: its answer, and how it failed if it did.
@@ -68,7 +68,7 @@ final class UploadOperation<Machine: UploadMachine>: @unchecked Sendable {
     }
 
     /// Bytes the server holds plus those each exchange in flight sent.
-    private struct Progress {
+    struct Progress {
         var base: Int64 = 0
         var sent: [ObjectIdentifier: Int64] = [:]
         var pacer = ProgressPacer()
@@ -80,7 +80,7 @@ final class UploadOperation<Machine: UploadMachine>: @unchecked Sendable {
     var currentSession: (any TransportSession)? { idle.last }
 
     /// The upload's length when it is known (a stream's only once its end was read).
-    private var total: Int64? { streamOpen ? nil : upload.source.size }
+    var total: Int64? { streamOpen ? nil : upload.source.size }
 
     init(
         token: ResumeToken, source: any UploadSource, machine: Machine, store: TokenStore, transport: any HTTPTransport,
@@ -332,7 +332,7 @@ final class UploadOperation<Machine: UploadMachine>: @unchecked Sendable {
         }
     }
 
-    private func informational(_ head: ResponseHead, requestURL: String) {
+    func informational(_ head: ResponseHead, requestURL: String) {
         switch machine.informational(head, requestURL: requestURL) {
         case .nothing:
             return
@@ -347,98 +347,8 @@ final class UploadOperation<Machine: UploadMachine>: @unchecked Sendable {
         }
     }
 
-    /// One request on its way: what it carries, and what came back.
-    private final class Flight: ExchangeDelegate, @unchecked Sendable {
-        /// The plan, grown with its body while an open stream's append goes on.
-        var plan: Machine.Plan
-        let request: TransferRequest
-        private let checksumField: BodyChecksum?
-        private unowned let operation: UploadOperation
-        private let total: Int64?
-        private var lone = true
-        var session: (any TransportSession)?
-        var result: ExchangeResult?
-        var head: ResponseHead?
-        var body: [UInt8] = []
-        var checksum: [UInt8]?
-        var digestError: TransferError?
-        var sent: Int64 = 0
-        /// 1xx heads of an exchange that ran beside others, answered on the operation's thread at its end.
-        var informationals: [ResponseHead] = []
-
-        init(_ plan: Machine.Plan, _ planned: UploadExchange, _ operation: UploadOperation) {
-            self.plan = plan
-            self.operation = operation
-            total = operation.total
-            checksumField = planned.body == nil ? nil : planned.checksum
-            let url = planned.url ?? operation.token.url
-            var all = planned.userHeaders ? (try? HeaderLines.parse(operation.token.headers)) ?? [:] : [:]
-            if !Origin.same(url, operation.token.url) {
-                // Credentials are for the origin the user named, not for wherever a Location points.
-                for name in ["Authorization", "Cookie", "Proxy-Authorization"] { all.remove(name) }
-            }
-            for field in planned.headers.fields { all.set(field.name, field.value) }
-            let fd = operation.source.fd
-            let grows = operation.growth != nil && operation.machine.canGrow(plan)
-            request = TransferRequest(
-                method: planned.method, url: url, headers: all, followRedirects: false,
-                body: planned.body.map { RequestBody(fileDescriptor: fd, offset: $0.offset, length: $0.length, grows: grows) }
-                    ?? planned.document.map(RequestBody.init(bytes:)))
-        }
-
-        /// Computes the body's checksum, then sends; on the calling thread.
-        func fly(cancellation: Cancellation) {
-            lone = cancellation === operation.cancellation
-            var request = self.request
-            if let field = checksumField, let body = request.body {
-                do throws(TransferError) {
-                    let sum = try operation.source.digestBytes(BodyRange(offset: body.offset, length: body.length), field.algorithm)
-                    checksum = sum
-                    request.headers.set(field.header, field.prefix + Data(sum).base64EncodedString())
-                } catch {
-                    digestError = error
-                    return
-                }
-            }
-            result = session?.perform(request, settings: operation.options.transport, cancellation: cancellation, delegate: self)
-        }
-
-        func exchange(informational head: ResponseHead) {
-            if lone { operation.informational(head, requestURL: request.url) } else { informationals.append(head) }
-        }
-
-        func exchange(head: ResponseHead, effectiveURL: String) -> Bool {
-            self.head = head
-            return true
-        }
-
-        func exchange(body bytes: UnsafeRawBufferPointer) -> Bool {
-            // Answers a machine reads are small documents (S3's XML); the rest of a larger body is not kept.
-            if body.count + bytes.count <= 1 << 20 { body.append(contentsOf: bytes) }
-            return true
-        }
-
-        func exchange(bodyEndedAt length: Int64) -> Int64? {
-            operation.grow(self, sentUpTo: length)
-        }
-
-        func exchange(progressReceived received: Int64, sent: Int64) -> Bool {
-            if operation.tooLarge != nil { return false }  // the server's limit is known to be too small: stop sending
-            guard request.body?.bytes == nil, request.body != nil else { return true }
-            self.sent = sent
-            let id = ObjectIdentifier(self)
-            let (emit, total) = (operation.emit, self.total)
-            operation.progress.withLock { progress in
-                progress.sent[id] = sent
-                let bytes = progress.base + progress.sent.values.reduce(0, +)
-                if let rate = progress.pacer.tick(bytes: bytes) { emit(.progress(bytes: bytes, total: total, rate: rate)) }
-            }
-            return true
-        }
-    }
-
     /// An open stream's append sent all it had: asks for more, and records it before any of it leaves.
-    private func grow(_ flight: Flight, sentUpTo length: Int64) -> Int64? {
+    func grow(_ flight: Flight, sentUpTo length: Int64) -> Int64? {
         guard let growth, let start = flight.request.body?.offset, let next = growth(start + length) else { return nil }
         upload.stream = next.stream
         upload.source.size = next.end
@@ -452,7 +362,7 @@ final class UploadOperation<Machine: UploadMachine>: @unchecked Sendable {
 
     // MARK: Finish
 
-    private func save() throws(TransferError) {
+    func save() throws(TransferError) {
         try store.write(token, keeping: true)
     }
 
@@ -477,19 +387,3 @@ final class UploadOperation<Machine: UploadMachine>: @unchecked Sendable {
 
 /// A flag nobody raises: the wait for exchanges in flight that a pause already reached.
 private let neverStopped = Cancellation()
-
-/// Scheme, host and port of a URL, compared for "same origin".
-enum Origin {
-    static func same(_ a: String, _ b: String) -> Bool {
-        guard let x = URLComponents(string: a), let y = URLComponents(string: b) else { return false }
-        return x.scheme?.lowercased() == y.scheme?.lowercased() && x.host?.lowercased() == y.host?.lowercased()
-            && (x.port ?? defaultPort(x.scheme)) == (y.port ?? defaultPort(y.scheme))
-    }
-
-    private static func defaultPort(_ scheme: String?) -> Int { scheme?.lowercased() == "https" ? 443 : 80 }
-}
-
-/// How an open stream's append goes on (``UploadMachine/canGrow(_:)``): told where the body's bytes end
-/// (an offset in the stream), it waits for more to become durable and gives the new end with the stream's
-/// state to record before sending on, or nil to end the request there.
-typealias BodyGrowth = (_ sentUpTo: Int64) -> (end: Int64, stream: ResumeToken.StreamState)?

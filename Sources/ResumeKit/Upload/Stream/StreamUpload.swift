@@ -391,23 +391,3 @@ private let streamBatch: Int64 = 8 << 20
 /// The most one growing append carries: a quarter of the spool, at most 256 MiB, so acknowledged bytes
 /// leave the spool before the reader has to wait for room.
 private func appendBudget(_ spoolMax: Int64) -> Int64 { min(256 << 20, max(streamBatch, spoolMax / 4)) }
-
-/// A stream's spool as the body source of ``UploadOperation``: bodies are read by stream offset.
-final class SpoolSource: UploadSource {
-    let fd: Int32
-    private let spoolPath: String
-    private let hash: String?
-    var path: String { "-" }
-
-    init(fd: Int32, path: String, hash: String?) {
-        self.fd = fd
-        self.spoolPath = path
-        self.hash = hash
-    }
-
-    func digestBytes(_ range: BodyRange, _ algorithm: DigestAlgorithm) throws(TransferError) -> [UInt8] {
-        try FileDigest.digest(fd: fd, range: range, algorithm, path: spoolPath)
-    }
-
-    func sha256() throws(TransferError) -> String? { hash }
-}
