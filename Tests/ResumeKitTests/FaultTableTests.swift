@@ -3,6 +3,8 @@ import Glibc
 import Synchronization
 import Testing
 @testable import ResumeKit
+import Crypto
+import ResumeS3
 
 // The fault table of the README, run on every path the library drives, through a scripted transport:
 // no sockets, no sleeps (the clock records the delays it was asked for), milliseconds a case.
@@ -27,11 +29,13 @@ private final class RecordingClock: RetryClock, @unchecked Sendable {
 
 /// A peer that plays `script` to the first requests, then answers as a well-behaved server of `kind`.
 private final class ScriptedTransport: HTTPTransport, TransportSession, @unchecked Sendable {
-    enum Peer { case files, tus, ietf, plainUpload }
+    enum Peer { case files, tus, ietf, plainUpload, s3 }
     let body: [UInt8]
     let peer: Peer
     private let script: Mutex<[Step]>
     private let tusOffset = Mutex<Int64>(0)
+    /// S3's parts as they arrived: number → bytes.
+    private let s3Parts = Mutex<[Int: [UInt8]]>([:])
     private let seen = Mutex<[String]>([])
     var requests: [String] { seen.withLock { $0 } }
 
@@ -75,6 +79,8 @@ private final class ScriptedTransport: HTTPTransport, TransportSession, @uncheck
 
     private func serve(_ request: TransferRequest, _ delegate: any ExchangeDelegate) -> ExchangeResult {
         switch (peer, request.method) {
+        case (.s3, _):
+            return serveS3(request, delegate)
         case (.files, "HEAD"):
             return answer(delegate, ResponseHead(status: 200, headers: [
                 "ETag": "\"v1\"", "Content-Length": String(body.count), "Accept-Ranges": "bytes"]))
@@ -116,9 +122,36 @@ private final class ScriptedTransport: HTTPTransport, TransportSession, @uncheck
     }
 }
 
+extension ScriptedTransport {
+    /// S3's multipart upload: CreateMultipartUpload, parts (ETag: their MD5), ListParts, Complete.
+    fileprivate func serveS3(_ request: TransferRequest, _ delegate: any ExchangeDelegate) -> ExchangeResult {
+        let query = request.url.split(separator: "?").dropFirst().first.map(String.init) ?? ""
+        func xml(_ text: String, _ headers: HeaderFields = [:]) -> ExchangeResult {
+            answer(delegate, ResponseHead(status: 200, headers: headers), body: ArraySlice(text.utf8))
+        }
+        if query == "uploads=" {
+            return xml("<InitiateMultipartUploadResult><UploadId>U1</UploadId></InitiateMultipartUploadResult>")
+        }
+        if request.method == "PUT", let body = request.body, let number = Int(query.split(separator: "&")[0].dropFirst("partNumber=".count)) {
+            var bytes = [UInt8](repeating: 0, count: Int(body.length))
+            _ = pread(body.fileDescriptor, &bytes, bytes.count, off_t(body.offset))
+            s3Parts.withLock { $0[number] = bytes }
+            return answer(delegate, ResponseHead(status: 200, headers: ["ETag": "\"\(Insecure.MD5.hash(data: bytes).hex)\""]))
+        }
+        let parts = s3Parts.withLock { $0.sorted { $0.key < $1.key } }
+        if request.method == "GET" {
+            let listed = parts.map { "<Part><PartNumber>\($0.key)</PartNumber><ETag>\"\(Insecure.MD5.hash(data: $0.value).hex)\"</ETag><Size>\($0.value.count)</Size></Part>" }
+            return xml("<ListPartsResult><IsTruncated>false</IsTruncated>\(listed.joined())</ListPartsResult>")
+        }
+        let md5s = parts.flatMap { Array(Insecure.MD5.hash(data: $0.value)) }
+        return xml("<CompleteMultipartUploadResult><ETag>\"\(Insecure.MD5.hash(data: md5s).hex)-\(parts.count)\"</ETag></CompleteMultipartUploadResult>")
+    }
+}
+
 /// The transfer paths the library drives, each run against a scripted peer.
 enum FaultPath: String, CaseIterable, CustomStringConvertible, Sendable {
-    case download, connections, ietfUpload, tusUpload, plainUpload
+    /// `s3Parts`: an S3 multipart upload, its parts several at once on one attempt loop.
+    case download, connections, ietfUpload, tusUpload, plainUpload, s3Parts
     var description: String { rawValue }
 }
 
@@ -144,6 +177,7 @@ private struct Expected: Equatable {
         case .tusUpload: transport = ScriptedTransport(script, peer: .tus)
         case .ietfUpload: transport = ScriptedTransport(script, peer: .ietf)
         case .plainUpload: transport = ScriptedTransport(script, peer: .plainUpload)
+        case .s3Parts: transport = ScriptedTransport(script, peer: .s3)
         }
         if path == .connections { options.connections = 2 }
         let client = TransferClient(store: TokenStore(directory: folder + "/state"), transport: transport, options: options)
@@ -161,11 +195,33 @@ private struct Expected: Equatable {
                 try Data(repeating: 9, count: 4096).write(to: URL(fileURLWithPath: file))
                 _ = try await client.upload(UploadRequest(filePath: file, url: "http://peer/files/",
                     uploadProtocol: [.tusUpload: .tus, .ietfUpload: .ietf][path] ?? .plain), events: record)
+            case .s3Parts:
+                let file = folder + "/source"
+                try Data(body).write(to: URL(fileURLWithPath: file))
+                try uploadParts(file, store: client.store, transport: transport, options: options, events: record)
             }
         } catch let error as TransferError {
             exit = error.exitStatus
         }
         return (exit, clock, events.withLock { $0 })
+    }
+
+    /// Three parts of 1 MiB, two at a time, through the operation every upload runs on.
+    private func uploadParts(_ file: String, store: TokenStore, transport: any HTTPTransport, options: TransferOptions,
+        events: @escaping EventHandler) throws
+    {
+        let source = try SourceFile(path: file)
+        var s3 = ResumeToken.S3State(endpoint: "http://peer", region: "us-east-1", bucket: "b", key: "k", profile: nil,
+            pathStyle: true, partSize: 1 << 20, parts: [])
+        s3.parallel = 2
+        s3.checksum = S3Checksum.none
+        let token = ResumeToken(id: "u-faults", url: "s3://b/k", headers: [], transfer: .upload(.init(source: source.identity, wire: .s3(s3))))
+        try store.save(token)
+        let machine = S3MultipartMachine(state: s3, size: source.identity.size,
+            endpoint: try S3Endpoint(endpoint: "http://peer", region: "us-east-1"), answers: S3Responses())
+        let result = try UploadOperation(token: token, source: source, machine: machine, store: store, transport: transport,
+            options: options, cancellation: Cancellation(), events: events).runToEnd()
+        #expect(result.bytes == source.identity.size)
     }
 
     @Test(arguments: FaultPath.allCases)
