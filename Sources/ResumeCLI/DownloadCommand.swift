@@ -175,7 +175,8 @@ extension Download {
                 reporters[i].handle(event)
             }
         }
-        var failedHard = problems > 0
+        // A line of the list that names no usable download fails for good, before any result.
+        var statuses: [Int32] = Array(repeating: 1, count: problems)
         for (i, result) in results.enumerated() {
             switch result {
             case .success(let done):
@@ -184,13 +185,13 @@ extension Download {
                 var error = error
                 error.message = "\(requests[i].url): \(error.message)"
                 reporters[i].failure(error)
-                if !error.isResumable { failedHard = true }
+                statuses.append(error.exitStatus)
             }
         }
         let failures = results.filter { if case .failure = $0 { true } else { false } }.count + problems
         if failures > 0 {
             if !quiet { Output.stderr("resumectl: \(failures) of \(requests.count + problems) downloads failed\n") }
-            throw ExitCode(failedHard ? 1 : 75)
+            throw ExitCode(ExitStatus.combined(statuses))
         }
     }
 }

@@ -79,9 +79,9 @@ final class Reporter: @unchecked Sendable {
             guard !quiet else { return }
             clearProgress()
             Output.stderr("resumectl: starting over: \(reason)\n")
-        case .note(let text) where Self.isWarning(text):
+        case .warning(let warning):
             clearProgress()
-            Self.warnOnce(text)
+            Self.warnOnce(warning.message)
         case .note(let text):
             guard !quiet else { return }
             clearProgress()
@@ -138,8 +138,8 @@ final class Reporter: @unchecked Sendable {
         case .completed(let location, let bytes, let sha256):
             let key = location.hasPrefix("/") ? "path" : "url"
             writeJSON(["event": "completed", "token": id, key: location, "bytes": bytes, "sha256": sha256])
-        case .note(let text) where Self.isWarning(text):
-            Self.warnOnce(text)
+        case .warning(let warning):
+            Self.warnOnce(warning.message)
         case .note(let text):
             if !quiet { Output.stderr("resumectl: \(text)\n") }
         }
@@ -147,8 +147,6 @@ final class Reporter: @unchecked Sendable {
 
     /// Warnings (TLS verification off …) reach stderr even with `-q`, once a run however many files it has.
     private static let warned = Mutex<Set<String>>([])
-
-    private static func isWarning(_ text: String) -> Bool { text.hasPrefix("warning: ") }
 
     private static func warnOnce(_ text: String) {
         let first = warned.withLock { $0.insert(text).inserted }

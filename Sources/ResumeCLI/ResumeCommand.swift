@@ -9,7 +9,8 @@ struct Resume: AsyncParsableCommand {
         discussion: """
             A transfer that already completed prints its result line again and exits 0.
             --all continues every paused or resumable-failed transfer, --parallel N at a time, each in a
-            process of its own; the status is 0 when all succeeded, 75 when every failure can be resumed, 1 otherwise.
+            process of its own; the status is 0 when all succeeded, else that of the first that failed for good,
+            else (every failure can be resumed) 75.
 
             Connection options the transfer began with (--cacert, -k, -x, --http1.1 …) are kept in the token and
             used again; an option given now replaces the kept one. Logins (-u, --netrc) and -H credentials are
@@ -94,9 +95,8 @@ enum ResumeAll {
             arguments: { ["resume", $0] + forwarded + (background.detachedChild ? ["--detached-child"] : []) },
             spawnFailed: { id, error in Output.stderr("resumectl: \(id): \(error)\n") },
             queuedAll: { if background.detachedChild { Detach.signalReady() } })
-        let failures = statuses.filter { $0 != 0 }
-        if failures.isEmpty { return }
-        throw ExitCode(failures.allSatisfy { $0 == 75 || $0 == 74 || $0 == 130 } ? 75 : 1)
+        let status = ExitStatus.combined(statuses)
+        if status != 0 { throw ExitCode(status) }
     }
 
     /// The transfer options of this command line, for each `resume ID` (not `--all`, `--parallel`, `--detach`).

@@ -22,7 +22,7 @@ struct StateOptions: ParsableArguments {
 struct List: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "list",
-        abstract: "List transfers and their state: running (pid), scheduled, waiting for network, paused, failed and resumable, failed.",
+        abstract: "List transfers and their state: running (pid), scheduled, queued, waiting for network, paused, failed and resumable, failed.",
         discussion: "--all adds the transfers that ended in the last 7 days (done, failed, cancelled).")
 
     @Flag(help: "Also the transfers that ended (kept 7 days).")
@@ -113,8 +113,8 @@ struct TokenSummary {
     var stateText: String {
         switch state.phase {
         case .running(let pid, let phase):
-            if phase == "scheduled", let at = state.live?.startAt { return "scheduled for \(Self.localTime(at)) (pid \(pid))" }
-            return "\(phase) (pid \(pid))"
+            if phase == .scheduled, let at = state.live?.startAt { return "scheduled for \(Self.localTime(at)) (pid \(pid))" }
+            return "\(phase.rawValue) (pid \(pid))"
         default:
             return state.phase.name
         }
@@ -135,7 +135,7 @@ struct TokenSummary {
             "protocol": state.token?.upload?.uploadProtocol?.rawValue, "expires": state.token?.upload?.expires,
         ]
         if let stream = state.token?.upload?.stream { object["streamEnded"] = stream.ended }
-        if let at = state.live?.startAt, state.live?.state == "scheduled" { object["startAt"] = ISOTime.string(at) }
+        if let at = state.live?.startAt, state.live?.state == .scheduled { object["startAt"] = ISOTime.string(at) }
         if !state.isRunning, let record = state.record, state.token == nil || record.outcome != .done {
             object["exit"] = Int(record.exit)
             object["error"] = record.error

@@ -7,9 +7,7 @@ extension TransferClient {
         var effective = options
         effective.transport.connection = merged
         effective.transport.credentialOrigin = token.url
-        if merged.insecure == true {
-            events(.note(Self.insecureWarning))
-        }
+        if merged.insecure == true { events(.warning(.insecure)) }
         return effective
     }
 
@@ -28,9 +26,6 @@ extension TransferClient {
         defer { pool?.shutdown() }
         return await body(pool ?? transport)
     }
-
-    /// Printed once a run, even with `-q`, whenever TLS verification is off.
-    public static let insecureWarning = "warning: TLS certificates are not verified (--insecure); anyone on the path can read and change this transfer"
 
     /// A 401 says what to do: credentials are never stored, so a resume needs them again.
     func explainingLogin(_ error: TransferError) -> TransferError {

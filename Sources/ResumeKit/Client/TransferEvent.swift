@@ -12,6 +12,21 @@ public enum TransferEvent: Sendable, Equatable {
     case completed(location: String, bytes: Int64, sha256: String?)
     /// A note for the user, not part of the JSON stream (e.g. "the server cannot resume uploads").
     case note(String)
+    /// Something the user must hear even with `-q`, once a run however many transfers it has.
+    case warning(TransferWarning)
+}
+
+/// What a transfer warns of.
+public enum TransferWarning: Sendable, Equatable {
+    /// TLS certificates are not verified (`--insecure`).
+    case insecure
+
+    /// The line the user reads.
+    public var message: String {
+        switch self {
+        case .insecure: "warning: TLS certificates are not verified (--insecure); anyone on the path can read and change this transfer"
+        }
+    }
 }
 
 /// Receives events; called from the transfer's own thread.

@@ -51,7 +51,7 @@ public enum Detach {
         while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
         let text = (try? String(contentsOfFile: logPath, encoding: .utf8)) ?? ""
         let last = text.split(separator: "\n").last { $0.hasPrefix("resumectl:") }.map(String.init)
-        return .ended(status: Supervisor.exitStatus(status), lastLine: last, log: logPath)
+        return .ended(status: ExitStatus.of(waitStatus: status), lastLine: last, log: logPath)
     }
 
     /// Tells the foreground that this background process is under way (fd 3, when it is a pipe).
@@ -78,7 +78,7 @@ public enum Detach {
         until date: Date, id: String, kind: ResumeToken.Kind, url: String, client: TransferClient, live: LiveStatusWriter,
         cancellation: Cancellation
     ) async throws(TransferError) {
-        live.set(phase: "scheduled", startAt: date)
+        live.set(phase: .scheduled, startAt: date)
         let lock: TokenLock
         do { lock = try TokenLock(path: client.store.lockPath(forID: id)) } catch {
             throw TransferError(.busy, "\(error); not starting a second one")
@@ -96,6 +96,6 @@ public enum Detach {
             }
             try? await Task.sleep(for: .milliseconds(min(100, max(1, Int(date.timeIntervalSinceNow * 1000)))))
         }
-        live.set(phase: "running")
+        live.set(phase: .running)
     }
 }

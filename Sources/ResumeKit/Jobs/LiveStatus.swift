@@ -3,13 +3,22 @@ import Glibc
 import Synchronization
 
 /// What a running transfer says about itself in `STATE/run/<id>.json`, for `list`, `wait` and `pause`:
-/// its pid, its phase (`running`, `scheduled`, `waiting for network`), its progress and rate. The
+/// its pid, its phase (`running`, `scheduled`, `queued`, `waiting for network`), its progress and rate. The
 /// process rewrites it (temp file + rename, no fsync: it is only live information) at most once a second,
 /// or at once when the phase changes, and removes it when it ends. A file whose pid is dead (kill -9)
 /// counts for nothing, so `list` never shows a stale "running".
 public struct LiveStatus: Codable, Equatable, Sendable {
+    /// What a live process is doing; the raw value is what `list` shows and the file holds.
+    public enum Phase: String, Codable, Sendable {
+        case running
+        case scheduled
+        /// `resume --all` holds it until one of its places is free.
+        case queued
+        case waitingForNetwork = "waiting for network"
+    }
+
     public var pid: Int32
-    public var state: String
+    public var state: Phase
     public var startAt: Date?
     public var bytes: Int64?
     public var total: Int64?
@@ -60,7 +69,7 @@ public final class LiveStatusWriter: @unchecked Sendable {
     /// Another live process holds this transfer's lock (this one will be refused): its status is left alone.
     private let inert: Bool
 
-    public init(stateDir: String, id: String, phase: String = "running", startAt: Date? = nil) {
+    public init(stateDir: String, id: String, phase: LiveStatus.Phase = .running, startAt: Date? = nil) {
         folder = StateDirectory(stateDir).run
         file = LiveStatus.path(stateDir: stateDir, id: id)
         // Written below, so the first progress (or `started`) waits its second like any other: a small
@@ -74,7 +83,7 @@ public final class LiveStatusWriter: @unchecked Sendable {
         state.withLock { write($0.status) }
     }
 
-    public func set(phase: String, startAt: Date? = nil) {
+    public func set(phase: LiveStatus.Phase, startAt: Date? = nil) {
         guard !inert else { return }
         state.withLock {
             guard $0.status.state != phase || $0.status.startAt != startAt else { return }
@@ -94,16 +103,16 @@ public final class LiveStatusWriter: @unchecked Sendable {
                 $0.status.bytes = bytes
                 $0.status.total = total
                 $0.status.rate = rate
-                phaseChanged = $0.status.state != "running"
-                $0.status.state = "running"
+                phaseChanged = $0.status.state != .running
+                $0.status.state = .running
             case .started(_, _, _, let offset, let total):
                 $0.status.bytes = offset
                 $0.status.total = total
-                phaseChanged = $0.status.state != "running"
-                $0.status.state = "running"
+                phaseChanged = $0.status.state != .running
+                $0.status.state = .running
             case .waitingForNetwork:
-                phaseChanged = $0.status.state != "waiting for network"
-                $0.status.state = "waiting for network"
+                phaseChanged = $0.status.state != .waitingForNetwork
+                $0.status.state = .waitingForNetwork
                 $0.status.rate = 0
             default:
                 return
@@ -140,7 +149,7 @@ public final class LiveStatusWriter: @unchecked Sendable {
 /// Where a transfer stands, from its lock (is the holder alive?), its live status, its token and its record.
 public struct TransferState {
     public enum Phase: Equatable {
-        case running(pid: Int32, phase: String)
+        case running(pid: Int32, phase: LiveStatus.Phase)
         case paused
         case resumable
         case failed
@@ -150,7 +159,7 @@ public struct TransferState {
         /// The words `list` shows (and `--json` gives as `state`).
         public var name: String {
             switch self {
-            case .running(_, let phase): phase
+            case .running(_, let phase): phase.rawValue
             case .paused: "paused"
             case .resumable: "failed and resumable"
             case .failed: "failed"
@@ -178,7 +187,7 @@ public struct TransferState {
         self.record = record
         self.live = live
         if let pid = holder ?? live?.pid {
-            phase = .running(pid: pid, phase: live?.state ?? "running")
+            phase = .running(pid: pid, phase: live?.state ?? .running)
         } else if token != nil {
             switch record?.outcome {
             case .paused?: phase = .paused

@@ -22,7 +22,7 @@ public enum Supervisor {
         spawnFailed: (String, any Error) -> Void, queuedAll: () -> Void = {}
     ) -> [Int32] {
         var queued: [String: LiveStatusWriter] = [:]
-        for id in ids { queued[id] = LiveStatusWriter(stateDir: store.directory, id: id, phase: "queued") }
+        for id in ids { queued[id] = LiveStatusWriter(stateDir: store.directory, id: id, phase: .queued) }
         queuedAll()
         var queue = ids[...]
         var running: [pid_t: String] = [:]
@@ -54,13 +54,9 @@ public enum Supervisor {
             // The transfer's process removed its status when it ended; one that died leaves its own or ours.
             let left = LiveStatus.load(stateDir: store.directory, id: id)
             if left == nil || left?.pid == getpid() { queued[id]?.finish() }
-            statuses.append(exitStatus(status))
+            statuses.append(ExitStatus.of(waitStatus: status))
         }
         return statuses
     }
 
-    /// A wait status as a shell reports it: the exit status, or 128 + the signal.
-    static func exitStatus(_ status: Int32) -> Int32 {
-        (status & 0x7f) == 0 ? (status >> 8) & 0xff : 128 + (status & 0x7f)
-    }
 }
