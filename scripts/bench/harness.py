@@ -164,9 +164,27 @@ class Bench:
     def rounds(self):
         return self.args.pairs + 1  # round 0 is the warm-up
 
-    def run_rounds(self, tools, servers=(), env=None):
+    def settle_page_cache(self, warm=()):
+        """Writes back and drops the page cache, then reads `warm` into it again: every run starts with
+        no dirty pages of an earlier one (whose writeback would land in its wall time) and its input
+        cached. Needs root; without it the case says so once and runs as it is."""
+        os.sync()
+        try:
+            with open("/proc/sys/vm/drop_caches", "w") as f:
+                f.write("3\n")
+        except OSError as e:
+            if not getattr(self, "_said_no_drop", False):
+                log(f"  (cannot drop the page cache: {e.strerror}; dirty pages of earlier runs may weigh on later ones)")
+                self._said_no_drop = True
+        for path in warm:
+            with open(path, "rb") as f:
+                while f.read(1 << 20):
+                    pass
+
+    def run_rounds(self, tools, servers=(), env=None, settle=None):
         """tools: [(name, argv_fn(round), check_fn(round, verify) or None)]. Returns {name: [Run]}.
-        servers: the peers whose CPU during each run is summed into srv CPU."""
+        servers: the peers whose CPU during each run is summed into srv CPU. settle: called before
+        each run (after its outputs are cleared), e.g. settle_page_cache."""
         runs = {name: [] for name, _, _ in tools}
         dead = set()
         for rnd in range(self.rounds()):
@@ -175,6 +193,8 @@ class Bench:
                     continue
                 self.clear_outputs()
                 os.sync()
+                if settle:
+                    settle()
                 run = Run(name, rnd)
                 busy0 = machine_cpu()
                 res = spawn_and_wait(argv_fn(rnd), env=env or self.env, logdir=self.logs, timeout=self.timeout,

@@ -1,14 +1,6 @@
 import Dispatch
 import Synchronization
 
-/// Why a transfer was asked to stop.
-public enum StopReason: Int, Sendable {
-    /// Ctrl-C (SIGINT).
-    case interrupt = 1
-    /// `resumectl pause`, SIGTERM or SIGHUP.
-    case pause = 2
-}
-
 /// A flag that a transfer polls from libcurl's progress callback, and that ends its waits at once.
 public final class Cancellation: Sendable {
     private let state = Atomic<Int>(0)
@@ -38,27 +30,5 @@ public final class Cancellation: Sendable {
         waiters.withLock { $0[key] = doorbell }
         defer { waiters.withLock { $0[key] = nil } }
         return body()
-    }
-}
-
-/// A wake-up between threads: one waits for a change (up to a time), another rings after making it.
-/// A ring with nobody waiting is kept for the next wait, so a change between a check and a wait is not lost.
-final class Doorbell: Sendable {
-    private let semaphore = DispatchSemaphore(value: 0)
-    private let pending = Atomic<Bool>(false)
-
-    func ring() {
-        if !pending.exchange(true, ordering: .acquiringAndReleasing) { semaphore.signal() }
-    }
-
-    /// Returns after a ring, after `seconds`, or at once when `cancellation` is (or gets) stopped.
-    func wait(seconds: Double, unless cancellation: Cancellation) {
-        cancellation.ringing(self) {
-            guard !cancellation.isStopped, seconds > 0 else { return }
-            let nanoseconds = Int(min(seconds, 86_400) * 1e9)
-            if semaphore.wait(timeout: .now() + .nanoseconds(nanoseconds)) == .success {
-                pending.store(false, ordering: .releasing)
-            }
-        }
     }
 }

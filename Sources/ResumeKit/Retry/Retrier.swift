@@ -1,20 +1,5 @@
 import FoundationEssentials
 
-/// Sleeps between attempts; injected so that tests run the retry table in milliseconds.
-public protocol RetryClock: Sendable {
-    /// Seconds since 1970, for `Retry-After` dates.
-    var now: Int64 { get }
-    /// Sleeps up to `seconds`; returns false when `cancellation` stopped the sleep.
-    func sleep(seconds: Double, cancellation: Cancellation) -> Bool
-}
-
-/// The wall clock and a sleep that `pause`, SIGTERM and Ctrl-C end at once.
-public struct SystemRetryClock: RetryClock {
-    public init() {}
-    public var now: Int64 { Int64(Date().timeIntervalSince1970) }
-    public func sleep(seconds: Double, cancellation: Cancellation) -> Bool { cancellation.sleep(seconds: seconds) }
-}
-
 /// Carries out ``RetryRules`` for one transfer (or one segment, or one S3 part): counts failures, says
 /// each retry as an event, sleeps, and tells the loop how it goes on. Every path of the library runs its
 /// attempts through ``run(_:cancellation:events:announces:budget:fresh:stopped:explain:restart:_:)``.

@@ -1,15 +1,3 @@
-/// What to do after a failed exchange: the one table of DESIGN.md §5, the same for every path.
-public enum RetryDirective: Sendable, Equatable {
-    /// Try again after `delay` seconds; the retry is counted.
-    case retry(delay: Double)
-    /// The network is gone: try again after `delay` seconds without spending a retry (`--wait-network`).
-    case waitForNetwork(delay: Double)
-    /// Retries are used up: the transfer stops, resumable (exit 75).
-    case exhausted
-    /// No retry can help (exit 1).
-    case fail
-}
-
 /// The pure policy: a fault, the transfer's situation and its backoff → a directive.
 public enum RetryRules {
     /// How often one transfer may start again from byte 0 because the resource changed under it: a file

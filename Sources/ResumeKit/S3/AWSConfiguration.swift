@@ -1,42 +1,3 @@
-/// An access key pair. Its description never shows the secret or the session token, so that no log,
-/// error line or `--json` event can carry them by accident.
-public struct AWSCredentials: Sendable, Equatable, CustomStringConvertible {
-    public var accessKeyID: String
-    public var secretAccessKey: String
-    public var sessionToken: String?
-
-    public init(accessKeyID: String, secretAccessKey: String, sessionToken: String? = nil) {
-        self.accessKeyID = accessKeyID
-        self.secretAccessKey = secretAccessKey
-        self.sessionToken = sessionToken
-    }
-
-    public var description: String { "access key \(accessKeyID)" }
-}
-
-/// Everything an S3 transfer needs from the user's AWS set-up.
-public struct S3Settings: Sendable, Equatable {
-    public var credentials: AWSCredentials
-    public var region: String
-    /// `--endpoint-url` or its variables; nil means AWS's own regional endpoint.
-    public var endpoint: String?
-    /// The profile the credentials or region came from (kept in tokens: a name, never a key).
-    public var profile: String
-}
-
-/// What the user chose on the command line; each nil falls back to the environment and the AWS files.
-public struct S3Choices: Sendable, Equatable {
-    public var profile: String?
-    public var region: String?
-    public var endpoint: String?
-
-    public init(profile: String? = nil, region: String? = nil, endpoint: String? = nil) {
-        self.profile = profile
-        self.region = region
-        self.endpoint = endpoint
-    }
-}
-
 /// Reads credentials, region and endpoint the way the AWS CLI does, so existing set-ups work unchanged.
 ///
 /// Credentials: an explicit `--profile` first; else `AWS_ACCESS_KEY_ID` + `AWS_SECRET_ACCESS_KEY`
@@ -91,36 +52,5 @@ public enum AWSConfiguration {
     private static func nonEmpty(_ text: String?) -> String? {
         guard let text, !text.isEmpty else { return nil }
         return text
-    }
-}
-
-/// The INI dialect of `~/.aws/credentials` and `~/.aws/config`: `[section]` headers, `key = value` lines,
-/// `#`/`;` comments. Indented lines continue a nested setting (`s3 =` blocks) and are not ours to read.
-struct ProfileFile: Equatable {
-    var sections: [String: [String: String]]
-
-    init(sections: [String: [String: String]]) { self.sections = sections }
-
-    init(_ text: String) {
-        var sections: [String: [String: String]] = [:]
-        var current: String?
-        for raw in text.split(omittingEmptySubsequences: true, whereSeparator: { $0 == "\n" || $0 == "\r" }) {
-            if raw.first == " " || raw.first == "\t" { continue }
-            let line = raw.trimmingSpaces()
-            if line.isEmpty || line.hasPrefix("#") || line.hasPrefix(";") { continue }
-            if line.hasPrefix("["), line.hasSuffix("]") {
-                let name = String(line.dropFirst().dropLast()).trimmingSpaces()
-                // `[profile  x]` and `[profile x]` name the same profile.
-                let words = name.split(separator: " ", omittingEmptySubsequences: true)
-                current = words.joined(separator: " ")
-                if sections[current!] == nil { sections[current!] = [:] }
-                continue
-            }
-            guard let section = current, let equals = line.firstIndex(of: "=") else { continue }
-            let key = String(line[..<equals]).trimmingSpaces().lowercased()
-            let value = String(line[line.index(after: equals)...]).trimmingSpaces()
-            sections[section]![key] = value
-        }
-        self.sections = sections
     }
 }

@@ -1,0 +1,88 @@
+import FoundationEssentials
+import Glibc
+import Synchronization
+
+/// Keeps `STATE/run/<id>.json` up to date from a transfer's events.
+public final class LiveStatusWriter: @unchecked Sendable {
+    private let file: String
+    private let folder: String
+    private let state: Mutex<(status: LiveStatus, lastWrite: Double)>
+    /// Another live process holds this transfer's lock (this one will be refused): its status is left alone.
+    private let inert: Bool
+
+    public init(stateDir: String, id: String, phase: LiveStatus.Phase = .running, startAt: Date? = nil) {
+        folder = StateDirectory(stateDir).run
+        file = LiveStatus.path(stateDir: stateDir, id: id)
+        // Written below, so the first progress (or `started`) waits its second like any other: a small
+        // transfer writes its status once, not twice.
+        state = Mutex((LiveStatus(pid: getpid(), state: phase, startAt: startAt, updatedAt: Date()), Self.now()))
+        let holder = TokenLock.holder(path: TokenStore(directory: stateDir).lockPath(forID: id))
+        inert = holder != nil && holder != getpid()
+        guard !inert else { return }
+        mkdir(stateDir, 0o700)
+        mkdir(folder, 0o700)
+        state.withLock { write($0.status) }
+    }
+
+    public func set(phase: LiveStatus.Phase, startAt: Date? = nil) {
+        guard !inert else { return }
+        state.withLock {
+            guard $0.status.state != phase || $0.status.startAt != startAt else { return }
+            $0.status.state = phase
+            $0.status.startAt = startAt
+            $0.lastWrite = Self.now()
+            write($0.status)
+        }
+    }
+
+    public func handle(_ event: TransferEvent) {
+        guard !inert else { return }
+        state.withLock {
+            var phaseChanged = false
+            switch event {
+            case .progress(let bytes, let total, let rate):
+                $0.status.bytes = bytes
+                $0.status.total = total
+                $0.status.rate = rate
+                phaseChanged = $0.status.state != .running
+                $0.status.state = .running
+            case .started(_, _, _, let offset, let total):
+                $0.status.bytes = offset
+                $0.status.total = total
+                phaseChanged = $0.status.state != .running
+                $0.status.state = .running
+            case .waitingForNetwork:
+                phaseChanged = $0.status.state != .waitingForNetwork
+                $0.status.state = .waitingForNetwork
+                $0.status.rate = 0
+            default:
+                return
+            }
+            let t = Self.now()
+            guard phaseChanged || t - $0.lastWrite >= 1 else { return }
+            $0.lastWrite = t
+            write($0.status)
+        }
+    }
+
+    /// The transfer ended: nothing is live any more.
+    public func finish() { if !inert { unlink(file) } }
+
+    private func write(_ status: LiveStatus) {
+        var status = status
+        status.updatedAt = Date()
+        guard let data = try? LiveStatus.encoder.encode(status) else { return }
+        let temp = file + ".tmp.\(getpid())"
+        let fd = open(temp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
+        guard fd >= 0 else { return }
+        _ = data.withUnsafeBytes { Glibc.write(fd, $0.baseAddress, $0.count) }
+        close(fd)
+        if rename(temp, file) != 0 { unlink(temp) }
+    }
+
+    private static func now() -> Double {
+        var ts = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &ts)
+        return Double(ts.tv_sec) + Double(ts.tv_nsec) / 1e9
+    }
+}

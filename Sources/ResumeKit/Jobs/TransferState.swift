@@ -1,0 +1,74 @@
+import FoundationEssentials
+import Glibc
+import Synchronization
+
+/// Where a transfer stands, from its lock (is the holder alive?), its live status, its token and its record.
+public struct TransferState {
+    public enum Phase: Equatable {
+        case running(pid: Int32, phase: LiveStatus.Phase)
+        case paused
+        case resumable
+        case failed
+        case done
+        case cancelled
+
+        /// The words `list` shows (and `--json` gives as `state`).
+        public var name: String {
+            switch self {
+            case .running(_, let phase): phase.rawValue
+            case .paused: "paused"
+            case .resumable: "failed and resumable"
+            case .failed: "failed"
+            case .done: "done"
+            case .cancelled: "cancelled"
+            }
+        }
+    }
+
+    public let id: String
+    public let phase: Phase
+    public let token: ResumeToken?
+    public let record: TransferRecord?
+    public let live: LiveStatus?
+
+    /// nil when neither a token, a record nor a live process knows `id`.
+    public init?(id: String, store: TokenStore, token: ResumeToken? = nil) {
+        self.id = id
+        let results = ResultStore(directory: store.directory)
+        let token = token ?? (try? store.load(id))
+        let record = results.load(id: id)
+        let live = LiveStatus.load(stateDir: store.directory, id: id)
+        let holder = TokenLock.holder(path: store.lockPath(forID: id))
+        self.token = token
+        self.record = record
+        self.live = live
+        if let pid = holder ?? live?.pid {
+            phase = .running(pid: pid, phase: live?.state ?? .running)
+        } else if token != nil {
+            switch record?.outcome {
+            case .paused?: phase = .paused
+            case .failed? where record?.resumable == false: phase = .failed
+            default: phase = .resumable  // killed, or stopped without a word: the token continues it
+            }
+        } else if let record {
+            switch record.outcome {
+            case .done: phase = .done
+            case .cancelled: phase = .cancelled
+            case .failed, .paused: phase = .failed
+            }
+        } else {
+            return nil
+        }
+    }
+
+    public var isRunning: Bool { if case .running = phase { true } else { false } }
+
+    /// The exit status `wait` gives for a transfer that is not running.
+    public var exitStatus: Int32 {
+        if token != nil {
+            if let record, record.outcome == .paused || record.outcome == .failed { return record.exit }
+            return 75
+        }
+        return record?.exit ?? 66
+    }
+}
