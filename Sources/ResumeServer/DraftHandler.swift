@@ -379,6 +379,12 @@ final class DraftHandler: ChannelDuplexHandler {
     /// read and dropped meanwhile: closing at once could reset the connection under the answer).
     private func answer(context: ChannelHandlerContext, status: Int, fields: [(String, String)]) {
         guard var current = exchange, !current.answered else { return }
+        guard context.channel.isActive else {
+            // The client left while the answer waited (for an older writer to stop): nothing goes out, not
+            // even the response's end, which without its head would break the pipeline's order.
+            exchange = nil
+            return
+        }
         let headers = current.head.headers
         let hasBody = headers["content-length"].first.map { $0 != "0" } ?? !headers["transfer-encoding"].isEmpty
         let close = (hasBody && !current.ended) || !current.head.isKeepAlive

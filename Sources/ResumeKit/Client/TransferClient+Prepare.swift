@@ -6,54 +6,26 @@ extension TransferClient {
     /// output path (without `force`) gets no token: running the download reports it as already complete.
     /// - Returns: the token id.
     public func prepare(_ request: DownloadRequest) throws(TransferError) -> String {
-        if Route.isS3(request.url) {
-            let (plain, state) = try s3Object(request)
-            return try prepare(plain, s3: state)
-        }
-        return try prepare(request, s3: nil)
-    }
-
-    private func prepare(_ request: DownloadRequest, s3: ResumeToken.S3State?) throws(TransferError) -> String {
-        try URLCheck.validate(request.url)
-        _ = try HeaderLines.parse(request.headers)
         try prepareStateDirectory()
-        let path = try OutputPath.resolve(url: request.url, output: request.outputPath)
-        let id = TokenStore.makeID(kind: .download, url: request.url, path: path)
-        let lock = try takeLock(id)
+        let (opening, lock) = try openDownload(request)
         defer { lock.release() }
-        if try lock.existing(.download, "a download") != nil { return id }
-        let occupant = OutputPath.occupant(path)
-        if occupant == .file, !request.force { return id }
-        try OutputPath.checkWritable(path, occupant: occupant)
-        try store.write(ResumeToken(download: request, id: id, path: path, s3: s3))
-        return id
+        if case .token(let token, isNew: true) = opening { try store.write(token) }
+        return lock.id
     }
 
     /// Checks an upload (its source must be readable) and writes its token before any byte moves.
     /// - Returns: the token id.
     public func prepare(_ request: UploadRequest) throws(TransferError) -> String {
         if request.filePath == "-" { throw TransferError(.usage, "a stream (upload -) reads stdin: it runs in the foreground") }
-        if Route.isS3(request.url) {
-            _ = try S3Location.parse(request.url)
-        } else {
-            try URLCheck.validate(request.url)
-        }
-        _ = try HeaderLines.parse(request.headers)
-        if let chunk = request.chunkSize, chunk <= 0 { throw TransferError(.usage, "--chunk-size must be positive") }
-        let source = try SourceFile(path: request.filePath)
         try prepareStateDirectory()
-        let id = uploadTokenID(request)
-        let lock = try takeLock(id)
+        let (source, existing, lock) = try openUpload(request)
         defer { lock.release() }
-        if try lock.existing(.upload, "an upload") != nil { return id }
-        if Route.isS3(request.url) {
-            let token = try newS3UploadToken(request, id: id, source: source.identity, events: { _ in })
-            try store.write(token)
-            return id
-        }
+        guard existing == nil else { return lock.id }
         // The protocol is left open unless pinned: the detached run probes the server (`--protocol auto`).
-        try store.write(ResumeToken(upload: request, id: id, part: .init(source: source.identity, wire: request.pinnedWire ?? .undecided)))
-        return id
+        try store.write(Route.isS3(request.url)
+            ? try newS3UploadToken(request, id: lock.id, source: source.identity, events: { _ in })
+            : ResumeToken(upload: request, id: lock.id, part: .init(source: source.identity, wire: request.pinnedWire ?? .undecided)))
+        return lock.id
     }
 }
 

@@ -68,7 +68,7 @@ extension TransferClient {
             while more {
                 var query = [("list-type", "2"), ("prefix", location.key)]
                 if let continuation { query.append(("continuation-token", continuation)) }
-                let body = try Retrier.run(self.options, cancellation: cancellation, events: events, fresh: { objects.isEmpty }, stopped: "stopped while listing \(url)") { () throws(TransferError) in
+                let body = try Retrier.run(self.options, cancellation: cancellation, events: events, fresh: { RetryRules.isFresh(held: Int64(objects.count), known: false) }, stopped: "stopped while listing \(url)") { () throws(TransferError) in
                     switch call.send(session, method: "GET", url: target.bucketURL(query: query), cancellation: cancellation) {
                     case .ok(_, let body):
                         return .done(body)
@@ -141,43 +141,20 @@ extension TransferClient {
     /// Uploads to `s3://BUCKET/KEY`, continuing this file's earlier attempt to the same key.
     func runS3Upload(_ request: UploadRequest, cancellation: Cancellation, events: @escaping EventHandler) throws(TransferError) -> UploadResult {
         _ = try requireS3Answers()
-        _ = try HeaderLines.parse(request.headers)
-        let source = try SourceFile(path: request.filePath)
-        let id = uploadTokenID(request)
-        let lock = try takeLock(id)
+        let (source, existing, lock) = try openUpload(request)
         defer { lock.release() }
         var token: ResumeToken
-        if let existing = try lock.existing(.upload, "an S3 upload", has: { $0.upload?.s3 != nil }) {
+        if let existing {
             var part = try existing.uploadPart()
-            try checkSource(part, source, id: id)
             part.updateS3 { $0.parallel = request.s3.parallel }  // the command given again says it again
             token = existing.with(.upload(part))
         } else {
-            token = try newS3UploadToken(request, id: id, source: source.identity, events: events)
+            token = try newS3UploadToken(request, id: lock.id, source: source.identity, events: events)
         }
         let options = connectionOptions(for: &token, events: events)
         try store.write(token)
-        return try runS3Operation(token, source: source, options: options, cancellation: cancellation, events: events)
-    }
-
-    /// Runs an S3 upload's token on a multi handle shared by its parts.
-    func runS3Operation(
-        _ token: ResumeToken, source: SourceFile, options: TransferOptions, cancellation: Cancellation,
-        events: @escaping EventHandler
-    ) throws(TransferError) -> UploadResult {
-        let (machine, signed) = try s3Machine(token, options: options)
-        do {
-            return try withSessionPool { pool throws(TransferError) in
-                try UploadOperation(
-                    token: token, source: source, machine: machine, store: store, transport: pool, options: signed,
-                    cancellation: cancellation, events: events
-                ).runToEnd()
-            }
-        } catch {
-            // Nothing on S3 to continue (refused before an upload id): the token would only clutter `list`.
-            if error.tokenID == nil { store.remove(id: token.id) }
-            throw error
-        }
+        return try runUploadOperation(token, source: source, options: options, versionPinned: false, chunkSize: nil,
+            capabilities: nil, cancellation: cancellation, events: events)
     }
 
     /// The machine of an S3 upload's token (a file's, or a stream's at the bytes its spool made durable), and

@@ -86,37 +86,15 @@ extension TransferClient {
             options: options, cancellation: cancellation, events: events)
     }
 
-    /// The machine of a stream token's protocol, at the bytes its spool made durable.
-    private func streamMachine(
-        _ token: ResumeToken, _ part: ResumeToken.UploadPart, _ stream: ResumeToken.StreamState, versionPinned: Bool, capabilities: TusCapabilities?
-    ) throws(TransferError) -> any StreamingUploadMachine {
-        switch part.wire {
-        case .tus(let expires, let checksum):
-            return TusStateMachine(
-                size: stream.durable, creationURL: token.url, filename: "stdin", capabilities: capabilities, uploadURL: part.uploadURL,
-                checksum: checksum, expires: expires, lengthKnown: stream.ended)
-        case .ietf(let version):
-            return IETFStateMachine(
-                size: stream.durable, version: version, versionPinned: versionPinned, uploadURL: part.uploadURL, lengthKnown: stream.ended)
-        case .undecided, .plain, .s3:
-            throw TransferError(.badToken, "token \(token.id): a stream cannot go by \(part.uploadProtocol?.rawValue ?? "no protocol") here")
-        }
-    }
-
     private func runStream(
         _ token: ResumeToken, spool: Spool, versionPinned: Bool, capabilities: TusCapabilities?, replay: Bool, options: TransferOptions,
         cancellation: Cancellation, events: @escaping EventHandler
     ) throws(TransferError) -> UploadResult {
-        var options = options
-        let sender: any StreamingUploadMachine
         let part = try token.uploadPart()
         guard let stream = part.stream else { throw TransferError(.badToken, "token \(token.id) has no stream state") }
-        if part.s3 != nil {
-            let (machine, signed) = try s3Machine(token, options: options)
-            sender = machine
-            options = signed
-        } else {
-            sender = try streamMachine(token, part, stream, versionPinned: versionPinned, capabilities: capabilities)
+        let (machine, options) = try uploadMachine(token, versionPinned: versionPinned, capabilities: capabilities, options: options)
+        guard let sender = machine as? any StreamingUploadMachine else {
+            throw TransferError(.badToken, "token \(token.id): a stream cannot go by \(part.uploadProtocol?.rawValue ?? "no protocol") here")
         }
         let hashes = options.computeSHA256 && (stream.durable == 0 || replay)
         do {

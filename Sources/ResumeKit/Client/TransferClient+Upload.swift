@@ -53,18 +53,13 @@ extension TransferClient {
     func runUpload(_ request: UploadRequest, cancellation: Cancellation, events: @escaping EventHandler) throws(TransferError) -> UploadResult {
         if request.filePath == "-" { return try runStreamUpload(request, cancellation: cancellation, events: events) }
         if Route.isS3(request.url) { return try runS3Upload(request, cancellation: cancellation, events: events) }
-        try URLCheck.validate(request.url)
-        _ = try HeaderLines.parse(request.headers)
-        if let chunk = request.chunkSize, chunk <= 0 { throw TransferError(.usage, "--chunk-size must be positive") }
-        let source = try SourceFile(path: request.filePath)
-        let id = uploadTokenID(request)
-        let lock = try takeLock(id)
+        let (source, existing, lock) = try openUpload(request)
         defer { lock.release() }
+        let id = lock.id
         var token: ResumeToken
         var probe: ProtocolProbe?
-        if let existing = try lock.existing(.upload, "an upload") {
+        if let existing {
             var part = try existing.uploadPart()
-            try checkSource(part, source, id: id)
             // A token written by `--detach` before anything was sent has no protocol yet: choose it now.
             if part.wire == .undecided {
                 part.wire = try chooseProtocol(request, probe: &probe, cancellation: cancellation, events: events)
@@ -90,8 +85,6 @@ extension TransferClient {
                 token, source: source, options: options, versionPinned: request.interopVersion != nil, chunkSize: request.chunkSize,
                 capabilities: capabilities, cancellation: cancellation, events: events)
         } catch {
-            // Nothing can continue a refused upload: its token would only clutter `list`.
-            if error.tokenID == nil { store.remove(id: id) }
             throw explainingLogin(error)
         }
     }
@@ -111,32 +104,27 @@ extension TransferClient {
     }
 
     /// Picks the token's protocol machine and runs it.
-    private func runUploadOperation(
+    func runUploadOperation(
         _ token: ResumeToken, source: SourceFile, options: TransferOptions, versionPinned: Bool, chunkSize: Int64?,
         capabilities: TusCapabilities?, cancellation: Cancellation, events: @escaping EventHandler
     ) throws(TransferError) -> UploadResult {
-        let part = try token.uploadPart()
+        let (machine, options) = try uploadMachine(
+            token, versionPinned: versionPinned, chunkSize: chunkSize, capabilities: capabilities, options: options)
         func run<M: UploadMachine>(_ machine: M) throws(TransferError) -> UploadResult {
-            try UploadOperation(
-                token: token, source: source, machine: machine, store: store, transport: transport, options: options,
-                cancellation: cancellation, events: events
-            ).runToEnd()
+            // S3's parts go several at once through the session pool.
+            try withSessionPool(machine is S3MultipartMachine) { transport throws(TransferError) in
+                try UploadOperation(
+                    token: token, source: source, machine: machine, store: store, transport: transport, options: options,
+                    cancellation: cancellation, events: events
+                ).runToEnd()
+            }
         }
-        switch part.wire {
-        case .undecided:
-            throw TransferError(.badToken, "token \(token.id) names no upload protocol")
-        case .ietf(let version):
-            return try run(IETFStateMachine(
-                size: part.source.size, version: version,
-                versionPinned: versionPinned || part.uploadURL != nil, uploadURL: part.uploadURL, chunkSize: chunkSize))
-        case .tus(let expires, let checksum):
-            return try run(TusStateMachine(
-                size: part.source.size, creationURL: token.url, filename: String(part.source.path.split(separator: "/").last ?? "upload"),
-                capabilities: capabilities, uploadURL: part.uploadURL, checksum: checksum, expires: expires, chunkSize: chunkSize))
-        case .plain:
-            return try run(PlainUploadMachine(size: part.source.size))
-        case .s3:
-            return try runS3Operation(token, source: source, options: options, cancellation: cancellation, events: events)
+        do {
+            return try run(machine)
+        } catch {
+            // Nothing can continue an upload refused for good (on S3: before an upload id): its token would only clutter `list`.
+            if error.tokenID == nil { store.remove(id: token.id) }
+            throw error
         }
     }
 

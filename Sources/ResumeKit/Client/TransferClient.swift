@@ -136,39 +136,27 @@ public struct TransferClient: Sendable {
     /// - Parameter batch: a list's publisher, which takes over small files once their data is complete.
     /// - Parameter s3: for an S3 object's URL, what its token keeps to sign requests again.
     func runDownload(
-        _ request: DownloadRequest, s3: ResumeToken.S3State? = nil, session: (any TransportSession)? = nil,
-        batch: BatchPublisher.Slot? = nil, cancellation: Cancellation, events: @escaping EventHandler
+        _ request: DownloadRequest, session: (any TransportSession)? = nil, batch: BatchPublisher.Slot? = nil,
+        cancellation: Cancellation, events: @escaping EventHandler
     ) throws(TransferError) -> DownloadResult {
-        if Route.isS3(request.url) {
-            let (plain, state) = try s3Object(request)
-            return try runDownload(plain, s3: state, session: session, batch: batch, cancellation: cancellation, events: events)
-        }
-        try URLCheck.validate(request.url)
-        _ = try HeaderLines.parse(request.headers)
-        let path = try OutputPath.resolve(url: request.url, output: request.outputPath)
-        let id = TokenStore.makeID(kind: .download, url: request.url, path: path)
-        let lock = TokenGuard(store: store, id: id)
-        defer { lock.release() }
-
-        var token: ResumeToken
         // `pause` finds a transfer by its lock file. Only a list's files, most of which end before their
         // first checkpoint, take it lazily, with their token (see TokenGuard).
-        if store.exists(id: id) || batch == nil { try lock.hold() }
-        if let existing = try lock.existing(.download, "a download") {
+        let (opening, lock) = try openDownload(request, holdLock: batch == nil)
+        defer { lock.release() }
+        var token: ResumeToken
+        switch opening {
+        case .fileThere(let path):
+            return try alreadyThere(path, expected: request.expectedSHA256, events: events)
+        case .token(let found, isNew: true):
+            // A single download writes its token as soon as it holds the `.part` file's lock, before any
+            // request or event (see DownloadOperation, SegmentedDownload).
+            token = found
+        case .token(let existing, isNew: false):
             var part = try existing.downloadPart()
             if let sum = request.expectedSHA256 { part.expectedSHA256 = sum.lowercased() }
             token = existing.with(.download(part))
             let stored = ResumeToken.storableHeaders(request.headers)
             if !stored.isEmpty { token.headers = HeaderLines.merge(stored: token.headers, given: stored) }
-        } else {
-            let occupant = OutputPath.occupant(path)
-            if occupant == .file, !request.force {
-                return try alreadyThere(path, expected: request.expectedSHA256, events: events)
-            }
-            try OutputPath.checkWritable(path, occupant: occupant)
-            token = ResumeToken(download: request, id: id, path: path, s3: s3)
-            // A single download writes its token as soon as it holds the `.part` file's lock, before any
-            // request or event (see DownloadOperation, SegmentedDownload).
         }
         return try runDownloadOperation(
             token, lock: lock, extraHeaders: request.headers, onChange: request.onChange, session: session, batch: batch,

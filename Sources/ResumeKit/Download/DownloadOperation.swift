@@ -108,7 +108,7 @@ final class DownloadOperation: ExchangeDelegate {
         // A resume asks the URL the user gave again: a signed redirect target may have expired.
         let url = token.url
         // A typo'd host on a fresh start fails at once; a known host that stops resolving is the network.
-        return try Retrier.run(options, cancellation: cancellation, events: emit, fresh: { part.committed == 0 && machine.resource == nil }, stopped: "", explain: explain, restart: restartFromZero) { () throws(TransferError) in
+        return try Retrier.run(options, cancellation: cancellation, events: emit, fresh: { RetryRules.isFresh(held: part.committed, known: machine.resource != nil) }, stopped: "", explain: explain, restart: restartFromZero) { () throws(TransferError) in
             if let reason = cancellation.reason { throw try stop(reason) }
             let verdict: DownloadStateMachine.Verdict
             switch machine.plan(committed: part.committed) {

@@ -54,7 +54,7 @@ final class StreamDownload: ExchangeDelegate {
     }
 
     func run() throws(TransferError) -> DownloadResult {
-        return try Retrier.run(options, cancellation: cancellation, events: emit, fresh: { written == 0 && machine.resource == nil }, stopped: "", explain: explain) { () throws(TransferError) in
+        return try Retrier.run(options, cancellation: cancellation, events: emit, fresh: { RetryRules.isFresh(held: written, known: machine.resource != nil) }, stopped: "", explain: explain) { () throws(TransferError) in
             if let reason = cancellation.reason { throw stopped(reason) }
             guard case .fetch(let offset, let range) = machine.plan(committed: written) else {
                 throw TransferError(.sourceChanged, "the server gave no strong validator, so a cut download to stdout cannot go on: \(written) bytes were written")

@@ -4,6 +4,10 @@ public enum RetryRules {
     /// rewritten while it is fetched or sent is worth a few restarts, one that never holds still is not.
     static let maxRestarts = 5
 
+    /// The one rule for "nothing of this transfer reached the server yet" (the `fresh` of ``decide``):
+    /// no byte is held on either side (`held`) and the server never answered or named the transfer (`known`).
+    static func isFresh(held: Int64, known: Bool) -> Bool { held == 0 && !known }
+
     /// - Parameters:
     ///   - fresh: nothing of this transfer ever reached the server (no token state, no byte, no answer):
     ///     a name that does not resolve is then a typo, not a network that went away, and fails at once.

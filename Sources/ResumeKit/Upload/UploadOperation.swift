@@ -118,7 +118,7 @@ final class UploadOperation<Machine: UploadMachine>: @unchecked Sendable {
                 try? checkpoint()
             }
         }
-        let fresh = { self.upload.uploadURL == nil && self.upload.acknowledgedBytes == 0 && !self.answered }
+        let fresh = { RetryRules.isFresh(held: self.upload.acknowledgedBytes, known: self.upload.uploadURL != nil || self.answered) }
         let restart = { (reason: String) throws(TransferError) in
             self.ground(&running, keeping: false)
             self.emit(.restarted(reason: reason))
