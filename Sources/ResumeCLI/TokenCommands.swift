@@ -62,54 +62,10 @@ struct Show: ParsableCommand {
     }
 }
 
-/// One row of `list`.
-struct TokenSummary {
-    let state: TransferState
-    let committed: Int64?
-    let total: Int64?
-    let kind: String
-    let url: String
-    let location: String
+/// One row of `list`: ResumeKit's model of it, drawn as a line or a JSON object.
+typealias TokenSummary = TransferRow
 
-    init(_ state: TransferState) {
-        self.state = state
-        if let token = state.token {
-            kind = token.kind.rawValue
-            url = Redact.url(token.url)
-            if let d = token.download {
-                committed = d.heldBytes
-                total = d.totalBytes
-                location = d.path
-            } else if let u = token.upload {
-                committed = u.acknowledgedBytes
-                // A stream's length is known only once stdin ended.
-                total = u.stream.map { $0.ended ? $0.durable : nil } ?? u.source.size
-                location = u.stream.map { $0.ended ? "- (stdin, ended; resume sends the rest from the spool)"
-                    : "- (stdin, cut before its end; resume needs the same stream piped in)" } ?? u.source.path
-            } else {
-                committed = nil
-                total = nil
-                location = ""
-            }
-        } else {
-            kind = state.record?.kind.rawValue ?? ""
-            url = state.record?.url ?? ""
-            committed = state.record?.bytes
-            total = state.record?.outcome == .done ? state.record?.bytes : nil
-            location = state.record?.path ?? ""
-        }
-    }
-
-    /// Live progress beats the last checkpoint.
-    var bytes: Int64? { state.live?.bytes ?? committed }
-    var size: Int64? { total ?? state.live?.total }
-    var percent: Double? {
-        guard let bytes, let size, size > 0 else { return state.phase == .done ? 100 : nil }
-        return min(100, Double(bytes) * 100 / Double(size))
-    }
-    var rate: Double? { state.isRunning ? state.live?.rate : nil }
-    var pid: Int32? { if case .running(let pid, _) = state.phase { pid } else { nil } }
-
+extension TransferRow {
     var stateText: String {
         switch state.phase {
         case .running(let pid, let phase):

@@ -28,34 +28,25 @@ struct Wait: AsyncParsableCommand {
     }
 
     func run() async throws {
-        let store = state.store
-        let deadline = timeout.map { Date().addingTimeInterval($0) }
         var statuses: [String: Int32] = [:]
-        while true {
-            for id in tokens where statuses[id] == nil {
-                guard let current = TransferState(id: id, store: store) else {
-                    Output.stderr("resumectl: no transfer named '\(id)'\n")
-                    statuses[id] = 66
-                    continue
-                }
-                if current.isRunning { continue }
-                let status = current.exitStatus
-                statuses[id] = status
-                if status == 0, let record = current.record {
-                    Output.stdout(record.resultLine + "\n")
-                } else {
-                    let why = current.record?.error ?? "stopped without a result (killed?)"
-                    let hint = current.token != nil ? "; resume with: resumectl resume \(id)" : ""
-                    Output.stderr("resumectl: \(id): \(why)\(hint)\n")
-                }
+        let left = await Jobs.wait(tokens, store: state.store, timeout: timeout) { id, ended in
+            guard let ended else {
+                Output.stderr("resumectl: no transfer named '\(id)'\n")
+                statuses[id] = 66
+                return
             }
-            if statuses.count == Set(tokens).count { break }
-            if let deadline, Date() >= deadline {
-                let left = tokens.filter { statuses[$0] == nil }
-                Output.stderr("resumectl: still running after \(timeout ?? 0) s: \(left.joined(separator: " "))\n")
-                throw ExitCode(75)
+            statuses[id] = ended.exitStatus
+            if ended.exitStatus == 0, let record = ended.record {
+                Output.stdout(record.resultLine + "\n")
+            } else {
+                let why = ended.record?.error ?? "stopped without a result (killed?)"
+                let hint = ended.token != nil ? "; resume with: resumectl resume \(id)" : ""
+                Output.stderr("resumectl: \(id): \(why)\(hint)\n")
             }
-            try? await Task.sleep(for: .milliseconds(100))
+        }
+        if !left.isEmpty {
+            Output.stderr("resumectl: still running after \(timeout ?? 0) s: \(left.joined(separator: " "))\n")
+            throw ExitCode(75)
         }
         let status = ExitStatus.combined(tokens.compactMap { statuses[$0] })
         if status != 0 { throw ExitCode(status) }
@@ -85,22 +76,6 @@ struct Log: AsyncParsableCommand {
             throw Runner.fail(TransferError(.inputMissing, known ? "\(token) has no log (only detached transfers keep one)" : "no log for '\(token)'"), json: false)
         }
         defer { close(fd) }
-        var buffer = [UInt8](repeating: 0, count: 64 * 1024)
-        func drain() {
-            while true {
-                let n = read(fd, &buffer, buffer.count)
-                if n < 0 && errno == EINTR { continue }
-                if n <= 0 { return }
-                Output.stdout(String(decoding: buffer[0..<n], as: UTF8.self))
-            }
-        }
-        drain()
-        guard follow else { return }
-        // The background `resume --all` pool has no token: it is live while its lock-less status says so.
-        while TransferState(id: token, store: store)?.isRunning == true {
-            try? await Task.sleep(for: .milliseconds(200))
-            drain()
-        }
-        drain()
+        await Jobs.follow(fd, id: token, store: store, until: follow) { Output.stdout($0) }
     }
 }
