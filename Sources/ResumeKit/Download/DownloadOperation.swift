@@ -28,10 +28,9 @@ final class DownloadOperation: ExchangeDelegate {
     private var localError: String?
     private var receivedThisAttempt: Int64 = 0
     /// A resume's overlap: the bytes on disk that the first bytes of the body must equal before anything is
-    /// appended, and how many of them matched so far. The head is accepted only once they all did.
-    private var overlap: [UInt8]?
-    private var overlapMatched = 0
-    private var overlapHead: (from: Int64, effectiveURL: String)?
+    /// written, and the URL the answer came from.
+    private var overlap = OverlapCheck.none
+    private var overlapURL = ""
     private var started = false
     /// A short download never writes a token: it ends before its first checkpoint is due.
     private var tokenOnDisk: Bool
@@ -167,7 +166,7 @@ final class DownloadOperation: ExchangeDelegate {
     func exchange(head: ResponseHead, effectiveURL: String) -> Bool {
         let d = machine.evaluate(head, requestedOffset: requestedOffset)
         decision = d
-        overlap = nil
+        overlap = .none
         guard case .write(let from, let restarted) = d else { return false }
         if restarted == nil, from == requestedOffset, from < part.length {
             // A resume: the body starts with bytes we hold. Compare them before accepting anything.
@@ -176,9 +175,8 @@ final class DownloadOperation: ExchangeDelegate {
                 var held = [UInt8](repeating: 0, count: count)
                 let read = try held.withUnsafeMutableBytes { try part.read(at: from, into: $0) }
                 guard read == count else { throw Errno.ioError }
-                overlap = held
-                overlapMatched = 0
-                overlapHead = (from, effectiveURL)
+                overlap = OverlapCheck(held: held, from: from)
+                overlapURL = effectiveURL
                 return true
             } catch {
                 localError = "cannot read \(part.path): \(error)"
@@ -224,24 +222,19 @@ final class DownloadOperation: ExchangeDelegate {
     /// Compares the body's first bytes with the overlap; returns the rest of the body, or nil when they
     /// differ (then `decision` says the file changed and the transfer is aborted).
     private func checkOverlap(_ body: UnsafeRawBufferPointer) -> UnsafeRawBufferPointer? {
-        guard let held = overlap, let (from, effectiveURL) = overlapHead, !body.isEmpty else { return body }
-        let take = min(body.count, held.count - overlapMatched)
-        let same = held.withUnsafeBytes { h in
-            memcmp(h.baseAddress! + overlapMatched, body.baseAddress!, take) == 0
-        }
-        guard same else {
-            overlap = nil
-            decision = machine.overlapDiffers(at: from + Int64(overlapMatched))
+        guard !overlap.isComplete else { return body }
+        switch overlap.consume(body) {
+        case .differs(let offset):
+            overlap = .none
+            decision = machine.overlapDiffers(at: offset)
             return nil
-        }
-        overlapMatched += take
-        if overlapMatched == held.count {
-            overlap = nil
+        case .matched(let rest):
+            guard overlap.isComplete else { return rest }
             // The bytes agree: now the response continues exactly where the data on disk ends.
+            overlap = .none
             decision = .write(from: part.length, restarted: nil)
-            guard accept(from: part.length, restarted: nil, effectiveURL: effectiveURL) else { return nil }
+            return accept(from: part.length, restarted: nil, effectiveURL: overlapURL) ? rest : nil
         }
-        return UnsafeRawBufferPointer(rebasing: body[take...])
     }
 
     func exchange(body received: UnsafeRawBufferPointer) -> Bool {

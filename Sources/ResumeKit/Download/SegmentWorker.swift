@@ -36,8 +36,7 @@ final class SegmentWorker: ExchangeDelegate, @unchecked Sendable {
     private var writeError: String?
     private var receivedThisAttempt: Int64 = 0
     /// The bytes on disk the start of this attempt's body must equal (see `SegmentRules.resumeStart`).
-    private var overlap: [UInt8] = []
-    private var overlapMatched = 0
+    private var overlap = OverlapCheck.none
     private var requestedFrom: Int64 = 0
 
     init(
@@ -100,8 +99,7 @@ final class SegmentWorker: ExchangeDelegate, @unchecked Sendable {
         guard let held = readHeld(from: requestedFrom) else {
             return .done(report(.failed(TransferError(.localIO, "cannot read \(path): \(String(cString: strerror(errno)))"))))
         }
-        overlap = held
-        overlapMatched = 0
+        overlap = OverlapCheck(held: held, from: requestedFrom)
         decision = nil
         writeError = nil
         receivedThisAttempt = 0
@@ -136,15 +134,12 @@ final class SegmentWorker: ExchangeDelegate, @unchecked Sendable {
 
     func exchange(body received: UnsafeRawBufferPointer) -> Bool {
         var body = received
-        if overlapMatched < overlap.count, !body.isEmpty {
-            let take = min(body.count, overlap.count - overlapMatched)
-            let same = overlap.withUnsafeBytes { memcmp($0.baseAddress! + overlapMatched, body.baseAddress!, take) == 0 }
-            guard same else {
-                decision = SegmentRules.overlapDiffers(at: requestedFrom + Int64(overlapMatched))
-                return false
-            }
-            overlapMatched += take
-            body = UnsafeRawBufferPointer(rebasing: body[take...])
+        switch overlap.consume(body) {
+        case .differs(let offset):
+            decision = SegmentRules.overlapDiffers(at: offset)
+            return false
+        case .matched(let rest):
+            body = rest
             if body.isEmpty { return true }
         }
         guard start + written + Int64(gatherer.count) + Int64(body.count) <= end + 1 else {

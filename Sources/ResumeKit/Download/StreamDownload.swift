@@ -29,8 +29,7 @@ final class StreamDownload: ExchangeDelegate {
     private var requestedOffset: Int64 = 0
     /// Body bytes of this response still to drop (before the overlap) or to compare (the overlap).
     private var skip: Int64 = 0
-    private var compare: [UInt8] = []
-    private var compared = 0
+    private var overlap = OverlapCheck.none
     private var decision: DownloadStateMachine.Decision?
     private var failure: TransferError?
     private var receivedThisAttempt: Int64 = 0
@@ -125,8 +124,7 @@ final class StreamDownload: ExchangeDelegate {
         let start = min(from, written)
         let overlapFrom = max(start, written - Int64(ring.count))
         skip = overlapFrom - start
-        compare = ring.suffix(Int(written - overlapFrom))
-        compared = 0
+        overlap = OverlapCheck(held: ring.suffix(Int(written - overlapFrom)), from: overlapFrom)
         if !started {
             started = true
             emit(.started(kind: .download, url: url, path: "-", offset: 0, total: machine.resource?.totalBytes))
@@ -141,15 +139,12 @@ final class StreamDownload: ExchangeDelegate {
             skip -= Int64(drop)
             body = UnsafeRawBufferPointer(rebasing: body[drop...])
         }
-        if compared < compare.count, !body.isEmpty {
-            let take = min(body.count, compare.count - compared)
-            let same = compare.withUnsafeBytes { memcmp($0.baseAddress! + compared, body.baseAddress!, take) == 0 }
-            guard same else {
-                failure = changed(DownloadStateMachine.overlapReason(at: written - Int64(compare.count) + Int64(compared)))
-                return false
-            }
-            compared += take
-            body = UnsafeRawBufferPointer(rebasing: body[take...])
+        switch overlap.consume(body) {
+        case .differs(let offset):
+            failure = changed(DownloadStateMachine.overlapReason(at: offset))
+            return false
+        case .matched(let rest):
+            body = rest
         }
         guard !body.isEmpty else { return true }
         var rest = body
