@@ -34,7 +34,10 @@ struct OverlapCheck {
         guard !isComplete, !body.isEmpty else { return .matched(rest: body) }
         let take = min(body.count, held.count - matched)
         let same = held.withUnsafeBytes { memcmp($0.baseAddress! + matched, body.baseAddress!, take) == 0 }
-        guard same else { return .differs(at: from + Int64(matched)) }
+        guard same else {
+            let first = (0..<take).first { held[matched + $0] != body[$0] } ?? 0
+            return .differs(at: from + Int64(matched + first))
+        }
         matched += take
         return .matched(rest: UnsafeRawBufferPointer(rebasing: body[take...]))
     }
