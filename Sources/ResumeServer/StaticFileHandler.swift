@@ -29,6 +29,8 @@ final class StaticFileHandler: ChannelDuplexHandler {
         var admission: UploadAdmission
         /// Behind TLS, where a `FileRegion` cannot go: file bodies are read into buffers instead.
         var secure: Bool = false
+        /// With `--store s3://`: objects are served instead of files (``serveObject(context:head:components:objects:)``).
+        var objects: S3Objects? = nil
     }
 
     private enum Mode {
@@ -42,8 +44,8 @@ final class StaticFileHandler: ChannelDuplexHandler {
         case forwarding(requestEnded: Bool)
     }
 
-    private let settings: Settings
-    private let threadPool: NIOThreadPool
+    let settings: Settings
+    let threadPool: NIOThreadPool
     private var mode = Mode.idle
     private var requestVersion = HTTPVersion.http1_1
     private var keepAlive = true
@@ -126,7 +128,7 @@ final class StaticFileHandler: ChannelDuplexHandler {
 
     static let allowed = "GET, HEAD, PUT, POST, OPTIONS"
 
-    private static func pathOnly(_ target: String) -> String {
+    static func pathOnly(_ target: String) -> String {
         String(target.prefix { $0 != "?" && $0 != "#" })
     }
 
@@ -160,6 +162,10 @@ final class StaticFileHandler: ChannelDuplexHandler {
             components = try SafePath.components(ofTarget: head.uri)
         } catch {
             respond(context: context, head: head, refusal: error)
+            return
+        }
+        if let objects = settings.objects {
+            serveObject(context: context, head: head, components: components, objects: objects)
             return
         }
         let root = settings.root
@@ -199,7 +205,7 @@ final class StaticFileHandler: ChannelDuplexHandler {
         case redirect(String)
     }
 
-    private static let pageHeaders = [
+    static let pageHeaders = [
         ("Content-Security-Policy", FolderPage.contentSecurityPolicy),
         ("X-Content-Type-Options", "nosniff"),
         ("Cache-Control", "no-store"),
@@ -301,7 +307,7 @@ final class StaticFileHandler: ChannelDuplexHandler {
 
     private static let bufferedChunk = 256 * 1024
 
-    private func respond(context: ChannelHandlerContext, head: HTTPRequestHead, refusal: PathRefusal) {
+    func respond(context: ChannelHandlerContext, head: HTTPRequestHead, refusal: PathRefusal) {
         let status: HTTPResponseStatus =
             switch refusal {
             case .malformed: .badRequest
@@ -312,7 +318,7 @@ final class StaticFileHandler: ChannelDuplexHandler {
     }
 
     /// An answer without a file: a short text body (none for HEAD, though its length is announced).
-    private func respond(
+    func respond(
         context: ChannelHandlerContext,
         head: HTTPRequestHead,
         status: HTTPResponseStatus,
@@ -348,7 +354,7 @@ final class StaticFileHandler: ChannelDuplexHandler {
         respond(context: context, head: head, status: status, extra: extra)
     }
 
-    private func finish(context: ChannelHandlerContext, then cleanup: @escaping () -> Void) {
+    func finish(context: ChannelHandlerContext, then cleanup: @escaping () -> Void) {
         // Captured now: writing `.end` lets the pipelining handler deliver the next request,
         // which resets this handler's per-request state before the write completes.
         let request = requestNumber
@@ -365,7 +371,7 @@ final class StaticFileHandler: ChannelDuplexHandler {
         }
     }
 
-    private func baseHeaders(now: Int64) -> HTTPHeaders {
+    func baseHeaders(now: Int64) -> HTTPHeaders {
         var headers = HTTPHeaders()
         headers.add(name: "Date", value: IMFDate.format(epochSeconds: now))
         if !keepAlive {
