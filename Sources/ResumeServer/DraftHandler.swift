@@ -378,7 +378,9 @@ final class DraftHandler: ChannelDuplexHandler {
         settings.log?("upload \(exchange?.head.uri ?? "") failed: \(failure.reason)")
         var fields: [(String, String)] = []
         if failure.status == 503 { fields.append(("Retry-After", "\(UploadAdmission.retryAfterBusy)")) }
-        answer(context: context, status: failure.status, fields: fields)
+        // The draft has no 423: an upload another instance is appending to is a conflict, and its
+        // client asks for the offset again.
+        answer(context: context, status: failure.status == 423 ? 409 : failure.status, fields: fields)
     }
 
     private func answer(context: ChannelHandlerContext, _ answer: DraftMachine.Answer) {

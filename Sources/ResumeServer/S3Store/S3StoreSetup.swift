@@ -30,6 +30,8 @@ enum S3StoreSetup {
             case .failed(let reason): throw .storeUnreachable(store: location.description, reason: reason)
             }
         }
+        // The id its lock grants carry: an operator (or a test) can tell whose lock an object is.
+        log?("uploads kept in \(location), instance \(instance)")
         return S3Backend(
             store: S3UploadStore(client: client, keys: keys), partSize: configuration.partSize, instance: instance,
             lockLifetime: lifetime, singleInstance: configuration.singleInstance, log: log)

@@ -1,0 +1,97 @@
+import Foundation
+import ResumeKit
+import Testing
+
+@testable import ResumeServer
+
+/// `serve --store s3://` against moto's S3 server with signatures checked: the lock on S3 itself, and
+/// uploads (IETF draft and tus, by `resumectl upload`) through three instances behind nginx round-robin,
+/// cut by the fault proxy, one instance killed with SIGKILL mid-PATCH, and two clients racing.
+@Suite("serve S3 store")
+struct ServeS3StoreTests {
+    static let MiB = 1 << 20
+
+    static func client(_ moto: MotoServer, bucket: String, prefix: String, home: String) throws -> S3Client {
+        let target = try S3Target(
+            S3Location(bucket: bucket, key: prefix), choices: S3Choices(endpoint: moto.endpoint), forcePathStyle: false,
+            environment: moto.environment(home: home))
+        return S3Client(target: target)
+    }
+
+    @Test("the lock on moto: taken, busy for another instance, expired and taken over, lost by the old holder, released; the probe finds conditional writes")
+    func lockOnMoto() async throws {
+        let moto = try await MotoServer()
+        try await moto.createBucket("locks")
+        let home = try TempDirectory()
+        let client = try Self.client(moto, bucket: "locks", prefix: "p/", home: home.path)
+        let keys = S3UploadKeys(prefix: "p/")
+        #expect(S3ConditionalProbe.run(client, keys: keys, instance: "probe") == .supported)
+        let key = keys.lock("0123456789abcdef0123456789abcdef")
+        let a = S3Lock(client: client, key: key, holder: "a", lifetime: 1500)
+        let b = S3Lock(client: client, key: key, holder: "b", lifetime: 1500)
+        #expect(a.acquire() == .held)
+        #expect(a.mayWrite)
+        guard case .busy(let grant) = b.acquire() else {
+            Issue.record("b took a live lock")
+            return
+        }
+        #expect(grant?.holder == "a")
+        try await Task.sleep(for: .milliseconds(1700))
+        #expect(!a.mayWrite)
+        #expect(b.acquire() == .held, "an expired lock is taken over")
+        #expect(a.renewIfDue() == .lost, "the old holder finds it lost at its next renewal")
+        a.release()
+        #expect(b.mayWrite, "the old holder's release deletes nothing of b's")
+        b.release()
+        let c = S3Lock(client: client, key: key, holder: "c", lifetime: 1500)
+        #expect(c.acquire() == .held, "a released lock is free at once")
+        c.release()
+        #expect(try await moto.keys("locks").isEmpty)
+    }
+
+    @Test("--store with a malformed URL or no credentials: one line, exit 64")
+    func badStore() async throws {
+        let home = try TempDirectory()
+        let r = try await runProcess(resumectlBinary, ["serve", "--store", "s3://x/", "--port", "0"],
+                                     environment: MotoServer.baseEnvironment(home: home.path), inheritEnvironment: false)
+        #expect(r.status == 64, "\(r)")
+        #expect(r.stderr.split(separator: "\n").count == 1 && r.stderr.contains("--store"), "\(r)")
+        let none = try await runProcess(
+            resumectlBinary, ["serve", "--store", "s3://bucket/p/", "--endpoint-url", "http://127.0.0.1:9", "--port", "0"],
+            environment: MotoServer.baseEnvironment(home: home.path), inheritEnvironment: false)
+        #expect(none.status == 64 && none.stderr.contains("no AWS credentials"), "\(none)")
+    }
+
+    @Test("resumectl upload through three instances behind nginx round-robin, cut five times: the object is the file, every instance served",
+          arguments: ["ietf", "tus"])
+    func throughThreeInstances(protocol name: String) async throws {
+        let cluster = try await S3ServeCluster(instances: 3)
+        let w = try Workspace()
+        let size = 13 * Self.MiB + 12345
+        let digest = try makeRandomFile(path: w.path("www/big.bin"), size: size, seed: name == "tus" ? 3401 : 3402)
+        let plan = Fault.randomCuts(seed: 34, count: 5, direction: .upstream, bytes: 700_000...3_000_000)
+            .map { $0.throttled(bytesPerSecond: 12_000_000) }
+        let proxy = try FaultProxy(upstreamPort: cluster.nginx.port, plan: plan)
+        let target = name == "tus" ? proxy.url(for: "in/") : proxy.url(for: "in/big.bin")
+        let r = try await w.run(["upload", w.path("www/big.bin"), target, "--protocol", name,
+                                 "--retries", "100", "--retry-delay", "0.1"], timeout: .seconds(240))
+        let logs = (0..<3).map { cluster.requests($0) }
+        #expect(r.status == 0, "\(r) \(logs)")
+        #expect(try await cluster.moto.sha256(cluster.bucket, cluster.key("in/big.bin")) == digest)
+        let cuts = proxy.connections.filter(\.triggered).count
+        #expect(cuts >= 3, "\(proxy.connections)")
+        for (index, log) in logs.enumerated() {
+            #expect(!log.isEmpty, "instance \(index) served no request: \(logs)")
+        }
+        #expect(try await cluster.moto.uploads(cluster.bucket).isEmpty, "no multipart upload left open")
+        // Served back through the balancer: a ranged GET with S3's ETag as the validator.
+        let head = try await cluster.moto.head(cluster.bucket, cluster.key("in/big.bin"))
+        let ranged = try await runProcess("curl", ["-sS", "-D", "-", "-o", w.path("out/part"), "-r", "1000-1999",
+                                                   cluster.url + "/in/big.bin"])
+        #expect(ranged.stdout.contains("206") && ranged.stdout.contains(head.etag), "\(ranged)")
+        let part = try Data(contentsOf: URL(fileURLWithPath: w.path("out/part")))
+        let source = try FileHandle(forReadingFrom: URL(fileURLWithPath: w.path("www/big.bin")))
+        try source.seek(toOffset: 1000)
+        #expect(part == source.readData(ofLength: 1000))
+    }
+}
