@@ -9,13 +9,15 @@ import ResumeKit
 /// request with 423) and reads the upload back under it: the offset S3 holds must be the one the
 /// request was admitted at (else 409), and the tail's bytes open the next part. Before each write the
 /// lock is renewed when due; a lock lost (another instance took it over) or about to run out stops the
-/// request at once with 423, so two writers never interleave. Memory holds at most a part and
-/// ``highWater`` more — except a body a checksum must vouch for (a tus append with `Upload-Checksum`):
+/// request at once with 423, so two writers never interleave. Up to ``partsAtOnce`` parts are sent at
+/// once; memory holds those, a part and ``highWater`` more — except a body a checksum must vouch for (a tus append with `Upload-Checksum`):
 /// parts cannot be taken back once stored, so such a body is held whole until it has ended well (at
 /// most ``vouchedLimit``; a larger one is refused with 413). Lives on one event loop; S3 calls run on
 /// the thread pool.
 final class S3Appender: UploadSink {
     private static let highWater = 4 << 20
+    /// Parts sent to S3 at once, as `aws s3 cp` sends (its default is more).
+    private static let partsAtOnce = 4
     static let vouchedLimit = 64 << 20
 
     private let backend: S3Backend
@@ -23,16 +25,21 @@ final class S3Appender: UploadSink {
     private let start: Int64
     private var lock: S3Lock?
     private var upload: S3UploadRecord?
+    /// Every part stored, in any order (one may have failed between two that did not).
     private var parts: [ListedPart] = []
-    /// Bytes of the tail object that count (0 once a part took them, even before its delete).
+    /// The tail object's size, and the part number it opens.
     private var tailBytes: Int64 = 0
+    private var tailPart = 1
+    /// The number the next part gets.
+    private var nextNumber = 1
+    private var inFlight = 0
+    private var tailInFlight = false
     /// Bytes not yet on S3, the old tail's first.
     private var buffer: [UInt8] = []
     /// Bytes of this request received while opening (they go after the tail).
     private var early: [UInt8] = []
     private var receivedHere: Int64 = 0
     private var opening = true
-    private var writing = false
     private var ending: Bool?
     private var failure: UploadFailure?
     private var completion: ((UploadAppender.Ending) -> Void)?
@@ -81,7 +88,9 @@ final class S3Appender: UploadSink {
                 self.lock = opened.lock
                 self.upload = opened.upload
                 self.parts = opened.parts
+                self.nextNumber = opened.parts.count + 1
                 self.tailBytes = Int64(opened.tail.count)
+                self.tailPart = self.nextNumber
                 self.buffer = opened.tail + self.early
             case .failure(let error):
                 self.failed(UploadFailure(error))
@@ -122,59 +131,77 @@ final class S3Appender: UploadSink {
         pump()
     }
 
-    /// Starts the next part or the tail, or the settling; one thing at a time.
+    /// Starts parts (up to ``partsAtOnce`` in flight), then at the end of the body the last piece (a part
+    /// or the tail) once no part is in flight, then the settling.
     private func pump() {
-        guard !writing, !opening else { return }
-        guard failure == nil, let upload else {
-            if ending != nil { settle() }
+        guard !opening, !tailInFlight else { return }
+        guard failure == nil, let upload, ending != false else {
+            if ending != nil && inFlight == 0 { settle() }
             return
         }
-        let keep = ending ?? true
         if holdsBody && ending == nil { return }
-        guard keep, let piece = backend.cutter.next(buffered: Int64(buffer.count), ending: ending != nil) else {
-            if ending != nil { settle() }
-            return
+        while inFlight < Self.partsAtOnce, Int64(buffer.count) >= backend.cutter.partSize {
+            send(.part(backend.cutter.partSize), upload: upload)
         }
+        guard ending == true, inFlight == 0 else { return }
+        if let piece = backend.cutter.next(buffered: Int64(buffer.count), ending: true) {
+            send(piece, upload: upload)
+        } else {
+            settle()
+        }
+    }
+
+    /// Takes `piece` off the front of the buffer and stores it on the thread pool.
+    private func send(_ piece: S3PartCutter.Piece, upload: S3UploadRecord) {
         let store = backend.store
         let lock = lock
-        let number = parts.count + 1
-        let tailOnS3 = tailBytes > 0
+        let number = nextNumber
+        // The tail's bytes open the part numbered as it says; once that part is stored the tail is stale.
+        let takesTail = tailBytes > 0 && number == tailPart
         let bytes: [UInt8]
         switch piece {
         case .part(let count), .tail(let count):
             bytes = Array(buffer[0..<Int(count)])
+            buffer.removeFirst(Int(count))
         }
-        writing = true
+        if case .part = piece {
+            nextNumber += 1
+            inFlight += 1
+        } else {
+            tailInFlight = true
+        }
         setup.threadPool.runIfActive(eventLoop: setup.eventLoop) { () throws -> ListedPart? in
             try S3Appender.checkLock(lock)
             switch piece {
             case .part:
                 let part = try store.uploadPart(upload, number: number, bytes)
-                // The tail's bytes are in this part now; a crash before this delete leaves a stale tail,
-                // which names a part number now taken and so counts for nothing.
-                if tailOnS3 { try? store.deleteTail(upload.id) }
+                // A crash before this delete leaves a stale tail: it names a part number now taken.
+                if takesTail { try? store.deleteTail(upload.id) }
                 return part
             case .tail:
                 try store.putTail(upload.id, part: number, bytes)
                 return nil
             }
         }.assumeIsolated().whenComplete { result in
-            self.writing = false
+            if case .part = piece { self.inFlight -= 1 } else { self.tailInFlight = false }
             switch result {
-            case .success(let part):
-                if let part {
-                    self.parts.append(part)
-                    self.tailBytes = 0
-                } else {
-                    self.tailBytes = Int64(bytes.count)
-                }
-                self.buffer.removeFirst(bytes.count)
+            case .success(let part?):
+                self.parts.append(part)
+            case .success(nil):
+                self.tailBytes = Int64(bytes.count)
+                self.tailPart = number
             case .failure(let error):
                 self.failed(UploadFailure(error))
             }
             if self.wantsMore { self.resumeReading?() }
             self.pump()
         }
+    }
+
+    /// What S3 now holds in order: parts 1…n without a gap, and the tail when it opens part n+1.
+    private var storedOffset: Int64 {
+        let progress = S3UploadProgress(parts: parts, tail: tailBytes > 0 ? .init(size: tailBytes, part: tailPart) : nil)
+        return progress.offset
     }
 
     /// Renews the lock when due; throws 423 when it is lost or too close to running out to write.
@@ -191,6 +218,7 @@ final class S3Appender: UploadSink {
         guard self.failure == nil else { return }
         self.failure = failure
         buffer = []
+        early = []
         onFailure?(failure)
     }
 
@@ -198,10 +226,9 @@ final class S3Appender: UploadSink {
     private func settle() {
         guard ending != nil, let completion else { return }
         self.completion = nil
-        writing = true
         var record = setup.record
         // Not opened (refused, or S3 failed): the upload is where it was.
-        if upload != nil { record.offset = parts.reduce(0) { $0 + $1.size } + tailBytes }
+        if upload != nil { record.offset = storedOffset }
         record.expires = WallClock.millis() + setup.expiry
         let store = backend.store
         let upload = upload
