@@ -218,41 +218,12 @@ final class StaticFileHandler: ChannelDuplexHandler {
         }
         let identity = file.identity
         let now = Int64(time(nil))
-        let decision =
-            head.method == .GET
-            ? RangeRequest.decide(
-                range: head.headers["range"].first,
-                ifRange: head.headers["if-range"].first,
-                length: identity.size,
-                etag: identity.etag,
-                lastModified: identity.lastModified,
-                lastModifiedIsStrong: identity.lastModifiedIsStrong(now: now)
-            )
-            : .full
-
+        let answer = RangedAnswer(
+            method: head.method, headers: head.headers, size: identity.size, etag: identity.etag,
+            lastModified: identity.lastModified, lastModifiedIsStrong: identity.lastModifiedIsStrong(now: now))
+        let (status, bytes) = (answer.status, answer.bytes)
         var headers = baseHeaders(now: now)
-        headers.add(name: "ETag", value: identity.etag)
-        headers.add(name: "Last-Modified", value: identity.lastModified)
-        headers.add(name: "Accept-Ranges", value: "bytes")
-        let status: HTTPResponseStatus
-        let bytes: Range<Int64>
-        switch decision {
-        case .full:
-            status = .ok
-            bytes = 0..<identity.size
-        case .partial(let first, let last):
-            status = .partialContent
-            bytes = first..<(last + 1)
-            headers.add(name: "Content-Range", value: "bytes \(first)-\(last)/\(identity.size)")
-        case .unsatisfiable:
-            status = .rangeNotSatisfiable
-            bytes = 0..<0
-            headers.add(name: "Content-Range", value: "bytes */\(identity.size)")
-        }
-        if status != .rangeNotSatisfiable {
-            headers.add(name: "Content-Type", value: "application/octet-stream")
-        }
-        headers.add(name: "Content-Length", value: "\(bytes.count)")
+        headers.add(contentsOf: answer.fields)
 
         let responseHead = HTTPResponseHead(version: head.version, status: status, headers: headers)
         context.write(wrapOutboundOut(.head(responseHead)), promise: nil)

@@ -37,34 +37,12 @@ extension StaticFileHandler {
 
     private func respond(context: ChannelHandlerContext, head: HTTPRequestHead, object: S3Objects.Info, objects: S3Objects, components: [String]) {
         guard context.channel.isActive else { return }
-        let now = Int64(time(nil))
-        let decision =
-            head.method == .GET
-            ? RangeRequest.decide(
-                range: head.headers["range"].first, ifRange: head.headers["if-range"].first, length: object.size,
-                etag: object.etag, lastModified: object.lastModified, lastModifiedIsStrong: false)
-            : .full
-        var headers = baseHeaders(now: now)
-        headers.add(name: "ETag", value: object.etag)
-        if !object.lastModified.isEmpty { headers.add(name: "Last-Modified", value: object.lastModified) }
-        headers.add(name: "Accept-Ranges", value: "bytes")
-        let status: HTTPResponseStatus
-        let bytes: Range<Int64>
-        switch decision {
-        case .full:
-            status = .ok
-            bytes = 0..<object.size
-        case .partial(let first, let last):
-            status = .partialContent
-            bytes = first..<(last + 1)
-            headers.add(name: "Content-Range", value: "bytes \(first)-\(last)/\(object.size)")
-        case .unsatisfiable:
-            status = .rangeNotSatisfiable
-            bytes = 0..<0
-            headers.add(name: "Content-Range", value: "bytes */\(object.size)")
-        }
-        if status != .rangeNotSatisfiable { headers.add(name: "Content-Type", value: "application/octet-stream") }
-        headers.add(name: "Content-Length", value: "\(bytes.count)")
+        let answer = RangedAnswer(
+            method: head.method, headers: head.headers, size: object.size, etag: object.etag,
+            lastModified: object.lastModified, lastModifiedIsStrong: false)
+        let (status, bytes) = (answer.status, answer.bytes)
+        var headers = baseHeaders(now: Int64(time(nil)))
+        headers.add(contentsOf: answer.fields)
         context.write(wrapOutboundOut(.head(HTTPResponseHead(version: head.version, status: status, headers: headers))), promise: nil)
         guard head.method == .GET && !bytes.isEmpty else {
             finish(context: context) {}
