@@ -212,13 +212,59 @@ struct ServeS3StoreTests {
         let created = try await curl(["-D", "-", "-o", "/dev/null", "-X", "POST", "-H", "Tus-Resumable: 1.0.0",
                                       "-H", "Upload-Length: 100000", base + "/docs/late.bin"])
         #expect(created.stdout.contains("201"), "\(created)")
-        #expect(try await cluster.moto.uploads(cluster.bucket).count == 1)
         let deadline = ContinuousClock.now + .seconds(30)
         while try await !cluster.moto.uploads(cluster.bucket).isEmpty, ContinuousClock.now < deadline {
             try await Task.sleep(for: .milliseconds(500))
         }
         #expect(try await cluster.moto.uploads(cluster.bucket).isEmpty, "\(cluster.instances[0].stderrSoFar)")
+        // The sweep says what it aborted (the 201 said the multipart upload had been created).
+        #expect(cluster.instances[0].stderrSoFar.contains("upload /docs/late.bin expired, its multipart upload aborted"),
+                "\(cluster.instances[0].stderrSoFar)")
         let left = try await cluster.moto.keys(cluster.bucket).filter { $0.contains(".resumectl-uploads") }
         #expect(left.isEmpty, "\(left)")
+    }
+
+    static let pageScript = ServeFolderPageTests.chromium + #"""
+        url, path = sys.argv[1], sys.argv[2]
+        state = None
+        try:
+            driver.get(url)
+            driver.find_element(By.ID, "picker").send_keys(path)
+            deadline = time.time() + 240
+            while time.time() < deadline:
+                state = driver.find_element(By.CSS_SELECTOR, "#uploads li").get_attribute("data-state")
+                if state == "done" or (state or "").startswith("failed"):
+                    break
+                time.sleep(0.25)
+        finally:
+            driver.quit()
+        print(json.dumps({"final": state}), flush=True)
+        """#
+
+    @Test("tuspy in 1 MiB PATCHes and the folder page in headless chromium, through the balancer over three instances: both objects are their files")
+    func otherClientsThroughTheBalancer() async throws {
+        let cluster = try await S3ServeCluster(instances: 3, verify: false)
+        let w = try Workspace()
+        let tusDigest = try makeRandomFile(path: w.path("www/t.bin"), size: 7 * Self.MiB + 5, seed: 3409)
+        let pageDigest = try makeRandomFile(path: w.path("www/p.bin"), size: 6 * Self.MiB + 9, seed: 3410)
+        let tuspy = """
+            import sys
+            from tusclient import client
+            c = client.TusClient(sys.argv[1])
+            u = c.uploader(sys.argv[2], chunk_size=1 << 20, metadata={"filename": "t.bin", "filetype": "application/octet-stream"},
+                           retries=10, retry_delay=1)
+            u.upload()
+            """
+        let t = try await runProcess("python3", ["-c", tuspy, cluster.url + "/in/", w.path("www/t.bin")], timeout: .seconds(180))
+        #expect(t.status == 0, "tuspy (make deps installs it): \(t)")
+        #expect(try await cluster.moto.sha256(cluster.bucket, cluster.key("in/t.bin")) == tusDigest)
+        try Self.pageScript.write(toFile: w.path("page.py"), atomically: true, encoding: .utf8)
+        let page = try await runProcess("python3", [w.path("page.py"), cluster.url + "/in/", w.path("www/p.bin")], timeout: .seconds(300))
+        let line = try #require(page.stdoutLines.last, "chromium, chromium-driver and selenium (make deps installs them): \(page)")
+        #expect(line.contains("\"done\""), "\(page)")
+        #expect(try await cluster.moto.sha256(cluster.bucket, cluster.key("in/p.bin")) == pageDigest)
+        let patches = (0..<3).map { i in cluster.requests(i).filter { $0.hasPrefix("PATCH ") }.count }
+        #expect(patches.allSatisfy { $0 > 0 }, "every instance took PATCHes: \(patches)")
+        #expect(try await cluster.moto.uploads(cluster.bucket).isEmpty)
     }
 }
