@@ -224,6 +224,20 @@ struct ServeS3StoreTests {
         #expect(left.isEmpty, "\(left)")
     }
 
+    @Test("--single-instance: no lock objects, no probe; an upload cut by the proxy still lands whole")
+    func singleInstance() async throws {
+        let cluster = try await S3ServeCluster(instances: 1, extra: ["--single-instance"])
+        let w = try Workspace()
+        let digest = try makeRandomFile(path: w.path("www/s.bin"), size: 11 * Self.MiB + 1, seed: 3413)
+        let proxy = try FaultProxy(upstreamPort: cluster.ports[0], plan: [.cutAfterUpstream(bytes: 2_000_000), .cutAfterUpstream(bytes: 3_000_000)])
+        let r = try await w.run(["upload", w.path("www/s.bin"), proxy.url(for: "in/s.bin"), "--retries", "20", "--retry-delay", "0.1"])
+        #expect(r.status == 0, "\(r) \(cluster.instances[0].stderrSoFar)")
+        #expect(try await cluster.moto.sha256(cluster.bucket, cluster.key("in/s.bin")) == digest)
+        #expect(proxy.connections.filter(\.triggered).count >= 1, "\(proxy.connections)")
+        let keys = try await cluster.moto.keys(cluster.bucket)
+        #expect(!keys.contains { $0.hasSuffix(".lock") || $0.contains("probe-") }, "\(keys)")
+    }
+
     static let pageScript = ServeFolderPageTests.chromium + #"""
         url, path = sys.argv[1], sys.argv[2]
         state = None
