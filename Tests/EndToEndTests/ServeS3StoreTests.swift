@@ -238,6 +238,40 @@ struct ServeS3StoreTests {
         #expect(!keys.contains { $0.hasSuffix(".lock") || $0.contains("probe-") }, "\(keys)")
     }
 
+    @Test("a slow upload outlives several lifetimes of its lock (--lock-seconds 2): renewed on a timer while it writes, never expired on S3, never refused")
+    func lockRenewedWhileWriting() async throws {
+        let cluster = try await S3ServeCluster(instances: 2, extra: ["--lock-seconds", "2"])
+        let w = try Workspace()
+        let digest = try makeRandomFile(path: w.path("www/slow.bin"), size: 12 * Self.MiB, seed: 3414)
+        let client = try w.start(["upload", w.path("www/slow.bin"), cluster.url + "/in/slow.bin", "--limit-rate", "2M",
+                                  "--retries", "3"])
+        defer { client.send(signal: SIGKILL) }
+        let s3 = try Self.client(cluster.moto, bucket: cluster.bucket, prefix: "inbox/", home: cluster.home.path)
+        var lockKey: String?
+        while lockKey == nil && client.isRunning {
+            lockKey = try await cluster.moto.keys(cluster.bucket).first { $0.hasSuffix(".lock") }
+        }
+        // Sampled from S3 while the request writes: the grant never lies in the past (a part takes
+        // longer than the lock lives, so renewing only when a part starts would let it run out).
+        var samples = 0
+        var expired: [Int64] = []
+        while let key = lockKey, client.isRunning {
+            if let held = try? s3.send("GET", key: key), held.isSuccess, let grant = S3LockMachine.Grant(held.body) {
+                samples += 1
+                let late = WallClock.millis() - grant.expires
+                if late > 0 { expired.append(late) }
+            }
+            try await Task.sleep(for: .milliseconds(100))
+        }
+        let r = try await client.wait(timeout: .seconds(120))
+        let logs = (0..<2).map { cluster.requests($0) }
+        #expect(r.status == 0, "\(r) \(logs)")
+        #expect(try await cluster.moto.sha256(cluster.bucket, cluster.key("in/slow.bin")) == digest)
+        #expect(samples >= 10, "\(samples) samples of the lock")
+        #expect(expired.isEmpty, "the lock had run out by \(expired) ms in \(expired.count) of \(samples) samples")
+        #expect(!logs.joined().contains { $0.contains(" 409 ") || $0.contains(" 423 ") }, "\(logs)")
+    }
+
     static let pageScript = ServeFolderPageTests.chromium + #"""
         url, path = sys.argv[1], sys.argv[2]
         state = None

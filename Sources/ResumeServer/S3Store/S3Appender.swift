@@ -43,6 +43,9 @@ final class S3Appender: UploadSink {
     private var ending: Bool?
     private var failure: UploadFailure?
     private var completion: ((UploadAppender.Ending) -> Void)?
+    /// Renews the lock on a timer while the request holds it, whether or not a part is starting (parts
+    /// slow to store could otherwise leave it unrenewed until too little of it is left to write).
+    private var renewing: Scheduled<Void>?
     var resumeReading: (() -> Void)?
     var onFailure: ((UploadFailure) -> Void)?
 
@@ -92,6 +95,7 @@ final class S3Appender: UploadSink {
                 self.tailBytes = Int64(opened.tail.count)
                 self.tailPart = self.nextNumber
                 self.buffer = opened.tail + self.early
+                self.keepRenewing(opened.lock)
             case .failure(let error):
                 self.failed(UploadFailure(error))
             }
@@ -204,6 +208,24 @@ final class S3Appender: UploadSink {
         return progress.offset
     }
 
+    private func keepRenewing(_ lock: S3Lock?) {
+        guard let lock, ending == nil || inFlight > 0 || tailInFlight || completion != nil else { return }
+        let every = TimeAmount.milliseconds(max(backend.lockLifetime / 6, 100))
+        let threadPool = setup.threadPool
+        let eventLoop = setup.eventLoop
+        renewing = eventLoop.assumeIsolated().scheduleTask(in: every) {
+            guard self.renewing != nil else { return }
+            threadPool.runIfActive(eventLoop: eventLoop) { lock.renewIfDue() }.assumeIsolated().whenSuccess { outcome in
+                guard self.renewing != nil else { return }
+                if outcome == .lost {
+                    self.failed(UploadFailure(status: 423, "the upload's lock on S3 was taken over by another instance"))
+                } else {
+                    self.keepRenewing(lock)
+                }
+            }
+        }
+    }
+
     /// Renews the lock when due; throws 423 when it is lost or too close to running out to write.
     private static func checkLock(_ lock: S3Lock?) throws(UploadFailure) {
         guard let lock else { return }
@@ -226,6 +248,8 @@ final class S3Appender: UploadSink {
     private func settle() {
         guard ending != nil, let completion else { return }
         self.completion = nil
+        renewing?.cancel()
+        renewing = nil
         var record = setup.record
         // Not opened (refused, or S3 failed): the upload is where it was.
         if upload != nil { record.offset = storedOffset }

@@ -7,6 +7,9 @@ final class S3Lock: Sendable {
     private let client: S3Client
     private let key: String
     private let machine: Mutex<S3LockMachine>
+    /// Held across a renewal's request: a writer that asks meanwhile waits for it instead of reading
+    /// the old expiry (with parts sent four at once, several threads ask together).
+    private let renewal = Mutex<Void>(())
     private let clock: @Sendable () -> Int64
 
     init(client: S3Client, key: String, holder: String, lifetime: Int64, clock: @escaping @Sendable () -> Int64 = WallClock.millis) {
@@ -24,11 +27,13 @@ final class S3Lock: Sendable {
 
     /// Renews the lock when due; `.held` when nothing was due.
     func renewIfDue() -> S3LockMachine.Outcome {
-        let now = clock()
-        let action = machine.withLock { lock -> S3LockMachine.Action in
-            lock.renewalDue(now: now) ? lock.renew(now: now) : .finished(lock.isHeld ? .held : .lost)
+        renewal.withLock { _ in
+            let now = clock()
+            let action = machine.withLock { lock -> S3LockMachine.Action in
+                lock.renewalDue(now: now) ? lock.renew(now: now) : .finished(lock.isHeld ? .held : .lost)
+            }
+            return run(action)
         }
-        return run(action)
     }
 
     /// Gives the lock back (deletes this holder's grant only).
