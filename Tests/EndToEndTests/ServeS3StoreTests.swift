@@ -62,6 +62,31 @@ struct ServeS3StoreTests {
         #expect(none.status == 64 && none.stderr.contains("no AWS credentials"), "\(none)")
     }
 
+    @Test("an endpoint that ignores conditional writes (nginx dropping If-None-Match before moto) is refused at start: one sentence, exit 64; --single-instance starts")
+    func endpointWithoutConditionalWrites() async throws {
+        // Without signature checks: the header nginx drops was signed.
+        let moto = try await MotoServer(verify: false)
+        try await moto.createBucket("plain")
+        let home = try TempDirectory()
+        let nginx = try await NginxServer(root: home.path, serverDirectives: """
+            client_max_body_size 0;
+            location / {
+                proxy_pass http://127.0.0.1:\(moto.port);
+                proxy_set_header Host $http_host;
+                proxy_set_header If-None-Match "";
+            }
+            """)
+        let args = ["serve", "--store", "s3://plain/p/", "--endpoint-url", nginx.baseURL, "--port", "0"]
+        let refused = try await runProcess(resumectlBinary, args, environment: moto.environment(home: home.path), inheritEnvironment: false)
+        #expect(refused.status == 64, "\(refused)")
+        let lines = refused.stderr.split(separator: "\n")
+        #expect(lines.count == 1 && lines[0].contains("ignores conditional writes") && lines[0].contains("--single-instance"), "\(refused)")
+        let single = try RunningProcess(resumectlBinary, args + ["--single-instance"], environment: moto.environment(home: home.path),
+                                        inheritEnvironment: false)
+        defer { single.send(signal: SIGKILL) }
+        _ = try await single.waitForLine(timeout: .seconds(60)) { $0.hasPrefix("listening on ") }
+    }
+
     @Test("resumectl upload through three instances behind nginx round-robin, cut five times: the object is the file, every instance served",
           arguments: ["ietf", "tus"])
     func throughThreeInstances(protocol name: String) async throws {
