@@ -10,7 +10,7 @@ let package = Package(
         .executable(name: "resumectl-s3", targets: ["resumectl-s3"]),
         .library(name: "ResumeKit", targets: ["ResumeKit"]),
         .library(name: "ResumeServer", targets: ["ResumeServer"]),
-        // For the fuzz targets of Fuzz/ (S3's XML readers); no program links it but resumectl-s3.
+        // For the fuzz targets of Fuzz/ (S3's XML readers); linked into resumectl-s3 and resumectl-serve.
         .library(name: "ResumeS3", targets: ["ResumeS3"]),
     ],
     dependencies: [
@@ -86,6 +86,9 @@ let package = Package(
                 .product(name: "Crypto", package: "swift-crypto"),
                 "CCrypt",
                 "UTCCalendar",
+                // `--store s3://`: the client's SigV4, AWS configuration and libcurl transport, and S3's XML readers.
+                "ResumeKit",
+                "ResumeS3",
             ]
         ),
         // The command line, shared by `resumectl` and `resumectl-s3`.

@@ -42,6 +42,25 @@ def watch_parent(parent: int, stdin: bool) -> None:
     threading.Thread(target=parent_gone, daemon=True).start()
 
 
+def serialize_conditional_writes() -> None:
+    """moto 5.2 checks If-None-Match / If-Match and then writes, as two steps on each request's own
+    thread: two conditional writes of one key at the same moment could both pass. S3 decides them
+    atomically, and `serve --store s3://` locks uploads on that; here they are decided one at a time."""
+    from moto.s3.responses import S3Response
+
+    lock = threading.Lock()
+    for name in ("put_object", "delete_object", "_key_response_post"):
+        original = getattr(S3Response, name)
+
+        def wrapped(self, *args, _original=original, **kwargs):
+            if self.headers.get("If-None-Match") or self.headers.get("If-Match"):
+                with lock:
+                    return _original(self, *args, **kwargs)
+            return _original(self, *args, **kwargs)
+
+        setattr(S3Response, name, wrapped)
+
+
 ALLOW_ALL = json.dumps({"Version": "2012-10-17",
                         "Statement": [{"Effect": "Allow", "Action": "*", "Resource": "*"}]})
 
@@ -75,6 +94,7 @@ def main() -> None:
     logging.getLogger("werkzeug").setLevel(logging.ERROR)  # no line per request
     from moto import settings
     from moto.server import ThreadedMotoServer
+    serialize_conditional_writes()
 
     server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
     server.start()

@@ -3,7 +3,7 @@ import NIOHTTP1
 import NIOPosix
 
 /// Stores uploads: plain PUT/POST, and draft-ietf-httpbis-resumable-upload through ``DraftMachine``,
-/// over the durable ``UploadStore``. It sits behind the static-file handler, which has already
+/// over the durable ``UploadBackend`` (a folder or S3). It sits behind the static-file handler, which has already
 /// refused what must not start (paths, limits, no overwrite) and answered `Expect: 100-continue`.
 ///
 /// A creation is durable (record and empty data file) before its `104` names the upload URL. A
@@ -15,7 +15,7 @@ final class DraftHandler: ChannelDuplexHandler {
     typealias OutboundOut = HTTPServerResponsePart
 
     struct Settings: Sendable {
-        var store: UploadStore
+        var store: any UploadBackend
         var table: UploadTable
         var threadPool: NIOThreadPool
         var slots: UploadSlots?
@@ -35,7 +35,7 @@ final class DraftHandler: ChannelDuplexHandler {
         var closeAfter = false
         /// Body parts that arrived before the upload was ready to take them.
         var early: [ByteBuffer] = []
-        var appender: UploadAppender?
+        var appender: (any UploadSink)?
         var kind = UploadRecord.Kind.plain
         var version = 0
         var created = false
@@ -200,7 +200,17 @@ final class DraftHandler: ChannelDuplexHandler {
         let channel = context.channel
         let writer = UploadTable.Writer(stop: { channel.close(promise: nil) }, settled: promise.futureResult)
         let contentLength = exchange?.head.headers["content-length"].first.flatMap(DraftMachine.integer)
-        switch settings.table.claim(id, writer: writer) {
+        settings.table.claim(id, writer: writer, on: context.eventLoop) { claim in
+            self.claimed(claim, context: context, version: version, id: id, offset: offset, complete: complete, length: length,
+                         contentLength: contentLength, promise: promise)
+        }
+    }
+
+    private func claimed(
+        _ claim: UploadTable.Claim, context: ChannelHandlerContext, version: Int, id: String, offset: Int64, complete: Bool,
+        length: Int64?, contentLength: Int64?, promise: EventLoopPromise<Void>
+    ) {
+        switch claim {
         case .missing:
             promise.succeed()
             answer(context: context, DraftMachine.notFound(version: version))
@@ -251,10 +261,10 @@ final class DraftHandler: ChannelDuplexHandler {
             settled.succeed()
             return
         }
-        let appender = UploadAppender(
-            record: record, store: settings.store, table: settings.table, threadPool: settings.threadPool,
+        let appender = settings.store.makeSink(UploadSinkSetup(
+            record: record, table: settings.table, threadPool: settings.threadPool,
             eventLoop: context.eventLoop, limit: record.length ?? settings.maxUploadSize.map { max($0, record.offset) },
-            checkpoints: current.kind != .plain, expiry: settings.expiry, settled: settled)
+            checkpoints: current.kind != .plain, expiry: settings.expiry, settled: settled))
         appender.resumeReading = { [weak self, weak context] in if let context { self?.resume(context: context) } }
         appender.onFailure = { [weak self, weak context] failure in if let context { self?.failMidBody(context: context, failure) } }
         appender.open()
@@ -368,7 +378,9 @@ final class DraftHandler: ChannelDuplexHandler {
         settings.log?("upload \(exchange?.head.uri ?? "") failed: \(failure.reason)")
         var fields: [(String, String)] = []
         if failure.status == 503 { fields.append(("Retry-After", "\(UploadAdmission.retryAfterBusy)")) }
-        answer(context: context, status: failure.status, fields: fields)
+        // The draft has no 423: an upload another instance is appending to is a conflict, and its
+        // client asks for the offset again.
+        answer(context: context, status: failure.status == 423 ? 409 : failure.status, fields: fields)
     }
 
     private func answer(context: ChannelHandlerContext, _ answer: DraftMachine.Answer) {

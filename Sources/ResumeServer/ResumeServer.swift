@@ -37,7 +37,7 @@ public final class ResumeServer: Sendable {
     private let group: MultiThreadedEventLoopGroup
     private let threadPool: NIOThreadPool
     private let listener: any Channel
-    private let store: UploadStore?
+    private let store: (any UploadBackend)?
     private let table: UploadTable
     private let stopped = Mutex(false)
 
@@ -48,7 +48,7 @@ public final class ResumeServer: Sendable {
         group: MultiThreadedEventLoopGroup,
         threadPool: NIOThreadPool,
         listener: any Channel,
-        store: UploadStore?,
+        store: (any UploadBackend)?,
         table: UploadTable
     ) {
         self.host = host
@@ -65,7 +65,11 @@ public final class ResumeServer: Sendable {
     ///
     /// - Throws: ``ServeError`` when the folder is missing or the address cannot be bound.
     public static func start(_ configuration: ServerConfiguration) async throws -> ResumeServer {
-        let root = try canonicalDirectory(configuration.directory)
+        // On S3 there is no folder: `root` stays empty and nothing reads the file system below it.
+        let s3 = try configuration.s3.map { s3 throws(ServeError) in
+            try S3StoreSetup.open(s3, readOnly: configuration.readOnly, log: configuration.log)
+        }
+        let root = s3 == nil ? try canonicalDirectory(configuration.directory) : ""
         let tls = try configuration.tls.map { files throws(ServeError) in try ServerTLS.context(files) }
         let logins = try configuration.htpasswd.map { path throws(ServeError) in
             Logins(passwords: try PasswordFile.load(path: path), publicRead: configuration.publicRead, log: configuration.log)
@@ -73,9 +77,14 @@ public final class ResumeServer: Sendable {
         let expiry = max(Int64(1), Int64(configuration.uploadTimeout.components.seconds) * 1000
             + configuration.uploadTimeout.components.attoseconds / 1_000_000_000_000_000)
         let slots = configuration.maxUploads.map(UploadSlots.init(limit:))
-        let table = UploadTable(slots: slots)
-        var store: UploadStore?
-        if !configuration.readOnly {
+        // S3 calls block for a network round trip each: more threads than the file store's two.
+        let threadPool = NIOThreadPool(numberOfThreads: s3 == nil ? 2 : 16)
+        threadPool.start()
+        let table = UploadTable(slots: slots, remote: s3, threadPool: threadPool)
+        var store: (any UploadBackend)?
+        if let s3, !configuration.readOnly {
+            store = s3
+        } else if s3 == nil && !configuration.readOnly {
             let opened = try UploadStore(root: root)
             let log = configuration.log
             for record in opened.recover(now: WallClock.millis(), replacing: configuration.overwrite, log: { log?($0) }) {
@@ -86,10 +95,8 @@ public final class ResumeServer: Sendable {
             store = opened
         }
         let group = MultiThreadedEventLoopGroup(numberOfThreads: System.coreCount)
-        let threadPool = NIOThreadPool(numberOfThreads: 2)
-        threadPool.start()
         let admission = UploadAdmission(
-            root: root,
+            root: s3 == nil ? root : nil,
             maxUploadSize: configuration.maxUploadSize,
             overwrite: configuration.overwrite,
             slots: slots
@@ -102,6 +109,7 @@ public final class ResumeServer: Sendable {
             tls: tls,
             logins: logins,
             store: store,
+            objects: s3.map { S3Objects(store: $0.store) },
             table: table,
             expiry: expiry
         )
@@ -187,7 +195,9 @@ private struct PipelineFactory: Sendable {
     let tls: NIOSSLContext?
     let logins: Logins?
     /// `nil` when read-only.
-    let store: UploadStore?
+    let store: (any UploadBackend)?
+    /// Served objects, with `--store s3://`.
+    let objects: S3Objects?
     let table: UploadTable
     let expiry: Int64
 
@@ -217,7 +227,7 @@ private struct PipelineFactory: Sendable {
             try sync.addHandler(
                 TusHandler(
                     settings: .init(
-                        root: root, store: store, table: table, admission: admission, threadPool: threadPool,
+                        root: objects == nil ? root : nil, store: store, table: table, admission: admission, threadPool: threadPool,
                         expiry: expiry, log: configuration.log
                     )
                 )
@@ -230,7 +240,8 @@ private struct PipelineFactory: Sendable {
                     acceptsUploads: store != nil,
                     resumptionPrefix: DraftMachine.prefix,
                     admission: admission,
-                    secure: tls != nil
+                    secure: tls != nil,
+                    objects: objects
                 ),
                 threadPool: threadPool
             )
@@ -251,12 +262,21 @@ private struct PipelineFactory: Sendable {
 /// Drops the uploads whose `--upload-timeout` ran out, on a timer (also those found at start).
 private enum ExpirySweep {
     static func schedule(
-        on loop: any EventLoop, table: UploadTable, store: UploadStore, threadPool: NIOThreadPool, expiry: Int64,
+        on loop: any EventLoop, table: UploadTable, store: any UploadBackend, threadPool: NIOThreadPool, expiry: Int64,
         log: (@Sendable (String) -> Void)?
     ) {
         let every = TimeAmount.milliseconds(min(max(expiry / 2, 50), 30_000))
+        let s3 = store as? S3Backend
         loop.scheduleRepeatedTask(initialDelay: every, delay: every) { _ in
-            let expired = table.takeExpired(now: WallClock.millis())
+            let now = WallClock.millis()
+            let expired = table.takeExpired(now: now)
+            if let s3 {
+                // What S3 holds is the truth: any instance aborts an expired upload nobody is writing.
+                threadPool.submit { _ in
+                    for target in s3.sweepExpired(now: now) { log?("upload \(target) expired, its multipart upload aborted") }
+                }
+                return
+            }
             guard !expired.isEmpty else { return }
             threadPool.submit { _ in
                 for entry in expired {

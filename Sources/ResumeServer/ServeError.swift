@@ -16,6 +16,12 @@ public enum ServeError: Error, Equatable, CustomStringConvertible, Sendable {
     case badPasswordFile(path: String, line: Int, reason: String)
     /// The folder of unfinished uploads cannot be created (a read-only folder needs `--read-only`).
     case uploadStoreUnavailable(path: String, reason: String)
+    /// `--store` names no usable S3 prefix (a malformed URL, no credentials).
+    case badStore(reason: String)
+    /// The S3 endpoint lets a second `If-None-Match: *` write through: instances could not lock uploads.
+    case noConditionalWrites(store: String)
+    /// The S3 prefix cannot be written (a wrong endpoint or key, a missing bucket).
+    case storeUnreachable(store: String, reason: String)
 
     public var description: String {
         switch self {
@@ -35,6 +41,12 @@ public enum ServeError: Error, Equatable, CustomStringConvertible, Sendable {
             "\(path) line \(line): \(reason)"
         case .uploadStoreUnavailable(let path, let reason):
             "cannot keep uploads in \(path): \(reason) (serve with --read-only to take none)"
+        case .badStore(let reason):
+            "--store: \(reason)"
+        case .storeUnreachable(let store, let reason):
+            "cannot keep uploads in \(store): \(reason)"
+        case .noConditionalWrites(let store):
+            "\(store) ignores conditional writes (If-None-Match: *), on which the locks between instances rest: use an endpoint that supports them, or --single-instance if this is the only instance"
         }
     }
 
@@ -43,8 +55,8 @@ public enum ServeError: Error, Equatable, CustomStringConvertible, Sendable {
     public var exitStatus: Int32 {
         switch self {
         case .directoryNotFound, .notADirectory, .unreadableFile: 66
-        case .badTLS, .badPasswordFile: 64
-        case .addressInUse, .cannotListen, .uploadStoreUnavailable: 73
+        case .badTLS, .badPasswordFile, .badStore, .noConditionalWrites: 64
+        case .addressInUse, .cannotListen, .uploadStoreUnavailable, .storeUnreachable: 73
         }
     }
 }

@@ -28,6 +28,8 @@ public struct ServerConfiguration: Sendable {
     public var htpasswd: String? = nil
     /// With ``htpasswd``: GET and HEAD need no login, uploads still do.
     public var publicRead: Bool = false
+    /// Serve an S3 prefix instead of ``directory`` (`--store s3://BUCKET/PREFIX/`).
+    public var s3: S3StoreConfiguration? = nil
 
     public init(
         directory: String,
@@ -56,5 +58,27 @@ public struct TLSFiles: Sendable, Equatable {
     public init(certificateChain: String, privateKey: String) {
         self.certificateChain = certificateChain
         self.privateKey = privateKey
+    }
+}
+
+/// `serve --store s3://BUCKET/PREFIX/`: where, and how the instances sharing it coordinate.
+public struct S3StoreConfiguration: Sendable {
+    /// `s3://BUCKET/PREFIX/`.
+    public var url: String
+    /// `--endpoint-url`; otherwise from the environment and `~/.aws` as the client's S3 commands read it.
+    public var endpoint: String?
+    /// The variables the AWS configuration is read from (`AWS_*`, `HOME`).
+    public var environment: [String: String]
+    /// No other instance shares the prefix: locks live in memory, and conditional writes are not needed.
+    public var singleInstance: Bool = false
+    /// How long an upload's lock on S3 lasts without renewal (a dead holder's lock is taken over after it).
+    public var lockLifetime: Duration = .seconds(30)
+    /// The size of the parts uploads are stored in (at least S3's 5 MiB).
+    public var partSize: Int64 = 8 << 20
+
+    public init(url: String, endpoint: String? = nil, environment: [String: String]) {
+        self.url = url
+        self.endpoint = endpoint
+        self.environment = environment
     }
 }

@@ -29,6 +29,8 @@ final class StaticFileHandler: ChannelDuplexHandler {
         var admission: UploadAdmission
         /// Behind TLS, where a `FileRegion` cannot go: file bodies are read into buffers instead.
         var secure: Bool = false
+        /// With `--store s3://`: objects are served instead of files (``serveObject(context:head:components:objects:)``).
+        var objects: S3Objects? = nil
     }
 
     private enum Mode {
@@ -42,8 +44,8 @@ final class StaticFileHandler: ChannelDuplexHandler {
         case forwarding(requestEnded: Bool)
     }
 
-    private let settings: Settings
-    private let threadPool: NIOThreadPool
+    let settings: Settings
+    let threadPool: NIOThreadPool
     private var mode = Mode.idle
     private var requestVersion = HTTPVersion.http1_1
     private var keepAlive = true
@@ -126,7 +128,7 @@ final class StaticFileHandler: ChannelDuplexHandler {
 
     static let allowed = "GET, HEAD, PUT, POST, OPTIONS"
 
-    private static func pathOnly(_ target: String) -> String {
+    static func pathOnly(_ target: String) -> String {
         String(target.prefix { $0 != "?" && $0 != "#" })
     }
 
@@ -160,6 +162,10 @@ final class StaticFileHandler: ChannelDuplexHandler {
             components = try SafePath.components(ofTarget: head.uri)
         } catch {
             respond(context: context, head: head, refusal: error)
+            return
+        }
+        if let objects = settings.objects {
+            serveObject(context: context, head: head, components: components, objects: objects)
             return
         }
         let root = settings.root
@@ -199,7 +205,7 @@ final class StaticFileHandler: ChannelDuplexHandler {
         case redirect(String)
     }
 
-    private static let pageHeaders = [
+    static let pageHeaders = [
         ("Content-Security-Policy", FolderPage.contentSecurityPolicy),
         ("X-Content-Type-Options", "nosniff"),
         ("Cache-Control", "no-store"),
@@ -212,41 +218,12 @@ final class StaticFileHandler: ChannelDuplexHandler {
         }
         let identity = file.identity
         let now = Int64(time(nil))
-        let decision =
-            head.method == .GET
-            ? RangeRequest.decide(
-                range: head.headers["range"].first,
-                ifRange: head.headers["if-range"].first,
-                length: identity.size,
-                etag: identity.etag,
-                lastModified: identity.lastModified,
-                lastModifiedIsStrong: identity.lastModifiedIsStrong(now: now)
-            )
-            : .full
-
+        let answer = RangedAnswer(
+            method: head.method, headers: head.headers, size: identity.size, etag: identity.etag,
+            lastModified: identity.lastModified, lastModifiedIsStrong: identity.lastModifiedIsStrong(now: now))
+        let (status, bytes) = (answer.status, answer.bytes)
         var headers = baseHeaders(now: now)
-        headers.add(name: "ETag", value: identity.etag)
-        headers.add(name: "Last-Modified", value: identity.lastModified)
-        headers.add(name: "Accept-Ranges", value: "bytes")
-        let status: HTTPResponseStatus
-        let bytes: Range<Int64>
-        switch decision {
-        case .full:
-            status = .ok
-            bytes = 0..<identity.size
-        case .partial(let first, let last):
-            status = .partialContent
-            bytes = first..<(last + 1)
-            headers.add(name: "Content-Range", value: "bytes \(first)-\(last)/\(identity.size)")
-        case .unsatisfiable:
-            status = .rangeNotSatisfiable
-            bytes = 0..<0
-            headers.add(name: "Content-Range", value: "bytes */\(identity.size)")
-        }
-        if status != .rangeNotSatisfiable {
-            headers.add(name: "Content-Type", value: "application/octet-stream")
-        }
-        headers.add(name: "Content-Length", value: "\(bytes.count)")
+        headers.add(contentsOf: answer.fields)
 
         let responseHead = HTTPResponseHead(version: head.version, status: status, headers: headers)
         context.write(wrapOutboundOut(.head(responseHead)), promise: nil)
@@ -301,7 +278,7 @@ final class StaticFileHandler: ChannelDuplexHandler {
 
     private static let bufferedChunk = 256 * 1024
 
-    private func respond(context: ChannelHandlerContext, head: HTTPRequestHead, refusal: PathRefusal) {
+    func respond(context: ChannelHandlerContext, head: HTTPRequestHead, refusal: PathRefusal) {
         let status: HTTPResponseStatus =
             switch refusal {
             case .malformed: .badRequest
@@ -312,7 +289,7 @@ final class StaticFileHandler: ChannelDuplexHandler {
     }
 
     /// An answer without a file: a short text body (none for HEAD, though its length is announced).
-    private func respond(
+    func respond(
         context: ChannelHandlerContext,
         head: HTTPRequestHead,
         status: HTTPResponseStatus,
@@ -348,7 +325,7 @@ final class StaticFileHandler: ChannelDuplexHandler {
         respond(context: context, head: head, status: status, extra: extra)
     }
 
-    private func finish(context: ChannelHandlerContext, then cleanup: @escaping () -> Void) {
+    func finish(context: ChannelHandlerContext, then cleanup: @escaping () -> Void) {
         // Captured now: writing `.end` lets the pipelining handler deliver the next request,
         // which resets this handler's per-request state before the write completes.
         let request = requestNumber
@@ -365,7 +342,7 @@ final class StaticFileHandler: ChannelDuplexHandler {
         }
     }
 
-    private func baseHeaders(now: Int64) -> HTTPHeaders {
+    func baseHeaders(now: Int64) -> HTTPHeaders {
         var headers = HTTPHeaders()
         headers.add(name: "Date", value: IMFDate.format(epochSeconds: now))
         if !keepAlive {

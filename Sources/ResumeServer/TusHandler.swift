@@ -24,8 +24,9 @@ final class TusHandler: ChannelDuplexHandler {
     typealias OutboundOut = HTTPServerResponsePart
 
     struct Settings: Sendable {
-        var root: String
-        var store: UploadStore
+        /// The served folder; `nil` on S3.
+        var root: String?
+        var store: any UploadBackend
         var table: UploadTable
         var admission: UploadAdmission
         var threadPool: NIOThreadPool
@@ -41,7 +42,7 @@ final class TusHandler: ChannelDuplexHandler {
 
     /// A body being stored: a PATCH, or a POST with its first bytes.
     private struct Append {
-        var appender: UploadAppender?
+        var appender: (any UploadSink)?
         /// Body parts that arrived before the upload was ready to take them.
         var early: [ByteBuffer] = []
         var ended = false
@@ -274,8 +275,9 @@ final class TusHandler: ChannelDuplexHandler {
             throw TusRefusal(error == .malformed ? .badRequest : .forbidden)
         }
         var info = stat()
-        let path = SafePath.join(settings.root, target)
-        let isFolder = head.uri.prefix { $0 != "?" }.hasSuffix("/") || (stat(path, &info) == 0 && info.st_mode & S_IFMT == S_IFDIR)
+        // On S3 (no root) a folder is named by its final slash alone.
+        let path = settings.root.map { SafePath.join($0, target) }
+        let isFolder = head.uri.prefix { $0 != "?" }.hasSuffix("/") || (path.map { stat($0, &info) == 0 } == true && info.st_mode & S_IFMT == S_IFDIR)
         guard isFolder else { return target }
         let metadata = TusMetadata.parse(head.headers["upload-metadata"].first)
         guard let name = metadata["filename"] ?? metadata["name"], !name.isEmpty, !name.contains("/"), name != ".."
@@ -312,7 +314,16 @@ final class TusHandler: ChannelDuplexHandler {
         let promise = context.eventLoop.makePromise(of: Void.self)
         let channel = context.channel
         let writer = UploadTable.Writer(stop: { channel.close(promise: nil) }, settled: promise.futureResult)
-        switch settings.table.claim(id, writer: writer) {
+        settings.table.claim(id, writer: writer, on: context.eventLoop) { claim in
+            self.claimed(claim, context: context, head: head, id: id, offset: offset, promise: promise)
+        }
+    }
+
+    private func claimed(
+        _ claim: UploadTable.Claim, context: ChannelHandlerContext, head: HTTPRequestHead, id: String, offset: Int64,
+        promise: EventLoopPromise<Void>
+    ) {
+        switch claim {
         case .busy(let current):
             promise.succeed()
             UploadTable.afterStopping(current, on: context.eventLoop) { self.claim(context: context, head: head, id: id, offset: offset) }
@@ -339,10 +350,10 @@ final class TusHandler: ChannelDuplexHandler {
             settled.succeed()
             return
         }
-        let appender = UploadAppender(
-            record: record, store: settings.store, table: settings.table, threadPool: settings.threadPool,
+        let appender = settings.store.makeSink(UploadSinkSetup(
+            record: record, table: settings.table, threadPool: settings.threadPool,
             eventLoop: context.eventLoop, limit: record.length, checkpoints: append.checksum == nil,
-            expiry: settings.expiry, settled: settled)
+            expiry: settings.expiry, settled: settled))
         appender.resumeReading = { [weak self, weak context] in if let context { self?.resumeReading(context: context) } }
         appender.onFailure = { [weak self, weak context] failure in
             guard let self, let context, case .appending(var append) = self.state, !append.failed, !append.ended else { return }

@@ -11,7 +11,9 @@ import NIOHTTP1
 /// and before NIO promises resumption with a `104`. The sink still enforces the same limits on the
 /// bytes that actually arrive (a chunked body announces no length).
 struct UploadAdmission: Sendable {
-    var root: String
+    /// The served folder; `nil` on S3, where an existing object is refused at completion instead
+    /// (`If-None-Match: *`) and no free space is asked.
+    var root: String?
     var maxUploadSize: Int64?
     var overwrite: Bool
     var slots: UploadSlots?
@@ -38,10 +40,10 @@ struct UploadAdmission: Sendable {
             let advertised = isDraft ? [("Upload-Limit", "max-size=\(limit)")] : []
             return Refusal(status: .payloadTooLarge, headers: advertised, reason: "\(size) bytes, more than --max-upload-size \(limit)")
         }
-        if let components, !overwrite, Self.exists(SafePath.join(root, components)) {
+        if let components, !overwrite, let root, Self.exists(SafePath.join(root, components)) {
             return Refusal(status: .conflict, reason: "a file exists there (serve with --overwrite to replace files)")
         }
-        if let announced, let free = Self.freeBytes(root), announced - offset > free {
+        if let announced, let root, let free = Self.freeBytes(root), announced - offset > free {
             return Refusal(status: .insufficientStorage, reason: "\(announced - offset) bytes do not fit in the \(free) bytes free")
         }
         if components != nil, let slots, slots.isFull {

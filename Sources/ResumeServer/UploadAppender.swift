@@ -14,7 +14,7 @@ import NIOPosix
 /// ``wantsMore`` (less than `highWater` waits), so memory stays flat whatever the size. The bytes
 /// become durable with their record at least once a second (``checkpointInterval``) and when the
 /// request ends, so an offset the server reports is always on disk. Lives on one event loop.
-final class UploadAppender {
+final class UploadAppender: UploadSink {
     /// How the request ended, once its bytes are settled.
     enum Ending {
         /// The record as now durable (its offset counts every byte kept).

@@ -1,8 +1,12 @@
 import NIOCore
+import NIOPosix
 import Synchronization
 
 /// The uploads the server holds, by id: each one's record as last made durable, and which request is
-/// appending to it. Shared by every connection; the durable truth is in ``UploadStore``.
+/// appending to it. Shared by every connection; the durable truth is in the ``UploadBackend``. With a
+/// shared store (S3, ``UploadRemote``) an entry is only a cache: it is read back before every answer,
+/// since another instance may have moved the upload on; the claim here keeps this process's requests
+/// apart, the store's lock keeps the instances apart.
 final class UploadTable: Sendable {
     /// The request appending to an upload right now.
     struct Writer: Sendable {
@@ -31,9 +35,42 @@ final class UploadTable: Sendable {
 
     private let entries = Mutex<[String: Entry]>([:])
     private let slots: UploadSlots?
+    private let remote: (any UploadRemote)?
+    private let threadPool: NIOThreadPool?
 
-    init(slots: UploadSlots?) {
+    init(slots: UploadSlots?, remote: (any UploadRemote)? = nil, threadPool: NIOThreadPool? = nil) {
         self.slots = slots
+        self.remote = remote
+        self.threadPool = threadPool
+    }
+
+    /// Reads the upload back from the shared store, unless a request of this process is writing it,
+    /// then runs `next` on `eventLoop` (at once without a shared store). A store that cannot be read
+    /// leaves the entry as it was: the sink finds out again, under the lock.
+    func refresh(_ id: String, on eventLoop: any EventLoop, _ next: @escaping () -> Void) {
+        guard let remote, let threadPool, lookup(id)?.writer == nil else { return next() }
+        threadPool.runIfActive(eventLoop: eventLoop) { try remote.load(id) }.assumeIsolated().whenComplete { result in
+            if case .success(let loaded) = result { self.adopt(id, loaded) }
+            next()
+        }
+    }
+
+    private func adopt(_ id: String, _ loaded: (record: UploadRecord, finished: Bool)?) {
+        let dropped = entries.withLock { entries -> Entry? in
+            guard entries[id]?.writer == nil else { return nil }
+            guard let loaded else { return entries.removeValue(forKey: id) }
+            var entry = entries[id] ?? Entry(record: loaded.record)
+            entry.record = loaded.record
+            entry.finished = loaded.finished
+            entries[id] = entry
+            return nil
+        }
+        if dropped?.holdsSlot == true { slots?.release() }
+    }
+
+    /// ``claim(_:writer:)`` on the upload as the shared store holds it now; `next` runs on `eventLoop`.
+    func claim(_ id: String, writer: Writer, on eventLoop: any EventLoop, _ next: @escaping (Claim) -> Void) {
+        refresh(id, on: eventLoop) { next(self.claim(id, writer: writer)) }
     }
 
     /// Adds an upload: a new one (its creation holds a slot of `--max-uploads`) or one found at start.
@@ -115,9 +152,12 @@ final class UploadTable: Sendable {
 
     /// Runs `next` on `eventLoop` with the upload `id` (`nil`: unknown) once no request writes to it:
     /// one still writing is stopped first and waited for, so its bytes count before anyone answers.
+    /// With a shared store the upload is read back first.
     func whenIdle(_ id: String, on eventLoop: any EventLoop, _ next: @escaping (Entry?) -> Void) {
-        guard let entry = lookup(id) else { return next(nil) }
-        guard let writer = entry.writer else { return next(entry) }
-        Self.afterStopping(writer, on: eventLoop) { self.whenIdle(id, on: eventLoop, next) }
+        refresh(id, on: eventLoop) {
+            guard let entry = self.lookup(id) else { return next(nil) }
+            guard let writer = entry.writer else { return next(entry) }
+            Self.afterStopping(writer, on: eventLoop) { self.whenIdle(id, on: eventLoop, next) }
+        }
     }
 }

@@ -1,5 +1,6 @@
 import ArgumentParser
 import Dispatch
+import FoundationEssentials
 import ResumeServer
 import Synchronization
 
@@ -89,6 +90,21 @@ struct Serve: AsyncParsableCommand {
     @Flag(help: "Beyond loopback, accept uploads from anyone without --htpasswd.")
     var allowAnonymousUploads: Bool = false
 
+    @Option(help: ArgumentHelp("Serve and keep uploads in s3://BUCKET/PREFIX/ instead of <dir>: any number of instances may share it (credentials, region and endpoint as for the S3 commands).", valueName: "url"))
+    var store: String?
+
+    @Option(help: ArgumentHelp("With --store: the S3 endpoint (MinIO, Ceph, R2…).", valueName: "url"))
+    var endpointURL: String?
+
+    @Flag(help: "With --store: this is the only instance serving the prefix (uploads are locked in memory; the endpoint need not support conditional writes).")
+    var singleInstance: Bool = false
+
+    @Option(help: ArgumentHelp("With --store: seconds an upload's lock on S3 lasts unless renewed (a dead instance's uploads wait this long).", valueName: "seconds"))
+    var lockSeconds: Double = 30
+
+    @Option(help: ArgumentHelp("With --store: the size of the parts uploads are stored in (at least 5M).", valueName: "size"))
+    var partSize: ByteSize?
+
     func validate() throws {
         guard (0...65535).contains(port) else {
             throw ValidationError("--port must be between 0 and 65535.")
@@ -104,6 +120,18 @@ struct Serve: AsyncParsableCommand {
         }
         guard (tlsCert == nil) == (tlsKey == nil) else {
             throw ValidationError("--tls-cert and --tls-key go together.")
+        }
+        if let store, !store.hasPrefix("s3://") {
+            throw ValidationError("--store takes an s3://BUCKET/PREFIX/ URL.")
+        }
+        if store == nil && (endpointURL != nil || singleInstance || partSize != nil) {
+            throw ValidationError("--endpoint-url, --single-instance and --part-size go with --store.")
+        }
+        guard lockSeconds >= 1, lockSeconds <= 3600 else {
+            throw ValidationError("--lock-seconds must be between 1 and 3600.")
+        }
+        if let partSize, partSize.bytes < 5 << 20 || partSize.bytes > 5 << 30 {
+            throw ValidationError("--part-size must be between 5M and 5G (S3's limits).")
         }
         if publicRead && htpasswd == nil {
             throw ValidationError("--public-read goes with --htpasswd.")
@@ -133,6 +161,13 @@ struct Serve: AsyncParsableCommand {
         }
         configuration.htpasswd = htpasswd
         configuration.publicRead = publicRead
+        if let store {
+            var s3 = S3StoreConfiguration(url: store, endpoint: endpointURL, environment: ProcessInfo.processInfo.environment)
+            s3.singleInstance = singleInstance
+            s3.lockLifetime = .milliseconds(Int64(lockSeconds * 1000))
+            if let partSize { s3.partSize = partSize.bytes }
+            configuration.s3 = s3
+        }
         if let warning = StartPolicy.warning(host: host, logins: htpasswd != nil, tls: tlsCert != nil) {
             Standard.error("resumectl: \(warning)")
         }

@@ -58,11 +58,13 @@ public final class NginxServer: Sendable {
     ///   - root: the folder to serve.
     ///   - limitRate: nginx `limit_rate` in bytes per second per response (for slow transfers and benchmarks).
     ///   - serverDirectives: extra directives for the `server` block, e.g. `location = /old { return 302 /new; }`.
+    ///   - httpDirectives: extra directives for the `http` block, e.g. an `upstream` to balance over.
     ///   - port: a fixed port (to start a server again where a stopped one was), else a free one.
     public init(
         root: String,
         limitRate: Int? = nil,
         serverDirectives: String = "",
+        httpDirectives: String = "",
         port fixedPort: Int? = nil,
         tls: TLS? = nil,
         host: String = "127.0.0.1",
@@ -75,7 +77,7 @@ public final class NginxServer: Sendable {
         for _ in 0..<6 {
             let port = try fixedPort ?? freePort()
             let config = Self.config(prefix: prefix.path, root: root, port: port, limitRate: limitRate,
-                                     serverDirectives: serverDirectives, tls: tls, host: host)
+                                     serverDirectives: serverDirectives, httpDirectives: httpDirectives, tls: tls, host: host)
             try config.write(toFile: prefix.path("nginx.conf"), atomically: true, encoding: .utf8)
             try? FileManager.default.removeItem(atPath: prefix.path("nginx.pid"))
             let process = try RunningProcess(
@@ -124,7 +126,7 @@ public final class NginxServer: Sendable {
     }
 
     static func config(prefix: String, root: String, port: Int, limitRate: Int?, serverDirectives: String,
-                       tls: TLS? = nil, host: String = "127.0.0.1") -> String {
+                       httpDirectives: String = "", tls: TLS? = nil, host: String = "127.0.0.1") -> String {
         let address = host.contains(":") ? "[\(host)]" : host
         var listen = "listen \(address):\(port)"
         var tlsDirectives = ""
@@ -157,6 +159,7 @@ public final class NginxServer: Sendable {
             tcp_nopush on;
             server_tokens off;
             keepalive_timeout 30;
+            \(httpDirectives)
             server {
                 \(listen);
                 server_name localhost;

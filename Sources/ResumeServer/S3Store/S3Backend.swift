@@ -1,0 +1,95 @@
+import ResumeKit
+
+/// `serve --store s3://BUCKET/PREFIX/`: uploads kept in S3 (``S3UploadStore``), each appending request
+/// holding the upload's lock on S3 (``S3Lock``) unless `--single-instance` says no other instance
+/// exists (then this process's ``UploadTable`` claim is the only lock needed).
+final class S3Backend: UploadBackend, UploadRemote {
+    let store: S3UploadStore
+    let cutter: S3PartCutter
+    /// This process's holder id in lock grants.
+    let instance: String
+    /// Milliseconds a lock grant lasts.
+    let lockLifetime: Int64
+    let singleInstance: Bool
+    let log: (@Sendable (String) -> Void)?
+
+    init(
+        store: S3UploadStore, partSize: Int64, instance: String, lockLifetime: Int64, singleInstance: Bool,
+        log: (@Sendable (String) -> Void)?
+    ) {
+        self.store = store
+        cutter = S3PartCutter(partSize: partSize)
+        self.instance = instance
+        self.lockLifetime = lockLifetime
+        self.singleInstance = singleInstance
+        self.log = log
+    }
+
+    /// Takes the upload's lock (`nil` with `--single-instance`); 423 when another instance holds it.
+    func lock(_ id: String) throws(UploadFailure) -> S3Lock? {
+        guard !singleInstance else { return nil }
+        let lock = S3Lock(client: store.client, key: store.keys.lock(id), holder: instance, lifetime: lockLifetime)
+        switch lock.acquire() {
+        case .held: return lock
+        case .unavailable(let reason): throw UploadFailure(status: 503, "the upload's lock on S3: \(reason)")
+        case .busy, .lost, .released: throw UploadFailure(status: 423, "another request is writing this upload")
+        }
+    }
+
+    func create(_ record: UploadRecord) throws(UploadFailure) {
+        _ = try store.create(record)
+    }
+
+    /// Under the lock: the tail (or, for an empty upload, nothing) becomes the last part, and the
+    /// multipart upload is completed onto the final key.
+    func finish(_ record: UploadRecord, replacing: Bool) throws(UploadFailure) {
+        let held = try lock(record.id)
+        defer { held?.release() }
+        guard let (upload, progress) = try store.load(record.id) else { throw UploadFailure(status: 404, "the upload is gone from S3") }
+        if upload.upload.phase == .finishing { return }
+        guard progress.offset == record.offset else {
+            throw UploadFailure(status: 409, "the upload is at \(progress.offset) on S3, not at \(record.offset)")
+        }
+        var parts = progress.parts
+        if progress.tail > 0 || parts.isEmpty {
+            let tail = progress.tail > 0 ? try store.readTail(record.id) : []
+            parts.append(try store.uploadPart(upload, number: parts.count + 1, tail))
+        }
+        var completing = upload
+        completing.upload.length = record.length ?? record.offset
+        _ = try store.complete(completing, parts: parts, replacing: replacing)
+    }
+
+    func remove(_ id: String) {
+        if let record = try? store.record(id) { store.remove(record) }
+    }
+
+    func makeSink(_ setup: UploadSinkSetup) -> any UploadSink {
+        S3Appender(backend: self, setup: setup)
+    }
+
+    func load(_ id: String) throws(UploadFailure) -> (record: UploadRecord, finished: Bool)? {
+        guard let (upload, _) = try store.load(id) else { return nil }
+        return (upload.upload, upload.upload.phase == .finishing)
+    }
+
+    /// Drops every upload whose time ran out and whose lock is free (any instance may do it; the lock
+    /// keeps it from dropping one being written). Blocks; returns the targets dropped.
+    func sweepExpired(now: Int64) -> [String] {
+        guard let ids = try? store.recordIDs() else { return [] }
+        var dropped: [String] = []
+        for id in ids {
+            guard let record = try? store.record(id), record.upload.expires <= now else { continue }
+            let held: S3Lock?
+            do {
+                held = try lock(id)
+            } catch {
+                continue
+            }
+            store.remove(record)
+            held?.release()
+            dropped.append("/" + record.upload.target.joined(separator: "/"))
+        }
+        return dropped
+    }
+}

@@ -1,0 +1,124 @@
+import Crypto
+import ResumeKit
+import ResumeS3
+import Synchronization
+
+/// The S3 store's requests: signed by the client's own SigV4 code for the endpoint, region and
+/// credentials the client's S3 commands would use, and sent by its libcurl transport.
+///
+/// Every method blocks; the store calls them on its own thread pool (``S3Store/threadPool``), never on an
+/// event loop. libcurl sessions (each keeping its connections) are reused between calls.
+final class S3Client: Sendable {
+    /// An answer, its body read whole (S3's answers are small documents; object bodies are streamed).
+    struct Response: Sendable {
+        var status: Int
+        var headers: HeaderFields
+        var body: [UInt8]
+
+        var etag: String? { headers["ETag"] }
+        var isSuccess: Bool { (200..<300).contains(status) }
+        /// S3's error code, if the body holds an `<Error>`.
+        func errorCode(_ answers: S3Responses) -> String? { answers.error(body)?.code }
+    }
+
+    /// The bucket, with the served prefix as the location's key.
+    let target: S3Target
+    let answers = S3Responses()
+    private let transport = CurlTransport()
+    private let settings: TransportSettings
+    private let idle = Mutex<[Session]>([])
+
+    init(target: S3Target) {
+        self.target = target
+        var settings = TransportSettings()
+        settings.stallTimeout = 30
+        settings.connectTimeout = 10
+        self.settings = target.signing(settings)
+    }
+
+    var bucket: String { target.location.bucket }
+
+    /// `s3://BUCKET/PREFIX`, for messages.
+    var name: String { target.location.description }
+
+    /// Sends one request and reads its answer whole; throws only when no answer came.
+    func send(
+        _ method: String, key: String, query: [(String, String)] = [], headers: HeaderFields = [:], body: [UInt8]? = nil
+    ) throws(S3Failure) -> Response {
+        let collector = Collector()
+        var headers = headers
+        if let body {
+            // Small bodies (records, grants) are signed with their hash; a part or a tail is sent as
+            // UNSIGNED-PAYLOAD, as the client's own S3 uploads send theirs, rather than hashed once more
+            // on serve's CPU (which the upload's wall time waits for).
+            let signed = body.count <= Self.hashedBodyLimit
+            headers.set("x-amz-content-sha256", signed ? Self.hex(SHA256.hash(data: body)) : "UNSIGNED-PAYLOAD")
+            headers.set("Content-Length", String(body.count))
+        }
+        let request = TransferRequest(
+            method: method, url: target.url(key: key, query: query), headers: headers,
+            body: body.map(RequestBody.init(bytes:)))
+        let result = perform(request, delegate: collector)
+        guard result.outcome == .completed, let head = collector.head ?? result.head else {
+            throw S3Failure("\(method) \(key): S3 sent no answer (\(result.outcome))")
+        }
+        return Response(status: head.status, headers: head.headers, body: collector.body)
+    }
+
+    private static let hashedBodyLimit = 1 << 20
+
+    private static func hex(_ digest: SHA256.Digest) -> String {
+        let digits = Array("0123456789abcdef".utf8)
+        var out: [UInt8] = []
+        for byte in digest {
+            out.append(digits[Int(byte >> 4)])
+            out.append(digits[Int(byte & 15)])
+        }
+        return String(decoding: out, as: UTF8.self)
+    }
+
+    /// Sends a `GET` whose body goes to `delegate` as it arrives (a served object, streamed).
+    func stream(key: String, headers: HeaderFields, delegate: any ExchangeDelegate, cancellation: Cancellation) -> ExchangeResult {
+        perform(TransferRequest(method: "GET", url: target.url(key: key), headers: headers), delegate: delegate, cancellation: cancellation)
+    }
+
+    private func perform(_ request: TransferRequest, delegate: any ExchangeDelegate, cancellation: Cancellation = Cancellation())
+        -> ExchangeResult
+    {
+        let session = idle.withLock { $0.popLast() } ?? Session(transport.makeSession())
+        let result = session.session.perform(request, settings: settings, cancellation: cancellation, delegate: delegate)
+        if result.outcome == .completed { idle.withLock { $0.append(session) } }
+        return result
+    }
+
+    /// A libcurl session, used by one thread at a time (taken from and put back into ``idle``).
+    private final class Session: @unchecked Sendable {
+        let session: any TransportSession
+        init(_ session: any TransportSession) { self.session = session }
+    }
+
+    /// Keeps the head and a small body.
+    private final class Collector: ExchangeDelegate {
+        var head: ResponseHead?
+        var body: [UInt8] = []
+
+        func exchange(head: ResponseHead, effectiveURL: String) -> Bool {
+            self.head = head
+            return true
+        }
+
+        func exchange(body bytes: UnsafeRawBufferPointer) -> Bool {
+            guard body.count + bytes.count <= 16 << 20 else { return false }
+            body.append(contentsOf: bytes)
+            return true
+        }
+    }
+}
+
+/// An S3 request that got no usable answer; the client hears 503 (try again later).
+struct S3Failure: Error, Sendable, CustomStringConvertible {
+    var reason: String
+    init(_ reason: String) { self.reason = reason }
+    var description: String { reason }
+    var upload: UploadFailure { UploadFailure(status: 503, "S3: \(reason)") }
+}

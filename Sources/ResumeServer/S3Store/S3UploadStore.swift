@@ -1,0 +1,208 @@
+import ResumeKit
+
+/// Unfinished uploads kept in S3, so that any instance continues any upload: per upload a multipart
+/// upload on its final key (the parts), a tail object (the bytes after the last part, fewer than a part)
+/// and a record object, both under the prefix's hidden `.resumectl-uploads/` (``S3UploadKeys``).
+///
+/// Nothing of an upload lives in one process: ``load(_:)`` reads it back whole from S3 on any
+/// instance. Every method blocks; call them on the store's thread pool.
+struct S3UploadStore: Sendable {
+    let client: S3Client
+    let keys: S3UploadKeys
+
+    /// The tail object's header naming the part its bytes open (see ``S3UploadProgress``).
+    static let tailPartHeader = "x-amz-meta-resumectl-part"
+
+    func finalKey(_ upload: UploadRecord) -> String { keys.object(upload.target) }
+
+    // MARK: Creating and reading back
+
+    /// Starts the multipart upload and writes the record, before anyone hears of the upload.
+    func create(_ upload: UploadRecord) throws(UploadFailure) -> S3UploadRecord {
+        let created = try call("POST", finalKey(upload), query: [("uploads", "")], doing: "start the multipart upload")
+        let multipartID: String
+        do {
+            multipartID = try client.answers.uploadID(created.body)
+        } catch {
+            throw UploadFailure(status: 502, "S3's CreateMultipartUpload answer: \(error)")
+        }
+        let record = S3UploadRecord(upload: upload, multipartID: multipartID)
+        try save(record)
+        return record
+    }
+
+    /// Writes the record object over its last version.
+    func save(_ record: S3UploadRecord) throws(UploadFailure) {
+        _ = try call("PUT", keys.record(record.id), headers: ["Content-Type": "application/json"], body: record.bytes, doing: "write the upload's record")
+    }
+
+    /// The upload as S3 holds it now, or `nil` when S3 has no record of it (never created, removed, expired).
+    /// The record's `offset` is set from the parts and the tail.
+    func load(_ id: String) throws(UploadFailure) -> (record: S3UploadRecord, progress: S3UploadProgress)? {
+        guard var record = try record(id) else { return nil }
+        if record.upload.phase == .finishing { return (record, S3UploadProgress(parts: [], tail: nil)) }
+        guard let parts = try listParts(record) else { return nil }
+        let progress = S3UploadProgress(parts: parts, tail: try tail(id))
+        record.upload.offset = progress.offset
+        return (record, progress)
+    }
+
+    /// The record object alone, or `nil` when there is none.
+    func record(_ id: String) throws(UploadFailure) -> S3UploadRecord? {
+        let got = try send("GET", keys.record(id), doing: "read the upload's record")
+        if got.status == 404 { return nil }
+        guard got.isSuccess else { throw refusal(got, "read the upload's record") }
+        guard let record = S3UploadRecord(got.body, id: id) else {
+            throw UploadFailure(status: 500, "the upload's record on S3 does not parse")
+        }
+        return record
+    }
+
+    /// Every page of ListParts; `nil` when S3 no longer knows the multipart upload.
+    private func listParts(_ record: S3UploadRecord) throws(UploadFailure) -> [ListedPart]? {
+        var parts: [ListedPart] = []
+        var marker: String?
+        repeat {
+            var query = [("uploadId", record.multipartID)]
+            if let marker { query.append(("part-number-marker", marker)) }
+            let page = try send("GET", finalKey(record.upload), query: query, doing: "list the upload's parts")
+            if page.status == 404 { return nil }
+            guard page.isSuccess else { throw refusal(page, "list the upload's parts") }
+            do {
+                let read = try client.answers.parts(page.body)
+                parts += read.parts
+                marker = read.nextMarker
+            } catch {
+                throw UploadFailure(status: 502, "S3's ListParts answer: \(error)")
+            }
+        } while marker != nil
+        return parts
+    }
+
+    /// The tail object's size and part number, if there is one.
+    private func tail(_ id: String) throws(UploadFailure) -> S3UploadProgress.Tail? {
+        let head = try send("HEAD", keys.tail(id), doing: "look for the upload's tail")
+        if head.status == 404 { return nil }
+        guard head.isSuccess, let size = head.headers["Content-Length"].flatMap({ Int64($0) }),
+            let part = head.headers[Self.tailPartHeader].flatMap({ Int($0) })
+        else { throw refusal(head, "look for the upload's tail") }
+        return .init(size: size, part: part)
+    }
+
+    /// The tail's bytes (fewer than a part), to open the next part with.
+    func readTail(_ id: String) throws(UploadFailure) -> [UInt8] {
+        try call("GET", keys.tail(id), doing: "read the upload's tail").body
+    }
+
+    // MARK: Appending
+
+    /// Stores `bytes` as part `number`; returns the part as S3 lists it.
+    func uploadPart(_ record: S3UploadRecord, number: Int, _ bytes: [UInt8]) throws(UploadFailure) -> ListedPart {
+        let stored = try call(
+            "PUT", finalKey(record.upload), query: [("partNumber", String(number)), ("uploadId", record.multipartID)],
+            body: bytes, doing: "store part \(number)")
+        return ListedPart(number: number, size: Int64(bytes.count), etag: stored.etag ?? "")
+    }
+
+    /// Keeps `bytes` as the tail, to open part `part` once more bytes come.
+    func putTail(_ id: String, part: Int, _ bytes: [UInt8]) throws(UploadFailure) {
+        _ = try call("PUT", keys.tail(id), headers: [Self.tailPartHeader: String(part)], body: bytes, doing: "store the upload's tail")
+    }
+
+    func deleteTail(_ id: String) throws(UploadFailure) {
+        let deleted = try send("DELETE", keys.tail(id), doing: "delete the upload's tail")
+        guard deleted.isSuccess || deleted.status == 404 else { throw refusal(deleted, "delete the upload's tail") }
+    }
+
+    // MARK: Finishing and removing
+
+    /// Completes the multipart upload onto the final key (refused with 409 when an object is there and
+    /// not `replacing`, by `If-None-Match: *` on the completion), then marks the record finished.
+    func complete(_ record: S3UploadRecord, parts: [ListedPart], replacing: Bool) throws(UploadFailure) -> S3UploadRecord {
+        var document = "<CompleteMultipartUpload>"
+        for part in parts {
+            document += "<Part><PartNumber>\(part.number)</PartNumber><ETag>\(Self.escaped(part.etag))</ETag></Part>"
+        }
+        document += "</CompleteMultipartUpload>"
+        var headers: HeaderFields = ["Content-Type": "application/xml"]
+        if !replacing { headers.set("If-None-Match", "*") }
+        let done = try send(
+            "POST", finalKey(record.upload), query: [("uploadId", record.multipartID)], headers: headers,
+            body: Array(document.utf8), doing: "complete the upload")
+        if done.status == 412 || done.status == 409 {
+            throw UploadFailure(status: 409, "an object exists there (serve with --overwrite to replace objects)")
+        }
+        guard done.isSuccess, client.answers.error(done.body) == nil else { throw refusal(done, "complete the upload") }
+        var finished = record
+        finished.upload.phase = .finishing
+        finished.upload.offset = parts.reduce(0) { $0 + $1.size }
+        try? deleteTail(record.id)
+        try save(finished)
+        return finished
+    }
+
+    /// Aborts the multipart upload (unless completed) and deletes the tail and the record.
+    func remove(_ record: S3UploadRecord) {
+        if record.upload.phase != .finishing {
+            _ = try? send("DELETE", finalKey(record.upload), query: [("uploadId", record.multipartID)], doing: "abort")
+        }
+        try? deleteTail(record.id)
+        _ = try? send("DELETE", keys.record(record.id), doing: "delete the record")
+    }
+
+    /// The ids of every upload record under the prefix (for the expiry sweep).
+    func recordIDs() throws(UploadFailure) -> [String] {
+        var ids: [String] = []
+        var token: String?
+        repeat {
+            var query = [("list-type", "2"), ("prefix", keys.uploads)]
+            if let token { query.append(("continuation-token", token)) }
+            let page = try call("GET", "", query: query, doing: "list the uploads")
+            do {
+                let read = try client.answers.objects(page.body)
+                for object in read.objects where object.key.hasSuffix(".json") {
+                    let id = object.key.dropFirst(keys.uploads.count).dropLast(5)
+                    if UploadStore.isValidID(id) { ids.append(String(id)) }
+                }
+                token = read.continuation
+            } catch {
+                throw UploadFailure(status: 502, "S3's ListObjectsV2 answer: \(error)")
+            }
+        } while token != nil
+        return ids
+    }
+
+    // MARK: Requests
+
+    private func send(
+        _ method: String, _ key: String, query: [(String, String)] = [], headers: HeaderFields = [:], body: [UInt8]? = nil,
+        doing what: String
+    ) throws(UploadFailure) -> S3Client.Response {
+        do {
+            return try client.send(method, key: key, query: query, headers: headers, body: body)
+        } catch {
+            throw UploadFailure(status: 503, "cannot \(what): \(error.reason)")
+        }
+    }
+
+    /// `send`, and anything but a 2xx is a failure.
+    private func call(
+        _ method: String, _ key: String, query: [(String, String)] = [], headers: HeaderFields = [:], body: [UInt8]? = nil,
+        doing what: String
+    ) throws(UploadFailure) -> S3Client.Response {
+        let response = try send(method, key, query: query, headers: headers, body: body, doing: what)
+        guard response.isSuccess else { throw refusal(response, what) }
+        return response
+    }
+
+    private func refusal(_ response: S3Client.Response, _ what: String) -> UploadFailure {
+        let detail = client.answers.error(response.body)?.line ?? "S3 answered \(response.status)"
+        // S3 throttling or failing is the client's cue to come back later; anything else is ours.
+        let status = response.status == 503 || response.status >= 500 ? 503 : 502
+        return UploadFailure(status: status, "cannot \(what): \(detail)")
+    }
+
+    private static func escaped(_ text: String) -> String {
+        text.replacing("&", with: "&amp;").replacing("\"", with: "&quot;").replacing("<", with: "&lt;")
+    }
+}

@@ -1,0 +1,343 @@
+import Foundation
+import ResumeKit
+import Testing
+
+@testable import ResumeServer
+
+/// `serve --store s3://` against moto's S3 server with signatures checked: the lock on S3 itself, and
+/// uploads (IETF draft and tus, by `resumectl upload`) through three instances behind nginx round-robin,
+/// cut by the fault proxy, one instance killed with SIGKILL mid-PATCH, and two clients racing.
+@Suite("serve S3 store")
+struct ServeS3StoreTests {
+    static let MiB = 1 << 20
+
+    static func client(_ moto: MotoServer, bucket: String, prefix: String, home: String) throws -> S3Client {
+        let target = try S3Target(
+            S3Location(bucket: bucket, key: prefix), choices: S3Choices(endpoint: moto.endpoint), forcePathStyle: false,
+            environment: moto.environment(home: home))
+        return S3Client(target: target)
+    }
+
+    @Test("the lock on moto: taken, busy for another instance, expired and taken over, lost by the old holder, released; the probe finds conditional writes")
+    func lockOnMoto() async throws {
+        let moto = try await MotoServer()
+        try await moto.createBucket("locks")
+        let home = try TempDirectory()
+        let client = try Self.client(moto, bucket: "locks", prefix: "p/", home: home.path)
+        let keys = S3UploadKeys(prefix: "p/")
+        #expect(S3ConditionalProbe.run(client, keys: keys, instance: "probe") == .supported)
+        let key = keys.lock("0123456789abcdef0123456789abcdef")
+        let a = S3Lock(client: client, key: key, holder: "a", lifetime: 1500)
+        let b = S3Lock(client: client, key: key, holder: "b", lifetime: 1500)
+        #expect(a.acquire() == .held)
+        #expect(a.mayWrite)
+        guard case .busy(let grant) = b.acquire() else {
+            Issue.record("b took a live lock")
+            return
+        }
+        #expect(grant?.holder == "a")
+        try await Task.sleep(for: .milliseconds(1700))
+        #expect(!a.mayWrite)
+        #expect(b.acquire() == .held, "an expired lock is taken over")
+        #expect(a.renewIfDue() == .lost, "the old holder finds it lost at its next renewal")
+        a.release()
+        #expect(b.mayWrite, "the old holder's release deletes nothing of b's")
+        b.release()
+        let c = S3Lock(client: client, key: key, holder: "c", lifetime: 1500)
+        #expect(c.acquire() == .held, "a released lock is free at once")
+        c.release()
+        #expect(try await moto.keys("locks").isEmpty)
+    }
+
+    @Test("--store with a malformed URL or no credentials: one line, exit 64")
+    func badStore() async throws {
+        let home = try TempDirectory()
+        let r = try await runProcess(resumectlBinary, ["serve", "--store", "s3://x/", "--port", "0"],
+                                     environment: MotoServer.baseEnvironment(home: home.path), inheritEnvironment: false)
+        #expect(r.status == 64, "\(r)")
+        #expect(r.stderr.split(separator: "\n").count == 1 && r.stderr.contains("--store"), "\(r)")
+        let none = try await runProcess(
+            resumectlBinary, ["serve", "--store", "s3://bucket/p/", "--endpoint-url", "http://127.0.0.1:9", "--port", "0"],
+            environment: MotoServer.baseEnvironment(home: home.path), inheritEnvironment: false)
+        #expect(none.status == 64 && none.stderr.contains("no AWS credentials"), "\(none)")
+    }
+
+    @Test("an endpoint that ignores conditional writes (nginx dropping If-None-Match before moto) is refused at start: one sentence, exit 64; --single-instance starts")
+    func endpointWithoutConditionalWrites() async throws {
+        // Without signature checks: the header nginx drops was signed.
+        let moto = try await MotoServer(verify: false)
+        try await moto.createBucket("plain")
+        let home = try TempDirectory()
+        let nginx = try await NginxServer(root: home.path, serverDirectives: """
+            client_max_body_size 0;
+            location / {
+                proxy_pass http://127.0.0.1:\(moto.port);
+                proxy_set_header Host $http_host;
+                proxy_set_header If-None-Match "";
+            }
+            """)
+        let args = ["serve", "--store", "s3://plain/p/", "--endpoint-url", nginx.baseURL, "--port", "0"]
+        let refused = try await runProcess(resumectlBinary, args, environment: moto.environment(home: home.path), inheritEnvironment: false)
+        #expect(refused.status == 64, "\(refused)")
+        let lines = refused.stderr.split(separator: "\n")
+        #expect(lines.count == 1 && lines[0].contains("ignores conditional writes") && lines[0].contains("--single-instance"), "\(refused)")
+        let single = try RunningProcess(resumectlBinary, args + ["--single-instance"], environment: moto.environment(home: home.path),
+                                        inheritEnvironment: false)
+        defer { single.send(signal: SIGKILL) }
+        _ = try await single.waitForLine(timeout: .seconds(60)) { $0.hasPrefix("listening on ") }
+    }
+
+    @Test("resumectl upload through three instances behind nginx round-robin, cut five times: the object is the file, every instance served",
+          arguments: ["ietf", "tus"])
+    func throughThreeInstances(protocol name: String) async throws {
+        let cluster = try await S3ServeCluster(instances: 3)
+        let w = try Workspace()
+        let size = 13 * Self.MiB + 12345
+        let digest = try makeRandomFile(path: w.path("www/big.bin"), size: size, seed: name == "tus" ? 3401 : 3402)
+        let plan = Fault.randomCuts(seed: 34, count: 5, direction: .upstream, bytes: 700_000...3_000_000)
+            .map { $0.throttled(bytesPerSecond: 12_000_000) }
+        let proxy = try FaultProxy(upstreamPort: cluster.nginx.port, plan: plan)
+        let target = name == "tus" ? proxy.url(for: "in/") : proxy.url(for: "in/big.bin")
+        let r = try await w.run(["upload", w.path("www/big.bin"), target, "--protocol", name,
+                                 "--retries", "100", "--retry-delay", "0.1"], timeout: .seconds(240))
+        let logs = (0..<3).map { cluster.requests($0) }
+        #expect(r.status == 0, "\(r) \(logs)")
+        #expect(try await cluster.moto.sha256(cluster.bucket, cluster.key("in/big.bin")) == digest)
+        let cuts = proxy.connections.filter(\.triggered).count
+        #expect(cuts >= 3, "\(proxy.connections)")
+        for (index, log) in logs.enumerated() {
+            #expect(!log.isEmpty, "instance \(index) served no request: \(logs)")
+        }
+        #expect(try await cluster.moto.uploads(cluster.bucket).isEmpty, "no multipart upload left open")
+        // Served back through the balancer: a ranged GET with S3's ETag as the validator.
+        let head = try await cluster.moto.head(cluster.bucket, cluster.key("in/big.bin"))
+        let ranged = try await runProcess("curl", ["-sS", "-D", "-", "-o", w.path("out/part"), "-r", "1000-1999",
+                                                   cluster.url + "/in/big.bin"])
+        #expect(ranged.stdout.contains("206") && ranged.stdout.contains(head.etag), "\(ranged)")
+        let part = try Data(contentsOf: URL(fileURLWithPath: w.path("out/part")))
+        let source = try FileHandle(forReadingFrom: URL(fileURLWithPath: w.path("www/big.bin")))
+        try source.seek(toOffset: 1000)
+        #expect(part == source.readData(ofLength: 1000))
+    }
+
+    @Test("one instance killed with SIGKILL mid-PATCH and not restarted: the upload finishes through the others",
+          arguments: ["ietf", "tus"])
+    func instanceKilledMidPatch(protocol name: String) async throws {
+        let cluster = try await S3ServeCluster(instances: 3)
+        let w = try Workspace()
+        let size = 13 * Self.MiB + 777
+        let digest = try makeRandomFile(path: w.path("www/big.bin"), size: size, seed: name == "tus" ? 3403 : 3404)
+        // One early cut, so that the IETF upload goes on by PATCH (its POST would carry the whole file).
+        let proxy = try FaultProxy(upstreamPort: cluster.nginx.port, plan: [.cutAfterUpstream(bytes: 1_500_000)])
+        let target = name == "tus" ? proxy.url(for: "in/") : proxy.url(for: "in/big.bin")
+        let client = try w.start(["upload", w.path("www/big.bin"), target, "--protocol", name, "--limit-rate", "2M",
+                                  "--retries", "200", "--retry-delay", "0.1"])
+        defer { client.send(signal: SIGKILL) }
+        let s3 = try Self.client(cluster.moto, bucket: cluster.bucket, prefix: "inbox/", home: cluster.home.path)
+        // The instance appending holds the upload's lock on S3: read the holder there, and kill that one.
+        var victim: Int?
+        let deadline = ContinuousClock.now + .seconds(90)
+        while victim == nil && ContinuousClock.now < deadline {
+            let resumed = (0..<3).contains { i in cluster.requests(i).contains { $0.hasPrefix("HEAD /") } }
+            if resumed, let lock = try await cluster.moto.keys(cluster.bucket).first(where: { $0.hasSuffix(".lock") }),
+               let held = try? s3.send("GET", key: lock), held.isSuccess,
+               let grant = S3LockMachine.Grant(held.body), let index = cluster.ids.firstIndex(of: grant.holder) {
+                victim = index
+            } else {
+                try await Task.sleep(for: .milliseconds(100))
+            }
+        }
+        let killed = try #require(victim, "no instance was seen holding the upload's lock")
+        let before = cluster.requests(killed).count
+        cluster.instances[killed].send(signal: SIGKILL)
+        let r = try await client.wait(timeout: .seconds(240))
+        let logs = (0..<3).map { cluster.requests($0) }
+        #expect(r.status == 0, "\(r) \(logs)")
+        #expect(try await cluster.moto.sha256(cluster.bucket, cluster.key("in/big.bin")) == digest)
+        #expect(!cluster.instances[killed].isRunning)
+        #expect(cluster.requests(killed).count == before, "the killed instance logged nothing after")
+        let survivors = (0..<3).filter { $0 != killed }
+        #expect(survivors.contains { cluster.requests($0).contains { $0.hasPrefix("PATCH ") } }, "\(logs)")
+        #expect(try await cluster.moto.uploads(cluster.bucket).isEmpty, "no multipart upload left open")
+    }
+
+    /// A tus PATCH of `file` at offset 0; its status code.
+    static func patch(_ url: String, file: String) async throws -> String {
+        try await runProcess("curl", [
+            "-sS", "-o", "/dev/null", "-w", "%{http_code}", "-X", "PATCH", "-H", "Tus-Resumable: 1.0.0",
+            "-H", "Upload-Offset: 0", "-H", "Content-Type: application/offset+octet-stream",
+            "--data-binary", "@" + file, url]).stdout
+    }
+
+    @Test("two clients PATCH one upload at one offset through two instances at the same moment, 50 times: one is refused, the object is the other's bytes")
+    func race() async throws {
+        let cluster = try await S3ServeCluster(instances: 2)
+        let w = try Workspace()
+        let size = 256 * 1024
+        _ = try makeRandomFile(path: w.path("www/a.bin"), size: size, seed: 3405)
+        _ = try makeRandomFile(path: w.path("www/b.bin"), size: size, seed: 3406)
+        let bodies = [try Data(contentsOf: URL(fileURLWithPath: w.path("www/a.bin"))),
+                      try Data(contentsOf: URL(fileURLWithPath: w.path("www/b.bin")))]
+        var refusals: [String: Int] = [:]
+        for round in 0..<50 {
+            let instance = { (i: Int) in "http://127.0.0.1:\(cluster.ports[i])" }
+            let created = try await runProcess("curl", [
+                "-sS", "-D", "-", "-o", "/dev/null", "-X", "POST", "-H", "Tus-Resumable: 1.0.0",
+                "-H", "Upload-Length: \(size)", instance(round % 2) + "/race/r\(round).bin"])
+            let location = try #require(created.stdout.split(separator: "\r\n").first { $0.lowercased().hasPrefix("location:") }
+                .map { String($0.dropFirst("location:".count)).trimmingCharacters(in: .whitespaces) }, "\(created)")
+            let path = location.hasPrefix("http") ? String(location.drop { $0 != "/" }.dropFirst(2).drop { $0 != "/" }) : location
+            let urls = [instance(0) + path, instance(1) + path]
+            let files = [w.path("www/a.bin"), w.path("www/b.bin")]
+            async let first = Self.patch(urls[0], file: files[0])
+            async let second = Self.patch(urls[1], file: files[1])
+            let codes = [try await first, try await second]
+            let winners = codes.indices.filter { codes[$0] == "204" }
+            #expect(winners.count == 1, "round \(round): \(codes)")
+            guard winners.count == 1 else { continue }
+            let loser = codes[1 - winners[0]]
+            #expect(["409", "423", "404"].contains(loser), "round \(round): \(codes)")
+            refusals[loser, default: 0] += 1
+            let got = try await runProcess("curl", ["-sS", "-o", w.path("out/r\(round)"), instance((round + 1) % 2) + "/race/r\(round).bin"])
+            #expect(got.status == 0)
+            #expect(try Data(contentsOf: URL(fileURLWithPath: w.path("out/r\(round)"))) == bodies[winners[0]], "round \(round)")
+        }
+        // The lock itself refused some (423): not every pair was settled by one finishing first.
+        #expect((refusals["423"] ?? 0) > 0, "\(refusals)")
+        print("serve S3 race refusals: \(refusals)")
+    }
+
+    @Test("the prefix as a folder (moto without signature checks, for its listings): the page, plain PUT, 409 unless --overwrite, HEAD, expiry aborts")
+    func folderPlainAndExpiry() async throws {
+        let cluster = try await S3ServeCluster(instances: 1, verify: false, extra: ["--upload-timeout", "2"])
+        let w = try Workspace()
+        let base = "http://127.0.0.1:\(cluster.ports[0])"
+        let small = try makeRandomFile(path: w.path("www/a.txt"), size: 1000, seed: 3407)
+        let large = try makeRandomFile(path: w.path("www/b.bin"), size: 6 * Self.MiB + 3, seed: 3408)
+        func curl(_ args: [String]) async throws -> ProcessResult { try await runProcess("curl", ["-sS"] + args) }
+        #expect(try await curl(["-o", "/dev/null", "-w", "%{http_code}", "-T", w.path("www/a.txt"), base + "/docs/a.txt"]).stdout == "201")
+        #expect(try await curl(["-o", "/dev/null", "-w", "%{http_code}", "-T", w.path("www/b.bin"), base + "/docs/sub/b.bin"]).stdout == "201")
+        #expect(try await cluster.moto.sha256(cluster.bucket, cluster.key("docs/a.txt")) == small)
+        #expect(try await cluster.moto.sha256(cluster.bucket, cluster.key("docs/sub/b.bin")) == large)
+        let again = try await curl(["-o", "/dev/null", "-w", "%{http_code}", "-T", w.path("www/b.bin"), base + "/docs/a.txt"])
+        #expect(again.stdout == "409", "an object is never replaced without --overwrite: \(again)")
+        #expect(try await cluster.moto.sha256(cluster.bucket, cluster.key("docs/a.txt")) == small)
+        let head = try await curl(["-I", base + "/docs/sub/b.bin"])
+        let etag = try await cluster.moto.head(cluster.bucket, cluster.key("docs/sub/b.bin")).etag
+        #expect(head.stdout.contains("200") && head.stdout.contains("Content-Length: \(6 * Self.MiB + 3)") && head.stdout.contains(etag), "\(head)")
+        #expect(try await curl(["-o", w.path("out/b"), base + "/docs/sub/b.bin"]).status == 0)
+        #expect(try sha256(file: w.path("out/b")) == large)
+        let root = try await curl(["-H", "Accept: text/html", base + "/"]).stdout
+        #expect(root.contains("docs/") && !root.contains(".resumectl-uploads"), "\(root)")
+        let docs = try await curl(["-H", "Accept: text/html", base + "/docs/"]).stdout
+        #expect(docs.contains("a.txt") && docs.contains("sub/"), "\(docs)")
+        #expect(try await curl(["-o", "/dev/null", "-w", "%{http_code}", "-H", "Accept: text/html", base + "/docs"]).stdout == "301")
+        #expect(try await curl(["-o", "/dev/null", "-w", "%{http_code}", base + "/docs/nothing"]).stdout == "404")
+        // An upload left unfinished expires: its multipart upload is aborted, its record and tail deleted.
+        let created = try await curl(["-D", "-", "-o", "/dev/null", "-X", "POST", "-H", "Tus-Resumable: 1.0.0",
+                                      "-H", "Upload-Length: 100000", base + "/docs/late.bin"])
+        #expect(created.stdout.contains("201"), "\(created)")
+        let deadline = ContinuousClock.now + .seconds(30)
+        while try await !cluster.moto.uploads(cluster.bucket).isEmpty, ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(500))
+        }
+        #expect(try await cluster.moto.uploads(cluster.bucket).isEmpty, "\(cluster.instances[0].stderrSoFar)")
+        // The sweep says what it aborted (the 201 said the multipart upload had been created).
+        #expect(cluster.instances[0].stderrSoFar.contains("upload /docs/late.bin expired, its multipart upload aborted"),
+                "\(cluster.instances[0].stderrSoFar)")
+        let left = try await cluster.moto.keys(cluster.bucket).filter { $0.contains(".resumectl-uploads") }
+        #expect(left.isEmpty, "\(left)")
+    }
+
+    @Test("--single-instance: no lock objects, no probe; an upload cut by the proxy still lands whole")
+    func singleInstance() async throws {
+        let cluster = try await S3ServeCluster(instances: 1, extra: ["--single-instance"])
+        let w = try Workspace()
+        let digest = try makeRandomFile(path: w.path("www/s.bin"), size: 11 * Self.MiB + 1, seed: 3413)
+        let proxy = try FaultProxy(upstreamPort: cluster.ports[0], plan: [.cutAfterUpstream(bytes: 2_000_000), .cutAfterUpstream(bytes: 3_000_000)])
+        let r = try await w.run(["upload", w.path("www/s.bin"), proxy.url(for: "in/s.bin"), "--retries", "20", "--retry-delay", "0.1"])
+        #expect(r.status == 0, "\(r) \(cluster.instances[0].stderrSoFar)")
+        #expect(try await cluster.moto.sha256(cluster.bucket, cluster.key("in/s.bin")) == digest)
+        #expect(proxy.connections.filter(\.triggered).count >= 1, "\(proxy.connections)")
+        let keys = try await cluster.moto.keys(cluster.bucket)
+        #expect(!keys.contains { $0.hasSuffix(".lock") || $0.contains("probe-") }, "\(keys)")
+    }
+
+    @Test("a slow upload outlives several lifetimes of its lock (--lock-seconds 2): renewed on a timer while it writes, never expired on S3, never refused")
+    func lockRenewedWhileWriting() async throws {
+        let cluster = try await S3ServeCluster(instances: 2, extra: ["--lock-seconds", "2"])
+        let w = try Workspace()
+        let digest = try makeRandomFile(path: w.path("www/slow.bin"), size: 12 * Self.MiB, seed: 3414)
+        let client = try w.start(["upload", w.path("www/slow.bin"), cluster.url + "/in/slow.bin", "--limit-rate", "2M",
+                                  "--retries", "3"])
+        defer { client.send(signal: SIGKILL) }
+        let s3 = try Self.client(cluster.moto, bucket: cluster.bucket, prefix: "inbox/", home: cluster.home.path)
+        var lockKey: String?
+        while lockKey == nil && client.isRunning {
+            lockKey = try await cluster.moto.keys(cluster.bucket).first { $0.hasSuffix(".lock") }
+        }
+        // Sampled from S3 while the request writes: the grant never lies in the past (a part takes
+        // longer than the lock lives, so renewing only when a part starts would let it run out).
+        var samples = 0
+        var expired: [Int64] = []
+        while let key = lockKey, client.isRunning {
+            if let held = try? s3.send("GET", key: key), held.isSuccess, let grant = S3LockMachine.Grant(held.body) {
+                samples += 1
+                let late = WallClock.millis() - grant.expires
+                if late > 0 { expired.append(late) }
+            }
+            try await Task.sleep(for: .milliseconds(100))
+        }
+        let r = try await client.wait(timeout: .seconds(120))
+        let logs = (0..<2).map { cluster.requests($0) }
+        #expect(r.status == 0, "\(r) \(logs)")
+        #expect(try await cluster.moto.sha256(cluster.bucket, cluster.key("in/slow.bin")) == digest)
+        #expect(samples >= 10, "\(samples) samples of the lock")
+        #expect(expired.isEmpty, "the lock had run out by \(expired) ms in \(expired.count) of \(samples) samples")
+        #expect(!logs.joined().contains { $0.contains(" 409 ") || $0.contains(" 423 ") }, "\(logs)")
+    }
+
+    static let pageScript = ServeFolderPageTests.chromium + #"""
+        url, path = sys.argv[1], sys.argv[2]
+        state = None
+        try:
+            driver.get(url)
+            driver.find_element(By.ID, "picker").send_keys(path)
+            deadline = time.time() + 240
+            while time.time() < deadline:
+                state = driver.find_element(By.CSS_SELECTOR, "#uploads li").get_attribute("data-state")
+                if state == "done" or (state or "").startswith("failed"):
+                    break
+                time.sleep(0.25)
+        finally:
+            driver.quit()
+        print(json.dumps({"final": state}), flush=True)
+        """#
+
+    @Test("tuspy in 1 MiB PATCHes and the folder page in headless chromium, through the balancer over three instances: both objects are their files")
+    func otherClientsThroughTheBalancer() async throws {
+        let cluster = try await S3ServeCluster(instances: 3, verify: false)
+        let w = try Workspace()
+        let tusDigest = try makeRandomFile(path: w.path("www/t.bin"), size: 7 * Self.MiB + 5, seed: 3409)
+        let pageDigest = try makeRandomFile(path: w.path("www/p.bin"), size: 6 * Self.MiB + 9, seed: 3410)
+        let tuspy = """
+            import sys
+            from tusclient import client
+            c = client.TusClient(sys.argv[1])
+            u = c.uploader(sys.argv[2], chunk_size=1 << 20, metadata={"filename": "t.bin", "filetype": "application/octet-stream"},
+                           retries=10, retry_delay=1)
+            u.upload()
+            """
+        let t = try await runProcess("python3", ["-c", tuspy, cluster.url + "/in/", w.path("www/t.bin")], timeout: .seconds(180))
+        #expect(t.status == 0, "tuspy (make deps installs it): \(t)")
+        #expect(try await cluster.moto.sha256(cluster.bucket, cluster.key("in/t.bin")) == tusDigest)
+        try Self.pageScript.write(toFile: w.path("page.py"), atomically: true, encoding: .utf8)
+        let page = try await runProcess("python3", [w.path("page.py"), cluster.url + "/in/", w.path("www/p.bin")], timeout: .seconds(300))
+        let line = try #require(page.stdoutLines.last, "chromium, chromium-driver and selenium (make deps installs them): \(page)")
+        #expect(line.contains("\"done\""), "\(page)")
+        #expect(try await cluster.moto.sha256(cluster.bucket, cluster.key("in/p.bin")) == pageDigest)
+        let patches = (0..<3).map { i in cluster.requests(i).filter { $0.hasPrefix("PATCH ") }.count }
+        #expect(patches.allSatisfy { $0 > 0 }, "every instance took PATCHes: \(patches)")
+        #expect(try await cluster.moto.uploads(cluster.bucket).isEmpty)
+    }
+}

@@ -1,0 +1,89 @@
+import Foundation
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// `resumectl serve --store s3://BUCKET/inbox/` instances sharing one moto, behind nginx round-robin
+/// with no stickiness: what #34 promises works with no other service. Every instance is the built
+/// binary on a port of its own (port 0); nginx and moto are real. A peer that cannot start throws.
+final class S3ServeCluster: @unchecked Sendable {
+    let moto: MotoServer
+    let bucket: String
+    let home: TempDirectory
+    private(set) var instances: [RunningProcess] = []
+    private(set) var ports: [Int] = []
+    /// The instance ids, as each logged them at start (the holder id in its lock grants).
+    private(set) var ids: [String] = []
+    let nginx: NginxServer
+
+    /// - Parameters:
+    ///   - verify: moto checks signatures (its verifier refuses any query with `%2F`, so listings need it off).
+    ///   - extra: more `serve` arguments for every instance.
+    init(instances count: Int, verify: Bool = true, extra: [String] = []) async throws {
+        moto = try await MotoServer(verify: verify)
+        bucket = "serve-" + UUID().uuidString.prefix(8).lowercased()
+        try await moto.createBucket(bucket)
+        home = try TempDirectory(prefix: "resumectl-s3serve")
+        for _ in 0..<count {
+            let (process, port, id) = try await Self.serve(moto: moto, bucket: bucket, home: home.path, extra: extra)
+            instances.append(process)
+            ports.append(port)
+            ids.append(id)
+        }
+        let servers = ports.map { "server 127.0.0.1:\($0) max_fails=1 fail_timeout=30s;" }.joined(separator: " ")
+        nginx = try await NginxServer(
+            root: home.path,
+            serverDirectives: """
+                client_max_body_size 0;
+                location / {
+                    proxy_pass http://serves;
+                    proxy_http_version 1.1;
+                    proxy_set_header Connection "";
+                    proxy_set_header Host $http_host;
+                    proxy_request_buffering off;
+                    proxy_buffering off;
+                    proxy_read_timeout 60s;
+                }
+                """,
+            httpDirectives: "upstream serves { \(servers) keepalive 8; }")
+    }
+
+    /// One instance: `serve --store` with short locks (a killed instance's uploads wait 4 s) and 5 MiB parts.
+    static func serve(moto: MotoServer, bucket: String, home: String, extra: [String]) async throws -> (RunningProcess, Int, String) {
+        let process = try RunningProcess(
+            resumectlBinary,
+            ["serve", "--store", "s3://\(bucket)/inbox/", "--endpoint-url", moto.endpoint, "--port", "0",
+             "--lock-seconds", "4", "--part-size", "5M"] + extra,
+            environment: moto.environment(home: home), inheritEnvironment: false)
+        let line: String
+        do {
+            line = try await process.waitForLine(timeout: .seconds(60)) { $0.hasPrefix("listening on ") }
+        } catch {
+            process.send(signal: SIGKILL)
+            throw SupportError("serve --store did not start: \(error) \(process.stderrSoFar)")
+        }
+        guard let port = line.split(separator: ":").last.flatMap({ Int($0) }) else {
+            throw SupportError("serve printed no port: \(line)")
+        }
+        let id = process.stderrSoFar.split(separator: "\n").first { $0.contains(", instance ") }
+            .map { String($0.split(separator: " ").last ?? "") } ?? ""
+        return (process, port, id)
+    }
+
+    /// `http://127.0.0.1:PORT` of the balancer.
+    var url: String { nginx.baseURL }
+
+    /// Request lines instance `index` logged (`METHOD PATH STATUS …`).
+    func requests(_ index: Int) -> [String] {
+        instances[index].stderrSoFar.split(separator: "\n").map(String.init)
+            .filter { ["GET ", "HEAD ", "PUT ", "POST ", "PATCH ", "DELETE ", "OPTIONS "].contains(where: $0.hasPrefix) }
+    }
+
+    /// The object key a served path names.
+    func key(_ path: String) -> String { "inbox/" + path }
+
+    deinit {
+        for process in instances { process.send(signal: SIGKILL) }
+    }
+}
