@@ -97,6 +97,10 @@ final class S3Backend: UploadBackend, UploadRemote {
         var dropped: [String] = []
         for id in ids {
             guard let record = try? store.record(id), record.upload.expires <= now else { continue }
+            // Complete on S3 but never completed: completed now (``load(_:)`` does it), never aborted.
+            if record.upload.phase == .receiving, record.upload.length != nil, let loaded = try? load(id), loaded.finished {
+                continue
+            }
             let held: S3Lock?
             do {
                 held = try lock(id)
