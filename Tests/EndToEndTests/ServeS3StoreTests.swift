@@ -185,6 +185,31 @@ struct ServeS3StoreTests {
             "--data-binary", "@" + file, url]).stdout
     }
 
+    @Test("every instance killed with SIGKILL mid-PATCH and started again on its port: the upload continues from what S3 holds", arguments: ["ietf", "tus"])
+    func allInstancesRestarted(protocol name: String) async throws {
+        let cluster = try await S3ServeCluster(instances: 2)
+        let w = try Workspace()
+        let digest = try makeRandomFile(path: w.path("www/r.bin"), size: 13 * Self.MiB + 99, seed: name == "tus" ? 3415 : 3416)
+        let target = name == "tus" ? cluster.url + "/in/" : cluster.url + "/in/r.bin"
+        let client = try w.start(["upload", w.path("www/r.bin"), target, "--protocol", name, "--limit-rate", "1M",
+                                  "--retries", "200", "--retry-delay", "0.1"])
+        defer { client.send(signal: SIGKILL) }
+        let s3 = try Self.client(cluster.moto, bucket: cluster.bucket, prefix: "inbox/", home: cluster.home.path)
+        let deadline = ContinuousClock.now + .seconds(60)
+        while Self.lockKey(s3) == nil && client.isRunning && ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        try await Task.sleep(for: .seconds(1))
+        let runningAtRestart = client.isRunning
+        for index in 0..<2 { try await cluster.restart(index) }
+        let r = try await client.wait(timeout: .seconds(240))
+        let logs = (0..<2).map { cluster.requests($0) }
+        #expect(r.status == 0, "\(r) \(logs)")
+        #expect(try await cluster.moto.sha256(cluster.bucket, cluster.key("in/r.bin")) == digest)
+        #expect(runningAtRestart, "the upload was under way when every instance was killed")
+        #expect(logs.joined().contains { $0.hasPrefix("PATCH ") }, "the new instances took the rest: \(logs)")
+    }
+
     @Test("two clients PATCH one upload at one offset through two instances at the same moment, 50 times: one is refused, the object is the other's bytes")
     func race() async throws {
         let cluster = try await S3ServeCluster(instances: 2)
@@ -279,12 +304,12 @@ struct ServeS3StoreTests {
         #expect(!keys.contains { $0.hasSuffix(".lock") || $0.contains("probe-") }, "\(keys)")
     }
 
-    @Test("a slow upload outlives several lifetimes of its lock (--lock-seconds 2): renewed on a timer while it writes, never expired on S3, never refused")
+    @Test("a slow upload outlives several lifetimes of its lock (--lock-seconds 3): renewed on a timer while it writes, never out on S3 for long, never refused")
     func lockRenewedWhileWriting() async throws {
-        let cluster = try await S3ServeCluster(instances: 2, extra: ["--lock-seconds", "2"])
+        let cluster = try await S3ServeCluster(instances: 2, extra: ["--lock-seconds", "3"])
         let w = try Workspace()
         let digest = try makeRandomFile(path: w.path("www/slow.bin"), size: 12 * Self.MiB, seed: 3414)
-        let client = try w.start(["upload", w.path("www/slow.bin"), cluster.url + "/in/slow.bin", "--limit-rate", "2M",
+        let client = try w.start(["upload", w.path("www/slow.bin"), cluster.url + "/in/slow.bin", "--limit-rate", "1M",
                                   "--retries", "3"])
         defer { client.send(signal: SIGKILL) }
         let s3 = try Self.client(cluster.moto, bucket: cluster.bucket, prefix: "inbox/", home: cluster.home.path)
@@ -293,8 +318,9 @@ struct ServeS3StoreTests {
             lockKey = Self.lockKey(s3)
             try await Task.sleep(for: .milliseconds(50))
         }
-        // Sampled from S3 while the request writes: the grant never lies in the past (a part takes
-        // longer than the lock lives, so renewing only when a part starts would let it run out).
+        // Sampled from S3 while the request writes: the grant never lies in the past by more than a
+        // loaded machine's delay (a 5 MiB part takes 5 s at 1 MB/s, longer than the lock lives, so
+        // renewing only when a part starts would let it lapse by 2 s before each part).
         var samples = 0
         var expired: [Int64] = []
         while let key = lockKey, client.isRunning {
@@ -310,7 +336,7 @@ struct ServeS3StoreTests {
         #expect(r.status == 0, "\(r) \(logs)")
         #expect(try await cluster.moto.sha256(cluster.bucket, cluster.key("in/slow.bin")) == digest)
         #expect(samples >= 10, "\(samples) samples of the lock")
-        #expect(expired.isEmpty, "the lock had run out by \(expired) ms in \(expired.count) of \(samples) samples")
+        #expect(expired.allSatisfy { $0 < 1000 }, "the lock had run out by \(expired) ms in \(expired.count) of \(samples) samples")
         #expect(!logs.joined().contains { $0.contains(" 409 ") || $0.contains(" 423 ") }, "\(logs)")
     }
 
