@@ -67,7 +67,7 @@ public final class ResumeServer: Sendable {
     public static func start(_ configuration: ServerConfiguration) async throws -> ResumeServer {
         // On S3 there is no folder: `root` stays empty and nothing reads the file system below it.
         let s3 = try configuration.s3.map { s3 throws(ServeError) in
-            try S3StoreSetup.open(s3, readOnly: configuration.readOnly, log: configuration.log)
+            try S3StoreSetup.open(s3, readOnly: configuration.readOnly, overwrite: configuration.overwrite, log: configuration.log)
         }
         let root = s3 == nil ? try canonicalDirectory(configuration.directory) : ""
         let tls = try configuration.tls.map { files throws(ServeError) in try ServerTLS.context(files) }

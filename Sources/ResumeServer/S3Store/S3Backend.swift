@@ -11,13 +11,16 @@ final class S3Backend: UploadBackend, UploadRemote {
     /// Milliseconds a lock grant lasts.
     let lockLifetime: Int64
     let singleInstance: Bool
+    /// `--overwrite`: a completion may replace an object.
+    let overwrite: Bool
     let log: (@Sendable (String) -> Void)?
 
     init(
         store: S3UploadStore, partSize: Int64, instance: String, lockLifetime: Int64, singleInstance: Bool,
-        log: (@Sendable (String) -> Void)?
+        overwrite: Bool, log: (@Sendable (String) -> Void)?
     ) {
         self.store = store
+        self.overwrite = overwrite
         cutter = S3PartCutter(partSize: partSize)
         self.instance = instance
         self.lockLifetime = lockLifetime
@@ -68,8 +71,22 @@ final class S3Backend: UploadBackend, UploadRemote {
         S3Appender(backend: self, setup: setup)
     }
 
+    /// An upload whose every byte is on S3 but that was never completed (its instance died between the
+    /// last part and the completion, or the completion lost a race) is completed here, by whichever
+    /// instance looks first, as the file store finishes such an upload at its next start.
     func load(_ id: String) throws(UploadFailure) -> (record: UploadRecord, finished: Bool)? {
-        guard let (upload, _) = try store.load(id) else { return nil }
+        guard let (upload, progress) = try store.load(id) else { return nil }
+        if upload.upload.phase == .receiving, upload.upload.kind != .plain, let length = upload.upload.length,
+            progress.offset == length
+        {
+            do {
+                try finish(upload.upload, replacing: overwrite)
+                log?("upload /\(upload.upload.target.joined(separator: "/")) completed on S3 when next asked")
+                return (upload.upload, true)
+            } catch {
+                return (upload.upload, false)
+            }
+        }
         return (upload.upload, upload.upload.phase == .finishing)
     }
 
@@ -80,6 +97,10 @@ final class S3Backend: UploadBackend, UploadRemote {
         var dropped: [String] = []
         for id in ids {
             guard let record = try? store.record(id), record.upload.expires <= now else { continue }
+            // Complete on S3 but never completed: completed now (``load(_:)`` does it), never aborted.
+            if record.upload.phase == .receiving, record.upload.length != nil, let loaded = try? load(id), loaded.finished {
+                continue
+            }
             let held: S3Lock?
             do {
                 held = try lock(id)

@@ -36,9 +36,12 @@ final class S3Lock: Sendable {
         }
     }
 
-    /// Gives the lock back (deletes this holder's grant only).
+    /// Gives the lock back (deletes this holder's grant only), after any renewal in flight: deleting
+    /// with the ETag a renewal is replacing would leave the renewed grant behind, held by nobody.
     func release() {
-        _ = run(machine.withLock { $0.release() })
+        renewal.withLock { _ in
+            _ = run(machine.withLock { $0.release() })
+        }
     }
 
     /// Whether a write may start now (held, with a third of the lifetime left).

@@ -6,7 +6,7 @@ import ResumeKit
 enum S3StoreSetup {
     /// Blocks (the probe's requests).
     static func open(
-        _ configuration: S3StoreConfiguration, readOnly: Bool, log: (@Sendable (String) -> Void)?
+        _ configuration: S3StoreConfiguration, readOnly: Bool, overwrite: Bool, log: (@Sendable (String) -> Void)?
     ) throws(ServeError) -> S3Backend {
         let location: S3Location
         let target: S3Target
@@ -34,6 +34,6 @@ enum S3StoreSetup {
         log?("uploads kept in \(location), instance \(instance)")
         return S3Backend(
             store: S3UploadStore(client: client, keys: keys), partSize: configuration.partSize, instance: instance,
-            lockLifetime: lifetime, singleInstance: configuration.singleInstance, log: log)
+            lockLifetime: lifetime, singleInstance: configuration.singleInstance, overwrite: overwrite, log: log)
     }
 }

@@ -31,7 +31,7 @@ final class S3ServeCluster: @unchecked Sendable {
             ports.append(port)
             ids.append(id)
         }
-        let servers = ports.map { "server 127.0.0.1:\($0) max_fails=1 fail_timeout=30s;" }.joined(separator: " ")
+        let servers = ports.map { "server 127.0.0.1:\($0) max_fails=1 fail_timeout=3s;" }.joined(separator: " ")
         nginx = try await NginxServer(
             root: home.path,
             serverDirectives: """
@@ -50,10 +50,10 @@ final class S3ServeCluster: @unchecked Sendable {
     }
 
     /// One instance: `serve --store` with short locks (a killed instance's uploads wait 4 s) and 5 MiB parts.
-    static func serve(moto: MotoServer, bucket: String, home: String, extra: [String]) async throws -> (RunningProcess, Int, String) {
+    static func serve(moto: MotoServer, bucket: String, home: String, extra: [String], port: Int = 0) async throws -> (RunningProcess, Int, String) {
         let process = try RunningProcess(
             resumectlBinary,
-            ["serve", "--store", "s3://\(bucket)/inbox/", "--endpoint-url", moto.endpoint, "--port", "0",
+            ["serve", "--store", "s3://\(bucket)/inbox/", "--endpoint-url", moto.endpoint, "--port", "\(port)",
              "--lock-seconds", "4", "--part-size", "5M"] + extra,
             environment: moto.environment(home: home), inheritEnvironment: false)
         let line: String
@@ -69,6 +69,15 @@ final class S3ServeCluster: @unchecked Sendable {
         let id = process.stderrSoFar.split(separator: "\n").first { $0.contains(", instance ") }
             .map { String($0.split(separator: " ").last ?? "") } ?? ""
         return (process, port, id)
+    }
+
+    /// Kills instance `index` with SIGKILL and starts a new one on its port (nothing carried over but S3).
+    func restart(_ index: Int, extra: [String] = []) async throws {
+        instances[index].send(signal: SIGKILL)
+        _ = try await instances[index].wait(timeout: .seconds(10))
+        let (process, _, id) = try await Self.serve(moto: moto, bucket: bucket, home: home.path, extra: extra, port: ports[index])
+        instances[index] = process
+        ids[index] = id
     }
 
     /// `http://127.0.0.1:PORT` of the balancer.
