@@ -13,6 +13,7 @@ commands:
   put-many BUCKET PREFIX COUNT SIZE         -> {"KEY": "sha256", …}  (PREFIX + "f000.bin" …; every
                                                fifth under PREFIX + "sub/")
   sha256 BUCKET KEY                         -> "hex"
+  digests BUCKET                            -> {"KEY": "sha256", …}  (every object)
   head BUCKET KEY                           -> {"etag": …, "size": N}
   keys BUCKET [PREFIX]                      -> ["key", …]       (ListObjectsV2, all pages)
   uploads BUCKET                            -> [{"key": …, "uploadId": …}, …]
@@ -80,6 +81,16 @@ def run(args):
         for chunk in iter(lambda: body.read(1 << 20), b""):
             h.update(chunk)
         return h.hexdigest()
+    if cmd == "digests":
+        out = {}
+        for page in s3.get_paginator("list_objects_v2").paginate(Bucket=a[0]):
+            for o in page.get("Contents", []):
+                h = hashlib.sha256()
+                body = s3.get_object(Bucket=a[0], Key=o["Key"])["Body"]
+                for chunk in iter(lambda: body.read(1 << 20), b""):
+                    h.update(chunk)
+                out[o["Key"]] = h.hexdigest()
+        return out
     if cmd == "head":
         r = s3.head_object(Bucket=a[0], Key=a[1])
         return {"etag": r["ETag"], "size": r["ContentLength"]}
