@@ -140,3 +140,60 @@ import Testing
         #expect(unknown.status == 66, "\(unknown)")
     }
 }
+
+/// The batch id from the other commands: `pause` stops it (75), `list`, `show` and `wait` know it, a file
+/// changed meanwhile is sent again from its first byte (`restarted`), `cancel` forgets it.
+@Suite struct FolderUploadControlTests {
+    @Test func pauseListShowWaitResumeAfterAChangeAndCancel() async throws {
+        let w = try Workspace()
+        let root = w.path("www/tree")
+        var files: [String: String] = [:]
+        try FileManager.default.createDirectory(atPath: root + "/sub", withIntermediateDirectories: true)
+        for i in 0..<2 { files["big \(i).bin"] = try makeRandomFile(path: root + "/big \(i).bin", size: 6 << 20, seed: UInt64(i + 1)) }
+        for i in 0..<6 { files["sub/s\(i)"] = try makeRandomFile(path: root + "/sub/s\(i)", size: 10_000 + i, seed: UInt64(i + 10)) }
+        try w.dir.subdirectory("served")
+        let (serve, port) = try await ServeDurabilityTests.startServe(folder: w.path("served"), port: 0)
+        defer { serve.send(signal: SIGKILL) }
+        let target = "http://127.0.0.1:\(port)/up/"
+        let p = try w.start(["upload", root, target, "--json", "--limit-rate", "1M", "--parallel", "2"])
+        let first = try await p.waitForLine { $0.contains("\"started\"") }
+        let id = try #require(events(first).first?["token"] as? String)
+        _ = try await p.waitForLine { $0.contains("\"started\"") && $0.contains("big 1") }
+        try await Task.sleep(for: .seconds(1))
+        #expect(p.isRunning, "the batch was running when paused")
+        let paused = try await w.run(["pause", id])
+        #expect(paused.status == 0 && paused.stderr.contains("paused \(id)"), "\(paused)")
+        let stopped = try await p.wait()
+        #expect(stopped.status == 75, "\(stopped)")
+        #expect(events(stopped.stdout).first("batch")?["exit"] as? Int == 75)
+
+        let listed = try await w.run(["list"])
+        #expect(listed.stdout.contains("\(id)  batch  paused"), "\(listed)")
+        let shown = try await w.run(["show", id])
+        #expect(shown.status == 0 && shown.stdout.contains("\"target\" : \"\(target)\""), "\(shown)")
+        #expect(try await w.run(["wait", id]).status == 75)
+
+        // The first large file changes before the batch goes on: it is sent again from its first byte.
+        files["big 0.bin"] = try makeRandomFile(path: root + "/big 0.bin", size: (6 << 20) + 1, seed: 99)
+        let resumed = try await w.run(["resume", id, "--json"], timeout: .seconds(120))
+        #expect(resumed.status == 0, "\(resumed)")
+        #expect(events(resumed.stdout).contains { $0["event"] as? String == "restarted" && ($0["path"] as? String)?.hasSuffix("big 0.bin") == true },
+            "\(resumed.stdout)")
+        for (relative, digest) in files { #expect(try sha256(file: w.path("served/up/") + relative) == digest, "\(relative)") }
+        #expect(try await w.run(["wait", id]).status == 0)
+        #expect(try w.tokens().isEmpty)
+
+        // cancel: a paused batch to another folder is forgotten, with its files' unfinished uploads.
+        let q = try w.start(["upload", root, "http://127.0.0.1:\(port)/other/", "--json", "--limit-rate", "1M"])
+        let other = try #require(events(try await q.waitForLine { $0.contains("\"started\"") }).first?["token"] as? String)
+        _ = try await q.waitForLine { $0.contains("\"started\"") && $0.contains("big") }
+        try await Task.sleep(for: .milliseconds(500))
+        let cancelled = try await w.run(["cancel", other])
+        #expect(cancelled.status == 0 && cancelled.stderr.contains("cancelled \(other)"), "\(cancelled)")
+        _ = try await q.wait()
+        #expect(try w.tokens().isEmpty, "the files' tokens went with the batch")
+        #expect(!w.exists(w.state + "/batches/\(other).json"))
+        let after = try await w.run(["resume", other])
+        #expect(after.status == 66, "\(after)")
+    }
+}
