@@ -141,6 +141,11 @@ extension TransferClient {
             store.remove(id: old)
             events(.file(item, .restarted(reason: "\(file.path) changed since its upload began")))
             _ = try runUpload(upload, cancellation: cancellation, events: forward)
+        } catch where error.status == 409 {
+            // A server that never replaces files (serve) refuses a second creation; when the request before a
+            // kill or a cut arrived whole and only its answer was lost, the file there is this one.
+            guard try targetHolds(file, upload, session: session, cancellation: cancellation) else { throw error }
+            store.remove(id: uploadTokenID(upload))
         }
         try ledger.add(file.relative, file.stamp, now: file.size >= Self.batchLargeFile)
         events(.file(item, .completed(bytes: file.size)))
