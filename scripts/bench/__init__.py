@@ -24,6 +24,8 @@ The cases (scripts/bench/cases/, one module each; a name or its number selects i
    11 serve      serve's downloads and uploads   (see cases/serve.py)    resumectl serve
    12 small      4 KiB download ×100, a loop     curl && sync, curl      nginx
    13 startup    --version ×100, a loop          curl --version          -
+   14 folder     a 2,000-file folder             aws s3 cp/sync; curl,   moto; resumectl serve
+                                                 rclone (webdav)
 Only the files and peers the chosen cases use are made and started (scripts/bench/peers.py).
 
 Everything lives in a temp folder: the served files, nginx (own config, 127.0.0.1, free port; one
