@@ -43,22 +43,26 @@ final class BatchReporter: Sendable {
     }
 
     private func fileEvent(_ file: BatchFile, _ event: BatchFileEvent) {
-        let at: [String: (any JSONRepresentable)?] = ["path": file.path, "url": file.target]
+        var object: [String: (any JSONRepresentable)?]
         switch event {
         case .started:
-            if json { write(at.merging(["event": "started", "kind": "upload"]) { a, _ in a }) }
+            object = ["event": "started", "kind": "upload"]
         case .completed(let bytes):
-            if json { write(at.merging(["event": "completed", "bytes": bytes]) { a, _ in a }) } else { stdout(file.target) }
+            object = ["event": "completed", "bytes": bytes]
+            if !json { stdout(file.target) }
         case .skipped(let reason):
-            if json { write(at.merging(["event": "skipped", "reason": reason]) { a, _ in a }) }
+            object = ["event": "skipped", "reason": reason]
         case .restarted(let reason):
-            if json { write(at.merging(["event": "restarted", "reason": reason]) { a, _ in a }) } else if !quiet { stderr("resumectl: starting over: \(reason)") }
+            object = ["event": "restarted", "reason": reason]
+            if !json, !quiet { stderr("resumectl: starting over: \(reason)") }
         case .failed(let error):
-            if json {
-                write(at.merging(["event": "failed", "error": error.message, "exit": Int(error.exitStatus), "resumable": error.isResumable]) { a, _ in a })
-            }
+            object = ["event": "failed", "error": error.message, "exit": Int(error.exitStatus), "resumable": error.isResumable]
             stderr("resumectl: \(file.path) → \(file.target): \(error.message)")
         }
+        guard json else { return }
+        object["path"] = file.path
+        object["url"] = file.target
+        write(object)
     }
 
     private func transfer(_ file: BatchFile, _ event: TransferEvent) {

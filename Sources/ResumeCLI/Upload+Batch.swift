@@ -12,7 +12,8 @@ extension Upload {
         if background.detach {
             try Background.launch(id: batch.id, announce: batch.id, stateDir: client.store.directory, arguments: Background.childArguments())
         }
-        try await BatchRun.run(id: batch.id, target: url, client: client, options: options, background: background) { cancellation, events throws(TransferError) in
+        try await BatchRun.run(id: batch.id, target: url, client: client, options: options, background: background) {
+            cancellation, events throws(TransferError) in
             try await client.uploadBatch(batch, cancellation: cancellation, events: events)
         }
     }

@@ -196,4 +196,24 @@ import Testing
         let after = try await w.run(["resume", other])
         #expect(after.status == 66, "\(after)")
     }
+
+    @Test func detachedBatchAnnouncesItsIdAndWaitReturnsItsStatus() async throws {
+        let w = try Workspace()
+        let root = w.path("www/tree")
+        try FileManager.default.createDirectory(atPath: root + "/a", withIntermediateDirectories: true)
+        var files: [String: String] = [:]
+        for i in 0..<5 { files["a/f\(i)"] = try makeRandomFile(path: root + "/a/f\(i)", size: 50_000 * i, seed: UInt64(i + 1)) }
+        try w.dir.subdirectory("served")
+        let (serve, port) = try await ServeDurabilityTests.startServe(folder: w.path("served"), port: 0)
+        defer { serve.send(signal: SIGKILL) }
+        let r = try await w.run(["upload", root, "http://127.0.0.1:\(port)/d/", "--detach"])
+        #expect(r.status == 0, "\(r)")
+        let id = r.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+        #expect(id.hasPrefix("b-"), "\(r)")
+        let waited = try await w.run(["wait", id, "--timeout", "60"])
+        #expect(waited.status == 0, "\(waited)")
+        for (relative, digest) in files { #expect(try sha256(file: w.path("served/d/") + relative) == digest, "\(relative)") }
+        let log = try await w.run(["log", id])
+        #expect(log.stdout.contains("\"event\":\"batch\"") && log.stdout.contains(id), "\(log)")
+    }
 }

@@ -38,7 +38,10 @@ extension TransferClient {
         let lock = try takeLock(id)
         defer { lock.release() }
         let state = store.state
-        let record = BatchLedger.record(state: state, id: id) ?? BatchRecord(request)
+        // The command given again says its options again; the batch keeps its start (and its record, its files).
+        var given = BatchRecord(request)
+        if let earlier = BatchLedger.record(state: state, id: id) { given.createdAt = earlier.createdAt }
+        let record = given
         let tree = try BatchTree(root: record.folder, follow: request.followSymlinks)
         for line in tree.skipped + tree.refused { events(.leftOut(line)) }
         try BatchLedger.save(record, state: state)
@@ -56,7 +59,7 @@ extension TransferClient {
         let ledger = try BatchLedger(state: state, id: id)
         let tally = BatchTally(files: tree.files.count, total: tree.bytes)
         let next = Atomic<Int>(0)
-        let template2 = template
+        let perFile = template
         withSessionPool { pool in
             var pooled = self
             pooled.transport = pool
@@ -74,8 +77,8 @@ extension TransferClient {
                         let item = BatchFile(path: file.path, target: BatchNaming.target(request.target, relative: file.relative))
                         do throws(TransferError) {
                             let sent = try client.sendBatchFile(
-                                file, item, index: i, template: template2, earlier: done[file.relative], since: record.createdAt, skipExisting: request.skipExisting,
-                                session: session, ledger: ledger, tally: tally, cancellation: cancellation, events: events)
+                                file, item, index: i, template: perFile, earlier: done[file.relative], since: record.createdAt,
+                                skipExisting: request.skipExisting, session: session, ledger: ledger, tally: tally, cancellation: cancellation, events: events)
                             if let progress = tally.finished(i, size: file.size, sent: sent) { events(progress) }
                         } catch {
                             tally.failed(i, item, error)
@@ -165,14 +168,16 @@ extension TransferClient {
         }
         let headers = (try? HeaderLines.parse(upload.headers)) ?? [:]
         let partSize = (try? MultipartPlan.partSize(fileSize: file.size, requested: upload.s3.partSize).0) ?? file.size
-        return try BatchSkip.check(file, url: url, partSize: max(1, partSize), session: session, settings: settings, headers: headers, cancellation: cancellation)
+        return try BatchSkip.check(
+            file, url: url, partSize: max(1, partSize), session: session, settings: settings, headers: headers, cancellation: cancellation)
     }
 
     /// The batch's result record (what `wait`, `show` and `list --all` read); a batch that ended done forgets its record and log.
     private func recordBatchEnd(_ summary: BatchSummary, record: BatchRecord) {
         let status = summary.exitStatus
         let outcome: TransferRecord.Outcome = status == 0 ? .done : summary.stopped != nil ? .paused : .failed
-        let error = summary.stopped?.message ?? summary.failed.first.map { "\(summary.failed.count) of \(summary.files) files failed; first: \($0.error.message)" }
+        let error = summary.stopped?.message
+            ?? summary.failed.first.map { "\(summary.failed.count) of \(summary.files) files failed; first: \($0.error.message)" }
         try? results.save(TransferRecord(
             id: summary.id, kind: .upload, outcome: outcome, exit: status, resumable: status != 0, url: record.target, path: record.folder,
             bytes: summary.bytes, error: error))
