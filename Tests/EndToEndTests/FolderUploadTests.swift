@@ -216,4 +216,26 @@ import Testing
         let log = try await w.run(["log", id])
         #expect(log.stdout.contains("\"event\":\"batch\"") && log.stdout.contains(id), "\(log)")
     }
+
+    /// One OPTIONS for the whole batch (none when the draft is pinned), then one request per small file:
+    /// the draft's complete POST, or tus's creation with the upload.
+    @Test(arguments: ["auto", "tus", "ietf"]) func theProtocolIsFoundOnceAndASmallFileCostsOneRequest(choice: String) async throws {
+        let w = try Workspace()
+        let root = w.path("www/tree")
+        try FileManager.default.createDirectory(atPath: root + "/x y/z", withIntermediateDirectories: true)
+        var files: [String: String] = [:]
+        for i in 0..<10 {
+            let relative = (i % 2 == 0 ? "x y/z/" : "") + "f \(i).bin"
+            files[relative] = try makeRandomFile(path: root + "/" + relative, size: i == 0 ? 0 : 3_000 * i, seed: UInt64(i + 1))
+        }
+        try w.dir.subdirectory("served")
+        let (serve, port) = try await ServeDurabilityTests.startServe(folder: w.path("served"), port: 0)
+        defer { serve.send(signal: SIGKILL) }
+        let r = try await w.run(["upload", root, "http://127.0.0.1:\(port)/p/", "--protocol", choice])
+        #expect(r.status == 0, "\(r)")
+        for (relative, digest) in files { #expect(try sha256(file: w.path("served/p/") + relative) == digest, "\(relative)") }
+        let log = serve.stderrSoFar.split(separator: "\n").filter { $0.contains(" in=") }
+        #expect(log.filter { $0.hasPrefix("OPTIONS ") }.count == (choice == "ietf" ? 0 : 1), "\(log)")
+        #expect(log.filter { !$0.hasPrefix("OPTIONS ") }.count == files.count, "\(log)")
+    }
 }

@@ -63,7 +63,7 @@ extension TransferClient {
         let lock = try takeLock(id)
         defer { lock.release() }
         var token: ResumeToken
-        var probe: ProtocolProbe?
+        var probe = request.probed
         if let existing = try lock.existing(.upload, "an upload") {
             var part = try existing.uploadPart()
             try checkSource(part, source, id: id)

@@ -47,13 +47,19 @@ extension TransferClient {
         try BatchLedger.save(record, state: state)
         events(.announced(id: id, files: tree.files.count, bytes: tree.bytes))
 
+        // One OPTIONS for the batch: what `auto` chooses, or the capabilities of a pinned tus (asked where its
+        // files are created, with `Tus-Resumable`), which each file's machine would otherwise ask for again.
         var template = request.upload
-        if !Route.isS3(request.target), !tree.files.isEmpty, template.pinnedWire == nil {
-            var probe: ProtocolProbe?
-            var asked = template
-            asked.url = request.target
-            _ = try chooseProtocol(asked, probe: &probe, cancellation: cancellation, events: { _ in })
-            template.probed = probe
+        if let first = tree.files.first, !Route.isS3(request.target) {
+            if template.uploadProtocol == .tus {
+                template.probed = tusProbe(BatchNaming.target(request.target, relative: first.relative), template.headers, cancellation)
+            } else if template.pinnedWire == nil {
+                var probe: ProtocolProbe?
+                var asked = template
+                asked.url = request.target
+                _ = try chooseProtocol(asked, probe: &probe, cancellation: cancellation, events: { _ in })
+                template.probed = probe
+            }
         }
         let done = BatchLedger.finished(state: state, id: id)
         let ledger = try BatchLedger(state: state, id: id)
@@ -153,6 +159,18 @@ extension TransferClient {
         try ledger.add(file.relative, file.stamp, now: file.size >= Self.batchLargeFile)
         events(.file(item, .completed(bytes: file.size)))
         return true
+    }
+
+    /// tus's capabilities from one OPTIONS; nil (each file then asks) when the answer names none.
+    private func tusProbe(_ url: String, _ headers: [String], _ cancellation: Cancellation) -> ProtocolProbe? {
+        var fields = (try? HeaderLines.parse(headers)) ?? [:]
+        fields.set("Tus-Resumable", "1.0.0")
+        let collector = HeadCollector()
+        let result = transport.makeSession().perform(
+            TransferRequest(method: "OPTIONS", url: url, headers: fields), settings: options.transport, cancellation: cancellation,
+            delegate: collector)
+        guard result.outcome == .completed, let head = collector.head, let found = TusCapabilities(head) else { return nil }
+        return .tus(found)
     }
 
     /// `--skip-existing`: one HEAD (signed for S3) and the file's checksum.
