@@ -2,7 +2,7 @@
 SWIFT    ?= swift
 PREFIX   ?= /usr/local
 APT_PKGS := libcurl4-openssl-dev libxml2-dev libcrypt-dev pkg-config nginx-light curl openssl tinyproxy iproute2 man-db apache2-utils chromium chromium-driver devscripts
-BENCH_PKGS := aria2 wget hyperfine
+BENCH_PKGS := aria2 wget hyperfine rclone
 # The tus peer of the end-to-end tests (scripts/tus_server.py), versions that were tested together;
 # moto's S3 server (scripts/moto_server.py; boto3 comes with it, scripts/s3_tool.py uses it).
 # boto3 is pinned too so that the AWS CLI of `make bench` (which pins its botocore) fits beside it.
@@ -104,7 +104,7 @@ release: deps
 # alongside 200 others on 2 cores, a "slow" transfer ends before the test's kill or pause arrives; three
 # at once use under half a core (they wait on transfers, not on the CPU) and take a third of the time of
 # one at a time. The rest runs fully in parallel. One build serves both runs.
-TIMED_SUITES := EndToEndTests\.(CrashSafetyTests|DownloadTests|ManyConnectionsTests|AnnouncedIDTests|UploadTests|SupportSelfTests|BackgroundTests|S3CrashTests|StreamUploadTests|StreamUploadStrictTests|TusStreamUploadTests|S3StreamUploadTests|StdoutDownloadTests|ServeDurabilityTests|ServeS3StoreTests)
+TIMED_SUITES := EndToEndTests\.(CrashSafetyTests|FolderUploadTests|FolderUploadControlTests|DownloadTests|ManyConnectionsTests|AnnouncedIDTests|UploadTests|SupportSelfTests|BackgroundTests|S3CrashTests|StreamUploadTests|StreamUploadStrictTests|TusStreamUploadTests|S3StreamUploadTests|StdoutDownloadTests|ServeDurabilityTests|ServeS3StoreTests)
 TIMED_WIDTH ?= 3
 test: deps
 	$(SWIFT) build --build-tests
@@ -192,7 +192,7 @@ demo: build
 CASE ?= all
 BENCH_ARGS ?=
 bench: release
-	@missing=""; for p in aria2c wget hyperfine; do command -v $$p >/dev/null || missing="$$missing $$p"; done; \
+	@missing=""; for p in aria2c wget hyperfine rclone; do command -v $$p >/dev/null || missing="$$missing $$p"; done; \
 	if [ -n "$$missing" ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(BENCH_PKGS); fi
 	@python3 -c 'import importlib.metadata as m; m.version("tuspy") == "$(TUSPY_VERSION)" or exit(1)' 2>/dev/null || \
 		python3 -m pip install -q tuspy==$(TUSPY_VERSION) || python3 -m pip install -q --break-system-packages tuspy==$(TUSPY_VERSION)

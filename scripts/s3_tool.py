@@ -13,6 +13,8 @@ commands:
   put-many BUCKET PREFIX COUNT SIZE         -> {"KEY": "sha256", …}  (PREFIX + "f000.bin" …; every
                                                fifth under PREFIX + "sub/")
   sha256 BUCKET KEY                         -> "hex"
+  digests BUCKET [PREFIX]                   -> {"KEY": "sha256", …}  (every object)
+  clear BUCKET [PREFIX]                     -> null   (deletes every object, 1,000 a request)
   head BUCKET KEY                           -> {"etag": …, "size": N}
   keys BUCKET [PREFIX]                      -> ["key", …]       (ListObjectsV2, all pages)
   uploads BUCKET                            -> [{"key": …, "uploadId": …}, …]
@@ -80,6 +82,23 @@ def run(args):
         for chunk in iter(lambda: body.read(1 << 20), b""):
             h.update(chunk)
         return h.hexdigest()
+    if cmd == "clear":
+        kw = {"Bucket": a[0], "Prefix": a[1] if len(a) > 1 else ""}
+        for page in s3.get_paginator("list_objects_v2").paginate(**kw):
+            keys = [{"Key": o["Key"]} for o in page.get("Contents", [])]
+            if keys:
+                s3.delete_objects(Bucket=a[0], Delete={"Objects": keys, "Quiet": True})
+        return None
+    if cmd == "digests":
+        out = {}
+        for page in s3.get_paginator("list_objects_v2").paginate(Bucket=a[0], Prefix=a[1] if len(a) > 1 else ""):
+            for o in page.get("Contents", []):
+                h = hashlib.sha256()
+                body = s3.get_object(Bucket=a[0], Key=o["Key"])["Body"]
+                for chunk in iter(lambda: body.read(1 << 20), b""):
+                    h.update(chunk)
+                out[o["Key"]] = h.hexdigest()
+        return out
     if cmd == "head":
         r = s3.head_object(Bucket=a[0], Key=a[1])
         return {"etag": r["ETag"], "size": r["ContentLength"]}

@@ -23,7 +23,7 @@ struct Resume: AsyncParsableCommand {
               resumectl resume --all --detach
             """)
 
-    @Argument(help: "Token id (d-… or u-…) or the path of a token file.")
+    @Argument(help: "Token id (d-…, u-…, or b-… for a folder upload) or the path of a token file.")
     var token: String?
 
     @Option(help: "A replacement URL (e.g. a fresh signed link); a download accepts it only if it serves the same file.")
@@ -54,6 +54,7 @@ struct Resume: AsyncParsableCommand {
         configured.options.waitForNetwork = background.waitsForNetwork
         let client = configured
         guard let reference = token else { return try ResumeAll.run(client: client, parallel: parallel, background: background) }
+        if reference.hasPrefix("b-") { return try await resumeBatch(reference, client: client) }
         let known = try? client.loadToken(reference)
         if background.detach {
             guard let known else { throw Runner.fail(TransferError(.inputMissing, "no token named '\(reference)'"), json: options.json) }
@@ -112,5 +113,27 @@ enum ResumeAll {
             }
         }
         return args
+    }
+}
+
+extension Resume {
+    /// `resume b-…`: the folder upload continues as its record describes it; one that ended done says so (exit 0).
+    func resumeBatch(_ id: String, client: TransferClient) async throws {
+        guard client.batchRecord(id) != nil else {
+            if let record = client.record(id), record.outcome == .done {
+                if !options.quiet { Output.stderr("resumectl: \(id) already finished: every file of \(record.path ?? "") is at \(record.url)\n") }
+                return
+            }
+            throw Runner.fail(TransferError(.inputMissing, "no batch named '\(id)'"), json: options.json)
+        }
+        if url != nil { throw Runner.fail(TransferError(.usage, "--url applies to one download, not to a batch"), json: options.json) }
+        if background.detach {
+            try Background.launch(id: id, announce: id, stateDir: client.store.directory, arguments: Background.childArguments())
+        }
+        let headers = options.header
+        try await BatchRun.run(id: id, target: client.batchRecord(id)?.target ?? "", client: client, options: options, background: background) {
+            cancellation, events throws(TransferError) in
+            try await client.resumeBatch(id, headers: headers, cancellation: cancellation, events: events)
+        }
     }
 }

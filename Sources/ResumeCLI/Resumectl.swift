@@ -90,6 +90,7 @@ enum S3Handoff {
 
     private static func isS3Token(_ reference: String, stateDir: String?) -> Bool {
         let store = TokenStore(directory: stateDir ?? TokenStore.defaultDirectory())
+        if let batch = TransferClient(store: store).batchRecord(reference) { return batch.s3 != nil }
         guard let token = try? TransferClient(store: store).loadToken(reference) else { return false }
         return token.s3 != nil
     }

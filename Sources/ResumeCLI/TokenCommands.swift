@@ -34,8 +34,10 @@ struct List: ParsableCommand {
         let store = state.store
         let (tokens, broken) = store.all()
         var states = tokens.compactMap { TransferState(id: $0.id, store: store, token: $0) }
+        let batches = state.client.batchRecords()
+        for b in batches { Output.stdout(BatchRow(b, client: state.client).text(json: state.json) + "\n") }
         if all {
-            let known = Set(tokens.map(\.id))
+            let known = Set(tokens.map(\.id) + batches.map(\.id))
             states += ResultStore(directory: store.directory).all().filter { !known.contains($0.id) }
                 .compactMap { TransferState(id: $0.id, store: store) }
         }
@@ -53,6 +55,11 @@ struct Show: ParsableCommand {
     @OptionGroup var state: StateOptions
 
     func run() throws {
+        if let batch = state.client.batchRecord(token) {
+            Output.stdout(batch.json + "\n")
+            Output.stderr("resumectl: \(token): \(state.client.batchFinishedCount(token)) files finished so far\n")
+            return
+        }
         do {
             Output.stdout(TokenStore.json(try state.client.loadToken(token)) + "\n")
         } catch {
@@ -133,6 +140,13 @@ struct Cancel: AsyncParsableCommand {
         {
             throw Runner.fail(TransferError(.busy, "pid \(pid) has not stopped after 30 s"), json: false)
         }
+        if client.batchRecord(reference) != nil {
+            if case .stillRunning(let pid) = Jobs.stop(id: reference, store: client.store, within: 30) {
+                throw Runner.fail(TransferError(.busy, "pid \(pid) has not stopped after 30 s"), json: false)
+            }
+            do { Output.stderr("resumectl: \(try await client.cancelBatch(reference, keepParts: keepParts))\n") } catch { throw Runner.fail(error, json: false) }
+            return
+        }
         do {
             let message = try await client.cancel(reference, keepParts: keepParts)
             Output.stderr("resumectl: \(message)\n")
@@ -165,6 +179,10 @@ struct Pause: ParsableCommand {
         let id = token.contains("/") ? try state.load(token).id : token
         switch Jobs.stop(id: id, store: store, within: wait) {
         case .notRunning:
+            if state.client.batchRecord(id) != nil {
+                Output.stderr("resumectl: \(id) is not running; resume with: resumectl resume \(id)\n")
+                return
+            }
             if !store.exists(id: id), let record = state.client.record(id) {
                 Output.stderr("resumectl: \(id) already ended (\(record.outcome.rawValue) at \(TokenSummary.localTime(record.endedAt)))\n")
                 return
@@ -178,6 +196,10 @@ struct Pause: ParsableCommand {
             throw Runner.fail(TransferError(.busy, "pid \(pid) has not stopped after \(wait) s"), json: false)
         case .stopped:
             break
+        }
+        if let batch = state.client.batchRecord(id) {
+            Output.stderr("resumectl: paused \(batch.id) with \(state.client.batchFinishedCount(id)) files finished; resume with: resumectl resume \(id)\n")
+            return
         }
         let committed = (try? store.load(id)).map { t in t.download?.committedBytes ?? t.upload?.acknowledgedBytes ?? 0 }
         if let committed {

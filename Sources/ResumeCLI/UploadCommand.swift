@@ -25,7 +25,15 @@ struct Upload: AsyncParsableCommand {
             every finished part: 'resumectl resume' (or the same command) lists what S3 holds, keeps parts \
             whose ETag or checksum matches and sends the rest. Credentials, region and endpoint are read as the AWS CLI reads them.
 
+            A folder (upload DIR TARGET/, TARGET an s3://BUCKET/PREFIX/ or a URL ending in /) is one batch: \
+            every regular file below it goes to TARGET plus its path in the folder, --parallel files at once, \
+            with the protocol found once. The batch id (b-…) is printed first; pause, resume, show, wait and \
+            cancel take it, and the same command again continues it without sending a finished file again. \
+            Symbolic links and special files are skipped (-L follows links).
+
             EXAMPLES:
+              resumectl upload ~/footage s3://backup/2026/ --parallel 8
+              resumectl upload --skip-existing dataset/ https://files.example.com/data/
               resumectl upload backup.tar https://uploads.example.com/files/backup.tar
               resumectl upload --protocol tus video.mp4 https://tus.example.com/files/
               resumectl upload --chunk-size 64M backup.tar https://uploads.example.com/f/
@@ -36,10 +44,10 @@ struct Upload: AsyncParsableCommand {
               resumectl upload a.tar s3://bucket/a.tar --endpoint-url http://127.0.0.1:9000
             """)
 
-    @Argument(help: "The file to send, or - for stdin (a stream: the IETF draft, resumable through a spool).")
+    @Argument(help: "The file to send, a folder (every file below it, as one batch), or - for stdin (a stream: the IETF draft, resumable through a spool).")
     var file: String
 
-    @Argument(help: "http or https URL that accepts the upload, or s3://BUCKET/KEY.")
+    @Argument(help: "http or https URL that accepts the upload, or s3://BUCKET/KEY; for a folder, a URL or s3://BUCKET/PREFIX/ ending in /.")
     var url: String
 
     @Option(name: .customLong("protocol"), help: "The upload protocol; auto: the token's, else one OPTIONS probe.")
@@ -57,8 +65,14 @@ struct Upload: AsyncParsableCommand {
     @Option(name: .customLong("part-size"), help: "S3: bytes a part (5M to 5G; default 8M, raised to fit 10,000 parts).")
     var partSize: ByteRate?
 
-    @Option(help: "S3: parts sent at once (1-64).")
+    @Option(help: "S3: parts sent at once; for a folder, files sent at once (1-64).")
     var parallel = 4
+
+    @Flag(name: [.customShort("L"), .customLong("follow-symlinks")], help: "With a folder: follow symbolic links instead of skipping them.")
+    var followSymlinks = false
+
+    @Flag(name: .customLong("skip-existing"), help: "With a folder: skip each file the target holds already (same size and checksum).")
+    var skipExisting = false
 
     @Option(name: .customLong("s3-checksum"), help: "S3: what each part carries for S3 to check: crc32c, crc32 (flexible checksums), md5 (Content-MD5) or none.")
     var s3Checksum: S3Checksum = .crc32c
@@ -77,6 +91,9 @@ struct Upload: AsyncParsableCommand {
         } else if spoolMax != nil {
             throw ValidationError("--spool-max applies to a stream (upload - URL)")
         }
+        if followSymlinks || skipExisting, file == "-" || !BatchRequest.isFolder(file) {
+            throw ValidationError("\(followSymlinks ? "-L" : "--skip-existing") applies to a folder")
+        }
         if interopVersion != nil, uploadProtocol != .auto, uploadProtocol != .ietf {
             throw ValidationError("--interop-version applies to --protocol ietf only")
         }
@@ -90,6 +107,11 @@ struct Upload: AsyncParsableCommand {
             filePath: file, url: url, headers: options.header, interopVersion: interopVersion.flatMap(InteropVersion.init),
             chunkSize: chunkSize?.bytesPerSecond, uploadProtocol: uploadProtocol,
             s3: s3.options(partSize: partSize?.bytesPerSecond, parallel: parallel, checksum: s3Checksum), spoolMax: spoolMax?.bytesPerSecond)
+        if file != "-", BatchRequest.isFolder(file) {
+            var perFile = request
+            perFile.s3.parallel = max(1, min(4, 8 / parallel))  // parts of one file; --parallel counts files here
+            return try await runBatch(perFile)
+        }
         var configured = options.client()
         configured.options.waitForNetwork = background.waitsForNetwork
         let client = configured

@@ -171,9 +171,12 @@ final class StaticFileHandler: ChannelDuplexHandler {
         let root = settings.root
         let page = head.headers["accept"].contains { $0.contains("text/html") } ? Self.pathOnly(head.uri) : nil
         let uploads = settings.acceptsUploads
+        let digest = head.method == .HEAD && ReprDigest.wanted(head.headers["want-repr-digest"])
         threadPool.runIfActive(eventLoop: context.eventLoop) { () throws -> Served in
             do {
-                return .file(try ServedFile.resolve(components, root: root))
+                var file = try ServedFile.resolve(components, root: root)
+                if digest { file.reprDigest = (try? file.handle.withUnsafeFileDescriptor { ReprDigest.sha256(fd: $0) }) ?? nil }
+                return .file(file)
             } catch let refusal as PathRefusal where refusal == .notFound && page != nil {
                 // A folder, asked for by a browser: its page (at its URL with a final slash, so that
                 // relative links work).
@@ -224,6 +227,7 @@ final class StaticFileHandler: ChannelDuplexHandler {
         let (status, bytes) = (answer.status, answer.bytes)
         var headers = baseHeaders(now: now)
         headers.add(contentsOf: answer.fields)
+        if let digest = file.reprDigest { headers.add(name: "Repr-Digest", value: digest) }
 
         let responseHead = HTTPResponseHead(version: head.version, status: status, headers: headers)
         context.write(wrapOutboundOut(.head(responseHead)), promise: nil)
@@ -394,6 +398,8 @@ private final class TruncationWatch {
 struct ServedFile: Sendable {
     let handle: NIOFileHandle
     let identity: FileIdentity
+    /// Asked for by a HEAD with `Want-Repr-Digest` (see ``ReprDigest``).
+    var reprDigest: String?
 
     /// Resolves and opens `components` below `root`; blocking, so it runs on the thread pool.
     static func resolve(_ components: [String], root: String) throws(PathRefusal) -> ServedFile {

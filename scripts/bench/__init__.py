@@ -24,7 +24,9 @@ The cases (scripts/bench/cases/, one module each; a name or its number selects i
    11 serve      serve's downloads and uploads   (see cases/serve.py)    resumectl serve
    12 small      4 KiB download ×100, a loop     curl && sync, curl      nginx
    13 startup    --version ×100, a loop          curl --version          -
-   14 s3serve    upload and ranged GET through   aws s3 cp, curl signed  moto behind
+   14 folder     a 2,000-file folder             aws s3 cp/sync; curl,   moto; resumectl serve
+                                                 rclone (webdav)
+   15 s3serve    upload and ranged GET through   aws s3 cp, curl signed  moto behind
                  serve --store s3://                                     resumectl serve
 Only the files and peers the chosen cases use are made and started (scripts/bench/peers.py).
 

@@ -35,6 +35,8 @@ def main():
                     help="file size of case 11's browser upload (default 256M; 64M with --quick)")
     ap.add_argument("--seg-rate", type=parse_size, default=50 * MiB,
                     help="per-connection limit_rate of case 4's throttled run in bytes/s (default 50M)")
+    ap.add_argument("--folder-scale", type=float, default=None,
+                    help="case 14's tree: this share of 2,000 files (default 1; 0.1 with --quick)")
     ap.add_argument("--verify-all", action="store_true", help="SHA-256 every output, not once per tool and case")
     ap.add_argument("--tmpdir", default=None, help="where the temp folder goes (default: $TMPDIR or /tmp)")
     ap.add_argument("--out-dir", default=os.path.join(REPO, ".bench"), help="where the JSON goes (default .bench/)")
@@ -42,6 +44,7 @@ def main():
     args = ap.parse_args()
     args.size = args.size or (64 * MiB if args.quick else GiB)
     args.browser_size = args.browser_size or (64 * MiB if args.quick else 256 * MiB)
+    args.folder_scale = args.folder_scale if args.folder_scale is not None else (0.1 if args.quick else 1.0)
     args.pairs = args.pairs if args.pairs is not None else (3 if args.quick else 5)
     try:
         cases = registry.select(args.cases)

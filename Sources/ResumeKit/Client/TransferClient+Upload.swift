@@ -16,6 +16,8 @@ public struct UploadRequest: Sendable, Equatable {
     public var s3: S3Options
     /// For a stream (`filePath` `-`, stdin): the most bytes its spool holds (default 1 GiB).
     public var spoolMax: Int64?
+    /// What the protocol probe of a batch found once for all its files (nil: probe, unless pinned).
+    var probed: ProtocolProbe?
 
     public init(
         filePath: String, url: String, headers: [String] = [], interopVersion: InteropVersion? = nil, chunkSize: Int64? = nil,
@@ -57,7 +59,7 @@ extension TransferClient {
         defer { lock.release() }
         let id = lock.id
         var token: ResumeToken
-        var probe: ProtocolProbe?
+        var probe = request.probed
         if let existing {
             var part = try existing.uploadPart()
             // A token written by `--detach` before anything was sent has no protocol yet: choose it now.
@@ -94,7 +96,10 @@ extension TransferClient {
         _ request: UploadRequest, probe: inout ProtocolProbe?, cancellation: Cancellation, events: @escaping EventHandler
     ) throws(TransferError) -> ResumeToken.UploadPart.Wire {
         if let pinned = request.pinnedWire { return pinned }
-        let found = try self.probe(request.url, headers: request.headers, cancellation: cancellation, events: events)
+        let found: ProtocolProbe
+        if let known = request.probed { found = known } else {
+            found = try self.probe(request.url, headers: request.headers, cancellation: cancellation, events: events)
+        }
         probe = found
         switch found {
         case .tus: return .tus(expires: nil, checksum: nil)

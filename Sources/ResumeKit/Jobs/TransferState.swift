@@ -30,6 +30,7 @@ public struct TransferState {
     public let token: ResumeToken?
     public let record: TransferRecord?
     public let live: LiveStatus?
+    private let unfinishedBatch: Bool
 
     /// nil when neither a token, a record nor a live process knows `id`.
     public init?(id: String, store: TokenStore, token: ResumeToken? = nil) {
@@ -42,9 +43,11 @@ public struct TransferState {
         self.token = token
         self.record = record
         self.live = live
+        // A folder upload (`b-…`) has no token: its record answers for it until it ended done.
+        unfinishedBatch = token == nil && access(store.state.batch(id), F_OK) == 0
         if let pid = holder ?? live?.pid {
             phase = .running(pid: pid, phase: live?.state ?? .running)
-        } else if token != nil {
+        } else if token != nil || unfinishedBatch {
             switch record?.outcome {
             case .paused?: phase = .paused
             case .failed? where record?.resumable == false: phase = .failed
@@ -65,7 +68,7 @@ public struct TransferState {
 
     /// The exit status `wait` gives for a transfer that is not running.
     public var exitStatus: Int32 {
-        if token != nil {
+        if token != nil || unfinishedBatch {
             if let record, record.outcome == .paused || record.outcome == .failed { return record.exit }
             return 75
         }

@@ -9,6 +9,7 @@ import Glibc
 /// STATE/spool/<id>         a stream upload's bytes not yet acknowledged
 /// STATE/run/<id>.json      live status of a running transfer (pid, bytes, rate)
 /// STATE/logs/<id>.log      what a detached transfer printed
+/// STATE/batches/<id>.json  a folder upload (`b-…`): what it is; <id>.done, the files it finished
 /// ```
 /// Every folder is made with mode 0700 when first needed.
 public struct StateDirectory: Sendable, Equatable {
@@ -30,6 +31,7 @@ public struct StateDirectory: Sendable, Equatable {
     public var spool: String { path + "/spool" }
     public var run: String { path + "/run" }
     public var logs: String { path + "/logs" }
+    public var batches: String { path + "/batches" }
 
     public func token(_ id: String) -> String { tokens + "/\(id).json" }
     public func lock(_ id: String) -> String { tokens + "/\(id).lock" }
@@ -37,6 +39,8 @@ public struct StateDirectory: Sendable, Equatable {
     public func spool(_ id: String) -> String { spool + "/\(id)" }
     public func status(_ id: String) -> String { run + "/\(id).json" }
     public func log(_ id: String) -> String { logs + "/\(id).log" }
+    public func batch(_ id: String) -> String { batches + "/\(id).json" }
+    public func batchLog(_ id: String) -> String { batches + "/\(id).done" }
 
     /// Makes `folder` (one of the above) and the state folder above it, mode 0700, like `mkdir -p`.
     public func make(_ folder: String) throws(TransferError) {

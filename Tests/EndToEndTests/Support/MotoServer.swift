@@ -129,6 +129,11 @@ public final class MotoServer: Sendable {
         try (try await tool("sha256", [bucket, key]) as? String).orThrow("sha256: no digest")
     }
 
+    /// Every object of the bucket → the SHA-256 (hex) of its bytes, in one run of the tool.
+    public func digests(_ bucket: String) async throws -> [String: String] {
+        try (try await tool("digests", [bucket]) as? [String: String]).orThrow("digests: no map")
+    }
+
     /// The object's ETag (quoted, `"<md5>-N"` for a multipart upload) and size.
     public func head(_ bucket: String, _ key: String) async throws -> (etag: String, size: Int) {
         let r = try await tool("head", [bucket, key]) as? [String: Any]

@@ -1,7 +1,7 @@
-"""Case 14, `s3serve`: `resumectl serve --store s3://bench/serve/` in front of moto (SigV4 checked).
-14a: an --s3-size upload by `resumectl upload` through serve (IETF draft; serve stores it as an S3
+"""Case 15, `s3serve`: `resumectl serve --store s3://bench/serve/` in front of moto (SigV4 checked).
+15a: an --s3-size upload by `resumectl upload` through serve (IETF draft; serve stores it as an S3
 multipart upload in 8 MiB parts) next to `aws s3 cp` of the same file straight to moto (8 MiB parts, 4 at
-a time). Target: wall ≤ 1.3× aws s3 cp. 14b: a ranged GET of the whole object through serve (curl -r,
+a time). Target: wall ≤ 1.3× aws s3 cp. 15b: a ranged GET of the whole object through serve (curl -r,
 serve streams moto's ranged GET) next to the same ranged GET signed straight to moto (curl --aws-sigv4)."""
 
 import os
@@ -12,7 +12,7 @@ from ..peers import ServePeer
 from ..util import Failure, human, log
 from .s3 import s3_clean, s3_env
 
-NUMBER = 14
+NUMBER = 15
 NAME = "s3serve"
 FILES = {"s3.bin"}  # made once by the harness before any case
 PEERS = {"moto"}  # started once by peers.Peers
@@ -57,9 +57,9 @@ def upload(bench, serve, src, size, digest, env, ep):
                 s3_clean(bench)
         return f
     tools = [(n, cmds[n], check(n)) for n in cmds]
-    log(f"\n== case 14a: {human(size)} upload through resumectl serve --store s3:// against aws s3 cp, both to moto")
+    log(f"\n== case 15a: {human(size)} upload through resumectl serve --store s3:// against aws s3 cp, both to moto")
     runs = bench.run_rounds(tools, servers=[bench.moto, serve], env=env)
-    bench.finish_case("14a-s3serve-upload", f"case 14a: {human(size)} upload to moto through one serve --store s3:// "
+    bench.finish_case("15a-s3serve-upload", f"case 15a: {human(size)} upload to moto through one serve --store s3:// "
                       "(resumectl upload, IETF) vs aws s3 cp straight to moto, 8 MiB parts (target: wall ≤ 1.3×; "
                       "srv CPU = moto + serve)", list(cmds), runs, "resumectl → serve", size,
                       {"endpoint": ep, "commands": {n: cmds[n]("N") for n in cmds}})
@@ -76,8 +76,8 @@ def download(bench, serve, src, size, digest, env, ep):
                                                f"{bench.moto.access_key}:{bench.moto.secret_key}",
                                                "-H", "x-amz-content-sha256: UNSIGNED-PAYLOAD", f"{ep}/bench/{key}"]}
     tools = [(n, (lambda a: lambda rnd: a)(a), None) for n, a in cmds.items()]
-    log(f"\n== case 14b: {human(size)} ranged GET through resumectl serve --store s3:// against the same GET from moto")
+    log(f"\n== case 15b: {human(size)} ranged GET through resumectl serve --store s3:// against the same GET from moto")
     runs = bench.run_rounds(tools, servers=[bench.moto, serve], env=env)
-    bench.finish_case("14b-s3serve-get", f"case 14b: {human(size)} ranged GET (curl -r {span}) through serve "
+    bench.finish_case("15b-s3serve-get", f"case 15b: {human(size)} ranged GET (curl -r {span}) through serve "
                       "--store s3:// vs signed straight to moto; srv CPU = moto + serve", list(cmds), runs,
                       "curl ← serve", size, {"endpoint": ep, "commands": {n: a[:3] + ["…"] for n, a in cmds.items()}})

@@ -1,0 +1,204 @@
+import Dispatch
+import FoundationEssentials
+import Glibc
+import Synchronization
+
+extension TransferClient {
+    /// Uploads every regular file under a folder to a prefix or folder URL as one batch (`b-…`): each file
+    /// through the single-file engine, `parallel` at once over one pool of connections, with the protocol
+    /// probed once. The same request again (or ``resumeBatch(_:headers:cancellation:events:)``) continues it:
+    /// finished files are not sent again, unfinished ones continue from their own tokens.
+    public func uploadBatch(
+        _ request: BatchRequest, cancellation: Cancellation = Cancellation(), events: @escaping @Sendable (BatchEvent) -> Void = { _ in }
+    ) async throws(TransferError) -> BatchSummary {
+        try await onOwnThread { () throws(TransferError) in try self.runBatch(request, cancellation: cancellation, events: events) }
+    }
+
+    /// Continues batch `id` as its record describes it; `headers` (logins are never kept) join the kept ones.
+    public func resumeBatch(
+        _ id: String, headers: [String] = [], cancellation: Cancellation = Cancellation(),
+        events: @escaping @Sendable (BatchEvent) -> Void = { _ in }
+    ) async throws(TransferError) -> BatchSummary {
+        guard let record = BatchLedger.record(state: store.state, id: id) else { throw TransferError(.inputMissing, "no batch named '\(id)'") }
+        return try await uploadBatch(record.request(headers: headers), cancellation: cancellation, events: events)
+    }
+
+    /// A file at or above this size has its finished line synced at once: sending it again would cost more than a sync.
+    static let batchLargeFile: Int64 = 8 << 20
+
+    func runBatch(_ request: BatchRequest, cancellation: Cancellation, events: @escaping @Sendable (BatchEvent) -> Void)
+        throws(TransferError) -> BatchSummary
+    {
+        try BatchNaming.checkTarget(request.target)
+        guard BatchRequest.isFolder(request.folder) else { throw TransferError(.inputMissing, "\(request.folder) is not a folder") }
+        if Route.isS3(request.target) { _ = try requireS3Answers() }
+        _ = try HeaderLines.parse(request.upload.headers)
+        try prepareStateDirectory()
+        let id = request.id
+        let lock = try takeLock(id)
+        defer { lock.release() }
+        let state = store.state
+        // The command given again says its options again; the batch keeps its start (and its record, its files).
+        var given = BatchRecord(request)
+        if let earlier = BatchLedger.record(state: state, id: id) { given.createdAt = earlier.createdAt }
+        let record = given
+        let tree = try BatchTree(root: record.folder, follow: request.followSymlinks)
+        for line in tree.skipped + tree.refused { events(.leftOut(line)) }
+        try BatchLedger.save(record, state: state)
+        events(.announced(id: id, files: tree.files.count, bytes: tree.bytes))
+
+        // One OPTIONS for the batch: what `auto` chooses, or the capabilities of a pinned tus (asked where its
+        // files are created, with `Tus-Resumable`), which each file's machine would otherwise ask for again.
+        var template = request.upload
+        if let first = tree.files.first, !Route.isS3(request.target) {
+            if template.uploadProtocol == .tus {
+                template.probed = tusProbe(BatchNaming.target(request.target, relative: first.relative), template.headers, cancellation)
+            } else if template.pinnedWire == nil {
+                var probe: ProtocolProbe?
+                var asked = template
+                asked.url = request.target
+                _ = try chooseProtocol(asked, probe: &probe, cancellation: cancellation, events: { _ in })
+                template.probed = probe
+            }
+        }
+        let done = BatchLedger.finished(state: state, id: id)
+        let ledger = try BatchLedger(state: state, id: id)
+        let tally = BatchTally(files: tree.files.count, total: tree.bytes)
+        let next = Atomic<Int>(0)
+        let perFile = template
+        withSessionPool { pool in
+            var pooled = self
+            pooled.transport = pool
+            let client = pooled
+            let group = DispatchGroup()
+            for _ in 0..<max(1, min(request.parallel, tree.files.count)) {
+                group.enter()
+                runOnBackgroundThread("batch") {
+                    defer { group.leave() }
+                    let session = pool.makeSession()
+                    while !cancellation.isStopped {
+                        let i = next.add(1, ordering: .relaxed).oldValue
+                        guard i < tree.files.count else { break }
+                        let file = tree.files[i]
+                        let item = BatchFile(path: file.path, target: BatchNaming.target(request.target, relative: file.relative))
+                        do throws(TransferError) {
+                            let sent = try client.sendBatchFile(
+                                file, item, index: i, template: perFile, earlier: done[file.relative], since: record.createdAt,
+                                skipExisting: request.skipExisting, session: session, ledger: ledger, tally: tally, cancellation: cancellation, events: events)
+                            if let progress = tally.finished(i, size: file.size, sent: sent) { events(progress) }
+                        } catch {
+                            tally.failed(i, item, error)
+                            if case .stopped = error.code {} else { events(.file(item, .failed(error))) }
+                        }
+                    }
+                }
+            }
+            group.wait()
+        }
+        let closed: TransferError?
+        do { try ledger.close(); closed = nil } catch { closed = error }
+        let stop = cancellation.reason.map { TransferError.stopped($0, "; resume with: resumectl resume \(id)", tokenID: id) }
+        var summary = tally.summary(id: id, stopped: stop)
+        if let closed, summary.stopped == nil { summary.stopped = closed }
+        recordBatchEnd(summary, record: record)
+        return summary
+    }
+
+    /// One file: skipped when this batch sent it before (same size, mtime, inode) or `--skip-existing` finds
+    /// it there; else uploaded (a file changed since its upload began is sent again from its first byte).
+    /// - Returns: true when sent, false when skipped.
+    private func sendBatchFile(
+        _ file: BatchTree.File, _ item: BatchFile, index: Int, template: UploadRequest, earlier: BatchLedger.Stamp?, since: Date, skipExisting: Bool,
+        session: any TransportSession, ledger: BatchLedger, tally: BatchTally, cancellation: Cancellation,
+        events: @escaping @Sendable (BatchEvent) -> Void
+    ) throws(TransferError) -> Bool {
+        if earlier == file.stamp {
+            events(.file(item, .skipped(reason: "sent earlier by this batch")))
+            return false
+        }
+        var upload = template
+        upload.filePath = file.path
+        upload.url = item.target
+        // Killed after the server took the file but before its line was synced: the engine's own result
+        // record (synced before its token went) says it arrived, so it is not sent again. Records keep whole
+        // seconds: one ended within a second of the batch's start or the file's last change still counts.
+        if let ended = results.load(id: uploadTokenID(upload)), ended.outcome == .done, ended.bytes == file.size,
+            ended.endedAt.timeIntervalSince1970 + 1 >= max(since.timeIntervalSince1970, Double(file.stamp.mtime) / 1e9)
+        {
+            try ledger.add(file.relative, file.stamp, now: false)
+            events(.file(item, .skipped(reason: "sent earlier by this batch")))
+            return false
+        }
+        if skipExisting, try targetHolds(file, upload, session: session, cancellation: cancellation) {
+            try ledger.add(file.relative, file.stamp, now: false)
+            events(.file(item, .skipped(reason: "the target holds the same bytes")))
+            return false
+        }
+        events(.file(item, .started))
+        let forward: EventHandler = { event in
+            switch event {
+            case .progress(let bytes, _, _): if let p = tally.moved(index, to: bytes) { events(p) }
+            case .started, .completed, .paused: break
+            default: events(.transfer(item, event))
+            }
+        }
+        do {
+            _ = try runUpload(upload, cancellation: cancellation, events: forward)
+        } catch where error.code == .sourceChanged {
+            let old = uploadTokenID(upload)
+            if let token = try? store.load(old) { _ = try? abortS3Upload(token, keepParts: false) }
+            store.remove(id: old)
+            events(.file(item, .restarted(reason: "\(file.path) changed since its upload began")))
+            _ = try runUpload(upload, cancellation: cancellation, events: forward)
+        } catch where error.status == 409 {
+            // A server that never replaces files (serve) refuses a second creation; when the request before a
+            // kill or a cut arrived whole and only its answer was lost, the file there is this one.
+            guard try targetHolds(file, upload, session: session, cancellation: cancellation) else { throw error }
+            store.remove(id: uploadTokenID(upload))
+        }
+        try ledger.add(file.relative, file.stamp, now: file.size >= Self.batchLargeFile)
+        events(.file(item, .completed(bytes: file.size)))
+        return true
+    }
+
+    /// tus's capabilities from one OPTIONS; nil (each file then asks) when the answer names none.
+    private func tusProbe(_ url: String, _ headers: [String], _ cancellation: Cancellation) -> ProtocolProbe? {
+        var fields = (try? HeaderLines.parse(headers)) ?? [:]
+        fields.set("Tus-Resumable", "1.0.0")
+        let collector = HeadCollector()
+        let result = transport.makeSession().perform(
+            TransferRequest(method: "OPTIONS", url: url, headers: fields), settings: options.transport, cancellation: cancellation,
+            delegate: collector)
+        guard result.outcome == .completed, let head = collector.head, let found = TusCapabilities(head) else { return nil }
+        return .tus(found)
+    }
+
+    /// `--skip-existing`: one HEAD (signed for S3) and the file's checksum.
+    private func targetHolds(_ file: BatchTree.File, _ upload: UploadRequest, session: any TransportSession, cancellation: Cancellation)
+        throws(TransferError) -> Bool
+    {
+        var url = upload.url
+        var settings = options.transport
+        if Route.isS3(upload.url) {
+            let target = try S3Target(try S3Location.parse(upload.url), choices: upload.s3.choices, forcePathStyle: upload.s3.forcePathStyle)
+            url = target.url()
+            settings = target.signing(settings)
+        }
+        let headers = (try? HeaderLines.parse(upload.headers)) ?? [:]
+        let partSize = (try? MultipartPlan.partSize(fileSize: file.size, requested: upload.s3.partSize).0) ?? file.size
+        return try BatchSkip.check(
+            file, url: url, partSize: max(1, partSize), session: session, settings: settings, headers: headers, cancellation: cancellation)
+    }
+
+    /// The batch's result record (what `wait`, `show` and `list --all` read); a batch that ended done forgets its record and log.
+    private func recordBatchEnd(_ summary: BatchSummary, record: BatchRecord) {
+        let status = summary.exitStatus
+        let outcome: TransferRecord.Outcome = status == 0 ? .done : summary.stopped != nil ? .paused : .failed
+        let error = summary.stopped?.message
+            ?? summary.failed.first.map { "\(summary.failed.count) of \(summary.files) files failed; first: \($0.error.message)" }
+        try? results.save(TransferRecord(
+            id: summary.id, kind: .upload, outcome: outcome, exit: status, resumable: status != 0, url: record.target, path: record.folder,
+            bytes: summary.bytes, error: error))
+        if status == 0 { BatchLedger.remove(state: store.state, id: summary.id) }
+    }
+}

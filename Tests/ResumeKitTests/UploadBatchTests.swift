@@ -1,0 +1,132 @@
+import Foundation
+import Testing
+@testable import ResumeKit
+
+/// The pure rules of a folder upload: names → targets, the tree walk's choices, `--skip-existing`'s
+/// comparison, the worst exit status, and the ledger of finished files surviving a torn last line.
+@Suite struct UploadBatchTests {
+    let dir = FileManager.default.temporaryDirectory.appendingPathComponent("rk-batch-\(UUID().uuidString)").path
+
+    @Test func namesBecomeKeysAsTheyAreAndURLPathsPercentEncoded() throws {
+        let name = "a b/#1/50%+x/Grüße~_-.bin"
+        #expect(BatchNaming.target("s3://bkt/pre/", relative: name) == "s3://bkt/pre/" + name)
+        #expect(BatchNaming.target("http://h/up/", relative: name) == "http://h/up/a%20b/%231/50%25%2Bx/Gr%C3%BC%C3%9Fe~_-.bin")
+        #expect(BatchNaming.name(Array("ok name".utf8)) == "ok name")
+        #expect(BatchNaming.name([0x66, 0x0A, 0x67]) == nil)
+        #expect(BatchNaming.name([0x66, 0xFF]) == nil)
+        #expect(!BatchNaming.fits(String(repeating: "x", count: 1025)))
+    }
+
+    @Test func targetMustNameAFolder() throws {
+        try BatchNaming.checkTarget("s3://bucket/prefix/")
+        try BatchNaming.checkTarget("s3://bucket/")
+        try BatchNaming.checkTarget("https://h/up/")
+        for bad in ["s3://bucket/key", "https://h/up", "ftp://h/up/", "https://h/up/?a=b/"] {
+            #expect(throws: TransferError.self, "\(bad)") { try BatchNaming.checkTarget(bad) }
+        }
+    }
+
+    @Test func treeTakesRegularFilesSkipsLinksAndSpecialFilesAndRefusesBadNames() throws {
+        let fm = FileManager.default
+        try fm.createDirectory(atPath: dir + "/a/b/c", withIntermediateDirectories: true)
+        defer { try? fm.removeItem(atPath: dir) }
+        fm.createFile(atPath: dir + "/a/b/c/deep.txt", contents: Data("x".utf8))
+        fm.createFile(atPath: dir + "/empty", contents: Data())
+        fm.createFile(atPath: dir + "/bad\u{1}name", contents: Data("y".utf8))
+        try fm.createSymbolicLink(atPath: dir + "/link", withDestinationPath: dir + "/empty")
+        try fm.createSymbolicLink(atPath: dir + "/a/loop", withDestinationPath: dir + "/a")
+        #expect(mkfifo(dir + "/fifo", 0o600) == 0)
+        let tree = try BatchTree(root: dir, follow: false)
+        #expect(tree.files.map(\.relative) == ["a/b/c/deep.txt", "empty"])
+        #expect(tree.files.map(\.size) == [1, 0])
+        #expect(tree.skipped.count == 3, "\(tree.skipped)")
+        #expect(tree.refused.count == 1 && tree.refused[0].contains("refused"), "\(tree.refused)")
+        let followed = try BatchTree(root: dir, follow: true)
+        #expect(followed.files.map(\.relative) == ["a/b/c/deep.txt", "empty", "link"], "a loop is walked once")
+        #expect(throws: TransferError.self) { try BatchTree(root: dir + "/missing", follow: false) }
+    }
+
+    @Test func skipNeedsTheSameSizeAndAChecksumNeverTheSizeAlone() throws {
+        let body = Array("hello world".utf8)
+        func digest(_ a: DigestAlgorithm, _ r: BodyRange) -> [UInt8] {
+            var h = a.hasher()
+            body[Int(r.offset)..<Int(r.offset + r.length)].withUnsafeBytes { h.update(bufferPointer: $0) }
+            return h.digestBytes()
+        }
+        func head(_ fields: [(String, String)], status: Int = 200) -> ResponseHead {
+            var h: HeaderFields = [:]
+            h.set("Content-Length", "11")
+            for (n, v) in fields { h.set(n, v) }
+            return ResponseHead(status: status, headers: h)
+        }
+        func same(_ fields: [(String, String)], status: Int = 200, size: Int64 = 11, partSize: Int64 = 100) throws -> Bool {
+            try BatchSkip.same(head(fields, status: status), size: size, partSize: partSize, digest: digest)
+        }
+        let whole = BodyRange(offset: 0, length: 11)
+        let crc = Data(digest(.crc32c, whole)).base64EncodedString()
+        let sha = Data(digest(.sha256, whole)).base64EncodedString()
+        #expect(try same([("x-amz-checksum-crc32c", crc)]))
+        #expect(try !same([("x-amz-checksum-crc32c", "AAAAAA==")]))
+        #expect(try !same([("x-amz-checksum-crc32c", crc)], size: 12))
+        #expect(try !same([("x-amz-checksum-crc32c", crc)], status: 404))
+        #expect(try same([("Repr-Digest", "sha-256=:\(sha):")]))
+        #expect(try same([("Digest", "SHA-256=\(sha)")]))
+        #expect(try !same([]), "a size alone proves nothing")
+        let md5 = digest(.md5, whole).hex
+        #expect(try same([("ETag", "\"\(md5)\""), ("x-amz-request-id", "1")]))
+        #expect(try !same([("ETag", "\"\(md5)\"")]), "an ETag off S3 is no MD5")
+        // Parts of 5 bytes: 5 + 5 + 1. S3's composite CRC32C and multipart ETag of exactly those parts.
+        let parts = [BodyRange(offset: 0, length: 5), BodyRange(offset: 5, length: 5), BodyRange(offset: 10, length: 1)]
+        func combined(_ a: DigestAlgorithm) -> [UInt8] {
+            var h = a.hasher()
+            parts.flatMap { digest(a, $0) }.withUnsafeBytes { h.update(bufferPointer: $0) }
+            return h.digestBytes()
+        }
+        let composite = Data(combined(.crc32c)).base64EncodedString()
+        #expect(try same([("x-amz-checksum-crc32c", composite + "-3")], partSize: 5))
+        #expect(try !same([("x-amz-checksum-crc32c", composite + "-2")], partSize: 5))
+        #expect(try same([("ETag", "\"\(combined(.md5).hex)-3\""), ("x-amz-request-id", "1")], partSize: 5))
+        #expect(try !same([("ETag", "\"\(combined(.md5).hex)-3\""), ("x-amz-request-id", "1")], partSize: 4), "other part boundaries")
+    }
+
+    @Test func theWorstFailureDecidesTheExitStatus() {
+        #expect(BatchSummary.worst([75, 1, 74]) == 1)
+        #expect(BatchSummary.worst([75, 74]) == 74)
+        #expect(BatchSummary.worst([75, 66]) == 66)
+        #expect(BatchSummary.worst([75]) == 75)
+        #expect(BatchSummary.worst([]) == 0)
+        #expect(BatchSummary.worst([65, 73]) == 65)
+    }
+
+    @Test func ledgerKeepsFinishedFilesAndIgnoresATornLine() throws {
+        let state = StateDirectory(dir)
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        var st = stat()
+        st.st_size = 3
+        st.st_ino = 9
+        let ledger = try BatchLedger(state: state, id: "b-1")
+        try ledger.add("a/x y", BatchLedger.Stamp(st), now: false)
+        try ledger.add("b", BatchLedger.Stamp(st), now: true)
+        try ledger.close()
+        let fd = open(state.batchLog("b-1"), O_WRONLY | O_APPEND)
+        _ = "{\"path\":\"c\",\"sta".withCString { write(fd, $0, strlen($0)) }
+        close(fd)
+        let done = BatchLedger.finished(state: state, id: "b-1")
+        #expect(Set(done.keys) == ["a/x y", "b"])
+        #expect(done["b"] == BatchLedger.Stamp(st))
+    }
+
+    @Test func recordGivesBackTheRequestWithoutSecrets() throws {
+        let upload = UploadRequest(filePath: "/d", url: "s3://b/p/", headers: ["Authorization: Bearer x", "X-A: 1"],
+            s3: S3Options(choices: S3Choices(region: "eu-west-1", endpoint: "http://127.0.0.1:9"), forcePathStyle: true, partSize: 5 << 20))
+        let request = BatchRequest(folder: "/d", target: "s3://b/p/", upload: upload, parallel: 3, skipExisting: true)
+        let record = BatchRecord(request)
+        #expect(record.id == request.id && record.id.hasPrefix("b-"))
+        #expect(record.headers == ["X-A: 1"])
+        let again = record.request(headers: ["Authorization: Bearer y"])
+        #expect(again.parallel == 3 && again.skipExisting && again.upload.s3.partSize == 5 << 20 && again.upload.s3.forcePathStyle)
+        #expect(again.upload.s3.choices.endpoint == "http://127.0.0.1:9")
+        #expect(again.id == request.id)
+        #expect(!record.json.contains("Bearer"))
+    }
+}
