@@ -90,12 +90,16 @@ import Testing
     }
 
     @Test func theWorstFailureDecidesTheExitStatus() {
-        #expect(BatchSummary.worst([75, 1, 74]) == 1)
-        #expect(BatchSummary.worst([75, 74]) == 74)
-        #expect(BatchSummary.worst([75, 66]) == 66)
-        #expect(BatchSummary.worst([75]) == 75)
-        #expect(BatchSummary.worst([]) == 0)
-        #expect(BatchSummary.worst([65, 73]) == 65)
+        // The one rule of many transfers (ExitStatus.combined), which a batch's files share with -i and wait.
+        #expect(ExitStatus.combined([75, 1, 74]) == 1)
+        #expect(ExitStatus.combined([75, 74]) == 74)
+        #expect(ExitStatus.combined([75, 66]) == 66)
+        #expect(ExitStatus.combined([75]) == 75)
+        #expect(ExitStatus.combined([]) == 0)
+        #expect(ExitStatus.combined([0, 0]) == 0)
+        #expect(ExitStatus.combined([65, 73]) == 65)
+        #expect(ExitStatus.combined([130, 75]) == 130)
+        #expect(ExitStatus.combined([75, 22]) == 22, "a status the rule does not name is a failure for good")
     }
 
     @Test func ledgerKeepsFinishedFilesAndIgnoresATornLine() throws {

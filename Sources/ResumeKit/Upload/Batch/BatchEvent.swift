@@ -46,15 +46,7 @@ public struct BatchSummary: Sendable, Equatable {
     /// 0 when every file arrived; else a stop's own status, else the worst failure's documented one.
     public var exitStatus: Int32 {
         if let stopped { return stopped.exitStatus }
-        return Self.worst(failed.map(\.error.exitStatus))
-    }
-
-    /// The worst of several statuses: a failure no resume mends (1), bad data (65), output (73), local I/O
-    /// (74), a missing input (66), then what a resume continues (75).
-    static func worst(_ statuses: [Int32]) -> Int32 {
-        let order: [Int32] = [1, 65, 73, 74, 66, 64, 75, 130]
-        let present = Set(statuses)
-        return order.first(where: present.contains) ?? statuses.first ?? 0
+        return ExitStatus.combined(failed.map(\.error.exitStatus))
     }
 
     /// Whether `resume b-…` can finish what is left.
