@@ -40,21 +40,3 @@ struct S3Call {
         return "\(what): S3 answered \(status)"
     }
 }
-
-/// Keeps a response's head and (small) body.
-final class BodyCollector: ExchangeDelegate {
-    var head: ResponseHead?
-    var body: [UInt8] = []
-
-    func exchange(head: ResponseHead, effectiveURL: String) -> Bool {
-        self.head = head
-        return true
-    }
-
-    func exchange(body bytes: UnsafeRawBufferPointer) -> Bool {
-        // S3's answers are small documents; anything beyond a few MiB is not one of them.
-        guard body.count + bytes.count <= 8 << 20 else { return false }
-        body.append(contentsOf: bytes)
-        return true
-    }
-}

@@ -45,7 +45,7 @@ final class S3Client: Sendable {
     func send(
         _ method: String, key: String, query: [(String, String)] = [], headers: HeaderFields = [:], body: [UInt8]? = nil
     ) throws(S3Failure) -> Response {
-        let collector = Collector()
+        let collector = BodyCollector(limit: 16 << 20)
         var headers = headers
         if let body {
             // Small bodies (records, grants) are signed with their hash; a part or a tail is sent as
@@ -95,23 +95,6 @@ final class S3Client: Sendable {
     private final class Session: @unchecked Sendable {
         let session: any TransportSession
         init(_ session: any TransportSession) { self.session = session }
-    }
-
-    /// Keeps the head and a small body.
-    private final class Collector: ExchangeDelegate {
-        var head: ResponseHead?
-        var body: [UInt8] = []
-
-        func exchange(head: ResponseHead, effectiveURL: String) -> Bool {
-            self.head = head
-            return true
-        }
-
-        func exchange(body bytes: UnsafeRawBufferPointer) -> Bool {
-            guard body.count + bytes.count <= 16 << 20 else { return false }
-            body.append(contentsOf: bytes)
-            return true
-        }
     }
 }
 
