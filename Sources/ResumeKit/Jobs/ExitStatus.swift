@@ -1,9 +1,6 @@
-/// The exit statuses of many transfers as one: the rule of `download -i`, `resume --all` and `wait`.
+/// The exit statuses of many transfers as one: the rule of `download -i`, `resume --all`, `wait` and a
+/// folder upload's files.
 public enum ExitStatus {
-    /// Statuses a later `resume` can turn into success: interrupted or resumable (75), a local I/O error
-    /// such as a full disk (74), Ctrl-C (130).
-    public static let resumable: Set<Int32> = [74, 75, 130]
-
     /// Worst first: the failures no resume mends (1 refused or failed, 65 bad data, 64 usage, 73 no
     /// output, 66 missing input, 141 reader gone), then what a resume continues (74 local I/O, 130
     /// Ctrl-C, 75 interrupted). A status not named here counts as a failure for good, right after 1.

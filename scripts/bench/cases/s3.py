@@ -33,6 +33,12 @@ def multipart_etag(path, part_size):
     return f'"{hashlib.md5(b"".join(digests)).hexdigest()}-{len(digests)}"'
 
 
+def configure_aws(env):
+    """The AWS CLI's settings of every S3 case: 8 MiB parts, 4 at a time (as resumectl's defaults)."""
+    for setting, value in (("default.s3.multipart_chunksize", "8MB"), ("default.s3.max_concurrent_requests", "4")):
+        subprocess.run([sys.executable, "-m", "awscli", "configure", "set", setting, value], env=env, check=True)
+
+
 def s3_env(bench):
     """The environment of both S3 clients: the server's key, us-east-1, and an AWS CLI config of
     this run only (never the user's ~/.aws)."""
@@ -52,8 +58,7 @@ def run(bench):
     src = os.path.join(bench.www, "s3.bin")
     size, digest = bench.s3_size, bench.files["s3.bin"]
     env = s3_env(bench)
-    for setting, value in (("default.s3.multipart_chunksize", "8MB"), ("default.s3.max_concurrent_requests", "4")):
-        subprocess.run([sys.executable, "-m", "awscli", "configure", "set", setting, value], env=env, check=True)
+    configure_aws(env)
     want_etag = multipart_etag(src, 8 * MiB)
     ep = bench.moto.endpoint
     aws = [sys.executable, "-m", "awscli", "s3", "cp", "--only-show-errors"]

@@ -10,7 +10,7 @@ import sys
 
 from ..peers import ServePeer
 from ..util import Failure, human, log
-from .s3 import s3_clean, s3_env
+from .s3 import configure_aws, s3_clean, s3_env
 
 NUMBER = 15
 NAME = "s3serve"
@@ -25,8 +25,7 @@ def run(bench):
     src = os.path.join(bench.www, "s3.bin")
     size, digest = bench.s3_size, bench.files["s3.bin"]
     env = s3_env(bench)
-    for setting, value in (("default.s3.multipart_chunksize", "8MB"), ("default.s3.max_concurrent_requests", "4")):
-        subprocess.run([sys.executable, "-m", "awscli", "configure", "set", setting, value], env=env, check=True)
+    configure_aws(env)
     ep = bench.moto.endpoint
     serve = ServePeer(bench.bin, bench.tmp, bench.logs, env,
                       ["--store", "s3://bench/serve/", "--endpoint-url", ep], name="serve-s3").start()
