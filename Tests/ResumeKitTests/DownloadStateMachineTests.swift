@@ -200,16 +200,25 @@ private func head(_ status: Int, _ fields: [(String, String)] = []) -> ResponseH
     }
 
     @Test func exactPartIsWritten() {
-        #expect(SegmentRules.evaluate(head(206, [("Content-Range", "bytes 100-199/10000000"), ("ETag", "\"e\"")]), from: 100, to: 199, resource: resource) == .write)
+        var m = DownloadStateMachine(resource: resource, onChange: .fail)
+        #expect(m.evaluate(head(206, [("Content-Range", "bytes 100-199/10000000"), ("ETag", "\"e\"")]), requestedOffset: 100, through: 199)
+            == .write(from: 100, restarted: nil))
+        #expect(m.verdict(.completed, .write(from: 100, restarted: nil), held: 100, expected: 100, stallTimeout: 30) == .done)
+        #expect(m.verdict(.completed, .write(from: 100, restarted: nil), held: 60, expected: 100, stallTimeout: 30)
+            == .fault(.lost("the connection closed at byte 60 of 100")))
     }
 
     @Test func anythingElseVoidsTheSegments() {
-        #expect(SegmentRules.evaluate(head(200), from: 100, to: 199, resource: resource) == .changed("the file changed on the server"))
-        #expect(SegmentRules.evaluate(head(206, [("Content-Range", "bytes 100-299/10000000")]), from: 100, to: 199, resource: resource)
-            == .changed("the server answered bytes 100-299, not 100-199"))
-        #expect(SegmentRules.evaluate(head(206, [("Content-Range", "bytes 100-199/20000000")]), from: 100, to: 199, resource: resource)
-            == .changed("the file on the server has another length now"))
-        #expect(SegmentRules.evaluate(head(503, [("Retry-After", "1")]), from: 0, to: 1, resource: resource) == .retry(status: 503, retryAfter: "1"))
+        var m = DownloadStateMachine(resource: resource, onChange: .fail)
+        #expect(m.evaluate(head(200), requestedOffset: 0, through: 199) == .fail(.changed("the file changed on the server")))
+        #expect(m.evaluate(head(206, [("Content-Range", "bytes 100-299/10000000")]), requestedOffset: 100, through: 199)
+            == .fail(.changed("the server answered bytes 100-299, not 100-199")))
+        #expect(m.evaluate(head(206, [("Content-Range", "bytes 0-199/10000000")]), requestedOffset: 0, through: 199) == .write(from: 0, restarted: nil))
+        #expect(m.evaluate(head(206, [("Content-Range", "bytes 100-199/20000000")]), requestedOffset: 100, through: 199)
+            == .fail(.changed("the file on the server has another length now")))
+        #expect(m.evaluate(head(416), requestedOffset: 0, through: 199) == .fail(.changed("the file on the server has another length now")))
+        #expect(m.evaluate(head(503, [("Retry-After", "1")]), requestedOffset: 0, through: 1) == .retry(status: 503, retryAfter: "1"))
+        #expect(m.resource == resource)
     }
 
     @Test func probeNeedsRangesValidatorAndLength() {

@@ -99,12 +99,16 @@ public struct DownloadStateMachine: Sendable, Equatable {
         "the file changed on the server (its bytes at \(offset) differ from those already downloaded, though its validator did not change)"
     }
 
-    /// Interprets the final response head to a fetch that started at `offset`.
-    public mutating func evaluate(_ head: ResponseHead, requestedOffset offset: Int64) -> Decision {
+    /// Interprets the final response head to a fetch that started at `offset`. A segment's fetch is bounded
+    /// (`through` its last byte): then only that exact part of the same file will do, and anything else
+    /// means the file changed.
+    public mutating func evaluate(_ head: ResponseHead, requestedOffset offset: Int64, through end: Int64? = nil) -> Decision {
         if head.isSuccess, case .invalid(let reason) = ContentLength(head.headers) { return .malformed(reason) }
         switch head.status {
         case 206:
-            return evaluatePartial(head, offset: offset)
+            return evaluatePartial(head, offset: offset, end: end)
+        case 200...299 where end != nil:
+            return changed("the file changed on the server")
         case 200...299:
             let fresh = Self.resource(from: head, totalBytes: head.status == 204 ? 0 : contentLength(head))
             var restarted: String?
@@ -122,7 +126,7 @@ public struct DownloadStateMachine: Sendable, Equatable {
             return .write(from: 0, restarted: restarted)
         case 416:
             // A resume asks from before the bytes it holds, so a satisfiable file never answers 416.
-            guard offset > 0, resource != nil else { return .fail(.status(416, reason: head.reason)) }
+            guard offset > 0 || end != nil, resource != nil else { return .fail(.status(416, reason: head.reason)) }
             return changed("the file on the server has another length now")
         case 412:
             return changed("the file changed on the server")
@@ -134,14 +138,14 @@ public struct DownloadStateMachine: Sendable, Equatable {
         }
     }
 
-    private mutating func evaluatePartial(_ head: ResponseHead, offset: Int64) -> Decision {
+    private mutating func evaluatePartial(_ head: ResponseHead, offset: Int64, end: Int64?) -> Decision {
         guard let range = head.headers["Content-Range"].flatMap(ContentRange.init), let bytes = range.range else {
             return .refetchFromZero(reason: "the server sent a partial response without a usable Content-Range")
         }
         if let length = ContentLength(head.headers).value, length - 1 != bytes.upperBound - bytes.lowerBound {  // no +1: upperBound may be Int64.max
             return .malformed("the server's Content-Length \(length) contradicts its Content-Range \(bytes.lowerBound)-\(bytes.upperBound)")
         }
-        if offset == 0 {
+        if offset == 0 && end == nil {
             // We asked for everything; a 206 from zero carrying the complete length is as good as a 200.
             guard bytes.lowerBound == 0, let total = range.completeLength, bytes.upperBound == total - 1 else {
                 return .refetchFromZero(reason: "the server sent a part we did not ask for")
@@ -155,6 +159,9 @@ public struct DownloadStateMachine: Sendable, Equatable {
         }
         if let stored = resource.totalBytes, range.completeLength != stored {
             return changed("the file on the server has another length now")
+        }
+        if let end, bytes != offset...end {
+            return changed("the server answered bytes \(bytes.lowerBound)-\(bytes.upperBound), not \(offset)-\(end)")
         }
         guard bytes.lowerBound == offset else {
             return .refetchFromZero(reason: "the server answered from byte \(bytes.lowerBound), not \(offset)")
@@ -184,8 +191,8 @@ public struct DownloadStateMachine: Sendable, Equatable {
     }
 
     /// Joins how the exchange ended with what its head was judged (`decision`); `held` is the length of
-    /// the data now on this side.
-    func verdict(_ outcome: ExchangeOutcome, _ decision: Decision?, held: Int64, stallTimeout: Int) -> Verdict {
+    /// the data now on this side, complete at `expected` bytes (a segment's length; else the file's).
+    func verdict(_ outcome: ExchangeOutcome, _ decision: Decision?, held: Int64, expected: Int64? = nil, stallTimeout: Int) -> Verdict {
         switch outcome {
         case .cancelled: return .again
         case .stalled: return .fault(.stalled(seconds: stallTimeout))
@@ -194,7 +201,7 @@ public struct DownloadStateMachine: Sendable, Equatable {
             switch decision {
             case .write?:
                 if outcome == .abortedByDelegate { return .again }
-                if let total = resource?.totalBytes, held != total {
+                if let total = expected ?? resource?.totalBytes, held != total {
                     return .fault(.lost("the connection closed at byte \(held) of \(total)"))
                 }
                 return .done

@@ -1,5 +1,6 @@
-/// The protocol rules of a segmented download (`--connections N`), pure like the state machine they
-/// extend: whether a server allows one, how to split the file, and what a segment's response means.
+/// The plan of a segmented download (`--connections N`), pure like the state machine they extend:
+/// whether a server allows one and how to split the file. A segment's answers are judged by
+/// ``DownloadStateMachine`` like any other fetch, bounded to the segment.
 public enum SegmentRules {
     /// The smallest segment worth its own connection.
     public static let minimumSegment: Int64 = 1 << 20
@@ -47,46 +48,5 @@ public enum SegmentRules {
     /// disk guards against a validator that did not change when the bytes did.
     public static func resumeStart(segmentStart: Int64, written: Int64) -> Int64 {
         segmentStart + DownloadStateMachine.overlapStart(committed: written)
-    }
-
-    /// What a segment's overlap that differs from the disk means.
-    public static func overlapDiffers(at offset: Int64) -> Decision {
-        .changed(DownloadStateMachine.overlapReason(at: offset))
-    }
-
-    public enum Decision: Sendable, Equatable {
-        /// Write the body at the requested offset.
-        case write
-        /// The representation is not the one we started with; every segment is void.
-        case changed(String)
-        case retry(status: Int, retryAfter: String?)
-        case fail(DownloadStateMachine.Failure)
-    }
-
-    /// Interprets the answer to `Range: bytes=from-to` with `If-Range`.
-    public static func evaluate(_ head: ResponseHead, from: Int64, to: Int64, resource: DownloadStateMachine.Resource) -> Decision {
-        switch head.status {
-        case 206:
-            guard let range = head.headers["Content-Range"].flatMap(ContentRange.init), let bytes = range.range else {
-                return .changed("the server sent a part without a usable Content-Range")
-            }
-            if let etag = head.headers["ETag"], let stored = resource.etag, etag != stored {
-                return .changed("the file changed on the server")
-            }
-            guard range.completeLength == resource.totalBytes else { return .changed("the file on the server has another length now") }
-            guard bytes.lowerBound == from, bytes.upperBound == to else {
-                return .changed("the server answered bytes \(bytes.lowerBound)-\(bytes.upperBound), not \(from)-\(to)")
-            }
-            return .write
-        case 200:
-            return .changed("the file changed on the server")
-        case 412, 416:
-            return .changed("the file changed on the server")
-        default:
-            if RetryPolicy.isRetryable(status: head.status) {
-                return .retry(status: head.status, retryAfter: head.headers["Retry-After"])
-            }
-            return .fail(.status(head.status, reason: head.reason))
-        }
     }
 }

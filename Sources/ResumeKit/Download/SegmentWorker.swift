@@ -16,7 +16,6 @@ final class SegmentWorker: ExchangeDelegate, @unchecked Sendable {
     private let end: Int64
     private let url: String
     private let headers: [String]
-    private let resource: DownloadStateMachine.Resource
     private let fd: Int32
     /// The `.part` file's path, for messages.
     private let path: String
@@ -32,7 +31,9 @@ final class SegmentWorker: ExchangeDelegate, @unchecked Sendable {
     private let gatherer: WriteGatherer
     private let done = Atomic<Bool>(false)
     private let state = Mutex<Outcome?>(nil)
-    private var decision: SegmentRules.Decision?
+    /// Judges this segment's answers, bounded to it; any change voids every segment.
+    private var machine: DownloadStateMachine
+    private var decision: DownloadStateMachine.Decision?
     private var writeError: String?
     private var receivedThisAttempt: Int64 = 0
     /// The bytes on disk the start of this attempt's body must equal (see `SegmentRules.resumeStart`).
@@ -50,7 +51,7 @@ final class SegmentWorker: ExchangeDelegate, @unchecked Sendable {
         self.end = segment.end
         self.url = url
         self.headers = headers
-        self.resource = resource
+        machine = DownloadStateMachine(resource: resource, onChange: .fail)
         self.fd = fd
         self.path = path
         self.session = transport.makeSession()
@@ -95,7 +96,7 @@ final class SegmentWorker: ExchangeDelegate, @unchecked Sendable {
         var fields = (try? HeaderLines.forDownload(headers)) ?? [:]
         requestedFrom = SegmentRules.resumeStart(segmentStart: start, written: written)
         fields.set("Range", "bytes=\(requestedFrom)-\(end)")
-        fields.set("If-Range", resource.validator ?? "")
+        fields.set("If-Range", machine.resource?.validator ?? "")
         guard let held = readHeld(from: requestedFrom) else {
             return .done(report(.failed(TransferError(.localIO, "cannot read \(path): \(String(cString: strerror(errno)))"))))
         }
@@ -108,18 +109,14 @@ final class SegmentWorker: ExchangeDelegate, @unchecked Sendable {
         if writeError == nil { writeError = flush() }
         if isDone { return .done(()) }
         if let writeError { return .done(report(.failed(TransferError(.localIO, writeError)))) }
-        let fault: Fault
-        switch (result.outcome, decision) {
-        case (_, .changed(let reason)?): return .done(report(.changed(reason)))
-        case (_, .fail(.status(let status, let reason))?):
-            return .done(report(.failed(.refused(status, reason, url: url))))
-        case (_, .fail(.changed(let reason))?): return .done(report(.changed(reason)))
-        case (_, .retry(let status, let after)?): fault = .answered(status, retryAfter: after)
-        case (.cancelled, _): return .done(())
-        case (let outcome, _): fault = Fault.of(outcome, stallSeconds: options.transport.stallTimeout) ?? .lost("the connection closed early")
+        switch machine.verdict(result.outcome, decision, held: written, expected: end - start + 1, stallTimeout: options.transport.stallTimeout) {
+        case .done, .again: return .done(())
+        case .refetchFromZero(let reason), .fail(.changed(let reason)): return .done(report(.changed(reason)))
+        case .fail(.status(let status, let reason)): return .done(report(.failed(.refused(status, reason, url: url))))
+        case .fault(let fault):
+            // The segment's host answered the plan's HEAD: a name that stops resolving is the network (not fresh).
+            return .failed(fault, progressMade: receivedThisAttempt > 0)
         }
-        // The segment's host answered the plan's HEAD: a name that stops resolving is the network (not fresh).
-        return .failed(fault, progressMade: receivedThisAttempt > 0)
     }
 
     private func report(_ outcome: Outcome) {
@@ -127,23 +124,24 @@ final class SegmentWorker: ExchangeDelegate, @unchecked Sendable {
     }
 
     func exchange(head: ResponseHead, effectiveURL: String) -> Bool {
-        let d = SegmentRules.evaluate(head, from: requestedFrom, to: end, resource: resource)
+        let d = machine.evaluate(head, requestedOffset: requestedFrom, through: end)
         decision = d
-        return d == .write
+        if case .write = d { return true }
+        return false
     }
 
     func exchange(body received: UnsafeRawBufferPointer) -> Bool {
         var body = received
         switch overlap.consume(body) {
         case .differs(let offset):
-            decision = SegmentRules.overlapDiffers(at: offset)
+            decision = machine.overlapDiffers(at: offset)
             return false
         case .matched(let rest):
             body = rest
             if body.isEmpty { return true }
         }
         guard start + written + Int64(gatherer.count) + Int64(body.count) <= end + 1 else {
-            decision = .changed("the server sent more than the range asked for")
+            decision = .fail(.changed("the server sent more than the range asked for"))
             return false
         }
         do throws(Errno) {
