@@ -55,4 +55,19 @@ extension TransferClient {
             throw error
         }
     }
+
+    /// The one opening of a `resume`, for either direction: the token's lock, the token read again under it
+    /// (another process may have moved it on since it was named), and the leftovers of an interrupted token
+    /// write swept. The caller releases the lock.
+    func openResume(_ stored: ResumeToken, events: EventHandler) throws(TransferError) -> (ResumeToken, TokenGuard) {
+        let lock = try takeLock(stored.id)
+        do {
+            let token = try loadToken(stored.id)
+            for name in store.removeLeftovers() { events(.note("removed \(name), left by an interrupted token write")) }
+            return (token, lock)
+        } catch {
+            lock.release()
+            throw error
+        }
+    }
 }

@@ -160,11 +160,12 @@ extension TransferClient {
     func runResumeUpload(
         _ stored: ResumeToken, newURL: String?, headers: [String], cancellation: Cancellation, events: @escaping EventHandler
     ) throws(TransferError) -> UploadResult {
-        let part = try stored.uploadPart()
+        _ = try stored.uploadPart()
         if newURL != nil { throw TransferError(.usage, "--url applies to downloads; an upload resumes at the server's upload URL") }
-        let lock = try takeLock(stored.id)
+        let (opened, lock) = try openResume(stored, events: events)
         defer { lock.release() }
-        var token = try loadToken(stored.id)
+        var token = opened
+        let part = try token.uploadPart()
         if token.upload?.stream != nil { return try continueStream(token, headers: headers, cancellation: cancellation, events: events) }
         let source = try SourceFile(path: part.source.path)
         try checkSource(part, source, id: token.id)

@@ -167,10 +167,9 @@ public struct TransferClient: Sendable {
         _ stored: ResumeToken, newURL: String?, headers: [String], cancellation: Cancellation, events: @escaping EventHandler
     ) throws(TransferError) -> DownloadResult {
         _ = try stored.downloadPart()
-        let lock = try takeLock(stored.id)
+        let (opened, lock) = try openResume(stored, events: events)
         defer { lock.release() }
-        var token = try loadToken(stored.id)  // re-read under the lock
-        for name in store.removeLeftovers() { events(.note("removed \(name), left by an interrupted token write")) }
+        var token = opened
         var onChange = DownloadStateMachine.OnChange(rawValue: try token.downloadPart().onChange ?? "") ?? .restart
         if let newURL {
             try URLCheck.validate(newURL)
