@@ -116,7 +116,7 @@ struct ServeLimitsTests {
         let w = try Workspace()
         let digest = try makeRandomFile(path: w.path("www/f.bin"), size: 2_000_000, seed: 6)
         try await InProcessServe.with({ $0.maxUploads = 1 }) { served in
-            async let slow = CurlExchange.run(["--limit-rate", "400K", "-T", w.path("www/f.bin"), served.url + "/slow.bin"])
+            async let slow = CurlExchange.run(["--limit-rate", "100K", "-T", w.path("www/f.bin"), served.url + "/slow.bin"])
             try await eventually(timeout: .seconds(30)) { Self.leftovers(served.folder.path).count == 1 }
             let refused = try await CurlExchange.run(["-T", w.path("www/f.bin"), served.url + "/second.bin"])
             #expect(refused.status == 503)
