@@ -1,30 +1,3 @@
-/// An object a listing returned.
-public struct S3Object: Sendable, Equatable {
-    public var key: String
-    public var size: Int64
-    public var etag: String
-
-    public init(key: String, size: Int64, etag: String) {
-        self.key = key
-        self.size = size
-        self.etag = etag
-    }
-}
-
-/// S3's `<Error>` body: the code scripts and users look for (`SignatureDoesNotMatch`, `NoSuchUpload` …).
-public struct S3ErrorBody: Sendable, Equatable {
-    public var code: String
-    public var message: String
-
-    public init(code: String, message: String) {
-        self.code = code
-        self.message = message
-    }
-
-    /// One line for stderr: S3's code and message, never a request's credentials.
-    public var line: String { message.isEmpty ? "S3 answered \(code)" : "S3 answered \(code): \(message)" }
-}
-
 /// Reads the XML bodies of the S3 calls resumectl makes. ResumeKit itself parses no XML (an XML parser
 /// costs every plain HTTP transfer memory): the `resumectl-s3` program passes one in (`ResumeS3`).
 public protocol S3Answers: Sendable {

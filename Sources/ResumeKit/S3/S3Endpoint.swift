@@ -1,0 +1,64 @@
+/// Where S3 requests go and how a bucket is addressed.
+///
+/// Path style (`https://host/BUCKET/KEY`) for endpoints given as an IP address or with a port (MinIO,
+/// Ceph, a test server on a laptop), with `--path-style`, and for bucket names that cannot be a host label (or
+/// would break TLS name checks, having dots); virtual-hosted style (`https://BUCKET.host/KEY`) otherwise.
+public struct S3Endpoint: Sendable, Equatable {
+    public var scheme: String
+    /// Host name with its port, if any, as it goes into the `Host` header.
+    public var authority: String
+    public var forcePathStyle: Bool
+
+    /// - Parameters:
+    ///   - endpoint: a user's endpoint URL, or nil for AWS's regional endpoint.
+    ///   - region: the region requests are signed for (and AWS's endpoint is named after).
+    ///   - forcePathStyle: `/BUCKET/KEY` on the endpoint's host rather than `BUCKET.host/KEY`.
+    public init(endpoint: String?, region: String, forcePathStyle: Bool = false) throws(TransferError) {
+        guard let endpoint else {
+            self.init(scheme: "https", authority: "s3.\(region).amazonaws.com", forcePathStyle: forcePathStyle)
+            return
+        }
+        let parts = endpoint.split(separator: "/", maxSplits: 3, omittingEmptySubsequences: false)
+        let scheme = parts.count >= 3 && parts[0].hasSuffix(":") && parts[1].isEmpty ? parts[0].dropLast().lowercased() : ""
+        guard scheme == "http" || scheme == "https" else {
+            throw TransferError(.usage, "endpoint \(endpoint) must be an http:// or https:// URL")
+        }
+        let authority = String(parts[2].prefix { $0 != "?" && $0 != "#" })
+        guard !authority.isEmpty, !authority.contains("@") else {
+            throw TransferError(.usage, "endpoint \(endpoint) must name a host (and no user)")
+        }
+        self.init(scheme: scheme, authority: authority, forcePathStyle: forcePathStyle)
+    }
+
+    init(scheme: String, authority: String, forcePathStyle: Bool) {
+        self.scheme = scheme
+        self.authority = authority
+        self.forcePathStyle = forcePathStyle
+    }
+
+    /// True when the endpoint is an IP address or carries a port: such hosts have no bucket subdomains.
+    var isBareHost: Bool {
+        if authority.hasPrefix("[") { return true }
+        if authority.contains(":") { return true }
+        return authority.split(separator: ".").count == 4 && authority.allSatisfy { $0.isNumber || $0 == "." }
+    }
+
+    func usesPathStyle(for location: S3Location) -> Bool {
+        forcePathStyle || isBareHost || !location.isDNSCompatible || (scheme == "https" && location.bucket.contains("."))
+    }
+
+    /// The request target of an object (or of the bucket, with an empty key): host and encoded path.
+    public func address(_ location: S3Location) -> (host: String, path: String) {
+        let key = S3Encoding.path(location.key)
+        if usesPathStyle(for: location) {
+            return (authority, "/" + S3Encoding.component(location.bucket) + (key.isEmpty ? "" : "/" + key))
+        }
+        return (location.bucket + "." + authority, "/" + key)
+    }
+
+    /// The full URL to send: address plus the canonical query (as signed).
+    public func url(_ location: S3Location, query: String = "") -> String {
+        let (host, path) = address(location)
+        return "\(scheme)://\(host)\(path)" + (query.isEmpty ? "" : "?" + query)
+    }
+}
