@@ -93,7 +93,14 @@ final class S3Backend: UploadBackend, UploadRemote {
     /// Drops every upload whose time ran out and whose lock is free (any instance may do it; the lock
     /// keeps it from dropping one being written). Blocks; returns the targets dropped.
     func sweepExpired(now: Int64) -> [String] {
-        guard let ids = try? store.recordIDs() else { return [] }
+        let ids: [String]
+        do {
+            ids = try store.recordIDs()
+        } catch {
+            // Never silent: an endpoint that refuses the listing would keep every expired upload.
+            log?("the expiry sweep cannot list \(store.client.name)'s uploads: \(error.reason)")
+            return []
+        }
         var dropped: [String] = []
         for id in ids {
             guard let record = try? store.record(id), record.upload.expires <= now else { continue }

@@ -17,11 +17,9 @@ final class S3ServeCluster: @unchecked Sendable {
     private(set) var ids: [String] = []
     let nginx: NginxServer
 
-    /// - Parameters:
-    ///   - verify: moto checks signatures (its verifier refuses any query with `%2F`, so listings need it off).
-    ///   - extra: more `serve` arguments for every instance.
-    init(instances count: Int, verify: Bool = true, extra: [String] = []) async throws {
-        moto = try await MotoServer(verify: verify)
+    /// - Parameter extra: more `serve` arguments for every instance.
+    init(instances count: Int, extra: [String] = []) async throws {
+        moto = try await MotoServer()
         bucket = "serve-" + UUID().uuidString.prefix(8).lowercased()
         try await moto.createBucket(bucket)
         home = try TempDirectory(prefix: "resumectl-s3serve")
