@@ -55,17 +55,21 @@ final class UploadTable: Sendable {
         }
     }
 
+    /// Takes what the shared store holds; an upload gone from it, or completed there (by another
+    /// instance, perhaps), gives its `--max-uploads` slot back.
     private func adopt(_ id: String, _ loaded: (record: UploadRecord, finished: Bool)?) {
-        let dropped = entries.withLock { entries -> Entry? in
-            guard entries[id]?.writer == nil else { return nil }
-            guard let loaded else { return entries.removeValue(forKey: id) }
+        let freed = entries.withLock { entries -> Bool in
+            guard entries[id]?.writer == nil else { return false }
+            guard let loaded else { return entries.removeValue(forKey: id)?.holdsSlot == true }
             var entry = entries[id] ?? Entry(record: loaded.record)
+            let freed = entry.holdsSlot && loaded.finished
             entry.record = loaded.record
             entry.finished = loaded.finished
+            entry.holdsSlot = entry.holdsSlot && !loaded.finished
             entries[id] = entry
-            return nil
+            return freed
         }
-        if dropped?.holdsSlot == true { slots?.release() }
+        if freed { slots?.release() }
     }
 
     /// ``claim(_:writer:)`` on the upload as the shared store holds it now; `next` runs on `eventLoop`.
