@@ -165,7 +165,9 @@ final class DraftHandler: ChannelDuplexHandler {
     }
 
     private func reportOffset(context: ChannelHandlerContext, version: Int, id: String) {
-        settings.table.whenIdle(id, on: context.eventLoop) { entry in
+        settings.table.whenIdle(id, on: context.eventLoop) { found in
+            let entry: UploadTable.Entry?
+            do { entry = try found.get() } catch { return self.fail(context: context, UploadFailure(error)) }
             guard let entry, entry.record.kind == .ietf else {
                 return self.answer(context: context, DraftMachine.notFound(version: version))
             }
@@ -191,6 +193,9 @@ final class DraftHandler: ChannelDuplexHandler {
         case .missing:
             promise.succeed()
             answer(context: context, DraftMachine.notFound(version: version))
+        case .unavailable(let failure):
+            promise.succeed()
+            fail(context: context, failure)
         case .busy(let current):
             promise.succeed()
             UploadTable.afterStopping(current, on: context.eventLoop) {
@@ -219,7 +224,9 @@ final class DraftHandler: ChannelDuplexHandler {
     }
 
     private func cancel(context: ChannelHandlerContext, version: Int, id: String) {
-        settings.table.whenIdle(id, on: context.eventLoop) { entry in
+        settings.table.whenIdle(id, on: context.eventLoop) { found in
+            let entry: UploadTable.Entry?
+            do { entry = try found.get() } catch { return self.fail(context: context, UploadFailure(error)) }
             guard let entry, entry.record.kind == .ietf else {
                 return self.answer(context: context, DraftMachine.notFound(version: version))
             }

@@ -48,4 +48,24 @@ extension TusHandler {
         context.write(wrapOutboundOut(.head(HTTPResponseHead(version: version, status: status, headers: headers))), promise: nil)
         context.writeAndFlush(wrapOutboundOut(.end(nil)), promise: nil)
     }
+
+    /// Refuses a PATCH before its body: answered at once, the body dropped, the connection closed after.
+    func refuse(context: ChannelHandlerContext, status: HTTPResponseStatus, extra: [(String, String)]) {
+        guard case .appending(let append) = state else { return }
+        state = .answered(requestEnded: append.ended, close: true)
+        write(context: context, status: status, close: true, extra: extra, bodyless: false)
+        receiver.resume(context: context)
+        if append.ended { context.close(promise: nil) }
+    }
+
+    /// The store could not be read: 503, come back later.
+    func unavailable(context: ChannelHandlerContext, head: HTTPRequestHead?, _ failure: UploadFailure) {
+        settings.log?("tus upload failed: \(failure.reason)")
+        let extra = [("Retry-After", "\(UploadAdmission.retryAfterBusy)")]
+        if let head {
+            answer(context: context, head: head, status: .serviceUnavailable, extra: extra)
+        } else {
+            refuse(context: context, status: .serviceUnavailable, extra: extra)
+        }
+    }
 }

@@ -58,10 +58,10 @@ final class TusHandler: ChannelDuplexHandler {
         case answered(requestEnded: Bool, close: Bool)
     }
 
-    private let settings: Settings
+    let settings: Settings
     var state = State.idle
     var version = HTTPVersion.http1_1
-    private let receiver: UploadReceiver
+    let receiver: UploadReceiver
 
     init(settings: Settings) {
         self.settings = settings
@@ -167,13 +167,19 @@ final class TusHandler: ChannelDuplexHandler {
         }
     }
 
-    /// The tus upload `id`, once no request is writing to it (one that is, is stopped first).
-    private func whenIdle(context: ChannelHandlerContext, id: String, _ next: @escaping (UploadTable.Entry?) -> Void) {
-        settings.table.whenIdle(id, on: context.eventLoop) { entry in next(entry?.record.kind == .tus ? entry : nil) }
+    /// The tus upload `id`, once no request is writing to it (one that is, is stopped first); when the
+    /// store cannot be read, the request is answered here (503).
+    private func whenIdle(context: ChannelHandlerContext, head: HTTPRequestHead, id: String, _ next: @escaping (UploadTable.Entry?) -> Void) {
+        settings.table.whenIdle(id, on: context.eventLoop) { found in
+            switch found {
+            case .success(let entry): next(entry?.record.kind == .tus ? entry : nil)
+            case .failure(let failure): self.unavailable(context: context, head: head, failure)
+            }
+        }
     }
 
     private func reportOffset(context: ChannelHandlerContext, head: HTTPRequestHead, id: String) {
-        whenIdle(context: context, id: id) { entry in
+        whenIdle(context: context, head: head, id: id) { entry in
             guard let entry, !entry.finished, let length = entry.record.length else {
                 self.answer(context: context, head: head, status: .notFound, extra: [("Cache-Control", "no-store")])
                 return
@@ -186,7 +192,7 @@ final class TusHandler: ChannelDuplexHandler {
     }
 
     private func terminate(context: ChannelHandlerContext, head: HTTPRequestHead, id: String) {
-        whenIdle(context: context, id: id) { entry in
+        whenIdle(context: context, head: head, id: id) { entry in
             guard let entry, !entry.finished else {
                 self.answer(context: context, head: head, status: .notFound, extra: [])
                 return
@@ -287,6 +293,9 @@ final class TusHandler: ChannelDuplexHandler {
         case .missing, .finished:
             promise.succeed()
             refuse(context: context, status: .notFound, extra: [])
+        case .unavailable(let failure):
+            promise.succeed()
+            unavailable(context: context, head: nil, failure)
         case .claimed(let record):
             guard record.kind == .tus, record.offset == offset else {
                 settings.table.update(record, releasing: true)
@@ -371,15 +380,6 @@ final class TusHandler: ChannelDuplexHandler {
         write(context: context, status: status, close: true, extra: [], bodyless: false)
         receiver.resume(context: context)
         if append.ended { endFailed(context: context, append) }
-    }
-
-    /// Refuses a PATCH before its body: answered at once, the body dropped, the connection closed after.
-    private func refuse(context: ChannelHandlerContext, status: HTTPResponseStatus, extra: [(String, String)]) {
-        guard case .appending(let append) = state else { return }
-        state = .answered(requestEnded: append.ended, close: true)
-        write(context: context, status: status, close: true, extra: extra, bodyless: false)
-        receiver.resume(context: context)
-        if append.ended { context.close(promise: nil) }
     }
 
     private func endFailed(context: ChannelHandlerContext, _ append: Append) {

@@ -248,6 +248,39 @@ struct ServeS3StoreTests {
         print("serve S3 race refusals: \(refusals)")
     }
 
+    @Test("S3 failing to list an upload's parts to an instance that never saw it (nginx answers 503 in front of moto): HEAD and PATCH are 503 with Retry-After, never 404")
+    func storeUnreadableIsNotGone() async throws {
+        let cluster = try await S3ServeCluster(instances: 1)
+        let nginx = try await NginxServer(root: cluster.home.path, serverDirectives: """
+            client_max_body_size 0;
+            location / {
+                set $fail "";
+                if ($request_method = GET) { set $fail "G"; }
+                if ($args ~ "uploadId=") { set $fail "${fail}U"; }
+                if ($fail = "GU") { return 503; }
+                proxy_pass http://127.0.0.1:\(cluster.moto.port);
+                proxy_set_header Host $http_host;
+            }
+            """)
+        let (other, port, _) = try await S3ServeCluster.serve(
+            moto: cluster.moto, bucket: cluster.bucket, home: cluster.home.path, extra: [], endpoint: nginx.baseURL)
+        defer { other.send(signal: SIGKILL) }
+        let first = "http://127.0.0.1:\(cluster.ports[0])"
+        let created = try await CurlExchange.run(["-X", "POST", "-H", "Tus-Resumable: 1.0.0", "-H", "Upload-Length: 10", first + "/in/x.bin"])
+        let location = try #require(created["location"], "\(created.heads)")
+        let path = location.hasPrefix("http") ? String(location.drop { $0 != "/" }.dropFirst(2).drop { $0 != "/" }) : location
+        let head = try await CurlExchange.run(["-I", "-H", "Tus-Resumable: 1.0.0", "http://127.0.0.1:\(port)" + path])
+        #expect(head.status == 503 && head["retry-after"] != nil, "\(head.heads)")
+        let patch = try await CurlExchange.run([
+            "-X", "PATCH", "-H", "Tus-Resumable: 1.0.0", "-H", "Upload-Offset: 0", "-H", "Content-Type: application/offset+octet-stream",
+            "--data-binary", "0123456789", "http://127.0.0.1:\(port)" + path])
+        #expect(patch.status == 503 && patch["retry-after"] != nil, "\(patch.heads)")
+        #expect(other.stderrSoFar.contains("list the upload's parts"), "\(other.stderrSoFar)")
+        // The upload is there all along, at offset 0, for the instance that reads S3 directly.
+        let direct = try await CurlExchange.run(["-I", "-H", "Tus-Resumable: 1.0.0", first + path])
+        #expect(direct.status == 200 && direct["upload-offset"] == "0", "\(direct.heads)")
+    }
+
     @Test("--single-instance: no lock objects, no probe; an upload cut by the proxy still lands whole")
     func singleInstance() async throws {
         let cluster = try await S3ServeCluster(instances: 1, extra: ["--single-instance"])
