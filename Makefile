@@ -6,7 +6,8 @@ BENCH_PKGS := aria2 wget hyperfine rclone
 # The tus peer of the end-to-end tests (scripts/tus_server.py), versions that were tested together;
 # moto's S3 server (scripts/moto_server.py; boto3 comes with it, scripts/s3_tool.py uses it).
 # boto3 is pinned too so that the AWS CLI of `make bench` (which pins its botocore) fits beside it.
-MOTO_PKGS := 'moto[server]==5.2.1' boto3==1.43.11
+# moto's s3crc32c extra (the crc32c package): without it moto computes CRC32 where S3 computes CRC32C.
+MOTO_PKGS := 'moto[server,s3crc32c]==5.2.1' boto3==1.43.11
 PIP_PKGS := tuspyserver==4.4.3 fastapi==0.165.0 uvicorn==0.54.0 $(MOTO_PKGS)
 # tus-py-client, the library `make bench` compares tus uploads with and the tus client `serve`'s tests
 # upload with; selenium drives headless chromium for the folder page's test. The AWS CLI, S3 uploads.
@@ -52,8 +53,8 @@ deps:
 		sys.exit(any(m.version(n) != v for n, v in want.items()))' $(TEST_PIP_PKGS) 2>/dev/null || \
 		{ echo "installing: $(TEST_PIP_PKGS)"; python3 -m pip install -q $(TEST_PIP_PKGS) || \
 		  python3 -m pip install -q --break-system-packages $(TEST_PIP_PKGS); }
-	@# moto without its [server] extra passes the version check but cannot serve.
-	@python3 -c 'import flask, flask_cors, boto3' 2>/dev/null || \
+	@# moto without its [server] extra passes the version check but cannot serve (nor check CRC32C without s3crc32c).
+	@python3 -c 'import flask, flask_cors, boto3, crc32c' 2>/dev/null || \
 		{ python3 -m pip install -q $(MOTO_PKGS) || python3 -m pip install -q --break-system-packages $(MOTO_PKGS); }
 
 build: deps

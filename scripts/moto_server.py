@@ -5,9 +5,10 @@ By default every request must carry a valid AWS Signature Version 4 by a known k
 with authentication off (moto's INITIAL_NO_AUTH_ACTION_COUNT, "let the first N requests through"),
 creates an IAM user, its access key and an allow-all inline policy through boto3 against itself, then
 switches authentication on for every later request (the same switch as INITIAL_NO_AUTH_ACTION_COUNT=3,
-without depending on how many requests boto3 needed for those three calls). With --no-verify nothing
-is checked, any key is accepted: moto 5.2's verifier rejects valid signatures over a query that holds
-`%2F` (ListObjectsV2 with prefix=pre%2F), so prefix listings are judged against such a server.
+without depending on how many requests boto3 needed for those three calls). Signatures are checked over
+the request line as sent (see verify_signatures_over_the_sent_url), so listings under a prefix and keys
+holding `+`, `%` or non-ASCII letters verify as on S3. With --no-verify nothing is checked, any key is
+accepted (for a test whose proxy drops a signed header).
 
 Once it serves, it prints one JSON line to stdout (and, with --info-file, writes it there too):
     {"port": 40123, "accessKey": "AKIA…", "secretKey": "…", "verify": true}
@@ -40,6 +41,30 @@ def watch_parent(parent: int, stdin: bool) -> None:
     if stdin:
         threading.Thread(target=stdin_closed, daemon=True).start()
     threading.Thread(target=parent_gone, daemon=True).start()
+
+
+def verify_signatures_over_the_sent_url() -> None:
+    """moto 5.2.1 checks a SigV4 signature against `self.uri`, which is werkzeug's `request.url`: an IRI
+    rebuilt from the decoded path and query (werkzeug's `get_current_url` + `uri_to_iri`), not the bytes
+    sent. `prefix=pre%2F` comes back as `prefix=pre/`, a key `a%2Bb` as `a+b`, `%25` as `%`, `%C3%A9` as
+    `é`, so every correct signature over such a query or key (boto3's too) is refused. S3 signs what was
+    sent: here the signature is checked against the request line as it came (werkzeug's `RAW_URI`)."""
+    from moto.s3.responses import S3Response
+
+    original = S3Response._authenticate_and_authorize_s3_action
+
+    def wrapped(self, *args, **kwargs):
+        raw = getattr(getattr(self, "request", None), "environ", {}).get("RAW_URI")
+        if not raw:
+            return original(self, *args, **kwargs)
+        rebuilt = self.uri
+        self.uri = raw
+        try:
+            return original(self, *args, **kwargs)
+        finally:
+            self.uri = rebuilt
+
+    S3Response._authenticate_and_authorize_s3_action = wrapped
 
 
 def serialize_conditional_writes() -> None:
@@ -95,6 +120,7 @@ def main() -> None:
     from moto import settings
     from moto.server import ThreadedMotoServer
     serialize_conditional_writes()
+    verify_signatures_over_the_sent_url()
 
     server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
     server.start()

@@ -16,6 +16,8 @@ commands:
   digests BUCKET [PREFIX]                   -> {"KEY": "sha256", …}  (every object)
   clear BUCKET [PREFIX]                     -> null   (deletes every object, 1,000 a request)
   head BUCKET KEY                           -> {"etag": …, "size": N}
+  checksum BUCKET KEY                       -> {"crc32c": "…-N" or null, "type": "COMPOSITE" or null}
+                                               (HeadObject with x-amz-checksum-mode: ENABLED)
   keys BUCKET [PREFIX]                      -> ["key", …]       (ListObjectsV2, all pages)
   uploads BUCKET                            -> [{"key": …, "uploadId": …}, …]
   parts BUCKET KEY UPLOAD_ID                -> [{"number": N, "size": N, "etag": …}, …]  (all pages)
@@ -102,6 +104,9 @@ def run(args):
     if cmd == "head":
         r = s3.head_object(Bucket=a[0], Key=a[1])
         return {"etag": r["ETag"], "size": r["ContentLength"]}
+    if cmd == "checksum":
+        r = s3.head_object(Bucket=a[0], Key=a[1], ChecksumMode="ENABLED")
+        return {"crc32c": r.get("ChecksumCRC32C"), "type": r.get("ChecksumType")}
     if cmd == "keys":
         kw = {"Bucket": a[0]}
         if len(a) > 1:

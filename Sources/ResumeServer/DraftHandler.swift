@@ -33,9 +33,6 @@ final class DraftHandler: ChannelDuplexHandler {
         var answered = false
         /// The connection ends with this request (answered before its body was read, or no keep-alive).
         var closeAfter = false
-        /// Body parts that arrived before the upload was ready to take them.
-        var early: [ByteBuffer] = []
-        var appender: (any UploadSink)?
         var kind = UploadRecord.Kind.plain
         var version = 0
         var created = false
@@ -47,11 +44,11 @@ final class DraftHandler: ChannelDuplexHandler {
 
     private let settings: Settings
     private var exchange: Exchange?
-    private var readHeld = false
-    private var inactive = false
+    private let receiver: UploadReceiver
 
     init(settings: Settings) {
         self.settings = settings
+        receiver = UploadReceiver(store: settings.store, table: settings.table, threadPool: settings.threadPool, expiry: settings.expiry)
     }
 
     // MARK: Inbound
@@ -60,17 +57,12 @@ final class DraftHandler: ChannelDuplexHandler {
         switch unwrapInboundIn(data) {
         case .head(let head):
             exchange = Exchange(head: head)
+            receiver.begin()
             start(context: context, head: head)
         case .body(let buffer):
-            guard var current = exchange, !current.answered || current.appender != nil else { return }
-            if let appender = current.appender {
-                guard appender.receive(buffer) else {
-                    refuseMidBody(context: context, status: current.lengthKnown ? .badRequest : .payloadTooLarge)
-                    return
-                }
-            } else {
-                current.early.append(buffer)
-                exchange = current
+            guard let current = exchange, !current.answered || receiver.sink != nil else { return }
+            if !receiver.receive(buffer) {
+                refuseMidBody(context: context, status: current.lengthKnown ? .badRequest : .payloadTooLarge)
             }
         case .end:
             guard var current = exchange else { return }
@@ -79,8 +71,8 @@ final class DraftHandler: ChannelDuplexHandler {
             if current.answered {
                 exchange = nil
                 if current.closeAfter { context.close(promise: nil) }
-            } else if let appender = current.appender {
-                appender.end(keep: true) { self.settled(context: context, $0) }
+            } else if let sink = receiver.sink {
+                sink.end(keep: true) { self.settled(context: context, $0) }
             }
         }
     }
@@ -90,28 +82,24 @@ final class DraftHandler: ChannelDuplexHandler {
     }
 
     func read(context: ChannelHandlerContext) {
-        if let current = exchange, !current.answered, current.appender.map({ !$0.wantsMore }) ?? !current.early.isEmpty {
-            readHeld = true
-        } else {
-            context.read()
-        }
+        receiver.read(context: context, holding: exchange.map { !$0.answered } ?? false)
     }
 
     func channelInactive(context: ChannelHandlerContext) {
-        inactive = true
+        receiver.closed()
         abandon()
         context.fireChannelInactive()
     }
 
     /// The client is gone mid-body: a resumable upload keeps what arrived; a plain one is worthless.
     private func abandon() {
-        guard let current = exchange, !current.ended, !current.answered, let appender = current.appender else { return }
+        guard let current = exchange, !current.ended, !current.answered, let sink = receiver.sink else { return }
         let kind = current.kind
         let target = current.head.uri
-        appender.end(keep: kind != .plain) { ending in
+        sink.end(keep: kind != .plain) { ending in
             guard kind == .plain, case .settled(let record) = ending else { return }
             self.settings.log?("upload \(target) abandoned after \(record.offset) bytes")
-            self.drop(record.id)
+            self.receiver.drop(record.id)
         }
     }
 
@@ -161,32 +149,25 @@ final class DraftHandler: ChannelDuplexHandler {
             id: UploadStore.newID(), kind: kind, interop: kind == .ietf ? version : nil, target: target,
             length: length, expires: WallClock.millis() + settings.expiry)
         modify { $0.kind = kind; $0.version = version; $0.created = true; $0.completes = complete }
-        let store = settings.store
-        let promise = context.eventLoop.makePromise(of: Void.self)
-        let channel = context.channel
-        settings.threadPool.runIfActive(eventLoop: context.eventLoop) { try store.create(record) }
-            .assumeIsolated().whenComplete { result in
-                switch result {
-                case .success:
-                    self.settings.table.insert(
-                        record, writer: UploadTable.Writer(stop: { channel.close(promise: nil) }, settled: promise.futureResult),
-                        holdsSlot: self.settings.slots != nil)
-                    if kind == .ietf && head.version != .http1_0 {
-                        let interim = DraftMachine.informational(version: version, id: record.id, maxSize: self.settings.maxUploadSize)
-                        self.writeHead(context: context, status: interim.status, fields: interim.fields.map { ($0.name, $0.value) }, close: false)
-                        context.flush()
-                    }
-                    self.receive(context: context, record: record, settled: promise)
-                case .failure(let error):
-                    self.settings.slots?.release()
-                    promise.succeed()
-                    self.fail(context: context, UploadFailure(error))
+        receiver.create(record, slots: settings.slots, context: context) { result in
+            switch result {
+            case .success(let promise):
+                if kind == .ietf && head.version != .http1_0 {
+                    let interim = DraftMachine.informational(version: version, id: record.id, maxSize: self.settings.maxUploadSize)
+                    self.writeHead(context: context, status: interim.status, fields: interim.fields.map { ($0.name, $0.value) }, close: false)
+                    context.flush()
                 }
+                self.receive(context: context, record: record, settled: promise)
+            case .failure(let failure):
+                self.fail(context: context, failure)
             }
+        }
     }
 
     private func reportOffset(context: ChannelHandlerContext, version: Int, id: String) {
-        settings.table.whenIdle(id, on: context.eventLoop) { entry in
+        settings.table.whenIdle(id, on: context.eventLoop) { found in
+            let entry: UploadTable.Entry?
+            do { entry = try found.get() } catch { return self.fail(context: context, UploadFailure(error)) }
             guard let entry, entry.record.kind == .ietf else {
                 return self.answer(context: context, DraftMachine.notFound(version: version))
             }
@@ -196,9 +177,7 @@ final class DraftHandler: ChannelDuplexHandler {
     }
 
     private func append(context: ChannelHandlerContext, version: Int, id: String, offset: Int64, complete: Bool, length: Int64?) {
-        let promise = context.eventLoop.makePromise(of: Void.self)
-        let channel = context.channel
-        let writer = UploadTable.Writer(stop: { channel.close(promise: nil) }, settled: promise.futureResult)
+        let (writer, promise) = receiver.writer(context)
         let contentLength = exchange?.head.headers["content-length"].first.flatMap(DraftMachine.integer)
         settings.table.claim(id, writer: writer, on: context.eventLoop) { claim in
             self.claimed(claim, context: context, version: version, id: id, offset: offset, complete: complete, length: length,
@@ -214,6 +193,9 @@ final class DraftHandler: ChannelDuplexHandler {
         case .missing:
             promise.succeed()
             answer(context: context, DraftMachine.notFound(version: version))
+        case .unavailable(let failure):
+            promise.succeed()
+            fail(context: context, failure)
         case .busy(let current):
             promise.succeed()
             UploadTable.afterStopping(current, on: context.eventLoop) {
@@ -242,12 +224,14 @@ final class DraftHandler: ChannelDuplexHandler {
     }
 
     private func cancel(context: ChannelHandlerContext, version: Int, id: String) {
-        settings.table.whenIdle(id, on: context.eventLoop) { entry in
+        settings.table.whenIdle(id, on: context.eventLoop) { found in
+            let entry: UploadTable.Entry?
+            do { entry = try found.get() } catch { return self.fail(context: context, UploadFailure(error)) }
             guard let entry, entry.record.kind == .ietf else {
                 return self.answer(context: context, DraftMachine.notFound(version: version))
             }
             self.settings.log?("upload /\(entry.record.target.joined(separator: "/")) cancelled")
-            self.drop(id)
+            self.receiver.drop(id)
             self.answer(context: context, DraftMachine.cancelled(version: version))
         }
     }
@@ -261,34 +245,22 @@ final class DraftHandler: ChannelDuplexHandler {
             settled.succeed()
             return
         }
-        let appender = settings.store.makeSink(UploadSinkSetup(
-            record: record, table: settings.table, threadPool: settings.threadPool,
-            eventLoop: context.eventLoop, limit: record.length ?? settings.maxUploadSize.map { max($0, record.offset) },
-            checkpoints: current.kind != .plain, expiry: settings.expiry, settled: settled))
-        appender.resumeReading = { [weak self, weak context] in if let context { self?.resume(context: context) } }
-        appender.onFailure = { [weak self, weak context] failure in if let context { self?.failMidBody(context: context, failure) } }
-        appender.open()
-        current.appender = appender
         current.lengthKnown = record.length != nil
-        let early = current.early
-        current.early = []
         exchange = current
-        for buffer in early where !appender.receive(buffer) {
+        let opened = receiver.open(
+            record, limit: record.length ?? settings.maxUploadSize.map { max($0, record.offset) }, checkpoints: current.kind != .plain,
+            settled: settled, context: context
+        ) { [weak self, weak context] failure in if let context { self?.failMidBody(context: context, failure) } }
+        guard opened else {
             refuseMidBody(context: context, status: record.length == nil ? .payloadTooLarge : .badRequest)
             return
         }
         if current.ended {
-            appender.end(keep: true) { self.settled(context: context, $0) }
-        } else if inactive {
+            receiver.sink?.end(keep: true) { self.settled(context: context, $0) }
+        } else if receiver.inactive {
             abandon()
         }
-        resume(context: context)
-    }
-
-    private func resume(context: ChannelHandlerContext) {
-        guard readHeld else { return }
-        readHeld = false
-        context.read()
+        receiver.resume(context: context)
     }
 
     /// The request's bytes are durable: finish the upload, or say how far it got.
@@ -296,13 +268,13 @@ final class DraftHandler: ChannelDuplexHandler {
         guard let current = exchange, !current.answered else { return }
         switch ending {
         case .failed(let failure, let record):
-            if current.kind == .plain { drop(record.id) }
+            if current.kind == .plain { receiver.drop(record.id) }
             fail(context: context, failure)
         case .settled(var record):
             if current.completes && record.length == nil { record.length = record.offset }
             guard current.completes, record.isComplete else {
                 if current.kind == .plain {
-                    drop(record.id)
+                    receiver.drop(record.id)
                     answer(context: context, status: 400, fields: [])
                 } else {
                     answer(context: context, DraftMachine.progress(
@@ -330,17 +302,10 @@ final class DraftHandler: ChannelDuplexHandler {
                         self.answer(context: context, DraftMachine.done(version: current.version, record: record, created: current.created))
                     }
                 case .failure(let error):
-                    if current.kind == .plain { self.drop(record.id) }
+                    if current.kind == .plain { self.receiver.drop(record.id) }
                     self.fail(context: context, UploadFailure(error))
                 }
             }
-    }
-
-    /// Forgets an upload and deletes its files.
-    private func drop(_ id: String) {
-        settings.table.remove(id)
-        let store = settings.store
-        settings.threadPool.submit { _ in store.remove(id) }
     }
 
     // MARK: Answers
@@ -353,23 +318,23 @@ final class DraftHandler: ChannelDuplexHandler {
             fields.append(("Upload-Limit", "max-size=\(limit)"))
         }
         answer(context: context, status: Int(status.code), fields: fields)
-        if let appender = current.appender {
+        if let sink = receiver.sink {
             let kind = current.kind
-            appender.end(keep: false) { ending in
-                if kind == .plain, case .settled(let record) = ending { self.drop(record.id) }
+            sink.end(keep: false) { ending in
+                if kind == .plain, case .settled(let record) = ending { self.receiver.drop(record.id) }
             }
         }
     }
 
     /// Storing failed while the body still arrives: the client hears it now; a plain upload's bytes go.
     private func failMidBody(context: ChannelHandlerContext, _ failure: UploadFailure) {
-        guard let current = exchange, !current.answered, !current.ended, let appender = current.appender else { return }
+        guard let current = exchange, !current.answered, !current.ended, let sink = receiver.sink else { return }
         fail(context: context, failure)
         let kind = current.kind
-        appender.end(keep: kind != .plain) { ending in
+        sink.end(keep: kind != .plain) { ending in
             guard kind == .plain else { return }
             switch ending {
-            case .settled(let record), .failed(_, let record): self.drop(record.id)
+            case .settled(let record), .failed(_, let record): self.receiver.drop(record.id)
             }
         }
     }
@@ -409,7 +374,7 @@ final class DraftHandler: ChannelDuplexHandler {
             exchange = nil
             if close { done.assumeIsolated().whenComplete { _ in context.close(promise: nil) } }
         } else {
-            resume(context: context)
+            receiver.resume(context: context)
         }
     }
 

@@ -109,7 +109,7 @@ public final class ResumeServer: Sendable {
             tls: tls,
             logins: logins,
             store: store,
-            objects: s3.map { S3Objects(store: $0.store) },
+            objects: s3.map { S3Objects(store: $0.store, log: configuration.log) },
             table: table,
             expiry: expiry
         )

@@ -1,4 +1,5 @@
 import Crypto
+import NIOCore
 
 /// tus's checksum extension: the `Upload-Checksum: ALGORITHM BASE64` of one PATCH body, computed as
 /// the bytes arrive and compared once the body has ended (a mismatch is `460`, the bytes not counted).
@@ -23,6 +24,10 @@ struct TusChecksum {
         default: return nil
         }
         self.expected = expected
+    }
+
+    mutating func update(_ buffer: ByteBuffer) {
+        buffer.withUnsafeReadableBytes { update($0) }
     }
 
     mutating func update(_ bytes: UnsafeRawBufferPointer) {

@@ -41,10 +41,7 @@ final class TusHandler: ChannelDuplexHandler {
     static let prefix = "/tus_upload/"
 
     /// A body being stored: a PATCH, or a POST with its first bytes.
-    private struct Append {
-        var appender: (any UploadSink)?
-        /// Body parts that arrived before the upload was ready to take them.
-        var early: [ByteBuffer] = []
+    struct Append {
         var ended = false
         var failed = false
         var checksum: TusChecksum?
@@ -53,7 +50,7 @@ final class TusHandler: ChannelDuplexHandler {
         var location: String?
     }
 
-    private enum State {
+    enum State {
         case idle
         case passing
         case appending(Append)
@@ -61,14 +58,14 @@ final class TusHandler: ChannelDuplexHandler {
         case answered(requestEnded: Bool, close: Bool)
     }
 
-    private let settings: Settings
-    private var state = State.idle
-    private var version = HTTPVersion.http1_1
-    private var readHeld = false
-    private var inactive = false
+    let settings: Settings
+    var state = State.idle
+    var version = HTTPVersion.http1_1
+    let receiver: UploadReceiver
 
     init(settings: Settings) {
         self.settings = settings
+        receiver = UploadReceiver(store: settings.store, table: settings.table, threadPool: settings.threadPool, expiry: settings.expiry)
     }
 
     // MARK: Inbound
@@ -78,6 +75,7 @@ final class TusHandler: ChannelDuplexHandler {
         switch (part, state) {
         case (.head(let head), _):
             version = head.version
+            receiver.begin()
             if claims(head) {
                 handle(context: context, head: head)
             } else {
@@ -90,23 +88,16 @@ final class TusHandler: ChannelDuplexHandler {
         case (.body(let buffer), .appending(var append)):
             guard !append.failed else { return }
             append.checksum?.update(buffer)
-            if let appender = append.appender {
-                guard appender.receive(buffer) else {
-                    fail(context: context, &append, status: .badRequest)
-                    return
-                }
-            } else {
-                append.early.append(buffer)
-            }
             state = .appending(append)
+            if !receiver.receive(buffer) { fail(context: context, &append, status: .badRequest) }
         case (.end, .appending(var append)):
             append.ended = true
             state = .appending(append)
             if append.failed {
                 endFailed(context: context, append)
-            } else if let appender = append.appender {
+            } else if let sink = receiver.sink {
                 let keep = append.checksum?.matches() ?? true
-                appender.end(keep: keep) { self.settled(context: context, $0, checksumMatched: keep) }
+                sink.end(keep: keep) { self.settled(context: context, $0, checksumMatched: keep) }
             }
         case (.end, .answered(_, let close)):
             state = close ? .answered(requestEnded: true, close: true) : .idle
@@ -117,28 +108,26 @@ final class TusHandler: ChannelDuplexHandler {
     }
 
     func read(context: ChannelHandlerContext) {
-        if case .appending(let append) = state, !append.failed,
-            append.appender.map({ !$0.wantsMore }) ?? !append.early.isEmpty
-        {
-            readHeld = true
+        if case .appending(let append) = state {
+            receiver.read(context: context, holding: !append.failed)
         } else {
             context.read()
         }
     }
 
     func channelInactive(context: ChannelHandlerContext) {
-        inactive = true
+        receiver.closed()
         abandon()
         context.fireChannelInactive()
     }
 
     /// The client is gone mid-body: what arrived counts, unless a checksum had to vouch for it.
     private func abandon() {
-        guard case .appending(var append) = state, !append.ended, let appender = append.appender else { return }
+        guard case .appending(var append) = state, !append.ended, let sink = receiver.sink else { return }
         append.ended = true
         append.failed = true
         state = .appending(append)
-        appender.end(keep: append.checksum == nil) { _ in }
+        sink.end(keep: append.checksum == nil) { _ in }
     }
 
     private func claims(_ head: HTTPRequestHead) -> Bool {
@@ -178,13 +167,19 @@ final class TusHandler: ChannelDuplexHandler {
         }
     }
 
-    /// The tus upload `id`, once no request is writing to it (one that is, is stopped first).
-    private func whenIdle(context: ChannelHandlerContext, id: String, _ next: @escaping (UploadTable.Entry?) -> Void) {
-        settings.table.whenIdle(id, on: context.eventLoop) { entry in next(entry?.record.kind == .tus ? entry : nil) }
+    /// The tus upload `id`, once no request is writing to it (one that is, is stopped first); when the
+    /// store cannot be read, the request is answered here (503).
+    private func whenIdle(context: ChannelHandlerContext, head: HTTPRequestHead, id: String, _ next: @escaping (UploadTable.Entry?) -> Void) {
+        settings.table.whenIdle(id, on: context.eventLoop) { found in
+            switch found {
+            case .success(let entry): next(entry?.record.kind == .tus ? entry : nil)
+            case .failure(let failure): self.unavailable(context: context, head: head, failure)
+            }
+        }
     }
 
     private func reportOffset(context: ChannelHandlerContext, head: HTTPRequestHead, id: String) {
-        whenIdle(context: context, id: id) { entry in
+        whenIdle(context: context, head: head, id: id) { entry in
             guard let entry, !entry.finished, let length = entry.record.length else {
                 self.answer(context: context, head: head, status: .notFound, extra: [("Cache-Control", "no-store")])
                 return
@@ -197,13 +192,13 @@ final class TusHandler: ChannelDuplexHandler {
     }
 
     private func terminate(context: ChannelHandlerContext, head: HTTPRequestHead, id: String) {
-        whenIdle(context: context, id: id) { entry in
+        whenIdle(context: context, head: head, id: id) { entry in
             guard let entry, !entry.finished else {
                 self.answer(context: context, head: head, status: .notFound, extra: [])
                 return
             }
             self.settings.log?("tus upload /\(entry.record.target.joined(separator: "/")) terminated")
-            self.drop(id)
+            self.receiver.drop(id)
             self.answer(context: context, head: head, status: .noContent, extra: [])
         }
     }
@@ -216,7 +211,7 @@ final class TusHandler: ChannelDuplexHandler {
         }
         let components: [String]
         do {
-            components = try destination(head)
+            components = try TusTarget.components(head, root: settings.root)
         } catch {
             answer(context: context, head: head, status: error.status, extra: [])
             return
@@ -244,46 +239,16 @@ final class TusHandler: ChannelDuplexHandler {
             metadata: head.headers["upload-metadata"].first, expires: WallClock.millis() + settings.expiry)
         state = .appending(Append(checksum: checksum, status: .created, location: Self.prefix + record.id))
         continueIfAsked(context: context, head: head)
-        let store = settings.store
-        let promise = context.eventLoop.makePromise(of: Void.self)
-        let channel = context.channel
-        settings.threadPool.runIfActive(eventLoop: context.eventLoop) { try store.create(record) }
-            .assumeIsolated().whenComplete { result in
-                switch result {
-                case .success:
-                    self.settings.table.insert(
-                        record, writer: UploadTable.Writer(stop: { channel.close(promise: nil) }, settled: promise.futureResult),
-                        holdsSlot: self.settings.admission.slots != nil)
-                    self.receive(context: context, record: record, settled: promise)
-                case .failure(let error):
-                    self.settings.admission.slots?.release()
-                    promise.succeed()
-                    let failure = UploadFailure(error)
-                    self.settings.log?("tus upload \(head.uri) failed: \(failure.reason)")
-                    guard case .appending(var append) = self.state else { return }
-                    self.fail(context: context, &append, status: HTTPResponseStatus(statusCode: failure.status))
-                }
+        receiver.create(record, slots: settings.admission.slots, context: context) { result in
+            switch result {
+            case .success(let promise):
+                self.receive(context: context, record: record, settled: promise)
+            case .failure(let failure):
+                self.settings.log?("tus upload \(head.uri) failed: \(failure.reason)")
+                guard case .appending(var append) = self.state else { return }
+                self.fail(context: context, &append, status: HTTPResponseStatus(statusCode: failure.status))
             }
-    }
-
-    /// The upload's destination: `filename` below a folder target, else the target itself.
-    private func destination(_ head: HTTPRequestHead) throws(TusRefusal) -> [String] {
-        let target: [String]
-        do {
-            target = try SafePath.components(ofTarget: head.uri)
-        } catch {
-            throw TusRefusal(error == .malformed ? .badRequest : .forbidden)
         }
-        var info = stat()
-        // On S3 (no root) a folder is named by its final slash alone.
-        let path = settings.root.map { SafePath.join($0, target) }
-        let isFolder = head.uri.prefix { $0 != "?" }.hasSuffix("/") || (path.map { stat($0, &info) == 0 } == true && info.st_mode & S_IFMT == S_IFDIR)
-        guard isFolder else { return target }
-        let metadata = TusMetadata.parse(head.headers["upload-metadata"].first)
-        guard let name = metadata["filename"] ?? metadata["name"], !name.isEmpty, !name.contains("/"), name != ".."
-        else { throw TusRefusal(.badRequest) }
-        guard !name.hasPrefix("."), !name.contains("\0") else { throw TusRefusal(.forbidden) }
-        return target + [name]
     }
 
     private func append(context: ChannelHandlerContext, head: HTTPRequestHead, id: String) {
@@ -311,9 +276,7 @@ final class TusHandler: ChannelDuplexHandler {
     /// Makes this PATCH the upload's writer: a request still writing is stopped first (a client that
     /// retried before the server saw its old connection die), then the offsets must agree.
     private func claim(context: ChannelHandlerContext, head: HTTPRequestHead, id: String, offset: Int64) {
-        let promise = context.eventLoop.makePromise(of: Void.self)
-        let channel = context.channel
-        let writer = UploadTable.Writer(stop: { channel.close(promise: nil) }, settled: promise.futureResult)
+        let (writer, promise) = receiver.writer(context)
         settings.table.claim(id, writer: writer, on: context.eventLoop) { claim in
             self.claimed(claim, context: context, head: head, id: id, offset: offset, promise: promise)
         }
@@ -330,6 +293,9 @@ final class TusHandler: ChannelDuplexHandler {
         case .missing, .finished:
             promise.succeed()
             refuse(context: context, status: .notFound, extra: [])
+        case .unavailable(let failure):
+            promise.succeed()
+            unavailable(context: context, head: nil, failure)
         case .claimed(let record):
             guard record.kind == .tus, record.offset == offset else {
                 settings.table.update(record, releasing: true)
@@ -350,38 +316,23 @@ final class TusHandler: ChannelDuplexHandler {
             settled.succeed()
             return
         }
-        let appender = settings.store.makeSink(UploadSinkSetup(
-            record: record, table: settings.table, threadPool: settings.threadPool,
-            eventLoop: context.eventLoop, limit: record.length, checkpoints: append.checksum == nil,
-            expiry: settings.expiry, settled: settled))
-        appender.resumeReading = { [weak self, weak context] in if let context { self?.resumeReading(context: context) } }
-        appender.onFailure = { [weak self, weak context] failure in
+        let opened = receiver.open(record, limit: record.length, checkpoints: append.checksum == nil, settled: settled, context: context) {
+            [weak self, weak context] failure in
             guard let self, let context, case .appending(var append) = self.state, !append.failed, !append.ended else { return }
             self.settings.log?("tus upload failed: \(failure.reason)")
             self.fail(context: context, &append, status: HTTPResponseStatus(statusCode: failure.status))
         }
-        appender.open()
-        append.appender = appender
-        let early = append.early
-        append.early = []
-        state = .appending(append)
-        for buffer in early where !appender.receive(buffer) {
+        guard opened else {
             fail(context: context, &append, status: .badRequest)
             return
         }
         if append.ended {
             let keep = append.checksum?.matches() ?? true
-            appender.end(keep: keep) { self.settled(context: context, $0, checksumMatched: keep) }
-        } else if inactive {
+            receiver.sink?.end(keep: keep) { self.settled(context: context, $0, checksumMatched: keep) }
+        } else if receiver.inactive {
             abandon()
         }
-        resumeReading(context: context)
-    }
-
-    private func resumeReading(context: ChannelHandlerContext) {
-        guard readHeld else { return }
-        readHeld = false
-        context.read()
+        receiver.resume(context: context)
     }
 
     private func settled(context: ChannelHandlerContext, _ ending: UploadAppender.Ending, checksumMatched: Bool) {
@@ -423,90 +374,16 @@ final class TusHandler: ChannelDuplexHandler {
     /// connection closes. What was stored counts (unless a checksum had to vouch for it).
     private func fail(context: ChannelHandlerContext, _ append: inout Append, status: HTTPResponseStatus) {
         append.failed = true
-        append.early = []
+        receiver.discard()
         state = .appending(append)
-        append.appender?.end(keep: append.checksum == nil) { _ in }
+        receiver.sink?.end(keep: append.checksum == nil) { _ in }
         write(context: context, status: status, close: true, extra: [], bodyless: false)
-        resumeReading(context: context)
+        receiver.resume(context: context)
         if append.ended { endFailed(context: context, append) }
-    }
-
-    /// Refuses a PATCH before its body: answered at once, the body dropped, the connection closed after.
-    private func refuse(context: ChannelHandlerContext, status: HTTPResponseStatus, extra: [(String, String)]) {
-        guard case .appending(let append) = state else { return }
-        state = .answered(requestEnded: append.ended, close: true)
-        write(context: context, status: status, close: true, extra: extra, bodyless: false)
-        resumeReading(context: context)
-        if append.ended { context.close(promise: nil) }
     }
 
     private func endFailed(context: ChannelHandlerContext, _ append: Append) {
         state = .answered(requestEnded: true, close: true)
         context.close(promise: nil)
-    }
-
-    /// Forgets an upload and deletes its files.
-    private func drop(_ id: String) {
-        settings.table.remove(id)
-        let store = settings.store
-        settings.threadPool.submit { _ in store.remove(id) }
-    }
-
-    // MARK: Answers
-
-    /// `100 Continue` to a client that waits for it (curl does, for a second, before a large body).
-    private func continueIfAsked(context: ChannelHandlerContext, head: HTTPRequestHead) {
-        guard head.version == .http1_1,
-            head.headers["expect"].contains(where: { $0.lowercased() == "100-continue" })
-        else { return }
-        context.writeAndFlush(wrapOutboundOut(.head(HTTPResponseHead(version: head.version, status: .continue))), promise: nil)
-    }
-
-    /// Answers a request whose head was just read: it has no body we want.
-    private func answer(context: ChannelHandlerContext, head: HTTPRequestHead, status: HTTPResponseStatus, extra: [(String, String)]) {
-        let hasBody = head.headers["content-length"].first.map { $0 != "0" } ?? !head.headers["transfer-encoding"].isEmpty
-        state = .answered(requestEnded: false, close: hasBody)
-        write(context: context, status: status, close: hasBody, extra: extra, bodyless: head.method == .HEAD)
-    }
-
-    /// Answers the request in progress; with `close`, the connection ends once the request has.
-    private func answer(context: ChannelHandlerContext, status: HTTPResponseStatus, close: Bool, extra: [(String, String)]) {
-        let ended: Bool
-        if case .appending(let append) = state { ended = append.ended } else { ended = false }
-        if ended {
-            state = close ? .answered(requestEnded: true, close: true) : .idle
-        } else {
-            state = .answered(requestEnded: false, close: true)
-        }
-        write(context: context, status: status, close: close || !ended, extra: extra, bodyless: false)
-        if ended && close { context.close(promise: nil) }
-    }
-
-    private func write(context: ChannelHandlerContext, status: HTTPResponseStatus, close: Bool, extra: [(String, String)], bodyless: Bool) {
-        guard context.channel.isActive else { return }
-        var headers = HTTPHeaders([("Tus-Resumable", Self.version), ("Date", IMFDate.format(epochSeconds: Int64(time(nil))))])
-        headers.add(contentsOf: extra)
-        if status != .noContent && !bodyless || status == .ok { headers.add(name: "Content-Length", value: "0") }
-        if close { headers.add(name: "Connection", value: "close") }
-        context.write(wrapOutboundOut(.head(HTTPResponseHead(version: version, status: status, headers: headers))), promise: nil)
-        context.writeAndFlush(wrapOutboundOut(.end(nil)), promise: nil)
-    }
-}
-
-/// Why a tus creation's target is refused.
-struct TusRefusal: Error {
-    var status: HTTPResponseStatus
-    init(_ status: HTTPResponseStatus) { self.status = status }
-}
-
-extension Result {
-    fileprivate var isSuccess: Bool {
-        if case .success = self { true } else { false }
-    }
-}
-
-extension TusChecksum {
-    fileprivate mutating func update(_ buffer: ByteBuffer) {
-        buffer.withUnsafeReadableBytes { update($0) }
     }
 }

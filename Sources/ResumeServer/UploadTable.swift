@@ -31,6 +31,9 @@ final class UploadTable: Sendable {
         case busy(Writer)
         case finished(UploadRecord)
         case missing
+        /// The shared store could not be read, and this process knows nothing of the upload: not gone,
+        /// only not to be reached now (the client hears 503 and comes back).
+        case unavailable(UploadFailure)
     }
 
     private let entries = Mutex<[String: Entry]>([:])
@@ -46,31 +49,41 @@ final class UploadTable: Sendable {
 
     /// Reads the upload back from the shared store, unless a request of this process is writing it,
     /// then runs `next` on `eventLoop` (at once without a shared store). A store that cannot be read
-    /// leaves the entry as it was: the sink finds out again, under the lock.
-    func refresh(_ id: String, on eventLoop: any EventLoop, _ next: @escaping () -> Void) {
-        guard let remote, let threadPool, lookup(id)?.writer == nil else { return next() }
+    /// leaves the entry as it was (the sink finds out again, under the lock); for an upload this process
+    /// has no entry of, `next` gets the failure.
+    func refresh(_ id: String, on eventLoop: any EventLoop, _ next: @escaping (UploadFailure?) -> Void) {
+        guard let remote, let threadPool, lookup(id)?.writer == nil else { return next(nil) }
         threadPool.runIfActive(eventLoop: eventLoop) { try remote.load(id) }.assumeIsolated().whenComplete { result in
-            if case .success(let loaded) = result { self.adopt(id, loaded) }
-            next()
+            switch result {
+            case .success(let loaded):
+                self.adopt(id, loaded)
+                next(nil)
+            case .failure(let error):
+                next(self.lookup(id) == nil ? UploadFailure(error) : nil)
+            }
         }
     }
 
+    /// Takes what the shared store holds; an upload gone from it, or completed there (by another
+    /// instance, perhaps), gives its `--max-uploads` slot back.
     private func adopt(_ id: String, _ loaded: (record: UploadRecord, finished: Bool)?) {
-        let dropped = entries.withLock { entries -> Entry? in
-            guard entries[id]?.writer == nil else { return nil }
-            guard let loaded else { return entries.removeValue(forKey: id) }
+        let freed = entries.withLock { entries -> Bool in
+            guard entries[id]?.writer == nil else { return false }
+            guard let loaded else { return entries.removeValue(forKey: id)?.holdsSlot == true }
             var entry = entries[id] ?? Entry(record: loaded.record)
+            let freed = entry.holdsSlot && loaded.finished
             entry.record = loaded.record
             entry.finished = loaded.finished
+            entry.holdsSlot = entry.holdsSlot && !loaded.finished
             entries[id] = entry
-            return nil
+            return freed
         }
-        if dropped?.holdsSlot == true { slots?.release() }
+        if freed { slots?.release() }
     }
 
     /// ``claim(_:writer:)`` on the upload as the shared store holds it now; `next` runs on `eventLoop`.
     func claim(_ id: String, writer: Writer, on eventLoop: any EventLoop, _ next: @escaping (Claim) -> Void) {
-        refresh(id, on: eventLoop) { next(self.claim(id, writer: writer)) }
+        refresh(id, on: eventLoop) { failure in next(failure.map(Claim.unavailable) ?? self.claim(id, writer: writer)) }
     }
 
     /// Adds an upload: a new one (its creation holds a slot of `--max-uploads`) or one found at start.
@@ -152,11 +165,12 @@ final class UploadTable: Sendable {
 
     /// Runs `next` on `eventLoop` with the upload `id` (`nil`: unknown) once no request writes to it:
     /// one still writing is stopped first and waited for, so its bytes count before anyone answers.
-    /// With a shared store the upload is read back first.
-    func whenIdle(_ id: String, on eventLoop: any EventLoop, _ next: @escaping (Entry?) -> Void) {
-        refresh(id, on: eventLoop) {
-            guard let entry = self.lookup(id) else { return next(nil) }
-            guard let writer = entry.writer else { return next(entry) }
+    /// With a shared store the upload is read back first (a failure to read it: see ``refresh(_:on:_:)``).
+    func whenIdle(_ id: String, on eventLoop: any EventLoop, _ next: @escaping (Result<Entry?, UploadFailure>) -> Void) {
+        refresh(id, on: eventLoop) { failure in
+            if let failure { return next(.failure(failure)) }
+            guard let entry = self.lookup(id) else { return next(.success(nil)) }
+            guard let writer = entry.writer else { return next(.success(entry)) }
             Self.afterStopping(writer, on: eventLoop) { self.whenIdle(id, on: eventLoop, next) }
         }
     }

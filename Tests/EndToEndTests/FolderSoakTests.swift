@@ -90,7 +90,7 @@ struct FolderSoakTests {
     @Test func folderToMoto() async throws {
         let s = try await S3Scene()
         let root = s.w.path("www/tree")
-        let (files, bytes) = try Self.makeTree(root, names: FolderUploadTests.motoNames)
+        let (files, bytes) = try Self.makeTree(root, names: FolderUploadTests.hardNames)
         let proxy = try FaultProxy(upstreamPort: s.moto.port)
         let args = ["upload", root, s.url("in/"), "--endpoint-url", proxy.baseURL, "-q", "--retry-delay", "0.05",
                     "--parallel", "8", "--part-size", "5M"]

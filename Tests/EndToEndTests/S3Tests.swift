@@ -3,9 +3,8 @@ import Foundation
 import Testing
 
 /// `resumectl upload FILE s3://BUCKET/KEY` and `download s3://…` against moto's S3 server with SigV4
-/// verification on (a wrong signature is refused), through the cutting proxy where a fault is needed;
-/// prefix listings against a moto without verification (moto 5.2 rejects valid signatures over a query
-/// holding `%2F`). One server per kind for the whole suite, one bucket per test, so tests run in parallel.
+/// verification on (a wrong signature is refused), through the cutting proxy where a fault is needed.
+/// One server for the whole suite, one bucket per test, so tests run in parallel.
 /// The kill -9 scenarios are in `S3CrashTests`, which must run serially (Makefile TIMED_SUITES).
 @Suite struct S3Tests {
     static let MiB = 1 << 20
@@ -235,7 +234,7 @@ import Testing
     }
 
     @Test func prefixOfFiftyObjectsLandsUnderTheFolder() async throws {
-        let s = try await S3Scene(verify: false)
+        let s = try await S3Scene()
         let objects = try await s.moto.putMany(s.bucket, prefix: "pre/", count: 50, size: 20_000)
         // Near the prefix but not under it: never fetched.
         try await s.moto.putRandom(s.bucket, "prex.bin", size: 100)
@@ -255,7 +254,7 @@ import Testing
     }
 
     @Test func aPrefixMakesItsFolderWhenMissing() async throws {
-        let s = try await S3Scene(verify: false)
+        let s = try await S3Scene()
         let objects = try await s.moto.putMany(s.bucket, prefix: "mk/", count: 3, size: 1000)
         let dir = s.w.path("new/nested")
         let r = try await s.run(["download", s.url("mk/"), "-o", dir, "--endpoint-url", s.moto.endpoint])
@@ -264,7 +263,7 @@ import Testing
     }
 
     @Test func anEndpointThatDoesNotResolveFailsAtOnceOrIsWaitedFor() async throws {
-        let s = try await S3Scene(verify: false)
+        let s = try await S3Scene()
         _ = try makeRandomFile(path: s.w.path("www/src.bin"), size: 6_000_000, seed: 77)
         // A typo'd endpoint on a fresh upload: one line naming the host, exit 1, no retries.
         let r = try await s.run(["upload", s.w.path("www/src.bin"), s.url("x.bin"), "--endpoint-url", "http://nowhere.invalid:9000"])
@@ -282,7 +281,7 @@ import Testing
     }
 
     @Test func prefixKeysThatLeaveTheFolderAreRefused() async throws {
-        let s = try await S3Scene(verify: false)
+        let s = try await S3Scene()
         let objects = try await s.moto.putMany(s.bucket, prefix: "pre/", count: 5, size: 10_000)
         try await s.moto.putRandom(s.bucket, "pre/../evil.bin", size: 100)
         try await s.moto.putRandom(s.bucket, "pre/a/../../evil2.bin", size: 100)
@@ -531,10 +530,9 @@ import Testing
 
 // MARK: - Support
 
-/// One moto of each kind for the whole test process (tests use buckets of their own); started on first use.
+/// One moto for the whole test process (tests use buckets of their own); started on first use.
 enum SharedMoto {
     static let verifying = Task { try await MotoServer() }
-    static let open = Task { try await MotoServer(verify: false) }
 }
 
 /// One test's S3 world: a workspace, a HOME inside it (no ~/.aws of the machine), a fresh bucket on a
@@ -545,10 +543,10 @@ struct S3Scene {
     let bucket: String
     var home: String { w.path("home") }
 
-    init(verify: Bool = true) async throws {
+    init() async throws {
         w = try Workspace()
         try w.dir.subdirectory("home")
-        moto = try await (verify ? SharedMoto.verifying : SharedMoto.open).value
+        moto = try await SharedMoto.verifying.value
         var rng = SystemRandomNumberGenerator()
         bucket = "rt-" + String((0..<12).map { _ in "0123456789abcdefghijklmnopqrstuvwxyz".randomElement(using: &rng)! })
         try await moto.createBucket(bucket)

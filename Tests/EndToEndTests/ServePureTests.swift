@@ -1,5 +1,6 @@
 import Foundation
 import NIOHTTP1
+import ResumeKit
 import Testing
 
 @testable import ResumeServer
@@ -92,6 +93,23 @@ struct ServePureTests {
         #expect(append?.status.code == 413)
         #expect(admission.check(head([("Content-Length", "1")]).value, components: ["there.bin"])?.status.code == 409)
         #expect(UploadAdmission.integer("12") == 12 && UploadAdmission.integer("-1") == nil && UploadAdmission.integer("1e3") == nil)
+    }
+
+    @Test("the S3 store's CompleteMultipartUpload body: parts in order with their ETags and, for an upload created with CRC32C, each part's ChecksumCRC32C as listed")
+    func s3CompletionBody() {
+        let parts = [
+            ListedPart(number: 2, size: 3, etag: "\"e2\"", checksums: ["CRC32C": "Bbbb=="]),
+            ListedPart(number: 1, size: 5 << 20, etag: "\"e1\"", checksums: ["CRC32C": "Aaaa==", "CRC32": "x"]),
+        ]
+        let ns = "<CompleteMultipartUpload xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\">"
+        #expect(S3UploadStore.completion(parts, checksum: "CRC32C") == ns
+            + "<Part><PartNumber>1</PartNumber><ETag>&quot;e1&quot;</ETag><ChecksumCRC32C>Aaaa==</ChecksumCRC32C></Part>"
+            + "<Part><PartNumber>2</PartNumber><ETag>&quot;e2&quot;</ETag><ChecksumCRC32C>Bbbb==</ChecksumCRC32C></Part>"
+            + "</CompleteMultipartUpload>")
+        // An upload an earlier release created without a checksum: none is listed, none may be sent.
+        #expect(S3UploadStore.completion(parts, checksum: nil) == ns
+            + "<Part><PartNumber>1</PartNumber><ETag>&quot;e1&quot;</ETag></Part>"
+            + "<Part><PartNumber>2</PartNumber><ETag>&quot;e2&quot;</ETag></Part></CompleteMultipartUpload>")
     }
 }
 

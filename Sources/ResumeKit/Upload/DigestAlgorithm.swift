@@ -14,6 +14,13 @@ public enum DigestAlgorithm: String, Sendable, CaseIterable, Codable {
 
     var isCRC: Bool { self == .crc32 || self == .crc32c }
 
+    /// The digest of bytes in memory (`serve --store s3://` checksums each part it sends with it).
+    public func digest(_ bytes: [UInt8]) -> [UInt8] {
+        var hasher = hasher()
+        bytes.withUnsafeBytes { hasher.update(bufferPointer: $0) }
+        return hasher.digestBytes()
+    }
+
     /// A running hash of this kind.
     func hasher() -> any BodyHasher {
         switch self {

@@ -1,3 +1,6 @@
+#if canImport(Glibc)
+import Glibc
+#endif
 import ResumeKit
 
 /// `serve --store s3://BUCKET/PREFIX/`: uploads kept in S3 (``S3UploadStore``), each appending request
@@ -46,7 +49,7 @@ final class S3Backend: UploadBackend, UploadRemote {
     /// Under the lock: the tail (or, for an empty upload, nothing) becomes the last part, and the
     /// multipart upload is completed onto the final key.
     func finish(_ record: UploadRecord, replacing: Bool) throws(UploadFailure) {
-        let held = try lock(record.id)
+        let held = try lockToFinish(record.id)
         defer { held?.release() }
         guard let (upload, progress) = try store.load(record.id) else { throw UploadFailure(status: 404, "the upload is gone from S3") }
         if upload.upload.phase == .finishing { return }
@@ -61,6 +64,21 @@ final class S3Backend: UploadBackend, UploadRemote {
         var completing = upload
         completing.upload.length = record.length ?? record.offset
         _ = try store.complete(completing, parts: parts, replacing: replacing)
+    }
+
+    /// The lock for a completion. Every byte is on S3, so whoever holds it is another instance completing
+    /// the upload too (one that read it, ``load(_:)``, between this request's last write and its
+    /// completion) or a request about to be refused: its turn is waited for, up to a lock's lifetime,
+    /// rather than this request refused with its bytes stored; the upload is then read again.
+    private func lockToFinish(_ id: String) throws(UploadFailure) -> S3Lock? {
+        let deadline = WallClock.millis() + lockLifetime
+        while true {
+            do {
+                return try lock(id)
+            } catch where error.status == 423 && WallClock.millis() < deadline {
+                usleep(100_000)
+            }
+        }
     }
 
     func remove(_ id: String) {
@@ -93,7 +111,14 @@ final class S3Backend: UploadBackend, UploadRemote {
     /// Drops every upload whose time ran out and whose lock is free (any instance may do it; the lock
     /// keeps it from dropping one being written). Blocks; returns the targets dropped.
     func sweepExpired(now: Int64) -> [String] {
-        guard let ids = try? store.recordIDs() else { return [] }
+        let ids: [String]
+        do {
+            ids = try store.recordIDs()
+        } catch {
+            // Never silent: an endpoint that refuses the listing would keep every expired upload.
+            log?("the expiry sweep cannot list \(store.client.name)'s uploads: \(error.reason)")
+            return []
+        }
         var dropped: [String] = []
         for id in ids {
             guard let record = try? store.record(id), record.upload.expires <= now else { continue }

@@ -12,6 +12,8 @@ struct S3Objects: Sendable {
     }
 
     let store: S3UploadStore
+    /// Where a request S3 failed is said (its client hears only 502).
+    let log: (@Sendable (String) -> Void)?
 
     var client: S3Client { store.client }
 

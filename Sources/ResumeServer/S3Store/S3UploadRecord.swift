@@ -8,14 +8,18 @@ struct S3UploadRecord: Codable, Sendable, Equatable {
     var upload: UploadRecord
     /// The S3 multipart upload id, on the final key.
     var multipartID: String
+    /// The flexible checksum the multipart upload was created with (`CRC32C`), which every part must
+    /// then carry; `nil` for one created without (by an earlier release).
+    var checksum: String?
 
     var id: String { upload.id }
 
     var bytes: [UInt8] { Array((try? JSONEncoder().encode(self)) ?? Data()) }
 
-    init(upload: UploadRecord, multipartID: String) {
+    init(upload: UploadRecord, multipartID: String, checksum: String?) {
         self.upload = upload
         self.multipartID = multipartID
+        self.checksum = checksum
     }
 
     /// `nil` for a body that is not a record of this version for `id`.

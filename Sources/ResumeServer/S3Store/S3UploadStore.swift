@@ -1,3 +1,4 @@
+import FoundationEssentials
 import ResumeKit
 
 /// Unfinished uploads kept in S3, so that any instance continues any upload: per upload a multipart
@@ -17,16 +18,22 @@ struct S3UploadStore: Sendable {
 
     // MARK: Creating and reading back
 
-    /// Starts the multipart upload and writes the record, before anyone hears of the upload.
+    /// The flexible checksum every part carries, so that S3 checks each part as it arrives and the
+    /// completed object keeps a checksum of its parts' (`x-amz-checksum-mode: ENABLED` shows it).
+    static let checksum = "CRC32C"
+
+    /// Starts the multipart upload (declaring ``checksum``) and writes the record, before anyone hears of the upload.
     func create(_ upload: UploadRecord) throws(UploadFailure) -> S3UploadRecord {
-        let created = try call("POST", finalKey(upload), query: [("uploads", "")], doing: "start the multipart upload")
+        let created = try call(
+            "POST", finalKey(upload), query: [("uploads", "")], headers: ["x-amz-checksum-algorithm": Self.checksum],
+            doing: "start the multipart upload")
         let multipartID: String
         do {
             multipartID = try client.answers.uploadID(created.body)
         } catch {
             throw UploadFailure(status: 502, "S3's CreateMultipartUpload answer: \(error)")
         }
-        let record = S3UploadRecord(upload: upload, multipartID: multipartID)
+        let record = S3UploadRecord(upload: upload, multipartID: multipartID, checksum: Self.checksum)
         try save(record)
         return record
     }
@@ -96,12 +103,20 @@ struct S3UploadStore: Sendable {
 
     // MARK: Appending
 
-    /// Stores `bytes` as part `number`; returns the part as S3 lists it.
+    /// Stores `bytes` as part `number`, with its checksum when the upload declared one (S3 refuses a
+    /// part whose bytes do not match it); returns the part as S3 lists it.
     func uploadPart(_ record: S3UploadRecord, number: Int, _ bytes: [UInt8]) throws(UploadFailure) -> ListedPart {
+        var headers: HeaderFields = [:]
+        var checksums: [String: String] = [:]
+        if let name = record.checksum, name == Self.checksum {
+            let value = Data(DigestAlgorithm.crc32c.digest(bytes)).base64EncodedString()
+            headers.set("x-amz-checksum-" + name.lowercased(), value)
+            checksums[name] = value
+        }
         let stored = try call(
             "PUT", finalKey(record.upload), query: [("partNumber", String(number)), ("uploadId", record.multipartID)],
-            body: bytes, doing: "store part \(number)")
-        return ListedPart(number: number, size: Int64(bytes.count), etag: stored.etag ?? "")
+            headers: headers, body: bytes, doing: "store part \(number)")
+        return ListedPart(number: number, size: Int64(bytes.count), etag: stored.etag ?? "", checksums: checksums)
     }
 
     /// Keeps `bytes` as the tail, to open part `part` once more bytes come.
@@ -116,14 +131,21 @@ struct S3UploadStore: Sendable {
 
     // MARK: Finishing and removing
 
+    /// The CompleteMultipartUpload body (the client's own builder): each part with its ETag and, for an
+    /// upload created with a checksum, the part's checksum as S3 listed it (`ListParts` on whichever
+    /// instance completes; S3 then checks the object against them).
+    static func completion(_ parts: [ListedPart], checksum: String?) -> String {
+        MultipartPlan.completionBody(
+            parts.map { part in
+                S3Part(number: part.number, size: part.size, checksum: checksum.flatMap { part.checksums[$0] }, etag: part.etag)
+            },
+            checksum: checksum)
+    }
+
     /// Completes the multipart upload onto the final key (refused with 409 when an object is there and
     /// not `replacing`, by `If-None-Match: *` on the completion), then marks the record finished.
     func complete(_ record: S3UploadRecord, parts: [ListedPart], replacing: Bool) throws(UploadFailure) -> S3UploadRecord {
-        var document = "<CompleteMultipartUpload>"
-        for part in parts {
-            document += "<Part><PartNumber>\(part.number)</PartNumber><ETag>\(Self.escaped(part.etag))</ETag></Part>"
-        }
-        document += "</CompleteMultipartUpload>"
+        let document = Self.completion(parts, checksum: record.checksum)
         var headers: HeaderFields = ["Content-Type": "application/xml"]
         if !replacing { headers.set("If-None-Match", "*") }
         let done = try send(
@@ -200,9 +222,5 @@ struct S3UploadStore: Sendable {
         // S3 throttling or failing is the client's cue to come back later; anything else is ours.
         let status = response.status == 503 || response.status >= 500 ? 503 : 502
         return UploadFailure(status: status, "cannot \(what): \(detail)")
-    }
-
-    private static func escaped(_ text: String) -> String {
-        text.replacing("&", with: "&amp;").replacing("\"", with: "&quot;").replacing("<", with: "&lt;")
     }
 }

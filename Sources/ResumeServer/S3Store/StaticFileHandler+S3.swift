@@ -29,7 +29,8 @@ extension StaticFileHandler {
                 self.respond(context: context, head: head, status: .movedPermanently, extra: [("Location", location)])
             case .success(.missing):
                 self.respond(context: context, head: head, status: .notFound)
-            case .failure:
+            case .failure(let error):
+                objects.log?("\(head.method) \(head.uri): \(UploadFailure(error).reason)")
                 self.respond(context: context, head: head, status: .badGateway)
             }
         }

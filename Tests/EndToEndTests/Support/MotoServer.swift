@@ -5,8 +5,8 @@ import Foundation
 /// credentials, and exits when this test process dies.
 ///
 /// With `verify` (the default) every request must carry a valid SigV4 signature by the access key the
-/// script created: a wrong secret gets `SignatureDoesNotMatch`. Without it any request passes; moto 5.2's
-/// verifier rejects valid signatures over a query holding `%2F`, so prefix listings are tested there.
+/// script created, over the request line as sent: a wrong secret gets `SignatureDoesNotMatch`. Without
+/// it any request passes (for a test whose proxy drops a signed header).
 ///
 /// The helpers (`createBucket`, `sha256`, `uploads`, `uploadPart`, …) run `scripts/s3_tool.py` (boto3)
 /// against the same server. A server that cannot start throws: the test fails, it is never skipped.
@@ -162,6 +162,11 @@ public final class MotoServer: Sendable {
     public func uploadPart(_ bucket: String, _ key: String, uploadId: String, number: Int, size: Int, seed: Int = 7) async throws -> String {
         let r = try await tool("upload-part", [bucket, key, uploadId, String(number), String(size), String(seed)]) as? [String: Any]
         return try (r?["etag"] as? String).orThrow("upload-part: no etag")
+    }
+
+    /// The object's CRC32C as `HeadObject` with `x-amz-checksum-mode: ENABLED` reports it, nil when none.
+    public func checksum(_ bucket: String, _ key: String) async throws -> String? {
+        (try await tool("checksum", [bucket, key]) as? [String: Any])?["crc32c"] as? String
     }
 
     public func abort(_ bucket: String, _ key: String, uploadId: String) async throws {

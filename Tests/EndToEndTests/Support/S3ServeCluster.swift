@@ -17,11 +17,9 @@ final class S3ServeCluster: @unchecked Sendable {
     private(set) var ids: [String] = []
     let nginx: NginxServer
 
-    /// - Parameters:
-    ///   - verify: moto checks signatures (its verifier refuses any query with `%2F`, so listings need it off).
-    ///   - extra: more `serve` arguments for every instance.
-    init(instances count: Int, verify: Bool = true, extra: [String] = []) async throws {
-        moto = try await MotoServer(verify: verify)
+    /// - Parameter extra: more `serve` arguments for every instance.
+    init(instances count: Int, extra: [String] = []) async throws {
+        moto = try await MotoServer()
         bucket = "serve-" + UUID().uuidString.prefix(8).lowercased()
         try await moto.createBucket(bucket)
         home = try TempDirectory(prefix: "resumectl-s3serve")
@@ -50,10 +48,13 @@ final class S3ServeCluster: @unchecked Sendable {
     }
 
     /// One instance: `serve --store` with short locks (a killed instance's uploads wait 4 s) and 5 MiB parts.
-    static func serve(moto: MotoServer, bucket: String, home: String, extra: [String], port: Int = 0) async throws -> (RunningProcess, Int, String) {
+    /// `endpoint`: where it reaches S3, if not moto itself (a proxy in front of it).
+    static func serve(
+        moto: MotoServer, bucket: String, home: String, extra: [String], port: Int = 0, endpoint: String? = nil
+    ) async throws -> (RunningProcess, Int, String) {
         let process = try RunningProcess(
             resumectlBinary,
-            ["serve", "--store", "s3://\(bucket)/inbox/", "--endpoint-url", moto.endpoint, "--port", "\(port)",
+            ["serve", "--store", "s3://\(bucket)/inbox/", "--endpoint-url", endpoint ?? moto.endpoint, "--port", "\(port)",
              "--lock-seconds", "4", "--part-size", "5M"] + extra,
             environment: moto.environment(home: home), inheritEnvironment: false)
         let line: String
