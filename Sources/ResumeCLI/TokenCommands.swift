@@ -33,7 +33,8 @@ struct List: ParsableCommand {
     func run() throws {
         let store = state.store
         let (tokens, broken) = store.all()
-        var states = tokens.compactMap { TransferState(id: $0.id, store: store, token: $0) }
+        // A folder upload's files are its batch's row, not rows of their own.
+        var states = tokens.filter { $0.upload?.batch == nil }.compactMap { TransferState(id: $0.id, store: store, token: $0) }
         let batches = state.client.batchRecords()
         for b in batches { Output.stdout(BatchRow(b, client: state.client).text(json: state.json) + "\n") }
         if all {

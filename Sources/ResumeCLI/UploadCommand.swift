@@ -65,7 +65,7 @@ struct Upload: AsyncParsableCommand {
     @Option(name: .customLong("part-size"), help: "S3: bytes a part (5M to 5G; default 8M, raised to fit 10,000 parts).")
     var partSize: ByteRate?
 
-    @Option(help: "S3: parts sent at once; for a folder, files sent at once (1-64).")
+    @Option(help: "S3: parts sent at once; for a folder, files sent at once (1-64), all sharing max(8, N) requests in flight.")
     var parallel = 4
 
     @Flag(name: [.customShort("L"), .customLong("follow-symlinks")], help: "With a folder: follow symbolic links instead of skipping them.")
@@ -107,11 +107,7 @@ struct Upload: AsyncParsableCommand {
             filePath: file, url: url, headers: options.header, interopVersion: interopVersion.flatMap(InteropVersion.init),
             chunkSize: chunkSize?.bytesPerSecond, uploadProtocol: uploadProtocol,
             s3: s3.options(partSize: partSize?.bytesPerSecond, parallel: parallel, checksum: s3Checksum), spoolMax: spoolMax?.bytesPerSecond)
-        if file != "-", BatchRequest.isFolder(file) {
-            var perFile = request
-            perFile.s3.parallel = max(1, min(4, 8 / parallel))  // parts of one file; --parallel counts files here
-            return try await runBatch(perFile)
-        }
+        if file != "-", BatchRequest.isFolder(file) { return try await runBatch(request) }
         var configured = options.client()
         configured.options.waitForNetwork = background.waitsForNetwork
         let client = configured

@@ -166,6 +166,11 @@ import Testing
 
         let listed = try await w.run(["list"])
         #expect(listed.stdout.contains("\(id)  batch  paused"), "\(listed)")
+        // The large files' tokens belong to the batch: not listed, not resumed alone.
+        let fileTokens = try w.tokens()
+        #expect(!fileTokens.isEmpty && fileTokens.allSatisfy { !listed.stdout.contains($0) }, "\(fileTokens) \(listed)")
+        let alone = try await w.run(["resume", fileTokens[0]])
+        #expect(alone.status == 64 && alone.stderr.contains("resume \(id)"), "\(alone)")
         let shown = try await w.run(["show", id])
         #expect(shown.status == 0 && shown.stdout.contains("\"target\" : \"\(target)\""), "\(shown)")
         #expect(try await w.run(["wait", id]).status == 75)
@@ -177,6 +182,9 @@ import Testing
         #expect(events(resumed.stdout).contains { $0["event"] as? String == "restarted" && ($0["path"] as? String)?.hasSuffix("big 0.bin") == true },
             "\(resumed.stdout)")
         for (relative, digest) in files { #expect(try sha256(file: w.path("served/up/") + relative) == digest, "\(relative)") }
+        // The changed file's first upload was dropped (DELETE), not left unfinished on the server.
+        let unfinished = try FileManager.default.contentsOfDirectory(atPath: w.path("served/.resumectl-uploads")).filter { $0.hasSuffix(".json") }
+        #expect(unfinished.isEmpty, "\(unfinished)")
         #expect(try await w.run(["wait", id]).status == 0)
         #expect(try w.tokens().isEmpty)
 

@@ -108,16 +108,90 @@ import Testing
         var st = stat()
         st.st_size = 3
         st.st_ino = 9
-        let ledger = try BatchLedger(state: state, id: "b-1")
+        let ledger = try BatchLedger(state: state, id: "b-1", order: ["a/x y", "b", "c"])
         try ledger.add("a/x y", BatchLedger.Stamp(st), now: false)
         try ledger.add("b", BatchLedger.Stamp(st), now: true)
         try ledger.close()
         let fd = open(state.batchLog("b-1"), O_WRONLY | O_APPEND)
         _ = "{\"path\":\"c\",\"sta".withCString { write(fd, $0, strlen($0)) }
         close(fd)
-        let done = BatchLedger.finished(state: state, id: "b-1")
+        let done = BatchLedger.earlier(state: state, id: "b-1").done
         #expect(Set(done.keys) == ["a/x y", "b"])
         #expect(done["b"] == BatchLedger.Stamp(st))
+    }
+
+    /// Files are claimed as begun, 64 at a time and durably, before any is sent: after a kill, only a claimed
+    /// file without a finished line may have reached the server unrecorded (the next run asks the target).
+    @Test func claimsBoundTheFilesAKillLeavesInDoubt() throws {
+        let state = StateDirectory(dir)
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let order = (0..<200).map { String(format: "f%03d", $0) }
+        let ledger = try BatchLedger(state: state, id: "b-2", order: order)
+        #expect(BatchLedger.earlier(state: state, id: "b-2").begun == nil)
+        try ledger.begin(0)
+        // Durable at once, before any line of a finished file: read without closing the ledger.
+        #expect(BatchLedger.earlier(state: state, id: "b-2").begun == order[63])
+        for i in 1..<64 { try ledger.begin(i) }
+        #expect(BatchLedger.earlier(state: state, id: "b-2").begun == order[63], "no claim while inside the last one")
+        try ledger.begin(64)
+        try ledger.add(order[3], BatchLedger.Stamp(stat()), now: false)
+        try ledger.close()
+        let earlier = BatchLedger.earlier(state: state, id: "b-2")
+        #expect(earlier.begun == order[127])
+        #expect(!earlier.mayHaveSent(order[3]), "finished")
+        #expect(earlier.mayHaveSent(order[4]) && earlier.mayHaveSent(order[127]))
+        #expect(!earlier.mayHaveSent(order[128]), "never begun")
+
+        // A second run claims again from its first file; the furthest claim of all runs counts.
+        let again = try BatchLedger(state: state, id: "b-2", order: order)
+        try again.begin(0)
+        try again.close()
+        #expect(BatchLedger.earlier(state: state, id: "b-2").begun == order[127])
+        let tail = try BatchLedger(state: state, id: "b-2", order: order)
+        try tail.begin(190)
+        try tail.close()
+        #expect(BatchLedger.earlier(state: state, id: "b-2").begun == order[199], "a claim ends with the tree")
+    }
+
+    /// One budget of requests for the batch: a request beside others starts only when one is free, the
+    /// first waits for one, and a pause ends that wait.
+    @Test func requestBudgetIsSharedAndAPauseEndsTheWait() {
+        let budget = RequestBudget(2)
+        let never = Cancellation()
+        #expect(budget.take(waiting: false, unless: never) && budget.take(waiting: true, unless: never))
+        #expect(!budget.take(waiting: false, unless: never), "both taken")
+        let paused = Cancellation()
+        paused.stop(.pause)
+        #expect(!budget.take(waiting: true, unless: paused))
+        budget.give()
+        #expect(budget.take(waiting: true, unless: paused), "a free request is taken even when stopping")
+        budget.give()
+        budget.give()
+        #expect(budget.take(waiting: false, unless: never) && budget.take(waiting: false, unless: never))
+        #expect(BatchRequest(folder: "/d", target: "http://h/", upload: UploadRequest(filePath: "/d", url: "http://h/"), parallel: 3).requests == 8)
+        #expect(BatchRequest(folder: "/d", target: "http://h/", upload: UploadRequest(filePath: "/d", url: "http://h/"), parallel: 16).requests == 16)
+    }
+
+    /// A batch's file token names its batch (an optional field: tokens without it load as before); `resume
+    /// --all` continues the batch, never the file alone.
+    @Test func aFileTokenBelongsToItsBatch() throws {
+        let store = TokenStore(directory: dir)
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        try store.ensureDirectory()
+        let source = ResumeToken.SourceIdentity(path: "/d/f", size: 9, mtime: 1, inode: 2, edgeHash: "")
+        var part = ResumeToken.UploadPart(source: source, wire: .ietf(.newest))
+        let single = ResumeToken(id: "u-0000000000000001", url: "http://h/f", headers: [], transfer: .upload(part))
+        part.batch = "b-00000000000000aa"
+        let file = ResumeToken(id: "u-0000000000000002", url: "http://h/d/f", headers: [], transfer: .upload(part))
+        try store.save(single)
+        try store.save(file)
+        #expect(try store.load(file.id).upload?.batch == "b-00000000000000aa")
+        #expect(try store.load(single.id).upload?.batch == nil)
+        #expect(!TokenStore.json(single).contains("batch"), "absent when not in a batch")
+        var record = BatchRecord(BatchRequest(folder: "/d", target: "http://h/d/", upload: UploadRequest(filePath: "/d", url: "http://h/d/")))
+        record.id = "b-00000000000000aa"
+        try BatchLedger.save(record, state: store.state)
+        #expect(Supervisor.resumable(store: store) == [single.id, record.id])
     }
 
     @Test func recordGivesBackTheRequestWithoutSecrets() throws {

@@ -13,9 +13,9 @@ extension TransferClient {
 
     /// Runs `body` with the transport for many exchanges at once (segments, S3's parts, a list's downloads):
     /// the one session pool, a libcurl multi handle driven from one thread with one connection cache, made
-    /// here only and shut down when `body` ends. Another transport (a test's) is used as it is.
+    /// here only and shut down when `body` ends. A pool already (a batch's), or another transport (a test's), is used as it is.
     func withSessionPool<T, E: Error>(_ wanted: Bool = true, _ body: (any HTTPTransport) throws(E) -> T) throws(E) -> T {
-        let pool = wanted && transport is CurlTransport ? try? CurlTransport.multi() : nil
+        let pool = wanted && (transport as? CurlTransport)?.isMulti == false ? try? CurlTransport.multi() : nil
         defer { pool?.shutdown() }
         return try body(pool ?? transport)
     }

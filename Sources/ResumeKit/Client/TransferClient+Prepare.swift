@@ -39,6 +39,8 @@ extension ResumeToken {
 
     /// A new upload's token.
     init(upload request: UploadRequest, id: String, part: UploadPart) {
+        var part = part
+        part.batch = request.batch
         self.init(id: id, url: request.url, headers: Self.storableHeaders(request.headers), transfer: .upload(part))
     }
 }

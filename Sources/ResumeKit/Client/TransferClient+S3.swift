@@ -134,8 +134,9 @@ extension TransferClient {
         state.parallel = request.s3.parallel
         state.checksum = request.s3.checksum
         state.parts = []
-        return ResumeToken(id: id, url: location.description, headers: ResumeToken.storableHeaders(request.headers),
-            transfer: .upload(.init(source: source, wire: .s3(state))))
+        var part = ResumeToken.UploadPart(source: source, wire: .s3(state))
+        part.batch = request.batch
+        return ResumeToken(id: id, url: location.description, headers: ResumeToken.storableHeaders(request.headers), transfer: .upload(part))
     }
 
     /// Uploads to `s3://BUCKET/KEY`, continuing this file's earlier attempt to the same key.

@@ -18,6 +18,8 @@ public struct UploadRequest: Sendable, Equatable {
     public var spoolMax: Int64?
     /// What the protocol probe of a batch found once for all its files (nil: probe, unless pinned).
     var probed: ProtocolProbe?
+    /// The batch (`b-…`) this file's upload belongs to; its token says so.
+    var batch: String?
 
     public init(
         filePath: String, url: String, headers: [String] = [], interopVersion: InteropVersion? = nil, chunkSize: Int64? = nil,
@@ -74,14 +76,7 @@ extension TransferClient {
         token.headers = HeaderLines.merge(stored: token.headers, given: request.headers)
         let options = connectionOptions(for: &token, events: events)
         try store.write(token)
-        var capabilities: TusCapabilities?
-        if case .tus(let found) = probe {
-            if let refusal = TusStateMachine.refusal(found, size: source.identity.size) {
-                store.remove(id: id)
-                throw TransferError(.failed, refusal)
-            }
-            capabilities = found
-        }
+        let capabilities = try tusCapabilities(probe, size: source.identity.size, id: id)
         do {
             return try runUploadOperation(
                 token, source: source, options: options, versionPinned: request.interopVersion != nil, chunkSize: request.chunkSize,
@@ -108,19 +103,30 @@ extension TransferClient {
         }
     }
 
-    /// Picks the token's protocol machine and runs it.
+    /// What a tus server's OPTIONS said (nil: not asked, or no tus); throws when it cannot take `size` bytes.
+    func tusCapabilities(_ probe: ProtocolProbe?, size: Int64, id: String) throws(TransferError) -> TusCapabilities? {
+        guard case .tus(let found) = probe else { return nil }
+        if let refusal = TusStateMachine.refusal(found, size: size) {
+            store.remove(id: id)
+            throw TransferError(.failed, refusal)
+        }
+        return found
+    }
+
+    /// Picks the token's protocol machine and runs it; not `durable` (a batch's small file), the token is never written.
     func runUploadOperation(
         _ token: ResumeToken, source: SourceFile, options: TransferOptions, versionPinned: Bool, chunkSize: Int64?,
-        capabilities: TusCapabilities?, cancellation: Cancellation, events: @escaping EventHandler
+        capabilities: TusCapabilities?, durable: Bool = true, session: (any TransportSession)? = nil, cancellation: Cancellation,
+        events: @escaping EventHandler
     ) throws(TransferError) -> UploadResult {
         let (machine, options) = try uploadMachine(
             token, versionPinned: versionPinned, chunkSize: chunkSize, capabilities: capabilities, options: options)
         func run<M: UploadMachine>(_ machine: M) throws(TransferError) -> UploadResult {
-            // S3's parts go several at once through the session pool.
+            // S3's parts go several at once through the session pool (a batch's own, when it runs in one).
             try withSessionPool(machine is S3MultipartMachine) { transport throws(TransferError) in
                 try UploadOperation(
                     token: token, source: source, machine: machine, store: store, transport: transport, options: options,
-                    cancellation: cancellation, events: events
+                    cancellation: cancellation, events: events, session: session, durable: durable, budget: requestBudget
                 ).runToEnd()
             }
         }
@@ -128,7 +134,7 @@ extension TransferClient {
             return try run(machine)
         } catch {
             // Nothing can continue an upload refused for good (on S3: before an upload id): its token would only clutter `list`.
-            if error.tokenID == nil { store.remove(id: token.id) }
+            if durable, error.tokenID == nil { store.remove(id: token.id) }
             throw error
         }
     }
@@ -203,7 +209,6 @@ extension TransferClient {
             let lock = try self.takeLock(token.id)
             defer { lock.release() }
             var said = "cancelled \(token.id)"
-            said += try self.abortS3Upload(token, keepParts: keepParts)
             if let stream = token.upload?.stream {
                 unlink(stream.spool)
                 said += "; removed the spool"
@@ -212,29 +217,7 @@ extension TransferClient {
                 unlink(d.partPath)
                 said += "; removed \(d.partPath)"
             }
-            if let u = token.upload, let url = u.uploadURL {
-                var headers: HeaderFields
-                switch u.wire {
-                case .tus: headers = TusStateMachine.deleteHeaders
-                case .ietf(let version): headers = [InteropVersion.header: String(version.rawValue)]
-                case .undecided, .plain, .s3: headers = [InteropVersion.header: String(InteropVersion.newest.rawValue)]
-                }
-                if Origin.same(url, token.url), let stored = try? HeaderLines.parse(token.headers) {
-                    for f in stored.fields { headers.append(f.name, f.value) }
-                }
-                let collector = HeadCollector()
-                let result = self.transport.makeSession().perform(
-                    TransferRequest(method: "DELETE", url: url, headers: headers), settings: options.transport,
-                    cancellation: Cancellation(), delegate: collector)
-                switch (result.outcome, collector.head?.status) {
-                case (.completed, let status?) where (200..<300).contains(status) || status == 404 || status == 410:
-                    said += "; the server dropped the upload"
-                case (.completed, let status?):
-                    said += "; the server answered \(status) to DELETE"
-                default:
-                    said += "; the server could not be reached to drop the upload"
-                }
-            }
+            said += try self.dropServerUpload(token, options: options, keepParts: keepParts)
             // The record first: an id is never, even for a moment, unknown to both stores.
             try? self.results.save(TransferRecord(
                 id: token.id, kind: token.kind, outcome: .cancelled, exit: 1, resumable: false, url: token.url,
@@ -242,6 +225,37 @@ extension TransferClient {
             self.store.remove(id: token.id)
             return said
         }
+    }
+
+    /// Asks the server to drop an upload that will not be finished (`cancel`; a batch's file that changed):
+    /// AbortMultipartUpload on S3 (unless `keepParts`), else a DELETE of the upload URL (draft, tus).
+    /// - Returns: what was done, for the user.
+    func dropServerUpload(_ token: ResumeToken, options: TransferOptions, keepParts: Bool = false) throws(TransferError) -> String {
+        var said = try abortS3Upload(token, keepParts: keepParts)
+        if let u = token.upload, let url = u.uploadURL {
+            var headers: HeaderFields
+            switch u.wire {
+            case .tus: headers = TusStateMachine.deleteHeaders
+            case .ietf(let version): headers = [InteropVersion.header: String(version.rawValue)]
+            case .undecided, .plain, .s3: headers = [InteropVersion.header: String(InteropVersion.newest.rawValue)]
+            }
+            if Origin.same(url, token.url), let stored = try? HeaderLines.parse(token.headers) {
+                for f in stored.fields { headers.append(f.name, f.value) }
+            }
+            let collector = HeadCollector()
+            let result = transport.makeSession().perform(
+                TransferRequest(method: "DELETE", url: url, headers: headers), settings: options.transport,
+                cancellation: Cancellation(), delegate: collector)
+            switch (result.outcome, collector.head?.status) {
+            case (.completed, let status?) where (200..<300).contains(status) || status == 404 || status == 410:
+                said += "; the server dropped the upload"
+            case (.completed, let status?):
+                said += "; the server answered \(status) to DELETE"
+            default:
+                said += "; the server could not be reached to drop the upload"
+            }
+        }
+        return said
     }
 }
 

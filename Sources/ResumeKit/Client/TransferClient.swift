@@ -44,6 +44,8 @@ public struct TransferClient: Sendable {
     public var options: TransferOptions
     /// Reads S3's XML answers; nil in a program that does no S3 transfers (see ``S3Answers``).
     public var s3Answers: (any S3Answers)?
+    /// A folder upload's requests in flight, shared by all its files (nil: no limit beyond each file's own).
+    var requestBudget: RequestBudget?
 
     public init(
         store: TokenStore, transport: any HTTPTransport = CurlTransport(), options: TransferOptions = .init(),
@@ -89,6 +91,9 @@ public struct TransferClient: Sendable {
             } catch {
                 guard error.code == .inputMissing, let ended = try self.endedResult(reference, events: events) else { throw error }
                 return ended
+            }
+            if let batch = token.upload?.batch {
+                throw TransferError(.usage, "\(token.id) is a file of folder upload \(batch): resume \(batch) continues it")
             }
             return try self.recorded(id: token.id, kind: token.kind, url: token.url, failedURL: newURL, { () throws(TransferError) in
                 switch token.kind {

@@ -18,6 +18,9 @@ public struct CurlTransport: HTTPTransport {
 
     public func makeSession() -> any TransportSession { CurlSession(driver: driver) }
 
+    /// Made with ``multi()``: its sessions already share one connection cache.
+    var isMulti: Bool { driver != nil }
+
     /// Stops the multi interface's thread, once every session is finished. Nothing for an easy transport.
     public func shutdown() { driver?.shutdown() }
 }

@@ -3,11 +3,14 @@ import Glibc
 /// `resume --all`: a pool of `resumectl resume ID` processes, N at a time, so that each transfer keeps
 /// its own lock, pid (for `pause`) and exit status.
 public enum Supervisor {
-    /// The transfers `resume --all` continues: paused ones and those that failed resumably.
+    /// The transfers `resume --all` continues: paused ones and those that failed resumably; a folder upload
+    /// as its batch (`b-…`), never one of its files alone.
     public static func resumable(store: TokenStore) -> [String] {
-        store.all().tokens.compactMap { token -> String? in
-            guard let state = TransferState(id: token.id, store: store, token: token) else { return nil }
-            return state.phase == .paused || state.phase == .resumable ? token.id : nil
+        let batches = BatchLedger.ids(state: store.state)
+        let tokens = store.all().tokens.filter { $0.upload?.batch == nil }
+        return (tokens.map { ($0.id, $0) } + batches.map { ($0, nil) }).compactMap { id, token -> String? in
+            guard let state = TransferState(id: id, store: store, token: token) else { return nil }
+            return state.phase == .paused || state.phase == .resumable ? id : nil
         }
     }
 

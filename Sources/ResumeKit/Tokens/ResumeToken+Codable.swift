@@ -62,7 +62,7 @@ extension ResumeToken.UploadPart: Codable {
     enum CodingKeys: String, CodingKey {
         case uploadURL, interopVersion, source, acknowledgedBytes, resumable
         case protocolName = "protocol"
-        case expires, checksumAlgorithm, s3, stream
+        case expires, checksumAlgorithm, s3, stream, batch
     }
 
     public init(from decoder: any Decoder) throws {
@@ -72,6 +72,7 @@ extension ResumeToken.UploadPart: Codable {
         acknowledgedBytes = try c.decode(Int64.self, forKey: .acknowledgedBytes)
         resumable = try c.decode(Bool.self, forKey: .resumable)
         stream = try c.decodeIfPresent(ResumeToken.StreamState.self, forKey: .stream)
+        batch = try c.decodeIfPresent(String.self, forKey: .batch)
         let version = try c.decodeIfPresent(Int.self, forKey: .interopVersion).map { number throws(TokenValidation.Violation) in
             guard let version = InteropVersion(rawValue: number) else {
                 throw TokenValidation.Violation(field: "upload.interopVersion", reason: "is \(number), not one of 3, 5, 6, 8")
@@ -110,6 +111,7 @@ extension ResumeToken.UploadPart: Codable {
         try c.encode(acknowledgedBytes, forKey: .acknowledgedBytes)
         try c.encode(resumable, forKey: .resumable)
         try c.encodeIfPresent(stream, forKey: .stream)
+        try c.encodeIfPresent(batch, forKey: .batch)
         try c.encodeIfPresent(wire.uploadProtocol?.rawValue, forKey: .protocolName)
         switch wire {
         case .undecided, .plain: break

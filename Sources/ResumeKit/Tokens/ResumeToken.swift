@@ -110,6 +110,8 @@ public struct ResumeToken: Sendable, Equatable {
         public var wire: Wire
         /// A stream from stdin (`upload -`): its spool and the hashes a replay is checked against.
         public var stream: StreamState?
+        /// The folder upload (`b-…`) this file belongs to: `list` and `resume --all` leave the token to it.
+        public var batch: String?
 
         /// The protocol an upload speaks, with its own state. JSON: `protocol` names it (absent in tokens
         /// of the first release, which are IETF uploads, and before `--detach`'s upload asked the server).

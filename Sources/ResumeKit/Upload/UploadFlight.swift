@@ -1,6 +1,19 @@
 import FoundationEssentials
 
 extension UploadOperation {
+    /// Sends until the upload is complete (a file's upload, or a stream whose end was read).
+    func runToEnd() throws(TransferError) -> UploadResult {
+        guard let result = try run() else { throw TransferError(.failed, "the upload stopped before its end", tokenID: token.id) }
+        return result
+    }
+
+    /// Bytes the server holds plus those each exchange in flight sent.
+    struct Progress {
+        var base: Int64 = 0
+        var sent: [ObjectIdentifier: Int64] = [:]
+        var pacer = ProgressPacer()
+    }
+
     /// One request on its way: what it carries, and what came back.
     final class Flight: ExchangeDelegate, @unchecked Sendable {
         /// The plan, grown with its body while an open stream's append goes on.
@@ -11,6 +24,8 @@ extension UploadOperation {
         private let total: Int64?
         private var lone = true
         var session: (any TransportSession)?
+        /// It took a request of the batch's ``RequestBudget``, given back when it ends.
+        var holdsBudget = false
         var result: ExchangeResult?
         var head: ResponseHead?
         var body: [UInt8] = []

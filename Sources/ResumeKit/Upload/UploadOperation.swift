@@ -36,6 +36,10 @@ final class UploadOperation<Machine: UploadMachine>: @unchecked Sendable {
     private let streamOpen: Bool
     /// Lets an open stream's append go on with what became durable while it was sent.
     let growth: BodyGrowth?
+    /// False for a batch's small file: no token, no result record (the batch's ledger records it).
+    private let durable: Bool
+    /// Concurrent requests shared with the other files of a batch: each exchange holds one while it runs.
+    private let budget: RequestBudget?
 
     /// Sessions not in use: one exchange at a time goes over the connection libcurl already holds.
     private var idle: [any TransportSession] = []
@@ -67,13 +71,6 @@ final class UploadOperation<Machine: UploadMachine>: @unchecked Sendable {
         case stalled
     }
 
-    /// Bytes the server holds plus those each exchange in flight sent.
-    struct Progress {
-        var base: Int64 = 0
-        var sent: [ObjectIdentifier: Int64] = [:]
-        var pacer = ProgressPacer()
-    }
-
     /// The upload's state as the operation last wrote it.
     var currentUpload: ResumeToken.UploadPart { upload }
     /// A connection to keep for the next operation of the same upload (a stream's next append).
@@ -85,9 +82,12 @@ final class UploadOperation<Machine: UploadMachine>: @unchecked Sendable {
     init(
         token: ResumeToken, source: any UploadSource, machine: Machine, store: TokenStore, transport: any HTTPTransport,
         options: TransferOptions, cancellation: Cancellation, events: @escaping EventHandler, streamOpen: Bool = false,
-        announced: Bool = false, session: (any TransportSession)? = nil, growth: BodyGrowth? = nil
+        announced: Bool = false, session: (any TransportSession)? = nil, growth: BodyGrowth? = nil, durable: Bool = true,
+        budget: RequestBudget? = nil
     ) throws(TransferError) {
         header = token
+        self.durable = durable
+        self.budget = budget
         upload = try token.uploadPart()
         self.growth = streamOpen ? growth : nil
         if let session { idle = [session] }
@@ -100,12 +100,6 @@ final class UploadOperation<Machine: UploadMachine>: @unchecked Sendable {
         self.cancellation = cancellation
         self.emit = events
         self.machine = machine
-    }
-
-    /// Sends until the upload is complete (a file's upload, or a stream whose end was read).
-    func runToEnd() throws(TransferError) -> UploadResult {
-        guard let result = try run() else { throw TransferError(.failed, "the upload stopped before its end", tokenID: token.id) }
-        return result
     }
 
     /// Sends until the upload is complete; for an open stream, until the server holds all it was given (nil).
@@ -192,7 +186,13 @@ final class UploadOperation<Machine: UploadMachine>: @unchecked Sendable {
                 return machine.digested(values, for: plan)
             }
             guard let planned = machine.exchange(for: plan) else { return nil }
+            // The first exchange waits for a request of the batch's budget; one beside others starts only if one is free.
+            if let budget, !budget.take(waiting: running.isEmpty, unless: cancellation) {
+                if running.isEmpty { return .step(reason: "stopped") }
+                break
+            }
             let flight = Flight(plan, planned, self)
+            flight.holdsBudget = budget != nil
             if !started, planned.body != nil {
                 started = true
                 emit(.started(kind: .upload, url: token.url, path: source.path, offset: machine.acknowledgedBytes, total: total))
@@ -286,6 +286,8 @@ final class UploadOperation<Machine: UploadMachine>: @unchecked Sendable {
     /// that went through), or the server refused a body it may not have read.
     private func release(_ flight: Flight) {
         progress.withLock { $0.sent[ObjectIdentifier(flight)] = nil }
+        if flight.holdsBudget { budget?.give() }
+        flight.holdsBudget = false
         guard let session = flight.session else { return }
         switch flight.result?.outcome {
         case .failed?, .stalled?:
@@ -363,17 +365,19 @@ final class UploadOperation<Machine: UploadMachine>: @unchecked Sendable {
     // MARK: Finish
 
     func save() throws(TransferError) {
-        try store.write(token, keeping: true)
+        if durable { try store.write(token, keeping: true) }
     }
 
     private func finish() throws(TransferError) -> UploadResult {
         upload.acknowledgedBytes = upload.source.size
         let digest = options.computeSHA256 ? try source.sha256() : nil
-        // The record before the token goes: a kill in between leaves an id that still answers.
-        try? ResultStore(directory: store.directory).save(TransferRecord(
-            id: token.id, kind: .upload, outcome: .done, exit: 0, resumable: false, url: token.url, path: source.path,
-            bytes: upload.source.size, sha256: digest))
-        store.remove(id: token.id)
+        if durable {
+            // The record before the token goes: a kill in between leaves an id that still answers.
+            try? ResultStore(directory: store.directory).save(TransferRecord(
+                id: token.id, kind: .upload, outcome: .done, exit: 0, resumable: false, url: token.url, path: source.path,
+                bytes: upload.source.size, sha256: digest))
+            store.remove(id: token.id)
+        }
         emit(.completed(location: token.url, bytes: upload.source.size, sha256: digest))
         return UploadResult(url: token.url, bytes: upload.source.size, sha256: digest)
     }

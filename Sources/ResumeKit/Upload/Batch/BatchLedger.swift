@@ -5,8 +5,12 @@ import Synchronization
 
 /// A batch on disk: its record (`batches/<id>.json`, durable before any byte is sent) and the files it
 /// finished (`batches/<id>.done`, one JSON line each, appended). A small file's line is made durable with
-/// the others that finished meanwhile, by one `fdatasync` at most every 200 ms (a kill before it costs
-/// re-sending those few small files); a large file's line is synced before the next file starts.
+/// the others that finished meanwhile, by one `fdatasync` at most every 200 ms; a large file's line is
+/// synced before the next file starts.
+///
+/// So that a kill between a small file's arrival and that sync does not send it again, the log also
+/// claims files as begun, in the tree's order and ``claimAhead`` at a time, durably before any of them is
+/// sent: a later run asks the target (one HEAD) only about the claimed files that have no line.
 final class BatchLedger: @unchecked Sendable {
     /// What tells a file finished from the same file changed since.
     struct Stamp: Codable, Hashable, Sendable {
@@ -22,10 +26,28 @@ final class BatchLedger: @unchecked Sendable {
         }
     }
 
+    /// A finished file (`path`, `stamp`), or a claim: every file up to `begun` in the tree's order may have been sent.
     private struct Line: Codable {
-        var path: String
-        var stamp: Stamp
+        var path: String?
+        var stamp: Stamp?
+        var begun: String?
     }
+
+    /// What earlier runs of the batch left: the files finished, and the last file claimed as begun.
+    struct Earlier {
+        var done: [String: Stamp] = [:]
+        var begun: String?
+
+        /// Whether an earlier run may have sent the file at `relative` without its line reaching the disk.
+        func mayHaveSent(_ relative: String) -> Bool { done[relative] == nil && begun.map { relative <= $0 } == true }
+    }
+
+    /// Files claimed at once: a claim costs one sync; a kill costs at most this many HEADs on the next run.
+    static let claimAhead = 64
+    /// The files' relative paths in the tree's order, and how many of them are claimed.
+    private let order: [String]
+    private let claimed = Atomic<Int>(0)
+    private let claiming = Mutex<Void>(())
 
     private let fd: Int32
     private let pending = Mutex<[UInt8]>([])
@@ -37,7 +59,8 @@ final class BatchLedger: @unchecked Sendable {
     private var writeError: Int32 = 0
 
     /// Opens the batch's log for appending (made if missing) and starts the group-commit thread.
-    init(state: StateDirectory, id: String) throws(TransferError) {
+    init(state: StateDirectory, id: String, order: [String]) throws(TransferError) {
+        self.order = order
         try state.make(state.batches)
         fd = open(state.batchLog(id), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0o600)
         guard fd >= 0 else { throw TransferError(.localIO, "cannot write \(state.batchLog(id)): \(String(cString: strerror(errno)))") }
@@ -52,9 +75,26 @@ final class BatchLedger: @unchecked Sendable {
 
     /// Records `relative` as finished; with `now`, durable before this returns.
     func add(_ relative: String, _ stamp: Stamp, now: Bool) throws(TransferError) {
-        let line = (try? JSONEncoder().encode(Line(path: relative, stamp: stamp))) ?? Data()
-        pending.withLock { $0 += Array(line) + [10] }
+        append(Line(path: relative, stamp: stamp))
         if now { try sync() }
+    }
+
+    /// Before the file at `index` (of `order`) is sent: unless claimed already, it and the next ones are,
+    /// durably.
+    func begin(_ index: Int) throws(TransferError) {
+        guard index >= claimed.load(ordering: .acquiring) else { return }
+        try claiming.withLock { _ throws(TransferError) in
+            guard index >= claimed.load(ordering: .acquiring) else { return }
+            let through = min(order.count, index + Self.claimAhead)
+            append(Line(begun: order[through - 1]))
+            try sync()
+            claimed.store(through, ordering: .releasing)
+        }
+    }
+
+    private func append(_ line: Line) {
+        let bytes = (try? JSONEncoder().encode(line)) ?? Data()
+        pending.withLock { $0 += Array(bytes) + [10] }
     }
 
     /// Writes and syncs what is pending; ends the commit thread.
@@ -81,15 +121,23 @@ final class BatchLedger: @unchecked Sendable {
 
     // MARK: Reading
 
-    /// The files a batch finished, by relative path (a line a kill tore is ignored).
-    static func finished(state: StateDirectory, id: String) -> [String: Stamp] {
-        guard let data = FileManager.default.contents(atPath: state.batchLog(id)) else { return [:] }
-        var done: [String: Stamp] = [:]
+    /// What the batch's log holds (a line a kill tore is ignored).
+    static func earlier(state: StateDirectory, id: String) -> Earlier {
+        guard let data = FileManager.default.contents(atPath: state.batchLog(id)) else { return Earlier() }
+        var earlier = Earlier()
         let decoder = JSONDecoder()
         for line in data.split(separator: 10) {
-            if let entry = try? decoder.decode(Line.self, from: Data(line)) { done[entry.path] = entry.stamp }
+            guard let entry = try? decoder.decode(Line.self, from: Data(line)) else { continue }
+            if let path = entry.path, let stamp = entry.stamp { earlier.done[path] = stamp }
+            if let begun = entry.begun, earlier.begun.map({ begun > $0 }) ?? true { earlier.begun = begun }
         }
-        return done
+        return earlier
+    }
+
+    /// The batches that have a record (unfinished ones).
+    static func ids(state: StateDirectory) -> [String] {
+        let names = (try? FileManager.default.contentsOfDirectory(atPath: state.batches)) ?? []
+        return names.sorted().filter { $0.hasSuffix(".json") }.map { String($0.dropLast(5)) }
     }
 
     static func record(state: StateDirectory, id: String) -> BatchRecord? {

@@ -25,6 +25,10 @@ public struct BatchRequest: Sendable, Equatable {
         self.skipExisting = skipExisting
     }
 
+    /// Requests in flight at once over all the files (a small file's one, each S3 part): `parallel`, and at
+    /// least 8, so that the last large files keep as many parts going as a single upload would.
+    var requests: Int { max(8, parallel) }
+
     /// The batch's id: the same folder to the same target is the same batch, so the command run again continues it.
     public var id: String {
         "b-" + MessageDigest.hash(.sha256, Array(target.utf8) + [0] + Array(OutputPath.absolute(folder).utf8)).prefix(8).hex

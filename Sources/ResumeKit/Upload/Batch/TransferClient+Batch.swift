@@ -5,9 +5,11 @@ import Synchronization
 
 extension TransferClient {
     /// Uploads every regular file under a folder to a prefix or folder URL as one batch (`b-…`): each file
-    /// through the single-file engine, `parallel` at once over one pool of connections, with the protocol
-    /// probed once. The same request again (or ``resumeBatch(_:headers:cancellation:events:)``) continues it:
-    /// finished files are not sent again, unfinished ones continue from their own tokens.
+    /// through the single-file engine, `parallel` at once over one pool of connections and one budget of
+    /// requests in flight, with the protocol probed once. A small file (``smallFile(_:_:)``) is one request
+    /// and nothing on disk but its ledger line; a larger one has a token of its own. The same request again
+    /// (or ``resumeBatch(_:headers:cancellation:events:)``) continues it: finished files are not sent again,
+    /// unfinished large ones continue from their tokens, unfinished small ones are sent again.
     public func uploadBatch(
         _ request: BatchRequest, cancellation: Cancellation = Cancellation(), events: @escaping @Sendable (BatchEvent) -> Void = { _ in }
     ) async throws(TransferError) -> BatchSummary {
@@ -25,6 +27,20 @@ extension TransferClient {
 
     /// A file at or above this size has its finished line synced at once: sending it again would cost more than a sync.
     static let batchLargeFile: Int64 = 8 << 20
+
+    /// Below this (off S3) a file goes without a token, as one request (the draft's complete POST, tus's
+    /// creation with the upload, a PUT): a kill in mid-request costs sending it again, at most 1 MiB, where a
+    /// token would cost four to six fsyncs on every run (token, lock, result record) and a HEAD to resume.
+    static let batchSmallFile: Int64 = 1 << 20
+
+    /// Whether `file` goes as a small file: on S3, one that fits in one part (a single `PutObject`, which
+    /// could not resume anyway); elsewhere one below ``batchSmallFile``. A file that has a token from an
+    /// earlier run continues with it.
+    func smallFile(_ file: BatchTree.File, _ upload: UploadRequest) -> Bool {
+        let limit = Route.isS3(upload.url)
+            ? (try? MultipartPlan.partSize(fileSize: file.size, requested: upload.s3.partSize).size) ?? 0 : Self.batchSmallFile - 1
+        return file.size <= limit && !store.exists(id: uploadTokenID(upload))
+    }
 
     func runBatch(_ request: BatchRequest, cancellation: Cancellation, events: @escaping @Sendable (BatchEvent) -> Void)
         throws(TransferError) -> BatchSummary
@@ -50,6 +66,9 @@ extension TransferClient {
         // One OPTIONS for the batch: what `auto` chooses, or the capabilities of a pinned tus (asked where its
         // files are created, with `Tus-Resumable`), which each file's machine would otherwise ask for again.
         var template = request.upload
+        template.batch = id
+        let budget = RequestBudget(request.requests)
+        template.s3.parallel = budget.limit  // a large file alone may use every request; the budget shares them
         if let first = tree.files.first, !Route.isS3(request.target) {
             if template.uploadProtocol == .tus {
                 template.probed = tusProbe(BatchNaming.target(request.target, relative: first.relative), template.headers, cancellation)
@@ -61,14 +80,16 @@ extension TransferClient {
                 template.probed = probe
             }
         }
-        let done = BatchLedger.finished(state: state, id: id)
-        let ledger = try BatchLedger(state: state, id: id)
+        let earlier = BatchLedger.earlier(state: state, id: id)
+        let ledger = try BatchLedger(state: state, id: id, order: tree.files.map(\.relative))
         let tally = BatchTally(files: tree.files.count, total: tree.bytes)
         let next = Atomic<Int>(0)
         let perFile = template
         withSessionPool { pool in
             var pooled = self
             pooled.transport = pool
+            pooled.requestBudget = budget
+            pooled.options.computeSHA256 = false  // a file's events say no SHA-256: not read once more for it
             let client = pooled
             let group = DispatchGroup()
             for _ in 0..<max(1, min(request.parallel, tree.files.count)) {
@@ -83,7 +104,7 @@ extension TransferClient {
                         let item = BatchFile(path: file.path, target: BatchNaming.target(request.target, relative: file.relative))
                         do throws(TransferError) {
                             let sent = try client.sendBatchFile(
-                                file, item, index: i, template: perFile, earlier: done[file.relative], since: record.createdAt,
+                                file, item, index: i, template: perFile, earlier: earlier, since: record.createdAt,
                                 skipExisting: request.skipExisting, session: session, ledger: ledger, tally: tally, cancellation: cancellation, events: events)
                             if let progress = tally.finished(i, size: file.size, sent: sent) { events(progress) }
                         } catch {
@@ -104,36 +125,39 @@ extension TransferClient {
         return summary
     }
 
-    /// One file: skipped when this batch sent it before (same size, mtime, inode) or `--skip-existing` finds
-    /// it there; else uploaded (a file changed since its upload began is sent again from its first byte).
+    /// One file: skipped when this batch sent it before (same size, mtime, inode) or `--skip-existing` (or, for
+    /// a small file an earlier run may have sent, the check that flag makes) finds it there; else uploaded (a
+    /// file changed since its upload began is sent again from its first byte, its old upload dropped).
     /// - Returns: true when sent, false when skipped.
     private func sendBatchFile(
-        _ file: BatchTree.File, _ item: BatchFile, index: Int, template: UploadRequest, earlier: BatchLedger.Stamp?, since: Date, skipExisting: Bool,
+        _ file: BatchTree.File, _ item: BatchFile, index: Int, template: UploadRequest, earlier: BatchLedger.Earlier, since: Date, skipExisting: Bool,
         session: any TransportSession, ledger: BatchLedger, tally: BatchTally, cancellation: Cancellation,
         events: @escaping @Sendable (BatchEvent) -> Void
     ) throws(TransferError) -> Bool {
-        if earlier == file.stamp {
+        if earlier.done[file.relative] == file.stamp {
             events(.file(item, .skipped(reason: "sent earlier by this batch")))
             return false
         }
         var upload = template
         upload.filePath = file.path
         upload.url = item.target
+        let small = smallFile(file, upload)
         // Killed after the server took the file but before its line was synced: the engine's own result
         // record (synced before its token went) says it arrived, so it is not sent again. Records keep whole
         // seconds: one ended within a second of the batch's start or the file's last change still counts.
-        if let ended = results.load(id: uploadTokenID(upload)), ended.outcome == .done, ended.bytes == file.size,
+        if !small, let ended = results.load(id: uploadTokenID(upload)), ended.outcome == .done, ended.bytes == file.size,
             ended.endedAt.timeIntervalSince1970 + 1 >= max(since.timeIntervalSince1970, Double(file.stamp.mtime) / 1e9)
         {
             try ledger.add(file.relative, file.stamp, now: false)
             events(.file(item, .skipped(reason: "sent earlier by this batch")))
             return false
         }
-        if skipExisting, try targetHolds(file, upload, session: session, cancellation: cancellation) {
+        if skipExisting || small && earlier.mayHaveSent(file.relative), try targetHolds(file, upload, session: session, cancellation: cancellation) {
             try ledger.add(file.relative, file.stamp, now: false)
             events(.file(item, .skipped(reason: "the target holds the same bytes")))
             return false
         }
+        try ledger.begin(index)
         events(.file(item, .started))
         let forward: EventHandler = { event in
             switch event {
@@ -143,10 +167,17 @@ extension TransferClient {
             }
         }
         do {
-            _ = try runUpload(upload, cancellation: cancellation, events: forward)
+            if small {
+                _ = try sendSmallFile(upload, session: session, cancellation: cancellation, events: forward)
+            } else {
+                _ = try runUpload(upload, cancellation: cancellation, events: forward)
+            }
         } catch where error.code == .sourceChanged {
             let old = uploadTokenID(upload)
-            if let token = try? store.load(old) { _ = try? abortS3Upload(token, keepParts: false) }
+            if var token = try? store.load(old) {
+                let options = connectionOptions(for: &token, events: { _ in })
+                _ = try? dropServerUpload(token, options: options)
+            }
             store.remove(id: old)
             events(.file(item, .restarted(reason: "\(file.path) changed since its upload began")))
             _ = try runUpload(upload, cancellation: cancellation, events: forward)
@@ -159,6 +190,30 @@ extension TransferClient {
         try ledger.add(file.relative, file.stamp, now: file.size >= Self.batchLargeFile)
         events(.file(item, .completed(bytes: file.size)))
         return true
+    }
+
+    /// A small file's upload: the engine's, with its token in memory only (no lock, no token, no result
+    /// record), over the worker's connection. Retries go on within this run; a kill sends it again.
+    private func sendSmallFile(_ upload: UploadRequest, session: any TransportSession, cancellation: Cancellation, events: @escaping EventHandler)
+        throws(TransferError) -> UploadResult
+    {
+        let source = try SourceFile(path: upload.filePath)
+        let id = uploadTokenID(upload)
+        var token: ResumeToken
+        var probe = upload.probed
+        if Route.isS3(upload.url) {
+            token = try newS3UploadToken(upload, id: id, source: source.identity, events: events)
+        } else {
+            let wire = try chooseProtocol(upload, probe: &probe, cancellation: cancellation, events: events)
+            token = ResumeToken(upload: upload, id: id, part: .init(source: source.identity, wire: wire))
+        }
+        let capabilities = try tusCapabilities(probe, size: source.identity.size, id: id)
+        let options = connectionOptions(for: &token, events: events)
+        do {
+            return try runUploadOperation(
+                token, source: source, options: options, versionPinned: upload.interopVersion != nil, chunkSize: upload.chunkSize,
+                capabilities: capabilities, durable: false, session: session, cancellation: cancellation, events: events)
+        } catch { throw explainingLogin(error) }
     }
 
     /// tus's capabilities from one OPTIONS; nil (each file then asks) when the answer names none.

@@ -7,13 +7,10 @@ extension TransferClient {
     public func batchRecord(_ id: String) -> BatchRecord? { BatchLedger.record(state: store.state, id: id) }
 
     /// Files batch `id` finished so far.
-    public func batchFinishedCount(_ id: String) -> Int { BatchLedger.finished(state: store.state, id: id).count }
+    public func batchFinishedCount(_ id: String) -> Int { BatchLedger.earlier(state: store.state, id: id).done.count }
 
     /// Every unfinished batch.
-    public func batchRecords() -> [BatchRecord] {
-        let names = (try? FileManager.default.contentsOfDirectory(atPath: store.state.batches)) ?? []
-        return names.sorted().filter { $0.hasSuffix(".json") }.compactMap { batchRecord(String($0.dropLast(5))) }
-    }
+    public func batchRecords() -> [BatchRecord] { BatchLedger.ids(state: store.state).compactMap(batchRecord) }
 
     /// Forgets batch `id`: each of its files' unfinished uploads is cancelled as `cancel` does for one
     /// (DELETE, or AbortMultipartUpload unless `keepParts`), then the batch's record and log go.
