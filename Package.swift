@@ -27,23 +27,24 @@ let package = Package(
     ],
     targets: [
         // libcurl's headers, plus fixed-arity inline wrappers for its variadic setopt/getinfo. No program links
-        // libcurl: CCurlLoader loads it when the first transfer calls it.
+        // libcurl: CLibraryLoader loads it when the first transfer calls it.
         .systemLibrary(
             name: "CCurl",
             providers: [.apt(["libcurl4-openssl-dev"])]
         ),
-        // The libcurl functions ResumeKit calls, each loading libcurl.so.4 on first use (dlopen): a command that
-        // moves no bytes (`--version`, `list`, `pause`) does not map libcurl's thirty libraries.
-        .target(name: "CCurlLoader"),
-        // ISA-L (Debian's libisal-dev): hardware CRC32 and CRC32C for S3's part checksums.
+        // The libcurl, libcrypto and ISA-L functions ResumeKit calls, each loading its library on first use
+        // (dlopen): a command that moves no bytes (`--version`, `list`, `pause`) maps and relocates none of them.
+        .target(name: "CLibraryLoader"),
+        // ISA-L (Debian's libisal-dev): hardware CRC32 and CRC32C for S3's part checksums. Headers only, as
+        // CCurl: CLibraryLoader loads the library.
         .systemLibrary(
             name: "CISAL",
             providers: [.apt(["libisal-dev"])]
         ),
         // OpenSSL's libcrypto (Debian's libssl-dev, which libcurl4-openssl-dev brings): digests and HMAC.
+        // Headers only (no pkg-config: its -lcrypto would link it): CLibraryLoader loads the library.
         .systemLibrary(
             name: "CLibCrypto",
-            pkgConfig: "libcrypto",
             providers: [.apt(["libssl-dev"])]
         ),
         // The proleptic Gregorian calendar in UTC, shared by the client and `serve`.
@@ -53,7 +54,7 @@ let package = Package(
             dependencies: [
                 "UTCCalendar",
                 "CCurl",
-                "CCurlLoader",
+                "CLibraryLoader",
                 "CISAL",
                 "CLibCrypto",
                 .product(name: "RawStructuredFieldValues", package: "swift-http-structured-headers"),

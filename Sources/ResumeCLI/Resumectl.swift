@@ -31,15 +31,8 @@ struct Resumectl: AsyncParsableCommand {
     /// Like ArgumentParser's own `main`, but a usage error is one line on stderr (scripts read it),
     /// with `--help` for the long story.
     static func main() async {
-        // `--version` alone is answered before ArgumentParser builds its command tree: that reflects over every
-        // subcommand's options (Mirror and protocol-conformance lookups through the whole binary), most of
-        // what the answer would otherwise cost.
-        if CommandLine.arguments.count == 2, CommandLine.arguments[1] == "--version" {
-            Output.stdout(configuration.version + "\n")
-            Glibc.exit(0)
-        }
         do {
-            var command = try parseAsRoot()
+            var command = try parseNamed() ?? parseAsRoot()
             if S3Support.answers == nil, S3Handoff.needed(command) { try S3Handoff.exec() }
             if var asyncCommand = command as? AsyncParsableCommand {
                 try await asyncCommand.run()
@@ -61,10 +54,34 @@ struct Resumectl: AsyncParsableCommand {
     }
 }
 
+extension Resumectl {
+    /// The command line as the one subcommand it names parses it (`download URL -o F` is parsed by `Download`
+    /// alone): the root's parse reflects over every subcommand's options as well, about a quarter of a small
+    /// download's CPU. Anything else that parse gives (help, a usage error, a completion request) is left to
+    /// the root's, which words it as before.
+    static func parseNamed() -> ParsableCommand? {
+        let arguments = CommandLine.arguments.dropFirst()
+        guard let name = arguments.first,
+            let command = configuration.subcommands.first(where: { $0.configuration.commandName == name }),
+            let parsed = try? command.parseAsRoot(Array(arguments.dropFirst())),
+            ObjectIdentifier(type(of: parsed)) == ObjectIdentifier(command)
+        else { return nil }
+        return parsed
+    }
+}
+
 /// The entry point of the `resumectl` and `resumectl-s3` programs.
 public enum CommandLineTool {
     /// - Parameter s3: S3's XML reader, in `resumectl-s3`; `resumectl` passes nil and hands S3 work over.
+    @MainActor
     public static func main(s3: (any S3Answers)?) async {
+        // `--version` alone is answered before ArgumentParser builds its command tree (that reflects over every
+        // subcommand's options: Mirror and protocol-conformance lookups through the whole binary), and on the
+        // main thread, before the first hop to Swift's thread pool starts a thread.
+        if CommandLine.arguments.count == 2, CommandLine.arguments[1] == "--version" {
+            Output.stdout(Resumectl.configuration.version + "\n")
+            Glibc.exit(0)
+        }
         S3Support.answers = s3
         await Resumectl.main()
     }

@@ -58,6 +58,7 @@ struct TransferOptionGroup: ParsableArguments {
         options.transport.connection = connection.settings
         options.transport.credentials = connection.credentials
         options.computeSHA256 = json
+        options.announcesID = json
         options.checkpointInterval = checkpointInterval == 0 ? .infinity : checkpointInterval
         return TransferClient(store: store, options: options, s3Answers: S3Support.answers)
     }

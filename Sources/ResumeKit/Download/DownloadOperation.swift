@@ -34,6 +34,8 @@ final class DownloadOperation: ExchangeDelegate {
     private var started = false
     /// A short download never writes a token: it ends before its first checkpoint is due.
     private var tokenOnDisk: Bool
+    /// The token is written before `started`: the caller shows the id with the events (see `accept`).
+    private let tokenBeforeStart: Bool
 
     // Hashing of the data in the `.part` file, from byte 0 up to `hashedUpTo`.
     private let wantsHash: Bool
@@ -67,6 +69,7 @@ final class DownloadOperation: ExchangeDelegate {
         machine = DownloadStateMachine(resource: resource, onChange: onChange)
         wantsHash = options.computeSHA256 || d.expectedSHA256 != nil
         tokenOnDisk = store.exists(id: token.id)
+        tokenBeforeStart = batch == nil && options.announcesID
     }
 
     func run() throws(TransferError) -> DownloadResult {
@@ -94,12 +97,13 @@ final class DownloadOperation: ExchangeDelegate {
             committer.waitIdle()  // a checkpoint in flight still uses the descriptor
             if !handedOver { part.close() }
         }
-        // A single download writes its token before the first event that names it (`started` once the
-        // server's head is accepted, or a retry, a pause, a restart), so that an announced id always resumes;
-        // written then, it already holds the validator and length, and a small download writes it once
-        // instead of twice. Until then the `.part`'s lock and the lock file keep a second process out, and the
-        // same command continues. A list's file waits for its first checkpoint: most end before it, and the
-        // list itself is what resumes them.
+        // A single download whose events name its id (`--json`) writes its token before the first of them
+        // (`started` once the server's head is accepted, or a retry, a pause, a restart), so that an announced
+        // id always resumes; written then, it already holds the validator and length. Until then the `.part`'s
+        // lock and the lock file keep a second process out, and the same command continues. One whose id is
+        // shown only by a failure or a pause, and a list's file, wait for the first checkpoint or that stop
+        // (each commits first): most small files end before it, and the same command (or the list) is what
+        // continues them after a kill.
         if part.committed < download.committedBytes {
             emit(.note("\(download.partPath) holds \(part.committed) of \(download.committedBytes) recorded bytes; continuing from \(part.committed)"))
             try commit()
@@ -200,7 +204,7 @@ final class DownloadOperation: ExchangeDelegate {
             if let restarted { emit(.restarted(reason: restarted)) }
             download.adopt(machine.resource, effectiveURL: effectiveURL)
             // On disk: the stored validator or offset may be stale now. Not yet: `started` names the id next.
-            if tokenOnDisk || batch == nil { try commit() }
+            if tokenOnDisk || tokenBeforeStart { try commit() }
             // Hash as the body arrives when it starts at zero; a resumed file is hashed whole at the end,
             // so its first new byte does not wait for the data already on disk to be read back.
             if from == 0, wantsHash || download.expectedSHA256 != nil {
@@ -274,8 +278,8 @@ final class DownloadOperation: ExchangeDelegate {
     }
 
     private func reportProgress(_ now: Double) {
-        // A single download's events name its id only once its token is on disk (a list's say null until then).
-        guard tokenOnDisk || batch != nil, let rate = pacer.tick(bytes: part.length, now: now) else { return }
+        // Events that name the id wait for its token (a list's say null until then).
+        guard tokenOnDisk || !tokenBeforeStart, let rate = pacer.tick(bytes: part.length, now: now) else { return }
         emit(.progress(bytes: part.length, total: download.totalBytes, rate: rate))
     }
 

@@ -36,6 +36,9 @@ enum Publish {
     static func place(_ finished: Finished, store: TokenStore) throws(TransferError) -> DownloadResult {
         try rename(finished)
         syncDirectory(Paths.parent(of: finished.download.path))
+        // A download that never wrote a token never showed its id: its record (for `wait` or `show` by the
+        // id `list` showed while it ran) needs no sync, as no one was promised that it survives a power cut.
+        if !finished.tokenOnDisk { record(finished, store: store, durably: false) }
         complete(finished, store: store)
         return finished.result
     }
@@ -54,12 +57,15 @@ enum Publish {
     static func complete(_ finished: Finished, store: TokenStore) {
         if finished.tokenOnDisk {
             // The record before the token goes: a kill in between leaves an id that still answers.
-            let d = finished.download
-            try? ResultStore(directory: store.directory).save(TransferRecord(
-                id: finished.tokenID, kind: .download, outcome: .done, exit: 0, resumable: false, url: finished.url, path: d.path,
-                bytes: finished.bytes, sha256: finished.sha256))
+            record(finished, store: store, durably: true)
             store.remove(id: finished.tokenID, durably: false)
         }
         finished.emit(.completed(location: finished.download.path, bytes: finished.bytes, sha256: finished.sha256))
+    }
+
+    private static func record(_ finished: Finished, store: TokenStore, durably: Bool) {
+        try? ResultStore(directory: store.directory).save(TransferRecord(
+            id: finished.tokenID, kind: .download, outcome: .done, exit: 0, resumable: false, url: finished.url,
+            path: finished.download.path, bytes: finished.bytes, sha256: finished.sha256), durably: durably)
     }
 }

@@ -72,12 +72,7 @@ public final class LiveStatusWriter: @unchecked Sendable {
         var status = status
         status.updatedAt = Date()
         guard let data = try? LiveStatus.encoder.encode(status) else { return }
-        let temp = file + ".tmp.\(getpid())"
-        let fd = open(temp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
-        guard fd >= 0 else { return }
-        _ = data.withUnsafeBytes { Glibc.write(fd, $0.baseAddress, $0.count) }
-        close(fd)
-        if rename(temp, file) != 0 { unlink(temp) }
+        try? TokenStore.writeDurably(data, to: file, folder: folder, sync: false)
     }
 
     private static func now() -> Double {

@@ -73,8 +73,8 @@ public struct ResultStore: Sendable {
 
     public func path(forID id: String) -> String { StateDirectory(directory).result(id) }
 
-    /// Writes a record atomically and durably, replacing an earlier one of the same id.
-    public func save(_ record: TransferRecord) throws {
+    /// Writes a record atomically (and durably unless `durably` is false), replacing an earlier one of the same id.
+    public func save(_ record: TransferRecord, durably: Bool = true) throws {
         for dir in [directory, resultsDirectory] where mkdir(dir, 0o700) != 0 && errno != EEXIST {
             throw TokenStoreError.cannotWrite(dir, reason: String(cString: strerror(errno)))
         }
@@ -82,7 +82,7 @@ public struct ResultStore: Sendable {
         record.url = Redact.url(record.url)
         record.error = record.error.map(Redact.text)
         let data = try TokenStore.encoder.encode(record)
-        try TokenStore.writeDurably(data, to: path(forID: record.id), folder: resultsDirectory)
+        try TokenStore.writeDurably(data, to: path(forID: record.id), folder: resultsDirectory, sync: durably)
         pruneOnce()
     }
 

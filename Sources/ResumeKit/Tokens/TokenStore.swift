@@ -145,12 +145,13 @@ public struct TokenStore: Sendable {
     }
 
     /// temp file (0600) + fsync + rename + fsync of the folder: a crash leaves the old or the new file whole.
-    static func writeDurably(_ data: Data, to final: String, folder: String) throws {
+    /// Without `sync` only a reader never sees a torn file (live information, a record no one relies on).
+    static func writeDurably(_ data: Data, to final: String, folder: String, sync: Bool = true) throws {
         let temp = final + ".tmp.\(getpid())"
         let fd = open(temp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
         guard fd >= 0 else { throw TokenStoreError.cannotWrite(final, reason: String(cString: strerror(errno))) }
         var ok = data.withUnsafeBytes { writeAll(fd, $0) }
-        ok = ok && fsync(fd) == 0
+        ok = ok && (!sync || fsync(fd) == 0)
         let err = errno
         close(fd)
         guard ok, rename(temp, final) == 0 else {
@@ -158,7 +159,7 @@ public struct TokenStore: Sendable {
             unlink(temp)
             throw TokenStoreError.cannotWrite(final, reason: reason)
         }
-        syncDirectory(folder)
+        if sync { syncDirectory(folder) }
     }
 
     /// Removes a token and its lock file.

@@ -1,7 +1,8 @@
 """Case 12, `small`: one 4 KiB file downloaded --loop times (default 100) in a shell loop, a new process each
 time, as a script that fetches file by file does: resumectl against `curl -o F && sync F` (durable when it
-ends, as resumectl's output is) and plain curl, from nginx on loopback. What it measures is the fixed cost
-of one transfer: start-up, the token and its record, the syncs (README, "A small download")."""
+ends, as resumectl's output is) and plain curl, from nginx on loopback; and resumectl --json, whose events
+name the id, so that it writes its token before `started` (6 syncs instead of 2). What it measures is the
+fixed cost of one transfer: start-up, the token and its record, the syncs (README, "A small download")."""
 
 import os
 
@@ -26,6 +27,7 @@ def run(bench):
     loop = lambda body: ["sh", "-c", f'i=0; while [ $i -lt {n} ]; do i=$((i+1)); {body} || exit 1; done']
     cmds = {
         "resumectl": loop(f'"{bench.bin}" download -q "{url}" -o "{out}/f$i" >/dev/null'),
+        "resumectl --json": loop(f'"{bench.bin}" download --json "{url}" -o "{out}/f$i" >/dev/null'),
         "curl && sync": loop(f'curl -s -o "{out}/f$i" "{url}" && sync "{out}/f$i"'),
         "curl": loop(f'curl -s -o "{out}/f$i" "{url}"'),
     }
