@@ -22,7 +22,8 @@ The cases (scripts/bench/cases/, one module each; a name or its number selects i
     9 stdout     download -o - | sha256sum       curl -s                 nginx
    10 tls        download over HTTPS             curl                    nginx (TLS)
    11 serve      serve's downloads and uploads   (see cases/serve.py)    resumectl serve
-   12 small      4 KiB download ×100, a loop     curl && sync, curl      nginx
+   12 small      4 KiB download ×100, a loop     curl && sync, curl,     nginx
+                                                 resumectl --json
    13 startup    --version ×100, a loop          curl --version          -
    14 folder     a 2,000-file folder             aws s3 cp/sync; curl,   moto; resumectl serve
                                                  rclone (webdav)
