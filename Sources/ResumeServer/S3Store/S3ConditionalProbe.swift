@@ -4,7 +4,7 @@ import ResumeKit
 /// rest: a probe object is written twice with `If-None-Match: *`; the second write must be refused.
 /// An endpoint that lets it through would let two instances append to one upload at once.
 enum S3ConditionalProbe {
-    enum Verdict: Equatable, Sendable {
+    enum Support: Equatable, Sendable {
         case supported
         /// The second conditional write was accepted.
         case ignored
@@ -13,7 +13,7 @@ enum S3ConditionalProbe {
     }
 
     /// Blocks: two PUTs and a DELETE of `keys.probe(instance)`.
-    static func run(_ client: S3Client, keys: S3UploadKeys, instance: String) -> Verdict {
+    static func run(_ client: S3Client, keys: S3UploadKeys, instance: String) -> Support {
         let key = keys.probe(instance)
         let body = Array("resumectl serve probe \(instance)".utf8)
         do {
