@@ -105,7 +105,7 @@ release: deps
 # alongside 200 others on 2 cores, a "slow" transfer ends before the test's kill or pause arrives; three
 # at once use under half a core (they wait on transfers, not on the CPU) and take a third of the time of
 # one at a time. The rest runs fully in parallel. One build serves both runs.
-TIMED_SUITES := EndToEndTests\.(CrashSafetyTests|FolderUploadTests|FolderUploadControlTests|DownloadTests|ManyConnectionsTests|AnnouncedIDTests|UploadTests|SupportSelfTests|BackgroundTests|S3CrashTests|StreamUploadTests|StreamUploadStrictTests|TusStreamUploadTests|S3StreamUploadTests|StdoutDownloadTests|ServeDurabilityTests|ServeS3StoreTests)
+TIMED_SUITES := EndToEndTests\.(CrashSafetyTests|FolderUploadTests|FolderUploadControlTests|DownloadTests|ManyConnectionsTests|AnnouncedIDTests|UploadTests|SupportSelfTests|BackgroundTests|S3CrashTests|StreamUploadTests|StreamUploadStrictTests|TusStreamUploadTests|S3StreamUploadTests|StdoutDownloadTests|ServeDurabilityTests|ServeS3StoreTests|ServeS3FolderTests|ServeS3AccessTests)
 TIMED_WIDTH ?= 3
 test: deps
 	$(SWIFT) build --build-tests
