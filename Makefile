@@ -105,7 +105,7 @@ release: deps
 # alongside 200 others on 2 cores, a "slow" transfer ends before the test's kill or pause arrives; a few
 # at once wait on transfers, not on the CPU (three used 0.8 of a core on 2026-11-26, and passed every test
 # while three builds ran beside them). The rest runs fully in parallel. One build serves both runs.
-TIMED_SUITES := EndToEndTests\.(CrashSafetyTests|FolderUploadTests|FolderUploadControlTests|DownloadTests|ManyConnectionsTests|AnnouncedIDTests|UploadTests|SupportSelfTests|BackgroundTests|S3CrashTests|StreamUploadTests|StreamUploadStrictTests|TusStreamUploadTests|S3StreamUploadTests|StdoutDownloadTests|ServeDurabilityTests|ServeS3StoreTests)
+TIMED_SUITES := EndToEndTests\.(CrashSafetyTests|FolderUploadTests|FolderUploadControlTests|DownloadTests|ManyConnectionsTests|AnnouncedIDTests|UploadTests|SupportSelfTests|BackgroundTests|S3CrashTests|StreamUploadTests|StreamUploadStrictTests|TusStreamUploadTests|S3StreamUploadTests|StdoutDownloadTests|ServeDurabilityTests|ServeS3StoreTests|ServeS3FolderTests|ServeS3AccessTests)
 TIMED_WIDTH ?= 4
 test: deps
 	$(SWIFT) build --build-tests

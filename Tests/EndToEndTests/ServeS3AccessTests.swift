@@ -8,6 +8,9 @@ import Testing
 struct ServeS3AccessTests {
     static let MiB = 1 << 20
     static let draft = ["-H", "Expect:", "-H", "Upload-Draft-Interop-Version: 6"]
+    /// No instance is killed here: a lock need not run out fast (the cluster's 4 s, on a loaded machine,
+    /// leaves a writer less than the third of it it needs, and it answers 423).
+    static let lock = ["--lock-seconds", "30"]
 
     /// What S3 holds: every key of the bucket, and the multipart uploads still open.
     static func stored(_ cluster: S3ServeCluster) async throws -> (keys: [String], open: Int) {
@@ -19,7 +22,7 @@ struct ServeS3AccessTests {
         let w = try Workspace()
         let htpasswd = try await ServeLoginTests.passwordFile(w)
         let digest = try makeRandomFile(path: w.path("www/up.bin"), size: 6 * Self.MiB + 1, seed: 3420)
-        let cluster = try await S3ServeCluster(instances: 1, extra: ["--htpasswd", htpasswd])
+        let cluster = try await S3ServeCluster(instances: 1, extra: Self.lock + ["--htpasswd", htpasswd])
         let base = "http://127.0.0.1:\(cluster.ports[0])"
         try await cluster.moto.put(cluster.bucket, cluster.key("hello.txt"), file: w.path("www/up.bin"))
         #expect(try await CurlExchange.run([base + "/hello.txt"]).status == 401)
@@ -45,7 +48,7 @@ struct ServeS3AccessTests {
         #expect(log.contains("login failed for user \"alice\""), "\(log)")
         #expect(!log.contains("not it") && !log.contains("secret"), "\(log)")
 
-        let open = try await S3ServeCluster(instances: 1, extra: ["--htpasswd", htpasswd, "--public-read"])
+        let open = try await S3ServeCluster(instances: 1, extra: Self.lock + ["--htpasswd", htpasswd, "--public-read"])
         let openBase = "http://127.0.0.1:\(open.ports[0])"
         try await open.moto.put(open.bucket, open.key("hello.txt"), file: w.path("www/up.bin"))
         let anonymous = try await CurlExchange.run([openBase + "/hello.txt"])
@@ -59,7 +62,7 @@ struct ServeS3AccessTests {
         let w = try Workspace()
         _ = try makeRandomFile(path: w.path("www/big.bin"), size: 8 * Self.MiB, seed: 3421)
         let smallDigest = try makeRandomFile(path: w.path("www/small.bin"), size: 500_000, seed: 3422)
-        let cluster = try await S3ServeCluster(instances: 1, extra: ["--max-upload-size", "6M"])
+        let cluster = try await S3ServeCluster(instances: 1, extra: Self.lock + ["--max-upload-size", "6M"])
         let base = "http://127.0.0.1:\(cluster.ports[0])"
         let sized = try await CurlExchange.run(["-T", w.path("www/big.bin"), base + "/sized.bin"])
         #expect(sized.status == 413)
@@ -93,12 +96,13 @@ struct ServeS3AccessTests {
     func maxUploads() async throws {
         let w = try Workspace()
         let digest = try makeRandomFile(path: w.path("www/f.bin"), size: 4_000_000, seed: 3423)
-        let cluster = try await S3ServeCluster(instances: 1, extra: ["--max-uploads", "1"])
+        let cluster = try await S3ServeCluster(instances: 1, extra: Self.lock + ["--max-uploads", "1"])
         let base = "http://127.0.0.1:\(cluster.ports[0])"
         async let slow = CurlExchange.run(["--limit-rate", "200K", "-T", w.path("www/f.bin"), base + "/slow.bin"])
         // The first upload holds its slot once its multipart upload exists on S3.
         var open = 0
-        for _ in 0..<100 where open == 0 {
+        let deadline = ContinuousClock.now + .seconds(180)
+        while open == 0 && ContinuousClock.now < deadline {
             try await Task.sleep(for: .milliseconds(300))
             open = try await cluster.moto.uploads(cluster.bucket).count
         }
@@ -118,7 +122,7 @@ struct ServeS3AccessTests {
 
     @Test("--max-uploads on two instances: an upload created on one and finished through the other gives its slot back to the first once it reads the upload again")
     func slotFreedByAnotherInstance() async throws {
-        let cluster = try await S3ServeCluster(instances: 2, extra: ["--max-uploads", "1"])
+        let cluster = try await S3ServeCluster(instances: 2, extra: Self.lock + ["--max-uploads", "1"])
         let w = try Workspace()
         _ = try makeRandomFile(path: w.path("www/t.bin"), size: 1000, seed: 3424)
         let first = "http://127.0.0.1:\(cluster.ports[0])"

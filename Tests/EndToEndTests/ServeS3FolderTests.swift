@@ -26,7 +26,7 @@ struct ServeS3FolderTests {
 
     @Test("the prefix as a folder: the page, plain PUT of awkward names, 409 unless --overwrite, HEAD, the object's CRC32C, expiry aborts")
     func folderPlainAndExpiry() async throws {
-        let cluster = try await S3ServeCluster(instances: 1, extra: ["--upload-timeout", "2"])
+        let cluster = try await S3ServeCluster(instances: 1, extra: ["--upload-timeout", "2", "--lock-seconds", "30"])
         let w = try Workspace()
         let base = "http://127.0.0.1:\(cluster.ports[0])"
         let small = try makeRandomFile(path: w.path("www/a.txt"), size: 1000, seed: 3407)
