@@ -28,17 +28,17 @@ extension TransferClient {
     /// A file at or above this size has its finished line synced at once: sending it again would cost more than a sync.
     static let batchLargeFile: Int64 = 8 << 20
 
-    /// Below this (off S3) a file goes without a token, as one request (the draft's complete POST, tus's
+    /// Up to this (off S3) a file goes without a token, as one request (the draft's complete POST, tus's
     /// creation with the upload, a PUT): a kill in mid-request costs sending it again, at most 1 MiB, where a
     /// token would cost four to six fsyncs on every run (token, lock, result record) and a HEAD to resume.
     static let batchSmallFile: Int64 = 1 << 20
 
     /// Whether `file` goes as a small file: on S3, one that fits in one part (a single `PutObject`, which
-    /// could not resume anyway); elsewhere one below ``batchSmallFile``. A file that has a token from an
+    /// could not resume anyway); elsewhere one of at most ``batchSmallFile``. A file that has a token from an
     /// earlier run continues with it.
     func smallFile(_ file: BatchTree.File, _ upload: UploadRequest) -> Bool {
         let limit = Route.isS3(upload.url)
-            ? (try? MultipartPlan.partSize(fileSize: file.size, requested: upload.s3.partSize).size) ?? 0 : Self.batchSmallFile - 1
+            ? (try? MultipartPlan.partSize(fileSize: file.size, requested: upload.s3.partSize).size) ?? 0 : Self.batchSmallFile
         return file.size <= limit && !store.exists(id: uploadTokenID(upload))
     }
 
