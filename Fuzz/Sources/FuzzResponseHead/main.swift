@@ -38,7 +38,13 @@ private func download(_ head: ResponseHead) {
         }
     }
     _ = SegmentRules.probe(head)
-    _ = SegmentRules.evaluate(head, from: 0, to: 999, resource: .init(etag: "\"a\"", validator: "\"a\"", totalBytes: 1000))
+    // A segment's bounded fetch writes only the exact part it asked for.
+    for (from, to): (Int64, Int64) in [(0, 499), (500, 999)] {
+        var segment = DownloadStateMachine(resource: .init(etag: "\"a\"", validator: "\"a\"", totalBytes: 1000), onChange: .fail)
+        if case .write(let at, _) = segment.evaluate(head, requestedOffset: from, through: to) {
+            require(at == from && head.status == 206, "a segment asked for \(from)-\(to) writes from \(at) on \(head.status)")
+        }
+    }
 }
 
 private func ietf(_ head: ResponseHead) {
