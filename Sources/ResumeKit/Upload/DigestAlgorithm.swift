@@ -14,7 +14,7 @@ public enum DigestAlgorithm: String, Sendable, CaseIterable, Codable {
 
     var isCRC: Bool { self == .crc32 || self == .crc32c }
 
-    /// The digest of bytes in memory (`serve --store s3://` checksums each part it sends with it).
+    /// The digest of bytes in memory (a part `serve --store s3://` sends; S3's composite of part digests).
     public func digest(_ bytes: [UInt8]) -> [UInt8] {
         var hasher = hasher()
         bytes.withUnsafeBytes { hasher.update(bufferPointer: $0) }

@@ -23,9 +23,7 @@ enum BatchSkip {
         func combined(_ algorithm: DigestAlgorithm) throws(TransferError) -> [UInt8] {
             var all: [UInt8] = []
             for part in parts { all += try digest(algorithm, part) }
-            var hasher = algorithm.hasher()
-            all.withUnsafeBytes { hasher.update(bufferPointer: $0) }
-            return hasher.digestBytes()
+            return algorithm.digest(all)
         }
         if let crc = h["x-amz-checksum-crc32c"]?.trimmingSpaces() {
             let pieces = crc.split(separator: "-", maxSplits: 1)
