@@ -130,6 +130,11 @@ let package = Package(
             dependencies: ["ResumeKit", "ResumeS3", .product(name: "Crypto", package: "swift-crypto")],
             resources: [.copy("Fixtures")]
         ),
+        // The command line's own readers, without a process: what `QuickDownload` reads, ArgumentParser reads alike.
+        .testTarget(
+            name: "ResumeCLITests",
+            dependencies: ["ResumeCLI", "ResumeKit", .product(name: "ArgumentParser", package: "swift-argument-parser")]
+        ),
         .testTarget(
             name: "EndToEndTests",
             dependencies: [

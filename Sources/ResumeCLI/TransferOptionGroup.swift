@@ -1,25 +1,27 @@
 import ArgumentParser
 import ResumeKit
 
-/// The options every transfer command takes.
+/// The options every transfer command takes; their defaults are `TransferSettings`'.
 struct TransferOptionGroup: ParsableArguments {
+    private static let defaults = TransferSettings()
+
     @Option(name: [.customShort("H"), .long], help: "Extra request header 'Name: value' (repeatable).")
     var header: [String] = []
 
     @Option(help: "Retries after network failures: a number or 'inf'.")
-    var retries: Retries = Retries(value: 10)
+    var retries = Retries(value: defaults.retries)
 
     @Option(name: .customLong("retry-delay"), help: "First backoff delay in seconds; it doubles up to 30 s.")
-    var retryDelay: Double = 1
+    var retryDelay = defaults.retryDelay
 
     @Option(name: .customLong("stall-timeout"), help: "Seconds without progress before a retry.")
-    var stallTimeout: Int = 30
+    var stallTimeout = defaults.stallTimeout
 
     @Option(name: .customLong("limit-rate"), help: "Maximum rate in bytes a second (suffix k or M).")
     var limitRate: ByteRate?
 
     @Option(name: .customLong("checkpoint-interval"), help: "Seconds between checkpoints of a download (fsync, then token); 0 checkpoints only when stopping. A crash loses at most this much.")
-    var checkpointInterval: Double = 1
+    var checkpointInterval = defaults.checkpointInterval
 
     @Flag(help: "Newline-delimited JSON events on stdout instead of the result line.")
     var json = false
@@ -44,24 +46,17 @@ struct TransferOptionGroup: ParsableArguments {
         try connection.validate()
     }
 
+    /// The options as plain values; a missing `-u` password is asked for here.
+    var settings: TransferSettings {
+        TransferSettings(
+            headers: header, retries: retries.value, retryDelay: retryDelay, stallTimeout: stallTimeout,
+            limitRate: limitRate?.bytesPerSecond, checkpointInterval: checkpointInterval, json: json, quiet: quiet,
+            verbose: verbose, stateDir: stateDir, connection: connection.settings, credentials: connection.credentials)
+    }
+
     var store: TokenStore { TokenStore(directory: stateDir ?? TokenStore.defaultDirectory()) }
 
-    func client() -> TransferClient {
-        var options = TransferOptions()
-        options.retry = RetryPolicy(maxRetries: retries.value, baseDelay: retryDelay)
-        options.transport.stallTimeout = stallTimeout
-        options.transport.verbose = verbose
-        if let limitRate {
-            options.transport.maxReceiveRate = limitRate.bytesPerSecond
-            options.transport.maxSendRate = limitRate.bytesPerSecond
-        }
-        options.transport.connection = connection.settings
-        options.transport.credentials = connection.credentials
-        options.computeSHA256 = json
-        options.announcesID = json
-        options.checkpointInterval = checkpointInterval == 0 ? .infinity : checkpointInterval
-        return TransferClient(store: store, options: options, s3Answers: S3Support.answers)
-    }
+    func client() -> TransferClient { settings.client() }
 }
 
 struct Retries: ExpressibleByArgument {

@@ -22,7 +22,8 @@ import Testing
         #expect((attrs[.posixPermissions] as? Int) == 0o600)
         let dirAttrs = try FileManager.default.attributesOfItem(atPath: store.resultsDirectory)
         #expect((dirAttrs[.posixPermissions] as? Int) == 0o700)
-        #expect(try FileManager.default.contentsOfDirectory(atPath: store.resultsDirectory) == ["d-0123456789abcdef.json"])
+        // No temp file is left; `.pruned` marks when the folder was last pruned.
+        #expect(try FileManager.default.contentsOfDirectory(atPath: store.resultsDirectory).filter { $0 != ".pruned" } == ["d-0123456789abcdef.json"])
     }
 
     @Test func aLaterEndReplacesTheRecord() throws {
@@ -55,6 +56,20 @@ import Testing
         #expect(store.load(id: "d-new") != nil)
         #expect(store.load(id: "d-edge") != nil)
         #expect(store.prune(now: now.addingTimeInterval(8 * 86_400)).sorted() == ["d-edge.json", "d-new.json"])
+    }
+
+    /// A script running one small transfer after another stats every record only once an hour, not every run.
+    @Test func aPruneWaitsAnHourAfterTheLastOne() throws {
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        try store.save(Self.sample(id: "d-old"))
+        let now = Date()
+        try FileManager.default.setAttributes([.modificationDate: now.addingTimeInterval(-8 * 86_400)], ofItemAtPath: store.path(forID: "d-old"))
+        #expect(store.pruneIfDue(now: now) == ["d-old.json"], "no marker yet: due")
+        try store.save(Self.sample(id: "d-older"))
+        try FileManager.default.setAttributes([.modificationDate: now.addingTimeInterval(-9 * 86_400)], ofItemAtPath: store.path(forID: "d-older"))
+        #expect(store.pruneIfDue(now: now.addingTimeInterval(ResultStore.pruneInterval - 60)) == nil, "pruned 59 minutes ago")
+        #expect(store.load(id: "d-older") != nil)
+        #expect(store.pruneIfDue(now: now.addingTimeInterval(ResultStore.pruneInterval + 60)) == ["d-older.json"])
     }
 
     @Test func noPasswordEntersARecord() throws {

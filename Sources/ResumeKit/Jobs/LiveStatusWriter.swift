@@ -4,6 +4,7 @@ import Synchronization
 
 /// Keeps `STATE/run/<id>.json` up to date from a transfer's events.
 public final class LiveStatusWriter: @unchecked Sendable {
+    private let stateDir: String
     private let file: String
     private let folder: String
     private let state: Mutex<(status: LiveStatus, lastWrite: Double)>
@@ -11,16 +12,16 @@ public final class LiveStatusWriter: @unchecked Sendable {
     private let inert: Bool
 
     public init(stateDir: String, id: String, phase: LiveStatus.Phase = .running, startAt: Date? = nil) {
+        self.stateDir = stateDir
         folder = StateDirectory(stateDir).run
         file = LiveStatus.path(stateDir: stateDir, id: id)
-        // Written below, so the first progress (or `started`) waits its second like any other: a small
-        // transfer writes its status once, not twice.
+        // A running transfer's first status waits its second like every later one: one that ends sooner (a
+        // small download) never writes it, and `list` sees it by its lock meanwhile. Any other phase (queued,
+        // scheduled) is written at once.
         state = Mutex((LiveStatus(pid: getpid(), state: phase, startAt: startAt, updatedAt: Date()), Self.now()))
         let holder = TokenLock.holder(path: TokenStore(directory: stateDir).lockPath(forID: id))
         inert = holder != nil && holder != getpid()
-        guard !inert else { return }
-        mkdir(stateDir, 0o700)
-        mkdir(folder, 0o700)
+        guard !inert, phase != .running else { return }
         state.withLock { write($0.status) }
     }
 
@@ -72,6 +73,8 @@ public final class LiveStatusWriter: @unchecked Sendable {
         var status = status
         status.updatedAt = Date()
         guard let data = try? LiveStatus.encoder.encode(status) else { return }
+        mkdir(stateDir, 0o700)
+        mkdir(folder, 0o700)
         try? TokenStore.writeDurably(data, to: file, folder: folder, sync: false)
     }
 

@@ -3,9 +3,12 @@ import Glibc
 import Synchronization
 
 /// Result records on disk: `<state>/results/<id>.json`, mode 0600 in a 0700 folder, written like tokens
-/// (temp file + fsync + rename). Records older than ``maxAge`` are pruned, at most once per process.
+/// (temp file + fsync + rename). Records older than ``maxAge`` are pruned, at most once per process and once
+/// every ``pruneInterval``.
 public struct ResultStore: Sendable {
     public static let maxAge: Double = 7 * 86_400
+    /// A script that runs one small transfer after another would otherwise stat every record on every run.
+    public static let pruneInterval: Double = 3_600
 
     public let directory: String
     public var resultsDirectory: String { StateDirectory(directory).results }
@@ -66,10 +69,27 @@ public struct ResultStore: Sendable {
         return removed
     }
 
-    /// ``prune(now:maxAge:)`` the first time any store of this process asks for it.
+    /// ``pruneIfDue(now:)`` the first time any store of this process asks for it.
     public func pruneOnce() {
         guard !Self.pruned.exchange(true, ordering: .relaxed) else { return }
-        prune()
+        pruneIfDue()
+    }
+
+    /// ``prune(now:maxAge:)`` when the last prune, the modification time of `results/.pruned`, is more than
+    /// ``pruneInterval`` before `now`. - Returns: the names removed, nil when it was not due.
+    @discardableResult
+    public func pruneIfDue(now: Date = Date()) -> [String]? {
+        let marker = resultsDirectory + "/.pruned"
+        var st = stat()
+        if stat(marker, &st) == 0, Double(st.st_mtim.tv_sec) > now.timeIntervalSince1970 - Self.pruneInterval { return nil }
+        let removed = prune(now: now)
+        let fd = open(marker, O_WRONLY | O_CREAT | O_CLOEXEC, 0o600)
+        if fd >= 0 {
+            var times = [timespec](repeating: timespec(tv_sec: Int(now.timeIntervalSince1970), tv_nsec: 0), count: 2)
+            futimens(fd, &times)
+            close(fd)
+        }
+        return removed
     }
 
     private static let pruned = Atomic<Bool>(false)

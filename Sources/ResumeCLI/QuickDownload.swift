@@ -1,0 +1,58 @@
+import ResumeKit
+
+/// `download URL [-o PATH] [-q] [--json] [--force] [-H LINE]… [--state-dir DIR]`, the shape a script that
+/// fetches file by file runs, read without ArgumentParser: its parse reflects over all 45 options of `download`
+/// (Mirror, type demangling and protocol-conformance scans through the whole binary), a third of a 4 KiB
+/// download's time. Any other shape, and anything the full parse would refuse, is left to ArgumentParser,
+/// which words the error; `QuickDownloadTests` checks that both read every accepted line alike.
+struct QuickDownload: Equatable {
+    var url: String
+    var output: String?
+    var force = false
+    var settings = TransferSettings()
+
+    /// nil unless `arguments` (what follows the program name) is `download` in the shape above.
+    init?(_ arguments: [String]) {
+        guard arguments.first == "download" else { return nil }
+        var url: String?
+        var flags: Set<String> = []
+        var rest = arguments.dropFirst().makeIterator()
+        while let argument = rest.next() {
+            switch argument {
+            case "-q", "--quiet", "--json", "--force":
+                // A flag given twice is left to ArgumentParser's rules.
+                guard flags.insert(argument == "-q" ? "--quiet" : argument).inserted else { return nil }
+            case "-o", "--output", "-H", "--header", "--state-dir":
+                guard let value = rest.next(), !value.hasPrefix("-") else { return nil }
+                switch argument {
+                case "-o", "--output":
+                    guard output == nil else { return nil }
+                    output = value
+                case "--state-dir":
+                    guard settings.stateDir == nil else { return nil }
+                    settings.stateDir = value
+                default: settings.headers.append(value)
+                }
+            default:
+                guard url == nil, !argument.hasPrefix("-"), Self.isHTTP(argument) else { return nil }
+                url = argument
+            }
+        }
+        guard let url, (try? HeaderLines.parse(settings.headers)) != nil else { return nil }
+        self.url = url
+        settings.quiet = flags.contains("--quiet")
+        settings.json = flags.contains("--json")
+        force = flags.contains("--force")
+    }
+
+    var request: DownloadRequest { DownloadRequest(url: url, outputPath: output, headers: settings.headers, force: force) }
+
+    func run() async throws {
+        try await Download.runOne(request, settings: settings, connections: 1, background: nil)
+    }
+
+    private static func isHTTP(_ url: String) -> Bool {
+        let scheme = url.prefix { $0 != ":" }.lowercased()
+        return (scheme == "http" || scheme == "https") && url.dropFirst(scheme.count).hasPrefix("://")
+    }
+}
