@@ -15,13 +15,19 @@ struct QuickDownload: Equatable {
     init?(_ arguments: [String]) {
         guard arguments.first == "download" else { return nil }
         var url: String?
-        var flags: Set<String> = []
         var rest = arguments.dropFirst().makeIterator()
         while let argument = rest.next() {
             switch argument {
-            case "-q", "--quiet", "--json", "--force":
-                // A flag given twice is left to ArgumentParser's rules.
-                guard flags.insert(argument == "-q" ? "--quiet" : argument).inserted else { return nil }
+            // A flag given twice is left to ArgumentParser's rules.
+            case "-q", "--quiet":
+                guard !settings.quiet else { return nil }
+                settings.quiet = true
+            case "--json":
+                guard !settings.json else { return nil }
+                settings.json = true
+            case "--force":
+                guard !force else { return nil }
+                force = true
             case "-o", "--output", "-H", "--header", "--state-dir":
                 guard let value = rest.next(), !value.hasPrefix("-") else { return nil }
                 switch argument {
@@ -40,9 +46,6 @@ struct QuickDownload: Equatable {
         }
         guard let url, (try? HeaderLines.parse(settings.headers)) != nil else { return nil }
         self.url = url
-        settings.quiet = flags.contains("--quiet")
-        settings.json = flags.contains("--json")
-        force = flags.contains("--force")
     }
 
     var request: DownloadRequest { DownloadRequest(url: url, outputPath: output, headers: settings.headers, force: force) }

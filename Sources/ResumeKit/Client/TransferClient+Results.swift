@@ -1,4 +1,5 @@
 import FoundationEssentials
+import Glibc
 
 extension TransferClient {
     /// Where this client keeps the records of ended transfers (beside the tokens).
@@ -28,7 +29,12 @@ extension TransferClient {
     /// - Parameter since: when the transfer began; a record written since (by the finish, before the token
     ///   went) is not written twice.
     private func recordDone(id: String, kind: ResumeToken.Kind, url: String, result: TransferResult, source: String? = nil, since: Date) {
-        if let written = results.load(id: id), written.outcome == .done, written.endedAt >= since.addingTimeInterval(-1) { return }
+        // While this run holds the id's lock only its finish writes the record, and only as "done": a record
+        // written since the start is that one, known by a stat rather than by reading it back. (A file clock
+        // behind `since` by a tick costs a second write of the same record, never a lost one.)
+        var st = stat()
+        if stat(results.path(forID: id), &st) == 0,
+            Double(st.st_mtim.tv_sec) + Double(st.st_mtim.tv_nsec) / 1e9 >= since.timeIntervalSince1970 { return }
         let record: TransferRecord
         switch result {
         case .downloaded(let d):

@@ -15,7 +15,7 @@ public struct TokenStore: Sendable {
     }
 
     /// `$RESUMECTL_STATE_DIR`, else `$XDG_STATE_HOME/resumectl`, else `~/.local/state/resumectl`.
-    public static func defaultDirectory(environment: [String: String] = ProcessInfo.processInfo.environment) -> String {
+    public static func defaultDirectory(environment: [String: String] = StateDirectory.environment()) -> String {
         StateDirectory.located(environment: environment).path
     }
 
