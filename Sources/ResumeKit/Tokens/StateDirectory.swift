@@ -18,22 +18,14 @@ public struct StateDirectory: Sendable, Equatable {
     public init(_ path: String) { self.path = path }
 
     /// `$RESUMECTL_STATE_DIR`, else `$XDG_STATE_HOME/resumectl`, else `~/.local/state/resumectl`.
-    public static func located(environment: [String: String] = StateDirectory.environment()) -> StateDirectory {
-        if let dir = environment["RESUMECTL_STATE_DIR"], !dir.isEmpty { return StateDirectory(dir) }
-        if let xdg = environment["XDG_STATE_HOME"], !xdg.isEmpty { return StateDirectory(xdg + "/resumectl") }
-        let home = environment["HOME"].flatMap { $0.isEmpty ? nil : $0 }
+    /// - Parameter variable: the environment's value of a name; `getenv` by default, as the whole environment
+    ///   made into a dictionary costs a small transfer more than everything else it does before connecting.
+    public static func located(variable: (String) -> String? = { getenv($0).map { String(cString: $0) } }) -> StateDirectory {
+        if let dir = variable("RESUMECTL_STATE_DIR"), !dir.isEmpty { return StateDirectory(dir) }
+        if let xdg = variable("XDG_STATE_HOME"), !xdg.isEmpty { return StateDirectory(xdg + "/resumectl") }
+        let home = variable("HOME").flatMap { $0.isEmpty ? nil : $0 }
             ?? getpwuid(getuid()).flatMap { $0.pointee.pw_dir.map { String(cString: $0) } } ?? "/"
         return StateDirectory(home + "/.local/state/resumectl")
-    }
-
-    /// The three variables `located` reads, from `getenv`: the whole environment as a dictionary costs a
-    /// small transfer more than everything else it does before connecting.
-    public static func environment() -> [String: String] {
-        var found: [String: String] = [:]
-        for name in ["RESUMECTL_STATE_DIR", "XDG_STATE_HOME", "HOME"] {
-            if let value = getenv(name) { found[name] = String(cString: value) }
-        }
-        return found
     }
 
     public var tokens: String { path + "/tokens" }

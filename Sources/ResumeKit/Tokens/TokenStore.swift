@@ -15,8 +15,11 @@ public struct TokenStore: Sendable {
     }
 
     /// `$RESUMECTL_STATE_DIR`, else `$XDG_STATE_HOME/resumectl`, else `~/.local/state/resumectl`.
-    public static func defaultDirectory(environment: [String: String] = StateDirectory.environment()) -> String {
-        StateDirectory.located(environment: environment).path
+    public static func defaultDirectory() -> String { StateDirectory.located().path }
+
+    /// ``defaultDirectory()`` as it would be under `environment`.
+    public static func defaultDirectory(environment: [String: String]) -> String {
+        StateDirectory.located { environment[$0] }.path
     }
 
     /// A stable id: the same URL to the same place gets the same token, so a second run resumes.
