@@ -10,7 +10,7 @@ struct BatchRow {
     init(_ record: BatchRecord, client: TransferClient) {
         self.record = record
         let current = TransferState(id: record.id, store: client.store)
-        state = current.map { TokenSummary($0).stateText } ?? "failed and resumable"
+        state = current.map { TransferRow($0).stateText } ?? "failed and resumable"
         if case .running(let pid, _)? = current?.phase { self.pid = Int(pid) } else { pid = nil }
         finished = client.batchFinishedCount(record.id)
     }

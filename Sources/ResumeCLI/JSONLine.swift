@@ -14,29 +14,3 @@ enum JSONLine {
         return e
     }()
 }
-
-enum JSONValue: Encodable {
-    case string(String)
-    case integer(Int64)
-    case number(Double)
-    case boolean(Bool)
-    case null
-
-    func encode(to encoder: any Encoder) throws {
-        var c = encoder.singleValueContainer()
-        switch self {
-        case .string(let v): try c.encode(v)
-        case .integer(let v): try c.encode(v)
-        case .number(let v): try c.encode(v)
-        case .boolean(let v): try c.encode(v)
-        case .null: try c.encodeNil()
-        }
-    }
-}
-
-protocol JSONRepresentable { var jsonValue: JSONValue { get } }
-extension String: JSONRepresentable { var jsonValue: JSONValue { .string(self) } }
-extension Int: JSONRepresentable { var jsonValue: JSONValue { .integer(Int64(self)) } }
-extension Int64: JSONRepresentable { var jsonValue: JSONValue { .integer(self) } }
-extension Double: JSONRepresentable { var jsonValue: JSONValue { .number(self) } }
-extension Bool: JSONRepresentable { var jsonValue: JSONValue { .boolean(self) } }

@@ -58,30 +58,3 @@ struct TransferOptionGroup: ParsableArguments {
 
     func client() -> TransferClient { settings.client() }
 }
-
-struct Retries: ExpressibleByArgument {
-    var value: Int?
-    init(value: Int?) { self.value = value }
-    init?(argument: String) {
-        if argument == "inf" { value = nil; return }
-        guard let n = Int(argument), n >= 0 else { return nil }
-        value = n
-    }
-    var defaultValueDescription: String { value.map(String.init) ?? "inf" }
-}
-
-struct ByteRate: ExpressibleByArgument {
-    var bytesPerSecond: Int64
-    init?(argument: String) {
-        var text = Substring(argument)
-        var factor: Int64 = 1
-        switch text.last {
-        case "k", "K": factor = 1024; text = text.dropLast()
-        case "m", "M": factor = 1024 * 1024; text = text.dropLast()
-        case "g", "G": factor = 1024 * 1024 * 1024; text = text.dropLast()
-        default: break
-        }
-        guard let n = Int64(text), n > 0 else { return nil }
-        bytesPerSecond = n * factor
-    }
-}

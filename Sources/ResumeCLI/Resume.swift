@@ -79,43 +79,6 @@ struct Resume: AsyncParsableCommand {
     }
 }
 
-/// `resume --all`: ResumeKit's ``Supervisor`` runs the pool; with `--detach` the pool itself runs in the
-/// background and each transfer writes its events to its own log.
-enum ResumeAll {
-    static func run(client: TransferClient, parallel: Int, background: BackgroundOptions) throws {
-        let store = client.store
-        let ids = Supervisor.resumable(store: store)
-        let forwarded = forwardedArguments()
-        if background.detach {
-            guard !ids.isEmpty else { return }
-            try Background.launch(id: "resume-all", announce: ids.joined(separator: "\n"), stateDir: store.directory,
-                arguments: ["resume", "--all", "--parallel", String(parallel)] + Detach.backgroundDefaults(forwarded))
-        }
-        let statuses = Supervisor.run(
-            ids: ids, parallel: parallel, store: store, logs: background.detachedChild,
-            arguments: { ["resume", $0] + forwarded + (background.detachedChild ? ["--detached-child"] : []) },
-            spawnFailed: { id, error in Output.stderr("resumectl: \(id): \(error)\n") },
-            queuedAll: { if background.detachedChild { Detach.signalReady() } })
-        let status = ExitStatus.combined(statuses)
-        if status != 0 { throw ExitCode(status) }
-    }
-
-    /// The transfer options of this command line, for each `resume ID` (not `--all`, `--parallel`, `--detach`).
-    private static func forwardedArguments() -> [String] {
-        var args: [String] = []
-        var skipNext = false
-        for arg in CommandLine.arguments.dropFirst(2) {
-            if skipNext { skipNext = false; continue }
-            switch arg {
-            case "--all", "--detach", "--detached-child": continue
-            case "--parallel": skipNext = true
-            default: if !arg.hasPrefix("--parallel=") { args.append(arg) }
-            }
-        }
-        return args
-    }
-}
-
 extension Resume {
     /// `resume b-…`: the folder upload continues as its record describes it; one that ended done says so (exit 0).
     func resumeBatch(_ id: String, client: TransferClient) async throws {

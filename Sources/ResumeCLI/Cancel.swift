@@ -1,0 +1,47 @@
+import ArgumentParser
+import Glibc
+import ResumeKit
+
+struct Cancel: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "cancel",
+        abstract: "Forget a transfer: remove its .part file (download) or DELETE the server's upload, then the token.",
+        discussion: "An S3 upload's multipart upload is aborted (AbortMultipartUpload), which frees its parts; --keep-parts leaves it on S3.")
+
+    @Argument(help: "Token id or token file path.")
+    var token: String
+
+    @Flag(name: .customLong("keep-parts"), help: "S3: leave the multipart upload and its parts on S3 (no AbortMultipartUpload).")
+    var keepParts = false
+
+    @OptionGroup var state: StateOptions
+
+    func run() async throws {
+        let client = state.client
+        let keepParts = self.keepParts
+        let reference = token
+        // A running (or scheduled, or detached) transfer is stopped first, as `pause` would.
+        if let id = try? client.loadToken(reference).id,
+            case .stillRunning(let pid) = Jobs.stop(id: id, store: client.store, within: 30)
+        {
+            throw Runner.fail(TransferError(.busy, "pid \(pid) has not stopped after 30 s"), json: false)
+        }
+        if client.batchRecord(reference) != nil {
+            if case .stillRunning(let pid) = Jobs.stop(id: reference, store: client.store, within: 30) {
+                throw Runner.fail(TransferError(.busy, "pid \(pid) has not stopped after 30 s"), json: false)
+            }
+            do { Output.stderr("resumectl: \(try await client.cancelBatch(reference, keepParts: keepParts))\n") } catch { throw Runner.fail(error, json: false) }
+            return
+        }
+        do {
+            let message = try await client.cancel(reference, keepParts: keepParts)
+            Output.stderr("resumectl: \(message)\n")
+        } catch where error.code == .inputMissing && !reference.contains("/") {
+            // A finished transfer has nothing left to forget; only an id nothing knows is an error.
+            guard let record = client.record(reference) else { throw Runner.fail(error, json: false) }
+            Output.stderr("resumectl: \(reference) already ended (\(record.outcome.rawValue) at \(TransferRow.localTime(record.endedAt))); nothing to cancel\n")
+        } catch {
+            throw Runner.fail(error, json: false)
+        }
+    }
+}

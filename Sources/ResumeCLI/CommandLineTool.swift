@@ -1,0 +1,19 @@
+import Glibc
+import ResumeKit
+
+/// The entry point of the `resumectl` and `resumectl-s3` programs.
+public enum CommandLineTool {
+    /// - Parameter s3: S3's XML reader, in `resumectl-s3`; `resumectl` passes nil and hands S3 work over.
+    @MainActor
+    public static func main(s3: (any S3Answers)?) async {
+        // `--version` alone is answered before ArgumentParser builds its command tree (that reflects over every
+        // subcommand's options: Mirror and protocol-conformance lookups through the whole binary), and on the
+        // main thread, before the first hop to Swift's thread pool starts a thread.
+        if CommandLine.arguments.count == 2, CommandLine.arguments[1] == "--version" {
+            Output.stdout(Resumectl.configuration.version + "\n")
+            Glibc.exit(0)
+        }
+        S3Support.answers = s3
+        await Resumectl.main()
+    }
+}

@@ -1,0 +1,31 @@
+import ArgumentParser
+import Glibc
+import ResumeKit
+
+struct List: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "list",
+        abstract: "List transfers and their state: running (pid), scheduled, queued, waiting for network, paused, failed and resumable, failed.",
+        discussion: "--all adds the transfers that ended in the last 7 days (done, failed, cancelled).")
+
+    @Flag(help: "Also the transfers that ended (kept 7 days).")
+    var all = false
+
+    @OptionGroup var state: StateOptions
+
+    func run() throws {
+        let store = state.store
+        let (tokens, broken) = store.all()
+        // A folder upload's files are its batch's row, not rows of their own.
+        var states = tokens.filter { $0.upload?.batch == nil }.compactMap { TransferState(id: $0.id, store: store, token: $0) }
+        let batches = state.client.batchRecords()
+        for b in batches { Output.stdout(BatchRow(b, client: state.client).text(json: state.json) + "\n") }
+        if all {
+            let known = Set(tokens.map(\.id) + batches.map(\.id))
+            states += ResultStore(directory: store.directory).all().filter { !known.contains($0.id) }
+                .compactMap { TransferState(id: $0.id, store: store) }
+        }
+        for s in states { Output.stdout((state.json ? TransferRow(s).json : TransferRow(s).line) + "\n") }
+        for (file, reason) in broken { Output.stderr("resumectl: skipped \(file): \(reason)\n") }
+    }
+}

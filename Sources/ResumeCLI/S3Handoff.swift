@@ -1,0 +1,36 @@
+import ArgumentParser
+import Glibc
+import ResumeKit
+
+/// `resumectl` hands an `s3://` transfer (and the resume or cancel of one) to `resumectl-s3` beside it,
+/// with the same arguments: S3's XML parser costs a plain HTTP download about 4.5 MiB it never needs.
+enum S3Handoff {
+    static func needed(_ command: ParsableCommand) -> Bool {
+        switch command {
+        case let download as Download:
+            return download.url.map(Route.isS3) ?? false
+        case let upload as Upload:
+            return Route.isS3(upload.url)
+        case let resume as Resume:
+            return resume.token.map { isS3Token($0, stateDir: resume.options.stateDir) } ?? false
+        case let cancel as Cancel:
+            return isS3Token(cancel.token, stateDir: cancel.state.stateDir)
+        default:
+            return false
+        }
+    }
+
+    private static func isS3Token(_ reference: String, stateDir: String?) -> Bool {
+        let store = TokenStore(directory: stateDir ?? TokenStore.defaultDirectory())
+        if let batch = TransferClient(store: store).batchRecord(reference) { return batch.s3 != nil }
+        guard let token = try? TransferClient(store: store).loadToken(reference) else { return false }
+        return token.s3 != nil
+    }
+
+    static func exec() throws -> Never {
+        let program = Serve.siblingPath("resumectl-s3")
+        var cArgs = CommandLine.arguments.map { strdup($0) } + [nil]
+        execv(program, &cArgs)
+        throw Runner.fail(TransferError(.inputMissing, "cannot run \(program) for S3: \(String(cString: strerror(errno)))"), json: false)
+    }
+}

@@ -1,0 +1,26 @@
+import ArgumentParser
+import Glibc
+import ResumeKit
+
+struct Show: ParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "show", abstract: "Print a token's JSON, or the record of a transfer that ended.")
+
+    @Argument(help: "Token id or token file path.")
+    var token: String
+
+    @OptionGroup var state: StateOptions
+
+    func run() throws {
+        if let batch = state.client.batchRecord(token) {
+            Output.stdout(batch.json + "\n")
+            Output.stderr("resumectl: \(token): \(state.client.batchFinishedCount(token)) files finished so far\n")
+            return
+        }
+        do {
+            Output.stdout(TokenStore.json(try state.client.loadToken(token)) + "\n")
+        } catch {
+            guard error.code == .inputMissing, let record = state.client.record(token) else { throw Runner.fail(error, json: false) }
+            Output.stdout(ResultStore.json(record) + "\n")
+        }
+    }
+}
