@@ -14,6 +14,10 @@ public enum CommandLineTool {
             Glibc.exit(0)
         }
         S3Support.answers = s3
+        if let quick = QuickDownload(Array(CommandLine.arguments.dropFirst())) {
+            do { try quick.run() } catch { Resumectl.exit(withError: error) }
+            return
+        }
         await Resumectl.main()
     }
 }

@@ -50,8 +50,23 @@ struct QuickDownload: Equatable {
 
     var request: DownloadRequest { DownloadRequest(url: url, outputPath: output, headers: settings.headers, force: force) }
 
-    func run() async throws {
-        try await Download.runOne(request, settings: settings, connections: 1, background: nil)
+    /// Runs the download on this thread: the full command's path (`Download.runOne`) hops to Swift's thread
+    /// pool and to a transfer thread, which costs a small download more than its bytes. Its live status and
+    /// signal rules are the same.
+    func run() throws {
+        let client = settings.client()
+        let reporter = Reporter(json: settings.json, quiet: settings.quiet)
+        let id = client.downloadTokenID(request)
+        if let id { reporter.setToken(id) }
+        let live = id.map { LiveStatusWriter(stateDir: client.store.directory, id: $0) }
+        defer { live?.finish() }
+        let result = try Runner.runBlocking(reporter: reporter) { cancellation throws(TransferError) in
+            try client.downloadBlocking(request, cancellation: cancellation) { event in
+                live?.handle(event)
+                reporter.handle(event)
+            }
+        }
+        reporter.result(result.path)
     }
 
     private static func isHTTP(_ url: String) -> Bool {

@@ -32,7 +32,6 @@ struct Resumectl: AsyncParsableCommand {
     /// with `--help` for the long story.
     static func main() async {
         do {
-            if let quick = QuickDownload(Array(CommandLine.arguments.dropFirst())) { return try await quick.run() }
             var command = try parseNamed() ?? parseAsRoot()
             if S3Support.answers == nil, S3Handoff.needed(command) { try S3Handoff.exec() }
             if var asyncCommand = command as? AsyncParsableCommand {

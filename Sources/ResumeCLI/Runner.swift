@@ -9,22 +9,41 @@ enum Runner {
     static func run<T: Sendable>(
         reporter: Reporter, _ work: @escaping @Sendable (Cancellation) async throws(TransferError) -> T
     ) async throws -> T {
+        let cancellation = start()
+        do {
+            return try await work(cancellation)
+        } catch {
+            throw stop(error, reporter: reporter)
+        }
+    }
+
+    /// ``run(reporter:_:)`` for work that blocks the calling thread until it ends.
+    static func runBlocking<T>(reporter: Reporter, _ work: (Cancellation) throws(TransferError) -> T) throws -> T {
+        let cancellation = start()
+        do {
+            return try work(cancellation)
+        } catch {
+            throw stop(error, reporter: reporter)
+        }
+    }
+
+    private static func start() -> Cancellation {
         let cancellation = Cancellation()
         signal(SIGPIPE, SIG_IGN)
         // Past a file-size limit, write(2) should fail with EFBIG (exit 74, token kept), not kill us.
         signal(SIGXFSZ, SIG_IGN)
         StopSignals.route(to: cancellation)
-        do {
-            return try await work(cancellation)
-        } catch {
-            if error.code == .outputClosed {
-                // The reader of stdout is gone: end as a filter does, by the SIGPIPE that was held off.
-                signal(SIGPIPE, SIG_DFL)
-                raise(SIGPIPE)
-            }
-            reporter.failure(error)
-            throw ExitCode(error.exitStatus)
+        return cancellation
+    }
+
+    private static func stop(_ error: TransferError, reporter: Reporter) -> ExitCode {
+        if error.code == .outputClosed {
+            // The reader of stdout is gone: end as a filter does, by the SIGPIPE that was held off.
+            signal(SIGPIPE, SIG_DFL)
+            raise(SIGPIPE)
         }
+        reporter.failure(error)
+        return ExitCode(error.exitStatus)
     }
 
     /// Reports a failure that happened before any transfer started.

@@ -61,15 +61,20 @@ public struct TransferClient: Sendable {
     public func download(
         _ request: DownloadRequest, cancellation: Cancellation = Cancellation(), events: @escaping EventHandler = { _ in }
     ) async throws(TransferError) -> DownloadResult {
-        if request.outputPath == "-" {
-            return try await onOwnThread { () throws(TransferError) in try self.runStreamDownload(request, cancellation: cancellation, events: events) }
-        }
-        return try await onOwnThread { () throws(TransferError) in
-            try self.prepareStateDirectory()
-            return try self.recorded(id: self.downloadTokenID(request), kind: .download, url: request.url, { () throws(TransferError) in
-                try self.runDownload(request, cancellation: cancellation, events: events)
-            }, as: TransferResult.downloaded)
-        }
+        try await onOwnThread { () throws(TransferError) in try self.downloadBlocking(request, cancellation: cancellation, events: events) }
+    }
+
+    /// ``download(_:cancellation:events:)`` on the calling thread, which it blocks until the download ends: for a
+    /// caller with nothing else to do meanwhile (a hop to Swift's thread pool and back costs a small download
+    /// more than its bytes).
+    public func downloadBlocking(
+        _ request: DownloadRequest, cancellation: Cancellation = Cancellation(), events: @escaping EventHandler = { _ in }
+    ) throws(TransferError) -> DownloadResult {
+        if request.outputPath == "-" { return try runStreamDownload(request, cancellation: cancellation, events: events) }
+        try prepareStateDirectory()
+        return try recorded(id: downloadTokenID(request), kind: .download, url: request.url, { () throws(TransferError) in
+            try self.runDownload(request, cancellation: cancellation, events: events)
+        }, as: TransferResult.downloaded)
     }
 
     /// Continues the transfer a token describes.
