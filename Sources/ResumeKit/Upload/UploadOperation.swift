@@ -2,14 +2,6 @@ import Dispatch
 import FoundationEssentials
 import Synchronization
 
-/// What a finished upload produced.
-public struct UploadResult: Sendable, Equatable {
-    /// The URL the file was uploaded to.
-    public var url: String
-    public var bytes: Int64
-    public var sha256: String?
-}
-
 /// Runs one upload to its end on the calling thread, for any protocol behind ``UploadMachine``: it sends
 /// what the machine plans, feeds it what came back, and owns what every protocol shares — token writes
 /// (an upload URL from a 1xx is in the token before the body is through), retry and backoff, pause and

@@ -35,8 +35,3 @@ extension TransferClient {
         return "cancelled \(id); \(cancelled) unfinished file uploads dropped"
     }
 }
-
-extension BatchRecord {
-    /// The record as `show` prints it.
-    public var json: String { String(decoding: (try? TokenStore.encoder.encode(self)) ?? Data(), as: UTF8.self) }
-}
