@@ -139,25 +139,6 @@ extension TransferClient {
         return ResumeToken(id: id, url: location.description, headers: ResumeToken.storableHeaders(request.headers), transfer: .upload(part))
     }
 
-    /// Uploads to `s3://BUCKET/KEY`, continuing this file's earlier attempt to the same key.
-    func runS3Upload(_ request: UploadRequest, cancellation: Cancellation, events: @escaping EventHandler) throws(TransferError) -> UploadResult {
-        _ = try requireS3Answers()
-        let (source, existing, lock) = try openUpload(request)
-        defer { lock.release() }
-        var token: ResumeToken
-        if let existing {
-            var part = try existing.uploadPart()
-            part.updateS3 { $0.parallel = request.s3.parallel }  // the command given again says it again
-            token = existing.with(.upload(part))
-        } else {
-            token = try newS3UploadToken(request, id: lock.id, source: source.identity, events: events)
-        }
-        let options = connectionOptions(for: &token, events: events)
-        try store.write(token)
-        return try runUploadOperation(token, source: source, options: options, versionPinned: false, chunkSize: nil,
-            capabilities: nil, cancellation: cancellation, events: events)
-    }
-
     /// The machine of an S3 upload's token (a file's, or a stream's at the bytes its spool made durable), and
     /// the settings its requests go with: signed, and `--limit-rate` shared by the parts in flight.
     func s3Machine(_ token: ResumeToken, options: TransferOptions) throws(TransferError) -> (S3MultipartMachine, TransferOptions) {

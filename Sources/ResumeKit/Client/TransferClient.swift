@@ -171,9 +171,7 @@ public struct TransferClient: Sendable {
         session: (any TransportSession)? = nil, batch: BatchPublisher.Slot? = nil, cancellation: Cancellation, events: @escaping EventHandler
     ) throws(TransferError) -> DownloadResult {
         var token = token
-        // Credentials given now are used for this run; `TokenStore.save` keeps them out of the file.
-        token.headers = HeaderLines.merge(stored: token.headers, given: extraHeaders)
-        let options = try signingS3(connectionOptions(for: &token, events: events), for: token)
+        let options = try signingS3(connectionOptions(for: &token, given: extraHeaders, events: events), for: token)
         do {
             return try runDownloadOperation(token, options: options, lock: lock, onChange: onChange, session: session,
                 batch: batch, cancellation: cancellation, events: events)

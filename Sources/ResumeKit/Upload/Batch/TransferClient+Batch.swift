@@ -199,21 +199,13 @@ extension TransferClient {
     {
         let source = try SourceFile(path: upload.filePath)
         let id = uploadTokenID(upload)
-        var token: ResumeToken
         var probe = upload.probed
-        if Route.isS3(upload.url) {
-            token = try newS3UploadToken(upload, id: id, source: source.identity, events: events)
-        } else {
-            let wire = try chooseProtocol(upload, probe: &probe, cancellation: cancellation, events: events)
-            token = ResumeToken(upload: upload, id: id, part: .init(source: source.identity, wire: wire))
-        }
+        var token = try newUploadToken(upload, id: id, source: source.identity, probe: &probe, cancellation: cancellation, events: events)
         let capabilities = try tusCapabilities(probe, size: source.identity.size, id: id)
-        let options = connectionOptions(for: &token, events: events)
-        do {
-            return try runUploadOperation(
-                token, source: source, options: options, versionPinned: upload.interopVersion != nil, chunkSize: upload.chunkSize,
-                capabilities: capabilities, durable: false, session: session, cancellation: cancellation, events: events)
-        } catch { throw explainingLogin(error) }
+        let options = connectionOptions(for: &token, given: upload.headers, events: events)
+        return try runUploadOperation(
+            token, source: source, options: options, versionPinned: upload.interopVersion != nil, chunkSize: upload.chunkSize,
+            capabilities: capabilities, durable: false, session: session, cancellation: cancellation, events: events)
     }
 
     /// tus's capabilities from one OPTIONS; nil (each file then asks) when the answer names none.
