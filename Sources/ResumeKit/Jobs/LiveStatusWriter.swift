@@ -19,8 +19,7 @@ public final class LiveStatusWriter: @unchecked Sendable {
         let holder = TokenLock.holder(path: TokenStore(directory: stateDir).lockPath(forID: id))
         inert = holder != nil && holder != getpid()
         guard !inert else { return }
-        mkdir(stateDir, 0o700)
-        mkdir(folder, 0o700)
+        try? TokenStore.makeFolder(folder)
         state.withLock { write($0.status) }
     }
 

@@ -63,8 +63,6 @@ final class UploadOperation<Machine: UploadMachine>: @unchecked Sendable {
         case stalled
     }
 
-    /// The upload's state as the operation last wrote it.
-    var currentUpload: ResumeToken.UploadPart { upload }
     /// A connection to keep for the next operation of the same upload (a stream's next append).
     var currentSession: (any TransportSession)? { idle.last }
 
