@@ -15,7 +15,7 @@ public final class LiveStatusWriter: @unchecked Sendable {
         file = LiveStatus.path(stateDir: stateDir, id: id)
         // Written below, so the first progress (or `started`) waits its second like any other: a small
         // transfer writes its status once, not twice.
-        state = Mutex((LiveStatus(pid: getpid(), state: phase, startAt: startAt, updatedAt: Date()), Self.now()))
+        state = Mutex((LiveStatus(pid: getpid(), state: phase, startAt: startAt, updatedAt: Date()), Monotonic.now))
         let holder = TokenLock.holder(path: TokenStore(directory: stateDir).lockPath(forID: id))
         inert = holder != nil && holder != getpid()
         guard !inert else { return }
@@ -29,7 +29,7 @@ public final class LiveStatusWriter: @unchecked Sendable {
             guard $0.status.state != phase || $0.status.startAt != startAt else { return }
             $0.status.state = phase
             $0.status.startAt = startAt
-            $0.lastWrite = Self.now()
+            $0.lastWrite = Monotonic.now
             write($0.status)
         }
     }
@@ -57,7 +57,7 @@ public final class LiveStatusWriter: @unchecked Sendable {
             default:
                 return
             }
-            let t = Self.now()
+            let t = Monotonic.now
             guard phaseChanged || t - $0.lastWrite >= 1 else { return }
             $0.lastWrite = t
             write($0.status)
@@ -72,11 +72,5 @@ public final class LiveStatusWriter: @unchecked Sendable {
         status.updatedAt = Date()
         guard let data = try? LiveStatus.encoder.encode(status) else { return }
         try? TokenStore.writeDurably(data, to: file, folder: folder, sync: false)
-    }
-
-    private static func now() -> Double {
-        var ts = timespec()
-        clock_gettime(CLOCK_MONOTONIC, &ts)
-        return Double(ts.tv_sec) + Double(ts.tv_nsec) / 1e9
     }
 }
