@@ -15,7 +15,7 @@ extension TransferClient {
         } catch {
             return requests.map { _ in .failure(error) }
         }
-        let queue = WorkQueue(count: requests.count)
+        let queue = WorkQueue<Result<DownloadResult, TransferError>>(count: requests.count)
         let workers = max(1, min(parallel, requests.count))
         let publisher = BatchPublisher(store: store)
         await withSessionPool { transport in await withTaskGroup(of: Void.self) { group in

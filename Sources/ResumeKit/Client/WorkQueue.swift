@@ -1,10 +1,10 @@
 import Synchronization
 
 /// Hands out list indexes to the workers and collects their results.
-final class WorkQueue: Sendable {
+final class WorkQueue<Value: Sendable>: Sendable {
     private let next = Atomic<Int>(0)
     private let count: Int
-    private let collected: Mutex<[Result<DownloadResult, TransferError>?]>
+    private let collected: Mutex<[Value?]>
 
     init(count: Int) {
         self.count = count
@@ -16,9 +16,9 @@ final class WorkQueue: Sendable {
         return i < count ? i : nil
     }
 
-    func finish(_ i: Int, _ result: Result<DownloadResult, TransferError>) {
+    func finish(_ i: Int, _ result: Value) {
         collected.withLock { $0[i] = result }
     }
 
-    var results: [Result<DownloadResult, TransferError>?] { collected.withLock { $0 } }
+    var results: [Value?] { collected.withLock { $0 } }
 }

@@ -1,5 +1,3 @@
-import FoundationEssentials
-
 /// Where an upload's bytes come from: a file, or a stream's spool (`upload -`). Bodies are read by offset.
 protocol UploadSource: AnyObject {
     var fd: Int32 { get }
@@ -10,11 +8,4 @@ protocol UploadSource: AnyObject {
     /// SHA-256 of everything uploaded, for `--json`; nil when it cannot be known (a stream resumed by
     /// another process no longer has its first bytes).
     func sha256() throws(TransferError) -> String?
-}
-
-extension UploadSource {
-    /// The base64 digest of `range`, for a protocol's body checksum.
-    func digest(_ range: BodyRange, _ algorithm: DigestAlgorithm) throws(TransferError) -> String {
-        Data(try digestBytes(range, algorithm)).base64EncodedString()
-    }
 }

@@ -1,7 +1,6 @@
 import Dispatch
 import FoundationEssentials
 import Glibc
-import Synchronization
 
 extension TransferClient {
     /// Uploads every regular file under a folder to a prefix or folder URL as one batch (`b-…`): each file
@@ -83,7 +82,7 @@ extension TransferClient {
         let earlier = BatchLedger.earlier(state: state, id: id)
         let ledger = try BatchLedger(state: state, id: id, order: tree.files.map(\.relative))
         let tally = BatchTally(files: tree.files.count, total: tree.bytes)
-        let next = Atomic<Int>(0)
+        let queue = WorkQueue<Void>(count: tree.files.count)  // the tally keeps what each file came to
         let perFile = template
         withSessionPool { pool in
             var pooled = self
@@ -97,9 +96,7 @@ extension TransferClient {
                 runOnBackgroundThread("batch") {
                     defer { group.leave() }
                     let session = pool.makeSession()
-                    while !cancellation.isStopped {
-                        let i = next.add(1, ordering: .relaxed).oldValue
-                        guard i < tree.files.count else { break }
+                    while !cancellation.isStopped, let i = queue.take() {
                         let file = tree.files[i]
                         let item = BatchFile(path: file.path, target: BatchNaming.target(request.target, relative: file.relative))
                         do throws(TransferError) {
