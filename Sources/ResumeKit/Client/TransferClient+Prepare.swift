@@ -1,5 +1,3 @@
-import FoundationEssentials
-
 extension TransferClient {
     /// Checks a download and writes its token before any byte moves, so that its id can be announced,
     /// paused, cancelled, waited for and resumed at once (`--detach`, `--start-at`). A file already at the

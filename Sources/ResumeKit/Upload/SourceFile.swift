@@ -1,4 +1,3 @@
-import FoundationEssentials
 import Glibc
 
 /// An upload's source, open for the whole upload, with the identity a token records.

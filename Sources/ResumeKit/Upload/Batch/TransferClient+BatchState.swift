@@ -1,4 +1,3 @@
-import FoundationEssentials
 import Glibc
 
 /// Batches as `list`, `show` and `cancel` see them.
