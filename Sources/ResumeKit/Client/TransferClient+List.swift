@@ -1,5 +1,3 @@
-import Synchronization
-
 extension TransferClient {
     /// Downloads many files, `parallel` at a time, each resumable on its own token. With the libcurl
     /// transport all transfers run on one multi handle (one network thread, one connection cache);

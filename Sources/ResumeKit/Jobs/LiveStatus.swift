@@ -1,6 +1,5 @@
 import FoundationEssentials
 import Glibc
-import Synchronization
 
 /// What a running transfer says about itself in `STATE/run/<id>.json`, for `list`, `wait` and `pause`:
 /// its pid, its phase (`running`, `scheduled`, `queued`, `waiting for network`), its progress and rate. The
