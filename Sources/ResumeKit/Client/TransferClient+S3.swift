@@ -64,8 +64,7 @@ extension TransferClient {
             var objects: [S3Object] = []
             var continuation: String?
             // One attempt a page: a page that fails is asked again; the pages before it are kept.
-            var more = true
-            while more {
+            repeat {
                 var query = [("list-type", "2"), ("prefix", location.key)]
                 if let continuation { query.append(("continuation-token", continuation)) }
                 let body = try Retrier.run(self.options, cancellation: cancellation, events: events, fresh: { RetryRules.isFresh(held: Int64(objects.count), known: false) }, stopped: "stopped while listing \(url)") { () throws(TransferError) in
@@ -85,8 +84,7 @@ extension TransferClient {
                 let page = try answers.objects(body)
                 objects += page.objects
                 continuation = page.continuation
-                more = continuation != nil
-            }
+            } while continuation != nil
 
             try OutputPath.makeFolders(folder)
             var requests: [DownloadRequest] = []
@@ -175,8 +173,7 @@ extension TransferClient {
         case .refused(let status, let error, _):
             throw TransferError(.failed, S3Call.failure(status, error, "cannot abort the upload of \(s3.address) (cancel --keep-parts forgets it anyway)"))
         case .lost(let fault):
-            let message = fault.message
-            throw TransferError(.failed, "cannot reach S3 to abort the upload of \(s3.address): \(message) (cancel --keep-parts forgets it anyway)")
+            throw TransferError(.failed, "cannot reach S3 to abort the upload of \(s3.address): \(fault.message) (cancel --keep-parts forgets it anyway)")
         case .stopped:
             throw TransferError(.stopped(.interrupt), "stopped")
         }
