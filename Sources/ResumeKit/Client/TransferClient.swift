@@ -110,7 +110,6 @@ public struct TransferClient: Sendable {
     // MARK: Downloads
 
     /// - Parameter batch: a list's publisher, which takes over small files once their data is complete.
-    /// - Parameter s3: for an S3 object's URL, what its token keeps to sign requests again.
     func runDownload(
         _ request: DownloadRequest, session: (any TransportSession)? = nil, batch: BatchPublisher.Slot? = nil,
         cancellation: Cancellation, events: @escaping EventHandler
