@@ -19,18 +19,21 @@ public enum FileDigest {
         return hasher.finalize().hex
     }
 
-    /// The digest of `range` of an open file (a body checksum: tus `Upload-Checksum`, S3 `Content-MD5`).
-    static func digest(fd: Int32, range: BodyRange, _ algorithm: DigestAlgorithm, path: String) throws(TransferError) -> [UInt8] {
+    /// The digest of `ranges` of an open file, one after the other (a body checksum: tus `Upload-Checksum`,
+    /// S3 `Content-MD5`; the edges of an upload's source).
+    static func digest(fd: Int32, ranges: [BodyRange], _ algorithm: DigestAlgorithm, path: String) throws(TransferError) -> [UInt8] {
         var hasher = algorithm.hasher()
         let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 128 << 10, alignment: 16)
         defer { buffer.deallocate() }
-        var got: Int64 = 0
-        while got < range.length {
-            let n = pread(fd, buffer.baseAddress!, Int(min(Int64(buffer.count), range.length - got)), off_t(range.offset + got))
-            if n < 0 && errno == EINTR { continue }
-            guard n > 0 else { throw TransferError(.localIO, "cannot read \(path): \(n == 0 ? "the file got shorter" : String(cString: strerror(errno)))") }
-            hasher.update(bufferPointer: UnsafeRawBufferPointer(rebasing: buffer[0..<n]))
-            got += Int64(n)
+        for range in ranges {
+            var got: Int64 = 0
+            while got < range.length {
+                let n = pread(fd, buffer.baseAddress!, Int(min(Int64(buffer.count), range.length - got)), off_t(range.offset + got))
+                if n < 0 && errno == EINTR { continue }
+                guard n > 0 else { throw TransferError(.localIO, "cannot read \(path): \(n == 0 ? "the file got shorter" : String(cString: strerror(errno)))") }
+                hasher.update(bufferPointer: UnsafeRawBufferPointer(rebasing: buffer[0..<n]))
+                got += Int64(n)
+            }
         }
         return hasher.digestBytes()
     }

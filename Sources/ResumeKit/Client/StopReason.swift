@@ -1,5 +1,4 @@
 import Dispatch
-import Synchronization
 
 /// Why a transfer was asked to stop.
 public enum StopReason: Int, Sendable {

@@ -1,7 +1,10 @@
 extension TransferClient {
     /// The options one transfer runs with: the connection settings stored in its token, overridden by the
     /// ones given now, which the token then keeps (without secrets). Credentials go only to the token's URL.
-    func connectionOptions(for token: inout ResumeToken, events: EventHandler) -> TransferOptions {
+    /// - Parameter given: `-H` lines of this run, which override the token's by name (`TokenStore.save` keeps
+    ///   secrets out of the file).
+    func connectionOptions(for token: inout ResumeToken, given: [String] = [], events: EventHandler) -> TransferOptions {
+        token.headers = HeaderLines.merge(stored: token.headers, given: given)
         let merged = (token.connection ?? ConnectionSettings()).overridden(by: options.transport.connection)
         token.connection = merged.storable.isEmpty ? nil : merged.storable
         var effective = options

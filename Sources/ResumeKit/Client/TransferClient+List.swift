@@ -1,6 +1,3 @@
-import FoundationEssentials
-import Synchronization
-
 extension TransferClient {
     /// Downloads many files, `parallel` at a time, each resumable on its own token. With the libcurl
     /// transport all transfers run on one multi handle (one network thread, one connection cache);
@@ -15,7 +12,7 @@ extension TransferClient {
         } catch {
             return requests.map { _ in .failure(error) }
         }
-        let queue = WorkQueue(count: requests.count)
+        let queue = WorkQueue<Result<DownloadResult, TransferError>>(count: requests.count)
         let workers = max(1, min(parallel, requests.count))
         let publisher = BatchPublisher(store: store)
         await withSessionPool { transport in await withTaskGroup(of: Void.self) { group in
@@ -44,27 +41,4 @@ extension TransferClient {
             return result ?? .failure(TransferError(.stopped(reason), "not started"))
         }
     }
-}
-
-/// Hands out list indexes to the workers and collects their results.
-private final class WorkQueue: Sendable {
-    private let next = Atomic<Int>(0)
-    private let count: Int
-    private let collected: Mutex<[Result<DownloadResult, TransferError>?]>
-
-    init(count: Int) {
-        self.count = count
-        collected = Mutex(Array(repeating: nil, count: count))
-    }
-
-    func take() -> Int? {
-        let i = next.add(1, ordering: .relaxed).oldValue
-        return i < count ? i : nil
-    }
-
-    func finish(_ i: Int, _ result: Result<DownloadResult, TransferError>) {
-        collected.withLock { $0[i] = result }
-    }
-
-    var results: [Result<DownloadResult, TransferError>?] { collected.withLock { $0 } }
 }

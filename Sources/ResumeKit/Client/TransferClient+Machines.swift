@@ -24,10 +24,8 @@ extension TransferClient {
             return (TusStateMachine(
                 size: size, creationURL: token.url, filename: filename, capabilities: capabilities, uploadURL: part.uploadURL,
                 checksum: checksum, expires: expires, chunkSize: chunkSize, lengthKnown: lengthKnown), options)
-        case .plain where stream == nil:
-            return (PlainUploadMachine(size: size), options)
         case .plain:
-            throw TransferError(.badToken, "token \(token.id): a stream cannot go by plain here")
+            return (PlainUploadMachine(size: size), options)  // not for a stream: see runStream
         case .s3:
             return try s3Machine(token, options: options)
         }

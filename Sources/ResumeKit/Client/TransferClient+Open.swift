@@ -1,10 +1,3 @@
-/// What opening a transfer found: the token to run (the one on disk, or a new one not yet written), or,
-/// for a download, a finished file at its output path that nothing asked to replace.
-enum Opening {
-    case token(ResumeToken, isNew: Bool)
-    case fileThere(String)
-}
-
 extension TransferClient {
     /// The one opening of a download, for `download` and `prepare` alike: its route (an s3:// URL becomes
     /// the signed HTTPS address of its object), the checks of its URL, headers and output path, its id,

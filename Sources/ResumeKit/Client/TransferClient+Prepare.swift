@@ -1,5 +1,3 @@
-import FoundationEssentials
-
 extension TransferClient {
     /// Checks a download and writes its token before any byte moves, so that its id can be announced,
     /// paused, cancelled, waited for and resumed at once (`--detach`, `--start-at`). A file already at the
@@ -26,21 +24,5 @@ extension TransferClient {
             ? try newS3UploadToken(request, id: lock.id, source: source.identity, events: { _ in })
             : ResumeToken(upload: request, id: lock.id, part: .init(source: source.identity, wire: request.pinnedWire ?? .undecided)))
         return lock.id
-    }
-}
-
-extension ResumeToken {
-    /// A new download's token: nothing committed yet.
-    init(download request: DownloadRequest, id: String, path: String, s3: S3State?) {
-        let part = DownloadPart(path: path, committedBytes: 0, expectedSHA256: request.expectedSHA256?.lowercased(),
-            onChange: request.onChange.rawValue, s3: s3)
-        self.init(id: id, url: request.url, headers: Self.storableHeaders(request.headers), transfer: .download(part))
-    }
-
-    /// A new upload's token.
-    init(upload request: UploadRequest, id: String, part: UploadPart) {
-        var part = part
-        part.batch = request.batch
-        self.init(id: id, url: request.url, headers: Self.storableHeaders(request.headers), transfer: .upload(part))
     }
 }

@@ -50,7 +50,7 @@ extension TransferClient {
 
     /// Keeps the end of a transfer that was announced. Refusals before it began (bad arguments, a token
     /// that does not exist or cannot be read) and "running elsewhere" leave no record: the one running owns it.
-    private func recordFailure(_ error: TransferError, id: String, kind: ResumeToken.Kind, url: String, source: String? = nil) {
+    func recordFailure(_ error: TransferError, id: String, kind: ResumeToken.Kind, url: String, source: String? = nil) {
         switch error.code {
         case .usage, .busy, .inputMissing, .badToken: return
         default: break

@@ -64,8 +64,7 @@ extension TransferClient {
             var objects: [S3Object] = []
             var continuation: String?
             // One attempt a page: a page that fails is asked again; the pages before it are kept.
-            var more = true
-            while more {
+            repeat {
                 var query = [("list-type", "2"), ("prefix", location.key)]
                 if let continuation { query.append(("continuation-token", continuation)) }
                 let body = try Retrier.run(self.options, cancellation: cancellation, events: events, fresh: { RetryRules.isFresh(held: Int64(objects.count), known: false) }, stopped: "stopped while listing \(url)") { () throws(TransferError) in
@@ -85,8 +84,7 @@ extension TransferClient {
                 let page = try answers.objects(body)
                 objects += page.objects
                 continuation = page.continuation
-                more = continuation != nil
-            }
+            } while continuation != nil
 
             try OutputPath.makeFolders(folder)
             var requests: [DownloadRequest] = []
@@ -139,25 +137,6 @@ extension TransferClient {
         return ResumeToken(id: id, url: location.description, headers: ResumeToken.storableHeaders(request.headers), transfer: .upload(part))
     }
 
-    /// Uploads to `s3://BUCKET/KEY`, continuing this file's earlier attempt to the same key.
-    func runS3Upload(_ request: UploadRequest, cancellation: Cancellation, events: @escaping EventHandler) throws(TransferError) -> UploadResult {
-        _ = try requireS3Answers()
-        let (source, existing, lock) = try openUpload(request)
-        defer { lock.release() }
-        var token: ResumeToken
-        if let existing {
-            var part = try existing.uploadPart()
-            part.updateS3 { $0.parallel = request.s3.parallel }  // the command given again says it again
-            token = existing.with(.upload(part))
-        } else {
-            token = try newS3UploadToken(request, id: lock.id, source: source.identity, events: events)
-        }
-        let options = connectionOptions(for: &token, events: events)
-        try store.write(token)
-        return try runUploadOperation(token, source: source, options: options, versionPinned: false, chunkSize: nil,
-            capabilities: nil, cancellation: cancellation, events: events)
-    }
-
     /// The machine of an S3 upload's token (a file's, or a stream's at the bytes its spool made durable), and
     /// the settings its requests go with: signed, and `--limit-rate` shared by the parts in flight.
     func s3Machine(_ token: ResumeToken, options: TransferOptions) throws(TransferError) -> (S3MultipartMachine, TransferOptions) {
@@ -194,8 +173,7 @@ extension TransferClient {
         case .refused(let status, let error, _):
             throw TransferError(.failed, S3Call.failure(status, error, "cannot abort the upload of \(s3.address) (cancel --keep-parts forgets it anyway)"))
         case .lost(let fault):
-            let message = fault.message
-            throw TransferError(.failed, "cannot reach S3 to abort the upload of \(s3.address): \(message) (cancel --keep-parts forgets it anyway)")
+            throw TransferError(.failed, "cannot reach S3 to abort the upload of \(s3.address): \(fault.message) (cancel --keep-parts forgets it anyway)")
         case .stopped:
             throw TransferError(.stopped(.interrupt), "stopped")
         }

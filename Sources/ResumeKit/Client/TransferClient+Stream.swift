@@ -24,36 +24,27 @@ extension TransferClient {
             return try continueStream(token, headers: request.headers, cancellation: cancellation, events: events)
         }
         let spoolMax = request.spoolMax ?? (1 << 30)
-        var part: ResumeToken.UploadPart
-        var token: ResumeToken
         var probe: ProtocolProbe?
         let stdin = ResumeToken.SourceIdentity(path: "-", size: 0, mtime: 0, inode: 0, edgeHash: "")
-        if case .s3Object = route {
-            token = try newS3UploadToken(request, id: id, source: stdin, events: events)
-            part = try token.uploadPart()
-            let partSize = part.s3?.partSize ?? MultipartPlan.defaultPartSize
+        var token = try newUploadToken(request, id: id, source: stdin, probe: &probe, cancellation: cancellation, events: events)
+        var part = try token.uploadPart()
+        if let partSize = part.s3?.partSize {
             // A part is cut only once the spool holds all of it: a smaller spool could never send one.
             guard spoolMax >= partSize else {
                 throw TransferError(.usage, "--spool-max (\(spoolMax >> 20) MiB) must hold at least one part (--part-size \(partSize >> 20) MiB)")
             }
-        } else {
-            let wire = try chooseProtocol(request, probe: &probe, cancellation: cancellation, events: events)
-            part = .init(source: stdin, wire: wire)
-            token = ResumeToken(upload: request, id: id, part: part)
+        } else if part.wire == .plain || probe == .unknown {
             // A server that named neither tus nor the draft would take the first append as the whole file.
-            if wire == .plain || probe == .unknown {
-                return try PlainStreamUpload(
-                    url: request.url, headers: given, input: STDIN_FILENO, transport: transport,
-                    options: connectionOptions(for: &token, events: events), cancellation: cancellation, emit: events
-                ).run()
-            }
+            return try PlainStreamUpload(
+                url: request.url, headers: given, input: STDIN_FILENO, transport: transport,
+                options: connectionOptions(for: &token, events: events), cancellation: cancellation, emit: events
+            ).run()
         }
         let spool = try Spool.create(path: try spoolPath(id: id))
         part.stream = .init(spool: spool.path, start: 0, durable: 0, ended: false, spoolMax: spoolMax,
             ledger: StreamLedger(blockSize: StreamLedger.blockSize(spoolMax: spoolMax)))
         token = token.with(.upload(part))
-        token.headers = HeaderLines.merge(stored: token.headers, given: request.headers)
-        let options = connectionOptions(for: &token, events: events)
+        let options = connectionOptions(for: &token, given: request.headers, events: events)
         do { try store.save(token) } catch {
             spool.remove()
             throw TransferError(.localIO, "\(error)")
@@ -74,8 +65,7 @@ extension TransferClient {
                 "the stream of \(token.id) was cut before its end: pipe the same stream in again (producer | resumectl resume \(token.id))")
         }
         let spool = try Spool.reopen(path: stream.spool, start: stream.start, durable: stream.durable)
-        token.headers = HeaderLines.merge(stored: token.headers, given: headers)
-        let options = connectionOptions(for: &token, events: events)
+        let options = connectionOptions(for: &token, given: headers, events: events)
 
         if stream.ended {
             events(.note("the stream ended before; sending the rest from the spool"))

@@ -1,41 +1,6 @@
 import FoundationEssentials
 import Glibc
 
-/// What `resumectl upload` asks for.
-public struct UploadRequest: Sendable, Equatable {
-    public var filePath: String
-    public var url: String
-    public var headers: [String]
-    /// Pin a draft interop version instead of negotiating from the newest.
-    public var interopVersion: InteropVersion?
-    /// Send the file in appends of at most this many bytes.
-    public var chunkSize: Int64?
-    /// The protocol to speak; `auto` asks the token, else one OPTIONS probe.
-    public var uploadProtocol: UploadProtocolChoice
-    /// For `s3://BUCKET/KEY` URLs: endpoint, region, profile, part size, parallel parts.
-    public var s3: S3Options
-    /// For a stream (`filePath` `-`, stdin): the most bytes its spool holds (default 1 GiB).
-    public var spoolMax: Int64?
-    /// What the protocol probe of a batch found once for all its files (nil: probe, unless pinned).
-    var probed: ProtocolProbe?
-    /// The batch (`b-…`) this file's upload belongs to; its token says so.
-    var batch: String?
-
-    public init(
-        filePath: String, url: String, headers: [String] = [], interopVersion: InteropVersion? = nil, chunkSize: Int64? = nil,
-        uploadProtocol: UploadProtocolChoice = .auto, s3: S3Options = S3Options(), spoolMax: Int64? = nil
-    ) {
-        self.s3 = s3
-        self.spoolMax = spoolMax
-        self.filePath = filePath
-        self.url = url
-        self.headers = headers
-        self.interopVersion = interopVersion
-        self.chunkSize = chunkSize
-        self.uploadProtocol = uploadProtocol
-    }
-}
-
 extension TransferClient {
     /// Uploads a file with the IETF draft, tus or a plain request, continuing this file's earlier attempt to the same URL.
     public func upload(
@@ -54,12 +19,12 @@ extension TransferClient {
         return TokenStore.makeID(kind: .upload, url: request.url, path: OutputPath.absolute(request.filePath))
     }
 
+    /// Uploads a file (to a URL or `s3://BUCKET/KEY`) or a stream, continuing this request's earlier attempt.
     func runUpload(_ request: UploadRequest, cancellation: Cancellation, events: @escaping EventHandler) throws(TransferError) -> UploadResult {
         if request.filePath == "-" { return try runStreamUpload(request, cancellation: cancellation, events: events) }
-        if Route.isS3(request.url) { return try runS3Upload(request, cancellation: cancellation, events: events) }
+        if Route.isS3(request.url) { _ = try requireS3Answers() }
         let (source, existing, lock) = try openUpload(request)
         defer { lock.release() }
-        let id = lock.id
         var token: ResumeToken
         var probe = request.probed
         if let existing {
@@ -68,22 +33,27 @@ extension TransferClient {
             if part.wire == .undecided {
                 part.wire = try chooseProtocol(request, probe: &probe, cancellation: cancellation, events: events)
             }
+            part.updateS3 { $0.parallel = request.s3.parallel }  // the command given again says it again
             token = existing.with(.upload(part))
         } else {
-            let wire = try chooseProtocol(request, probe: &probe, cancellation: cancellation, events: events)
-            token = ResumeToken(upload: request, id: id, part: .init(source: source.identity, wire: wire))
+            token = try newUploadToken(request, id: lock.id, source: source.identity, probe: &probe, cancellation: cancellation, events: events)
         }
-        token.headers = HeaderLines.merge(stored: token.headers, given: request.headers)
-        let options = connectionOptions(for: &token, events: events)
+        let options = connectionOptions(for: &token, given: request.headers, events: events)
         try store.write(token)
-        let capabilities = try tusCapabilities(probe, size: source.identity.size, id: id)
-        do {
-            return try runUploadOperation(
-                token, source: source, options: options, versionPinned: request.interopVersion != nil, chunkSize: request.chunkSize,
-                capabilities: capabilities, cancellation: cancellation, events: events)
-        } catch {
-            throw explainingLogin(error)
-        }
+        return try runUploadOperation(
+            token, source: source, options: options, versionPinned: request.interopVersion != nil, chunkSize: request.chunkSize,
+            capabilities: try tusCapabilities(probe, size: source.identity.size, id: lock.id), cancellation: cancellation, events: events)
+    }
+
+    /// A new upload's token, not yet written: an S3 one (``newS3UploadToken(_:id:source:events:)``), else one
+    /// with the protocol ``chooseProtocol(_:probe:cancellation:events:)`` finds (`probe` keeps its answer).
+    func newUploadToken(
+        _ request: UploadRequest, id: String, source: ResumeToken.SourceIdentity, probe: inout ProtocolProbe?, cancellation: Cancellation,
+        events: @escaping EventHandler
+    ) throws(TransferError) -> ResumeToken {
+        if Route.isS3(request.url) { return try newS3UploadToken(request, id: id, source: source, events: events) }
+        let wire = try chooseProtocol(request, probe: &probe, cancellation: cancellation, events: events)
+        return ResumeToken(upload: request, id: id, part: .init(source: source, wire: wire))
     }
 
     /// The protocol of a new upload: the one pinned, else what one OPTIONS probe finds (`probe` keeps its answer).
@@ -114,6 +84,7 @@ extension TransferClient {
     }
 
     /// Picks the token's protocol machine and runs it; not `durable` (a batch's small file), the token is never written.
+    /// A refusal nothing can continue takes the token with it; a 401 says what to do (``explainingLogin(_:)``).
     func runUploadOperation(
         _ token: ResumeToken, source: SourceFile, options: TransferOptions, versionPinned: Bool, chunkSize: Int64?,
         capabilities: TusCapabilities?, durable: Bool = true, session: (any TransportSession)? = nil, cancellation: Cancellation,
@@ -135,7 +106,7 @@ extension TransferClient {
         } catch {
             // Nothing can continue an upload refused for good (on S3: before an upload id): its token would only clutter `list`.
             if durable, error.tokenID == nil { store.remove(id: token.id) }
-            throw error
+            throw explainingLogin(error)
         }
     }
 
@@ -175,17 +146,14 @@ extension TransferClient {
         if token.upload?.stream != nil { return try continueStream(token, headers: headers, cancellation: cancellation, events: events) }
         let source = try SourceFile(path: part.source.path)
         try checkSource(part, source, id: token.id)
-        token.headers = HeaderLines.merge(stored: token.headers, given: headers)
-        let options = connectionOptions(for: &token, events: events)
+        let options = connectionOptions(for: &token, given: headers, events: events)
         if part.uploadURL == nil, part.uploadProtocol != .s3 {
             events(.note(part.resumable ? "the server never confirmed the upload; sending the whole file"
                 : "the server cannot resume uploads; sending the whole file again"))
         }
-        do {
-            return try runUploadOperation(
-                token, source: source, options: options, versionPinned: false, chunkSize: nil, capabilities: nil,
-                cancellation: cancellation, events: events)
-        } catch { throw explainingLogin(error) }
+        return try runUploadOperation(
+            token, source: source, options: options, versionPinned: false, chunkSize: nil, capabilities: nil,
+            cancellation: cancellation, events: events)
     }
 
     func checkSource(_ part: ResumeToken.UploadPart, _ source: SourceFile, id: String) throws(TransferError) {
@@ -256,18 +224,5 @@ extension TransferClient {
             }
         }
         return said
-    }
-}
-
-extension UploadRequest {
-    /// The protocol the request fixes without asking the server: `--protocol ietf|tus|plain`, or an
-    /// `--interop-version` (IETF); nil for `auto`, which probes.
-    var pinnedWire: ResumeToken.UploadPart.Wire? {
-        switch uploadProtocol {
-        case .auto: interopVersion.map { .ietf($0) }
-        case .ietf: .ietf(interopVersion ?? .newest)
-        case .tus: .tus(expires: nil, checksum: nil)
-        case .plain: .plain
-        }
     }
 }

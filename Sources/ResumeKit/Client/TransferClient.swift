@@ -1,35 +1,6 @@
 import FoundationEssentials
 import Glibc
 
-/// What `resumectl download` asks for.
-public struct DownloadRequest: Sendable, Equatable {
-    public var url: String
-    /// Where the finished file goes; a folder means "inside it, under the URL's name".
-    public var outputPath: String?
-    /// `Name: value` lines sent with every request.
-    public var headers: [String]
-    /// Expected SHA-256 in hex.
-    public var expectedSHA256: String?
-    public var onChange: DownloadStateMachine.OnChange
-    /// Replace an existing file at the output path.
-    public var force: Bool
-    /// For `s3://BUCKET/KEY` URLs: endpoint, region, profile.
-    public var s3: S3Options
-
-    public init(
-        url: String, outputPath: String? = nil, headers: [String] = [], expectedSHA256: String? = nil,
-        onChange: DownloadStateMachine.OnChange = .restart, force: Bool = false, s3: S3Options = S3Options()
-    ) {
-        self.s3 = s3
-        self.url = url
-        self.outputPath = outputPath
-        self.headers = headers
-        self.expectedSHA256 = expectedSHA256
-        self.onChange = onChange
-        self.force = force
-    }
-}
-
 /// The library's entry point: downloads, uploads and resumes, each run on a thread of its own.
 ///
 /// ```swift
@@ -144,7 +115,6 @@ public struct TransferClient: Sendable {
     // MARK: Downloads
 
     /// - Parameter batch: a list's publisher, which takes over small files once their data is complete.
-    /// - Parameter s3: for an S3 object's URL, what its token keeps to sign requests again.
     func runDownload(
         _ request: DownloadRequest, session: (any TransportSession)? = nil, batch: BatchPublisher.Slot? = nil,
         cancellation: Cancellation, events: @escaping EventHandler
@@ -205,9 +175,7 @@ public struct TransferClient: Sendable {
         session: (any TransportSession)? = nil, batch: BatchPublisher.Slot? = nil, cancellation: Cancellation, events: @escaping EventHandler
     ) throws(TransferError) -> DownloadResult {
         var token = token
-        // Credentials given now are used for this run; `TokenStore.save` keeps them out of the file.
-        token.headers = HeaderLines.merge(stored: token.headers, given: extraHeaders)
-        let options = try signingS3(connectionOptions(for: &token, events: events), for: token)
+        let options = try signingS3(connectionOptions(for: &token, given: extraHeaders, events: events), for: token)
         do {
             return try runDownloadOperation(token, options: options, lock: lock, onChange: onChange, session: session,
                 batch: batch, cancellation: cancellation, events: events)
@@ -285,12 +253,6 @@ public struct TransferClient: Sendable {
         try lock.hold()
         return lock
     }
-}
-
-/// The result of `resume`, for either direction.
-public enum TransferResult: Sendable, Equatable {
-    case downloaded(DownloadResult)
-    case uploaded(UploadResult)
 }
 
 /// Runs blocking work on a thread of its own, never on Swift's cooperative pool.

@@ -16,18 +16,5 @@ public enum TransferEvent: Sendable, Equatable {
     case warning(TransferWarning)
 }
 
-/// What a transfer warns of.
-public enum TransferWarning: Sendable, Equatable {
-    /// TLS certificates are not verified (`--insecure`).
-    case insecure
-
-    /// The line the user reads.
-    public var message: String {
-        switch self {
-        case .insecure: "warning: TLS certificates are not verified (--insecure); anyone on the path can read and change this transfer"
-        }
-    }
-}
-
 /// Receives events; called from the transfer's own thread.
 public typealias EventHandler = @Sendable (TransferEvent) -> Void

@@ -1,5 +1,4 @@
 import CCurl
-import Glibc
 
 /// The real transport. By default each exchange runs libcurl's easy interface on the calling thread;
 /// a transport made with ``multi()`` drives every exchange of all its sessions from one thread through

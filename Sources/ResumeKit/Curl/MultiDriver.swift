@@ -1,6 +1,5 @@
 import CCurl
 import Dispatch
-import FoundationEssentials
 import Synchronization
 
 /// libcurl's multi interface on a thread of its own. Sessions hand it an easy handle and wait; the

@@ -308,9 +308,7 @@ final class DownloadOperation: ExchangeDelegate {
         }
         download.committedBytes = part.committed
         try lock.hold()
-        do { try store.save(token) } catch {
-            throw TransferError(.localIO, "\(error)", tokenID: token.id)
-        }
+        try store.write(token, keeping: true)
         tokenOnDisk = true
     }
 

@@ -1,8 +1,5 @@
 import Dispatch
-import FoundationEssentials
 import Glibc
-import Synchronization
-import SystemPackage
 
 /// A download over several connections at once (`--connections N`): parallel ranged GETs, each with
 /// `If-Range`, written with `pwrite` into one `.part` file. Each segment's committed count is in the

@@ -147,17 +147,11 @@ final class StreamDownload: ExchangeDelegate {
             body = rest
         }
         guard !body.isEmpty else { return true }
-        var rest = body
-        while !rest.isEmpty {
-            let n = write(output, rest.baseAddress, rest.count)
-            if n < 0 {
-                if errno == EINTR { continue }
-                failure = errno == EPIPE
-                    ? TransferError(.outputClosed, "the reader of stdout went away after \(written) bytes")
-                    : TransferError(.localIO, "writing to stdout failed: \(String(cString: strerror(errno)))")
-                return false
-            }
-            rest = UnsafeRawBufferPointer(rebasing: rest[n...])
+        guard writeAll(output, body) else {
+            failure = errno == EPIPE
+                ? TransferError(.outputClosed, "the reader of stdout went away after \(written) bytes")
+                : TransferError(.localIO, "writing to stdout failed: \(String(cString: strerror(errno)))")
+            return false
         }
         hasher?.update(bufferPointer: body)
         ring.append(body)

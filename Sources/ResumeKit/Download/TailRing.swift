@@ -1,5 +1,3 @@
-import Glibc
-
 /// The last `capacity` bytes written, for comparing a resumed body with what the reader already has.
 struct TailRing {
     private var storage: [UInt8]

@@ -88,10 +88,7 @@ public enum Detach {
         while Date() < date {
             if let reason = cancellation.reason {
                 let error = TransferError.stopped(reason, "before its start time", tokenID: id)
-                let token = try? client.store.load(id)
-                try? client.results.save(TransferRecord(
-                    id: id, kind: kind, outcome: .paused, exit: error.exitStatus, resumable: token != nil, url: url,
-                    path: token?.download?.path ?? token?.upload?.source.path, bytes: 0, error: error.message))
+                client.recordFailure(error, id: id, kind: kind, url: url)
                 throw error
             }
             try? await Task.sleep(for: .milliseconds(min(100, max(1, Int(date.timeIntervalSinceNow * 1000)))))

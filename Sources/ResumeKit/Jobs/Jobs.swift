@@ -1,4 +1,3 @@
-import FoundationEssentials
 import Glibc
 
 /// Transfers running in other processes, seen through the state folder: which process runs one, and a

@@ -1,6 +1,5 @@
 import FoundationEssentials
 import Glibc
-import Synchronization
 
 /// What a running transfer says about itself in `STATE/run/<id>.json`, for `list`, `wait` and `pause`:
 /// its pid, its phase (`running`, `scheduled`, `queued`, `waiting for network`), its progress and rate. The
@@ -30,7 +29,7 @@ public struct LiveStatus: Codable, Equatable, Sendable {
     /// The status of a live process, or nil (no file, unreadable, or its process is gone).
     public static func load(stateDir: String, id: String) -> LiveStatus? {
         guard let data = FileManager.default.contents(atPath: path(stateDir: stateDir, id: id)),
-            let status = try? decoder.decode(LiveStatus.self, from: data), processIsAlive(status.pid)
+            let status = try? TokenStore.decoder.decode(LiveStatus.self, from: data), processIsAlive(status.pid)
         else { return nil }
         return status
     }
@@ -40,12 +39,6 @@ public struct LiveStatus: Codable, Equatable, Sendable {
         e.outputFormatting = [.sortedKeys]
         e.dateEncodingStrategy = ISOTime.encoding
         return e
-    }()
-
-    static let decoder: JSONDecoder = {
-        let d = JSONDecoder()
-        d.dateDecodingStrategy = ISOTime.decoding
-        return d
     }()
 }
 

@@ -4,7 +4,6 @@ import Synchronization
 
 /// Keeps `STATE/run/<id>.json` up to date from a transfer's events.
 public final class LiveStatusWriter: @unchecked Sendable {
-    private let stateDir: String
     private let file: String
     private let folder: String
     private let state: Mutex<(status: LiveStatus, lastWrite: Double)>
@@ -12,13 +11,12 @@ public final class LiveStatusWriter: @unchecked Sendable {
     private let inert: Bool
 
     public init(stateDir: String, id: String, phase: LiveStatus.Phase = .running, startAt: Date? = nil) {
-        self.stateDir = stateDir
         folder = StateDirectory(stateDir).run
         file = LiveStatus.path(stateDir: stateDir, id: id)
         // A running transfer's first status waits its second like every later one: one that ends sooner (a
         // small download) never writes it, and `list` sees it by its lock meanwhile. Any other phase (queued,
         // scheduled) is written at once.
-        state = Mutex((LiveStatus(pid: getpid(), state: phase, startAt: startAt, updatedAt: Date()), Self.now()))
+        state = Mutex((LiveStatus(pid: getpid(), state: phase, startAt: startAt, updatedAt: Date()), Monotonic.now))
         let holder = TokenLock.holder(path: TokenStore(directory: stateDir).lockPath(forID: id))
         inert = holder != nil && holder != getpid()
         guard !inert, phase != .running else { return }
@@ -31,7 +29,7 @@ public final class LiveStatusWriter: @unchecked Sendable {
             guard $0.status.state != phase || $0.status.startAt != startAt else { return }
             $0.status.state = phase
             $0.status.startAt = startAt
-            $0.lastWrite = Self.now()
+            $0.lastWrite = Monotonic.now
             write($0.status)
         }
     }
@@ -59,7 +57,7 @@ public final class LiveStatusWriter: @unchecked Sendable {
             default:
                 return
             }
-            let t = Self.now()
+            let t = Monotonic.now
             guard phaseChanged || t - $0.lastWrite >= 1 else { return }
             $0.lastWrite = t
             write($0.status)
@@ -73,14 +71,7 @@ public final class LiveStatusWriter: @unchecked Sendable {
         var status = status
         status.updatedAt = Date()
         guard let data = try? LiveStatus.encoder.encode(status) else { return }
-        mkdir(stateDir, 0o700)
-        mkdir(folder, 0o700)
+        try? TokenStore.makeFolder(folder)
         try? TokenStore.writeDurably(data, to: file, folder: folder, sync: false)
-    }
-
-    private static func now() -> Double {
-        var ts = timespec()
-        clock_gettime(CLOCK_MONOTONIC, &ts)
-        return Double(ts.tv_sec) + Double(ts.tv_nsec) / 1e9
     }
 }

@@ -1,5 +1,3 @@
-import FoundationEssentials
-
 /// One transfer as `list` shows it: what it is, where it stands and how far it got, from its state
 /// (token, record, live status).
 public struct TransferRow {

@@ -1,6 +1,4 @@
-import FoundationEssentials
 import Glibc
-import Synchronization
 
 /// Where a transfer stands, from its lock (is the holder alive?), its live status, its token and its record.
 public struct TransferState {

@@ -1,5 +1,3 @@
-import FoundationEssentials
-
 /// Carries out ``RetryRules`` for one transfer (or one segment, or one S3 part): counts failures, says
 /// each retry as an event, sleeps, and tells the loop how it goes on. Every path of the library runs its
 /// attempts through ``run(_:cancellation:events:announces:budget:fresh:stopped:explain:restart:_:)``.

@@ -1,5 +1,3 @@
-import FoundationEssentials
-
 /// Sleeps between attempts; injected so that tests run the retry table in milliseconds.
 public protocol RetryClock: Sendable {
     /// Seconds since 1970, for `Retry-After` dates.

@@ -1,5 +1,3 @@
-import FoundationEssentials
-
 /// Sends S3 requests, signed by the settings' hook, and reads the (small, XML) answers.
 struct S3Call {
     let answers: any S3Answers

@@ -7,19 +7,16 @@ public struct S3Options: Sendable, Equatable {
     public var partSize: Int64?
     /// Parts sent at once.
     public var parallel: Int
-    /// `cancel --keep-parts`: leave the multipart upload on S3 (no AbortMultipartUpload).
-    public var keepParts: Bool
     /// What each part carries for S3 to check (a new upload's; a resumed one keeps its own).
     public var checksum: S3Checksum
 
     public init(choices: S3Choices = S3Choices(), forcePathStyle: Bool = false, partSize: Int64? = nil, parallel: Int = 4,
-        keepParts: Bool = false, checksum: S3Checksum = .crc32c)
+        checksum: S3Checksum = .crc32c)
     {
         self.checksum = checksum
         self.choices = choices
         self.forcePathStyle = forcePathStyle
         self.partSize = partSize
         self.parallel = parallel
-        self.keepParts = keepParts
     }
 }

@@ -21,9 +21,7 @@ public struct ResultStore: Sendable {
 
     /// Writes a record atomically (and durably unless `durably` is false), replacing an earlier one of the same id.
     public func save(_ record: TransferRecord, durably: Bool = true) throws {
-        for dir in [directory, resultsDirectory] where mkdir(dir, 0o700) != 0 && errno != EEXIST {
-            throw TokenStoreError.cannotWrite(dir, reason: String(cString: strerror(errno)))
-        }
+        try TokenStore.makeFolder(resultsDirectory)
         var record = record
         record.url = Redact.url(record.url)
         record.error = record.error.map(Redact.text)

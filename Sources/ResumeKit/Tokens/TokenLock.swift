@@ -1,4 +1,3 @@
-import FoundationEssentials
 import Glibc
 
 /// The exclusive `flock` a running transfer holds on `tokens/<id>.lock`; the file holds its pid so

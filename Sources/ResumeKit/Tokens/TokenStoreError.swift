@@ -1,5 +1,3 @@
-import FoundationEssentials
-
 /// Errors of the token store, each with the sentence a user should read.
 public enum TokenStoreError: Error, Sendable, Equatable, CustomStringConvertible {
     case notFound(String)

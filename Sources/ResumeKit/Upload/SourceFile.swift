@@ -1,24 +1,4 @@
-import FoundationEssentials
 import Glibc
-
-/// Where an upload's bytes come from: a file, or a stream's spool (`upload -`). Bodies are read by offset.
-protocol UploadSource: AnyObject {
-    var fd: Int32 { get }
-    /// For events and records: the file's path, or `-` for stdin.
-    var path: String { get }
-    /// The digest of `range` (S3 wants a part's MD5 both as hex and as base64).
-    func digestBytes(_ range: BodyRange, _ algorithm: DigestAlgorithm) throws(TransferError) -> [UInt8]
-    /// SHA-256 of everything uploaded, for `--json`; nil when it cannot be known (a stream resumed by
-    /// another process no longer has its first bytes).
-    func sha256() throws(TransferError) -> String?
-}
-
-extension UploadSource {
-    /// The base64 digest of `range`, for a protocol's body checksum.
-    func digest(_ range: BodyRange, _ algorithm: DigestAlgorithm) throws(TransferError) -> String {
-        Data(try digestBytes(range, algorithm)).base64EncodedString()
-    }
-}
 
 /// An upload's source, open for the whole upload, with the identity a token records.
 final class SourceFile: UploadSource {
@@ -52,26 +32,13 @@ final class SourceFile: UploadSource {
     /// SHA-256 of the first and the last MiB: cheap, and catches edits at either end.
     static func edgeHash(fd: Int32, size: Int64, path: String) throws(TransferError) -> String {
         let mib: Int64 = 1 << 20
-        var hasher = MessageDigest(.sha256)
-        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 256 << 10, alignment: 16)  // a quarter of the pages
-        defer { buffer.deallocate() }
-        for start in Set([0, max(0, size - mib)]).sorted() {
-            let want = min(mib, size - start)
-            var got: Int64 = 0
-            while got < want {
-                let n = pread(fd, buffer.baseAddress!, Int(min(Int64(buffer.count), want - got)), off_t(start + got))
-                if n < 0 && errno == EINTR { continue }
-                guard n > 0 else { throw TransferError(.localIO, "cannot read \(path): \(String(cString: strerror(errno)))") }
-                hasher.update(bufferPointer: UnsafeRawBufferPointer(rebasing: buffer[0..<n]))
-                got += Int64(n)
-            }
-        }
-        return hasher.finalize().hex
+        let edges = Set([0, max(0, size - mib)]).sorted().map { BodyRange(offset: $0, length: min(mib, size - $0)) }
+        return try FileDigest.digest(fd: fd, ranges: edges, .sha256, path: path).hex
     }
 
     /// The base64 digest of `range` of the file, for a protocol's body checksum (tus `Upload-Checksum`).
     func digestBytes(_ range: BodyRange, _ algorithm: DigestAlgorithm) throws(TransferError) -> [UInt8] {
-        try FileDigest.digest(fd: fd, range: range, algorithm, path: path)
+        try FileDigest.digest(fd: fd, ranges: [range], algorithm, path: path)
     }
 
     /// The file's sha256 (read once more; only when `--json` asks for it).

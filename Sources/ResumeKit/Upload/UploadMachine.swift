@@ -1,112 +1,5 @@
 import FoundationEssentials
 
-/// The resumable-upload protocols a token can name (`upload.protocol`).
-public enum UploadProtocol: String, Sendable, Codable, CaseIterable {
-    /// draft-ietf-httpbis-resumable-upload (POST + 104, HEAD, PATCH).
-    case ietf
-    /// tus 1.0.0 (OPTIONS, POST with Upload-Length, HEAD, PATCH, DELETE).
-    case tus
-    /// One request carrying the whole file; a failure sends it all again.
-    case plain
-    /// S3 multipart (CreateMultipartUpload, parts in parallel, CompleteMultipartUpload).
-    case s3
-}
-
-/// What `upload --protocol` asks for: one protocol, or `auto` (the token's, else one OPTIONS probe).
-public enum UploadProtocolChoice: String, Sendable, CaseIterable {
-    case auto, ietf, tus, plain
-}
-
-/// What a response, or a failed exchange, means to an upload. Shared by every protocol.
-public enum UploadDecision: Sendable, Equatable {
-    /// Go on with the next plan at once.
-    case proceed
-    /// A protocol step that is not a failure (a version switch, an offset to check first): go on at once
-    /// with the next plan, saying nothing.
-    case step(reason: String)
-    case completed
-    /// Transient: wait, then go on with the next plan.
-    case retry(reason: String, retryAfter: String?)
-    /// The server refused the bytes just sent as corrupt (tus 460): send them again after a backoff
-    /// that does not count them as progress, so a link that corrupts every time still gives up.
-    case resend(reason: String)
-    /// The server no longer has the upload (or never had it): create it anew.
-    case restarted(reason: String)
-    case fail(reason: String)
-    /// The server holds bytes other than the source's (a checksum it echoed, an object's ETag): no retry helps.
-    case corrupt(reason: String)
-    /// Go on at once, after telling the user each line (parts a resume found changed on the server).
-    case noted([String])
-}
-
-/// A range of the upload's source that a request carries as its body.
-public struct BodyRange: Sendable, Equatable {
-    public var offset: Int64
-    public var length: Int64
-
-    public init(offset: Int64, length: Int64) {
-        self.offset = offset
-        self.length = length
-    }
-}
-
-/// A digest of a request body that the protocol wants sent in a header, e.g. tus's
-/// `Upload-Checksum: sha256 <base64>` (S3 parts would use `Content-MD5: <base64>`).
-public struct BodyChecksum: Sendable, Equatable {
-    public var header: String
-    public var algorithm: DigestAlgorithm
-    /// Written before the base64 digest in the header's value.
-    public var prefix: String
-
-    public init(header: String, algorithm: DigestAlgorithm, prefix: String = "") {
-        self.header = header
-        self.algorithm = algorithm
-        self.prefix = prefix
-    }
-}
-
-/// One request an upload protocol wants sent.
-public struct UploadExchange: Sendable, Equatable {
-    public var method: String
-    /// Nil: the URL the user gave (a creation or probe).
-    public var url: String?
-    public var headers: HeaderFields
-    public var body: BodyRange?
-    public var checksum: BodyChecksum?
-    /// A small body built by the machine rather than read from the source (S3's CompleteMultipartUpload XML).
-    public var document: [UInt8]?
-    /// False: the user's `-H` headers stay off this request (S3 puts them only on the one that creates the object).
-    public var userHeaders: Bool
-
-    public init(
-        method: String, url: String?, headers: HeaderFields, body: BodyRange? = nil, checksum: BodyChecksum? = nil,
-        document: [UInt8]? = nil, userHeaders: Bool = true
-    ) {
-        self.method = method
-        self.url = url
-        self.headers = headers
-        self.body = body
-        self.checksum = checksum
-        self.document = document
-        self.userHeaders = userHeaders
-    }
-}
-
-/// Digests of one range of the source that a plan needs instead of a request.
-public struct SourceDigests: Sendable, Equatable {
-    public var range: BodyRange
-    public var algorithms: [DigestAlgorithm]
-}
-
-/// What a 1xx response during an upload told.
-public enum UploadInformational: Sendable, Equatable {
-    case nothing
-    /// The upload resource: persist it at once, before the body is through.
-    case uploadURL(String)
-    /// The server's limit is below the file's size: stop sending.
-    case tooLarge(limit: Int64)
-}
-
 /// The seam every upload protocol plugs into: a pure state machine (no I/O, no clock) that says which
 /// request to send next (`plan()` → `exchange(for:)`) and what each response means (`response`,
 /// `exchangeFailed`). `UploadOperation` runs any such machine and owns everything protocols share:
@@ -156,15 +49,6 @@ public protocol UploadMachine: Sendable, Equatable {
     /// What a pause message says after "paused".
     var pauseNote: String { get }
 }
-
-/// A machine that can send a stream whose length is known only at its end (`upload -`).
-public protocol StreamingUploadMachine: UploadMachine {
-    /// More of the stream was read (`final`: its end too); throws when the protocol cannot take that much.
-    mutating func extend(to newSize: Int64, final: Bool) throws(TransferError)
-}
-
-extension IETFStateMachine: StreamingUploadMachine {}
-extension TusStateMachine: StreamingUploadMachine {}
 
 extension UploadMachine {
     public mutating func informational(_ head: ResponseHead, requestURL: String) -> UploadInformational { .nothing }

@@ -2,14 +2,6 @@ import Dispatch
 import FoundationEssentials
 import Synchronization
 
-/// What a finished upload produced.
-public struct UploadResult: Sendable, Equatable {
-    /// The URL the file was uploaded to.
-    public var url: String
-    public var bytes: Int64
-    public var sha256: String?
-}
-
 /// Runs one upload to its end on the calling thread, for any protocol behind ``UploadMachine``: it sends
 /// what the machine plans, feeds it what came back, and owns what every protocol shares — token writes
 /// (an upload URL from a 1xx is in the token before the body is through), retry and backoff, pause and
@@ -65,14 +57,8 @@ final class UploadOperation<Machine: UploadMachine>: @unchecked Sendable {
     /// the count of failures again; bytes sent that the server did not keep are no progress: a server that
     /// swallows every PATCH (or a plain one that keeps nothing of a cut request) must not be tried forever.
     private var keptAtLastFailure: Int64 = 0
-    private var lastFailure: ExchangeFailure?
-    private enum ExchangeFailure {
-        case transport(TransportFailure)
-        case stalled
-    }
+    private var lastFailure: Fault?
 
-    /// The upload's state as the operation last wrote it.
-    var currentUpload: ResumeToken.UploadPart { upload }
     /// A connection to keep for the next operation of the same upload (a stream's next append).
     var currentSession: (any TransportSession)? { idle.last }
 
@@ -242,14 +228,9 @@ final class UploadOperation<Machine: UploadMachine>: @unchecked Sendable {
 
     /// How the last exchange went wrong, told in `reason`, the machine's words for it.
     private func fault(_ reason: String, retryAfter: String?) -> Fault {
-        switch lastFailure {
-        case .transport(let failure)?:
-            return Fault(failure).withMessage(reason)
-        case .stalled?: return .lost(reason)
-        case nil:
-            if let status = finalHead?.status, status >= 400 { return .status(status, retryAfter: retryAfter, message: reason) }
-            return .lost(reason)
-        }
+        if let lastFailure { return lastFailure.withMessage(reason) }  // a stall is told as a lost exchange
+        if let status = finalHead?.status, status >= 400 { return .status(status, retryAfter: retryAfter, message: reason) }
+        return .lost(reason)
     }
 
     /// The status of a final answer that refused the last request.
@@ -325,11 +306,11 @@ final class UploadOperation<Machine: UploadMachine>: @unchecked Sendable {
         case .cancelled, .abortedByDelegate:
             return .step(reason: "stopped")
         case .stalled:
-            lastFailure = .stalled
+            lastFailure = .stalled(seconds: options.transport.stallTimeout)
             return machine.exchangeFailed("no progress for \(options.transport.stallTimeout) s", during: flight.plan)
         case .failed(let failure):
             if failure.kind == .fatal || failure.kind == .localRead { return .fail(reason: failure.message) }
-            lastFailure = .transport(failure)
+            lastFailure = Fault(failure)
             return machine.exchangeFailed(failure.message, during: flight.plan)
         }
     }

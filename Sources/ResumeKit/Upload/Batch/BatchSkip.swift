@@ -71,7 +71,7 @@ enum BatchSkip {
         guard fd >= 0 else { throw TransferError(.inputMissing, "cannot read \(file.path): \(String(cString: strerror(errno)))") }
         defer { close(fd) }
         return try same(head, size: file.size, partSize: partSize) { algorithm, range throws(TransferError) in
-            try FileDigest.digest(fd: fd, range: range, algorithm, path: file.path)
+            try FileDigest.digest(fd: fd, ranges: [range], algorithm, path: file.path)
         }
     }
 }

@@ -1,7 +1,6 @@
 import Dispatch
 import FoundationEssentials
 import Glibc
-import Synchronization
 
 extension TransferClient {
     /// Uploads every regular file under a folder to a prefix or folder URL as one batch (`b-…`): each file
@@ -83,7 +82,7 @@ extension TransferClient {
         let earlier = BatchLedger.earlier(state: state, id: id)
         let ledger = try BatchLedger(state: state, id: id, order: tree.files.map(\.relative))
         let tally = BatchTally(files: tree.files.count, total: tree.bytes)
-        let next = Atomic<Int>(0)
+        let queue = WorkQueue<Void>(count: tree.files.count)  // the tally keeps what each file came to
         let perFile = template
         withSessionPool { pool in
             var pooled = self
@@ -97,9 +96,7 @@ extension TransferClient {
                 runOnBackgroundThread("batch") {
                     defer { group.leave() }
                     let session = pool.makeSession()
-                    while !cancellation.isStopped {
-                        let i = next.add(1, ordering: .relaxed).oldValue
-                        guard i < tree.files.count else { break }
+                    while !cancellation.isStopped, let i = queue.take() {
                         let file = tree.files[i]
                         let item = BatchFile(path: file.path, target: BatchNaming.target(request.target, relative: file.relative))
                         do throws(TransferError) {
@@ -199,21 +196,13 @@ extension TransferClient {
     {
         let source = try SourceFile(path: upload.filePath)
         let id = uploadTokenID(upload)
-        var token: ResumeToken
         var probe = upload.probed
-        if Route.isS3(upload.url) {
-            token = try newS3UploadToken(upload, id: id, source: source.identity, events: events)
-        } else {
-            let wire = try chooseProtocol(upload, probe: &probe, cancellation: cancellation, events: events)
-            token = ResumeToken(upload: upload, id: id, part: .init(source: source.identity, wire: wire))
-        }
+        var token = try newUploadToken(upload, id: id, source: source.identity, probe: &probe, cancellation: cancellation, events: events)
         let capabilities = try tusCapabilities(probe, size: source.identity.size, id: id)
-        let options = connectionOptions(for: &token, events: events)
-        do {
-            return try runUploadOperation(
-                token, source: source, options: options, versionPinned: upload.interopVersion != nil, chunkSize: upload.chunkSize,
-                capabilities: capabilities, durable: false, session: session, cancellation: cancellation, events: events)
-        } catch { throw explainingLogin(error) }
+        let options = connectionOptions(for: &token, given: upload.headers, events: events)
+        return try runUploadOperation(
+            token, source: source, options: options, versionPinned: upload.interopVersion != nil, chunkSize: upload.chunkSize,
+            capabilities: capabilities, durable: false, session: session, cancellation: cancellation, events: events)
     }
 
     /// tus's capabilities from one OPTIONS; nil (each file then asks) when the answer names none.

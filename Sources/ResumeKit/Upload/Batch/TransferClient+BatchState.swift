@@ -1,4 +1,3 @@
-import FoundationEssentials
 import Glibc
 
 /// Batches as `list`, `show` and `cancel` see them.
@@ -34,9 +33,4 @@ extension TransferClient {
         BatchLedger.remove(state: store.state, id: id)
         return "cancelled \(id); \(cancelled) unfinished file uploads dropped"
     }
-}
-
-extension BatchRecord {
-    /// The record as `show` prints it.
-    public var json: String { String(decoding: (try? TokenStore.encoder.encode(self)) ?? Data(), as: UTF8.self) }
 }

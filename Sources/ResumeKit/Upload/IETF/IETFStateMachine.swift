@@ -2,7 +2,7 @@ import FoundationEssentials
 
 /// The upload protocol rules of draft-ietf-httpbis-resumable-upload, with no I/O and no clock.
 /// It says which request to send next and what each response means; `UploadOperation` runs them.
-public struct IETFStateMachine: UploadMachine {
+public struct IETFStateMachine: StreamingUploadMachine {
     public enum State: Sendable, Equatable {
         /// No upload resource known: the next request creates one (POST carrying the file).
         case create

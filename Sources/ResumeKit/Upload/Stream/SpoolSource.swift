@@ -12,7 +12,7 @@ final class SpoolSource: UploadSource {
     }
 
     func digestBytes(_ range: BodyRange, _ algorithm: DigestAlgorithm) throws(TransferError) -> [UInt8] {
-        try FileDigest.digest(fd: fd, range: range, algorithm, path: spoolPath)
+        try FileDigest.digest(fd: fd, ranges: [range], algorithm, path: spoolPath)
     }
 
     func sha256() throws(TransferError) -> String? { hash }

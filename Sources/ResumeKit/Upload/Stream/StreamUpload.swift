@@ -186,7 +186,7 @@ final class StreamUpload: @unchecked Sendable {
             cancellation: cancellation, events: emit, streamOpen: !ended, announced: announced, session: session,
             growth: { [unowned self] in grow(sentUpTo: $0) })
         defer {
-            upload = operation.currentUpload
+            upload = operation.upload
             stream = upload.stream ?? stream
             sender = operation.machine
             session = operation.currentSession

@@ -7,7 +7,7 @@ import FoundationEssentials
 /// OPTIONS (unless the capabilities are known) → POST with `Upload-Length` and `Upload-Metadata`
 /// (with creation-with-upload, the first piece of the file rides along) → PATCHes from the offset
 /// the server acknowledged; after any interruption HEAD for `Upload-Offset` first.
-public struct TusStateMachine: UploadMachine {
+public struct TusStateMachine: StreamingUploadMachine {
     public static let version = "1.0.0"
     public static let patchContentType = "application/offset+octet-stream"
     /// With creation-with-upload, what the POST carries at most: a small file goes in one request, but

@@ -1,0 +1,15 @@
+extension ResumeToken {
+    /// A new download's token: nothing committed yet.
+    init(download request: DownloadRequest, id: String, path: String, s3: S3State?) {
+        let part = DownloadPart(path: path, committedBytes: 0, expectedSHA256: request.expectedSHA256?.lowercased(),
+            onChange: request.onChange.rawValue, s3: s3)
+        self.init(id: id, url: request.url, headers: Self.storableHeaders(request.headers), transfer: .download(part))
+    }
+
+    /// A new upload's token.
+    init(upload request: UploadRequest, id: String, part: UploadPart) {
+        var part = part
+        part.batch = request.batch
+        self.init(id: id, url: request.url, headers: Self.storableHeaders(request.headers), transfer: .upload(part))
+    }
+}
