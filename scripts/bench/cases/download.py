@@ -40,28 +40,30 @@ def run(bench):
     disk_limit(bench, out)
 
 
-def disk_limit(bench, out):
-    """dd of --size zeros to out with conv=fdatasync: the fastest a durable download can end."""
-    argv = ["dd", "if=/dev/zero", f"of={out}", "bs=1M", f"count={bench.size}", "iflag=count_bytes",
+def disk_limit(bench, out, case="1-download", size=None, what="the disk's own write"):
+    """dd of `size` (--size) zeros to out with conv=fdatasync, a warm-up then --pairs runs: the fastest a
+    tool that leaves that many bytes durable on this disk can end. Its median becomes `case`'s limit."""
+    size = size or bench.size
+    argv = ["dd", "if=/dev/zero", f"of={out}", "bs=1M", f"count={size}", "iflag=count_bytes",
             "conv=fdatasync", "status=none"]
     walls = []
     for rnd in range(bench.rounds()):
         bench.clear_outputs()
         os.sync()
         res = spawn_and_wait(argv, env=bench.env, logdir=bench.logs, timeout=bench.timeout)
-        if res["timed_out"] or res["rc"] != 0 or not os.path.isfile(out) or os.path.getsize(out) != bench.size:
+        if res["timed_out"] or res["rc"] != 0 or not os.path.isfile(out) or os.path.getsize(out) != size:
             bench.failed = True
             log(f"  FAIL dd (round {rnd}): exit status {res['rc']}: {res['stderr'][-300:]}")
             return
         if rnd > 0:
             walls.append(res["wall"])
     bench.clear_outputs()
-    result = bench.results["1-download"]
+    result = bench.results[case]
     subject = result["summary"]["resumectl"]["wall_median_s"]
     limit = {"what": "dd conv=fdatasync", "command": argv, "wall_median_s": med(walls),
              "wall_min_s": min(walls), "wall_max_s": max(walls), "walls_s": walls,
-             "mib_per_s": bench.size / MiB / med(walls), "subject_ratio": subject / med(walls)}
+             "mib_per_s": size / MiB / med(walls), "subject_ratio": subject / med(walls)}
     result["limit"] = limit
-    log(f"limit: the disk's own write of {human(bench.size)} with fdatasync (dd conv=fdatasync, same folder): "
+    log(f"limit: {what} of {human(size)} with fdatasync (dd conv=fdatasync, {out}): "
         f"{fmt(limit['wall_median_s'], '.3f')} s ({fmt(limit['wall_min_s'], '.2f')}–{fmt(limit['wall_max_s'], '.2f')}), "
         f"{fmt(limit['mib_per_s'], '.1f')} MiB/s; resumectl wall / limit = {fmt(limit['subject_ratio'], '.3f')}")

@@ -1,14 +1,18 @@
-"""Case 8, `stdin`: --size from stdin (cat FILE |) to `resumectl serve`: resumectl upload - against curl -T -."""
+"""Case 8, `stdin`: --size from stdin (cat FILE |) to `resumectl serve`: resumectl upload - against curl -T -.
+Its limit is the disk's durable write of twice --size (dd conv=fdatasync in the state folder): every byte of
+the stream is written and fsynced in resumectl's spool before it is sent, and again by serve, so on a disk
+slower than the network the disk sets the pace; curl -T - writes each byte once (serve's copy)."""
 
 import os
 
 from ..util import human, log
+from .download import disk_limit
 
 NUMBER = 8
 NAME = "stdin"
 FILES = {"big.bin"}  # made once by the harness before any case
 PEERS = {"serve"}  # started once by peers.Peers
-COMMANDS = ("curl",)  # on PATH besides resumectl and nginx
+COMMANDS = ("curl", "dd")  # on PATH besides resumectl and nginx
 PY_MODULES = ()
 
 
@@ -40,3 +44,5 @@ def run(bench):
     bench.finish_case("8-stdin-upload", f"case 8: {human(bench.size)} upload from stdin, resumectl upload - "
                      f"against curl -T - (target: wall ≤ 1.1×; CPU, RSS include cat and sh; page cache dropped before each run)",
                      names, runs, "resumectl", bench.size, {"peer": bench.peer.base, "commands": cmds})
+    disk_limit(bench, os.path.join(bench.out, "spool-and-copy.bin"), case="8-stdin-upload", size=2 * bench.size,
+               what="the disk's write of the spool's copy and the server's")
