@@ -82,29 +82,20 @@ struct Download: AsyncParsableCommand {
         let request = DownloadRequest(
             url: url, outputPath: output, headers: options.header, expectedSHA256: try checksum.map(Checksum.parse),
             onChange: onChange, force: force, s3: s3.options())
-        if output == "-" {
-            var configured = options.client()
-            configured.options.waitForNetwork = background.waitsForNetwork
-            return try await runToStdout(request, client: configured)
-        }
-        try await Self.runOne(request, settings: options.settings, connections: connections, background: background)
-    }
-
-    /// One URL into a file: in the foreground, or handed to a background process with `--detach`.
-    static func runOne(_ request: DownloadRequest, settings: TransferSettings, connections: Int, background: BackgroundOptions?) async throws {
-        var configured = settings.client()
+        var configured = options.client()
         configured.options.connections = connections
-        configured.options.waitForNetwork = background?.waitsForNetwork ?? false
+        configured.options.waitForNetwork = background.waitsForNetwork
         let client = configured
-        if background?.detach == true {
+        if output == "-" { return try await runToStdout(request, client: client) }
+        if background.detach {
             let id: String
-            do { id = try client.prepare(request) } catch { throw Runner.fail(error, json: settings.json) }
+            do { id = try client.prepare(request) } catch { throw Runner.fail(error, json: options.json) }
             try Background.launch(id: id, announce: id, stateDir: client.store.directory, arguments: Background.childArguments())
         }
-        let reporter = Reporter(json: settings.json, quiet: settings.quiet)
+        let reporter = Reporter(json: options.json, quiet: options.quiet)
         let id = client.downloadTokenID(request)
         if let id { reporter.setToken(id) }
-        let result = try await Foreground.run(id: id, kind: .download, url: request.url, client: client, background: background, reporter: reporter) {
+        let result = try await Foreground.run(id: id, kind: .download, url: url, client: client, background: background, reporter: reporter) {
             cancellation, events throws(TransferError) in
             try await client.download(request, cancellation: cancellation, events: events)
         }

@@ -50,7 +50,7 @@ struct QuickDownload: Equatable {
 
     var request: DownloadRequest { DownloadRequest(url: url, outputPath: output, headers: settings.headers, force: force) }
 
-    /// Runs the download on this thread: the full command's path (`Download.runOne`) hops to Swift's thread
+    /// Runs the download on this thread: the full command's path (`Download.run`) hops to Swift's thread
     /// pool and to a transfer thread, which costs a small download more than its bytes. Its live status and
     /// signal rules are the same.
     func run() throws {
