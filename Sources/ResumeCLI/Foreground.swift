@@ -19,6 +19,7 @@ enum Foreground {
             if let startAt, let id, let live {
                 try await Detach.hold(until: startAt, id: id, kind: kind, url: url, client: client, live: live, cancellation: cancellation)
             } else if child {
+                live?.publish()
                 Detach.signalReady()
             }
             return try await work(cancellation, events)

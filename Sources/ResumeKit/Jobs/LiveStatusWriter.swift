@@ -23,6 +23,15 @@ public final class LiveStatusWriter: @unchecked Sendable {
         state.withLock { write($0.status) }
     }
 
+    /// Writes the status now: a background process is known to `wait` and `list` before it says ready.
+    public func publish() {
+        guard !inert else { return }
+        state.withLock {
+            $0.lastWrite = Monotonic.now
+            write($0.status)
+        }
+    }
+
     public func set(phase: LiveStatus.Phase, startAt: Date? = nil) {
         guard !inert else { return }
         state.withLock {
