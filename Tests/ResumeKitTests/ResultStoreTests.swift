@@ -64,6 +64,8 @@ import Testing
         try store.save(Self.sample(id: "d-old"))
         let now = Date()
         try FileManager.default.setAttributes([.modificationDate: now.addingTimeInterval(-8 * 86_400)], ofItemAtPath: store.path(forID: "d-old"))
+        // The process's first save prunes once: when that was this test's, it left a marker here.
+        try? FileManager.default.removeItem(atPath: store.resultsDirectory + "/.pruned")
         #expect(store.pruneIfDue(now: now) == ["d-old.json"], "no marker yet: due")
         try store.save(Self.sample(id: "d-older"))
         try FileManager.default.setAttributes([.modificationDate: now.addingTimeInterval(-9 * 86_400)], ofItemAtPath: store.path(forID: "d-older"))
