@@ -79,11 +79,14 @@ build: deps
 # relocations, 1.0 MB of .rela.dyn that the loader reads and keeps resident, become 8 KB of DT_RELR (glibc
 # 2.36 and later read it; the package says so). A 1 GiB download peaks at 19.0-19.1 MiB as a hardened PIE
 # this way, 21.4-21.5 with gold's RELA (3 alternating runs each); its --symbol-ordering-file takes the list.
+# Generic types are instantiated by direct metadata accessors, not by demangling their names at run time
+# (-disable-concrete-type-metadata-mangled-name-accessors): 2.2% fewer instructions for a 4 KiB download
+# (callgrind: 21.43 M -> 20.95 M), for 75 KB more code.
 STATIC_CXX := $(CURDIR)/.build/static-libstdc++
 PIE ?= 1
 HARDEN_FLAGS := -Xlinker -z -Xlinker relro -Xlinker -z -Xlinker now -Xlinker -z -Xlinker noexecstack \
 	-Xcc -D_FORTIFY_SOURCE=2 -Xcc -fstack-protector-strong
-RELEASE_FLAGS := -c release --static-swift-stdlib -Xlinker --no-export-dynamic -Xlinker -L$(STATIC_CXX) \
+RELEASE_FLAGS := -c release --static-swift-stdlib -Xswiftc -Xfrontend -Xswiftc -disable-concrete-type-metadata-mangled-name-accessors -Xlinker --no-export-dynamic -Xlinker -L$(STATIC_CXX) \
 	-Xswiftc -Xfrontend -Xswiftc -function-sections -Xswiftc -use-ld=lld -Xlinker -z -Xlinker pack-relative-relocs \
 	-Xlinker --symbol-ordering-file=$(CURDIR)/scripts/link-order.txt -Xlinker --no-warn-symbol-ordering \
 	$(HARDEN_FLAGS)

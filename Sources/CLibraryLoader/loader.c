@@ -20,8 +20,12 @@
 #include <curl/curl.h>
 #include <dlfcn.h>
 #include <isa-l/crc.h>
+// The one-algorithm digests are deprecated in OpenSSL 3 and kept through 3.x (MessageDigest.swift says why).
+#define OPENSSL_SUPPRESS_DEPRECATED
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
+#include <openssl/md5.h>
+#include <openssl/sha.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdint.h>
@@ -61,17 +65,22 @@ _Static_assert(sizeof(long) == sizeof(void *) && sizeof(curl_off_t) == sizeof(vo
     X(CURLMcode, curl_multi_setopt, CURLM, CURLMoption)
 
 #define RCTL_CRYPTO_FUNCTIONS(X) \
-    X(EVP_MD_CTX *, EVP_MD_CTX_new, (void), ()) \
-    X(void, EVP_MD_CTX_free, (EVP_MD_CTX *c), (c)) \
-    X(int, EVP_MD_CTX_copy_ex, (EVP_MD_CTX *out, const EVP_MD_CTX *in), (out, in)) \
-    X(int, EVP_DigestInit_ex, (EVP_MD_CTX *c, const EVP_MD *type, ENGINE *impl), (c, type, impl)) \
-    X(int, EVP_DigestUpdate, (EVP_MD_CTX *c, const void *d, size_t n), (c, d, n)) \
-    X(int, EVP_DigestFinal_ex, (EVP_MD_CTX *c, unsigned char *md, unsigned int *n), (c, md, n)) \
-    X(const EVP_MD *, EVP_sha512, (void), ()) \
-    X(const EVP_MD *, EVP_sha384, (void), ()) \
+    X(int, SHA512_Init, (SHA512_CTX *c), (c)) \
+    X(int, SHA512_Update, (SHA512_CTX *c, const void *d, size_t n), (c, d, n)) \
+    X(int, SHA512_Final, (unsigned char *md, SHA512_CTX *c), (md, c)) \
+    X(int, SHA384_Init, (SHA512_CTX *c), (c)) \
+    X(int, SHA384_Update, (SHA512_CTX *c, const void *d, size_t n), (c, d, n)) \
+    X(int, SHA384_Final, (unsigned char *md, SHA512_CTX *c), (md, c)) \
+    X(int, SHA256_Init, (SHA256_CTX *c), (c)) \
+    X(int, SHA256_Update, (SHA256_CTX *c, const void *d, size_t n), (c, d, n)) \
+    X(int, SHA256_Final, (unsigned char *md, SHA256_CTX *c), (md, c)) \
+    X(int, SHA1_Init, (SHA_CTX *c), (c)) \
+    X(int, SHA1_Update, (SHA_CTX *c, const void *d, size_t n), (c, d, n)) \
+    X(int, SHA1_Final, (unsigned char *md, SHA_CTX *c), (md, c)) \
+    X(int, MD5_Init, (MD5_CTX *c), (c)) \
+    X(int, MD5_Update, (MD5_CTX *c, const void *d, size_t n), (c, d, n)) \
+    X(int, MD5_Final, (unsigned char *md, MD5_CTX *c), (md, c)) \
     X(const EVP_MD *, EVP_sha256, (void), ()) \
-    X(const EVP_MD *, EVP_sha1, (void), ()) \
-    X(const EVP_MD *, EVP_md5, (void), ()) \
     X(unsigned char *, HMAC, (const EVP_MD *md, const void *key, int key_len, const unsigned char *data, size_t data_len, \
         unsigned char *out, unsigned int *out_len), (md, key, key_len, data, data_len, out, out_len))
 

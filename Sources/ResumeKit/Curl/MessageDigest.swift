@@ -3,53 +3,58 @@ import CLibCrypto
 /// A running SHA-2, SHA-1 or MD5 from the system's libcrypto: libcurl maps it for TLS anyway, so hashing
 /// costs no code of our own (it uses SHA-NI and AVX where the machine has them). A value: a copy hashes
 /// on by itself, and `finalize()` leaves the running state as it was.
+///
+/// It calls the one-algorithm functions (`SHA256_Update` …), not EVP: a process's first EVP digest builds
+/// the provider name map of every algorithm and asks the engines (2.6 M instructions, 12% of a whole 4 KiB
+/// download), for the same block functions underneath.
 struct MessageDigest: @unchecked Sendable {
     enum Algorithm: Sendable { case sha512, sha384, sha256, sha1, md5 }
 
-    /// The EVP context, copied before an update when another value shares it.
-    private final class Context {
-        let pointer: OpaquePointer
-        init(_ pointer: OpaquePointer) { self.pointer = pointer }
-        deinit { EVP_MD_CTX_free(pointer) }
-
-        func copy() -> Context {
-            let other = EVP_MD_CTX_new()!
-            precondition(EVP_MD_CTX_copy_ex(other, pointer) == 1, "libcrypto cannot copy a digest context")
-            return Context(other)
-        }
+    private enum State {
+        case sha512(SHA512_CTX), sha384(SHA512_CTX), sha256(SHA256_CTX), sha1(SHA_CTX), md5(MD5_CTX)
     }
 
-    private var context: Context
+    private var state: State
 
     init(_ algorithm: Algorithm) {
-        let md: OpaquePointer? = switch algorithm {
-        case .sha512: EVP_sha512()
-        case .sha384: EVP_sha384()
-        case .sha256: EVP_sha256()
-        case .sha1: EVP_sha1()
-        case .md5: EVP_md5()
+        switch algorithm {
+        case .sha512: var c = SHA512_CTX(); SHA512_Init(&c); state = .sha512(c)
+        case .sha384: var c = SHA512_CTX(); SHA384_Init(&c); state = .sha384(c)
+        case .sha256: var c = SHA256_CTX(); SHA256_Init(&c); state = .sha256(c)
+        case .sha1: var c = SHA_CTX(); SHA1_Init(&c); state = .sha1(c)
+        case .md5: var c = MD5_CTX(); MD5_Init(&c); state = .md5(c)
         }
-        let pointer = EVP_MD_CTX_new()!
-        // Fails only where the library lacks the algorithm (MD5 under a FIPS-only configuration).
-        precondition(EVP_DigestInit_ex(pointer, md, nil) == 1, "libcrypto has no \(algorithm)")
-        context = Context(pointer)
     }
 
     mutating func update(bufferPointer bytes: UnsafeRawBufferPointer) {
         guard let base = bytes.baseAddress, !bytes.isEmpty else { return }
-        if !isKnownUniquelyReferenced(&context) { context = context.copy() }
-        EVP_DigestUpdate(context.pointer, base, bytes.count)
+        switch state {
+        case .sha512(var c): SHA512_Update(&c, base, bytes.count); state = .sha512(c)
+        case .sha384(var c): SHA384_Update(&c, base, bytes.count); state = .sha384(c)
+        case .sha256(var c): SHA256_Update(&c, base, bytes.count); state = .sha256(c)
+        case .sha1(var c): SHA1_Update(&c, base, bytes.count); state = .sha1(c)
+        case .md5(var c): MD5_Update(&c, base, bytes.count); state = .md5(c)
+        }
     }
 
     mutating func update(_ bytes: [UInt8]) { bytes.withUnsafeBytes { update(bufferPointer: $0) } }
 
     /// The digest of everything fed so far.
     func finalize() -> [UInt8] {
-        let done = context.copy()
-        var out = [UInt8](repeating: 0, count: Int(EVP_MAX_MD_SIZE))
-        var length: UInt32 = 0
-        EVP_DigestFinal_ex(done.pointer, &out, &length)
-        return Array(out.prefix(Int(length)))
+        switch state {
+        case .sha512(var c): Self.final(64) { SHA512_Final($0, &c) }
+        case .sha384(var c): Self.final(48) { SHA384_Final($0, &c) }
+        case .sha256(var c): Self.final(32) { SHA256_Final($0, &c) }
+        case .sha1(var c): Self.final(20) { SHA1_Final($0, &c) }
+        case .md5(var c): Self.final(16) { MD5_Final($0, &c) }
+        }
+    }
+
+    private static func final(_ count: Int, _ body: (UnsafeMutablePointer<UInt8>) -> Int32) -> [UInt8] {
+        [UInt8](unsafeUninitializedCapacity: count) { buffer, initialized in
+            _ = body(buffer.baseAddress!)
+            initialized = count
+        }
     }
 
     static func hash(_ algorithm: Algorithm, _ bytes: [UInt8]) -> [UInt8] {
