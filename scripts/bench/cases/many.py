@@ -30,7 +30,7 @@ def run(bench):
     cfg = os.path.join(bench.tmp, "curl.cfg")
     with open(cfg, "w") as f:
         f.write("".join(f'url = "{u}"\n' for u in urls))
-    outdir = bench.out  # emptied and re-made before every run (resumectl wants an existing folder)
+    outdir = bench.out  # a new empty folder before every run (resumectl wants an existing folder)
     cmds = {
         "resumectl": [b, "download", "-q", "-i", lst, "--parallel", "8", "-o", outdir],
         "curl": ["curl", "-s", "-Z", "--parallel-max", "8", "--output-dir", outdir,
@@ -50,7 +50,7 @@ def run(bench):
     tools = [(n, (lambda a: lambda rnd: a)(a), check) for n, a in cmds.items()]
     total = len(names) * bench.args.file_size
     log(f"\n== case 5: {len(names)} files of {human(bench.args.file_size)}, 8 at a time")
-    runs = bench.run_rounds(tools, servers=[bench.nginx])
+    runs = bench.run_rounds(tools, servers=[bench.nginx], set_aside=True)
 
     def extra(summary):
         for t in cmds:
