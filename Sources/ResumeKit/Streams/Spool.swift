@@ -118,14 +118,23 @@ final class Spool {
     func drop(below offset: Int64) throws(TransferError) {
         let upTo = min(offset, end)
         guard upTo > start else { return }
-        if punchHole(fd.rawValue, offset: start, length: upTo - start) != 0 {
-            let code = errno
-            // A filesystem that cannot punch holes keeps the bytes on disk; the stream still works.
-            guard code == EOPNOTSUPP || code == ENOSYS else {
-                throw Self.failure("cannot release space in the spool", path, Errno(rawValue: code))
-            }
-        }
+        try Self.punch(fd: fd.rawValue, path: path, from: start, to: upTo)
         start = upTo
+    }
+
+    /// Records that the bytes below `offset` were punched out by ``punch(fd:path:from:to:)`` elsewhere.
+    func markDropped(below offset: Int64) {
+        start = max(start, min(offset, end))
+    }
+
+    /// Frees the blocks of `[from, to)` of a spool's descriptor; it needs no lock (appends go past `to`).
+    static func punch(fd: Int32, path: String, from: Int64, to: Int64) throws(TransferError) {
+        guard to > from, punchHole(fd, offset: from, length: to - from) != 0 else { return }
+        let code = errno
+        // A filesystem that cannot punch holes keeps the bytes on disk; the stream still works.
+        guard code == EOPNOTSUPP || code == ENOSYS else {
+            throw failure("cannot release space in the spool", path, Errno(rawValue: code))
+        }
     }
 
     /// Blocks the file occupies on disk, in bytes (for tests and `show`).

@@ -53,8 +53,11 @@ final class StreamUpload: @unchecked Sendable {
     private let dataArrived = Doorbell()
     /// Rung by the sync thread when more of the spool became durable, or syncing failed.
     private let synced = Doorbell()
-    /// Rung by the sender when acknowledged bytes left the spool.
+    /// Rung when acknowledged bytes left the spool.
     private let spaceFreed = Doorbell()
+    private let puncher = HolePuncher()
+    /// Where the holes asked of ``puncher`` end (the spool's `start` follows as each is punched).
+    private var punchedTo: Int64
 
     init(
         token: ResumeToken, spool: Spool, sender: any StreamingUploadMachine, input: Int32, hashesWholeStream: Bool, store: TokenStore,
@@ -64,6 +67,7 @@ final class StreamUpload: @unchecked Sendable {
         upload = try token.uploadPart()
         guard let state = upload.stream else { throw TransferError(.badToken, "token \(token.id) has no stream state") }
         stream = state
+        punchedTo = spool.start
         self.sender = sender
         self.input = input
         self.store = store
@@ -137,6 +141,7 @@ final class StreamUpload: @unchecked Sendable {
     // MARK: Sending
 
     func run() throws(TransferError) -> UploadResult {
+        defer { puncher.drain() }
         do {
             return try send()
         } catch {
@@ -166,6 +171,7 @@ final class StreamUpload: @unchecked Sendable {
             let result = try append(sender, upTo: durable, ended: ended, source: source, announced: announced)
             announced = true
             if let result {
+                puncher.drain()
                 shared.withLock { $0.spool.remove() }
                 return result
             }
@@ -275,8 +281,15 @@ final class StreamUpload: @unchecked Sendable {
         stream.start = start
         stream.ledger = ledger
         try save()
-        try shared.withLock { shared throws(TransferError) in try shared.spool.drop(below: start) }
-        spaceFreed.ring()
+        guard start > punchedTo else { return }
+        let fd = shared.withLock { $0.spool.fileDescriptor }
+        puncher.punch(fd: fd, path: spoolPath, from: punchedTo, to: start) { [self] error in
+            shared.withLock { shared in
+                if let error { shared.failure = shared.failure ?? error } else { shared.spool.markDropped(below: start) }
+            }
+            spaceFreed.ring()
+        }
+        punchedTo = start
     }
 
     /// Makes what the reader wrote durable, as fast as the disk allows: each sync takes everything that
@@ -315,7 +328,7 @@ final class StreamUpload: @unchecked Sendable {
 
     private func startReader() {
         let spoolMax = stream.spoolMax
-        widenPipe(input)
+        InputPipe.widen(input)
         runOnBackgroundThread("stdin") { [self] in
             let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 256 << 10, alignment: 16)
             defer { buffer.deallocate() }
@@ -351,14 +364,6 @@ final class StreamUpload: @unchecked Sendable {
                 if stop { return }
             }
         }
-    }
-
-    /// A pipe holds 64 KiB by default: each read then returns at most that, and the producer sleeps whenever
-    /// the reader does. 1 MiB (the usual unprivileged maximum) quarters the reads and the wake-ups.
-    private func widenPipe(_ fd: Int32) {
-        var info = stat()
-        guard fstat(fd, &info) == 0, info.st_mode & S_IFMT == S_IFIFO else { return }
-        _ = fcntl(fd, 1031 /* F_SETPIPE_SZ */, Int32(1 << 20))
     }
 
     private func readInput(into buffer: UnsafeMutableRawBufferPointer) throws(TransferError) -> Int {
