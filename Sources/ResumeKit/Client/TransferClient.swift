@@ -237,7 +237,7 @@ public struct TransferClient: Sendable {
         }
         events(.note("\(path) is already there; nothing fetched (use --force to download again)"))
         events(.completed(location: path, bytes: size, sha256: digest))
-        return DownloadResult(path: path, bytes: size, sha256: digest, alreadyComplete: true)
+        return DownloadResult(path: path, bytes: size, sha256: digest)
     }
 
     /// Fails at once when tokens cannot be written, rather than at a download's first checkpoint.
