@@ -20,10 +20,13 @@ extension TransferClient {
 
     /// Uploads a file (to a URL or `s3://BUCKET/KEY`) or a stream, continuing this request's earlier attempt.
     func runUpload(_ request: UploadRequest, cancellation: Cancellation, events: @escaping EventHandler) throws(TransferError) -> UploadResult {
-        if request.filePath == "-" { return try runStreamUpload(request, cancellation: cancellation, events: events) }
         if Route.isS3(request.url) { _ = try requireS3Answers() }
-        let (source, existing, lock) = try openUpload(request)
+        if request.filePath == "-" { try checkStream(request) }
+        let (opened, existing, lock) = try openUpload(request)
         defer { lock.release() }
+        guard let source = opened else {
+            return try runStreamUpload(request, existing: existing, id: lock.id, cancellation: cancellation, events: events)
+        }
         var token: ResumeToken
         var probe = request.probed
         if let existing {
