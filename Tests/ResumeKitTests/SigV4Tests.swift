@@ -124,12 +124,12 @@ import Testing
     }
 
     @Test func keysOfAPrefixStayInsideTheFolder() {
-        #expect(TransferClient.relativePath("a/b.txt") == "a/b.txt")
-        #expect(TransferClient.relativePath("../etc/passwd") == nil)
-        #expect(TransferClient.relativePath("a/../../b") == nil)
-        #expect(TransferClient.relativePath("/abs") == nil)
-        #expect(TransferClient.relativePath("a//b") == nil)
-        #expect(TransferClient.relativePath("") == nil)
+        #expect(S3Listing.relativePath("a/b.txt") == "a/b.txt")
+        #expect(S3Listing.relativePath("../etc/passwd") == nil)
+        #expect(S3Listing.relativePath("a/../../b") == nil)
+        #expect(S3Listing.relativePath("/abs") == nil)
+        #expect(S3Listing.relativePath("a//b") == nil)
+        #expect(S3Listing.relativePath("") == nil)
     }
 }
 

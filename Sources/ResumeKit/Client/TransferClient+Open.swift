@@ -24,10 +24,11 @@ extension TransferClient {
         }
     }
 
-    /// The one opening of an upload of a file, for `upload` and `prepare` alike: the checks of its URL
-    /// (or S3 address), headers and chunk size, its source, its id, its lock and the token on disk, whose
-    /// source must still be the same file. The caller makes a new token when there is none, and releases the lock.
-    func openUpload(_ request: UploadRequest) throws(TransferError) -> (SourceFile, ResumeToken?, TokenGuard) {
+    /// The one opening of an upload, for `upload` (of a file, or of stdin: `-`) and `prepare` alike: the checks
+    /// of its URL (or S3 address), headers and chunk size, its source (nil for stdin), its id, its lock and the
+    /// token on disk, which must be an upload of the same kind (a stream's, an S3 one) and, for a file, still
+    /// of the same file. The caller makes a new token when there is none, and releases the lock.
+    func openUpload(_ request: UploadRequest) throws(TransferError) -> (SourceFile?, ResumeToken?, TokenGuard) {
         if Route.isS3(request.url) {
             _ = try S3Location.parse(request.url)
         } else {
@@ -35,13 +36,15 @@ extension TransferClient {
         }
         _ = try HeaderLines.parse(request.headers)
         if let chunk = request.chunkSize, chunk <= 0 { throw TransferError(.usage, "--chunk-size must be positive") }
-        let source = try SourceFile(path: request.filePath)
+        let stream = request.filePath == "-"
+        let source = stream ? nil : try SourceFile(path: request.filePath)
         let lock = try takeLock(uploadTokenID(request))
         do {
             let s3 = Route.isS3(request.url)
-            guard let existing = try lock.existing(.upload, s3 ? "an S3 upload" : "an upload", has: { !s3 || $0.upload?.s3 != nil })
+            let what = stream ? "a stream upload" : s3 ? "an S3 upload" : "an upload"
+            guard let existing = try lock.existing(.upload, what, has: { stream ? $0.upload?.stream != nil : !s3 || $0.upload?.s3 != nil })
             else { return (source, nil, lock) }
-            try checkSource(try existing.uploadPart(), source, id: lock.id)
+            if let source { try checkSource(try existing.uploadPart(), source, id: lock.id) }
             return (source, existing, lock)
         } catch {
             lock.release()

@@ -16,9 +16,9 @@ extension TransferClient {
     public func prepare(_ request: UploadRequest) throws(TransferError) -> String {
         if request.filePath == "-" { throw TransferError(.usage, "a stream (upload -) reads stdin: it runs in the foreground") }
         try prepareStateDirectory()
-        let (source, existing, lock) = try openUpload(request)
+        let (opened, existing, lock) = try openUpload(request)
         defer { lock.release() }
-        guard existing == nil else { return lock.id }
+        guard existing == nil, let source = opened else { return lock.id }
         // The protocol is left open unless pinned: the detached run probes the server (`--protocol auto`).
         try store.write(Route.isS3(request.url)
             ? try newS3UploadToken(request, id: lock.id, source: source.identity, events: { _ in })

@@ -75,7 +75,7 @@ extension TransferClient {
             events(.completed(location: record.resultLine, bytes: record.bytes ?? 0, sha256: record.sha256))
             switch record.kind {
             case .download:
-                return .downloaded(DownloadResult(path: record.resultLine, bytes: record.bytes ?? 0, sha256: record.sha256, alreadyComplete: true))
+                return .downloaded(DownloadResult(path: record.resultLine, bytes: record.bytes ?? 0, sha256: record.sha256))
             case .upload:
                 return .uploaded(UploadResult(url: record.url, bytes: record.bytes ?? 0, sha256: record.sha256))
             }

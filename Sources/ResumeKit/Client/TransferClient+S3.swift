@@ -1,6 +1,3 @@
-import FoundationEssentials
-import Glibc
-
 extension TransferClient {
     /// The XML reader S3 calls need; only the `resumectl-s3` program links one.
     func requireS3Answers() throws(TransferError) -> any S3Answers {
@@ -48,70 +45,16 @@ extension TransferClient {
         return explained
     }
 
-    /// The objects under an S3 prefix (ListObjectsV2, every page) as downloads into `folder`: each key
-    /// less the prefix becomes a path below the folder (its subfolders are made). A key that would leave
-    /// the folder (`..`, an absolute or empty path) is refused, with a line each.
+    /// The objects under an S3 prefix as downloads into `folder` (``S3Listing``), and a line for each key refused.
     public func s3Listing(
         _ url: String, folder: String, options: S3Options, headers: [String] = [], onChange: DownloadStateMachine.OnChange = .restart,
         force: Bool = false, cancellation: Cancellation = Cancellation(), events: @escaping EventHandler = { _ in }
     ) async throws(TransferError) -> (requests: [DownloadRequest], refused: [String]) {
         try await onOwnThread { () throws(TransferError) in
-            let answers = try self.requireS3Answers()
-            let location = try S3Location.parse(url)
-            let target = try S3Target(location, choices: options.choices, forcePathStyle: options.forcePathStyle)
-            let call = S3Call(answers: answers, settings: target.signing(self.options.transport))
-            let session = self.transport.makeSession()
-            var objects: [S3Object] = []
-            var continuation: String?
-            // One attempt a page: a page that fails is asked again; the pages before it are kept.
-            repeat {
-                var query = [("list-type", "2"), ("prefix", location.key)]
-                if let continuation { query.append(("continuation-token", continuation)) }
-                let body = try Retrier.run(self.options, cancellation: cancellation, events: events, fresh: { RetryRules.isFresh(held: Int64(objects.count), known: false) }, stopped: "stopped while listing \(url)") { () throws(TransferError) in
-                    switch call.send(session, method: "GET", url: target.bucketURL(query: query), cancellation: cancellation) {
-                    case .ok(_, let body):
-                        return .done(body)
-                    case .refused(let status, let error, let after) where RetryPolicy.isRetryable(status: status, errorCode: error?.code):
-                        return .failed(.status(status, retryAfter: after, message: S3Call.failure(status, error, "cannot list \(url)")))
-                    case .refused(let status, let error, _):
-                        throw TransferError(.failed, S3Call.failure(status, error, "cannot list \(url)"), status: status)
-                    case .lost(let lost):
-                        return .failed(lost.withMessage("cannot list \(url): \(lost.message)"))
-                    case .stopped:
-                        throw TransferError(.stopped(cancellation.reason ?? .interrupt), "stopped while listing \(url)")
-                    }
-                }
-                let page = try answers.objects(body)
-                objects += page.objects
-                continuation = page.continuation
-            } while continuation != nil
-
-            try OutputPath.makeFolders(folder)
-            var requests: [DownloadRequest] = []
-            var refused: [String] = []
-            for object in objects where !object.key.hasSuffix("/") {
-                let relative = String(object.key.dropFirst(location.key.count))
-                guard let safe = Self.relativePath(relative) else {
-                    refused.append("s3://\(location.bucket)/\(object.key): refused, its key would leave \(folder)")
-                    continue
-                }
-                let path = folder + "/" + safe
-                if let slash = safe.lastIndex(of: "/") {
-                    try OutputPath.makeFolders(folder + "/" + safe[..<slash])
-                }
-                requests.append(DownloadRequest(
-                    url: "s3://\(location.bucket)/\(object.key)", outputPath: path, headers: headers, onChange: onChange, force: force,
-                    s3: options))
-            }
-            return (requests, refused)
+            let listing = try S3Listing(url, s3: options, answers: try self.requireS3Answers(), transport: self.transport, options: self.options)
+            let template = DownloadRequest(url: url, headers: headers, onChange: onChange, force: force, s3: options)
+            return try listing.downloads(try listing.objects(cancellation: cancellation, events: events), folder: folder, template: template)
         }
-    }
-
-    /// A key's path below the download folder, or nil when it would leave it.
-    static func relativePath(_ key: String) -> String? {
-        let parts = key.split(separator: "/", omittingEmptySubsequences: false)
-        guard !parts.isEmpty, parts.allSatisfy({ !$0.isEmpty && $0 != "." && $0 != ".." }), !key.utf8.contains(0) else { return nil }
-        return key
     }
 
     // MARK: Uploads
@@ -156,26 +99,5 @@ extension TransferClient {
             state: state, size: part.source.size, final: part.stream?.ended ?? true, stream: part.stream != nil,
             headers: (try? HeaderLines.parse(token.headers)) ?? [:], endpoint: target.endpoint, answers: try requireS3Answers())
         return (machine, signed)
-    }
-
-    /// AbortMultipartUpload for `cancel` (the parts stay with `--keep-parts`). Returns what was done.
-    func abortS3Upload(_ token: ResumeToken, keepParts: Bool) throws(TransferError) -> String {
-        guard let s3 = token.upload?.s3, let uploadID = s3.uploadId else { return "" }
-        if keepParts { return "; multipart upload \(uploadID) left on S3 with its parts (--keep-parts)" }
-        let answers = try requireS3Answers()
-        let target = try S3Target(s3)
-        let call = S3Call(answers: answers, settings: target.signing(options.transport))
-        switch call.send(transport.makeSession(), method: "DELETE", url: target.url(query: [("uploadId", uploadID)]), cancellation: Cancellation()) {
-        case .ok:
-            return "; S3 dropped multipart upload \(uploadID) and its parts"
-        case .refused(_, let error, _) where error?.code == "NoSuchUpload":
-            return "; S3 no longer had multipart upload \(uploadID)"
-        case .refused(let status, let error, _):
-            throw TransferError(.failed, S3Call.failure(status, error, "cannot abort the upload of \(s3.address) (cancel --keep-parts forgets it anyway)"))
-        case .lost(let fault):
-            throw TransferError(.failed, "cannot reach S3 to abort the upload of \(s3.address): \(fault.message) (cancel --keep-parts forgets it anyway)")
-        case .stopped:
-            throw TransferError(.stopped(.interrupt), "stopped")
-        }
     }
 }

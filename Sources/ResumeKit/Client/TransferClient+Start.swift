@@ -12,11 +12,4 @@ extension TransferClient {
             try await upload(request, cancellation: cancellation, events: events)
         }
     }
-
-    /// Continues a token's transfer, its events as an `AsyncSequence` (``TransferRun/events``).
-    public func startResume(_ reference: String, cancellation: Cancellation = Cancellation()) -> TransferRun<TransferResult> {
-        TransferRun(cancellation: cancellation) { cancellation, events throws(TransferError) in
-            try await resume(reference, cancellation: cancellation, events: events)
-        }
-    }
 }

@@ -8,21 +8,22 @@ extension TransferClient {
         return store.state.spool(id)
     }
 
-    /// `producer | resumectl upload - URL`: the IETF draft, tus or S3 multipart with the length unknown until
-    /// stdin ends. Running it again (or `resume`) with the same stream continues a cut upload.
-    func runStreamUpload(_ request: UploadRequest, cancellation: Cancellation, events: @escaping EventHandler) throws(TransferError) -> UploadResult {
-        let route = try Route(request.url)
-        if case .s3Prefix = route { throw TransferError(.usage, "\(request.url) names no object: give s3://BUCKET/KEY") }
-        if case .s3Object = route { _ = try requireS3Answers() }
-        let given = try HeaderLines.parse(request.headers)
+    /// What a stream's request must say beyond a file's, checked before its opening: an S3 object (never a
+    /// prefix) and a spool of at least 1 MiB; the state folder is made for the spool.
+    func checkStream(_ request: UploadRequest) throws(TransferError) {
+        if case .s3Prefix = try Route(request.url) { throw TransferError(.usage, "\(request.url) names no object: give s3://BUCKET/KEY") }
         if let max = request.spoolMax, max < 1 << 20 { throw TransferError(.usage, "--spool-max must be at least 1M") }
         try prepareStateDirectory()
-        let id = uploadTokenID(request)
-        let lock = try takeLock(id)
-        defer { lock.release() }
-        if let token = try lock.existing(.upload, "a stream upload", has: { $0.upload?.stream != nil }) {
-            return try continueStream(token, headers: request.headers, cancellation: cancellation, events: events)
-        }
+    }
+
+    /// `producer | resumectl upload - URL`: the IETF draft, tus or S3 multipart with the length unknown until
+    /// stdin ends. Running it again (or `resume`) with the same stream continues a cut upload (`existing`, the
+    /// token ``openUpload(_:)`` found under the lock the caller holds).
+    func runStreamUpload(
+        _ request: UploadRequest, existing: ResumeToken?, id: String, cancellation: Cancellation, events: @escaping EventHandler
+    ) throws(TransferError) -> UploadResult {
+        if let existing { return try continueStream(existing, headers: request.headers, cancellation: cancellation, events: events) }
+        let given = try HeaderLines.parse(request.headers)
         let spoolMax = request.spoolMax ?? (1 << 30)
         var probe: ProtocolProbe?
         let stdin = ResumeToken.SourceIdentity(path: "-", size: 0, mtime: 0, inode: 0, edgeHash: "")

@@ -1,5 +1,4 @@
 import FoundationEssentials
-import Glibc
 
 extension TransferClient {
     /// Uploads a file with the IETF draft, tus or a plain request, continuing this file's earlier attempt to the same URL.
@@ -21,10 +20,13 @@ extension TransferClient {
 
     /// Uploads a file (to a URL or `s3://BUCKET/KEY`) or a stream, continuing this request's earlier attempt.
     func runUpload(_ request: UploadRequest, cancellation: Cancellation, events: @escaping EventHandler) throws(TransferError) -> UploadResult {
-        if request.filePath == "-" { return try runStreamUpload(request, cancellation: cancellation, events: events) }
         if Route.isS3(request.url) { _ = try requireS3Answers() }
-        let (source, existing, lock) = try openUpload(request)
+        if request.filePath == "-" { try checkStream(request) }
+        let (opened, existing, lock) = try openUpload(request)
         defer { lock.release() }
+        guard let source = opened else {
+            return try runStreamUpload(request, existing: existing, id: lock.id, cancellation: cancellation, events: events)
+        }
         var token: ResumeToken
         var probe = request.probed
         if let existing {
@@ -172,57 +174,10 @@ extension TransferClient {
     /// - Returns: what was done, for the user.
     public func cancel(_ reference: String, keepParts: Bool = false) async throws(TransferError) -> String {
         try await onOwnThread { () throws(TransferError) in
-            var token = try self.loadToken(reference)
-            let options = self.connectionOptions(for: &token, events: { _ in })
-            let lock = try self.takeLock(token.id)
+            let job = TransferCancel(self, token: try self.loadToken(reference))
+            let lock = try self.takeLock(job.token.id)
             defer { lock.release() }
-            var said = "cancelled \(token.id)"
-            if let stream = token.upload?.stream {
-                unlink(stream.spool)
-                said += "; removed the spool"
-            }
-            if let d = token.download {
-                unlink(d.partPath)
-                said += "; removed \(d.partPath)"
-            }
-            said += try self.dropServerUpload(token, options: options, keepParts: keepParts)
-            // The record first: an id is never, even for a moment, unknown to both stores.
-            try? self.results.save(TransferRecord(
-                id: token.id, kind: token.kind, outcome: .cancelled, exit: 1, resumable: false, url: token.url,
-                path: token.download?.path ?? token.upload?.source.path, error: "cancelled"))
-            self.store.remove(id: token.id)
-            return said
+            return try job.run(keepParts: keepParts)
         }
-    }
-
-    /// Asks the server to drop an upload that will not be finished (`cancel`; a batch's file that changed):
-    /// AbortMultipartUpload on S3 (unless `keepParts`), else a DELETE of the upload URL (draft, tus).
-    /// - Returns: what was done, for the user.
-    func dropServerUpload(_ token: ResumeToken, options: TransferOptions, keepParts: Bool = false) throws(TransferError) -> String {
-        var said = try abortS3Upload(token, keepParts: keepParts)
-        if let u = token.upload, let url = u.uploadURL {
-            var headers: HeaderFields
-            switch u.wire {
-            case .tus: headers = TusStateMachine.deleteHeaders
-            case .ietf(let version): headers = [InteropVersion.header: String(version.rawValue)]
-            case .undecided, .plain, .s3: headers = [InteropVersion.header: String(InteropVersion.newest.rawValue)]
-            }
-            if Origin.same(url, token.url), let stored = try? HeaderLines.parse(token.headers) {
-                for f in stored.fields { headers.append(f.name, f.value) }
-            }
-            let collector = HeadCollector()
-            let result = transport.makeSession().perform(
-                TransferRequest(method: "DELETE", url: url, headers: headers), settings: options.transport,
-                cancellation: Cancellation(), delegate: collector)
-            switch (result.outcome, collector.head?.status) {
-            case (.completed, let status?) where (200..<300).contains(status) || status == 404 || status == 410:
-                said += "; the server dropped the upload"
-            case (.completed, let status?):
-                said += "; the server answered \(status) to DELETE"
-            default:
-                said += "; the server could not be reached to drop the upload"
-            }
-        }
-        return said
     }
 }

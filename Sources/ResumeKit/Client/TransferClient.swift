@@ -170,60 +170,52 @@ public struct TransferClient: Sendable {
         }
     }
 
+    /// Runs a download's token, signed for S3: in segments when it has or wants several connections, else on one.
     private func runDownloadOperation(
         _ token: ResumeToken, lock: TokenGuard, extraHeaders: [String], onChange: DownloadStateMachine.OnChange,
         session: (any TransportSession)? = nil, batch: BatchPublisher.Slot? = nil, cancellation: Cancellation, events: @escaping EventHandler
     ) throws(TransferError) -> DownloadResult {
         var token = token
         let options = try signingS3(connectionOptions(for: &token, given: extraHeaders, events: events), for: token)
-        do {
-            return try runDownloadOperation(token, options: options, lock: lock, onChange: onChange, session: session,
+        do throws(TransferError) {
+            let download = try token.downloadPart()
+            let fresh = download.committedBytes == 0 && download.totalBytes == nil
+            if download.segments != nil || (options.connections > 1 && fresh) {
+                try lock.hold()  // the segment plan is written before any data
+                // All segments share one network thread: on a fast link more receiving threads than cores only contend.
+                let segmented = withSessionPool { pool in
+                    Result { () throws -> DownloadResult in
+                        try SegmentedDownload(
+                            token: token, store: store, transport: pool, options: options, connections: options.connections,
+                            cancellation: cancellation, events: events
+                        ).run()
+                    }
+                }
+                do {
+                    return try segmented.get()
+                } catch let error as TransferError {
+                    throw error
+                } catch SegmentedDownload.Handover.unsupported(let why) {
+                    events(.note("\(why); using one connection"))
+                } catch SegmentedDownload.Handover.unreached {
+                } catch SegmentedDownload.Handover.changed(let why) {
+                    if onChange == .fail { throw TransferError.changed(why, tokenID: token.id) }
+                    events(.restarted(reason: why))
+                    token = token.with(.download(.init(path: download.path, committedBytes: 0,
+                        expectedSHA256: download.expectedSHA256, onChange: download.onChange, s3: download.s3)))
+                    _ = truncate(download.partPath, 0)
+                    try store.write(token, keeping: true)
+                } catch {
+                    throw TransferError(.localIO, "\(error)", tokenID: token.id)
+                }
+            }
+            let operation = try DownloadOperation(
+                token: token, lock: lock, store: store, session: session ?? transport.makeSession(), options: options, onChange: onChange,
                 batch: batch, cancellation: cancellation, events: events)
+            return try operation.run()
         } catch {
             throw explainingLogin(explainingS3(error, token: token, options: options))
         }
-    }
-
-    private func runDownloadOperation(
-        _ token: ResumeToken, options: TransferOptions, lock: TokenGuard, onChange: DownloadStateMachine.OnChange,
-        session: (any TransportSession)?, batch: BatchPublisher.Slot?, cancellation: Cancellation, events: @escaping EventHandler
-    ) throws(TransferError) -> DownloadResult {
-        var token = token
-        let download = try token.downloadPart()
-        let fresh = download.committedBytes == 0 && download.totalBytes == nil
-        if download.segments != nil || (options.connections > 1 && fresh) {
-            try lock.hold()  // the segment plan is written before any data
-            // All segments share one network thread: on a fast link more receiving threads than cores only contend.
-            let segmented = withSessionPool { pool in
-                Result { () throws -> DownloadResult in
-                    try SegmentedDownload(
-                        token: token, store: store, transport: pool, options: options, connections: options.connections,
-                        cancellation: cancellation, events: events
-                    ).run()
-                }
-            }
-            do {
-                return try segmented.get()
-            } catch let error as TransferError {
-                throw error
-            } catch SegmentedDownload.Handover.unsupported(let why) {
-                events(.note("\(why); using one connection"))
-            } catch SegmentedDownload.Handover.unreached {
-            } catch SegmentedDownload.Handover.changed(let why) {
-                if onChange == .fail { throw TransferError.changed(why, tokenID: token.id) }
-                events(.restarted(reason: why))
-                token = token.with(.download(.init(path: download.path, committedBytes: 0,
-                    expectedSHA256: download.expectedSHA256, onChange: download.onChange, s3: download.s3)))
-                _ = truncate(download.partPath, 0)
-                try store.write(token, keeping: true)
-            } catch {
-                throw TransferError(.localIO, "\(error)", tokenID: token.id)
-            }
-        }
-        let operation = try DownloadOperation(
-            token: token, lock: lock, store: store, session: session ?? transport.makeSession(), options: options, onChange: onChange,
-            batch: batch, cancellation: cancellation, events: events)
-        return try operation.run()
     }
 
     private func alreadyThere(_ path: String, expected: String?, events: EventHandler) throws(TransferError) -> DownloadResult {
@@ -237,7 +229,7 @@ public struct TransferClient: Sendable {
         }
         events(.note("\(path) is already there; nothing fetched (use --force to download again)"))
         events(.completed(location: path, bytes: size, sha256: digest))
-        return DownloadResult(path: path, bytes: size, sha256: digest, alreadyComplete: true)
+        return DownloadResult(path: path, bytes: size, sha256: digest)
     }
 
     /// Fails at once when tokens cannot be written, rather than at a download's first checkpoint.

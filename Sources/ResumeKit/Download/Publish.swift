@@ -17,7 +17,7 @@ enum Publish {
         var emit: EventHandler
 
         var result: DownloadResult {
-            DownloadResult(path: download.path, bytes: bytes, sha256: sha256, alreadyComplete: false)
+            DownloadResult(path: download.path, bytes: bytes, sha256: sha256)
         }
     }
 

@@ -103,7 +103,7 @@ final class StreamDownload: ExchangeDelegate {
             throw TransferError(.checksumMismatch, "the data written to stdout has sha256 \(digest), not \(expectedSHA256)")
         }
         emit(.completed(location: "-", bytes: written, sha256: digest))
-        return DownloadResult(path: "-", bytes: written, sha256: digest, alreadyComplete: false)
+        return DownloadResult(path: "-", bytes: written, sha256: digest)
     }
 
     // MARK: ExchangeDelegate

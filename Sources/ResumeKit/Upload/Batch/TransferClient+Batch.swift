@@ -171,10 +171,7 @@ extension TransferClient {
             }
         } catch where error.code == .sourceChanged {
             let old = uploadTokenID(upload)
-            if var token = try? store.load(old) {
-                let options = connectionOptions(for: &token, events: { _ in })
-                _ = try? dropServerUpload(token, options: options)
-            }
+            if let token = try? store.load(old) { _ = try? TransferCancel(self, token: token).dropServerUpload() }
             store.remove(id: old)
             events(.file(item, .restarted(reason: "\(file.path) changed since its upload began")))
             _ = try runUpload(upload, cancellation: cancellation, events: forward)

@@ -1,0 +1,80 @@
+/// The objects under an S3 prefix (ListObjectsV2, every page) as downloads into a folder: each key less
+/// the prefix becomes a path below the folder (its subfolders are made). A key that would leave the
+/// folder (`..`, an absolute or empty path) is refused, with a line each.
+struct S3Listing {
+    let url: String
+    let location: S3Location
+    let target: S3Target
+    let call: S3Call
+    let session: any TransportSession
+    /// The transfer's options: the retry rules a page is asked again under.
+    let options: TransferOptions
+
+    init(_ url: String, s3: S3Options, answers: any S3Answers, transport: any HTTPTransport, options: TransferOptions) throws(TransferError) {
+        location = try S3Location.parse(url)
+        target = try S3Target(location, choices: s3.choices, forcePathStyle: s3.forcePathStyle)
+        call = S3Call(answers: answers, settings: target.signing(options.transport))
+        session = transport.makeSession()
+        self.url = url
+        self.options = options
+    }
+
+    /// Every object under the prefix. One attempt a page: a page that fails is asked again; the pages before it are kept.
+    func objects(cancellation: Cancellation, events: @escaping EventHandler) throws(TransferError) -> [S3Object] {
+        var objects: [S3Object] = []
+        var continuation: String?
+        repeat {
+            var query = [("list-type", "2"), ("prefix", location.key)]
+            if let continuation { query.append(("continuation-token", continuation)) }
+            let body = try Retrier.run(options, cancellation: cancellation, events: events, fresh: { RetryRules.isFresh(held: Int64(objects.count), known: false) }, stopped: "stopped while listing \(url)") { () throws(TransferError) in
+                switch call.send(session, method: "GET", url: target.bucketURL(query: query), cancellation: cancellation) {
+                case .ok(_, let body):
+                    return .done(body)
+                case .refused(let status, let error, let after) where RetryPolicy.isRetryable(status: status, errorCode: error?.code):
+                    return .failed(.status(status, retryAfter: after, message: S3Call.failure(status, error, "cannot list \(url)")))
+                case .refused(let status, let error, _):
+                    throw TransferError(.failed, S3Call.failure(status, error, "cannot list \(url)"), status: status)
+                case .lost(let lost):
+                    return .failed(lost.withMessage("cannot list \(url): \(lost.message)"))
+                case .stopped:
+                    throw TransferError(.stopped(cancellation.reason ?? .interrupt), "stopped while listing \(url)")
+                }
+            }
+            let page = try call.answers.objects(body)
+            objects += page.objects
+            continuation = page.continuation
+        } while continuation != nil
+        return objects
+    }
+
+    /// `objects` as downloads into `folder`, each with `template`'s headers and choices, and the keys refused.
+    func downloads(_ objects: [S3Object], folder: String, template: DownloadRequest) throws(TransferError)
+        -> (requests: [DownloadRequest], refused: [String])
+    {
+        try OutputPath.makeFolders(folder)
+        var requests: [DownloadRequest] = []
+        var refused: [String] = []
+        for object in objects where !object.key.hasSuffix("/") {
+            let relative = String(object.key.dropFirst(location.key.count))
+            guard let safe = Self.relativePath(relative) else {
+                refused.append("s3://\(location.bucket)/\(object.key): refused, its key would leave \(folder)")
+                continue
+            }
+            if let slash = safe.lastIndex(of: "/") {
+                try OutputPath.makeFolders(folder + "/" + safe[..<slash])
+            }
+            var request = template
+            request.url = "s3://\(location.bucket)/\(object.key)"
+            request.outputPath = folder + "/" + safe
+            requests.append(request)
+        }
+        return (requests, refused)
+    }
+
+    /// A key's path below the download folder, or nil when it would leave it.
+    static func relativePath(_ key: String) -> String? {
+        let parts = key.split(separator: "/", omittingEmptySubsequences: false)
+        guard !parts.isEmpty, parts.allSatisfy({ !$0.isEmpty && $0 != "." && $0 != ".." }), !key.utf8.contains(0) else { return nil }
+        return key
+    }
+}
