@@ -17,6 +17,23 @@ import Testing
             == "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843")
     }
 
+    /// FIPS 180-2's million "a"s fed in uneven pieces: the running state carries across every block boundary.
+    @Test func aMillionAsInUnevenPieces() {
+        var sha256 = MessageDigest(.sha256)
+        var sha1 = MessageDigest(.sha1)
+        var fed = 0
+        var size = 1
+        while fed < 1_000_000 {
+            let piece = [UInt8](repeating: UInt8(ascii: "a"), count: min(size, 1_000_000 - fed))
+            sha256.update(piece)
+            sha1.update(piece)
+            fed += piece.count
+            size = size % 997 + 13
+        }
+        #expect(sha256.finalize().hex == "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0")
+        #expect(sha1.finalize().hex == "34aa973cd4c4daa4f61eeb2bdbad27316534016f")
+    }
+
     @Test func copiesAndFinalizeKeepTheirOwnState() {
         var running = MessageDigest(.sha256)
         running.update(Array("a".utf8))
