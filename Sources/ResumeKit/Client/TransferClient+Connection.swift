@@ -23,11 +23,12 @@ extension TransferClient {
         return try body(pool ?? transport)
     }
 
-    /// ``withSessionPool(_:_:)`` for work that waits on tasks.
-    func withSessionPool<T>(_ body: (any HTTPTransport) async -> T) async -> T {
-        let pool = transport is CurlTransport ? try? CurlTransport.multi() : nil
-        defer { pool?.shutdown() }
-        return await body(pool ?? transport)
+    /// ``withSessionPool(_:_:)`` for work that waits on tasks, with `lanes` pools (each its own thread and
+    /// connection cache) where one network thread would be the bottleneck: a list of small files.
+    func withSessionPool<T>(lanes: Int = 1, _ body: ([any HTTPTransport]) async -> T) async -> T {
+        let pools = transport is CurlTransport ? (0..<max(1, lanes)).compactMap { _ in try? CurlTransport.multi() } : []
+        defer { for pool in pools { pool.shutdown() } }
+        return await body(pools.isEmpty ? [transport] : pools)
     }
 
     /// A 401 says what to do: credentials are never stored, so a resume needs them again.
