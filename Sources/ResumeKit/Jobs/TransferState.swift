@@ -33,11 +33,15 @@ public struct TransferState {
     /// nil when neither a token, a record nor a live process knows `id`.
     public init?(id: String, store: TokenStore, token: ResumeToken? = nil) {
         self.id = id
+        // Whether a process runs it is read first: a transfer that ends between these reads has written its
+        // record and removed its token before it let go of its lock and live status, so what is read after
+        // them is what it left. Read the other way round, a token seen just before it went, a record just
+        // before it came and no process after made a finished download look killed.
+        let live = LiveStatus.load(stateDir: store.directory, id: id)
+        let holder = TokenLock.holder(path: store.lockPath(forID: id))
         let results = ResultStore(directory: store.directory)
         let token = token ?? (try? store.load(id))
         let record = results.load(id: id)
-        let live = LiveStatus.load(stateDir: store.directory, id: id)
-        let holder = TokenLock.holder(path: store.lockPath(forID: id))
         self.token = token
         self.record = record
         self.live = live
