@@ -92,7 +92,8 @@ import Testing
         lines.append(nginx.url(for: "many/missing.bin"))
         try lines.joined(separator: "\n").write(toFile: w.path("list.txt"), atomically: true, encoding: .utf8)
 
-        let r = try await w.run(["download", "-i", w.path("list.txt"), "--parallel", "6"])
+        // 8 at a time: two session pools (one per 4 workers, one per core) wherever there are 2 cores.
+        let r = try await w.run(["download", "-i", w.path("list.txt"), "--parallel", "8"])
         #expect(r.status == 1, "\(r)")
         #expect(r.stdout.split(separator: "\n").count == 41)
         for (name, digest) in digests { #expect(try sha256(file: w.out + "/" + name) == digest) }
