@@ -7,10 +7,10 @@ import CLibCrypto
 /// It calls the one-algorithm functions (`SHA256_Update` …), not EVP: a process's first EVP digest builds
 /// the provider name map of every algorithm and asks the engines (3.2 M instructions, 15% of a whole 4 KiB
 /// download), for the same block functions underneath.
-struct MessageDigest: @unchecked Sendable {
+struct MessageDigest: Sendable {
     enum Algorithm: Sendable { case sha512, sha384, sha256, sha1, md5 }
 
-    private enum State {
+    private enum State: Sendable {
         case sha512(SHA512_CTX), sha384(SHA512_CTX), sha256(SHA256_CTX), sha1(SHA_CTX), md5(MD5_CTX)
     }
 

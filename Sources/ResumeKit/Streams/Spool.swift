@@ -5,9 +5,9 @@ import SystemPackage
 /// cut, a stall or a 5xx is survived by sending them again — a pipe cannot be rewound.
 ///
 /// Offsets are stream offsets: byte N of the stream is at offset N of the file. Acknowledged bytes are given
-/// back with ``drop(below:)``, which punches a hole (the blocks are freed, the offsets stay), so the disk use
-/// is what is still held. Like a `.part` file, only ``durable`` bytes (fsynced) may go into a token; after a
-/// crash ``reopen(path:start:durable:)`` cuts the file back to them.
+/// back with ``punch(fd:path:from:to:)`` and ``markDropped(below:)`` (a hole: the blocks are freed, the
+/// offsets stay), so the disk use is what is still held. Like a `.part` file, only ``durable`` bytes
+/// (fsynced) may go into a token; after a crash ``reopen(path:start:durable:)`` cuts the file back to them.
 final class Spool {
     let path: String
     private let fd: FileDescriptor
@@ -113,21 +113,14 @@ final class Spool {
         }
     }
 
-    /// Gives back the disk space of every byte below `offset` (the server holds them now). The caller
-    /// records the new ``start`` in its token after this returns.
-    func drop(below offset: Int64) throws(TransferError) {
-        let upTo = min(offset, end)
-        guard upTo > start else { return }
-        try Self.punch(fd: fd.rawValue, path: path, from: start, to: upTo)
-        start = upTo
-    }
-
-    /// Records that the bytes below `offset` were punched out by ``punch(fd:path:from:to:)`` elsewhere.
+    /// Records that the bytes below `offset` were given back by ``punch(fd:path:from:to:)`` (the server
+    /// holds them now); the caller records the new ``start`` in its token first.
     func markDropped(below offset: Int64) {
         start = max(start, min(offset, end))
     }
 
-    /// Frees the blocks of `[from, to)` of a spool's descriptor; it needs no lock (appends go past `to`).
+    /// Frees the blocks of `[from, to)` of a spool's descriptor (a hole: the offsets stay); it needs no lock
+    /// (appends go past `to`), so the stream's other threads need not wait for a slow TRIM.
     static func punch(fd: Int32, path: String, from: Int64, to: Int64) throws(TransferError) {
         guard to > from, punchHole(fd, offset: from, length: to - from) != 0 else { return }
         let code = errno
