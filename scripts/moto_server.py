@@ -86,6 +86,17 @@ def serialize_conditional_writes() -> None:
         setattr(S3Response, name, wrapped)
 
 
+def list_modules_once() -> None:
+    """moto 5.2.1 finds each request's backend under one global lock, and on the way lists its own package
+    folder (`os.listdir` and an `isdir` for each of ~170 entries) for every request. That serialises every
+    request behind a directory scan (a tenth of the server's samples in a folder upload; real S3 has no such
+    cost, and it is the same for every client). The folder does not change while the server runs: list it once."""
+    import moto.backends as backends
+
+    modules = tuple(backends.list_of_moto_modules())
+    backends.list_of_moto_modules = lambda: modules
+
+
 ALLOW_ALL = json.dumps({"Version": "2012-10-17",
                         "Statement": [{"Effect": "Allow", "Action": "*", "Resource": "*"}]})
 
@@ -120,6 +131,7 @@ def main() -> None:
     from moto import settings
     from moto.server import ThreadedMotoServer
     serialize_conditional_writes()
+    list_modules_once()
     verify_signatures_over_the_sent_url()
 
     server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)

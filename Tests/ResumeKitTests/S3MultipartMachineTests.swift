@@ -64,6 +64,9 @@ private func completed(_ tag: String) -> [UInt8] {
         #expect(part3?.url == "http://127.0.0.1:9000/b/k?partNumber=3&uploadId=U1")
         #expect(part3?.body == BodyRange(offset: 10 * MiB, length: 2 * MiB))
         #expect(part3?.checksum?.header == "Content-MD5" && part3?.headers["x-amz-meta-a"] == nil)
+        // A part over 1 MiB waits for 100 Continue; one of 1 MiB or less is sent at once.
+        #expect(part3?.headers["Expect"] == "100-continue")
+        #expect(machine(state(), size: 5 * MiB + MiB).exchange(for: .part(2))?.headers["Expect"] == nil)
         #expect(sendParts(&m) == [1, 2, 3])
         #expect(m.acknowledgedBytes == 12 * MiB)
         m.record(into: &token)
@@ -82,6 +85,7 @@ private func completed(_ tag: String) -> [UInt8] {
         #expect(m.plans(besides: []) == [.put])
         let put = m.exchange(for: .put)
         #expect(put?.checksum?.header == "x-amz-checksum-crc32c" && put?.headers["x-amz-meta-a"] == "1")
+        #expect(put?.headers["Expect"] == nil, "a small object is not worth a 100-continue round trip")
         let sum: [UInt8] = [1, 2, 3, 4]
         #expect(m.response(head(200, [("x-amz-checksum-crc32c", "AQIDBA==")]), body: [], checksum: sum, to: .put) == .completed)
         var other = machine(state(checksum: .crc32c), size: 1000)

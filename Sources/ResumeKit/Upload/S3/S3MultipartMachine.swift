@@ -115,7 +115,7 @@ public struct S3MultipartMachine: StreamingUploadMachine {
     public func exchange(for plan: Plan) -> UploadExchange? {
         switch plan {
         case .put:
-            var headers = partHeaders
+            var headers = partHeaders(length: known)
             for field in objectFields.fields { headers.set(field.name, field.value) }
             return UploadExchange(method: "PUT", url: url(), headers: headers, body: BodyRange(offset: 0, length: known),
                 checksum: bodyChecksum, userHeaders: false)
@@ -135,7 +135,7 @@ public struct S3MultipartMachine: StreamingUploadMachine {
         case .part(let number):
             let range = MultipartPlan.range(ofPart: number, fileSize: known, partSize: partSize)
             return UploadExchange(method: "PUT", url: url([("partNumber", String(number)), ("uploadId", uploadID ?? "")]),
-                headers: partHeaders, body: BodyRange(offset: range.lowerBound, length: Int64(range.count)), checksum: bodyChecksum,
+                headers: partHeaders(length: Int64(range.count)), body: BodyRange(offset: range.lowerBound, length: Int64(range.count)), checksum: bodyChecksum,
                 userHeaders: false)
         case .complete:
             let document = Array(MultipartPlan.completionBody(parts, checksum: checksum.flexibleName).utf8)
@@ -151,10 +151,12 @@ public struct S3MultipartMachine: StreamingUploadMachine {
 
     /// The body is not hashed for the signature (that would read every part again); the part's checksum
     /// header is signed and S3 checks the bytes against it. `x-amz-sdk-checksum-algorithm` is what AWS's SDKs
-    /// send beside a flexible checksum (some S3-compatible servers look for the checksum by it).
-    private var partHeaders: HeaderFields {
-        var headers: HeaderFields = ["x-amz-content-sha256": SigV4Signer.unsignedPayload, "Content-Type": "application/octet-stream",
-            "Expect": "100-continue"]
+    /// send beside a flexible checksum (some S3-compatible servers look for the checksum by it). A body over
+    /// 1 MiB waits for `100 Continue`, so a refusal costs no body; a smaller one is not worth the round trip
+    /// (curl's own threshold), which a folder of small files would pay per file.
+    private func partHeaders(length: Int64) -> HeaderFields {
+        var headers: HeaderFields = ["x-amz-content-sha256": SigV4Signer.unsignedPayload, "Content-Type": "application/octet-stream"]
+        if length > 1 << 20 { headers.set("Expect", "100-continue") }
         if let name = checksum.flexibleName { headers.set("x-amz-sdk-checksum-algorithm", name) }
         return headers
     }
