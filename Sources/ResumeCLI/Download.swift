@@ -177,17 +177,23 @@ extension Download {
         }
         // A line of the list that names no usable download fails for good, before any result.
         var statuses: [Int32] = Array(repeating: 1, count: problems)
+        // The paths go out in pieces of up to 64 KiB, not a write each; a failure's line keeps its place.
+        var paths = ""
         for (i, result) in results.enumerated() {
             switch result {
             case .success(let done):
-                reporters[i].result(done.path)
+                guard !options.json else { continue }
+                paths += done.path + "\n"
+                if paths.utf8.count >= 1 << 16 { Output.stdout(paths); paths = "" }
             case .failure(let error):
                 var error = error
                 error.message = "\(requests[i].url): \(error.message)"
+                if !paths.isEmpty { Output.stdout(paths); paths = "" }
                 reporters[i].failure(error)
                 statuses.append(error.exitStatus)
             }
         }
+        if !paths.isEmpty { Output.stdout(paths) }
         let failures = results.filter { if case .failure = $0 { true } else { false } }.count + problems
         if failures > 0 {
             if !quiet { Output.stderr("resumectl: \(failures) of \(requests.count + problems) downloads failed\n") }
