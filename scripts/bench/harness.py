@@ -143,17 +143,14 @@ class Bench:
     def drop_aside(self, aside):
         """Deletes what `clear_outputs(aside)` set aside, then waits out what the deletion costs others:
         on ext4 without a journal (this machine's root) a new file does not take the inode of one deleted
-        less than dirty_expire_centisecs ago (30 s) and scans past each such inode, so thousands of fresh
-        deletions made every file creation after them slow (kernel: recently_deleted); and until the disk
-        has had no request in flight (the TRIMs of `discard`) for 0.2 s, at most 60 s."""
+        less than 60 s ago (fs/ext4/ialloc.c: RECENTCY_MIN; 300 s more while its inode table block is
+        dirty, hence the sync first) and scans past each such inode, so thousands of fresh deletions made
+        every file creation after them slow (kernel: recently_deleted); and until the disk has had no
+        request in flight (the TRIMs of `discard`) for 0.2 s, at most 60 s."""
         self.clear(aside)
         os.sync()
         t0 = time.monotonic()
-        try:
-            with open("/proc/sys/vm/dirty_expire_centisecs") as f:
-                window = int(f.read()) / 100 + 5
-        except (OSError, ValueError):
-            window = 35
+        window = 65
         log(f"  (waiting {window:.0f} s after deleting the case's outputs: see Bench.drop_aside)")
         time.sleep(max(0, t0 + window - time.monotonic()))
         st = os.stat(self.tmp)
