@@ -47,3 +47,32 @@ import Testing
         #expect(events.locations.withLock { $0 }.sorted() == (0..<20).map { dir + "/f\($0)" }.sorted())
     }
 }
+
+/// When a group of small files is made durable by one `syncfs`, and when file by file.
+@Suite struct WritebackBacklogTests {
+    private let meminfo = """
+        MemTotal:       24563708 kB
+        MemFree:        18000000 kB
+        Dirty:           2404360 kB
+        Writeback:         10240 kB
+        AnonPages:        812344 kB
+        WritebackTmp:          0 kB
+        """
+
+    @Test func readsDirtyAndWritebackFromMeminfo() {
+        let kib: Int64 = 2_404_360 + 10_240
+        #expect(WritebackBacklog.parse(meminfo) == kib * 1024)
+        #expect(WritebackBacklog.parse("MemTotal: 1 kB\nDirty: 4 kB\n") == nil, "no Writeback line")
+        #expect(WritebackBacklog.parse("") == nil)
+        #expect(WritebackBacklog.current() != nil, "this machine's /proc/meminfo")
+    }
+
+    @Test func anotherProgramsGigabytesMakeEachFileSyncAlone() {
+        let mib: Int64 = 1 << 20
+        #expect(WritebackBacklog.prefersSyncfs(own: 48 * 1024, backlog: 2 * mib))
+        #expect(WritebackBacklog.prefersSyncfs(own: 800 * mib, backlog: 820 * mib), "the backlog is mostly the group's own")
+        #expect(!WritebackBacklog.prefersSyncfs(own: 48 * 1024, backlog: 2_400 * mib))
+        #expect(!WritebackBacklog.prefersSyncfs(own: 0, backlog: 64 * mib + 1))
+        #expect(WritebackBacklog.prefersSyncfs(own: 0, backlog: nil), "without /proc, as before")
+    }
+}

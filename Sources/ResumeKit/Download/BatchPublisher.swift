@@ -4,7 +4,8 @@ import Synchronization
 
 /// Publishes the small files of a list in groups. A file's data must be on disk before its rename, and
 /// an fdatasync per file waits for a journal commit of its own; here one `syncfs` covers every file
-/// finished meanwhile (a group commit), then each is renamed and each folder synced once. Workers hand
+/// finished meanwhile (a group commit; each file alone when other programs left much to write back),
+/// then each is renamed and each folder synced once. Workers hand
 /// a finished file over and go on with the next one.
 final class BatchPublisher: @unchecked Sendable {
     /// Where one list entry hands its finished file over.
@@ -67,20 +68,12 @@ final class BatchPublisher: @unchecked Sendable {
 
     private func publish(_ batch: [Item]) {
         guard !batch.isEmpty else { return }
-        // One syncfs per filesystem, not one fdatasync per file.
-        var syncErrors: [UInt: Int32] = [:]
-        var devices: [UInt] = []
-        for item in batch {
-            var st = stat()
-            let device = fstat(item.part.fileDescriptor, &st) == 0 ? UInt(st.st_dev) : UInt.max
-            devices.append(device)
-            if syncErrors[device] == nil { syncErrors[device] = syncFileSystem(containing: item.part.fileDescriptor) == 0 ? 0 : errno }
-        }
+        let syncErrors = syncData(of: batch)
         var folders: Set<String> = []
         var placed: [Item] = []
-        for (item, device) in zip(batch, devices) {
+        for (item, err) in zip(batch, syncErrors) {
             defer { item.part.close() }
-            if let err = syncErrors[device], err != 0 {
+            if err != 0 {
                 failures[item.index] = TransferError(.localIO,
                     "cannot write \(item.finished.download.partPath): \(String(cString: strerror(err)))")
                 continue
@@ -95,5 +88,23 @@ final class BatchPublisher: @unchecked Sendable {
         }
         for folder in folders { syncDirectory(folder) }
         for item in placed { Publish.complete(item.finished, store: store) }
+    }
+
+    /// Makes each item's data durable: one `syncfs` per file system, not one `fdatasync` per file, unless
+    /// the machine has much else to write back (see WritebackBacklog). Returns errno per item, 0 when synced.
+    private func syncData(of batch: [Item]) -> [Int32] {
+        let own = batch.reduce(Int64(0)) { $0 + $1.finished.bytes }
+        guard WritebackBacklog.prefersSyncfs(own: own, backlog: WritebackBacklog.current()) else {
+            return batch.map { fdatasync($0.part.fileDescriptor) == 0 ? 0 : errno }
+        }
+        var byDevice: [UInt: Int32] = [:]
+        return batch.map { item in
+            var st = stat()
+            let device = fstat(item.part.fileDescriptor, &st) == 0 ? UInt(st.st_dev) : UInt.max
+            if let known = byDevice[device] { return known }
+            let result = syncFileSystem(containing: item.part.fileDescriptor) == 0 ? 0 : errno
+            byDevice[device] = result
+            return result
+        }
     }
 }
