@@ -149,10 +149,8 @@ class Bench:
         request in flight (the TRIMs of `discard`) for 0.2 s, at most 60 s."""
         self.clear(aside)
         os.sync()
-        t0 = time.monotonic()
-        window = 65
-        log(f"  (waiting {window:.0f} s after deleting the case's outputs: see Bench.drop_aside)")
-        time.sleep(max(0, t0 + window - time.monotonic()))
+        log("  (waiting 65 s after deleting the case's outputs: see Bench.drop_aside)")
+        time.sleep(65)
         st = os.stat(self.tmp)
         inflight = f"/sys/dev/block/{os.major(st.st_dev)}:{os.minor(st.st_dev)}/inflight"
         deadline, quiet_since = time.monotonic() + 60, None
