@@ -128,6 +128,38 @@ import Testing
         #expect(try w.tokens().isEmpty && spoolFiles(w).isEmpty)
     }
 
+    /// The spool is not fsynced while the stream flows; a power loss may take its unsynced bytes, which the
+    /// server may already hold. Cut back to what its token calls synced (as such a loss may leave it), the
+    /// spool is refilled from the replay, each refilled byte checked against the token's checksums.
+    @Test func aSpoolCutBackToItsSyncedBytesIsRefilledFromTheReplay() async throws {
+        let w = try Workspace()
+        let peer = try await UploadPeer()
+        let digest = try makeRandomFile(path: w.path("www/src.bin"), size: 30_000_000, seed: 45)
+        let id = try await killed(w, producer: "cat \(w.path("www/src.bin"))", url: peer.url(for: "p.bin"), extra: ["--spool-max", "4M"]) {
+            $0["ended"] as? Bool == false && ($0["start"] as? Int ?? 0) > 0 && ($0["durable"] as? Int ?? 0) % Self.MiB != 0
+        }
+        let upload = try #require(try w.token(id)["upload"] as? [String: Any])
+        let stream = try #require(upload["stream"] as? [String: Any])
+        let (synced, durable) = (try #require(stream["synced"] as? Int), try #require(stream["durable"] as? Int))
+        let acknowledged = try #require(upload["acknowledgedBytes"] as? Int)
+        #expect(synced < durable && synced < acknowledged, "nothing was fsynced while the stream flowed: \(stream)")
+        #expect(stream["tail"] is String, "the open block's checksum is recorded: \(stream)")
+        #expect(truncate(w.state + "/spool/" + id, off_t(synced)) == 0)
+        // The last byte the token recorded, in the open block: only its checksum (`tail`) can tell.
+        var other = try Data(contentsOf: URL(fileURLWithPath: w.path("www/src.bin")))
+        other[durable - 1] ^= 1
+
+        let changed = try await runProcess(resumectlBinary, ["resume", id, "--state-dir", w.state], currentDirectory: w.out, stdin: other)
+        #expect(changed.status == 65, "a byte past the spool's synced end differs: \(changed)")
+        #expect(try w.tokens() == [id], "the token stays for the right stream")
+        let r = try await runProcess(resumectlBinary, ["resume", id, "--state-dir", w.state, "--json"], currentDirectory: w.out,
+            stdin: try Data(contentsOf: URL(fileURLWithPath: w.path("www/src.bin"))), timeout: .seconds(120))
+        #expect(r.status == 0, "\(r)")
+        #expect((events(r.stdout).first("started")?["offset"] as? Int ?? 0) >= acknowledged, "it went on from the server's offset: \(r.stdout)")
+        #expect(try peer.storedSHA256("p.bin") == digest)
+        #expect(try w.tokens().isEmpty && spoolFiles(w).isEmpty)
+    }
+
     @Test func cancelRemovesTheSpool() async throws {
         let w = try Workspace()
         let peer = try await UploadPeer()

@@ -51,12 +51,26 @@ import Crypto
         try bytes(5_000, seed: 4).withUnsafeBytes { try spool.append($0) }  // never synced: lost in a crash
         spool.close()
 
-        let again = try Spool.reopen(path: path, start: 40_000, durable: 100_000)
+        let again = try Spool.reopen(path: path, start: 40_000, synced: 100_000)
         #expect(again.start == 40_000)
         #expect(again.end == 100_000)
         #expect(try read(again, at: 99_990, count: 100) == Array(bytes(100_000, seed: 3).suffix(10)))
         try bytes(10, seed: 5).withUnsafeBytes { try again.append($0) }
         #expect(again.end == 100_010)
+    }
+
+    /// A power loss may leave less than was written: nothing after `synced` is relied on, and where the
+    /// server acknowledged more than was synced the file is kept (as a hole) up to the acknowledged start.
+    @Test func reopenWithTheServerAheadOfTheSyncKeepsAHoleUpToTheStart() throws {
+        defer { unlink(path) }
+        let spool = try Spool.create(path: path)
+        try bytes(3_000, seed: 6).withUnsafeBytes { try spool.append($0) }
+        spool.close()
+        let again = try Spool.reopen(path: path, start: 1 << 20, synced: 0)
+        #expect(again.start == 1 << 20 && again.end == 1 << 20 && again.synced == 1 << 20)
+        try bytes(10, seed: 7).withUnsafeBytes { try again.append($0) }
+        #expect(try read(again, at: 1 << 20, count: 10) == bytes(10, seed: 7))
+        #expect(again.diskUse < 1 << 20, "below the start only a hole")
     }
 
     @Test func reopenRefusesASpoolShorterThanItsToken() throws {
@@ -65,14 +79,14 @@ import Crypto
         try bytes(10, seed: 0).withUnsafeBytes { try spool.append($0) }
         spool.close()
         #expect(throws: TransferError(.badToken, "the spool \(path) holds 10 bytes, fewer than the 20 its token recorded")) {
-            try Spool.reopen(path: path, start: 0, durable: 20)
+            try Spool.reopen(path: path, start: 0, synced: 20)
         }
-        #expect(throws: TransferError.self) { try Spool.reopen(path: path + ".missing", start: 0, durable: 0) }
+        #expect(throws: TransferError.self) { try Spool.reopen(path: path + ".missing", start: 0, synced: 0) }
     }
 
     @Test func fullDiskIsALocalIOErrorNamingTheSpool() throws {
         // /dev/full answers every write with ENOSPC.
-        let spool = try Spool.reopen(path: "/dev/full", start: 0, durable: 0)
+        let spool = try Spool.reopen(path: "/dev/full", start: 0, synced: 0)
         do {
             try bytes(10, seed: 0).withUnsafeBytes { try spool.append($0) }
             Issue.record("expected ENOSPC")
@@ -110,6 +124,17 @@ import Crypto
         #expect(stream[0..<1_500_000].withUnsafeBytes { same.feed($0) } == .agrees)
         #expect(same.remaining == (2 << 20) - 1_500_000)
         #expect(stream[1_500_000...].withUnsafeBytes { same.feed($0) } == .complete)
+
+        // Where a power loss may have taken the spool's unsynced bytes, a replay is checked up to the
+        // token's end: whole blocks by the ledger, the open block's first bytes by the tail.
+        #expect(writer.tail == sum(stream[(2 << 20)...]))
+        var beyond = ReplayCheck(ledger: ledger, from: 1 << 20, upTo: 2_500_000, tail: writer.tail)
+        #expect(stream[(1 << 20)..<2_000_000].withUnsafeBytes { beyond.feed($0) } == .agrees)
+        #expect(stream[2_000_000...].withUnsafeBytes { beyond.feed($0) } == .complete)
+        var lastByte = stream
+        lastByte[2_499_999] ^= 1
+        var tailDiffers = ReplayCheck(ledger: ledger, from: 1 << 20, upTo: 2_500_000, tail: writer.tail)
+        #expect(lastByte[(1 << 20)...].withUnsafeBytes { tailDiffers.feed($0) } == .differs(block: 2))
 
         var other = stream
         other[1_500_000] ^= 1

@@ -43,7 +43,7 @@ extension TransferClient {
         }
         let spool = try Spool.create(path: try spoolPath(id: id))
         part.stream = .init(spool: spool.path, start: 0, durable: 0, ended: false, spoolMax: spoolMax,
-            ledger: StreamLedger(blockSize: StreamLedger.blockSize(spoolMax: spoolMax)))
+            ledger: StreamLedger(blockSize: StreamLedger.blockSize(spoolMax: spoolMax)), synced: 0)
         token = token.with(.upload(part))
         let options = connectionOptions(for: &token, given: request.headers, events: events)
         do { try store.save(token) } catch {
@@ -65,7 +65,7 @@ extension TransferClient {
             throw TransferError(.inputMissing,
                 "the stream of \(token.id) was cut before its end: pipe the same stream in again (producer | resumectl resume \(token.id))")
         }
-        let spool = try Spool.reopen(path: stream.spool, start: stream.start, durable: stream.durable)
+        let spool = try Spool.reopen(path: stream.spool, start: stream.start, synced: min(stream.synced ?? stream.durable, stream.kept))
         let options = connectionOptions(for: &token, given: headers, events: events)
 
         if stream.ended {

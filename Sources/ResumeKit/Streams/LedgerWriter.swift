@@ -10,6 +10,9 @@ struct LedgerWriter {
         hasher = ledger.blockHasher()
     }
 
+    /// The checksum of the open block's bytes so far (``ResumeToken/StreamState/tail``); nil at a block boundary.
+    var tail: String? { inBlock > 0 ? hasher.digestBytes().hex : nil }
+
     mutating func feed(_ bytes: UnsafeRawBufferPointer) {
         var rest = bytes[...]
         while !rest.isEmpty {

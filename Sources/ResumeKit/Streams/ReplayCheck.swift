@@ -1,31 +1,39 @@
-/// Checks the first bytes of a replayed stream against a ledger's blocks.
+/// Checks bytes of a replayed stream against a ledger's blocks and, where the checked range ends inside a
+/// block, against the token's checksum of that block's first bytes (``ResumeToken/StreamState/tail``).
 struct ReplayCheck {
     enum Finding: Equatable {
         /// Every byte so far agrees; more are expected.
         case agrees
-        /// All `count` checked bytes agree: the rest of the replay is compared against the spool.
+        /// All checked bytes agree.
         case complete
-        /// Block `index` differs: the replay is another stream.
+        /// Block `index` differs (`index` = the ledger's block count: the open block): the replay is another stream.
         case differs(block: Int)
     }
 
     let ledger: StreamLedger
-    /// Bytes to check: the spool's start (a block boundary).
+    /// Where the checked range starts (a block boundary) and ends.
+    let from: Int64
     let count: Int64
+    private let tail: String?
     private var hasher: any BodyHasher
-    private var checked: Int64 = 0
+    private var checked: Int64
 
-    init(ledger: StreamLedger, upTo count: Int64) {
-        precondition(count % ledger.blockSize == 0 && count / ledger.blockSize <= Int64(ledger.blocks.count))
+    /// Checks `[from, count)`: `from` is a block boundary; a `count` inside a block needs `tail`.
+    init(ledger: StreamLedger, from: Int64 = 0, upTo count: Int64, tail: String? = nil) {
+        precondition(from % ledger.blockSize == 0 && from <= count && count / ledger.blockSize <= Int64(ledger.blocks.count))
+        precondition(count % ledger.blockSize == 0 || tail != nil)
         self.ledger = ledger
+        self.from = from
         self.count = count
+        self.tail = tail
         hasher = ledger.blockHasher()
+        checked = from
     }
 
-    /// Bytes still to be checked before the replay reaches the spool.
+    /// Bytes still to be checked.
     var remaining: Int64 { count - checked }
 
-    /// Takes at most ``remaining`` bytes of the replay.
+    /// Takes at most ``remaining`` bytes of the replay, in stream order from `from`.
     mutating func feed(_ bytes: UnsafeRawBufferPointer) -> Finding {
         var rest = bytes[...].prefix(Int(min(Int64(bytes.count), remaining)))
         while !rest.isEmpty {
@@ -40,6 +48,10 @@ struct ReplayCheck {
                 hasher = ledger.blockHasher()
             }
         }
-        return checked == count ? .complete : .agrees
+        guard checked == count else { return .agrees }
+        if count % ledger.blockSize != 0, hasher.digestBytes().hex != tail {
+            return .differs(block: Int(count / ledger.blockSize))
+        }
+        return .complete
     }
 }

@@ -6,8 +6,9 @@ import SystemPackage
 ///
 /// Offsets are stream offsets: byte N of the stream is at offset N of the file. Acknowledged bytes are given
 /// back with ``punch(fd:path:from:to:)`` and ``markDropped(below:)`` (a hole: the blocks are freed, the
-/// offsets stay), so the disk use is what is still held. Like a `.part` file, only ``durable`` bytes
-/// (fsynced) may go into a token; after a crash ``reopen(path:start:durable:)`` cuts the file back to them.
+/// offsets stay), so the disk use is what is still held. The token records bytes before they are sent,
+/// by checksum; it counts on the file only for ``synced`` ones (fsynced), and ``reopen(path:start:synced:)``
+/// cuts the file back to them: what a power loss may have taken comes again from a replayed stream.
 final class Spool {
     let path: String
     private let fd: FileDescriptor
@@ -17,7 +18,7 @@ final class Spool {
     /// One past the last byte appended.
     private(set) var end: Int64
     /// Bytes known to be on disk.
-    private(set) var durable: Int64
+    private(set) var synced: Int64
 
     /// For request bodies read straight from the spool (`pread` by stream offset).
     var fileDescriptor: Int32 { fd.rawValue }
@@ -30,7 +31,7 @@ final class Spool {
         self.fd = fd
         self.start = start
         self.end = end
-        self.durable = end
+        self.synced = end
     }
 
     deinit { close() }
@@ -46,9 +47,11 @@ final class Spool {
         }
     }
 
-    /// The spool a token describes: `start` and `durable` as recorded. Bytes after `durable` were never
-    /// committed and are cut off; a file shorter than `durable` lost data, which makes it unusable.
-    static func reopen(path: String, start: Int64, durable: Int64) throws(TransferError) -> Spool {
+    /// The spool a token describes: `start` and `synced` as recorded. Bytes after `synced` (or `start`, when
+    /// the server acknowledged more than was synced) may not have survived and are cut off; a file shorter
+    /// than `synced` lost fsynced data, which makes it unusable.
+    static func reopen(path: String, start: Int64, synced: Int64) throws(TransferError) -> Spool {
+        let kept = max(start, synced)
         let fd: FileDescriptor
         do {
             fd = try FileDescriptor.open(FilePath(path), .readWrite, options: [.closeOnExec])
@@ -57,18 +60,19 @@ final class Spool {
         }
         do {
             let size = try fd.seek(offset: 0, from: .end)
-            guard size >= durable else {
+            guard size >= synced else {
                 try? fd.close()
-                throw TransferError(.badToken, "the spool \(path) holds \(size) bytes, fewer than the \(durable) its token recorded")
+                throw TransferError(.badToken, "the spool \(path) holds \(size) bytes, fewer than the \(synced) its token recorded")
             }
-            if size > durable { try fd.resize(to: durable) }
+            // Below `start` only holes are kept: the server holds those bytes.
+            if size != kept { try fd.resize(to: kept) }
         } catch let error as TransferError {
             throw error
         } catch {
             try? fd.close()
             throw Self.failure("cannot read the spool", path, error)
         }
-        return Spool(path: path, fd: fd, start: min(start, durable), end: durable)
+        return Spool(path: path, fd: fd, start: start, end: kept)
     }
 
     /// Appends stream bytes at ``end``.
@@ -81,24 +85,24 @@ final class Spool {
         end += Int64(bytes.count)
     }
 
-    /// Makes every appended byte durable; returns the new ``durable``.
+    /// Makes every appended byte durable; returns the new ``synced``.
     @discardableResult
     func sync() throws(TransferError) -> Int64 {
-        guard durable < end else { return durable }
+        guard synced < end else { return synced }
         try Self.syncData(fd: fd.rawValue, path: path)
-        markDurable(end)
-        return durable
+        markSynced(end)
+        return synced
     }
 
     /// `fdatasync` of a spool's descriptor. It needs no lock: appends may go on meanwhile, and every byte
-    /// appended before the call is durable after it (``markDurable(_:)`` then records how far that was).
+    /// appended before the call is durable after it (``markSynced(_:)`` then records how far that was).
     static func syncData(fd: Int32, path: String) throws(TransferError) {
         if fdatasync(fd) != 0 { throw failure("cannot sync the spool", path, Errno(rawValue: errno)) }
     }
 
     /// Records that the bytes below `offset` (appended before a ``syncData(fd:path:)`` that returned) are durable.
-    func markDurable(_ offset: Int64) {
-        durable = max(durable, min(offset, end))
+    func markSynced(_ offset: Int64) {
+        synced = max(synced, min(offset, end))
     }
 
     /// Reads held bytes at stream offset `offset` (at least ``start``); returns how many were read.

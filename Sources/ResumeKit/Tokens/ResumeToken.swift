@@ -174,23 +174,41 @@ public struct ResumeToken: Sendable, Equatable {
         public var spool: String
         /// Bytes below this were acknowledged by the server and dropped from the spool.
         public var start: Int64
-        /// Bytes of the stream read and made durable in the spool.
+        /// Bytes of the stream read and accounted for: the ledger's blocks and ``tail`` hold their checksums, so
+        /// the server may hold up to here (a replay is checked against them). The JSON key is that of
+        /// earlier releases, where every such byte was also fsynced in the spool.
         public var durable: Int64
-        /// True once stdin reached its end: `durable` is then the stream's length, and a resume needs no input.
+        /// True once stdin reached its end: `durable` is then the stream's length, and a resume needs no input
+        /// (the spool was fsynced first, unless the server had acknowledged every byte).
         public var ended: Bool
         /// `--spool-max`: the most bytes the spool holds at once.
         public var spoolMax: Int64
-        /// SHA-256 of each block of the stream, to check a replayed stream against.
+        /// Checksum of each complete block of the stream, to check a replayed stream against.
         public var ledger: StreamLedger
+        /// Bytes fsynced in the spool; nil: all of `durable` (tokens of earlier releases). Bytes between this
+        /// and `durable` were written but may be lost with the page cache (a power loss, not a kill): a replay
+        /// brings them back, checked against the ledger and ``tail``.
+        public var synced: Int64?
+        /// Checksum of the bytes from the last complete block up to `durable` (the open block), in the
+        /// ledger's algorithm; nil when `durable` is a block boundary or the token predates it.
+        public var tail: String?
 
-        public init(spool: String, start: Int64, durable: Int64, ended: Bool, spoolMax: Int64, ledger: StreamLedger) {
+        public init(
+            spool: String, start: Int64, durable: Int64, ended: Bool, spoolMax: Int64, ledger: StreamLedger,
+            synced: Int64? = nil, tail: String? = nil
+        ) {
             self.spool = spool
             self.start = start
             self.durable = durable
             self.ended = ended
             self.spoolMax = spoolMax
             self.ledger = ledger
+            self.synced = synced
+            self.tail = tail
         }
+
+        /// Bytes of the spool a restart may rely on: what was fsynced, and below ``start`` nothing is needed.
+        public var kept: Int64 { min(durable, max(start, synced ?? durable)) }
     }
 
     /// Where an S3 transfer goes, and for an upload the checkpoint of parts. Credentials are read again on

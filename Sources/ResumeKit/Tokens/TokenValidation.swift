@@ -89,6 +89,29 @@ public enum TokenValidation {
         }
     }
 
+    /// The ledger must cover what a replay is checked against: every complete block below `durable`, and
+    /// the open block's bytes (``ResumeToken/StreamState/tail``) wherever the spool may have lost them.
+    static func check(_ stream: ResumeToken.StreamState) throws(Violation) {
+        let ledger = stream.ledger
+        guard ledger.blockSize > 0 else { throw Violation(field: "upload.stream.ledger.blockSize", reason: "must be positive") }
+        guard Int64(ledger.blocks.count) >= stream.durable / ledger.blockSize else {
+            throw Violation(field: "upload.stream.ledger.blocks",
+                reason: "holds \(ledger.blocks.count) blocks, fewer than the \(stream.durable / ledger.blockSize) complete ones below upload.stream.durable")
+        }
+        guard stream.start % ledger.blockSize == 0 else {
+            throw Violation(field: "upload.stream.start", reason: "is \(stream.start), not a multiple of the ledger's block size \(ledger.blockSize)")
+        }
+        if let synced = stream.synced {
+            try nonNegative(synced, "upload.stream.synced")
+            guard synced <= stream.durable else {
+                throw Violation(field: "upload.stream.synced", reason: "is \(synced), beyond upload.stream.durable \(stream.durable)")
+            }
+        }
+        if !stream.ended, stream.kept < stream.durable, stream.durable % ledger.blockSize != 0, stream.tail == nil {
+            throw Violation(field: "upload.stream.tail", reason: "is missing: the bytes after upload.stream.synced could not be checked")
+        }
+    }
+
     static func check(_ u: ResumeToken.UploadPart) throws(Violation) {
         if let url = u.uploadURL { try checkURL(url, field: "upload.uploadURL") }
         try nonNegative(u.source.size, "upload.source.size")
@@ -99,8 +122,13 @@ public enum TokenValidation {
                 throw Violation(field: "upload.stream.durable", reason: "is \(stream.durable), below upload.stream.start \(stream.start)")
             }
             guard stream.spoolMax > 0 else { throw Violation(field: "upload.stream.spoolMax", reason: "must be positive") }
+            try check(stream)
             guard u.acknowledgedBytes <= stream.durable else {
                 throw Violation(field: "upload.acknowledgedBytes", reason: "is \(u.acknowledgedBytes), beyond the \(stream.durable) bytes of the stream read")
+            }
+            // An ended stream skips the spool's last fsync only when the server holds every byte.
+            guard !stream.ended || stream.kept == stream.durable || u.acknowledgedBytes == stream.durable else {
+                throw Violation(field: "upload.stream.synced", reason: "is \(stream.synced ?? 0): the spool lacks bytes the server has not acknowledged")
             }
         } else if u.acknowledgedBytes > u.source.size {
             throw Violation(field: "upload.acknowledgedBytes", reason: "is \(u.acknowledgedBytes), beyond upload.source.size \(u.source.size)")

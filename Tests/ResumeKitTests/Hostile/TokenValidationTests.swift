@@ -112,6 +112,34 @@ import Testing
         #expect(Self.refusal(try Self.upload { $0["acknowledgedBytes"] = 3_000_000 }) == nil)
     }
 
+    /// A stream's ledger must cover what a replay is checked against, and `synced` can only be part of `durable`.
+    @Test func streamFieldsThatCannotBeTrue() throws {
+        func stream(_ edit: (inout [String: Any]) -> Void) throws -> Data {
+            try Self.upload { u in
+                var s: [String: Any] = [
+                    "spool": "/tmp/s", "start": 1_048_576, "durable": 2_500_000, "ended": false, "spoolMax": 8_388_608,
+                    "ledger": ["blockSize": 1_048_576, "blocks": ["00000000", "11111111"], "algorithm": "crc32c"],
+                    "synced": 0, "tail": "22222222",
+                ]
+                edit(&s)
+                u["stream"] = s
+                u["acknowledgedBytes"] = 1_500_000
+                var source = u["source"] as! [String: Any]
+                source["path"] = "-"
+                u["source"] = source
+            }
+        }
+        #expect(Self.refusal(try stream { _ in }) == nil)
+        #expect(Self.refusal(try stream { $0["tail"] = nil; $0["synced"] = 2_500_000 }) == nil, "every byte synced: no tail needed")
+        #expect(Self.refusal(try stream { $0["tail"] = nil }) == "upload.stream.tail")
+        #expect(Self.refusal(try stream { $0["synced"] = 2_500_001 }) == "upload.stream.synced")
+        #expect(Self.refusal(try stream { $0["start"] = 1_000_000 }) == "upload.stream.start")
+        #expect(Self.refusal(try stream { $0["ledger"] = ["blockSize": 1_048_576, "blocks": ["00000000"]] }) == "upload.stream.ledger.blocks")
+        #expect(Self.refusal(try stream { $0["ledger"] = ["blockSize": 0, "blocks": []] }) == "upload.stream.ledger.blockSize")
+        // Ended without its last fsync: only when the server acknowledged every byte.
+        #expect(Self.refusal(try stream { $0["ended"] = true }) == "upload.stream.synced")
+    }
+
     @Test func s3PartsNeverRepeatANumber() throws {
         let s3: [String: Any] = [
             "endpoint": "http://127.0.0.1:9000", "region": "us-east-1", "bucket": "b", "key": "k", "pathStyle": true,

@@ -5,14 +5,17 @@ import Synchronization
 /// `producer | resumectl upload - URL`: an upload (IETF draft, tus or S3 multipart) whose length is unknown
 /// when it starts.
 ///
-/// A reader thread copies stdin into a spool file (bounded by `--spool-max`) and hashes it block by block
-/// into the token's ledger; a sync thread makes what was read durable, in batches as large as arrived
-/// during the last sync; the sender appends what is durable (IETF: `Upload-Complete: ?0`, `?1` once
+/// A reader thread copies stdin into a spool file (bounded by `--spool-max`) and checksums it block by
+/// block into the token's ledger; the sender appends what was read (IETF: `Upload-Complete: ?0`, `?1` once
 /// stdin ended; tus: created with `Upload-Defer-Length`, the length sent once known) through the same
 /// ``UploadOperation`` as file uploads, so cuts, stalls and 5xx are survived with HEAD + PATCH from the
-/// spool, then drops what the server acknowledged. An IETF append goes on while more becomes durable
-/// (one request for as long as the stream flows, as `curl -T -` sends it). Before a byte is sent the
-/// token records it as durable: the server never holds a byte the token cannot account for.
+/// spool, then drops what the server acknowledged. An IETF append goes on while more is read (one request
+/// for as long as the stream flows, as `curl -T -` sends it). Before a byte is sent the token records it
+/// by checksum (the ledger's blocks and the open block's `tail`): the server never holds a byte the token
+/// cannot account for. The spool is not fsynced while the stream flows (a kill leaves its bytes in the page
+/// cache; a power loss, which may take them, needs the stream replayed anyway, and the replay is checked
+/// against those checksums), so acknowledged bytes are punched out before they ever reach the disk; once
+/// stdin ends, what the server has not acknowledged is fsynced before the token says so.
 ///
 /// Across processes: a token whose stream ended resumes from the spool alone. One cut before the end
 /// needs the stream again: its first bytes are checked against the ledger (below the spool) and the spool
@@ -43,16 +46,12 @@ final class StreamUpload: @unchecked Sendable {
         var ended: Bool
         var failure: TransferError?
         var writer: LedgerWriter
-        /// The ledger as it was when the spool was last synced: it describes `spool.durable`.
-        var durableLedger: StreamLedger
         /// SHA-256 of the whole stream, while every byte of it passed through this process.
         var hasher: MessageDigest?
     }
     private let shared: Mutex<Shared>
     /// Rung by the reader when the spool grew, stdin ended or reading failed.
     private let dataArrived = Doorbell()
-    /// Rung by the sync thread when more of the spool became durable, or syncing failed.
-    private let synced = Doorbell()
     /// Rung when acknowledged bytes left the spool.
     private let spaceFreed = Doorbell()
     private let puncher = HolePuncher()
@@ -65,7 +64,10 @@ final class StreamUpload: @unchecked Sendable {
     ) throws(TransferError) {
         header = token
         upload = try token.uploadPart()
-        guard let state = upload.stream else { throw TransferError(.badToken, "token \(token.id) has no stream state") }
+        guard var state = upload.stream else { throw TransferError(.badToken, "token \(token.id) has no stream state") }
+        // Blocks past `durable` (tokens of earlier releases could record some) are read and hashed again.
+        state.ledger.blocks = Array(state.ledger.blocks.prefix(Int(state.durable / state.ledger.blockSize)))
+        state.synced = spool.synced
         stream = state
         punchedTo = spool.start
         self.sender = sender
@@ -77,18 +79,24 @@ final class StreamUpload: @unchecked Sendable {
         self.emit = events
         spoolPath = spool.path
         shared = Mutex(Shared(spool: spool, ended: state.ended, failure: nil, writer: LedgerWriter(state.ledger),
-            durableLedger: state.ledger, hasher: hashesWholeStream ? MessageDigest(.sha256) : nil))
+            hasher: hashesWholeStream ? MessageDigest(.sha256) : nil))
     }
 
     // MARK: Replay
 
     /// Checks a replayed stream against what this upload already read, before anything new is appended:
-    /// below the spool against the ledger, inside it against the spool itself. Also brings the ledger's
-    /// open block up to date and, having seen every byte again, the whole-stream hash.
+    /// below the spool against the ledger, inside the spool against the spool itself, and past what the spool
+    /// kept (bytes a power loss may have taken) against the ledger and the open block's checksum, refilling
+    /// the spool with them. Also brings the ledger's open block up to date and, having seen every byte
+    /// again, the whole-stream hash.
     func verifyReplay() throws(TransferError) {
         let state = stream
-        let ledgerEnd = Int64(state.ledger.blocks.count) * state.ledger.blockSize
-        var check = ReplayCheck(ledger: state.ledger, upTo: state.start)
+        let blockSize = state.ledger.blockSize
+        let ledgerEnd = Int64(state.ledger.blocks.count) * blockSize
+        let kept = shared.withLock { $0.spool.end }
+        var below = ReplayCheck(ledger: state.ledger, upTo: state.start)
+        let refillFrom = kept / blockSize * blockSize
+        var refill = kept < state.durable ? ReplayCheck(ledger: state.ledger, from: refillFrom, upTo: state.durable, tail: state.tail) : nil
         var offset: Int64 = 0
         let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 256 << 10, alignment: 16)
         let held = UnsafeMutableRawBufferPointer.allocate(byteCount: 256 << 10, alignment: 16)
@@ -110,25 +118,29 @@ final class StreamUpload: @unchecked Sendable {
                     tokenID: token.id)
             }
             let chunk = UnsafeRawBufferPointer(rebasing: buffer[0..<n])
-            var at = 0
-            if offset < state.start {
-                at = Int(min(Int64(n), state.start - offset))
-                if case .differs(let block) = check.feed(UnsafeRawBufferPointer(rebasing: chunk[0..<at])) {
-                    throw differs(at: Int64(block) * state.ledger.blockSize)
-                }
+            /// The part of this chunk at stream offsets `[from, to)`.
+            func part(_ from: Int64, _ to: Int64) -> UnsafeRawBufferPointer {
+                let lo = Int(min(max(from - offset, 0), Int64(n)))
+                let hi = Int(min(max(to - offset, 0), Int64(n)))
+                return UnsafeRawBufferPointer(rebasing: chunk[lo..<max(lo, hi)])
             }
-            while at < n {
-                let position = offset + Int64(at)
-                let target = UnsafeMutableRawBufferPointer(rebasing: held[0..<(n - at)])
+            if case .differs(let block) = below.feed(part(0, state.start)) { throw differs(at: Int64(block) * blockSize) }
+            let inSpool = part(state.start, kept)
+            var at = 0
+            while at < inSpool.count {
+                let position = max(offset, state.start) + Int64(at)
+                let target = UnsafeMutableRawBufferPointer(rebasing: held[0..<(inSpool.count - at)])
                 let got = try shared.withLock { shared throws(TransferError) in try shared.spool.read(at: position, into: target) }
-                guard got > 0, memcmp(held.baseAddress!, chunk.baseAddress! + at, got) == 0 else { throw differs(at: position) }
-                if position + Int64(got) > ledgerEnd {
-                    let from = at + Int(max(0, ledgerEnd - position))
-                    shared.withLock { $0.writer.feed(UnsafeRawBufferPointer(rebasing: chunk[from..<(at + got)])) }
-                }
+                guard got > 0, memcmp(held.baseAddress!, inSpool.baseAddress! + at, got) == 0 else { throw differs(at: position) }
                 at += got
             }
-            shared.withLock { $0.hasher?.update(bufferPointer: chunk) }
+            if case .differs(let block) = refill?.feed(part(refillFrom, state.durable)) { throw differs(at: Int64(block) * blockSize) }
+            let lost = part(kept, state.durable)
+            try shared.withLock { shared throws(TransferError) in
+                if !lost.isEmpty { try shared.spool.append(lost) }
+                shared.writer.feed(part(ledgerEnd, state.durable))
+                shared.hasher?.update(bufferPointer: chunk)
+            }
             offset += Int64(n)
         }
     }
@@ -157,11 +169,7 @@ final class StreamUpload: @unchecked Sendable {
     }
 
     private func send() throws(TransferError) -> UploadResult {
-        if !stream.ended {
-            shared.withLock { $0.durableLedger = $0.writer.ledger }
-            startReader()
-            startSyncer()
-        }
+        if !stream.ended { startReader() }
         var announced = false
         while true {
             if let reason = cancellation.reason { throw stopped(reason) }
@@ -212,74 +220,101 @@ final class StreamUpload: @unchecked Sendable {
     /// the server's acknowledgement frees the spool and the token's checkpoint moves.
     private var requestBegan: (time: Double, offset: Int64) = (0, 0)
 
-    /// Called by the operation when an append sent every durable byte: waits until more is durable and gives
+    /// Called by the operation when an append sent every recorded byte: waits until more was read and gives
     /// the new end with the stream's state to record, or nil to end the append (the stream paused for a
-    /// moment, the append is large or old enough, or the stream ended: its last request says so).
+    /// moment, the append is large or old enough, or stdin ended: its last request says so, once the
+    /// token does).
     private func grow(sentUpTo offset: Int64) -> (end: Int64, stream: ResumeToken.StreamState)? {
         guard offset - requestBegan.offset < appendBudget(stream.spoolMax), Monotonic.now - requestBegan.time < 30 else { return nil }
         // Within the stall timeout: a wait here moves no byte.
         let idleLimit = min(1, Double(options.transport.stallTimeout) / 4)
         let waitingSince = Monotonic.now
         while !cancellation.isStopped {
-            let (durable, end, ended, failed, ledger) = shared.withLock {
-                ($0.spool.durable, $0.spool.end, $0.ended, $0.failure != nil, $0.durableLedger)
-            }
-            if failed { return nil }
-            if durable > offset {
-                adopt(durable: durable, ended: ended && durable == end, ledger: ledger)
-                return (durable, stream)
-            }
+            let read = snapshot()
+            if read.failed { return nil }
+            let fresh = read.end - offset
             let waited = Monotonic.now - waitingSince
-            if ended && durable == end || waited >= idleLimit { return nil }
-            synced.wait(seconds: idleLimit - waited, unless: cancellation)
+            // Each growth is a token write: taken in steps, unless the reader has nothing more to give.
+            if fresh >= growStep || (fresh > 0 && (read.eof || read.full || waited >= growWait)) {
+                adopt(read)
+                return (read.end, stream)
+            }
+            if fresh <= 0 && (read.eof || waited >= idleLimit) { return nil }
+            dataArrived.wait(seconds: (fresh > 0 ? growWait : idleLimit) - waited, unless: cancellation)
         }
         return nil
     }
 
-    /// Waits for a batch of durable bytes (or the end), then records them in the token.
-    private func nextBatch() throws(TransferError) -> (durable: Int64, ended: Bool) {
-        let acknowledged = sender.acknowledgedBytes
-        let waitingSince = Monotonic.now
-        let spoolMax = stream.spoolMax
-        while true {
-            let (end, durable, start, ended, failure) = shared.withLock {
-                ($0.spool.end, $0.spool.durable, $0.spool.start, $0.ended, $0.failure)
-            }
-            if let failure { throw failure }
-            if ended && durable == end { break }
-            let fresh = durable - acknowledged
-            let waited = Monotonic.now - waitingSince
-            if fresh >= streamBatch || (fresh > 0 && (waited >= 1 || end - start >= spoolMax)) { break }
-            if let reason = cancellation.reason { throw stopped(reason) }
-            synced.wait(seconds: fresh > 0 ? 1 - waited : 1, unless: cancellation)
-        }
-        let (durable, ended, ledger) = shared.withLock { ($0.spool.durable, $0.ended && $0.spool.durable == $0.spool.end, $0.durableLedger) }
-        adopt(durable: durable, ended: ended, ledger: ledger)
-        try save()
-        return (durable, ended)
+    /// What the reader has read, taken at one instant: the spool's end with the ledger and open block's
+    /// checksum that describe exactly those bytes.
+    private struct Read {
+        var end: Int64
+        var ledger: StreamLedger
+        var tail: String?
+        var eof: Bool
+        var full: Bool
+        var failed: Bool
     }
 
-    /// Takes the spool's durable end (and the ledger that describes it) as the stream's state to record.
-    private func adopt(durable: Int64, ended: Bool, ledger: StreamLedger) {
-        stream.durable = durable
-        stream.ended = ended
-        stream.ledger = ledger
-        upload.source.size = durable
+    private func snapshot() -> Read {
+        let spoolMax = stream.spoolMax
+        return shared.withLock {
+            Read(end: $0.spool.end, ledger: $0.writer.ledger, tail: $0.writer.tail, eof: $0.ended,
+                full: $0.spool.end - $0.spool.start >= spoolMax, failed: $0.failure != nil)
+        }
+    }
+
+    /// Waits for a batch of read bytes (or the end), then records them in the token.
+    private func nextBatch() throws(TransferError) -> (durable: Int64, ended: Bool) {
+        // A stream that ended before this run: its token already holds all of it.
+        if stream.ended { return (stream.durable, true) }
+        let acknowledged = sender.acknowledgedBytes
+        let waitingSince = Monotonic.now
+        var read = snapshot()
+        while true {
+            if let failure = shared.withLock({ $0.failure }) { throw failure }
+            if read.eof { break }
+            let fresh = read.end - acknowledged
+            let waited = Monotonic.now - waitingSince
+            if fresh >= streamBatch || (fresh > 0 && (waited >= 1 || read.full)) { break }
+            if let reason = cancellation.reason { throw stopped(reason) }
+            dataArrived.wait(seconds: fresh > 0 ? 1 - waited : 1, unless: cancellation)
+            read = snapshot()
+        }
+        adopt(read)
+        if read.eof { try endStream() }
+        try save()
+        return (stream.durable, stream.ended)
+    }
+
+    /// Stdin ended and every byte is recorded: what the server has not acknowledged is fsynced in the spool,
+    /// so that the token may say a resume needs no input.
+    private func endStream() throws(TransferError) {
+        if sender.acknowledgedBytes < stream.durable {
+            let fd = shared.withLock { $0.spool.fileDescriptor }
+            try Spool.syncData(fd: fd, path: spoolPath)
+            shared.withLock { $0.spool.markSynced(stream.durable) }
+            stream.synced = stream.durable
+        }
+        stream.ended = true
+    }
+
+    /// Takes what was read as the stream's state to record: the server may hold it once the token does.
+    private func adopt(_ read: Read) {
+        stream.durable = read.end
+        stream.ledger = read.ledger
+        stream.tail = read.tail
+        upload.source.size = read.end
     }
 
     /// The server holds everything below the machine's offset: the spool gives that space back, at block
     /// boundaries (a replay is checked against the ledger below them), and the reader may go on.
     private func dropAcknowledged() throws(TransferError) {
-        let acknowledged = sender.acknowledgedBytes
-        // The ledger as of the last sync: the reader's may already hold blocks past the durable end, which a
-        // resume (the spool cut back to that end) would then hash twice.
-        let (start, ledger) = shared.withLock { shared in
-            (max(shared.spool.start, shared.durableLedger.dropPoint(acknowledged: acknowledged)), shared.durableLedger)
-        }
+        // The token's ledger, which describes exactly its `durable` bytes: the reader's may hold more blocks.
+        let start = max(shared.withLock { $0.spool.start }, stream.ledger.dropPoint(acknowledged: sender.acknowledgedBytes))
         // The token first, the hole second: a kill in between must not leave a token whose spool start
         // lies below a punched hole (a replay would then compare the stream with zeros and call it different).
         stream.start = start
-        stream.ledger = ledger
         try save()
         guard start > punchedTo else { return }
         let fd = shared.withLock { $0.spool.fileDescriptor }
@@ -290,40 +325,6 @@ final class StreamUpload: @unchecked Sendable {
             spaceFreed.ring()
         }
         punchedTo = start
-    }
-
-    /// Makes what the reader wrote durable, as fast as the disk allows: each sync takes everything that
-    /// arrived during the one before. It runs beside the reader, which a sync never holds up.
-    private func startSyncer() {
-        runOnBackgroundThread("spool-sync") { [self] in
-            while !cancellation.isStopped {
-                let (end, durable, ended, failed, ledger, fd) = shared.withLock {
-                    ($0.spool.end, $0.spool.durable, $0.ended, $0.failure != nil, $0.writer.ledger, $0.spool.fileDescriptor)
-                }
-                if failed {
-                    synced.ring()
-                    return
-                }
-                if end > durable {
-                    do throws(TransferError) { try Spool.syncData(fd: fd, path: spoolPath) } catch {
-                        shared.withLock { $0.failure = error }
-                        synced.ring()
-                        return
-                    }
-                    shared.withLock { shared in
-                        shared.spool.markDurable(end)
-                        shared.durableLedger = ledger
-                    }
-                    synced.ring()
-                    continue
-                }
-                if ended {
-                    synced.ring()
-                    return
-                }
-                dataArrived.wait(seconds: 1, unless: cancellation)
-            }
-        }
     }
 
     private func startReader() {
@@ -392,6 +393,11 @@ final class StreamUpload: @unchecked Sendable {
 
 /// A stream upload's send waits for this much new data (or the stream's end, or a second), so appends are not tiny.
 private let streamBatch: Int64 = 8 << 20
+
+/// A growing append takes more in steps of this much (or what came within ``growWait``): each step is a
+/// token write, 64 a GiB.
+private let growStep: Int64 = 16 << 20
+private let growWait = 0.25
 
 /// The most one growing append carries: a quarter of the spool, at most 256 MiB, so acknowledged bytes
 /// leave the spool before the reader has to wait for room.
