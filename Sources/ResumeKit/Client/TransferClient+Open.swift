@@ -12,8 +12,11 @@ extension TransferClient {
         let path = try OutputPath.resolve(url: request.url, output: request.outputPath)
         let lock = TokenGuard(store: store, id: TokenStore.makeID(kind: .download, url: request.url, path: path))
         do {
-            if store.exists(id: lock.id) || holdLock { try lock.hold() }
-            if let existing = try lock.existing(.download, "a download") { return (.token(existing, isNew: false), lock) }
+            // A list's file without a token skips the lock and a second look (a path lookup each, per file).
+            if store.exists(id: lock.id) || holdLock {
+                try lock.hold()
+                if let existing = try lock.existing(.download, "a download") { return (.token(existing, isNew: false), lock) }
+            }
             let occupant = OutputPath.occupant(path)
             if occupant == .file, !request.force { return (.fileThere(path), lock) }
             try OutputPath.checkWritable(path, occupant: occupant)

@@ -124,6 +124,7 @@ public struct TransferClient: Sendable {
         let (opening, lock) = try openDownload(request, holdLock: batch == nil)
         defer { lock.release() }
         var token: ResumeToken
+        var isNew = false
         switch opening {
         case .fileThere(let path):
             return try alreadyThere(path, expected: request.expectedSHA256, events: events)
@@ -131,6 +132,7 @@ public struct TransferClient: Sendable {
             // A single download writes its token as soon as it holds the `.part` file's lock, before any
             // request or event (see DownloadOperation, SegmentedDownload).
             token = found
+            isNew = true
         case .token(let existing, isNew: false):
             var part = try existing.downloadPart()
             if let sum = request.expectedSHA256 { part.expectedSHA256 = sum.lowercased() }
@@ -140,7 +142,7 @@ public struct TransferClient: Sendable {
         }
         return try runDownloadOperation(
             token, lock: lock, extraHeaders: request.headers, onChange: request.onChange, session: session, batch: batch,
-            cancellation: cancellation, events: events)
+            isNew: isNew, cancellation: cancellation, events: events)
     }
 
     func runResumeDownload(
@@ -173,15 +175,19 @@ public struct TransferClient: Sendable {
     /// Runs a download's token, signed for S3: in segments when it has or wants several connections, else on one.
     private func runDownloadOperation(
         _ token: ResumeToken, lock: TokenGuard, extraHeaders: [String], onChange: DownloadStateMachine.OnChange,
-        session: (any TransportSession)? = nil, batch: BatchPublisher.Slot? = nil, cancellation: Cancellation, events: @escaping EventHandler
+        session: (any TransportSession)? = nil, batch: BatchPublisher.Slot? = nil, isNew: Bool = false, cancellation: Cancellation,
+        events: @escaping EventHandler
     ) throws(TransferError) -> DownloadResult {
         var token = token
+        // A new token is on disk only once written, by the operation or by a segmented attempt below.
+        var tokenOnDisk: Bool? = isNew ? false : nil
         let options = try signingS3(connectionOptions(for: &token, given: extraHeaders, events: events), for: token)
         do throws(TransferError) {
             let download = try token.downloadPart()
             let fresh = download.committedBytes == 0 && download.totalBytes == nil
             if download.segments != nil || (options.connections > 1 && fresh) {
                 try lock.hold()  // the segment plan is written before any data
+                tokenOnDisk = nil
                 // All segments share one network thread: on a fast link more receiving threads than cores only contend.
                 let segmented = withSessionPool { pool in
                     Result { () throws -> DownloadResult in
@@ -211,7 +217,7 @@ public struct TransferClient: Sendable {
             }
             let operation = try DownloadOperation(
                 token: token, lock: lock, store: store, session: session ?? transport.makeSession(), options: options, onChange: onChange,
-                batch: batch, cancellation: cancellation, events: events)
+                batch: batch, tokenOnDisk: tokenOnDisk, cancellation: cancellation, events: events)
             return try operation.run()
         } catch {
             throw explainingLogin(explainingS3(error, token: token, options: options))

@@ -50,7 +50,7 @@ final class DownloadOperation: ExchangeDelegate {
 
     init(
         token: ResumeToken, lock: TokenGuard, store: TokenStore, session: any TransportSession, options: TransferOptions,
-        onChange: DownloadStateMachine.OnChange, batch: BatchPublisher.Slot? = nil, cancellation: Cancellation,
+        onChange: DownloadStateMachine.OnChange, batch: BatchPublisher.Slot? = nil, tokenOnDisk: Bool? = nil, cancellation: Cancellation,
         events: @escaping EventHandler
     ) throws(TransferError) {
         header = token
@@ -68,7 +68,7 @@ final class DownloadOperation: ExchangeDelegate {
                 totalBytes: d.totalBytes)
         machine = DownloadStateMachine(resource: resource, onChange: onChange)
         wantsHash = options.computeSHA256 || d.expectedSHA256 != nil
-        tokenOnDisk = store.exists(id: token.id)
+        self.tokenOnDisk = tokenOnDisk ?? store.exists(id: token.id)
         tokenBeforeStart = batch == nil && options.announcesID
     }
 

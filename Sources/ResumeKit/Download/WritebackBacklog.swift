@@ -20,31 +20,52 @@ enum WritebackBacklog {
         let fd = open("/proc/meminfo", O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else { return nil }
         defer { close(fd) }
-        var buffer = [UInt8](repeating: 0, count: 8192)
-        var count = 0
-        while count < buffer.count {
-            let n = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress! + count, $0.count - count) }
-            if n < 0 && errno == EINTR { continue }
-            if n <= 0 { break }
-            count += n
+        return withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 8192) { buffer in
+            var count = 0
+            while count < buffer.count {
+                let n = read(fd, buffer.baseAddress! + count, buffer.count - count)
+                if n < 0 && errno == EINTR { continue }
+                if n <= 0 { break }
+                count += n
+            }
+            return parse(bytes: UnsafeBufferPointer(rebasing: buffer[..<count]))
         }
-        return parse(String(decoding: buffer[..<count], as: UTF8.self))
     }
 
     /// `Dirty` plus `Writeback` of meminfo's text, in bytes; nil when either line is missing.
     static func parse(_ meminfo: String) -> Int64? {
+        var text = meminfo
+        return text.withUTF8 { parse(bytes: $0) }
+    }
+
+    /// The same on the file's bytes. A list's publisher reads meminfo before every group: split into
+    /// Swift strings, its 50 lines cost 9 % of a 1,000-file list's CPU.
+    static func parse(bytes: UnsafeBufferPointer<UInt8>) -> Int64? {
         var dirty: Int64?
         var writeback: Int64?
-        for line in meminfo.split(separator: "\n") {
-            let fields = line.split(separator: " ", omittingEmptySubsequences: true)
-            guard fields.count >= 2, let kib = Int64(fields[1]) else { continue }
-            switch fields[0] {
-            case "Dirty:": dirty = kib << 10
-            case "Writeback:": writeback = kib << 10
-            default: continue
+        var i = 0
+        while i < bytes.count, dirty == nil || writeback == nil {
+            var end = i
+            while end < bytes.count, bytes[end] != UInt8(ascii: "\n") { end += 1 }
+            let line = UnsafeBufferPointer(rebasing: bytes[i..<end])
+            if line.starts(with: dirtyLabel) {
+                dirty = kibibytes(line.dropFirst(dirtyLabel.count))
+            } else if line.starts(with: writebackLabel) {
+                writeback = kibibytes(line.dropFirst(writebackLabel.count))
             }
+            i = end + 1
         }
         guard let dirty, let writeback else { return nil }
         return dirty + writeback
+    }
+
+    private static let dirtyLabel = Array("Dirty:".utf8)
+    private static let writebackLabel = Array("Writeback:".utf8)
+
+    /// The number after the label's spaces (kB), in bytes.
+    private static func kibibytes(_ rest: Slice<UnsafeBufferPointer<UInt8>>) -> Int64? {
+        let digits = rest.drop { $0 == UInt8(ascii: " ") }.prefix { $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") }
+        guard !digits.isEmpty, digits.count < 16 else { return nil }
+        return digits.reduce(Int64(0)) { $0 * 10 + Int64($1 - UInt8(ascii: "0")) } << 10
     }
 }
