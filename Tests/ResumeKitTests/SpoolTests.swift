@@ -73,6 +73,17 @@ import Crypto
         #expect(again.diskUse < 1 << 20, "below the start only a hole")
     }
 
+    /// A power loss may also take the spool's own name (its folder was never synced): when the token relied
+    /// on none of its bytes, it is made anew; otherwise the loss is reported.
+    @Test func aSpoolThatNeverReachedTheDiskIsMadeAnewWhenNothingWasSynced() throws {
+        defer { unlink(path) }
+        let again = try Spool.reopen(path: path, start: 2 << 20, synced: 0)
+        #expect(again.start == 2 << 20 && again.end == 2 << 20)
+        again.close()
+        unlink(path)
+        #expect(throws: TransferError.self) { try Spool.reopen(path: path, start: 0, synced: 10) }
+    }
+
     @Test func reopenRefusesASpoolShorterThanItsToken() throws {
         defer { unlink(path) }
         let spool = try Spool.create(path: path)
@@ -81,7 +92,7 @@ import Crypto
         #expect(throws: TransferError(.badToken, "the spool \(path) holds 10 bytes, fewer than the 20 its token recorded")) {
             try Spool.reopen(path: path, start: 0, synced: 20)
         }
-        #expect(throws: TransferError.self) { try Spool.reopen(path: path + ".missing", start: 0, synced: 0) }
+        #expect(throws: TransferError.self) { try Spool.reopen(path: path + ".missing", start: 0, synced: 5) }
     }
 
     @Test func fullDiskIsALocalIOErrorNamingTheSpool() throws {

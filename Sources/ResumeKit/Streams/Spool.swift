@@ -49,12 +49,20 @@ final class Spool {
 
     /// The spool a token describes: `start` and `synced` as recorded. Bytes after `synced` (or `start`, when
     /// the server acknowledged more than was synced) may not have survived and are cut off; a file shorter
-    /// than `synced` lost fsynced data, which makes it unusable.
+    /// than `synced` lost fsynced data, which makes it unusable. A spool that relied on nothing (every synced
+    /// byte acknowledged) and is gone (its creation never reached the disk before a power loss) is made anew.
     static func reopen(path: String, start: Int64, synced: Int64) throws(TransferError) -> Spool {
         let kept = max(start, synced)
         let fd: FileDescriptor
         do {
             fd = try FileDescriptor.open(FilePath(path), .readWrite, options: [.closeOnExec])
+        } catch Errno.noSuchFileOrDirectory where synced <= start {
+            do {
+                fd = try FileDescriptor.open(
+                    FilePath(path), .readWrite, options: [.create, .exclusiveCreate, .closeOnExec], permissions: [.ownerReadWrite])
+            } catch {
+                throw Self.failure("cannot create the spool", path, error)
+            }
         } catch {
             throw Self.failure("cannot open the spool", path, error)
         }
