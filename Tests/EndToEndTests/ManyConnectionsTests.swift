@@ -123,6 +123,26 @@ import Testing
         #expect(try FileManager.default.contentsOfDirectory(atPath: w.path("state/tokens")).isEmpty)
     }
 
+    /// Beside another program's unwritten data (here 160 MiB just written and not synced, more than the
+    /// 64 MiB a group's `syncfs` may wait for), each file is synced by the worker that fetched it: every
+    /// file still arrives whole under its name, nothing is left behind.
+    @Test func listBesideAnotherProgramsDirtyDataArrivesWhole() async throws {
+        let w = try Workspace()
+        try w.dir.subdirectory("www/b")
+        var sums: [String] = []
+        for i in 0..<40 { sums.append(try makeRandomFile(path: w.path("www/b/h\(i).bin"), size: 20_000, seed: UInt64(100 + i))) }
+        let nginx = try await NginxServer(root: w.path("www"))
+        try (0..<40).map { nginx.url(for: "b/h\($0).bin") }.joined(separator: "\n").write(toFile: w.path("l.txt"), atomically: true, encoding: .utf8)
+        try w.dir.subdirectory("dest")
+        let backlog = try await runProcess("/bin/dd", ["if=/dev/zero", "of=" + w.path("backlog.bin"), "bs=1M", "count=160", "status=none"])
+        #expect(backlog.status == 0, "\(backlog)")
+        defer { unlink(w.path("backlog.bin")) }
+        let r = try await w.run(["download", "-i", w.path("l.txt"), "-o", w.path("dest"), "--parallel", "8"])
+        #expect(r.status == 0, "\(r)")
+        for i in 0..<40 { #expect(try sha256(file: w.path("dest/h\(i).bin")) == sums[i]) }
+        #expect(try FileManager.default.contentsOfDirectory(atPath: w.path("dest")).count == 40, "no .part left")
+    }
+
     /// Files of a list are published in groups after their data is synced: a kill -9 part-way leaves
     /// every file under its final name whole, and running the list again finishes the rest.
     @Test func listKilledPartWayLeavesOnlyWholeFilesAndFinishesOnTheNextRun() async throws {

@@ -46,6 +46,27 @@ import Testing
         #expect(try String(contentsOfFile: dir + "/g.part", encoding: .utf8) == "data of g")
         #expect(events.locations.withLock { $0 }.sorted() == (0..<20).map { dir + "/f\($0)" }.sorted())
     }
+
+    /// Beside another program's backlog the workers sync their files themselves: such files are renamed
+    /// without a second sync, in the same groups as the ones the publisher syncs.
+    @Test func filesSyncedByTheirWorkersArePublishedBesideOthers() throws {
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let publisher = BatchPublisher(store: TokenStore(directory: dir + "/state"))
+        let events = Completed()
+        for i in 0..<10 {
+            let (done, part) = try finished("s\(i)", events: events)
+            let synced = i % 2 == 0
+            if synced { _ = try part.sync() }
+            publisher.slot(i).submit(done, part: part, synced: synced)
+        }
+        #expect(publisher.finish().isEmpty)
+        for i in 0..<10 {
+            #expect(try String(contentsOfFile: dir + "/s\(i)", encoding: .utf8) == "data of s\(i)")
+            #expect(!FileManager.default.fileExists(atPath: dir + "/s\(i).part"))
+        }
+        #expect(events.locations.withLock { $0 }.count == 10)
+    }
 }
 
 /// When a group of small files is made durable by one `syncfs`, and when file by file.

@@ -4,18 +4,24 @@ import Synchronization
 
 /// Publishes the small files of a list in groups. A file's data must be on disk before its rename, and
 /// an fdatasync per file waits for a journal commit of its own; here one `syncfs` covers every file
-/// finished meanwhile (a group commit; each file alone when other programs left much to write back),
-/// then each is renamed and each folder synced once. Workers hand
-/// a finished file over and go on with the next one.
+/// finished meanwhile (a group commit), then each is renamed and each folder synced once. Workers hand
+/// a finished file over and go on with the next one. When other programs left much to write back (which
+/// a `syncfs` would wait for), each file is synced alone instead, by the worker that finished it: the
+/// workers' syncs run at once, where this thread's would run one after another.
 final class BatchPublisher: @unchecked Sendable {
     /// Where one list entry hands its finished file over.
     struct Slot {
         let publisher: BatchPublisher
         let index: Int
 
-        /// Takes over `part` (still open and locked, so no other process can touch it before the rename).
-        func submit(_ finished: Publish.Finished, part: PartFile) {
-            publisher.submit(Item(index: index, finished: finished, part: part))
+        /// Whether the worker should sync its file before handing it over (the machine has a writeback
+        /// backlog, as of the last group).
+        var syncsAlone: Bool { publisher.syncsAlone.load(ordering: .relaxed) }
+
+        /// Takes over `part` (still open and locked, so no other process can touch it before the rename);
+        /// `synced`: its data is on disk already.
+        func submit(_ finished: Publish.Finished, part: PartFile, synced: Bool = false) {
+            publisher.submit(Item(index: index, finished: finished, part: part, synced: synced))
         }
     }
 
@@ -23,6 +29,7 @@ final class BatchPublisher: @unchecked Sendable {
         let index: Int
         let finished: Publish.Finished
         let part: PartFile
+        let synced: Bool
     }
 
     private let store: TokenStore
@@ -31,6 +38,8 @@ final class BatchPublisher: @unchecked Sendable {
     private let stopped = DispatchSemaphore(value: 0)
     /// Written by the publishing thread only, read after it stopped.
     private var failures: [Int: TransferError] = [:]
+    /// Set by the publishing thread from each group's look at the backlog; read by the workers.
+    fileprivate let syncsAlone = Atomic<Bool>(false)
 
     init(store: TokenStore) {
         self.store = store
@@ -91,14 +100,18 @@ final class BatchPublisher: @unchecked Sendable {
     }
 
     /// Makes each item's data durable: one `syncfs` per file system, not one `fdatasync` per file, unless
-    /// the machine has much else to write back (see WritebackBacklog). Returns errno per item, 0 when synced.
+    /// the machine has much else to write back (see WritebackBacklog); then the next files are synced by
+    /// their workers. Returns errno per item, 0 when synced.
     private func syncData(of batch: [Item]) -> [Int32] {
-        let own = batch.reduce(Int64(0)) { $0 + $1.finished.bytes }
-        guard WritebackBacklog.prefersSyncfs(own: own, backlog: WritebackBacklog.current()) else {
-            return batch.map { fdatasync($0.part.fileDescriptor) == 0 ? 0 : errno }
+        let own = batch.reduce(Int64(0)) { $0 + ($1.synced ? 0 : $1.finished.bytes) }
+        let groupCommit = WritebackBacklog.prefersSyncfs(own: own, backlog: WritebackBacklog.current())
+        syncsAlone.store(!groupCommit, ordering: .relaxed)
+        guard groupCommit else {
+            return batch.map { $0.synced || fdatasync($0.part.fileDescriptor) == 0 ? 0 : errno }
         }
         var byDevice: [UInt: Int32] = [:]
         return batch.map { item in
+            if item.synced { return 0 }
             var st = stat()
             let device = fstat(item.part.fileDescriptor, &st) == 0 ? UInt(st.st_dev) : UInt.max
             if let known = byDevice[device] { return known }

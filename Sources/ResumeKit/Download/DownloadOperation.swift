@@ -367,9 +367,12 @@ final class DownloadOperation: ExchangeDelegate {
             download: download, tokenID: token.id, url: token.url, tokenOnDisk: tokenOnDisk, bytes: part.length, sha256: digest, emit: emit)
         try Publish.verify(finished) { () throws(TransferError) in try commit() }
         if let batch, !tokenOnDisk {
-            // A list's small file: the batch makes it durable together with others, then renames it.
+            // A list's small file: the batch makes it durable together with others, then renames it; beside
+            // another program's backlog the worker syncs it alone, at the same time as the other workers.
             committer.waitIdle()
-            batch.submit(finished, part: part)
+            let synced = batch.syncsAlone
+            if synced { try syncData() }
+            batch.submit(finished, part: part, synced: synced)
             handedOver = true
             return finished.result
         }
