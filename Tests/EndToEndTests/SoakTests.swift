@@ -4,7 +4,7 @@ import Testing
 /// `make soak`: the crash-safety faults at scale (RESUMECTL_SOAK=1). Prints a table of faults injected,
 /// transfers finished, bytes sent twice and mismatches (which must be 0).
 @Suite(.enabled(if: ProcessInfo.processInfo.environment["RESUMECTL_SOAK"] == "1"), .serialized)
-struct SoakTests {
+struct SoakTests: StreamPipelines {
     static let env = ProcessInfo.processInfo.environment
     static let size = Int(env["RESUMECTL_SOAK_SIZE"] ?? "") ?? 1 << 30
     static let cuts = Int(env["RESUMECTL_SOAK_CUTS"] ?? "") ?? 200
@@ -106,6 +106,53 @@ struct SoakTests {
         let received = peer.requests.reduce(0) { $0 + $1.bodyBytes }
         Self.row("upload, kill -9", faults: kills, finished: r.status == 0, resent: received - size, mismatch: r.status == 0 && !ok)
         #expect(ok, "\(r)")
+    }
+
+    /// `cat FILE | resumectl upload -` killed with SIGKILL at seeded random moments and run again with the
+    /// same stream, which is checked and continued; after every second kill the spool is also cut back to
+    /// what its token calls synced, as a power loss may leave it (the spool is not fsynced while the stream
+    /// flows), so that the replay has to refill it.
+    @Test func streamKilledManyTimes() async throws {
+        let w = try Workspace()
+        let size = Self.size / 4
+        let digest = try makeRandomFile(path: w.path("www/src.bin"), size: size, seed: 104)
+        let peer = try await UploadPeer()
+        var rng = SeededGenerator(seed: 104)
+        let count = max(2, Self.kills / 2)
+        let url = peer.url(for: "s.bin")
+        let args = ["upload", "-", url, "-q", "--spool-max", "16M", "--limit-rate", String(max(1 << 20, size / count))]
+        var (kills, cutBack) = (0, 0)
+        var last: (ProcessResult, Int32)?
+        while kills < count {
+            let p = try startPipeline(w, producer: "cat '\(w.path("www/src.bin"))'", args)
+            try await Task.sleep(for: .milliseconds(Int.random(in: 500...2500, using: &rng)))
+            let pids = try await runProcess("/usr/bin/pgrep", ["-f", "upload - \(url)"]).stdout.split(separator: "\n").compactMap { Int32($0) }
+            guard p.isRunning, !pids.isEmpty else {
+                let r = try await p.wait()
+                last = (r, status(r))
+                break
+            }
+            for pid in pids { kill(pid, SIGKILL) }
+            _ = try await p.wait()
+            kills += 1
+            if kills % 2 == 0, let id = try w.tokens().first,
+                let stream = (try w.token(id)["upload"] as? [String: Any])?["stream"] as? [String: Any],
+                stream["ended"] as? Bool == false, let synced = stream["synced"] as? Int
+            {
+                #expect(truncate(w.state + "/spool/" + id, off_t(synced)) == 0)
+                cutBack += 1
+            }
+        }
+        let (r, code): (ProcessResult, Int32)
+        if let last { (r, code) = last } else {
+            (r, code) = try await pipeline(w, producer: "cat '\(w.path("www/src.bin"))'", Array(args.dropLast(2)), timeout: .seconds(1800))
+        }
+        let ok = code == 0 && (try? peer.storedSHA256("s.bin")) == digest
+        let received = peer.requests.reduce(0) { $0 + $1.bodyBytes }
+        Self.row("stream, kill -9 (\(cutBack) cut back)", faults: kills, finished: code == 0, resent: received - size, mismatch: code == 0 && !ok)
+        #expect(ok, "\(r)")
+        #expect(cutBack > 0, "a spool was cut back at least once")
+        #expect(try w.tokens().isEmpty && spoolFiles(w).isEmpty)
     }
 
     /// `serve` killed with SIGKILL five times at seeded random moments during a 1 GiB upload, and started
