@@ -127,7 +127,8 @@ struct ServeTests {
             let output = FileManager.default.temporaryDirectory.appending(path: "serve-out-\(UUID().uuidString)")
             defer { try? FileManager.default.removeItem(at: output) }
             async let download = Harness.curl(["--limit-rate", "2M", "-m", "60", server.url + "/shrinking.bin"], body: output)
-            try await Harness.eventually {
+            // curl's first byte took longer than 10 s once, beside the rest of `make test` on 2 cores.
+            try await Harness.eventually(timeout: .seconds(40)) {
                 ((try? FileManager.default.attributesOfItem(atPath: output.path)[.size] as? Int) ?? 0) > 0
             }
             try FileHandle(forWritingTo: path).truncate(atOffset: 1 << 20)
