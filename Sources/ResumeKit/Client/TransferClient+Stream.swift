@@ -65,7 +65,7 @@ extension TransferClient {
             throw TransferError(.inputMissing,
                 "the stream of \(token.id) was cut before its end: pipe the same stream in again (producer | resumectl resume \(token.id))")
         }
-        let spool = try Spool.reopen(path: stream.spool, start: stream.start, synced: min(stream.synced ?? stream.durable, stream.kept))
+        let spool = try Spool.reopen(path: stream.spool, start: stream.start, synced: stream.synced ?? stream.durable)
         let options = connectionOptions(for: &token, given: headers, events: events)
 
         if stream.ended {

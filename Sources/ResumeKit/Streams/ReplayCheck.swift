@@ -11,8 +11,7 @@ struct ReplayCheck {
     }
 
     let ledger: StreamLedger
-    /// Where the checked range starts (a block boundary) and ends.
-    let from: Int64
+    /// Where the checked range ends.
     let count: Int64
     private let tail: String?
     private var hasher: any BodyHasher
@@ -23,7 +22,6 @@ struct ReplayCheck {
         precondition(from % ledger.blockSize == 0 && from <= count && count / ledger.blockSize <= Int64(ledger.blocks.count))
         precondition(count % ledger.blockSize == 0 || tail != nil)
         self.ledger = ledger
-        self.from = from
         self.count = count
         self.tail = tail
         hasher = ledger.blockHasher()

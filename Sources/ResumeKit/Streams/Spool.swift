@@ -97,20 +97,9 @@ final class Spool {
     @discardableResult
     func sync() throws(TransferError) -> Int64 {
         guard synced < end else { return synced }
-        try Self.syncData(fd: fd.rawValue, path: path)
-        markSynced(end)
+        if fdatasync(fd.rawValue) != 0 { throw Self.failure("cannot sync the spool", path, Errno(rawValue: errno)) }
+        synced = end
         return synced
-    }
-
-    /// `fdatasync` of a spool's descriptor. It needs no lock: appends may go on meanwhile, and every byte
-    /// appended before the call is durable after it (``markSynced(_:)`` then records how far that was).
-    static func syncData(fd: Int32, path: String) throws(TransferError) {
-        if fdatasync(fd) != 0 { throw failure("cannot sync the spool", path, Errno(rawValue: errno)) }
-    }
-
-    /// Records that the bytes below `offset` (appended before a ``syncData(fd:path:)`` that returned) are durable.
-    func markSynced(_ offset: Int64) {
-        synced = max(synced, min(offset, end))
     }
 
     /// Reads held bytes at stream offset `offset` (at least ``start``); returns how many were read.

@@ -290,11 +290,9 @@ final class StreamUpload: @unchecked Sendable {
     /// Stdin ended and every byte is recorded: what the server has not acknowledged is fsynced in the spool,
     /// so that the token may say a resume needs no input.
     private func endStream() throws(TransferError) {
+        // The reader is done: holding the lock through the fsync keeps no one waiting.
         if sender.acknowledgedBytes < stream.durable {
-            let fd = shared.withLock { $0.spool.fileDescriptor }
-            try Spool.syncData(fd: fd, path: spoolPath)
-            shared.withLock { $0.spool.markSynced(stream.durable) }
-            stream.synced = stream.durable
+            stream.synced = try shared.withLock { shared throws(TransferError) in try shared.spool.sync() }
         }
         stream.ended = true
     }
