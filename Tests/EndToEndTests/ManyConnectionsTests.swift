@@ -123,6 +123,45 @@ import Testing
         #expect(try FileManager.default.contentsOfDirectory(atPath: w.path("state/tokens")).isEmpty)
     }
 
+    /// A list's fresh small files are fetched in one pass on the network threads; whatever that pass cannot
+    /// finish goes to the workers: a `.part` an earlier run left, a 404 (settled from the pass's answer, not
+    /// asked twice), a file larger than the pass takes (asked again: the pass drops that answer after its
+    /// head), a connection cut in the middle of a small file's body (retried). Counted at nginx and at the proxy.
+    @Test func smallFilesGoInOnePassAndEverythingElseToTheWorkers() async throws {
+        let w = try Workspace()
+        try w.dir.subdirectory("www/m")
+        try w.dir.subdirectory("dest")
+        var digests: [String: String] = [:]
+        for i in 0..<24 {
+            digests["s\(i).bin"] = try makeRandomFile(path: w.path("www/m/s\(i).bin"), size: 30_000 + i, seed: UInt64(500 + i))
+        }
+        digests["big.bin"] = try makeRandomFile(path: w.path("www/m/big.bin"), size: 3_000_000, seed: 77)
+        let nginx = try await NginxServer(root: w.path("www"))
+        // The first connection is cut 10,000 bytes into its answer (one of the first small files).
+        let proxy = try FaultProxy(upstreamPort: nginx.port, plan: [Fault.cutAfterDownstream(bytes: 10_000)])
+        defer { proxy.stop() }
+        try Data(repeating: 0x55, count: 1234).write(to: URL(fileURLWithPath: w.path("dest/s3.bin.part")))
+        let lines = (0..<12).map { proxy.baseURL + "/m/s\($0).bin" } + [proxy.baseURL + "/m/missing.bin", proxy.baseURL + "/m/big.bin"]
+            + (12..<24).map { proxy.baseURL + "/m/s\($0).bin" }
+        try lines.joined(separator: "\n").write(toFile: w.path("l.txt"), atomically: true, encoding: .utf8)
+        let r = try await w.run(["download", "-i", w.path("l.txt"), "-o", w.path("dest"), "--parallel", "4", "--retry-delay", "0.1"])
+        #expect(r.status == 1, "\(r)")
+        #expect(r.stderr.contains("missing.bin: the server answered 404"), "\(r.stderr)")
+        for (name, digest) in digests { #expect(try sha256(file: w.path("dest/" + name)) == digest, "\(name)") }
+        #expect(try FileManager.default.contentsOfDirectory(atPath: w.path("dest")).count == 25, "no .part left")
+        #expect(try w.tokens().isEmpty)
+        let asked = { (name: String) in nginx.accessLog().filter { $0.contains("GET /m/\(name) ") }.count }
+        #expect(asked("missing.bin") == 1)
+        #expect(asked("big.bin") == 2)
+        #expect(asked("s3.bin") == 1)
+        let first = try #require(proxy.connections.first)
+        #expect(first.triggered, "the cut never happened")
+        let cut = try #require(first.requestLines.first?.split(separator: " ").dropFirst().first.map { String($0.split(separator: "/").last ?? "") })
+        for i in 0..<24 {
+            #expect(asked("s\(i).bin") == ("s\(i).bin" == cut ? 2 : 1), "s\(i).bin (the cut one: \(cut))")
+        }
+    }
+
     /// Beside another program's unwritten data (here 160 MiB just written and not synced, more than the
     /// 64 MiB a group's `syncfs` may wait for), each file is synced by the worker that fetched it: every
     /// file still arrives whole under its name, nothing is left behind.

@@ -115,9 +115,11 @@ public struct TransferClient: Sendable {
     // MARK: Downloads
 
     /// - Parameter batch: a list's publisher, which takes over small files once their data is complete.
+    /// - Parameter earlier: how a list's first pass saw the file's first exchange end (see SmallFilePass),
+    ///   taken as this download's first attempt.
     func runDownload(
         _ request: DownloadRequest, session: (any TransportSession)? = nil, batch: BatchPublisher.Slot? = nil,
-        cancellation: Cancellation, events: @escaping EventHandler
+        earlier: DownloadStateMachine.Verdict? = nil, cancellation: Cancellation, events: @escaping EventHandler
     ) throws(TransferError) -> DownloadResult {
         // `pause` finds a transfer by its lock file. Only a list's files, most of which end before their
         // first checkpoint, take it lazily, with their token (see TokenGuard).
@@ -142,7 +144,7 @@ public struct TransferClient: Sendable {
         }
         return try runDownloadOperation(
             token, lock: lock, extraHeaders: request.headers, onChange: request.onChange, session: session, batch: batch,
-            isNew: isNew, cancellation: cancellation, events: events)
+            isNew: isNew, earlier: isNew ? earlier : nil, cancellation: cancellation, events: events)
     }
 
     func runResumeDownload(
@@ -175,8 +177,8 @@ public struct TransferClient: Sendable {
     /// Runs a download's token, signed for S3: in segments when it has or wants several connections, else on one.
     private func runDownloadOperation(
         _ token: ResumeToken, lock: TokenGuard, extraHeaders: [String], onChange: DownloadStateMachine.OnChange,
-        session: (any TransportSession)? = nil, batch: BatchPublisher.Slot? = nil, isNew: Bool = false, cancellation: Cancellation,
-        events: @escaping EventHandler
+        session: (any TransportSession)? = nil, batch: BatchPublisher.Slot? = nil, isNew: Bool = false,
+        earlier: DownloadStateMachine.Verdict? = nil, cancellation: Cancellation, events: @escaping EventHandler
     ) throws(TransferError) -> DownloadResult {
         var token = token
         // A new token is on disk only once written, by the operation or by a segmented attempt below.
@@ -217,7 +219,7 @@ public struct TransferClient: Sendable {
             }
             let operation = try DownloadOperation(
                 token: token, lock: lock, store: store, session: session ?? transport.makeSession(), options: options, onChange: onChange,
-                batch: batch, tokenOnDisk: tokenOnDisk, cancellation: cancellation, events: events)
+                batch: batch, tokenOnDisk: tokenOnDisk, earlier: earlier, cancellation: cancellation, events: events)
             return try operation.run()
         } catch {
             throw explainingLogin(explainingS3(error, token: token, options: options))

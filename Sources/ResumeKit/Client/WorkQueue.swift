@@ -5,6 +5,8 @@ final class WorkQueue<Value: Sendable>: Sendable {
     private let next = Atomic<Int>(0)
     private let count: Int
     private let collected: Mutex<[Value?]>
+    /// Taken once and handed back, last first: what a first pass left (see SmallFilePass).
+    private let returned = Mutex<[Int]>([])
 
     init(count: Int) {
         self.count = count
@@ -12,8 +14,14 @@ final class WorkQueue<Value: Sendable>: Sendable {
     }
 
     func take() -> Int? {
+        if let i = returned.withLock({ $0.popLast() }) { return i }
         let i = next.add(1, ordering: .relaxed).oldValue
         return i < count ? i : nil
+    }
+
+    /// Hands `indices` out again, in their order and before any not taken yet.
+    func putBack(_ indices: [Int]) {
+        returned.withLock { $0 = indices.reversed() + $0 }
     }
 
     func finish(_ i: Int, _ result: Value) {

@@ -3,7 +3,7 @@ import Glibc
 
 /// One easy handle, reset and reused for every exchange of a transfer, so that a HEAD and the PATCH after
 /// it (or a resume after a stall) go over the connection libcurl already holds.
-final class CurlSession: TransportSession {
+final class CurlSession: StartingSession {
     private var handle: EasyHandle?
     /// The last exchange failed in libcurl: its handle is not used again. On the multi interface a handle
     /// whose name did not resolve answers its next transfer with CURLE_BAD_FUNCTION_ARGUMENT (libcurl 7.88).
@@ -16,13 +16,49 @@ final class CurlSession: TransportSession {
         _ request: TransferRequest, settings: TransportSettings, cancellation: Cancellation,
         delegate: any ExchangeDelegate
     ) -> ExchangeResult {
+        let (handle, context): (EasyHandle, ExchangeContext)
+        switch prepare(request, settings, cancellation, delegate) {
+        case .success(let prepared): (handle, context) = prepared
+        case .failure(let failed): return failed.result
+        }
+        let (code, detail) = withExtendedLifetime(context) {
+            if let driver { driver.run(handle) } else { handle.perform() }
+        }
+        return ended(handle, context, code, detail)
+    }
+
+    /// Starts the exchange on the session's multi handle without waiting for it; `done` runs on the multi
+    /// handle's thread, which may start this session's next exchange from there. Without a multi handle the
+    /// exchange runs here and now.
+    func start(
+        _ request: TransferRequest, settings: TransportSettings, cancellation: Cancellation,
+        delegate: any ExchangeDelegate, done: @escaping (ExchangeResult) -> Void
+    ) -> ExchangeResult? {
+        guard let driver else { return perform(request, settings: settings, cancellation: cancellation, delegate: delegate) }
+        switch prepare(request, settings, cancellation, delegate) {
+        case .success(let (handle, context)):
+            // The closure keeps the context (the callbacks' target) alive until the end.
+            driver.start(handle) { [self] code, detail in done(ended(handle, context, code, detail)) }
+            return nil
+        case .failure(let failed):
+            return failed.result
+        }
+    }
+
+    private struct SetupFailed: Error {
+        let result: ExchangeResult
+    }
+
+    private func prepare(
+        _ request: TransferRequest, _ settings: TransportSettings, _ cancellation: Cancellation, _ delegate: any ExchangeDelegate
+    ) -> Result<(EasyHandle, ExchangeContext), SetupFailed> {
         var request = request
         settings.signing?.signer.sign(&request)
         let context = ExchangeContext(
             delegate: delegate, cancellation: cancellation, followRedirects: request.followRedirects,
             body: request.body, stallSeconds: settings.stallTimeout)
-        let handle: EasyHandle
         do {
+            let handle: EasyHandle
             let recovering = handleFailed
             if let existing = self.handle, !handleFailed {
                 existing.reset()
@@ -31,73 +67,26 @@ final class CurlSession: TransportSession {
                 handle = try EasyHandle()
                 self.handle = handle
             }
-            try configure(handle, request, settings)
+            try handle.configure(for: request, settings)
             // After a failure the next exchange opens a connection of its own: one kept in a multi handle's
             // shared cache may be as dead as the one that just broke, and a body libcurl would then have to
             // send again is what CURLE_SEND_FAIL_REWIND is about.
             if recovering { try handle.set(CURLOPT_FRESH_CONNECT, 1) }
             try context.install(on: handle)
+            return .success((handle, context))
         } catch {
             let message = (error as? CurlError)?.message ?? "\(error)"
-            return ExchangeResult(outcome: .failed(TransportFailure(kind: .fatal, code: -1, message: message)))
+            return .failure(SetupFailed(result: ExchangeResult(outcome: .failed(TransportFailure(kind: .fatal, code: -1, message: message)))))
         }
-        let (code, detail) = withExtendedLifetime(context) {
-            if let driver { driver.run(handle) } else { handle.perform() }
-        }
+    }
+
+    private func ended(_ handle: EasyHandle, _ context: ExchangeContext, _ code: CURLcode, _ detail: String) -> ExchangeResult {
         let url = handle.info(string: CURLINFO_EFFECTIVE_URL)
         handleFailed = code != CURLE_OK
-        return ExchangeResult(outcome: outcome(code, detail, context), head: context.finalHead, effectiveURL: url)
+        return ExchangeResult(outcome: Self.outcome(code, detail, context), head: context.finalHead, effectiveURL: url)
     }
 
-    private func configure(_ h: EasyHandle, _ request: TransferRequest, _ settings: TransportSettings) throws {
-        try h.set(CURLOPT_URL, request.url)
-        try h.set(CURLOPT_PROTOCOLS_STR, "http,https")
-        try h.set(CURLOPT_REDIR_PROTOCOLS_STR, "http,https")
-        try h.set(CURLOPT_FOLLOWLOCATION, request.followRedirects ? 1 : 0)
-        try h.set(CURLOPT_MAXREDIRS, 10)
-        try h.set(CURLOPT_USERAGENT, settings.connection.userAgent ?? CurlTransport.userAgent)
-        try h.set(CURLOPT_SUPPRESS_CONNECT_HEADERS, 1)
-        try h.set(CURLOPT_TCP_KEEPALIVE, 1)
-        // Under a rate limit libcurl moves a whole buffer at once and then sleeps, reading no response
-        // meanwhile: a buffer of 1/16 of a second keeps the rate even and a 104 noticed within a fraction
-        // of a second.
-        func buffer(_ size: Int, limit: Int64) -> Int { limit > 0 ? Int(min(Int64(size), max(16 * 1024, limit / 16))) : size }
-        try h.set(CURLOPT_BUFFERSIZE, buffer(settings.receiveBufferSize, limit: settings.maxReceiveRate))
-        try h.set(CURLOPT_UPLOAD_BUFFERSIZE, buffer(settings.uploadBufferSize, limit: settings.maxSendRate))
-        try h.set(CURLOPT_CONNECTTIMEOUT, settings.connectTimeout)
-        // A stall is less than one byte a second for the whole stall window.
-        try h.set(CURLOPT_LOW_SPEED_LIMIT, 1)
-        try h.set(CURLOPT_LOW_SPEED_TIME, settings.stallTimeout)
-        if settings.maxReceiveRate > 0 { try h.set(CURLOPT_MAX_RECV_SPEED_LARGE, offset: settings.maxReceiveRate) }
-        if settings.maxSendRate > 0 { try h.set(CURLOPT_MAX_SEND_SPEED_LARGE, offset: settings.maxSendRate) }
-        if settings.verbose { try VerboseTrace.install(on: h) }
-        try h.apply(settings.connection, settings.credentials, origin: settings.credentialOrigin, url: request.url)
-
-        var headers = request.headers
-        switch request.method {
-        case "GET":
-            try h.set(CURLOPT_HTTPGET, 1)
-        case "HEAD":
-            try h.set(CURLOPT_NOBODY, 1)
-        default:
-            try h.set(CURLOPT_CUSTOMREQUEST, request.method)
-        }
-        if request.method != "HEAD", request.method != "GET", request.body != nil || request.method == "PATCH" {
-            // Upload mode streams the body from the read callback and keeps libcurl's form defaults out.
-            try h.set(CURLOPT_UPLOAD, 1)
-            // -1 (a stream, a growing body): libcurl sends the body chunked.
-            try h.set(CURLOPT_INFILESIZE_LARGE, offset: request.body.map { $0.lengthUnknown ? -1 : $0.length } ?? 0)
-            if !headers.contains("Content-Type") { headers.append("Content-Type", "application/octet-stream") }
-            // A 104 does not release libcurl's 100-continue wait: never ask for one, unless the request does
-            // (S3 parts: a refusal then costs no body).
-            if !headers.contains("Expect") { headers.set("Expect", "") }
-        }
-        try h.set(CURLOPT_HTTPHEADER, list: headers.fields.map { field in
-            field.value.isEmpty ? "\(field.name):" : "\(field.name): \(field.value)"
-        })
-    }
-
-    private func outcome(_ code: CURLcode, _ detail: String, _ context: ExchangeContext) -> ExchangeOutcome {
+    private static func outcome(_ code: CURLcode, _ detail: String, _ context: ExchangeContext) -> ExchangeOutcome {
         if context.cancelled { return .cancelled }
         if context.abortedByDelegate { return .abortedByDelegate }
         if context.readFailure != 0 {

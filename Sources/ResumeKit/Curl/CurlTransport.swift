@@ -3,7 +3,7 @@ import CCurl
 /// The real transport. By default each exchange runs libcurl's easy interface on the calling thread;
 /// a transport made with ``multi()`` drives every exchange of all its sessions from one thread through
 /// libcurl's multi interface, sharing one connection cache (for many transfers at once).
-public struct CurlTransport: HTTPTransport {
+public struct CurlTransport: HTTPTransport, StartingTransport {
     public static let userAgent = "resumectl/\(ResumeKitVersion.string)"
 
     private let driver: MultiDriver?
@@ -17,8 +17,12 @@ public struct CurlTransport: HTTPTransport {
 
     public func makeSession() -> any TransportSession { CurlSession(driver: driver) }
 
+    /// A session that starts exchanges without waiting: only on a multi transport, whose thread runs them.
+    func makeStartingSession() -> (any StartingSession)? { driver.map { CurlSession(driver: $0) } }
+
     /// Made with ``multi()``: its sessions already share one connection cache.
     var isMulti: Bool { driver != nil }
+
 
     /// Stops the multi interface's thread, once every session is finished. Nothing for an easy transport.
     public func shutdown() { driver?.shutdown() }

@@ -1,10 +1,13 @@
 import CCurl
 import Dispatch
+import Glibc
 import Synchronization
 
 /// libcurl's multi interface on a thread of its own. Sessions hand it an easy handle and wait; the
 /// handle's callbacks then run on this thread while the session's thread sleeps, so nothing touches
 /// a transfer's state from two threads at once. All handles share the multi handle's connection cache.
+/// A transfer started with ``start(_:onDone:)`` is not waited for: its end is told on this thread, which
+/// may start the next one there and then (a list's quick files, see QuickList).
 final class MultiDriver: @unchecked Sendable {
     /// Handed from a session thread to the driver thread and back; the semaphore orders the accesses.
     private final class Job: @unchecked Sendable {
@@ -12,7 +15,18 @@ final class MultiDriver: @unchecked Sendable {
         let done = DispatchSemaphore(value: 0)
         var code = CURLE_OK
         var message = ""
-        init(handle: EasyHandle) { self.handle = handle }
+        /// Set for a transfer nobody waits for: called on the driver thread instead of `done`.
+        let onDone: ((CURLcode, String) -> Void)?
+        init(handle: EasyHandle, onDone: ((CURLcode, String) -> Void)? = nil) {
+            self.handle = handle
+            self.onDone = onDone
+        }
+
+        func end(_ code: CURLcode, _ message: String) {
+            self.code = code
+            self.message = message
+            if let onDone { onDone(code, message) } else { done.signal() }
+        }
     }
 
     private let multi: UnsafeMutableRawPointer
@@ -20,6 +34,8 @@ final class MultiDriver: @unchecked Sendable {
     /// Owned by the driver thread.
     private var running: [UnsafeMutableRawPointer: Job] = [:]
     private let finished = DispatchSemaphore(value: 0)
+    /// Set once the loop runs: a start from an `onDone` needs no wake-up.
+    private let loopThread = Atomic<UInt>(0)
 
     init() throws {
         _ = try EasyHandle()  // makes sure curl_global_init ran
@@ -41,6 +57,14 @@ final class MultiDriver: @unchecked Sendable {
         return (job.code, job.message)
     }
 
+    /// Starts `handle`'s transfer without waiting for it; `onDone` runs on the driver thread at its end, once
+    /// the handle is out of the multi handle (it may configure and start it again).
+    func start(_ handle: EasyHandle, onDone: @escaping (CURLcode, String) -> Void) {
+        handle.clearError()
+        queue.withLock { $0.pending.append(Job(handle: handle, onDone: onDone)) }
+        if loopThread.load(ordering: .relaxed) != UInt(pthread_self()) { curl_multi_wakeup(multi) }
+    }
+
     /// Ends the thread once no transfer is left; waits for it.
     func shutdown() {
         queue.withLock { $0.stopping = true }
@@ -53,6 +77,7 @@ final class MultiDriver: @unchecked Sendable {
             curl_multi_cleanup(multi)
             finished.signal()
         }
+        loopThread.store(UInt(pthread_self()), ordering: .relaxed)
         while true {
             let (pending, stopping) = queue.withLock { state in
                 defer { state.pending.removeAll() }
@@ -63,9 +88,7 @@ final class MultiDriver: @unchecked Sendable {
                 if added == CURLM_OK {
                     running[job.handle.raw] = job
                 } else {
-                    job.code = CURLE_FAILED_INIT
-                    job.message = String(cString: curl_multi_strerror(added))
-                    job.done.signal()
+                    job.end(CURLE_FAILED_INIT, String(cString: curl_multi_strerror(added)))
                 }
             }
             if stopping && running.isEmpty { return }
@@ -76,11 +99,12 @@ final class MultiDriver: @unchecked Sendable {
                 guard message.pointee.msg == CURLMSG_DONE, let easy = message.pointee.easy_handle,
                     let job = running.removeValue(forKey: easy)
                 else { continue }
-                job.code = message.pointee.data.result
-                job.message = job.handle.errorMessage
+                let code = message.pointee.data.result
                 curl_multi_remove_handle(multi, easy)
-                job.done.signal()
+                job.end(code, job.handle.errorMessage)
             }
+            // What an `onDone` started goes in at once, without a wait in poll.
+            if queue.withLock({ !$0.pending.isEmpty }) { continue }
             curl_multi_poll(multi, nil, 0, 1000, nil)
         }
     }

@@ -36,6 +36,8 @@ final class DownloadOperation: ExchangeDelegate {
     private var tokenOnDisk: Bool
     /// The token is written before `started`: the caller shows the id with the events (see `accept`).
     private let tokenBeforeStart: Bool
+    /// How an exchange made for this download before it began ended (a list's first pass): its first attempt.
+    private var earlier: DownloadStateMachine.Verdict?
 
     // Hashing of the data in the `.part` file, from byte 0 up to `hashedUpTo`.
     private let wantsHash: Bool
@@ -50,8 +52,8 @@ final class DownloadOperation: ExchangeDelegate {
 
     init(
         token: ResumeToken, lock: TokenGuard, store: TokenStore, session: any TransportSession, options: TransferOptions,
-        onChange: DownloadStateMachine.OnChange, batch: BatchPublisher.Slot? = nil, tokenOnDisk: Bool? = nil, cancellation: Cancellation,
-        events: @escaping EventHandler
+        onChange: DownloadStateMachine.OnChange, batch: BatchPublisher.Slot? = nil, tokenOnDisk: Bool? = nil,
+        earlier: DownloadStateMachine.Verdict? = nil, cancellation: Cancellation, events: @escaping EventHandler
     ) throws(TransferError) {
         header = token
         let d = try token.downloadPart()
@@ -70,6 +72,7 @@ final class DownloadOperation: ExchangeDelegate {
         wantsHash = options.computeSHA256 || d.expectedSHA256 != nil
         self.tokenOnDisk = tokenOnDisk ?? store.exists(id: token.id)
         tokenBeforeStart = batch == nil && options.announcesID
+        self.earlier = earlier
     }
 
     func run() throws(TransferError) -> DownloadResult {
@@ -114,11 +117,17 @@ final class DownloadOperation: ExchangeDelegate {
         return try Retrier.run(options, cancellation: cancellation, events: emit, fresh: { RetryRules.isFresh(held: part.committed, known: machine.resource != nil) }, stopped: "", explain: explain, restart: restartFromZero) { () throws(TransferError) in
             if let reason = cancellation.reason { throw try stop(reason) }
             let verdict: DownloadStateMachine.Verdict
-            switch machine.plan(committed: part.committed) {
-            case .fail(let failure):
-                throw fail(failure)
-            case .fetch(let offset, let rangeHeaders):
-                verdict = try fetch(url: url, offset: offset, rangeHeaders: rangeHeaders)
+            if let earlier {
+                // Settled like an exchange of its own: a refusal fails, a fault is counted and waited for.
+                verdict = earlier
+                self.earlier = nil
+            } else {
+                switch machine.plan(committed: part.committed) {
+                case .fail(let failure):
+                    throw fail(failure)
+                case .fetch(let offset, let rangeHeaders):
+                    verdict = try fetch(url: url, offset: offset, rangeHeaders: rangeHeaders)
+                }
             }
             switch verdict {
             case .done:

@@ -44,6 +44,21 @@ final class PartFile {
         if size != keep { try truncate(to: keep) }
     }
 
+    /// Creates `path`, which must not exist yet, and takes its `flock`: a `.part` that is there already
+    /// belongs to an earlier run (or another process) and is left to the path that continues it.
+    init(creating path: String) throws {
+        self.path = path
+        fd = try FileDescriptor.open(
+            FilePath(path), .readWrite, options: [.create, .exclusiveCreate, .closeOnExec],
+            permissions: [.ownerReadWrite, .groupRead, .otherRead])
+        guard flock(fd.rawValue, LOCK_EX | LOCK_NB) == 0 else {
+            try? fd.close()
+            throw Busy(pid: nil)
+        }
+        written = 0
+        committed = 0
+    }
+
     private var isOpen = true
 
     deinit { close() }

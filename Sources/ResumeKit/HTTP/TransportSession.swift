@@ -6,3 +6,19 @@ public protocol TransportSession: AnyObject {
         delegate: any ExchangeDelegate
     ) -> ExchangeResult
 }
+
+/// A session that can also start an exchange without waiting for it (libcurl's multi interface). `done`
+/// runs on the transport's own thread, where the session's next exchange may be started at once; the
+/// delegate's callbacks run there too.
+protocol StartingSession: TransportSession {
+    /// - Returns: nil once the exchange runs (then `done` tells its end), or the result of one that could
+    ///   not start (then `done` is never called).
+    func start(
+        _ request: TransferRequest, settings: TransportSettings, cancellation: Cancellation,
+        delegate: any ExchangeDelegate, done: @escaping (ExchangeResult) -> Void) -> ExchangeResult?
+}
+
+/// A transport whose sessions can start exchanges without waiting (see ``StartingSession``).
+protocol StartingTransport: HTTPTransport {
+    func makeStartingSession() -> (any StartingSession)?
+}

@@ -1,0 +1,210 @@
+import Dispatch
+import Glibc
+import Synchronization
+
+/// A list's first pass over its fresh small files, fetched the way `curl -Z` fetches a list: each file one
+/// GET started on a multi handle's thread, its body written to a new `.part` from there, and the `.part`
+/// handed to the publisher (which syncs and renames it like any list file's). No worker thread, token, lock
+/// or retry is set up for a file that ends within one answer, which is what most of a list's small files do.
+///
+/// A file the pass does not finish is left to the list's workers, which run the whole download (checkpoints,
+/// retries, resume) once the pass is over: one whose token or `.part` is there already, one with a checksum
+/// to meet, any answer but a plain 200 (the state machine decides), a fault, an answer over `limit` bytes,
+/// and one still running after a checkpoint interval (the longest a list's file goes without a token). A
+/// refusal or a fault goes to the worker as its download's first attempt, so that a 404 is not asked twice
+/// and a 503's `Retry-After` is waited for like any other. The first file too large or too slow ends the
+/// pass: the rest of such a list is not small either.
+final class SmallFilePass: @unchecked Sendable {
+    /// Answers up to this size are taken in the pass (the size up to which a `.part` gets no write gatherer).
+    static let limit = PartFile.gatherAfter
+
+    private let client: TransferClient
+    private let requests: [DownloadRequest]
+    private let queue: WorkQueue<Result<DownloadResult, TransferError>>
+    private let publisher: BatchPublisher
+    private let cancellation: Cancellation
+    private let events: @Sendable (Int, TransferEvent) -> Void
+    /// A file left to the workers, with how its exchange in the pass ended when that is their first attempt.
+    struct Left: Sendable {
+        let index: Int
+        let earlier: DownloadStateMachine.Verdict?
+    }
+
+    private let left = Mutex<[Left]>([])
+    private let ended = Atomic<Bool>(false)
+    private let running = DispatchGroup()
+
+    init(
+        client: TransferClient, requests: [DownloadRequest], queue: WorkQueue<Result<DownloadResult, TransferError>>,
+        publisher: BatchPublisher, cancellation: Cancellation, events: @escaping @Sendable (Int, TransferEvent) -> Void
+    ) {
+        self.client = client
+        self.requests = requests
+        self.queue = queue
+        self.publisher = publisher
+        self.cancellation = cancellation
+        self.events = events
+    }
+
+    /// Whether a list run with `options` can use the pass at all: not with several connections a file (a fresh
+    /// file then plans segments) nor with every file hashed.
+    static func applies(to options: TransferOptions) -> Bool {
+        options.connections <= 1 && !options.computeSHA256
+    }
+
+    /// Runs the pass, one file at a time on each session, until the list or the pass ends.
+    /// - Returns: the files taken from the queue but left to the workers, in list order.
+    func run(on sessions: [any StartingSession]) -> [Left] {
+        for session in sessions {
+            running.enter()
+            next(on: session)
+        }
+        running.wait()
+        return left.withLock { $0.sorted { $0.index < $1.index } }
+    }
+
+    /// Starts the next file the pass can take on `session`, from whichever thread the last one ended on.
+    private func next(on session: any StartingSession) {
+        while !cancellation.isStopped, !ended.load(ordering: .relaxed), let i = queue.take() {
+            guard let fetch = open(i) else {
+                left.withLock { $0.append(Left(index: i, earlier: nil)) }
+                continue
+            }
+            let immediate = session.start(
+                fetch.request, settings: fetch.options.transport, cancellation: cancellation, delegate: fetch
+            ) { [self] result in
+                end(fetch, result)
+                next(on: session)
+            }
+            if let immediate { end(fetch, immediate) } else { return }
+        }
+        running.leave()
+    }
+
+    /// The file's `.part`, created new, and its request; nil when the file is not the pass's to take.
+    private func open(_ i: Int) -> SmallFileFetch? {
+        let request = requests[i]
+        guard request.expectedSHA256 == nil, !Route.isS3(request.url),
+            let path = try? OutputPath.resolve(url: request.url, output: request.outputPath)
+        else { return nil }
+        let id = TokenStore.makeID(kind: .download, url: request.url, path: path)
+        // A token, an earlier `.part` or a file in the way: the workers continue, resume or report it.
+        guard !client.store.exists(id: id), OutputPath.occupant(path) == .nothing else { return nil }
+        var token = ResumeToken(download: request, id: id, path: path, s3: nil)
+        guard let part = try? PartFile(creating: path + ".part") else { return nil }
+        let emit: EventHandler = { [events] in events(i, $0) }
+        let options = client.connectionOptions(for: &token, given: request.headers, events: emit)
+        guard let headers = try? HeaderLines.forDownload(token.headers) else {
+            discard(part)
+            return nil
+        }
+        return SmallFileFetch(index: i, token: token, path: path, part: part, options: options, headers: headers,
+            onChange: request.onChange, emit: emit)
+    }
+
+    /// Hands a complete file to the publisher; anything else goes back to the workers, without its `.part`.
+    private func end(_ fetch: SmallFileFetch, _ result: ExchangeResult) {
+        switch fetch.settle(result) {
+        case .finished(let finished):
+            fetch.emit(.started(kind: .download, url: fetch.token.url, path: fetch.path, offset: 0, total: finished.download.totalBytes))
+            publisher.slot(fetch.index).submit(finished, part: fetch.part)
+            queue.finish(fetch.index, .success(finished.result))
+        case .left(let earlier):
+            if fetch.outgrown { ended.store(true, ordering: .relaxed) }
+            discard(fetch.part)
+            left.withLock { $0.append(Left(index: fetch.index, earlier: earlier)) }
+        }
+    }
+
+    /// Removes a `.part` this pass created (and still locks): nothing of it was promised to anyone.
+    private func discard(_ part: PartFile) {
+        unlink(part.path)
+        part.close()
+    }
+}
+
+/// One file of a ``SmallFilePass``: the exchange's delegate, on the multi handle's thread.
+final class SmallFileFetch: ExchangeDelegate {
+    let index: Int
+    let token: ResumeToken
+    let path: String
+    let part: PartFile
+    let options: TransferOptions
+    let request: TransferRequest
+    let emit: EventHandler
+    private var machine: DownloadStateMachine
+    private var decision: DownloadStateMachine.Decision?
+    private let began = Monotonic.now
+    private var writeFailed = false
+    /// The answer is larger than the pass takes, or the file took longer than a checkpoint interval.
+    private(set) var outgrown = false
+
+    init(
+        index: Int, token: ResumeToken, path: String, part: PartFile, options: TransferOptions, headers: HeaderFields,
+        onChange: DownloadStateMachine.OnChange, emit: @escaping EventHandler
+    ) {
+        self.index = index
+        self.token = token
+        self.path = path
+        self.part = part
+        self.options = options
+        self.emit = emit
+        request = TransferRequest(method: "GET", url: token.url, headers: headers, followRedirects: true)
+        machine = DownloadStateMachine(resource: nil, onChange: onChange)
+    }
+
+    func exchange(head: ResponseHead, effectiveURL: String) -> Bool {
+        let d = machine.evaluate(head, requestedOffset: 0)
+        decision = d
+        // A digest to check is the workers' (they hash as they write).
+        guard case .write(from: 0, restarted: nil) = d, machine.resource?.reprDigestSHA256 == nil else { return false }
+        if let total = machine.resource?.totalBytes, total > SmallFilePass.limit {
+            outgrown = true
+            return false
+        }
+        return true
+    }
+
+    func exchange(body: UnsafeRawBufferPointer) -> Bool {
+        guard part.written + Int64(body.count) <= SmallFilePass.limit else {
+            outgrown = true
+            return false
+        }
+        do { try part.append(body) } catch {
+            writeFailed = true
+            return false
+        }
+        return true
+    }
+
+    func exchange(progressReceived received: Int64, sent: Int64) -> Bool {
+        guard Monotonic.now - began < options.checkpointInterval else {
+            outgrown = true
+            return false
+        }
+        return true
+    }
+
+    enum Settled {
+        /// Ready to publish: the exchange delivered the whole file.
+        case finished(Publish.Finished)
+        /// For the workers, with the verdict that is their first attempt (a refusal, a fault), if any.
+        case left(DownloadStateMachine.Verdict?)
+    }
+
+    func settle(_ result: ExchangeResult) -> Settled {
+        if outgrown || writeFailed { return .left(nil) }
+        let verdict = machine.verdict(result.outcome, decision, held: part.written, stallTimeout: options.transport.stallTimeout)
+        switch verdict {
+        case .done:
+            guard var download = try? token.downloadPart() else { return .left(nil) }
+            download.adopt(machine.resource, effectiveURL: result.effectiveURL)
+            return .finished(Publish.Finished(download: download, tokenID: token.id, url: token.url, tokenOnDisk: false,
+                bytes: part.written, sha256: nil, emit: emit))
+        case .fail, .fault:
+            return .left(verdict)
+        case .again, .refetchFromZero:
+            return .left(nil)
+        }
+    }
+}
