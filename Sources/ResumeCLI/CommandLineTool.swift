@@ -15,7 +15,7 @@ public enum CommandLineTool {
         }
         S3Support.answers = s3
         if let quick = QuickDownload(Array(CommandLine.arguments.dropFirst())) {
-            do { try quick.run() } catch { Resumectl.exit(withError: error) }
+            do { try await quick.run() } catch { Resumectl.exit(withError: error) }
             // Output is unbuffered and every file is closed and synced: the libraries' exit handlers would only
             // free memory (OpenSSL's cleanup alone was 3% of a 4 KiB download's instructions).
             Glibc._exit(0)

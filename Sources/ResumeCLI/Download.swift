@@ -114,22 +114,14 @@ extension Download {
 
     /// `-i LIST`: every entry on its own token; one line per file on stdout, one per failure on stderr.
     func runList(_ listPath: String) async throws {
-        guard let data = FileManager.default.contents(atPath: listPath) else {
-            throw Runner.fail(TransferError(.inputMissing, "cannot read \(listPath)"), json: options.json)
-        }
-        let list = DownloadList(parsing: String(decoding: data, as: UTF8.self))
-        let folder = try outputFolder()
-        for problem in list.problems { Output.stderr("resumectl: \(listPath): \(problem)\n") }
-        // Nothing in it can be fetched (every line a non-http(s) URL or a bad name): a usage error, as on the command line.
-        if list.entries.isEmpty, !list.problems.isEmpty { throw ExitCode(64) }
-        if !options.quiet, !list.duplicates.isEmpty {
-            Output.stderr("resumectl: \(listPath): skipped repeated lines \(list.duplicates.map(String.init).joined(separator: ", "))\n")
-        }
-        let requests = list.entries.map { entry in
-            DownloadRequest(url: entry.url, outputPath: folder + "/" + (entry.name ?? ""), headers: options.header,
-                onChange: onChange, force: force)
-        }
-        try await runAll(requests, problems: list.problems.count)
+        try await many.runList(listPath, folder: output, headers: options.header, onChange: onChange, force: force)
+    }
+
+    /// Many downloads at once, as this command's options say.
+    private var many: ManyDownloads {
+        var configured = options.client()
+        configured.options.connections = connections
+        return ManyDownloads(client: configured, json: options.json, quiet: options.quiet, parallel: parallel)
     }
 
     /// `s3://BUCKET/PREFIX/ -o DIR`: every object under the prefix, as a list of downloads.
@@ -146,59 +138,7 @@ extension Download {
         if listing.requests.isEmpty && listing.refused.isEmpty, !options.quiet {
             Output.stderr("resumectl: no objects under \(url)\n")
         }
-        try await runAll(listing.requests, problems: listing.refused.count)
-    }
-
-    /// The folder `-o` names for many files, made when missing (as `wget -P` and `aws s3 cp --recursive` do).
-    private func outputFolder() throws -> String {
-        let folder = output ?? "."
-        do { try OutputPath.makeFolders(folder) } catch { throw Runner.fail(error, json: options.json) }
-        return folder
-    }
-
-    /// Many downloads at once: one line per file on stdout, one per failure on stderr.
-    private func runAll(_ requests: [DownloadRequest], problems: Int) async throws {
-        let quiet = options.quiet
-        var configured = options.client()
-        configured.options.connections = connections
-        let client = configured
-        // Only JSON events carry the token id; working it out costs a path resolution and a hash per file.
-        let store = client.store
-        let records = client.results
-        let answers: @Sendable (String) -> Bool = { id in store.exists(id: id) || access(records.path(forID: id), F_OK) == 0 }
-        let reporters = requests.map { request in
-            Reporter(json: options.json, quiet: true, tokenID: options.json ? client.downloadTokenID(request) ?? "" : "", answers: answers)
-        }
-        let parallel = self.parallel
-        let results = try await Runner.run(reporter: Reporter(json: options.json, quiet: quiet)) { cancellation throws(TransferError) in
-            await client.downloadAll(requests, parallel: parallel, cancellation: cancellation) { i, event in
-                reporters[i].handle(event)
-            }
-        }
-        // A line of the list that names no usable download fails for good, before any result.
-        var statuses: [Int32] = Array(repeating: 1, count: problems)
-        // The paths go out in pieces of up to 64 KiB, not a write each; a failure's line keeps its place.
-        var paths = ""
-        for (i, result) in results.enumerated() {
-            switch result {
-            case .success(let done):
-                guard !options.json else { continue }
-                paths += done.path + "\n"
-                if paths.utf8.count >= 1 << 16 { Output.stdout(paths); paths = "" }
-            case .failure(let error):
-                var error = error
-                error.message = "\(requests[i].url): \(error.message)"
-                if !paths.isEmpty { Output.stdout(paths); paths = "" }
-                reporters[i].failure(error)
-                statuses.append(error.exitStatus)
-            }
-        }
-        if !paths.isEmpty { Output.stdout(paths) }
-        let failures = results.filter { if case .failure = $0 { true } else { false } }.count + problems
-        if failures > 0 {
-            if !quiet { Output.stderr("resumectl: \(failures) of \(requests.count + problems) downloads failed\n") }
-            throw ExitCode(ExitStatus.combined(statuses))
-        }
+        try await many.run(listing.requests, problems: listing.refused.count)
     }
 }
 

@@ -110,13 +110,15 @@ import Testing
     @Test func listOfGoodURLsExitsZero() async throws {
         let w = try Workspace()
         try w.dir.subdirectory("www/few")
-        for i in 0..<5 { try makeRandomFile(path: w.path("www/few/g\(i).bin"), size: 10_000, seed: UInt64(i)) }
+        let sums = try (0..<5).map { try makeRandomFile(path: w.path("www/few/g\($0).bin"), size: 10_000, seed: UInt64($0)) }
         let nginx = try await NginxServer(root: w.path("www"))
         try (0..<5).map { nginx.url(for: "few/g\($0).bin") }.joined(separator: "\n").write(toFile: w.path("l.txt"), atomically: true, encoding: .utf8)
         try w.dir.subdirectory("dest")
         let r = try await w.run(["download", "-i", w.path("l.txt"), "-o", w.path("dest"), "--json"])
         #expect(r.status == 0, "\(r)")
         #expect(names(events(r.stdout)).filter { $0 == "completed" }.count == 5)
+        // JSON results carry each file's SHA-256, worked out as its bytes arrived.
+        #expect(Set(events(r.stdout).filter { $0["event"] as? String == "completed" }.compactMap { $0["sha256"] as? String }) == Set(sums))
         #expect(r.stderr.isEmpty)
         // Published in a batch: every file in place, no `.part` left, no token or lock file ever made.
         #expect(try FileManager.default.contentsOfDirectory(atPath: w.path("dest")).sorted() == (0..<5).map { "g\($0).bin" })

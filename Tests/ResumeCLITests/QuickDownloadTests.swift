@@ -25,6 +25,23 @@ import Testing
         #expect(full.background.startAt == nil && !full.background.detachedChild)
     }
 
+    static let lists: [[String]] = [
+        ["-i", "list.txt"],
+        ["-i", "list.txt", "-o", "dest", "--parallel", "8"],
+        ["-q", "--input-file", "l", "--json", "--state-dir", "/tmp/s", "--parallel", "64"],
+        ["--parallel", "1", "-H", "X-A: 1", "-i", "l", "--force", "--output", "d/"],
+    ]
+
+    @Test(arguments: lists) func readsAListAsArgumentParserDoes(_ line: [String]) throws {
+        let quick = try #require(QuickDownload(["download"] + line))
+        let full = try Download.parse(line)
+        #expect(quick.inputFile == full.inputFile && quick.url == nil && full.url == nil)
+        #expect((quick.parallel ?? 4) == full.parallel)
+        #expect(quick.output == full.output && quick.force == full.force)
+        #expect(quick.settings == full.options.settings)
+        #expect(full.connections == 1 && full.onChange == .restart && full.checksum == nil && !full.background.waitsForNetwork)
+    }
+
     /// What `Download.run` builds for one URL.
     private func fullRequest(_ full: Download) throws -> DownloadRequest {
         DownloadRequest(url: try #require(full.url), outputPath: full.output, headers: full.options.header,
@@ -36,7 +53,10 @@ import Testing
         ["download", "s3://bucket/key"], ["download", "ftp://h/f"], ["download", "http//h"],
         ["download", "http://h/f", "-o", "-"], ["download", "http://h/f", "-o"], ["download", "http://h/f", "-o", "a", "-o", "b"],
         ["download", "http://h/f", "--output=a"], ["download", "http://h/f", "-qo", "a"], ["download", "-q", "-q", "http://h/f"],
-        ["download", "http://h/f", "--connections", "4"], ["download", "-i", "list"], ["download", "http://h/f", "--detach"],
+        ["download", "http://h/f", "--connections", "4"], ["download", "-i", "l", "http://h/f"], ["download", "http://h/f", "--detach"],
+        ["download", "http://h/f", "--parallel", "8"], ["download", "-i", "l", "-o", "-"], ["download", "-i", "l", "--parallel", "0"],
+        ["download", "-i", "l", "--parallel", "65"], ["download", "-i", "l", "-i", "m"], ["download", "-i", "l", "--connections", "2"],
+        ["download", "-i", "l", "--parallel", "8", "--parallel", "8"], ["download", "-i"],
         ["download", "http://h/f", "-H", "no colon"], ["download", "--", "http://h/f"], ["download", "http://h/f", "--bogus"],
         ["download", "http://h/f", "--help"], ["download", "--version"],
     ])

@@ -33,6 +33,8 @@ extension TransferClient {
                 queue.putBack(left.map(\.index))
                 for file in left { earlier[file.index] = file.earlier }
             }
+            // A list the pass finished needs no worker thread.
+            if queue.isDrained { return }
             await runWorkers(workers, on: pools, requests, queue: queue, publisher: publisher, earlier: earlier,
                 cancellation: cancellation, events: events)
         }

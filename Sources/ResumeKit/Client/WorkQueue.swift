@@ -19,6 +19,11 @@ final class WorkQueue<Value: Sendable>: Sendable {
         return i < count ? i : nil
     }
 
+    /// Every index was taken and none handed back.
+    var isDrained: Bool {
+        next.load(ordering: .relaxed) >= count && returned.withLock { $0.isEmpty }
+    }
+
     /// Hands `indices` out again, in their order and before any not taken yet.
     func putBack(_ indices: [Int]) {
         returned.withLock { $0 = indices.reversed() + $0 }

@@ -31,6 +31,12 @@ final class SmallFilePass: @unchecked Sendable {
     }
 
     private let left = Mutex<[Left]>([])
+    /// The tokens on disk when the pass began. One written later by another process is a download that holds
+    /// its `.part` (the pass's exclusive create fails) or has placed its file (in the way): the same look a
+    /// list's file without a token always got (see openDownload), without a path lookup per file.
+    private let tokens: Set<String>
+    /// What every file with the same request headers shares: its settings and its header fields.
+    private let shared = Mutex<(headers: [String], options: TransferOptions, fields: HeaderFields)?>(nil)
     private let ended = Atomic<Bool>(false)
     private let running = DispatchGroup()
 
@@ -44,12 +50,13 @@ final class SmallFilePass: @unchecked Sendable {
         self.publisher = publisher
         self.cancellation = cancellation
         self.events = events
+        tokens = client.store.ids()
     }
 
     /// Whether a list run with `options` can use the pass at all: not with several connections a file (a fresh
-    /// file then plans segments) nor with every file hashed.
+    /// file then plans segments).
     static func applies(to options: TransferOptions) -> Bool {
-        options.connections <= 1 && !options.computeSHA256
+        options.connections <= 1
     }
 
     /// Runs the pass, one file at a time on each session, until the list or the pass ends.
@@ -89,17 +96,30 @@ final class SmallFilePass: @unchecked Sendable {
         else { return nil }
         let id = TokenStore.makeID(kind: .download, url: request.url, path: path)
         // A token, an earlier `.part` or a file in the way: the workers continue, resume or report it.
-        guard !client.store.exists(id: id), OutputPath.occupant(path) == .nothing else { return nil }
-        var token = ResumeToken(download: request, id: id, path: path, s3: nil)
+        guard !tokens.contains(id), OutputPath.occupant(path) == .nothing,
+            let (options, headers) = settings(for: request)
+        else { return nil }
         guard let part = try? PartFile(creating: path + ".part") else { return nil }
         let emit: EventHandler = { [events] in events(i, $0) }
-        let options = client.connectionOptions(for: &token, given: request.headers, events: emit)
-        guard let headers = try? HeaderLines.forDownload(token.headers) else {
-            discard(part)
-            return nil
+        if options.transport.connection.insecure == true { emit(.warning(.insecure)) }
+        return SmallFileFetch(index: i, token: ResumeToken(download: request, id: id, path: path, s3: nil), path: path,
+            part: part, options: options, headers: headers, onChange: request.onChange, emit: emit)
+    }
+
+    /// The settings and header fields of a new token for `request` (see connectionOptions), worked out once for
+    /// all the list's files with the same headers.
+    private func settings(for request: DownloadRequest) -> (TransferOptions, HeaderFields)? {
+        var found = shared.withLock { known in known.flatMap { $0.headers == request.headers ? ($0.options, $0.fields) : nil } }
+        if found == nil {
+            var token = ResumeToken(download: request, id: "", path: "", s3: nil)
+            let options = client.connectionOptions(for: &token, given: request.headers, events: { _ in })
+            guard let fields = try? HeaderLines.forDownload(token.headers) else { return nil }
+            shared.withLock { $0 = (request.headers, options, fields) }
+            found = (options, fields)
         }
-        return SmallFileFetch(index: i, token: token, path: path, part: part, options: options, headers: headers,
-            onChange: request.onChange, emit: emit)
+        guard var (options, fields) = found else { return nil }
+        options.transport.credentialOrigin = request.url
+        return (options, fields)
     }
 
     /// Hands a complete file to the publisher; anything else goes back to the workers, without its `.part`.
@@ -136,6 +156,8 @@ final class SmallFileFetch: ExchangeDelegate {
     private var decision: DownloadStateMachine.Decision?
     private let began = Monotonic.now
     private var writeFailed = false
+    /// The SHA-256 of the body so far, when the result reports one (`--json`).
+    private var hasher: MessageDigest?
     /// The answer is larger than the pass takes, or the file took longer than a checkpoint interval.
     private(set) var outgrown = false
 
@@ -151,6 +173,7 @@ final class SmallFileFetch: ExchangeDelegate {
         self.emit = emit
         request = TransferRequest(method: "GET", url: token.url, headers: headers, followRedirects: true)
         machine = DownloadStateMachine(resource: nil, onChange: onChange)
+        if options.computeSHA256 { hasher = MessageDigest(.sha256) }
     }
 
     func exchange(head: ResponseHead, effectiveURL: String) -> Bool {
@@ -174,6 +197,7 @@ final class SmallFileFetch: ExchangeDelegate {
             writeFailed = true
             return false
         }
+        hasher?.update(bufferPointer: body)
         return true
     }
 
@@ -200,7 +224,7 @@ final class SmallFileFetch: ExchangeDelegate {
             guard var download = try? token.downloadPart() else { return .left(nil) }
             download.adopt(machine.resource, effectiveURL: result.effectiveURL)
             return .finished(Publish.Finished(download: download, tokenID: token.id, url: token.url, tokenOnDisk: false,
-                bytes: part.written, sha256: nil, emit: emit))
+                bytes: part.written, sha256: hasher?.finalize().hex, emit: emit))
         case .fail, .fault:
             return .left(verdict)
         case .again, .refetchFromZero:

@@ -154,6 +154,12 @@ public struct TokenStore: Sendable {
         if removedToken, durably { syncDirectory(tokensDirectory) }
     }
 
+    /// The ids of the tokens there now, from one listing: for a check that many files make at once.
+    func ids() -> Set<String> {
+        let names = (try? FileManager.default.contentsOfDirectory(atPath: tokensDirectory)) ?? []
+        return Set(names.lazy.filter { $0.hasSuffix(".json") }.map { String($0.dropLast(5)) })
+    }
+
     /// Every readable token, and the files that are not, for `list`.
     public func all() -> (tokens: [ResumeToken], broken: [(String, String)]) {
         let names = (try? FileManager.default.contentsOfDirectory(atPath: tokensDirectory)) ?? []

@@ -1,0 +1,79 @@
+import ArgumentParser
+import FoundationEssentials
+import Glibc
+import ResumeKit
+
+/// Many downloads at once (`-i LIST`, an S3 prefix): one line per file on stdout, one per failure on stderr.
+/// `Download` runs it with its parsed options, `QuickDownload` with the few a list's usual line has.
+struct ManyDownloads {
+    var client: TransferClient
+    var json: Bool
+    var quiet: Bool
+    var parallel: Int
+
+    /// `-i LIST`: every entry on its own token, written into `folder` (made when missing, as `wget -P` and
+    /// `aws s3 cp --recursive` do).
+    func runList(
+        _ listPath: String, folder: String?, headers: [String], onChange: DownloadStateMachine.OnChange, force: Bool
+    ) async throws {
+        guard let data = FileManager.default.contents(atPath: listPath) else {
+            throw Runner.fail(TransferError(.inputMissing, "cannot read \(listPath)"), json: json)
+        }
+        let list = DownloadList(parsing: String(decoding: data, as: UTF8.self))
+        let folder = folder ?? "."
+        do { try OutputPath.makeFolders(folder) } catch { throw Runner.fail(error, json: json) }
+        for problem in list.problems { Output.stderr("resumectl: \(listPath): \(problem)\n") }
+        // Nothing in it can be fetched (every line a non-http(s) URL or a bad name): a usage error, as on the command line.
+        if list.entries.isEmpty, !list.problems.isEmpty { throw ExitCode(64) }
+        if !quiet, !list.duplicates.isEmpty {
+            Output.stderr("resumectl: \(listPath): skipped repeated lines \(list.duplicates.map(String.init).joined(separator: ", "))\n")
+        }
+        let requests = list.entries.map { entry in
+            DownloadRequest(url: entry.url, outputPath: folder + "/" + (entry.name ?? ""), headers: headers,
+                onChange: onChange, force: force)
+        }
+        try await run(requests, problems: list.problems.count)
+    }
+
+    /// Runs `requests`, `parallel` at a time; `problems` lines of the list named no usable download.
+    func run(_ requests: [DownloadRequest], problems: Int) async throws {
+        let (client, json, quiet) = (client, json, quiet)
+        // Only JSON events carry the token id; working it out costs a path resolution and a hash per file.
+        let store = client.store
+        let records = client.results
+        let answers: @Sendable (String) -> Bool = { id in store.exists(id: id) || access(records.path(forID: id), F_OK) == 0 }
+        let reporters = requests.map { request in
+            Reporter(json: json, quiet: true, tokenID: json ? client.downloadTokenID(request) ?? "" : "", answers: answers)
+        }
+        let parallel = self.parallel
+        let results = try await Runner.run(reporter: Reporter(json: json, quiet: quiet)) { cancellation throws(TransferError) in
+            await client.downloadAll(requests, parallel: parallel, cancellation: cancellation) { i, event in
+                reporters[i].handle(event)
+            }
+        }
+        // A line of the list that names no usable download fails for good, before any result.
+        var statuses: [Int32] = Array(repeating: 1, count: problems)
+        // The paths go out in pieces of up to 64 KiB, not a write each; a failure's line keeps its place.
+        var paths = ""
+        for (i, result) in results.enumerated() {
+            switch result {
+            case .success(let done):
+                guard !json else { continue }
+                paths += done.path + "\n"
+                if paths.utf8.count >= 1 << 16 { Output.stdout(paths); paths = "" }
+            case .failure(let error):
+                var error = error
+                error.message = "\(requests[i].url): \(error.message)"
+                if !paths.isEmpty { Output.stdout(paths); paths = "" }
+                reporters[i].failure(error)
+                statuses.append(error.exitStatus)
+            }
+        }
+        if !paths.isEmpty { Output.stdout(paths) }
+        let failures = results.filter { if case .failure = $0 { true } else { false } }.count + problems
+        if failures > 0 {
+            if !quiet { Output.stderr("resumectl: \(failures) of \(requests.count + problems) downloads failed\n") }
+            throw ExitCode(ExitStatus.combined(statuses))
+        }
+    }
+}
