@@ -23,7 +23,7 @@ extension TransferClient {
         // at 8 at a time while the rest of the machine waited: a lane per core, at least 4 workers to a lane.
         let lanes = min(Int(sysconf(Int32(_SC_NPROCESSORS_ONLN))), workers / 4)
         await withSessionPool(lanes: lanes) { pools in
-            var earlier: [Int: DownloadStateMachine.Verdict] = [:]
+            var earlier: [Int: EarlierAttempt] = [:]
             if SmallFilePass.applies(to: options), pools.allSatisfy({ $0 is any StartingTransport }) {
                 let pass = SmallFilePass(client: self, requests: requests, queue: queue, publisher: publisher,
                     cancellation: cancellation, events: events)
@@ -50,7 +50,7 @@ extension TransferClient {
     private func runWorkers(
         _ count: Int, on pools: [any HTTPTransport], _ requests: [DownloadRequest],
         queue: WorkQueue<Result<DownloadResult, TransferError>>, publisher: BatchPublisher,
-        earlier: [Int: DownloadStateMachine.Verdict], cancellation: Cancellation,
+        earlier: [Int: EarlierAttempt], cancellation: Cancellation,
         events: @escaping @Sendable (Int, TransferEvent) -> Void
     ) async {
         await withTaskGroup(of: Void.self) { group in

@@ -115,11 +115,10 @@ public struct TransferClient: Sendable {
     // MARK: Downloads
 
     /// - Parameter batch: a list's publisher, which takes over small files once their data is complete.
-    /// - Parameter earlier: how a list's first pass saw the file's first exchange end (see SmallFilePass),
-    ///   taken as this download's first attempt.
+    /// - Parameter earlier: what a list's first pass left of the file (see SmallFilePass).
     func runDownload(
         _ request: DownloadRequest, session: (any TransportSession)? = nil, batch: BatchPublisher.Slot? = nil,
-        earlier: DownloadStateMachine.Verdict? = nil, cancellation: Cancellation, events: @escaping EventHandler
+        earlier: EarlierAttempt? = nil, cancellation: Cancellation, events: @escaping EventHandler
     ) throws(TransferError) -> DownloadResult {
         // `pause` finds a transfer by its lock file. Only a list's files, most of which end before their
         // first checkpoint, take it lazily, with their token (see TokenGuard).
@@ -178,7 +177,7 @@ public struct TransferClient: Sendable {
     private func runDownloadOperation(
         _ token: ResumeToken, lock: TokenGuard, extraHeaders: [String], onChange: DownloadStateMachine.OnChange,
         session: (any TransportSession)? = nil, batch: BatchPublisher.Slot? = nil, isNew: Bool = false,
-        earlier: DownloadStateMachine.Verdict? = nil, cancellation: Cancellation, events: @escaping EventHandler
+        earlier: EarlierAttempt? = nil, cancellation: Cancellation, events: @escaping EventHandler
     ) throws(TransferError) -> DownloadResult {
         var token = token
         // A new token is on disk only once written, by the operation or by a segmented attempt below.

@@ -53,7 +53,7 @@ final class DownloadOperation: ExchangeDelegate {
     init(
         token: ResumeToken, lock: TokenGuard, store: TokenStore, session: any TransportSession, options: TransferOptions,
         onChange: DownloadStateMachine.OnChange, batch: BatchPublisher.Slot? = nil, tokenOnDisk: Bool? = nil,
-        earlier: DownloadStateMachine.Verdict? = nil, cancellation: Cancellation, events: @escaping EventHandler
+        earlier: EarlierAttempt? = nil, cancellation: Cancellation, events: @escaping EventHandler
     ) throws(TransferError) {
         header = token
         let d = try token.downloadPart()
@@ -72,7 +72,8 @@ final class DownloadOperation: ExchangeDelegate {
         wantsHash = options.computeSHA256 || d.expectedSHA256 != nil
         self.tokenOnDisk = tokenOnDisk ?? store.exists(id: token.id)
         tokenBeforeStart = batch == nil && options.announcesID
-        self.earlier = earlier
+        self.earlier = earlier?.verdict
+        started = earlier?.announced ?? false
     }
 
     func run() throws(TransferError) -> DownloadResult {

@@ -24,10 +24,10 @@ final class SmallFilePass: @unchecked Sendable {
     private let publisher: BatchPublisher
     private let cancellation: Cancellation
     private let events: @Sendable (Int, TransferEvent) -> Void
-    /// A file left to the workers, with how its exchange in the pass ended when that is their first attempt.
+    /// A file left to the workers, with what its exchange in the pass leaves them.
     struct Left: Sendable {
         let index: Int
-        let earlier: DownloadStateMachine.Verdict?
+        let earlier: EarlierAttempt
     }
 
     private let left = Mutex<[Left]>([])
@@ -74,7 +74,7 @@ final class SmallFilePass: @unchecked Sendable {
     private func next(on session: any StartingSession) {
         while !cancellation.isStopped, !ended.load(ordering: .relaxed), let i = queue.take() {
             guard let fetch = open(i) else {
-                left.withLock { $0.append(Left(index: i, earlier: nil)) }
+                left.withLock { $0.append(Left(index: i, earlier: EarlierAttempt())) }
                 continue
             }
             let immediate = session.start(
@@ -126,12 +126,12 @@ final class SmallFilePass: @unchecked Sendable {
     private func end(_ fetch: SmallFileFetch, _ result: ExchangeResult) {
         switch fetch.settle(result) {
         case .finished(let finished):
-            fetch.emit(.started(kind: .download, url: fetch.token.url, path: fetch.path, offset: 0, total: finished.download.totalBytes))
             publisher.slot(fetch.index).submit(finished, part: fetch.part)
             queue.finish(fetch.index, .success(finished.result))
-        case .left(let earlier):
+        case .left(let verdict):
             if fetch.outgrown { ended.store(true, ordering: .relaxed) }
             discard(fetch.part)
+            let earlier = EarlierAttempt(verdict: verdict, announced: fetch.announced)
             left.withLock { $0.append(Left(index: fetch.index, earlier: earlier)) }
         }
     }
@@ -141,6 +141,15 @@ final class SmallFilePass: @unchecked Sendable {
         unlink(part.path)
         part.close()
     }
+}
+
+/// What a list's first pass leaves to the worker that downloads a file it did not finish.
+struct EarlierAttempt: Sendable {
+    /// How the pass's exchange ended, when that is the download's first attempt: a refusal (not asked
+    /// again) or a fault (counted and waited for by the retry rules, `Retry-After` included).
+    var verdict: DownloadStateMachine.Verdict?
+    /// `started` was said already.
+    var announced = false
 }
 
 /// One file of a ``SmallFilePass``: the exchange's delegate, on the multi handle's thread.
@@ -158,6 +167,9 @@ final class SmallFileFetch: ExchangeDelegate {
     private var writeFailed = false
     /// The SHA-256 of the body so far, when the result reports one (`--json`).
     private var hasher: MessageDigest?
+    private var pacer: ProgressPacer
+    /// `started` was said: the head was accepted.
+    private(set) var announced = false
     /// The answer is larger than the pass takes, or the file took longer than a checkpoint interval.
     private(set) var outgrown = false
 
@@ -173,6 +185,7 @@ final class SmallFileFetch: ExchangeDelegate {
         self.emit = emit
         request = TransferRequest(method: "GET", url: token.url, headers: headers, followRedirects: true)
         machine = DownloadStateMachine(resource: nil, onChange: onChange)
+        pacer = ProgressPacer(now: began)
         if options.computeSHA256 { hasher = MessageDigest(.sha256) }
     }
 
@@ -181,10 +194,13 @@ final class SmallFileFetch: ExchangeDelegate {
         decision = d
         // A digest to check is the workers' (they hash as they write).
         guard case .write(from: 0, restarted: nil) = d, machine.resource?.reprDigestSHA256 == nil else { return false }
-        if let total = machine.resource?.totalBytes, total > SmallFilePass.limit {
+        let total = machine.resource?.totalBytes
+        if let total, total > SmallFilePass.limit {
             outgrown = true
             return false
         }
+        announced = true
+        emit(.started(kind: .download, url: token.url, path: path, offset: 0, total: total))
         return true
     }
 
@@ -202,9 +218,13 @@ final class SmallFileFetch: ExchangeDelegate {
     }
 
     func exchange(progressReceived received: Int64, sent: Int64) -> Bool {
-        guard Monotonic.now - began < options.checkpointInterval else {
+        let now = Monotonic.now
+        guard now - began < options.checkpointInterval else {
             outgrown = true
             return false
+        }
+        if announced, let rate = pacer.tick(bytes: part.written, now: now) {
+            emit(.progress(bytes: part.written, total: machine.resource?.totalBytes, rate: rate))
         }
         return true
     }
