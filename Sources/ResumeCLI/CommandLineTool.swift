@@ -15,7 +15,12 @@ public enum CommandLineTool {
         }
         S3Support.answers = s3
         if let quick = QuickDownload(Array(CommandLine.arguments.dropFirst())) {
-            do { try await quick.run() } catch { Resumectl.exit(withError: error) }
+            // One URL stays on this thread: an `async` call would hop to Swift's thread pool first.
+            do {
+                if quick.inputFile == nil { try quick.runOne() } else { try await quick.runList() }
+            } catch {
+                Resumectl.exit(withError: error)
+            }
             // Output is unbuffered and every file is closed and synced: the libraries' exit handlers would only
             // free memory (OpenSSL's cleanup alone was 3% of a 4 KiB download's instructions).
             Glibc._exit(0)

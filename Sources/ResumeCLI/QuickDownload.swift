@@ -62,8 +62,8 @@ struct QuickDownload: Equatable {
 
     var request: DownloadRequest { DownloadRequest(url: url ?? "", outputPath: output, headers: settings.headers, force: force) }
 
-    /// Runs the list, or the one download.
-    func run() async throws {
+    /// Runs the list (`-i`); `runOne` runs the one URL.
+    func runList() async throws {
         guard let inputFile else { return try runOne() }
         try await ManyDownloads(client: settings.client(), json: settings.json, quiet: settings.quiet, parallel: parallel ?? 4)
             .runList(inputFile, folder: output, headers: settings.headers, onChange: .restart, force: force)
@@ -72,7 +72,7 @@ struct QuickDownload: Equatable {
     /// Runs the download on this thread: the full command's path (`Download.run`) hops to Swift's thread
     /// pool and to a transfer thread, which costs a small download more than its bytes. Its live status and
     /// signal rules are the same.
-    private func runOne() throws {
+    func runOne() throws {
         let client = settings.client()
         let reporter = Reporter(json: settings.json, quiet: settings.quiet)
         let request = request

@@ -164,6 +164,31 @@ import Testing
         }
     }
 
+    /// Ctrl-C during the small-file pass: the files in flight had no token and their `.part` goes; each says
+    /// so in its line, the list exits 130, and the same command fetches everything whole.
+    @Test func listStoppedInTheSmallFilePassLeavesNothingAndRunsAgain() async throws {
+        let w = try Workspace()
+        try w.dir.subdirectory("www/p")
+        try w.dir.subdirectory("dest")
+        var digests: [String: String] = [:]
+        for i in 0..<6 { digests["p\(i).bin"] = try makeRandomFile(path: w.path("www/p/p\(i).bin"), size: 400_000, seed: UInt64(700 + i)) }
+        // About 4 s a file: still in the pass (no checkpoint interval ends it) when the signal comes.
+        let nginx = try await NginxServer(root: w.path("www"), limitRate: 100_000)
+        try (0..<6).map { nginx.url(for: "p/p\($0).bin") }.joined(separator: "\n").write(toFile: w.path("l.txt"), atomically: true, encoding: .utf8)
+        let args = ["download", "-i", w.path("l.txt"), "-o", w.path("dest"), "--parallel", "3", "--checkpoint-interval", "0"]
+        let p = try w.start(args + ["--json"])
+        _ = try await p.waitForLine { $0.contains("\"progress\"") }
+        p.send(signal: SIGINT)
+        let stopped = try await p.wait()
+        #expect(stopped.status == 130, "\(stopped)")
+        #expect(stopped.stderr.contains("stopped before its first checkpoint"), "\(stopped.stderr)")
+        #expect(try FileManager.default.contentsOfDirectory(atPath: w.path("dest")).filter { $0.hasSuffix(".part") }.isEmpty)
+        #expect(try w.tokens().isEmpty)
+        let again = try await w.run(args)
+        #expect(again.status == 0, "\(again)")
+        for (name, digest) in digests { #expect(try sha256(file: w.path("dest/" + name)) == digest, "\(name)") }
+    }
+
     /// Beside another program's unwritten data (here 160 MiB just written and not synced, more than the
     /// 64 MiB a group's `syncfs` may wait for), each file is synced by the worker that fetched it: every
     /// file still arrives whole under its name, nothing is left behind.

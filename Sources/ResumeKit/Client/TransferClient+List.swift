@@ -22,7 +22,7 @@ extension TransferClient {
         // One network thread carried every small file's exchange and callbacks, busy 85% of a 1,000-file list
         // at 8 at a time while the rest of the machine waited: a lane per core, at least 4 workers to a lane.
         let lanes = min(Int(sysconf(Int32(_SC_NPROCESSORS_ONLN))), workers / 4)
-        await withSessionPool(lanes: lanes) { pools in
+        let earlier = await withSessionPool(lanes: lanes) { pools in
             var earlier: [Int: EarlierAttempt] = [:]
             if SmallFilePass.applies(to: options), pools.allSatisfy({ $0 is any StartingTransport }) {
                 let pass = SmallFilePass(client: self, requests: requests, queue: queue, publisher: publisher,
@@ -34,15 +34,20 @@ extension TransferClient {
                 for file in left { earlier[file.index] = file.earlier }
             }
             // A list the pass finished needs no worker thread.
-            if queue.isDrained { return }
-            await runWorkers(workers, on: pools, requests, queue: queue, publisher: publisher, earlier: earlier,
-                cancellation: cancellation, events: events)
+            if !queue.isDrained {
+                await runWorkers(workers, on: pools, requests, queue: queue, publisher: publisher, earlier: earlier,
+                    cancellation: cancellation, events: events)
+            }
+            return earlier
         }
         let unpublished = publisher.finish()
         let reason = cancellation.reason ?? .interrupt
         return queue.results.enumerated().map { i, result in
             if let failure = unpublished[i] { return .failure(failure) }
-            return result ?? .failure(TransferError(.stopped(reason), "not started"))
+            if let result { return result }
+            // Stopped in the pass: it had no token yet, and its `.part` is gone.
+            let began = earlier[i]?.announced == true
+            return .failure(TransferError(.stopped(reason), began ? "stopped before its first checkpoint; the list's next run fetches it again" : "not started"))
         }
     }
 
