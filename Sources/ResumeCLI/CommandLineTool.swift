@@ -17,7 +17,7 @@ public enum CommandLineTool {
         if let quick = QuickDownload(Array(CommandLine.arguments.dropFirst())) {
             // One URL stays on this thread: an `async` call would hop to Swift's thread pool first.
             do {
-                if quick.inputFile == nil { try quick.runOne() } else { try await quick.runList() }
+                if let list = quick.inputFile { try await quick.runList(list) } else { try quick.runOne() }
             } catch {
                 Resumectl.exit(withError: error)
             }

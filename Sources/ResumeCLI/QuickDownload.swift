@@ -62,9 +62,8 @@ struct QuickDownload: Equatable {
 
     var request: DownloadRequest { DownloadRequest(url: url ?? "", outputPath: output, headers: settings.headers, force: force) }
 
-    /// Runs the list (`-i`); `runOne` runs the one URL.
-    func runList() async throws {
-        guard let inputFile else { return try runOne() }
+    /// Runs the list `-i` named; `runOne` runs the one URL.
+    func runList(_ inputFile: String) async throws {
         try await ManyDownloads(client: settings.client(), json: settings.json, quiet: settings.quiet, parallel: parallel ?? 4)
             .runList(inputFile, folder: output, headers: settings.headers, onChange: .restart, force: force)
     }

@@ -99,25 +99,27 @@ final class SmallFilePass: @unchecked Sendable {
         guard !tokens.contains(id), OutputPath.occupant(path) == .nothing,
             let (options, headers) = settings(for: request)
         else { return nil }
-        guard let part = try? PartFile(creating: path + ".part") else { return nil }
+        let download = ResumeToken.DownloadPart(path: path, committedBytes: 0, expectedSHA256: nil,
+            onChange: request.onChange.rawValue, s3: nil)
+        guard let part = try? PartFile(creating: download.partPath) else { return nil }
         let emit: EventHandler = { [events] in events(i, $0) }
         if options.transport.connection.insecure == true { emit(.warning(.insecure)) }
-        return SmallFileFetch(index: i, token: ResumeToken(download: request, id: id, path: path, s3: nil), path: path,
-            part: part, options: options, headers: headers, onChange: request.onChange, emit: emit)
+        return SmallFileFetch(index: i, id: id, url: request.url, download: download, part: part, options: options,
+            headers: headers, onChange: request.onChange, emit: emit)
     }
 
     /// The settings and header fields of a new token for `request` (see connectionOptions), worked out once for
     /// all the list's files with the same headers.
     private func settings(for request: DownloadRequest) -> (TransferOptions, HeaderFields)? {
-        var found = shared.withLock { known in known.flatMap { $0.headers == request.headers ? ($0.options, $0.fields) : nil } }
-        if found == nil {
+        var known = shared.withLock { $0 }
+        if known?.headers != request.headers {
             var token = ResumeToken(download: request, id: "", path: "", s3: nil)
             let options = client.connectionOptions(for: &token, given: request.headers, events: { _ in })
             guard let fields = try? HeaderLines.forDownload(token.headers) else { return nil }
-            shared.withLock { $0 = (request.headers, options, fields) }
-            found = (options, fields)
+            known = (request.headers, options, fields)
+            shared.withLock { $0 = known }
         }
-        guard var (options, fields) = found else { return nil }
+        guard var options = known?.options, let fields = known?.fields else { return nil }
         options.transport.credentialOrigin = request.url
         return (options, fields)
     }
@@ -155,8 +157,10 @@ struct EarlierAttempt: Sendable {
 /// One file of a ``SmallFilePass``: the exchange's delegate, on the multi handle's thread.
 final class SmallFileFetch: ExchangeDelegate {
     let index: Int
-    let token: ResumeToken
-    let path: String
+    let id: String
+    let url: String
+    /// What a token of the file would hold: its path, and once the head is in, what the server said.
+    private var download: ResumeToken.DownloadPart
     let part: PartFile
     let options: TransferOptions
     let request: TransferRequest
@@ -174,16 +178,17 @@ final class SmallFileFetch: ExchangeDelegate {
     private(set) var outgrown = false
 
     init(
-        index: Int, token: ResumeToken, path: String, part: PartFile, options: TransferOptions, headers: HeaderFields,
-        onChange: DownloadStateMachine.OnChange, emit: @escaping EventHandler
+        index: Int, id: String, url: String, download: ResumeToken.DownloadPart, part: PartFile, options: TransferOptions,
+        headers: HeaderFields, onChange: DownloadStateMachine.OnChange, emit: @escaping EventHandler
     ) {
         self.index = index
-        self.token = token
-        self.path = path
+        self.id = id
+        self.url = url
+        self.download = download
         self.part = part
         self.options = options
         self.emit = emit
-        request = TransferRequest(method: "GET", url: token.url, headers: headers, followRedirects: true)
+        request = TransferRequest(method: "GET", url: url, headers: headers, followRedirects: true)
         machine = DownloadStateMachine(resource: nil, onChange: onChange)
         pacer = ProgressPacer(now: began)
         if options.computeSHA256 { hasher = MessageDigest(.sha256) }
@@ -200,7 +205,7 @@ final class SmallFileFetch: ExchangeDelegate {
             return false
         }
         announced = true
-        emit(.started(kind: .download, url: token.url, path: path, offset: 0, total: total))
+        emit(.started(kind: .download, url: url, path: download.path, offset: 0, total: total))
         return true
     }
 
@@ -241,9 +246,8 @@ final class SmallFileFetch: ExchangeDelegate {
         let verdict = machine.verdict(result.outcome, decision, held: part.written, stallTimeout: options.transport.stallTimeout)
         switch verdict {
         case .done:
-            guard var download = try? token.downloadPart() else { return .left(nil) }
             download.adopt(machine.resource, effectiveURL: result.effectiveURL)
-            return .finished(Publish.Finished(download: download, tokenID: token.id, url: token.url, tokenOnDisk: false,
+            return .finished(Publish.Finished(download: download, tokenID: id, url: url, tokenOnDisk: false,
                 bytes: part.written, sha256: hasher?.finalize().hex, emit: emit))
         case .fail, .fault:
             return .left(verdict)
