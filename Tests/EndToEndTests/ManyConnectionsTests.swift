@@ -189,6 +189,33 @@ import Testing
         for (name, digest) in digests { #expect(try sha256(file: w.path("dest/" + name)) == digest, "\(name)") }
     }
 
+    /// `kill -9` during the small-file pass: its files were written unnamed (no `.part` while they ran), so
+    /// nothing is left in the folder, no token either, and the same command fetches everything whole.
+    @Test func listKilledInTheSmallFilePassLeavesNothingBehind() async throws {
+        let w = try Workspace()
+        try w.dir.subdirectory("www/k")
+        try w.dir.subdirectory("dest")
+        var digests: [String: String] = [:]
+        for i in 0..<4 { digests["k\(i).bin"] = try makeRandomFile(path: w.path("www/k/k\(i).bin"), size: 400_000, seed: UInt64(720 + i)) }
+        let nginx = try await NginxServer(root: w.path("www"), limitRate: 100_000)
+        try (0..<4).map { nginx.url(for: "k/k\($0).bin") }.joined(separator: "\n").write(toFile: w.path("l.txt"), atomically: true, encoding: .utf8)
+        let args = ["download", "-i", w.path("l.txt"), "-o", w.path("dest"), "--parallel", "4", "--checkpoint-interval", "0"]
+        let p = try w.start(args + ["--json"])
+        _ = try await p.waitForLine { $0.contains("\"progress\"") }
+        #expect(try FileManager.default.contentsOfDirectory(atPath: w.path("dest")).isEmpty, "a file in the pass has no name")
+        #expect(p.isRunning)
+        p.send(signal: SIGKILL)
+        _ = try await p.wait()
+        #expect(try FileManager.default.contentsOfDirectory(atPath: w.path("dest")).isEmpty)
+        #expect(try w.tokens().isEmpty)
+        let again = try await w.run(args)
+        #expect(again.status == 0, "\(again)")
+        for (name, digest) in digests { #expect(try sha256(file: w.path("dest/" + name)) == digest, "\(name)") }
+        // Each file asked twice: cut by the kill, then whole (nginx logs a cut answer once it notices).
+        try await eventually(timeout: .seconds(10)) { nginx.accessLog().filter { $0.contains("GET /k/") }.count == 8 }
+        #expect(try FileManager.default.contentsOfDirectory(atPath: w.path("dest")).count == 4)
+    }
+
     /// Beside another program's unwritten data (here 160 MiB just written and not synced, more than the
     /// 64 MiB a group's `syncfs` may wait for), each file is synced by the worker that fetched it: every
     /// file still arrives whole under its name, nothing is left behind.

@@ -67,6 +67,82 @@ import Testing
         }
         #expect(events.locations.withLock { $0 }.count == 10)
     }
+
+    /// A list's small files written unnamed are linked under their names; a name taken meanwhile stays as it
+    /// was (the file is reported, not replaced), and each file's claim on its path goes with it.
+    @Test func unnamedFilesAreLinkedAndANameTakenMeanwhileIsKept() throws {
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let state = StateDirectory(dir + "/state")
+        let locks = try #require(OutputLocks.shared(state))
+        let publisher = BatchPublisher(store: TokenStore(directory: state.path))
+        let events = Completed()
+        for (i, name) in ["u0", "u1", "taken"].enumerated() {
+            let download = ResumeToken.DownloadPart(path: dir + "/" + name, committedBytes: 0, expectedSHA256: nil, onChange: nil)
+            let claim = try #require(try locks.claim(download.path))
+            let part = try PartFile(unnamedIn: dir, path: download.partPath, claim: claim)
+            #expect(part.isUnnamed)
+            try Array("data of \(name)".utf8).withUnsafeBytes { try part.append($0) }
+            let done = Publish.Finished(download: download, tokenID: "d-" + name, tokenOnDisk: false, bytes: part.length,
+                sha256: nil, emit: { event in
+                    if case .completed(let location, _, _) = event { events.locations.withLock { $0.append(location) } }
+                })
+            #expect(throws: OutputLocks.Busy.self) { _ = try locks.claim(download.path) }
+            publisher.slot(i).submit(done, part: part)
+        }
+        try "someone else's".write(toFile: dir + "/taken", atomically: false, encoding: .utf8)
+        let failures = publisher.finish()
+        #expect(failures.keys.sorted() == [2])
+        #expect(failures[2]?.message.contains("appeared while the download ran") == true)
+        #expect(try String(contentsOfFile: dir + "/taken", encoding: .utf8) == "someone else's")
+        for name in ["u0", "u1"] { #expect(try String(contentsOfFile: dir + "/" + name, encoding: .utf8) == "data of \(name)") }
+        #expect(try FileManager.default.contentsOfDirectory(atPath: dir).sorted() == ["state", "taken", "u0", "u1"])
+        #expect(events.locations.withLock { $0 }.sorted() == [dir + "/u0", dir + "/u1"])
+        for name in ["u0", "u1", "taken"] { #expect(try locks.claim(dir + "/" + name) != nil, "released: \(name)") }
+    }
+}
+
+/// The claims that keep two downloads off one path, and the folder look-ups of a list's small files.
+@Suite struct OutputClaimTests {
+    let dir = NSTemporaryDirectory() + "rctl-claims-\(UUID().uuidString)"
+
+    @Test func aPathIsClaimedOnceUntilReleased() throws {
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let locks = try #require(OutputLocks.shared(StateDirectory(dir)))
+        #expect(OutputLocks.shared(StateDirectory(dir)) === locks, "one per state folder and process")
+        let a = try #require(try locks.claim("/x/a.bin"))
+        let b = try #require(try locks.claim("/x/b.bin"))
+        do {
+            _ = try locks.claim("/x/a.bin")
+            Issue.record("claimed twice")
+        } catch {
+            #expect(error.pid == getpid())
+        }
+        a.release()
+        a.release()  // once only: b stays held
+        #expect(throws: OutputLocks.Busy.self) { _ = try locks.claim("/x/b.bin") }
+        let again = try #require(try locks.claim("/x/a.bin"))
+        again.release()
+        b.release()
+        #expect(FileManager.default.fileExists(atPath: dir + "/run/outputs.lock"))
+        #expect(OutputLocks.offset(of: "/x/a.bin") != OutputLocks.offset(of: "/x/b.bin"))
+        #expect(OutputLocks.offset(of: "/x/a.bin") < 1 << 62)
+    }
+
+    @Test func folderNamesSeeFilesPartsAndWhatTheListTook() throws {
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        for name in ["there.bin", "half.bin.part"] { FileManager.default.createFile(atPath: dir + "/" + name, contents: Data()) }
+        for names in [FolderNames(files: 10), FolderNames(files: 0, readLimit: 0)] {  // read once, or looked up
+            #expect(!names.take(dir + "/there.bin"))
+            #expect(!names.take(dir + "/half.bin"))
+            #expect(names.take(dir + "/new.bin"))
+            FileManager.default.createFile(atPath: dir + "/new.bin", contents: Data())
+            #expect(!names.take(dir + "/new.bin"), "taken by the list, or there now")
+            try FileManager.default.removeItem(atPath: dir + "/new.bin")
+            #expect(names.take(dir + "/sub/none.bin"), "a folder not there yet has nothing in it")
+        }
+    }
 }
 
 /// When a group of small files is made durable by one `syncfs`, and when file by file.

@@ -88,7 +88,11 @@ final class BatchPublisher: @unchecked Sendable {
                 continue
             }
             do throws(TransferError) {
-                try Publish.rename(item.finished)
+                if item.part.isUnnamed {
+                    try Publish.link(item.finished, part: item.part)
+                } else {
+                    try Publish.rename(item.finished)
+                }
                 folders.insert(Paths.parent(of: item.finished.download.path))
                 placed.append(item)
             } catch {

@@ -1,5 +1,6 @@
 import FoundationEssentials
 import Glibc
+import SystemPackage
 
 /// The last step of every download: the checksum, then the atomic rename of the synced `.part` file
 /// into place, the folder synced, the token gone, the `completed` event.
@@ -50,6 +51,15 @@ enum Publish {
             throw TransferError(.cannotCreateOutput,
                 "cannot rename \(download.partPath) to \(download.path): \(String(cString: strerror(errno)))",
                 tokenID: finished.tokenOnDisk ? finished.tokenID : nil)
+        }
+    }
+
+    /// Names a list's unnamed file (see `PartFile(unnamedIn:)`); its data must be on disk already. Where
+    /// something took the name while it downloaded, that stays: a rename would have replaced it unseen.
+    static func link(_ finished: Finished, part: PartFile) throws(TransferError) {
+        do { try part.link(as: finished.download.path) } catch {
+            let reason = error == .fileExists ? "it appeared while the download ran; not replaced" : "\(error)"
+            throw TransferError(.cannotCreateOutput, "cannot create \(finished.download.path): \(reason)")
         }
     }
 

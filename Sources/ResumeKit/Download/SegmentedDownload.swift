@@ -49,6 +49,13 @@ final class SegmentedDownload {
         guard let total = resource.totalBytes, let segments = download.segments else {
             throw Handover.unsupported("no segment plan")
         }
+        // A list's small file in another process has no `.part` to lock: its claim on the path says so (before
+        // the `.part` is made: a refused process leaves none).
+        let claim: OutputLocks.Claim?
+        do { claim = try OutputLocks.shared(store.state)?.claim(download.path) } catch {
+            throw TransferError(.busy, "\(TokenLock.Failure.held(pid: error.pid)); not starting a second one")
+        }
+        defer { claim?.release() }
         let fd = open(download.partPath, O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
         guard fd >= 0 else {
             throw TransferError(.cannotCreateOutput, "cannot open \(download.partPath): \(String(cString: strerror(errno)))",

@@ -37,6 +37,8 @@ final class SmallFilePass: @unchecked Sendable {
     private let tokens: Set<String>
     /// What every file with the same request headers shares: its settings and its header fields.
     private let shared = Mutex<(headers: [String], options: TransferOptions, fields: HeaderFields)?>(nil)
+    private let locks: OutputLocks?
+    private let names: FolderNames
     private let ended = Atomic<Bool>(false)
     private let running = DispatchGroup()
 
@@ -51,6 +53,8 @@ final class SmallFilePass: @unchecked Sendable {
         self.cancellation = cancellation
         self.events = events
         tokens = client.store.ids()
+        locks = OutputLocks.shared(client.store.state)
+        names = FolderNames(files: requests.count)
     }
 
     /// Whether a list run with `options` can use the pass at all: not with several connections a file (a fresh
@@ -96,16 +100,31 @@ final class SmallFilePass: @unchecked Sendable {
         else { return nil }
         let id = TokenStore.makeID(kind: .download, url: request.url, path: path)
         // A token, an earlier `.part` or a file in the way: the workers continue, resume or report it.
-        guard !tokens.contains(id), OutputPath.occupant(path) == .nothing,
-            let (options, headers) = settings(for: request)
-        else { return nil }
+        guard !tokens.contains(id), let (options, headers) = settings(for: request) else { return nil }
         let download = ResumeToken.DownloadPart(path: path, committedBytes: 0, expectedSHA256: nil,
             onChange: request.onChange.rawValue, s3: nil)
-        guard let part = try? PartFile(creating: download.partPath) else { return nil }
+        guard let part = makePart(download) else { return nil }
         let emit: EventHandler = { [events] in events(i, $0) }
         if options.transport.connection.insecure == true { emit(.warning(.insecure)) }
         return SmallFileFetch(index: i, id: id, url: request.url, download: download, part: part, options: options,
             headers: headers, onChange: request.onChange, emit: emit)
+    }
+
+    /// Where the file's body goes: an unnamed file in its folder, claimed for the file's path, which saves the
+    /// `.part`'s name being made and moved (two of a small file's four directory changes, each under the
+    /// folder's lock that every lane and the publisher take); a new `.part` where that cannot be (no claim,
+    /// no O_TMPFILE, no /proc). Nil when another process writes the file: the workers say so.
+    private func makePart(_ download: ResumeToken.DownloadPart) -> PartFile? {
+        let claim: OutputLocks.Claim?
+        do { claim = try locks?.claim(download.path) } catch { return nil }
+        // Claimed first: a `.part` made after the look is another resumectl's, which claims before it writes.
+        guard names.take(download.path) else { return nil }
+        if let claim, PartFile.canLinkUnnamed,
+            let part = try? PartFile(unnamedIn: Paths.parent(of: download.path), path: download.partPath, claim: claim)
+        {
+            return part
+        }
+        return try? PartFile(creating: download.partPath, claim: claim)
     }
 
     /// The settings and header fields of a new token for `request` (see connectionOptions), worked out once for
@@ -140,7 +159,7 @@ final class SmallFilePass: @unchecked Sendable {
 
     /// Removes a `.part` this pass created (and still locks): nothing of it was promised to anyone.
     private func discard(_ part: PartFile) {
-        unlink(part.path)
+        if !part.isUnnamed { unlink(part.path) }
         part.close()
     }
 }
