@@ -3,9 +3,10 @@ import Glibc
 import Synchronization
 
 /// A list's first pass over its fresh small files, fetched the way `curl -Z` fetches a list: each file one
-/// GET started on a multi handle's thread, its body written to a new `.part` from there, and the `.part`
-/// handed to the publisher (which syncs and renames it like any list file's). No worker thread, token, lock
-/// or retry is set up for a file that ends within one answer, which is what most of a list's small files do.
+/// GET started on a multi handle's thread, its body written from there into a file with no name yet, and that
+/// file handed to the publisher (which syncs it and links it under its name). No worker thread, token, lock
+/// file or retry is set up for a file that ends within one answer, which is what most of a list's small files
+/// do; the file's claim on its path (OutputLocks) keeps other processes off it.
 ///
 /// A file the pass does not finish is left to the list's workers, which run the whole download (checkpoints,
 /// retries, resume) once the pass is over: one whose token or `.part` is there already, one with a checksum
@@ -31,9 +32,9 @@ final class SmallFilePass: @unchecked Sendable {
     }
 
     private let left = Mutex<[Left]>([])
-    /// The tokens on disk when the pass began. One written later by another process is a download that holds
-    /// its `.part` (the pass's exclusive create fails) or has placed its file (in the way): the same look a
-    /// list's file without a token always got (see openDownload), without a path lookup per file.
+    /// The tokens on disk when the pass began. One written later by another process is a download that claims
+    /// its path (the pass's claim fails) or has placed its file (the link fails): the same look a list's file
+    /// without a token always got (see openDownload), without a path lookup per file.
     private let tokens: Set<String>
     /// What every file with the same request headers shares: its settings and its header fields.
     private let shared = Mutex<(headers: [String], options: TransferOptions, fields: HeaderFields)?>(nil)
@@ -92,7 +93,7 @@ final class SmallFilePass: @unchecked Sendable {
         running.leave()
     }
 
-    /// The file's `.part`, created new, and its request; nil when the file is not the pass's to take.
+    /// The file's unnamed file (or `.part`) and its request; nil when the file is not the pass's to take.
     private func open(_ i: Int) -> SmallFileFetch? {
         let request = requests[i]
         guard request.expectedSHA256 == nil, !Route.isS3(request.url),
@@ -157,7 +158,7 @@ final class SmallFilePass: @unchecked Sendable {
         }
     }
 
-    /// Removes a `.part` this pass created (and still locks): nothing of it was promised to anyone.
+    /// Drops a file this pass created (and still claims): nothing of it was promised to anyone.
     private func discard(_ part: PartFile) {
         if !part.isUnnamed { unlink(part.path) }
         part.close()
