@@ -44,6 +44,8 @@ static inline int rctl_fallocate_keep_size(int fd, int64_t length) { return fall
    on): an inode in `folder` with no name yet, gone with its last descriptor unless linkat(2) names it. */
 #include <fcntl.h>
 static inline int rctl_open_unnamed(const char *_Nonnull folder) { return open(folder, 020000000 | O_DIRECTORY | O_RDWR | O_CLOEXEC, 0644); }
+/* AT_EMPTY_PATH: linkat(2) of the descriptor itself (allowed without CAP_DAC_READ_SEARCH since Linux 6.10). */
+static const int rctl_at_empty_path = 0x1000;
 static inline int rctl_punch_hole(int fd, int64_t offset, int64_t length) { return fallocate(fd, 0x02 | 0x01, (off_t)offset, (off_t)length); }
 
 #endif

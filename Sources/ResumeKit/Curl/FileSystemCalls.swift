@@ -1,4 +1,5 @@
 import CCurl
+import Glibc
 
 // Linux calls Swift's Glibc module leaves out (declared only under _GNU_SOURCE); they live here
 // because only this folder speaks to the C shims.
@@ -24,3 +25,8 @@ func punchHole(_ fd: Int32, offset: Int64, length: Int64) -> Int32 { rctl_punch_
 /// `linkat(2)` of `/proc/self/fd/N` names it once it is whole. The descriptor, or -1 with errno set
 /// (EOPNOTSUPP, EISDIR or EINVAL where the filesystem or kernel cannot).
 func openUnnamedFile(in folder: String) -> Int32 { rctl_open_unnamed(folder) }
+
+/// Names the file open as `fd` `target` by linkat(2) of the descriptor itself (AT_EMPTY_PATH): since Linux 6.10
+/// any process may do so for a file it opened; before, only one with CAP_DAC_READ_SEARCH (ENOENT otherwise).
+/// 0, or -1 with errno set.
+func linkDescriptor(_ fd: Int32, as target: String) -> Int32 { linkat(fd, "", AT_FDCWD, target, rctl_at_empty_path) }

@@ -1,5 +1,6 @@
 import Glibc
 import SystemPackage
+import Synchronization
 
 /// The `.part` file a download writes into. `committed` counts the bytes known to be on disk (fsynced);
 /// only that number ever goes into a token. Past the first MiB the body goes through a `WriteGatherer`;
@@ -81,12 +82,21 @@ final class PartFile {
         committed = 0
     }
 
-    /// Names an unnamed file `target`, which must not exist: its data must be on disk already.
+    /// Names an unnamed file `target`, which must not exist: its data must be on disk already. By the descriptor
+    /// itself where the kernel allows it (no walk through /proc), else through /proc.
     func link(as target: String) throws(Errno) {
+        if Self.linksDescriptors.load(ordering: .relaxed) {
+            if linkDescriptor(fd.rawValue, as: target) == 0 { return }
+            guard errno == ENOENT || errno == EPERM else { throw Errno(rawValue: errno) }
+            Self.linksDescriptors.store(false, ordering: .relaxed)
+        }
         if linkat(AT_FDCWD, "/proc/self/fd/\(fd.rawValue)", AT_FDCWD, target, AT_SYMLINK_FOLLOW) != 0 {
             throw Errno(rawValue: errno)
         }
     }
+
+    /// Until a link by descriptor fails for want of the right (a kernel before 6.10).
+    private static let linksDescriptors = Atomic<Bool>(true)
 
     /// Whether this process can name an unnamed file: `link(as:)` goes through /proc.
     static let canLinkUnnamed = access("/proc/self/fd", X_OK) == 0
