@@ -82,8 +82,7 @@ final class ExchangeContext {
 
     func header(_ bytes: UnsafeRawBufferPointer) -> Bool {
         responseBegan = true
-        let line = String(decoding: bytes, as: UTF8.self)
-        guard let head = parser.feed(line: line) else { return true }
+        guard let head = parser.feed(bytes: bytes) else { return true }
         if head.isInformational {
             if head.status != 100 { delegate.exchange(informational: head) }
             return true

@@ -27,14 +27,12 @@ final class FolderNames: Sendable {
             guard known[folder] != .some(nil) else {
                 return OutputPath.occupant(path) == .nothing && access(path + ".part", F_OK) != 0 && errno == ENOENT
             }
-            guard !known[folder]!!.contains(name), !known[folder]!!.contains(name + ".part") else { return false }
-            known[folder]!!.insert(name)
-            return true
+            return known[folder]!!.insert(name).inserted
         }
     }
 
-    /// The folder's names; nil when it is too large to read for this list, or cannot be read (the look-ups then
-    /// say what is wrong).
+    /// The folder's names, and for each `.part` the name it is of (taken as well); nil when the folder is too
+    /// large to read for this list, or cannot be read (the look-ups then say what is wrong).
     private func read(_ folder: String) -> Set<String>? {
         guard let dir = opendir(folder) else { return nil }
         defer { closedir(dir) }
@@ -42,9 +40,9 @@ final class FolderNames: Sendable {
         guard fstat(dirfd(dir), &st) == 0, st.st_size <= readLimit else { return nil }
         var names: Set<String> = []
         while let entry = readdir(dir) {
-            names.insert(withUnsafeBytes(of: entry.pointee.d_name) {
-                String(decoding: $0.prefix(while: { $0 != 0 }), as: UTF8.self)
-            })
+            let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix(while: { $0 != 0 }), as: UTF8.self) }
+            if name.utf8.count > 5, name.hasSuffix(".part") { names.insert(String(name.dropLast(5))) }
+            names.insert(name)
         }
         return names
     }

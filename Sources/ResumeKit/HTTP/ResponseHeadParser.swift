@@ -9,15 +9,22 @@ public struct ResponseHeadParser: Sendable {
 
     /// Feeds one raw header line (with or without CR LF). Returns the head it completes, if any.
     public mutating func feed(line rawLine: some StringProtocol) -> ResponseHead? {
-        // On bytes: Character-wise work (grapheme breaking) showed in profiles of many small downloads.
-        var bytes = Substring(rawLine).utf8[...]
-        while let last = bytes.last, last == UInt8(ascii: "\n") || last == UInt8(ascii: "\r") { bytes = bytes.dropLast() }
+        var line = String(rawLine)
+        return line.withUTF8 { feed(bytes: UnsafeRawBufferPointer($0)) }
+    }
+
+    /// The same on the line's bytes as libcurl hands them over: no String of the whole line is made.
+    // On bytes: Character-wise work (grapheme breaking) showed in profiles of many small downloads.
+    public mutating func feed(bytes raw: UnsafeRawBufferPointer) -> ResponseHead? {
+        var end = raw.count
+        while end > 0, raw[end - 1] == UInt8(ascii: "\n") || raw[end - 1] == UInt8(ascii: "\r") { end -= 1 }
+        let bytes = raw[0..<end]
         if bytes.isEmpty {
             defer { current = nil }
             return current
         }
         if bytes.starts(with: "HTTP/".utf8) {
-            current = Self.parseStatusLine(Substring(bytes))
+            current = Self.parseStatusLine(Substring(String(decoding: bytes, as: UTF8.self)))
             return nil
         }
         guard current != nil else { return nil }
@@ -35,11 +42,16 @@ public struct ResponseHeadParser: Sendable {
             return nil
         }
         guard let colon = bytes.firstIndex(of: UInt8(ascii: ":")) else { return nil }
-        current!.headers.append(Self.trimmed(bytes[..<colon]), Self.trimmed(bytes[bytes.index(after: colon)...]))
+        current!.headers.append(Self.trimmed(bytes[..<colon]), Self.trimmed(bytes[(colon + 1)...]))
         return nil
     }
 
-    private static func trimmed(_ bytes: Substring.UTF8View.SubSequence) -> String { Substring(bytes).trimmingSpaces() }
+    /// Without leading and trailing spaces and tabs.
+    private static func trimmed(_ bytes: Slice<UnsafeRawBufferPointer>) -> String {
+        let isSpace = { (b: UInt8) in b == UInt8(ascii: " ") || b == UInt8(ascii: "\t") }
+        guard let first = bytes.firstIndex(where: { !isSpace($0) }), let last = bytes.lastIndex(where: { !isSpace($0) }) else { return "" }
+        return String(decoding: bytes[first...last], as: UTF8.self)
+    }
 
     static func parseStatusLine(_ line: Substring) -> ResponseHead {
         let parts = line.split(separator: " ", maxSplits: 2, omittingEmptySubsequences: true)
