@@ -114,13 +114,14 @@ final class SmallFilePass: @unchecked Sendable {
     /// Where the file's body goes: an unnamed file in its folder, claimed for the file's path, which saves the
     /// `.part`'s name being made and moved (two of a small file's four directory changes, each under the
     /// folder's lock that every lane and the publisher take); a new `.part` where that cannot be (no claim,
-    /// no O_TMPFILE, no /proc). Nil when another process writes the file: the workers say so.
+    /// no O_TMPFILE, no /proc) or would cost more (files synced one by one beside a writeback backlog). Nil
+    /// when another process writes the file: the workers say so.
     private func makePart(_ download: ResumeToken.DownloadPart) -> PartFile? {
         let claim: OutputLocks.Claim?
         do { claim = try locks?.claim(download.path) } catch { return nil }
         // Claimed first: a `.part` made after the look is another resumectl's, which claims before it writes.
         guard names.take(download.path) else { return nil }
-        if let claim, PartFile.canLinkUnnamed,
+        if let claim, PartFile.canLinkUnnamed, !publisher.syncsFilesAlone,
             let part = try? PartFile(unnamedIn: Paths.parent(of: download.path), path: download.partPath, claim: claim)
         {
             return part
