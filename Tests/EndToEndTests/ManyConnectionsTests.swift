@@ -164,55 +164,66 @@ import Testing
         }
     }
 
-    /// Ctrl-C during the small-file pass: the files in flight had no token and their `.part` goes; each says
+    /// A list being fetched in the small-file pass: `count` files of 400,000 bytes in `www/NAME/`, `parallel` at a
+    /// time at 100 KB/s (about 4 s a file: still in the pass, as no checkpoint interval ends it), started with `--json`
+    /// and past its first `progress`. `args` runs the same list again, into `dest`.
+    private struct ListInThePass {
+        let nginx: NginxServer
+        let args: [String]
+        let digests: [String: String]
+        let process: RunningProcess
+
+        init(_ w: Workspace, name: String, count: Int, parallel: Int, seed: UInt64) async throws {
+            try w.dir.subdirectory("www/" + name)
+            try w.dir.subdirectory("dest")
+            var digests: [String: String] = [:]
+            for i in 0..<count {
+                digests["\(name)\(i).bin"] = try makeRandomFile(path: w.path("www/\(name)/\(name)\(i).bin"), size: 400_000, seed: seed + UInt64(i))
+            }
+            nginx = try await NginxServer(root: w.path("www"), limitRate: 100_000)
+            try (0..<count).map { [nginx] in nginx.url(for: "\(name)/\(name)\($0).bin") }.joined(separator: "\n")
+                .write(toFile: w.path("l.txt"), atomically: true, encoding: .utf8)
+            args = ["download", "-i", w.path("l.txt"), "-o", w.path("dest"), "--parallel", "\(parallel)", "--checkpoint-interval", "0"]
+            self.digests = digests
+            process = try w.start(args + ["--json"])
+            _ = try await process.waitForLine { $0.contains("\"progress\"") }
+        }
+    }
+
+    /// Ctrl-C during the small-file pass: the files in flight had no token and nothing of them stays; each says
     /// so in its line, the list exits 130, and the same command fetches everything whole.
     @Test func listStoppedInTheSmallFilePassLeavesNothingAndRunsAgain() async throws {
         let w = try Workspace()
-        try w.dir.subdirectory("www/p")
-        try w.dir.subdirectory("dest")
-        var digests: [String: String] = [:]
-        for i in 0..<6 { digests["p\(i).bin"] = try makeRandomFile(path: w.path("www/p/p\(i).bin"), size: 400_000, seed: UInt64(700 + i)) }
-        // About 4 s a file: still in the pass (no checkpoint interval ends it) when the signal comes.
-        let nginx = try await NginxServer(root: w.path("www"), limitRate: 100_000)
-        try (0..<6).map { nginx.url(for: "p/p\($0).bin") }.joined(separator: "\n").write(toFile: w.path("l.txt"), atomically: true, encoding: .utf8)
-        let args = ["download", "-i", w.path("l.txt"), "-o", w.path("dest"), "--parallel", "3", "--checkpoint-interval", "0"]
-        let p = try w.start(args + ["--json"])
-        _ = try await p.waitForLine { $0.contains("\"progress\"") }
+        let list = try await ListInThePass(w, name: "p", count: 6, parallel: 3, seed: 700)
+        let p = list.process
         p.send(signal: SIGINT)
         let stopped = try await p.wait()
         #expect(stopped.status == 130, "\(stopped)")
         #expect(stopped.stderr.contains("stopped before its first checkpoint"), "\(stopped.stderr)")
         #expect(try FileManager.default.contentsOfDirectory(atPath: w.path("dest")).filter { $0.hasSuffix(".part") }.isEmpty)
         #expect(try w.tokens().isEmpty)
-        let again = try await w.run(args)
+        let again = try await w.run(list.args)
         #expect(again.status == 0, "\(again)")
-        for (name, digest) in digests { #expect(try sha256(file: w.path("dest/" + name)) == digest, "\(name)") }
+        for (name, digest) in list.digests { #expect(try sha256(file: w.path("dest/" + name)) == digest, "\(name)") }
     }
 
     /// `kill -9` during the small-file pass: its files were written unnamed (no `.part` while they ran), so
     /// nothing is left in the folder, no token either, and the same command fetches everything whole.
     @Test func listKilledInTheSmallFilePassLeavesNothingBehind() async throws {
         let w = try Workspace()
-        try w.dir.subdirectory("www/k")
-        try w.dir.subdirectory("dest")
-        var digests: [String: String] = [:]
-        for i in 0..<4 { digests["k\(i).bin"] = try makeRandomFile(path: w.path("www/k/k\(i).bin"), size: 400_000, seed: UInt64(720 + i)) }
-        let nginx = try await NginxServer(root: w.path("www"), limitRate: 100_000)
-        try (0..<4).map { nginx.url(for: "k/k\($0).bin") }.joined(separator: "\n").write(toFile: w.path("l.txt"), atomically: true, encoding: .utf8)
-        let args = ["download", "-i", w.path("l.txt"), "-o", w.path("dest"), "--parallel", "4", "--checkpoint-interval", "0"]
-        let p = try w.start(args + ["--json"])
-        _ = try await p.waitForLine { $0.contains("\"progress\"") }
+        let list = try await ListInThePass(w, name: "k", count: 4, parallel: 4, seed: 720)
+        let p = list.process
         #expect(try FileManager.default.contentsOfDirectory(atPath: w.path("dest")).isEmpty, "a file in the pass has no name")
         #expect(p.isRunning)
         p.send(signal: SIGKILL)
         _ = try await p.wait()
         #expect(try FileManager.default.contentsOfDirectory(atPath: w.path("dest")).isEmpty)
         #expect(try w.tokens().isEmpty)
-        let again = try await w.run(args)
+        let again = try await w.run(list.args)
         #expect(again.status == 0, "\(again)")
-        for (name, digest) in digests { #expect(try sha256(file: w.path("dest/" + name)) == digest, "\(name)") }
+        for (name, digest) in list.digests { #expect(try sha256(file: w.path("dest/" + name)) == digest, "\(name)") }
         // Each file asked twice: cut by the kill, then whole (nginx logs a cut answer once it notices).
-        try await eventually(timeout: .seconds(10)) { nginx.accessLog().filter { $0.contains("GET /k/") }.count == 8 }
+        try await eventually(timeout: .seconds(10)) { list.nginx.accessLog().filter { $0.contains("GET /k/") }.count == 8 }
         #expect(try FileManager.default.contentsOfDirectory(atPath: w.path("dest")).count == 4)
     }
 

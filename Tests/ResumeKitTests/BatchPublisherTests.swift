@@ -87,7 +87,7 @@ import Testing
                 sha256: nil, emit: { event in
                     if case .completed(let location, _, _) = event { events.locations.withLock { $0.append(location) } }
                 })
-            #expect(throws: OutputLocks.Busy.self) { _ = try locks.claim(download.path) }
+            #expect(throws: PartFile.Busy.self) { _ = try locks.claim(download.path) }
             publisher.slot(i).submit(done, part: part)
         }
         try "someone else's".write(toFile: dir + "/taken", atomically: false, encoding: .utf8)
@@ -120,7 +120,7 @@ import Testing
         }
         a.release()
         a.release()  // once only: b stays held
-        #expect(throws: OutputLocks.Busy.self) { _ = try locks.claim("/x/b.bin") }
+        #expect(throws: PartFile.Busy.self) { _ = try locks.claim("/x/b.bin") }
         let again = try #require(try locks.claim("/x/a.bin"))
         again.release()
         b.release()

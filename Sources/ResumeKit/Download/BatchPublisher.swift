@@ -16,7 +16,7 @@ final class BatchPublisher: @unchecked Sendable {
 
         /// Whether the worker should sync its file before handing it over (the machine has a writeback
         /// backlog, as of the last group).
-        var syncsAlone: Bool { publisher.syncsAlone.load(ordering: .relaxed) }
+        var syncsAlone: Bool { publisher.syncsFilesAlone }
 
         /// Takes over `part` (still open and locked, so no other process can touch it before the rename);
         /// `synced`: its data is on disk already.
@@ -39,7 +39,7 @@ final class BatchPublisher: @unchecked Sendable {
     /// Written by the publishing thread only, read after it stopped.
     private var failures: [Int: TransferError] = [:]
     /// Set by the publishing thread from each group's look at the backlog; read by the workers.
-    fileprivate let syncsAlone = Atomic<Bool>(false)
+    private let syncsAlone = Atomic<Bool>(false)
 
     init(store: TokenStore) {
         self.store = store

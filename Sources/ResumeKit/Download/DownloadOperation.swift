@@ -93,10 +93,8 @@ final class DownloadOperation: ExchangeDelegate {
         do {
             let claim = try OutputLocks.shared(store.state)?.claim(download.path)
             part = try PartFile(path: download.partPath, keeping: download.committedBytes, claim: claim)
-        } catch let busy as OutputLocks.Busy {
-            throw TransferError(.busy, "\(TokenLock.Failure.held(pid: busy.pid)); not starting a second one")
         } catch let busy as PartFile.Busy {
-            throw TransferError(.busy, "\(TokenLock.Failure.held(pid: busy.pid)); not starting a second one")
+            throw busy.refusal
         } catch {
             throw TransferError(.cannotCreateOutput, "cannot open \(download.partPath): \(error)")
         }

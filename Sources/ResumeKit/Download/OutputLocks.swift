@@ -9,11 +9,6 @@ import Synchronization
 /// killed process's locks. One process's record locks never conflict with each other, so the paths it
 /// holds are also kept in a set.
 final class OutputLocks: Sendable {
-    /// Another process (or this one) writes the file.
-    struct Busy: Error {
-        let pid: Int32?
-    }
-
     /// A path held until `release()` (which `PartFile.close` calls for the file it was given to).
     final class Claim: Sendable {
         fileprivate let locks: OutputLocks
@@ -59,17 +54,17 @@ final class OutputLocks: Sendable {
 
     /// Claims `path` (absolute and normalized, as `OutputPath.resolve` gives it).
     /// - Returns: the claim, or nil when the lock could not be taken for another reason than a holder.
-    /// - Throws: `Busy` when another download holds the path.
-    func claim(_ path: String) throws(Busy) -> Claim? {
+    /// - Throws: `PartFile.Busy` when another download (of this process or another) holds the path.
+    func claim(_ path: String) throws(PartFile.Busy) -> Claim? {
         let offset = Self.offset(of: path)
-        return try holding.withLock { (held: inout Set<Int64>) throws(Busy) -> Claim? in
-            if held.contains(offset) { throw Busy(pid: getpid()) }
+        return try holding.withLock { (held: inout Set<Int64>) throws(PartFile.Busy) -> Claim? in
+            if held.contains(offset) { throw PartFile.Busy(pid: getpid()) }
             var lock = record(F_WRLCK, at: offset)
             if fcntl(fd, F_SETLK, &lock) != 0 {
                 guard errno == EAGAIN || errno == EACCES else { return nil }
                 var probe = record(F_WRLCK, at: offset)
                 let pid = fcntl(fd, F_GETLK, &probe) == 0 && probe.l_type != Int16(F_UNLCK) ? probe.l_pid : nil
-                throw Busy(pid: pid)
+                throw PartFile.Busy(pid: pid)
             }
             held.insert(offset)
             return Claim(locks: self, offset: offset)

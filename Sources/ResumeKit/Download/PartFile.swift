@@ -22,9 +22,12 @@ final class PartFile {
     /// Bytes received, whether written to the file yet or still gathered.
     var length: Int64 { written + Int64(gatherer?.count ?? 0) }
 
-    /// Another process writes this `.part` file.
+    /// Another download writes this file: its `.part`'s lock or its path's claim (OutputLocks) says so.
     struct Busy: Error {
         let pid: Int32?
+
+        /// The refusal a download that meets it ends with.
+        var refusal: TransferError { TransferError(.busy, "\(TokenLock.Failure.held(pid: pid)); not starting a second one") }
     }
 
     /// Opens (creating) `path`, takes its `flock` (one writer at a time), and cuts it to `keeping` bytes:
@@ -98,7 +101,8 @@ final class PartFile {
     /// Until a link by descriptor fails for want of the right (a kernel before 6.10).
     private static let linksDescriptors = Atomic<Bool>(true)
 
-    /// Whether this process can name an unnamed file: `link(as:)` goes through /proc.
+    /// Whether this process can name an unnamed file: `link(as:)` falls back to /proc where the kernel does not
+    /// link a descriptor itself.
     static let canLinkUnnamed = access("/proc/self/fd", X_OK) == 0
 
     private var isOpen = true

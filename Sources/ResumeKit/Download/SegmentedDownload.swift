@@ -52,9 +52,7 @@ final class SegmentedDownload {
         // A list's small file in another process has no `.part` to lock: its claim on the path says so (before
         // the `.part` is made: a refused process leaves none).
         let claim: OutputLocks.Claim?
-        do { claim = try OutputLocks.shared(store.state)?.claim(download.path) } catch {
-            throw TransferError(.busy, "\(TokenLock.Failure.held(pid: error.pid)); not starting a second one")
-        }
+        do { claim = try OutputLocks.shared(store.state)?.claim(download.path) } catch { throw error.refusal }
         defer { claim?.release() }
         let fd = open(download.partPath, O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
         guard fd >= 0 else {
@@ -63,9 +61,7 @@ final class SegmentedDownload {
         }
         defer { close(fd) }
         // The `.part`'s lock first: a process it refuses (a list's file there) must leave no token behind.
-        guard flock(fd, LOCK_EX | LOCK_NB) == 0 else {
-            throw TransferError(.busy, "\(TokenLock.Failure.held(pid: TokenLock.flockHolder(of: fd))); not starting a second one")
-        }
+        guard flock(fd, LOCK_EX | LOCK_NB) == 0 else { throw PartFile.Busy(pid: TokenLock.flockHolder(of: fd)).refusal }
         try save()  // the plan, before any data: whatever fails next, a resume knows the segments
         // Holes where nothing is committed yet; a longer file (garbage after a crash) is cut back.
         // Reserved up front: segments then write into allocated space instead of interleaving their
