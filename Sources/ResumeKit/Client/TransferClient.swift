@@ -190,30 +190,13 @@ public struct TransferClient: Sendable {
                 try lock.hold()  // the segment plan is written before any data
                 tokenOnDisk = nil
                 // All segments share one network thread: on a fast link more receiving threads than cores only contend.
-                let segmented = withSessionPool { pool in
-                    Result { () throws -> DownloadResult in
-                        try SegmentedDownload(
-                            token: token, store: store, transport: pool, options: options, connections: options.connections,
-                            cancellation: cancellation, events: events
-                        ).run()
-                    }
+                let ending = try withSessionPool { pool throws(TransferError) in
+                    try SegmentedDownload.run(token, store: store, transport: pool, options: options, onChange: onChange,
+                        cancellation: cancellation, events: events)
                 }
-                do {
-                    return try segmented.get()
-                } catch let error as TransferError {
-                    throw error
-                } catch SegmentedDownload.Handover.unsupported(let why) {
-                    events(.note("\(why); using one connection"))
-                } catch SegmentedDownload.Handover.unreached {
-                } catch SegmentedDownload.Handover.changed(let why) {
-                    if onChange == .fail { throw TransferError.changed(why, tokenID: token.id) }
-                    events(.restarted(reason: why))
-                    token = token.with(.download(.init(path: download.path, committedBytes: 0,
-                        expectedSHA256: download.expectedSHA256, onChange: download.onChange, s3: download.s3)))
-                    _ = truncate(download.partPath, 0)
-                    try store.write(token, keeping: true)
-                } catch {
-                    throw TransferError(.localIO, "\(error)", tokenID: token.id)
+                switch ending {
+                case .finished(let result): return result
+                case .oneConnection(let next): token = next
                 }
             }
             let operation = try DownloadOperation(
