@@ -16,17 +16,6 @@ private enum Step: Sendable {
     case serve
 }
 
-/// Records every delay and returns at once.
-private final class RecordingClock: RetryClock, @unchecked Sendable {
-    private let delays = Mutex<[Double]>([])
-    var now: Int64 { 1_700_000_000 }
-    var slept: [Double] { delays.withLock { $0 } }
-    func sleep(seconds: Double, cancellation: Cancellation) -> Bool {
-        delays.withLock { $0.append(seconds) }
-        return !cancellation.isStopped
-    }
-}
-
 /// A peer that plays `script` to the first requests, then answers as a well-behaved server of `kind`.
 private final class ScriptedTransport: HTTPTransport, TransportSession, @unchecked Sendable {
     enum Peer { case files, tus, ietf, plainUpload, s3 }
@@ -164,11 +153,11 @@ private struct Expected: Equatable {
 }
 
 @Suite struct FaultTableTests {
-    private func run(_ path: FaultPath, _ script: [Step], retries: Int? = 10) async throws -> (exit: Int32, clock: RecordingClock, events: [TransferEvent]) {
+    private func run(_ path: FaultPath, _ script: [Step], retries: Int? = 10) async throws -> (exit: Int32, clock: NoSleepClock, events: [TransferEvent]) {
         let folder = FileManager.default.temporaryDirectory.path + "/faults-\(UInt64.random(in: 0...UInt64.max))"
         try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: folder) }
-        let clock = RecordingClock()
+        let clock = NoSleepClock()
         var options = TransferOptions()
         options.retry = RetryPolicy(maxRetries: retries)
         options.clock = clock
