@@ -35,7 +35,7 @@ final class SmallFilePass: @unchecked Sendable {
     private let left = Mutex<[Left]>([])
     /// The tokens on disk when the pass began. One written later by another process is a download whose
     /// `.part` is there (the pass's exclusive create fails): the same look a list's file without a token always
-    /// got (see openDownload), without a path lookup per file.
+    /// got (see TransferClient.open), without a path lookup per file.
     private let tokens: Set<String>
     /// What every file with the same request headers shares: its settings and its header fields.
     private let shared = Mutex<(headers: [String], options: TransferOptions, fields: HeaderFields)?>(nil)
@@ -108,14 +108,12 @@ final class SmallFilePass: @unchecked Sendable {
             headers: headers, onChange: request.onChange, emit: emit)
     }
 
-    /// The settings and header fields of a new token for `request` (see connectionOptions), worked out once for
+    /// The settings and header fields of a new token for `request` (see listFileSettings), worked out once for
     /// all the list's files with the same headers.
     private func settings(for request: DownloadRequest) -> (TransferOptions, HeaderFields)? {
         var known = shared.withLock { $0 }
         if known?.headers != request.headers {
-            var token = ResumeToken(download: request, id: "", path: "", s3: nil)
-            let options = client.connectionOptions(for: &token, given: request.headers, events: { _ in })
-            guard let fields = try? HeaderLines.forDownload(token.headers) else { return nil }
+            guard let (options, fields) = client.listFileSettings(request) else { return nil }
             known = (request.headers, options, fields)
             shared.withLock { $0 = known }
         }
