@@ -1,4 +1,4 @@
-# resumectl — see README.md. `make demo` and `make test` work on a fresh machine.
+# resumectl — see README.md and docs/. `make demo` and `make test` work on a fresh machine.
 SWIFT    ?= swift
 PREFIX   ?= /usr/local
 BENCH_PKGS := aria2 wget hyperfine rclone
@@ -231,7 +231,7 @@ bench: deps-test release
 clean:
 	rm -rf .build .bench .build-fuzz
 
-# libFuzzer targets for every parser of untrusted bytes (Fuzz/; README "Hostile input"). `make fuzz` runs
+# libFuzzer targets for every parser of untrusted bytes (Fuzz/; docs/hostile-input.md). `make fuzz` runs
 # each for FUZZ_SECONDS from its seed corpus and fails on any crash or violated property; the input is
 # then in .build-fuzz/findings/<target>/. Fuzz/'s package builds with the sanitizers; serve's two pure
 # parsers are compiled straight from their sources, so the fuzzers need no NIO.
