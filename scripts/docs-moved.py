@@ -110,7 +110,7 @@ flat_cells = {name: norm(text) for name, text in pages.items()}
 
 all_units = units(old)
 checked = [u for u in all_units if len(u) >= MIN]
-missing, repeated, edited_found, seen = [], [], 0, set()
+missing, repeated, edited_found, headed, seen = [], [], 0, 0, set()
 for u in checked:
     if u in seen:          # the old README itself said it twice: one check is enough
         continue
@@ -118,6 +118,11 @@ for u in checked:
     key = next((k for k in EDITED if u.startswith(k)), None)   # a key may be the unit's start
     want = EDITED[key] if key else u
     where = [n for n in pages if want in flat[n] or want in flat_cells[n]]
+    lead = re.match(r"([^:]{2,40}): ", u)
+    if not where and not key and lead:   # a bold lead-in ("**Limits**: …") that became a heading ("## Limits")
+        want = "## " + lead.group(1) + " " + u[lead.end():]
+        where = [n for n in pages if want in flat[n]]
+        headed += bool(where)
     if key and not where:
         print("EDITED, BUT ITS NEW PHRASE IS NOT FOUND:", want)
     if key and where:
@@ -133,6 +138,7 @@ for u, where in repeated:
     print("ON", len(where), "PAGES:", ", ".join(where), "::", u[:100])
 print(f"old README: {len(old.splitlines())} lines, {len(all_units)} units, {len(seen)} distinct of >= {MIN} chars "
       f"({len(all_units) - len(checked)} shorter ones not checked)")
-print(f"found: {len(seen) - len(missing)} ({edited_found} of them reworded, listed in EDITED); missing: {len(missing)}; "
+print(f"found: {len(seen) - len(missing)} ({edited_found} of them reworded, listed in EDITED; {headed} whose lead-in became "
+      f"a heading); missing: {len(missing)}; "
       f"on more than one page: {len(repeated)}")
 sys.exit(1 if missing else 0)
