@@ -6,8 +6,10 @@ last commit before the move) and cuts it into units: the sentences and clauses o
 ". " and "; "), each cell of its tables, each line of its code blocks. Every unit of 12 or more
 characters must occur in the new README.md or docs/*.md (markdown links, bold and line breaks ignored)
 on exactly one page. A unit whose wording had to change (a "below" that is now a link, the trace that is
-now a list) is listed in EDITED with a phrase that must occur instead. Prints what is missing or
-repeated, and a summary; exits 1 when anything is missing.
+now a list) is listed in EDITED with a phrase that must occur instead; a bold lead-in ("**Limits**: …")
+that became a heading ("## Limits") is accepted as such. Also checks that no paragraph of the new pages
+is on two pages. Prints what is missing or repeated, and a summary; exits 1 when a unit is missing or a
+paragraph repeated (MIN=N in the environment changes the 12).
 
     python3 scripts/docs-moved.py [REV]
 """
@@ -15,7 +17,7 @@ import glob, os, re, subprocess, sys
 
 REV = sys.argv[1] if len(sys.argv) > 1 else "3530f8c"
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-MIN = 12
+MIN = int(os.environ.get("MIN", 12))
 
 # Units reworded in the move: old text (as cut, normalised; or its start) -> a phrase of the new text that
 # carries it.
@@ -141,4 +143,16 @@ print(f"old README: {len(old.splitlines())} lines, {len(all_units)} units, {len(
 print(f"found: {len(seen) - len(missing)} ({edited_found} of them reworded, listed in EDITED; {headed} whose lead-in became "
       f"a heading); missing: {len(missing)}; "
       f"on more than one page: {len(repeated)}")
-sys.exit(1 if missing else 0)
+# No page repeats another's paragraphs: every paragraph (blank-line separated, 80 characters or more, the
+# navigation lines aside) of the new pages is on one page only.
+paragraphs = {}
+for name, text in pages.items():
+    for block in re.split(r"\n\s*\n", text):
+        b = norm(block)
+        if len(b) >= 80 and not b.startswith(("README ·", "--- README")):
+            paragraphs.setdefault(b, set()).add(name)
+shared = [(b, sorted(names)) for b, names in paragraphs.items() if len(names) > 1]
+for b, names in shared:
+    print("PARAGRAPH ON", ", ".join(names), "::", b[:100])
+print(f"new pages: {len(pages)}, {len(paragraphs)} paragraphs of >= 80 chars, {len(shared)} on more than one page")
+sys.exit(1 if missing or shared else 0)
