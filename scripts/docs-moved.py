@@ -40,6 +40,9 @@ EDITED = {
         "resumectl upload FILE URL --detach [--start-at TIME]",
     "resumectl list [--all] [--json] | show TOKEN | log TOKEN [--follow] | cancel TOKEN [--keep-parts]":
         "resumectl log TOKEN [--follow]",
+    # The layout's docs/ line names the new pages first.
+    "docs/ performance.md: the memory step by step": "docs/ the reference, a page a topic (README.md links each; "
+        "DocsTests checks them); performance.md: the memory step by step, what made the difference, earlier runs",
     # "below" and "above" that are now links to another page.
     "See \"What `kill -9` and a power loss cost\" below": "See What `kill -9` and a power loss cost.",
     "What the token keeps is used again by `resume`, and an option given to `resume` replaces the kept one "
