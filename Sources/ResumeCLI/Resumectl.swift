@@ -18,11 +18,12 @@ struct Resumectl: AsyncParsableCommand {
               65   bad data: checksum mismatch, unreadable token, changed source
               66   input missing: the upload's source, the token
               73   cannot create the output
-              74   local I/O error (disk full…); the token is kept
+              74   local I/O error, e.g. a full disk; the token is kept
               75   interrupted and resumable: paused, retries used up, network gone
               130  Ctrl-C; the token is kept
               141  -o - only: the reader of stdout went away
-            Many transfers at once: 0 when all succeeded, else the worst status.
+
+            Many transfers at once exit 0 when all succeeded, else with the worst status.
 
             EXAMPLES:
               resumectl download https://example.com/big.iso
