@@ -8,7 +8,7 @@ struct Download: AsyncParsableCommand {
         commandName: "download",
         abstract: "Download a URL; an interrupted download resumes with Range and If-Range.",
         discussion: """
-            The body goes to PATH.part and is renamed to PATH only when complete and verified.
+            The body goes to PATH.part and is renamed to PATH only when complete and verified. \
             Running the same command again continues where it stopped.
 
             s3://BUCKET/KEY is a signed ranged GET with every guarantee above. s3://BUCKET/PREFIX/ (ending \

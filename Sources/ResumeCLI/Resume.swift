@@ -8,13 +8,14 @@ struct Resume: AsyncParsableCommand {
         abstract: "Continue a transfer from its token, even after kill -9 or a reboot.",
         discussion: """
             A transfer that already completed prints its result line again and exits 0.
-            --all continues every paused or resumable-failed transfer, --parallel N at a time, each in a
-            process of its own; the status is 0 when all succeeded, else the worst: a failure for good (1, 65 …)
-            before one a resume continues (74, 130, 75).
 
-            Connection options the transfer began with (--cacert, -k, -x, --http1.1 …) are kept in the token and
-            used again; an option given now replaces the kept one. Logins (-u, --netrc) and -H credentials are
-            never kept: give them again.
+            --all continues every paused or resumable-failed transfer, --parallel N at a time, each in a \
+            process of its own. It exits 0 when all succeeded, else with the worst status: a failure for \
+            good (1, 65 …) before one a resume continues (74, 130, 75).
+
+            Connection options the transfer began with (--cacert, -k, -x, --http1.1 …) are kept in the token \
+            and used again; an option given now replaces the kept one. Logins (-u, --netrc) and -H \
+            credentials are never kept: give them again.
 
             EXAMPLES:
               resumectl resume d-1a2b3c4d5e6f7a8b

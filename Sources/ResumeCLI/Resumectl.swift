@@ -9,8 +9,21 @@ struct Resumectl: AsyncParsableCommand {
         commandName: "resumectl",
         abstract: "Large HTTP transfers that survive dropped connections, Ctrl-C, kill -9 and reboots.",
         discussion: """
-            Exit status: 0 done, 1 failed, 64 usage, 65 bad data, 66 input missing, 73 cannot create output, \
-            74 local I/O error, 75 interrupted and resumable, 130 Ctrl-C. 'resumectl help SUBCOMMAND' for more.
+            'resumectl help SUBCOMMAND' for a command's options; 'man resumectl' for all of them.
+
+            EXIT STATUS:
+              0    done (also: it was already complete)
+              1    failed and cannot be resumed
+              64   usage: bad arguments, a malformed or non-http(s) URL
+              65   bad data: checksum mismatch, unreadable token, changed source
+              66   input missing: the upload's source, the token
+              73   cannot create the output
+              74   local I/O error, e.g. a full disk; the token is kept
+              75   interrupted and resumable: paused, retries used up, network gone
+              130  Ctrl-C; the token is kept
+              141  -o - only: the reader of stdout went away
+
+            Many transfers at once exit 0 when all succeeded, else with the worst status.
 
             EXAMPLES:
               resumectl download https://example.com/big.iso

@@ -8,9 +8,10 @@ import ResumeKit
 struct Serve: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "serve",
-        abstract: "Serve a folder over HTTP(S): ranged downloads, resumable uploads (IETF draft, tus), logins, limits, a folder page.")
+        abstract: "Serve a folder over HTTP(S): ranged downloads, resumable uploads (IETF draft, tus), logins, limits, a folder page.",
+        discussion: "The server is a program of its own, resumectl-serve: 'resumectl serve --help' lists its options.")
 
-    @Argument(parsing: .captureForPassthrough, help: "[DIR] [--host H] [--port P] [--tls-cert F --tls-key F] [--htpasswd F] [--read-only] … ('resumectl serve --help' lists all)")
+    @Argument(parsing: .captureForPassthrough, help: "The folder to serve, then the server's options ('resumectl serve --help').")
     var arguments: [String] = []
 
     func run() throws {

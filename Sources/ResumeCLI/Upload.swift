@@ -39,7 +39,7 @@ struct Upload: AsyncParsableCommand {
               resumectl upload --chunk-size 64M backup.tar https://uploads.example.com/f/
               resumectl upload -u alice --cacert ca.pem a.tar https://intranet.example/up/
               resumectl upload big.iso https://uploads.example.com/big.iso --detach
-              pg_dump db | resumectl upload - https://uploads.example.com/db.sql --spool-max 256M
+              pg_dump db | resumectl upload - https://up.example.com/db.sql --spool-max 1G
               resumectl upload backup.tar s3://my-bucket/backups/backup.tar --part-size 64M
               resumectl upload a.tar s3://bucket/a.tar --endpoint-url http://127.0.0.1:9000
             """)
