@@ -31,10 +31,13 @@ enum ServeProcess {
     /// The durable offset of the one unfinished upload in `folder`'s store, from its record.
     static func recordedOffset(folder: String) throws -> Int {
         let store = folder + "/.resumectl-uploads"
+        // Plain errors, not expectations: tests poll this until the record exists.
         let names = try FileManager.default.contentsOfDirectory(atPath: store).filter { $0.hasSuffix(".json") }
-        try #require(names.count == 1, "one upload record: \(names)")
+        guard names.count == 1 else { throw SupportError("one upload record expected: \(names)") }
         let data = try Data(contentsOf: URL(fileURLWithPath: store + "/" + names[0]))
-        let record = try #require(try JSONSerialization.jsonObject(with: data) as? [String: Any])
-        return try #require(record["offset"] as? Int)
+        guard let record = try JSONSerialization.jsonObject(with: data) as? [String: Any], let offset = record["offset"] as? Int else {
+            throw SupportError("an upload record without an offset")
+        }
+        return offset
     }
 }
