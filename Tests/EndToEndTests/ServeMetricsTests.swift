@@ -89,6 +89,43 @@ struct ServeMetricsTests {
         #expect(metrics["resumectl_s3_lock_conflicts"]?.value("resumectl_s3_lock_conflicts_total") == 0)
     }
 
+    @Test("--store s3:// on moto, two instances racing PATCHes on one upload: the S3 requests and the lock's conflicts are counted")
+    func s3Store() async throws {
+        let cluster = try await S3ServeCluster(instances: 2)
+        let w = try Workspace()
+        let size = 64 * 1024
+        _ = try makeRandomFile(path: w.path("www/a.bin"), size: size, seed: 4730)
+        var sawLockRefusal = false
+        for round in 0..<50 where !sawLockRefusal {
+            let instance = { (i: Int) in "http://127.0.0.1:\(cluster.ports[i])" }
+            let created = try await runProcess("curl", [
+                "-sS", "-D", "-", "-o", "/dev/null", "-X", "POST", "-H", "Tus-Resumable: 1.0.0",
+                "-H", "Upload-Length: \(size)", instance(round % 2) + "/race/r\(round).bin"])
+            let location = try #require(created.stdout.split(separator: "\r\n").first { $0.lowercased().hasPrefix("location:") }
+                .map { String($0.dropFirst("location:".count)).trimmingCharacters(in: .whitespaces) }, "\(created)")
+            let path = location.hasPrefix("http") ? String(location.drop { $0 != "/" }.dropFirst(2).drop { $0 != "/" }) : location
+            let urls = [instance(0) + path, instance(1) + path]
+            let file = w.path("www/a.bin")
+            async let first = ServeS3StoreTests.patch(urls[0], file: file)
+            async let second = ServeS3StoreTests.patch(urls[1], file: file)
+            // 423: the lock was another instance's (its conditional create was refused).
+            sawLockRefusal = [try await first, try await second].contains("423")
+        }
+        #expect(sawLockRefusal, "in 50 rounds, one PATCH found the other's lock")
+        var conflicts = 0.0
+        var finished = 0.0
+        var requests: [String: Double] = [:]
+        for port in cluster.ports {
+            let (metrics, _) = try await Self.scrape(port: port)
+            conflicts += metrics["resumectl_s3_lock_conflicts"]?.value("resumectl_s3_lock_conflicts_total") ?? 0
+            for sample in metrics["resumectl_s3_requests"]?.samples ?? [] { requests[sample.labels["method"] ?? "", default: 0] += sample.value }
+            finished += metrics["resumectl_uploads_finished"]?.value("resumectl_uploads_finished_total", ["protocol": "tus"]) ?? 0
+        }
+        #expect(conflicts >= 1, "\(conflicts)")
+        #expect(finished >= 1, "each round's upload was finished by one of them")
+        #expect((requests["PUT"] ?? 0) >= 1 && (requests["POST"] ?? 0) >= 1 && (requests["GET"] ?? 0) >= 1, "\(requests)")
+    }
+
     @Test("with --htpasswd the metrics need a login (also with --public-read) unless --metrics-public; --no-metrics: 404")
     func access() async throws {
         let w = try Workspace()
