@@ -53,11 +53,7 @@ extension UploadStore {
             log("upload \(name): a plain upload cannot be continued, removed")
             return nil
         }
-        guard let size else {
-            remove(id)
-            log("upload \(name): its data is missing, removed")
-            return nil
-        }
+        // Before the data's check: a finishing upload's data may already be in place (renamed).
         if record.phase == .finishing {
             do {
                 try finish(record, replacing: replacing)
@@ -67,6 +63,11 @@ extension UploadStore {
                 log("upload \(name): cannot be finished (\(error.reason)), kept")
                 return record
             }
+        }
+        guard let size else {
+            remove(id)
+            log("upload \(name): its data is missing, removed")
+            return nil
         }
         if record.expires <= now {
             remove(id)

@@ -128,6 +128,7 @@ struct UploadStore: Sendable {
     /// before the upload's record goes: a crash in between runs it at the next start), and the store
     /// forgets the upload.
     func finish(_ record: UploadRecord, replacing: Bool) throws(UploadFailure) {
+        let retrying = record.phase == .finishing
         var record = record
         if record.phase != .finishing {
             record.phase = .finishing
@@ -141,7 +142,9 @@ struct UploadStore: Sendable {
         }
         let final = SafePath.join(destination.folder, [destination.name])
         let data = dataPath(record.id)
-        if replacing {
+        if retrying && access(data, F_OK) != 0 && access(final, F_OK) == 0 {
+            // Renamed into place (--overwrite) before a crash: only the rest is left to do.
+        } else if replacing {
             guard rename(data, final) == 0 else { throw UploadFailure(errno: errno, doing: "rename") }
         } else if link(data, final) != 0 {
             // link(2) never replaces: a file that appeared since the upload began stays as it was

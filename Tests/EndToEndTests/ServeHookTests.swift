@@ -105,6 +105,31 @@ struct ServeHookTests {
         #expect(Set(Self.lines(hooks + "/users")) == ["alice short.txt", "alice long.txt"])
     }
 
+    @Test("at start, uploads whose data was put in place just before a crash (renamed with --overwrite, or linked) finish, and their hook runs once")
+    func placedBeforeCrash() async throws {
+        let root = try TempDirectory(prefix: "resumectl-hook-recover")
+        let hooks = try HookRunner(
+            settings: CompletionHookSettings(command: ["/bin/sh", "-c", #"echo "$RESUMECTL_UPLOAD_ID" >> "$0/ran""#, root.path]),
+            root: root.path, metrics: nil, log: nil)
+        defer { hooks.shutdown() }
+        let store = try UploadStore(root: root.path, hooks: hooks)
+        try FileManager.default.createDirectory(atPath: root.path("in"), withIntermediateDirectories: true)
+        let ids = ["a", "b"].map { String(repeating: $0, count: 32) }
+        for (id, moved) in zip(ids, [true, false]) {
+            try store.create(UploadRecord(id: id, kind: .tus, target: ["in", "\(id.prefix(1)).bin"], length: 5, offset: 5, expires: .max, phase: .finishing))
+            try Data("12345".utf8).write(to: URL(fileURLWithPath: store.dataPath(id)))
+            let final = root.path("in/\(id.prefix(1)).bin")
+            #expect((moved ? rename(store.dataPath(id), final) : link(store.dataPath(id), final)) == 0)
+        }
+        var lines: [String] = []
+        let kept = store.recover(now: 0, replacing: false, log: { lines.append($0) })
+        #expect(kept.isEmpty && lines.filter { $0.contains("finished after a restart") }.count == 2, "\(lines)")
+        try await eventually(timeout: .seconds(10)) { Self.lines(root.path("ran")).sorted() == ids }
+        try await eventually(timeout: .seconds(10)) { (try? FileManager.default.contentsOfDirectory(atPath: store.folder + "/hooks"))?.isEmpty == true }
+        #expect(Self.lines(root.path("ran")).sorted() == ids, "once each")
+        #expect(try Data(contentsOf: URL(fileURLWithPath: root.path("in/b.bin"))) == Data("12345".utf8))
+    }
+
     @Test("--on-upload-complete is split like a command line, without a shell")
     func commandWords() {
         #expect(CommandWords.split(#"/bin/scan --tag 'a b' "c \"d\"" e\ f"#) == ["/bin/scan", "--tag", "a b", #"c "d""#, "e f"])
