@@ -9,10 +9,12 @@ BENCH_PKGS := aria2 wget hyperfine rclone
 MOTO_PKGS := 'moto[server,s3crc32c]==5.2.1' boto3==1.43.11
 PIP_PKGS := tuspyserver==4.4.3 fastapi==0.165.0 uvicorn==0.54.0 $(MOTO_PKGS)
 # tus-py-client, the library `make bench` compares tus uploads with and the tus client `serve`'s tests
-# upload with; selenium drives headless chromium for the folder page's test. The AWS CLI, S3 uploads.
+# upload with; selenium drives headless chromium for the folder page's test; prometheus_client's parser
+# reads serve's metrics in their test. The AWS CLI, S3 uploads.
 TUSPY_VERSION := 1.1.0
 SELENIUM_VERSION := 4.51.0
-TEST_PIP_PKGS := tuspy==$(TUSPY_VERSION) selenium==$(SELENIUM_VERSION)
+PROMETHEUS_CLIENT_VERSION := 0.26.0
+TEST_PIP_PKGS := tuspy==$(TUSPY_VERSION) selenium==$(SELENIUM_VERSION) prometheus_client==$(PROMETHEUS_CLIENT_VERSION)
 AWSCLI_VERSION := 1.45.11
 
 .PHONY: all deps deps-build deps-test deps-deb build release test test-unit test-e2e generated install install-files uninstall deb docs demo bench soak clean fuzz fuzz-build
@@ -25,7 +27,8 @@ all: build
 #   on a machine with Swift installs these and builds.
 # - deps-test (test, test-unit, test-e2e, soak, bench): the peers of the end-to-end tests: nginx (TLS, HTTP/2),
 #   openssl (test certificates), tinyproxy (a real forward proxy), iproute2, htpasswd (apache2-utils), chromium and
-#   chromium-driver (the folder page's test), and from PyPI tuspyserver, moto, tuspy and selenium.
+#   chromium-driver (the folder page's test), systemd-analyze (systemd: serve's unit is verified), and from PyPI
+#   tuspyserver, moto, tuspy, selenium and prometheus_client (serve's metrics are parsed with it).
 # - deps-deb (scripts/check-deb.sh): man-db and hardening-check (devscripts) to check the package.
 # `make deps` installs all three.
 deps: deps-build deps-test deps-deb
@@ -53,6 +56,7 @@ deps-test:
 	command -v htpasswd >/dev/null 2>&1 || missing="$$missing apache2-utils"; \
 	command -v chromium >/dev/null 2>&1 || missing="$$missing chromium"; \
 	command -v chromedriver >/dev/null 2>&1 || missing="$$missing chromium-driver"; \
+	command -v systemd-analyze >/dev/null 2>&1 || missing="$$missing systemd"; \
 	if [ -n "$$missing" ]; then \
 		echo "installing:$$missing"; \
 		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; \
@@ -152,6 +156,7 @@ BASHCOMPDIR ?= $(PREFIX)/share/bash-completion/completions
 ZSHCOMPDIR  ?= $(PREFIX)/share/zsh/site-functions
 FISHCOMPDIR ?= $(PREFIX)/share/fish/vendor_completions.d
 SYSTEMDUSERDIR ?= $(PREFIX)/lib/systemd/user
+SYSTEMDSYSTEMDIR ?= $(PREFIX)/lib/systemd/system
 GEN := .build/generated
 
 # The man page comes from swift-argument-parser's manual plugin and the completions from the binary itself:
@@ -179,11 +184,14 @@ install-files:
 	install -d $(DESTDIR)$(SYSTEMDUSERDIR)
 	sed 's|^ExecStart=resumectl |ExecStart=$(BINDIR)/resumectl |' contrib/systemd/resumectl-resume.service > $(DESTDIR)$(SYSTEMDUSERDIR)/resumectl-resume.service
 	install -m 644 contrib/systemd/resumectl-resume.timer $(DESTDIR)$(SYSTEMDUSERDIR)/resumectl-resume.timer
+	install -d $(DESTDIR)$(SYSTEMDSYSTEMDIR)
+	sed 's|^ExecStart=resumectl |ExecStart=$(BINDIR)/resumectl |' contrib/systemd/resumectl-serve.service > $(DESTDIR)$(SYSTEMDSYSTEMDIR)/resumectl-serve.service
 
 uninstall:
 	rm -f $(DESTDIR)$(BINDIR)/resumectl $(DESTDIR)$(BINDIR)/resumectl-serve $(DESTDIR)$(BINDIR)/resumectl-s3 $(DESTDIR)$(MANDIR)/man1/resumectl.1 \
 	      $(DESTDIR)$(BASHCOMPDIR)/resumectl $(DESTDIR)$(ZSHCOMPDIR)/_resumectl $(DESTDIR)$(FISHCOMPDIR)/resumectl.fish \
-	      $(DESTDIR)$(SYSTEMDUSERDIR)/resumectl-resume.service $(DESTDIR)$(SYSTEMDUSERDIR)/resumectl-resume.timer
+	      $(DESTDIR)$(SYSTEMDUSERDIR)/resumectl-resume.service $(DESTDIR)$(SYSTEMDUSERDIR)/resumectl-resume.timer \
+	      $(DESTDIR)$(SYSTEMDSYSTEMDIR)/resumectl-serve.service
 
 # A Debian package of the static release build (the Swift runtime is inside; libcurl is needed, and libxml2
 # for resumectl-s3's XML reader).

@@ -77,9 +77,12 @@ let package = Package(
             name: "CCrypt",
             providers: [.apt(["libcrypt-dev"])]
         ),
+        // fork + prctl(PR_SET_PDEATHSIG) + execvpe for `serve --on-upload-complete`: header only, no library.
+        .systemLibrary(name: "CHookSpawn"),
         .target(
             name: "ResumeServer",
             dependencies: [
+                "CHookSpawn",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),

@@ -67,6 +67,9 @@ final class LoginGate: ChannelDuplexHandler {
     /// Paths of uploads in progress: a HEAD there is part of an upload, not a download.
     private let uploadPrefixes: [String]
     private var state = State.idle
+    /// Whose login the request in progress passed with (`nil` when it needed none): an upload keeps it
+    /// for its completion hook.
+    private(set) var user: String?
 
     init(logins: Logins, threadPool: NIOThreadPool, uploadPrefixes: [String]) {
         self.logins = logins
@@ -102,6 +105,7 @@ final class LoginGate: ChannelDuplexHandler {
     }
 
     private func admit(context: ChannelHandlerContext, head: HTTPRequestHead) {
+        user = nil
         let isRead = head.method == .GET || head.method == .HEAD || head.method == .OPTIONS
         if logins.publicRead && isRead && !uploadPrefixes.contains(where: { head.uri.hasPrefix($0) }) {
             pass(context: context, head: head)
@@ -119,6 +123,7 @@ final class LoginGate: ChannelDuplexHandler {
             return
         }
         if logins.verified.contains(authorization) {
+            self.user = user
             pass(context: context, head: head)
             return
         }
@@ -131,6 +136,7 @@ final class LoginGate: ChannelDuplexHandler {
             if case .success(true) = result {
                 self.logins.verified.insert(authorization)
                 self.state = .passing
+                self.user = user
                 for part in held {
                     if case .end = part { self.state = .idle }
                     context.fireChannelRead(self.wrapInboundOut(part))
@@ -146,6 +152,11 @@ final class LoginGate: ChannelDuplexHandler {
             self.refuse(context: context, head: head, status: .unauthorized)
             if readPending { context.read() }
         }
+    }
+
+    /// The login of the request in progress on `context`'s connection, as its ``LoginGate`` checked it.
+    static func user(in context: ChannelHandlerContext) -> String? {
+        (try? context.pipeline.syncOperations.handler(type: LoginGate.self))?.user
     }
 
     private func pass(context: ChannelHandlerContext, head: HTTPRequestHead) {

@@ -236,7 +236,7 @@ final class TusHandler: ChannelDuplexHandler {
         }
         let record = UploadRecord(
             id: UploadStore.newID(), kind: .tus, target: components, length: length,
-            metadata: head.headers["upload-metadata"].first, expires: WallClock.millis() + settings.expiry)
+            metadata: head.headers["upload-metadata"].first, user: LoginGate.user(in: context), expires: WallClock.millis() + settings.expiry)
         state = .appending(Append(checksum: checksum, status: .created, location: Self.prefix + record.id))
         continueIfAsked(context: context, head: head)
         receiver.create(record, slots: settings.admission.slots, context: context) { result in
