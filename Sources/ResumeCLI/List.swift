@@ -4,7 +4,7 @@ import ResumeKit
 
 struct List: ParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "list",
+        commandName: "list", _superCommandName: Resumectl.name,
         abstract: "List transfers and their state: running (pid), scheduled, queued, waiting for network, paused, failed and resumable, failed.",
         discussion: "--all adds the transfers that ended in the last 7 days (done, failed, cancelled).")
 
