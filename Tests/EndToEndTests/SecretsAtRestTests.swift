@@ -52,7 +52,9 @@ import Testing
         let warning = resumed.stderr.split(separator: "\n").filter { $0.contains("never stored") }
         #expect(warning.count == 1 && named.allSatisfy { warning[0].contains("-H '\($0): VALUE'") }, "\(resumed)")
         let log = try await run(["log", id])
-        #expect(log.status == 0 && names(events(log.stdout)).contains("started"), "\(log)")
+        // The log holds the detached run's NDJSON events and its stderr lines.
+        let logged = events(log.stdout.split(separator: "\n").filter { $0.hasPrefix("{") }.joined(separator: "\n"))
+        #expect(log.status == 0 && names(logged).contains("started"), "\(log)")
         seen += [resumed.stdout, resumed.stderr, log.stdout, log.stderr]
         expectNothingHolds(secrets, w, seen)
         return token
