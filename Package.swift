@@ -133,7 +133,7 @@ let package = Package(
             dependencies: ["ResumeKit", "ResumeS3", .product(name: "Crypto", package: "swift-crypto")],
             resources: [.copy("Fixtures")]
         ),
-        // The command line's own readers, without a process: what `QuickDownload` reads, ArgumentParser reads alike.
+        // The command line's own readers, without a process: what a parsed command line asks of ResumeKit.
         .testTarget(
             name: "ResumeCLITests",
             dependencies: ["ResumeCLI", "ResumeKit", .product(name: "ArgumentParser", package: "swift-argument-parser")]

@@ -4,7 +4,7 @@ import ResumeKit
 
 struct Pause: ParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "pause",
+        commandName: "pause", _superCommandName: Resumectl.name,
         abstract: "Stop a running transfer from any shell; it commits and exits 75.")
 
     @Argument(help: "Token id or token file path.")

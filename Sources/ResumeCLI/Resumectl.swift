@@ -3,10 +3,16 @@ import Glibc
 import ResumeKit
 
 struct Resumectl: AsyncParsableCommand {
+    static let name = "resumectl"
+
     // Every command names itself (`commandName`): otherwise ArgumentParser derives each name from the type's name
     // with `String(describing:)`, a protocol-conformance lookup through the whole binary per command, every run.
+    // Each subcommand also names `resumectl` as its super-command (`_superCommandName`), which is what it is when
+    // `parseNamed` parses it alone: its help says `resumectl download`, and ArgumentParser skips its check for
+    // `--generate-completion-script` there (two more commands built by reflection each run, a seventh of a small
+    // download's instructions); such a request fails that parse and is answered by the root's.
     static let configuration = CommandConfiguration(
-        commandName: "resumectl",
+        commandName: name,
         abstract: "Large HTTP transfers that survive dropped connections, Ctrl-C, kill -9 and reboots.",
         discussion: """
             'resumectl help SUBCOMMAND' for a command's options; 'man resumectl' for all of them.
@@ -42,16 +48,24 @@ struct Resumectl: AsyncParsableCommand {
     )
 
     /// Like ArgumentParser's own `main`, but a usage error is one line on stderr (scripts read it),
-    /// with `--help` for the long story.
+    /// with `--help` for the long story. On the main actor, as `CommandLineTool.main`: a command whose `run`
+    /// is on it too (`download`) starts on this thread, without a hop to Swift's thread pool.
+    @MainActor
     static func main() async {
         do {
             var command = try parseNamed() ?? parseAsRoot()
             if S3Support.answers == nil, S3Handoff.needed(command) { try S3Handoff.exec() }
-            if var asyncCommand = command as? AsyncParsableCommand {
-                try await asyncCommand.run()
+            if let asyncCommand = command as? AsyncParsableCommand {
+                // The parsed command is this task's alone; a `run` on the main actor (download's) starts on this thread.
+                nonisolated(unsafe) var running = asyncCommand
+                try await running.run()
             } else {
                 try command.run()
             }
+            // Output is unbuffered and every file is closed and synced: the libraries' exit handlers would only
+            // free memory (OpenSSL's cleanup alone was 3% of a 4 KiB download's instructions).
+            fflush(nil)
+            Glibc._exit(0)
         } catch {
             let code = exitCode(for: error)
             let message = fullMessage(for: error)

@@ -4,7 +4,7 @@ import ResumeKit
 
 struct Wait: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "wait",
+        commandName: "wait", _superCommandName: Resumectl.name,
         abstract: "Wait until transfers have ended; exit with their status.",
         discussion: """
             Each ended transfer prints its result line (done) on stdout or its error line on stderr. The exit \

@@ -203,9 +203,12 @@ extension TransferClient {
 
     /// The options one transfer runs with: the connection settings stored in its token, overridden by the
     /// ones given now, which the token then keeps (without secrets). Credentials go only to the token's URL.
-    /// - Parameter given: `-H` lines of this run, which override the token's by name (`TokenStore.save` keeps
-    ///   secrets out of the file).
+    /// - Parameter given: `-H` lines of this run, which override the token's by name (the token's encoding keeps
+    ///   secrets out of the file, see `Redact`).
     private func connectionOptions(for token: inout ResumeToken, given: [String] = [], events: EventHandler) -> TransferOptions {
+        // Credential headers are kept by name only (see Redact): one line says which to give again.
+        let missing = token.missingHeaders(given: given, login: options.transport.credentials.authenticates)
+        if !missing.isEmpty { events(.warning(.withheldHeaders(missing))) }
         token.headers = HeaderLines.merge(stored: token.headers, given: given)
         let merged = (token.connection ?? ConnectionSettings()).overridden(by: options.transport.connection)
         token.connection = merged.storable.isEmpty ? nil : merged.storable

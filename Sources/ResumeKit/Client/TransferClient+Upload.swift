@@ -298,7 +298,7 @@ extension TransferClient {
         state.parts = []
         var part = ResumeToken.UploadPart(source: source, wire: .s3(state))
         part.batch = request.batch
-        return ResumeToken(id: id, url: location.description, headers: ResumeToken.storableHeaders(request.headers), transfer: .upload(part))
+        return ResumeToken(id: id, url: location.description, headers: request.headers, transfer: .upload(part))
     }
 
     /// The machine of an S3 upload's token (a file's, or a stream's at the bytes its spool made durable), and
