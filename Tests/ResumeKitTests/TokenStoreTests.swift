@@ -117,7 +117,7 @@ import Testing
     func brokenTokensAreErrorsNotGuesses(name: String, data: Data) throws {
         try store.ensureDirectory()
         let path = store.tokensDirectory + "/\(name).json"
-        FileManager.default.createFile(atPath: path, contents: data)
+        #expect(FileManager.default.createFile(atPath: path, contents: data))
         #expect(throws: TokenStoreError.self) { try store.load(path) }
         #expect(FileManager.default.contents(atPath: path) == data)  // left as it was
         try? FileManager.default.removeItem(atPath: dir)
@@ -130,7 +130,7 @@ import Testing
     @Test func leftoverTempFilesAreRemovedAndTheTokenSurvives() throws {
         try store.save(Self.sample())
         let leftover = store.path(forID: "d-0123456789abcdef") + ".tmp.999999"
-        FileManager.default.createFile(atPath: leftover, contents: Data("{\"ver".utf8))
+        #expect(FileManager.default.createFile(atPath: leftover, contents: Data("{\"ver".utf8)))
         #expect(store.removeLeftovers() == ["d-0123456789abcdef.json.tmp.999999"])
         #expect(try store.load("d-0123456789abcdef") == store.load("d-0123456789abcdef"))
         try? FileManager.default.removeItem(atPath: dir)

@@ -30,9 +30,9 @@ import Testing
         let fm = FileManager.default
         try fm.createDirectory(atPath: dir + "/a/b/c", withIntermediateDirectories: true)
         defer { try? fm.removeItem(atPath: dir) }
-        fm.createFile(atPath: dir + "/a/b/c/deep.txt", contents: Data("x".utf8))
-        fm.createFile(atPath: dir + "/empty", contents: Data())
-        fm.createFile(atPath: dir + "/bad\u{1}name", contents: Data("y".utf8))
+        #expect(fm.createFile(atPath: dir + "/a/b/c/deep.txt", contents: Data("x".utf8)))
+        #expect(fm.createFile(atPath: dir + "/empty", contents: Data()))
+        #expect(fm.createFile(atPath: dir + "/bad\u{1}name", contents: Data("y".utf8)))
         try fm.createSymbolicLink(atPath: dir + "/link", withDestinationPath: dir + "/empty")
         try fm.createSymbolicLink(atPath: dir + "/a/loop", withDestinationPath: dir + "/a")
         #expect(mkfifo(dir + "/fifo", 0o600) == 0)

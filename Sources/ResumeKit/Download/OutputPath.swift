@@ -89,6 +89,7 @@ public enum OutputPath {
 
     /// `%XX` escapes decoded as UTF-8; a malformed escape is kept as it is.
     static func percentDecoded(_ text: String) -> String {
+        guard text.contains("%") else { return text }
         var bytes: [UInt8] = []
         var utf8 = Array(text.utf8)[...]
         while let byte = utf8.popFirst() {

@@ -25,10 +25,10 @@ public enum Redact {
         guard let at = chars[hostStart..<authorityEnd].lastIndex(of: "@") else { return nil }
         let userinfo = chars[hostStart..<at]
         guard let split = userinfo.firstIndex(of: ":") else {
-            return (url, percentDecoded(String(userinfo)), nil)
+            return (url, OutputPath.percentDecoded(String(userinfo)), nil)
         }
-        return (String(chars[..<split]) + String(chars[at...]), percentDecoded(String(chars[hostStart..<split])),
-            percentDecoded(String(chars[(split + 1)..<at])))
+        return (String(chars[..<split]) + String(chars[at...]), OutputPath.percentDecoded(String(chars[hostStart..<split])),
+            OutputPath.percentDecoded(String(chars[(split + 1)..<at])))
     }
 
     /// Every URL in a sentence, redacted.
@@ -66,22 +66,5 @@ public enum Redact {
             names.append(name)
         }
         return names
-    }
-
-    private static func percentDecoded(_ text: String) -> String {
-        guard text.contains("%") else { return text }
-        var bytes: [UInt8] = []
-        var utf8 = Array(text.utf8)[...]
-        while let byte = utf8.popFirst() {
-            if byte == UInt8(ascii: "%"), utf8.count >= 2,
-                let value = UInt8(String(decoding: utf8.prefix(2), as: UTF8.self), radix: 16)
-            {
-                bytes.append(value)
-                utf8 = utf8.dropFirst(2)
-            } else {
-                bytes.append(byte)
-            }
-        }
-        return String(decoding: bytes, as: UTF8.self)
     }
 }
