@@ -43,9 +43,9 @@ extension TransferClient {
         case .upload(let request, let batchFile):
             return .opened(try openUpload(request, batchFile: batchFile, events: events))
         case .resume(let stored, let headers, let newURL):
-            return .opened(try openToken(stored, headers: headers, newURL: newURL, checkSource: true, events: events))
+            return .opened(try openToken(stored, headers: headers, newURL: newURL, resuming: true, events: events))
         case .cancel(let stored):
-            return .opened(try openToken(stored, headers: [], newURL: nil, checkSource: false, events: { _ in }))
+            return .opened(try openToken(stored, headers: [], newURL: nil, resuming: false, events: { _ in }))
         }
     }
 
@@ -160,11 +160,11 @@ extension TransferClient {
         }
     }
 
-    /// A token named by `resume` or `cancel`: its lock, the token read again under it (another process may have
-    /// moved it on since it was named), the leftovers of an interrupted token write swept; for a resume, a
+    /// A token named by `resume` or `cancel`: its lock and the token read again under it (another process may
+    /// have moved it on since it was named); for a resume, the leftovers of an interrupted token write swept, a
     /// replacement URL checked and an upload's source file found unchanged.
     private func openToken(
-        _ stored: ResumeToken, headers: [String], newURL: String?, checkSource checks: Bool, events: EventHandler
+        _ stored: ResumeToken, headers: [String], newURL: String?, resuming: Bool, events: EventHandler
     ) throws(TransferError) -> Opened {
         if let newURL {
             guard stored.kind == .download else {
@@ -176,9 +176,10 @@ extension TransferClient {
         do {
             try lock.hold()
             var token = try loadToken(stored.id)
-            for name in store.removeLeftovers() { events(.note("removed \(name), left by an interrupted token write")) }
+            // Swept on a resume only: a cancel may run inside a folder batch, whose other files write tokens meanwhile.
+            if resuming { for name in store.removeLeftovers() { events(.note("removed \(name), left by an interrupted token write")) } }
             var source: SourceFile?
-            if checks, let part = token.upload, part.stream == nil {
+            if resuming, let part = token.upload, part.stream == nil {
                 source = try SourceFile(path: part.source.path)
                 try checkSource(part, source!, id: token.id)
             }
