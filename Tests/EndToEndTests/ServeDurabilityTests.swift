@@ -32,7 +32,7 @@ struct ServeDurabilityTests {
     static func storedBytes(_ folder: String) -> Int {
         serveUploadLeftovers(folder).reduce(0) { total, name in
             let size = (try? FileManager.default.attributesOfItem(atPath: folder + "/" + name)[.size] as? Int) ?? 0
-            return total + (size ?? 0)
+            return total + size
         }
     }
 

@@ -1,0 +1,46 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+import NIOCore
+
+/// An upload's open data file. Every method blocks.
+struct UploadData: Sendable {
+    let descriptor: Int32
+
+    /// Writes `buffers` one after another from `offset`.
+    func write(_ buffers: [ByteBuffer], at offset: Int64) throws(UploadFailure) {
+        var position = offset
+        for buffer in buffers {
+            let failure = buffer.withUnsafeReadableBytes { Self.writeAll(descriptor, $0, at: position) }
+            if let failure { throw UploadFailure(errno: failure, doing: "write") }
+            position += Int64(buffer.readableBytes)
+        }
+    }
+
+    /// Makes what was written durable.
+    func sync() throws(UploadFailure) {
+        guard fdatasync(descriptor) == 0 else { throw UploadFailure(errno: errno, doing: "fdatasync") }
+    }
+
+    func close() {
+        _ = Glibc.close(descriptor)
+    }
+
+    /// pwrite(2) until done; the errno of a failure.
+    static func writeAll(_ fd: Int32, _ bytes: UnsafeRawBufferPointer, at offset: Int64) -> Int32? {
+        var done = 0
+        while done < bytes.count {
+            let n = pwrite(fd, bytes.baseAddress! + done, bytes.count - done, off_t(offset) + off_t(done))
+            if n < 0 {
+                if errno == EINTR { continue }
+                return errno
+            }
+            done += n
+        }
+        return nil
+    }
+}

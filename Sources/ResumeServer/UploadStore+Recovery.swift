@@ -1,0 +1,159 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+import FoundationEssentials
+
+/// What the store finds at start: every upload a restart can continue, each one that cannot
+/// removed with a line saying why, and what an earlier release left behind.
+extension UploadStore {
+    /// Reads every record at start: what can be continued is returned; what cannot (a record that
+    /// does not parse, a plain upload, an expired one, data without a record) is removed with one log
+    /// line each; data longer than its record is cut back; a finishing upload is finished.
+    func recover(now: Int64, replacing: Bool, log: (String) -> Void) -> [UploadRecord] {
+        var records: [UploadRecord] = []
+        var dataIDs: Set<String> = []
+        var recordIDs: [String] = []
+        for name in Self.names(in: folder) {
+            if name.hasSuffix(".tmp") {
+                unlink(folder + "/" + name)
+            } else if name.hasSuffix(".data") {
+                dataIDs.insert(String(name.dropLast(5)))
+            } else if name.hasSuffix(".json") {
+                recordIDs.append(String(name.dropLast(5)))
+            }
+        }
+        for id in recordIDs.sorted() {
+            dataIDs.remove(id)
+            if let record = recover(id, now: now, replacing: replacing, log: log) { records.append(record) }
+        }
+        for id in dataIDs.sorted() {
+            unlink(dataPath(id))
+            log("upload \(id): data without a record, removed")
+        }
+        return records
+    }
+
+    private func recover(_ id: String, now: Int64, replacing: Bool, log: (String) -> Void) -> UploadRecord? {
+        guard let bytes = Self.contents(of: recordPath(id)),
+            var record = try? JSONDecoder().decode(UploadRecord.self, from: bytes),
+            record.version == 1, record.id == id, Self.isValidID(Substring(id)), !record.target.isEmpty
+        else {
+            remove(id)
+            log("upload \(id): its record does not parse, removed")
+            return nil
+        }
+        let name = "/" + record.target.joined(separator: "/")
+        var info = stat()
+        let size: Int64? = stat(dataPath(id), &info) == 0 ? Int64(info.st_size) : nil
+        if record.kind == .plain {
+            remove(id)
+            log("upload \(name): a plain upload cannot be continued, removed")
+            return nil
+        }
+        if size == nil, record.phase == .finishing {
+            // Crashed after the file was put in place, before its record said so.
+            rename(recordPath(id), donePath(id))
+            log("upload \(name): finished before the restart")
+            return nil
+        }
+        guard let size else {
+            remove(id)
+            log("upload \(name): its data is missing, removed")
+            return nil
+        }
+        if record.phase == .finishing {
+            do {
+                try finish(record, replacing: replacing)
+                log("upload \(name): finished after a restart")
+                return nil
+            } catch {
+                log("upload \(name): cannot be finished (\(error.reason)), kept")
+                return record
+            }
+        }
+        if record.expires <= now {
+            remove(id)
+            log("upload \(name): expired, removed")
+            return nil
+        }
+        if size > record.offset {
+            truncate(dataPath(id), off_t(record.offset))
+            log("upload \(name): \(size - record.offset) bytes past the durable offset \(record.offset) cut off")
+        } else if size < record.offset {
+            // Should never happen (the data is synced before its record); report only what is held.
+            record.offset = size
+            try? save(record)
+            log("upload \(name): data shorter than its record, continuing from \(size)")
+        }
+        return record
+    }
+
+    /// The finished uploads whose URLs still answer (until they expire; expired ones are removed).
+    func finishedUploads(now: Int64) -> [UploadRecord] {
+        var records: [UploadRecord] = []
+        for name in Self.names(in: folder) where name.hasSuffix(".done") {
+            let id = String(name.dropLast(5))
+            guard let bytes = Self.contents(of: donePath(id)),
+                let record = try? JSONDecoder().decode(UploadRecord.self, from: bytes),
+                record.version == 1, record.id == id, record.expires > now
+            else {
+                unlink(donePath(id))
+                continue
+            }
+            records.append(record)
+        }
+        return records
+    }
+
+    static func names(in folder: String) -> [String] {
+        guard let dir = opendir(folder) else { return [] }
+        defer { closedir(dir) }
+        var names: [String] = []
+        while let entry = readdir(dir) {
+            let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
+                String(decoding: raw.prefix { $0 != 0 }, as: UTF8.self)
+            }
+            if name != "." && name != ".." { names.append(name) }
+        }
+        return names
+    }
+
+    private static func contents(of path: String) -> Data? {
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { return nil }
+        defer { close(fd) }
+        var bytes = Data()
+        var chunk = [UInt8](repeating: 0, count: 4096)
+        while bytes.count < 1 << 20 {
+            let n = chunk.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }
+            if n < 0 && errno == EINTR { continue }
+            if n <= 0 { break }
+            bytes.append(contentsOf: chunk[0..<n])
+        }
+        return bytes
+    }
+
+    /// Removes the temp files an earlier release left beside upload destinations (`.NAME.upload-HEX`):
+    /// it kept upload state in memory only, so nothing can ever complete them. Returns how many went.
+    static func sweepLegacy(root: String) -> Int {
+        var removed = 0
+        var folders = [root]
+        while let folder = folders.popLast() {
+            for name in names(in: folder) where name != folderName {
+                let path = folder + "/" + name
+                var info = stat()
+                guard lstat(path, &info) == 0 else { continue }
+                if info.st_mode & S_IFMT == S_IFDIR {
+                    folders.append(path)
+                } else if info.st_mode & S_IFMT == S_IFREG, name.hasPrefix("."), name.contains(".upload-"), unlink(path) == 0 {
+                    removed += 1
+                }
+            }
+        }
+        return removed
+    }
+}
