@@ -157,10 +157,23 @@ struct ServeTusSpecTests: StreamPipelines {
     func streamOverTus() async throws {
         let w = try Workspace()
         try await InProcessServe.with { served in
-            let (r, code) = try await pipeline(
-                w, producer: "head -c 5000000 /dev/urandom | tee >(sha256sum > \(w.path("sum")))",
-                ["upload", "-", served.url + "/in/s.bin", "--protocol", "tus", "--json"])
-            #expect(code == 0, "\(r)")
+            // The producer pauses: resumectl creates the upload before the stream's end, its length deferred.
+            let run = try startPipeline(
+                w, producer: "(head -c 2000000 /dev/urandom; sleep 3; head -c 1000000 /dev/urandom) | tee >(sha256sum > \(w.path("sum")))",
+                ["upload", "-", served.url + "/in/s.bin", "--protocol", "tus"])
+            let store = served.path(".resumectl-uploads")
+            var record: [String: Any]?
+            for _ in 0..<100 where record == nil {
+                try await Task.sleep(for: .milliseconds(50))
+                let names = (try? FileManager.default.contentsOfDirectory(atPath: store)) ?? []
+                if let name = names.first(where: { $0.hasSuffix(".json") }), let bytes = FileManager.default.contents(atPath: store + "/" + name) {
+                    record = try? JSONSerialization.jsonObject(with: bytes) as? [String: Any]
+                }
+            }
+            #expect(record?["kind"] as? String == "tus", "\(String(describing: record))")
+            #expect(record != nil && record?["length"] == nil, "\(String(describing: record))")
+            let r = try await run.wait(timeout: .seconds(120))
+            #expect(status(r) == 0, "\(r)")
             let sum = try String(contentsOfFile: w.path("sum"), encoding: .utf8)
             #expect(sum.hasPrefix(try sha256(file: served.path("in/s.bin"))), "\(sum)")
             #expect(served.log.contains { $0.hasPrefix("POST /in/s.bin 201") }, "\(served.log)")
