@@ -92,7 +92,7 @@ final class DraftHandler: ChannelDuplexHandler {
     }
 
     /// The client is gone mid-body: a resumable upload keeps what arrived; a plain one is worthless.
-    func abandon() {
+    private func abandon() {
         guard let current = exchange, !current.ended, !current.answered, let sink = receiver.sink else { return }
         let kind = current.kind
         let target = current.head.uri
@@ -246,7 +246,7 @@ final class DraftHandler: ChannelDuplexHandler {
     }
 
     /// The request's bytes are durable: finish the upload, or say how far it got.
-    func settled(context: ChannelHandlerContext, _ ending: UploadAppender.Ending) {
+    private func settled(context: ChannelHandlerContext, _ ending: UploadAppender.Ending) {
         guard let current = exchange, !current.answered else { return }
         switch ending {
         case .failed(let failure, let record):

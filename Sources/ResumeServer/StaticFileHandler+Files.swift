@@ -79,7 +79,7 @@ extension StaticFileHandler {
         ("Cache-Control", "no-store"),
     ]
 
-    func respond(context: ChannelHandlerContext, head: HTTPRequestHead, file: ServedFile) {
+    private func respond(context: ChannelHandlerContext, head: HTTPRequestHead, file: ServedFile) {
         guard context.channel.isActive else {
             try? file.handle.close()
             return
@@ -119,7 +119,7 @@ extension StaticFileHandler {
     /// The body as buffers read on the thread pool, each written before the next is read, so memory
     /// stays at one chunk per connection. A file that ends early ends the connection: the length
     /// was promised.
-    func sendBuffered(context: ChannelHandlerContext, file: ServedFile, bytes: Range<Int64>) {
+    private func sendBuffered(context: ChannelHandlerContext, file: ServedFile, bytes: Range<Int64>) {
         let loop = context.eventLoop
         let bound = NIOLoopBound((self, context), eventLoop: loop)
         let sent = NIOLoopBoundBox(Int64(0), eventLoop: loop)

@@ -47,9 +47,9 @@ final class StaticFileHandler: ChannelDuplexHandler {
     let settings: Settings
     let threadPool: NIOThreadPool
     var mode = Mode.idle
-    var requestVersion = HTTPVersion.http1_1
-    var keepAlive = true
-    var requestNumber = 0
+    private var requestVersion = HTTPVersion.http1_1
+    private var keepAlive = true
+    private var requestNumber = 0
 
     init(settings: Settings, threadPool: NIOThreadPool) {
         self.settings = settings
@@ -181,7 +181,7 @@ final class StaticFileHandler: ChannelDuplexHandler {
     }
 
     /// Refuses a request that must not reach the upload handler; its body is drained, not stored.
-    func refuse(
+    private func refuse(
         context: ChannelHandlerContext,
         head: HTTPRequestHead,
         status: HTTPResponseStatus,
