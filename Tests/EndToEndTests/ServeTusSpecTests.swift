@@ -180,6 +180,37 @@ struct ServeTusSpecTests: StreamPipelines {
         }
     }
 
+    @Test("S3 store, two instances: a deferred length given by a PATCH on one is known to the other; finished, HEAD and DELETE answer on either; the object stays")
+    func deferredAndFinishedOnS3() async throws {
+        let cluster = try await S3ServeCluster(instances: 2)
+        let (one, two) = ("http://127.0.0.1:\(cluster.ports[0])", "http://127.0.0.1:\(cluster.ports[1])")
+        let create = try await CurlExchange.run(Self.tus + ["-X", "POST", "-H", "Upload-Defer-Length: 1",
+            "-H", "Upload-Metadata: filename \(Self.base64("d.bin"))", one + "/s3/"])
+        #expect(create.status == 201)
+        let path = try #require(create["location"])
+        #expect(try await CurlExchange.run(Self.tus + ["-I", two + path])["upload-defer-length"] == "1")
+        // The length comes with a PATCH that does not finish the upload: the other instance reads it from S3.
+        let part1 = try await CurlExchange.run(Self.tus + Self.body + ["-X", "PATCH", "-H", "Upload-Offset: 0", "-H", "Upload-Length: 11",
+            "--data-binary", "hello ", two + path])
+        #expect(part1.status == 204)
+        let between = try await CurlExchange.run(Self.tus + ["-I", one + path])
+        #expect(between["upload-length"] == "11")
+        #expect(between["upload-defer-length"] == nil)
+        let part2 = try await CurlExchange.run(Self.tus + Self.body + ["-X", "PATCH", "-H", "Upload-Offset: 6", "--data-binary", "world", one + path])
+        #expect(part2.status == 204)
+        #expect(part2["upload-offset"] == "11")
+        let head = try await CurlExchange.run(Self.tus + ["-I", two + path])
+        #expect(head.status == 200)
+        #expect(head["upload-offset"] == "11")
+        #expect(head["upload-length"] == "11")
+        #expect(head["upload-metadata"] == "filename \(Self.base64("d.bin"))")
+        let replay = try await CurlExchange.run(Self.tus + Self.body + ["-X", "PATCH", "-H", "Upload-Offset: 11", "--data-binary", "", two + path])
+        #expect(replay.status == 204)
+        #expect(try await CurlExchange.run(Self.tus + ["-X", "DELETE", two + path]).status == 204)
+        #expect(try await CurlExchange.run(Self.tus + ["-I", one + path]).status == 404)
+        #expect(try await cluster.moto.sha256(cluster.bucket, cluster.key("s3/d.bin")) == sha256(Data("hello world".utf8)))
+    }
+
     @Test("a finished upload answers until --upload-timeout, then 404")
     func finishedUploadExpires() async throws {
         try await InProcessServe.with({ $0.uploadTimeout = .milliseconds(600) }) { served in
