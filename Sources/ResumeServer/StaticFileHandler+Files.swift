@@ -9,8 +9,9 @@ import NIOCore
 import NIOHTTP1
 import NIOPosix
 
-/// A GET or HEAD of a file: its path checked, its validators and range read, its bytes sent (a
-/// `FileRegion` in the clear, buffers behind TLS).
+/// Sending a file, apart from the routing and refusals beside it: a GET or HEAD is answered from one
+/// open descriptor (its validators and length read from it, so a file replaced meanwhile cannot mix
+/// into the answer), as a `FileRegion` in the clear and as buffers behind TLS, where a region cannot go.
 extension StaticFileHandler {
     func serve(context: ChannelHandlerContext, head: HTTPRequestHead) {
         mode = .serving

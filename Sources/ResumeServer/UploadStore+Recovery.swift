@@ -7,8 +7,9 @@ import Darwin
 #endif
 import FoundationEssentials
 
-/// What the store finds at start: every upload a restart can continue, each one that cannot
-/// removed with a line saying why, and what an earlier release left behind.
+/// The store at start, kept apart from its day-to-day writes: a restart must continue every upload
+/// it can, say in one line each why it drops one it cannot, and bring back the finished uploads whose
+/// URLs still answer; what an earlier release left behind goes too.
 extension UploadStore {
     /// Reads every record at start: what can be continued is returned; what cannot (a record that
     /// does not parse, a plain upload, an expired one, data without a record) is removed with one log
