@@ -157,13 +157,16 @@ struct ServeTusSpecTests: StreamPipelines {
     func streamOverTus() async throws {
         let w = try Workspace()
         try await InProcessServe.with { served in
-            // The producer pauses: resumectl creates the upload before the stream's end, its length deferred.
+            // The producer waits for the test: resumectl creates the upload before the stream's end, its length deferred.
+            let go = w.path("go")
             let run = try startPipeline(
-                w, producer: "(head -c 2000000 /dev/urandom; sleep 3; head -c 1000000 /dev/urandom) | tee >(sha256sum > \(w.path("sum")))",
+                w, producer: "(head -c 2000000 /dev/urandom; while [ ! -e '\(go)' ]; do sleep 0.1; done; head -c 1000000 /dev/urandom)"
+                    + " | tee >(sha256sum > \(w.path("sum")))",
                 ["upload", "-", served.url + "/in/s.bin", "--protocol", "tus"])
             let store = served.path(".resumectl-uploads")
             var record: [String: Any]?
-            for _ in 0..<100 where record == nil {
+            let deadline = ContinuousClock.now + .seconds(60)
+            while record == nil && ContinuousClock.now < deadline {
                 try await Task.sleep(for: .milliseconds(50))
                 let names = (try? FileManager.default.contentsOfDirectory(atPath: store)) ?? []
                 if let name = names.first(where: { $0.hasSuffix(".json") }), let bytes = FileManager.default.contents(atPath: store + "/" + name) {
@@ -172,6 +175,7 @@ struct ServeTusSpecTests: StreamPipelines {
             }
             #expect(record?["kind"] as? String == "tus", "\(String(describing: record))")
             #expect(record != nil && record?["length"] == nil, "\(String(describing: record))")
+            _ = FileManager.default.createFile(atPath: go, contents: nil)
             let r = try await run.wait(timeout: .seconds(120))
             #expect(status(r) == 0, "\(r)")
             let sum = try String(contentsOfFile: w.path("sum"), encoding: .utf8)
@@ -213,7 +217,8 @@ struct ServeTusSpecTests: StreamPipelines {
 
     @Test("a finished upload answers until --upload-timeout, then 404")
     func finishedUploadExpires() async throws {
-        try await InProcessServe.with({ $0.uploadTimeout = .seconds(3) }) { served in
+        // Long enough that a test runner starved by a hundred parallel tests still asks within it.
+        try await InProcessServe.with({ $0.uploadTimeout = .seconds(15) }) { served in
             let create = try await CurlExchange.run(Self.tus + Self.body + ["-X", "POST", "-H", "Upload-Length: 3",
                 "-H", "Upload-Metadata: filename \(Self.base64("e.bin"))", "--data-binary", "abc", served.url + "/"])
             #expect(create.status == 201)
@@ -223,12 +228,12 @@ struct ServeTusSpecTests: StreamPipelines {
             let url = served.url + (try #require(create["location"]))
             #expect(try await CurlExchange.run(Self.tus + ["-I", url])["upload-offset"] == "3")
             var status = 200
-            while status == 200 && ContinuousClock.now < finished + .seconds(30) {
-                try await Task.sleep(for: .milliseconds(250))
+            while status == 200 && ContinuousClock.now < finished + .seconds(90) {
+                try await Task.sleep(for: .milliseconds(500))
                 status = try await CurlExchange.run(Self.tus + ["-I", url]).status
             }
             #expect(status == 404)
-            #expect(ContinuousClock.now - finished >= .seconds(2), "it answered for about --upload-timeout")
+            #expect(ContinuousClock.now - finished >= .seconds(14), "it answered for about --upload-timeout")
             #expect(try String(contentsOfFile: served.path("e.bin"), encoding: .utf8) == "abc")
         }
     }
