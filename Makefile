@@ -1,7 +1,6 @@
-# resumectl — see README.md. `make demo` and `make test` work on a fresh machine.
+# resumectl — see README.md and docs/. `make demo` and `make test` work on a fresh machine.
 SWIFT    ?= swift
 PREFIX   ?= /usr/local
-APT_PKGS := libcurl4-openssl-dev libxml2-dev libcrypt-dev pkg-config nginx-light curl openssl tinyproxy iproute2 man-db apache2-utils chromium chromium-driver devscripts
 BENCH_PKGS := aria2 wget hyperfine rclone
 # The tus peer of the end-to-end tests (scripts/tus_server.py), versions that were tested together;
 # moto's S3 server (scripts/moto_server.py; boto3 comes with it, scripts/s3_tool.py uses it).
@@ -10,36 +9,54 @@ BENCH_PKGS := aria2 wget hyperfine rclone
 MOTO_PKGS := 'moto[server,s3crc32c]==5.2.1' boto3==1.43.11
 PIP_PKGS := tuspyserver==4.4.3 fastapi==0.165.0 uvicorn==0.54.0 $(MOTO_PKGS)
 # tus-py-client, the library `make bench` compares tus uploads with and the tus client `serve`'s tests
-# upload with; selenium drives headless chromium for the folder page's test. The AWS CLI, S3 uploads.
+# upload with; selenium drives headless chromium for the folder page's test; prometheus_client's parser
+# reads serve's metrics in their test. The AWS CLI, S3 uploads.
 TUSPY_VERSION := 1.1.0
 SELENIUM_VERSION := 4.51.0
-TEST_PIP_PKGS := tuspy==$(TUSPY_VERSION) selenium==$(SELENIUM_VERSION)
+PROMETHEUS_CLIENT_VERSION := 0.26.0
+TEST_PIP_PKGS := tuspy==$(TUSPY_VERSION) selenium==$(SELENIUM_VERSION) prometheus_client==$(PROMETHEUS_CLIENT_VERSION)
 AWSCLI_VERSION := 1.45.11
 
-.PHONY: all deps build release test test-unit test-e2e generated install install-files uninstall deb docs demo bench soak clean fuzz fuzz-build
+.PHONY: all deps deps-build deps-test deps-deb build release test test-unit test-e2e generated install install-files uninstall deb docs demo bench soak clean fuzz fuzz-build
 
 all: build
 
-# Installs what is missing (Debian): libcurl headers, pkg-config; libcrypt headers (serve's logins); ISA-L
-# (S3's hardware CRC32C); nginx (TLS, HTTP/2), openssl (test certificates), tinyproxy (a real forward proxy),
-# iproute2, htpasswd (apache2-utils), chromium and chromium-driver for the tests; man-db and hardening-check
-# (devscripts) for the package check; tuspyserver, tuspy, selenium (PyPI).
-deps:
+# Installs what is missing (Debian), in three parts, each installing only what its targets need:
+# - deps-build (build, release, demo, install, deb, fuzz): libcurl, libxml2 (resumectl-s3's XML reader), libcrypt
+#   (serve's logins), ISA-L (S3's hardware CRC32C) and libssl headers, pkg-config, curl. Nothing else: `make demo`
+#   on a machine with Swift installs these and builds.
+# - deps-test (test, test-unit, test-e2e, soak, bench): the peers of the end-to-end tests: nginx (TLS, HTTP/2),
+#   openssl (test certificates), tinyproxy (a real forward proxy), iproute2, htpasswd (apache2-utils), chromium and
+#   chromium-driver (the folder page's test), systemd-analyze (systemd: serve's unit is verified), and from PyPI
+#   tuspyserver, moto, tuspy, selenium and prometheus_client (serve's metrics are parsed with it).
+# - deps-deb (scripts/check-deb.sh): man-db and hardening-check (devscripts) to check the package.
+# `make deps` installs all three.
+deps: deps-build deps-test deps-deb
+
+deps-build:
 	@missing=""; \
-	pkg-config --exists libcurl 2>/dev/null || missing="$$missing libcurl4-openssl-dev pkg-config"; \
-	command -v nginx >/dev/null 2>&1 || [ -x /usr/sbin/nginx ] || missing="$$missing nginx-light"; \
+	command -v pkg-config >/dev/null 2>&1 || missing="$$missing pkg-config"; \
+	pkg-config --exists libcurl 2>/dev/null || missing="$$missing libcurl4-openssl-dev"; \
+	pkg-config --exists libxml-2.0 2>/dev/null || missing="$$missing libxml2-dev"; \
+	pkg-config --exists libcrypto 2>/dev/null || missing="$$missing libssl-dev"; \
+	[ -f /usr/include/crypt.h ] || missing="$$missing libcrypt-dev"; \
+	[ -f /usr/include/isa-l/crc.h ] || missing="$$missing libisal-dev"; \
 	command -v curl >/dev/null 2>&1 || missing="$$missing curl"; \
+	if [ -n "$$missing" ]; then \
+		echo "installing:$$missing"; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; \
+	fi
+
+deps-test:
+	@missing=""; \
+	command -v nginx >/dev/null 2>&1 || [ -x /usr/sbin/nginx ] || missing="$$missing nginx-light"; \
 	command -v openssl >/dev/null 2>&1 || missing="$$missing openssl"; \
 	[ -x /usr/bin/tinyproxy ] || [ -x /usr/sbin/tinyproxy ] || missing="$$missing tinyproxy"; \
 	command -v ip >/dev/null 2>&1 || missing="$$missing iproute2"; \
-	command -v man >/dev/null 2>&1 || missing="$$missing man-db"; \
-	[ -f /usr/include/crypt.h ] || missing="$$missing libcrypt-dev"; \
-	[ -f /usr/include/isa-l/crc.h ] || missing="$$missing libisal-dev"; \
-	pkg-config --exists libcrypto 2>/dev/null || missing="$$missing libssl-dev"; \
 	command -v htpasswd >/dev/null 2>&1 || missing="$$missing apache2-utils"; \
 	command -v chromium >/dev/null 2>&1 || missing="$$missing chromium"; \
 	command -v chromedriver >/dev/null 2>&1 || missing="$$missing chromium-driver"; \
-	command -v hardening-check >/dev/null 2>&1 || missing="$$missing devscripts"; \
+	command -v systemd-analyze >/dev/null 2>&1 || missing="$$missing systemd"; \
 	if [ -n "$$missing" ]; then \
 		echo "installing:$$missing"; \
 		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; \
@@ -57,7 +74,17 @@ deps:
 	@python3 -c 'import flask, flask_cors, boto3, crc32c' 2>/dev/null || \
 		{ python3 -m pip install -q $(MOTO_PKGS) || python3 -m pip install -q --break-system-packages $(MOTO_PKGS); }
 
-build: deps
+
+deps-deb:
+	@missing=""; \
+	command -v man >/dev/null 2>&1 || missing="$$missing man-db"; \
+	command -v hardening-check >/dev/null 2>&1 || missing="$$missing devscripts"; \
+	if [ -n "$$missing" ]; then \
+		echo "installing:$$missing"; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; \
+	fi
+
+build: deps-build
 	$(SWIFT) build
 
 # Release binaries carry the Swift runtime inside (--static-swift-stdlib): a transfer touches fewer
@@ -96,7 +123,7 @@ else
 RELEASE_FLAGS += -Xswiftc -Xclang-linker -Xswiftc -pie
 endif
 
-release: deps
+release: deps-build
 	@mkdir -p $(STATIC_CXX); a=$$(gcc -print-file-name=libstdc++.a 2>/dev/null); \
 		if [ -f "$$a" ]; then ln -sf "$$a" $(STATIC_CXX)/libstdc++.a; else echo "no libstdc++.a: linking libstdc++ dynamically"; fi
 	@# SwiftPM does not relink for a changed order file.
@@ -111,15 +138,15 @@ release: deps
 # fully in parallel. One build serves both runs.
 TIMED_SUITES := EndToEndTests\.(CrashSafetyTests|FolderUploadTests|FolderUploadControlTests|DownloadTests|ManyConnectionsTests|AnnouncedIDTests|UploadTests|SupportSelfTests|BackgroundTests|S3CrashTests|StreamUploadTests|StreamUploadStrictTests|TusStreamUploadTests|S3StreamUploadTests|StdoutDownloadTests|ServeDurabilityTests|ServeS3StoreTests|ServeS3FolderTests|ServeS3AccessTests)
 TIMED_WIDTH ?= 6
-test: deps
+test: deps-build deps-test
 	$(SWIFT) build --build-tests
 	$(SWIFT) test --skip-build --skip '$(TIMED_SUITES)'
 	$(SWIFT) test --skip-build --parallel --experimental-maximum-parallelization-width $(TIMED_WIDTH) --filter '$(TIMED_SUITES)'
 
-test-unit: deps
+test-unit: deps-build deps-test
 	$(SWIFT) test --filter ResumeKitTests
 
-test-e2e: deps
+test-e2e: deps-build deps-test
 	$(SWIFT) test --filter EndToEndTests
 
 # Where `make install` puts things; bash-completion, zsh and fish all look in these below /usr/local and /usr.
@@ -129,6 +156,7 @@ BASHCOMPDIR ?= $(PREFIX)/share/bash-completion/completions
 ZSHCOMPDIR  ?= $(PREFIX)/share/zsh/site-functions
 FISHCOMPDIR ?= $(PREFIX)/share/fish/vendor_completions.d
 SYSTEMDUSERDIR ?= $(PREFIX)/lib/systemd/user
+SYSTEMDSYSTEMDIR ?= $(PREFIX)/lib/systemd/system
 GEN := .build/generated
 
 # The man page comes from swift-argument-parser's manual plugin and the completions from the binary itself:
@@ -156,11 +184,14 @@ install-files:
 	install -d $(DESTDIR)$(SYSTEMDUSERDIR)
 	sed 's|^ExecStart=resumectl |ExecStart=$(BINDIR)/resumectl |' contrib/systemd/resumectl-resume.service > $(DESTDIR)$(SYSTEMDUSERDIR)/resumectl-resume.service
 	install -m 644 contrib/systemd/resumectl-resume.timer $(DESTDIR)$(SYSTEMDUSERDIR)/resumectl-resume.timer
+	install -d $(DESTDIR)$(SYSTEMDSYSTEMDIR)
+	sed 's|^ExecStart=resumectl |ExecStart=$(BINDIR)/resumectl |' contrib/systemd/resumectl-serve.service > $(DESTDIR)$(SYSTEMDSYSTEMDIR)/resumectl-serve.service
 
 uninstall:
 	rm -f $(DESTDIR)$(BINDIR)/resumectl $(DESTDIR)$(BINDIR)/resumectl-serve $(DESTDIR)$(BINDIR)/resumectl-s3 $(DESTDIR)$(MANDIR)/man1/resumectl.1 \
 	      $(DESTDIR)$(BASHCOMPDIR)/resumectl $(DESTDIR)$(ZSHCOMPDIR)/_resumectl $(DESTDIR)$(FISHCOMPDIR)/resumectl.fish \
-	      $(DESTDIR)$(SYSTEMDUSERDIR)/resumectl-resume.service $(DESTDIR)$(SYSTEMDUSERDIR)/resumectl-resume.timer
+	      $(DESTDIR)$(SYSTEMDUSERDIR)/resumectl-resume.service $(DESTDIR)$(SYSTEMDUSERDIR)/resumectl-resume.timer \
+	      $(DESTDIR)$(SYSTEMDSYSTEMDIR)/resumectl-serve.service
 
 # A Debian package of the static release build (the Swift runtime is inside; libcurl is needed, and libxml2
 # for resumectl-s3's XML reader).
@@ -196,7 +227,7 @@ demo: build
 # CASE=1,7; the names: scripts/bench/__init__.py), BENCH_ARGS passes more options (BENCH_ARGS=--quick).
 CASE ?= all
 BENCH_ARGS ?=
-bench: release
+bench: deps-test release
 	@missing=""; for p in aria2c wget hyperfine rclone; do command -v $$p >/dev/null || missing="$$missing $$p"; done; \
 	if [ -n "$$missing" ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(BENCH_PKGS); fi
 	@python3 -c 'import importlib.metadata as m; m.version("tuspy") == "$(TUSPY_VERSION)" or exit(1)' 2>/dev/null || \
@@ -208,7 +239,7 @@ bench: release
 clean:
 	rm -rf .build .bench .build-fuzz
 
-# libFuzzer targets for every parser of untrusted bytes (Fuzz/; README "Hostile input"). `make fuzz` runs
+# libFuzzer targets for every parser of untrusted bytes (Fuzz/; docs/hostile-input.md). `make fuzz` runs
 # each for FUZZ_SECONDS from its seed corpus and fails on any crash or violated property; the input is
 # then in .build-fuzz/findings/<target>/. Fuzz/'s package builds with the sanitizers; serve's two pure
 # parsers are compiled straight from their sources, so the fuzzers need no NIO.
@@ -216,7 +247,7 @@ FUZZ_SECONDS ?= 60
 FUZZ_BUILD := $(SWIFT) build --package-path Fuzz --scratch-path .build-fuzz -c release \
 	-Xswiftc -sanitize=fuzzer,address -Xswiftc -enable-testing -Xswiftc -use-ld=lld
 FUZZ_SWIFTC := swiftc -O -sanitize=fuzzer,address -use-ld=lld -parse-as-library -I Fuzz/Sources/CLibFuzzer/include Fuzz/Sources/FuzzCheck/FuzzCheck.swift
-fuzz-build: deps
+fuzz-build: deps-build
 	@# SwiftPM keeps the build plan of Fuzz/'s package when only a file of its dependency (..) was added:
 	@# without the plan, the new file is planned in (a new ResumeKit file was missed otherwise).
 	rm -f .build-fuzz/release.yaml
@@ -231,6 +262,6 @@ fuzz: fuzz-build
 	scripts/fuzz.sh $(FUZZ_SECONDS)
 
 # The crash-safety suite at scale: 200 cuts and 50 kills on a 1 GiB download (a quarter for uploads).
-soak: deps
+soak: deps-build deps-test
 	$(SWIFT) build --build-tests
 	RESUMECTL_SOAK=1 $(SWIFT) test --skip-build --filter SoakTests 2>&1 | tee .soak.log | grep -E '^soak \||Test run'

@@ -77,9 +77,12 @@ let package = Package(
             name: "CCrypt",
             providers: [.apt(["libcrypt-dev"])]
         ),
+        // fork + prctl(PR_SET_PDEATHSIG) + execvpe for `serve --on-upload-complete`: header only, no library.
+        .systemLibrary(name: "CHookSpawn"),
         .target(
             name: "ResumeServer",
             dependencies: [
+                "CHookSpawn",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
@@ -130,7 +133,7 @@ let package = Package(
             dependencies: ["ResumeKit", "ResumeS3", .product(name: "Crypto", package: "swift-crypto")],
             resources: [.copy("Fixtures")]
         ),
-        // The command line's own readers, without a process: what `QuickDownload` reads, ArgumentParser reads alike.
+        // The command line's own readers, without a process: what a parsed command line asks of ResumeKit.
         .testTarget(
             name: "ResumeCLITests",
             dependencies: ["ResumeCLI", "ResumeKit", .product(name: "ArgumentParser", package: "swift-argument-parser")]

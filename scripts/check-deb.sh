@@ -4,6 +4,7 @@
 # and the completions are where bash-completion, zsh and fish look. Run by .ci/run after `make test`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+make --no-print-directory deps-deb
 make deb
 deb=$(ls -t .build/resumectl_*.deb | head -1)
 root=$(mktemp -d)
@@ -23,7 +24,7 @@ for program in resumectl resumectl-s3; do
     if readelf -d "$root/usr/bin/$program" | grep NEEDED | grep -q libstdc++; then fail "$program needs libstdc++.so"; fi
 done
 # Hardened (Makefile, "release"): each packaged program is a PIE with full RELRO (BIND_NOW) and a stack that
-# is not executable, checked with Debian's own hardening-check (devscripts; `make deps` installs it).
+# is not executable, checked with Debian's own hardening-check (devscripts; `make deps-deb`, run above, installs it).
 # --nocfprotection: Swift's compiler and the static Swift runtime inside the binaries emit no CET (IBT/SHSTK)
 # markings, so no link of Swift code can claim them; the issue asks for PIE, RELRO and BIND_NOW.
 # Fortify: resumectl-serve is checked for it (the C of swift-nio and swift-nio-ssl's BoringSSL is compiled
@@ -31,7 +32,7 @@ done
 # the only C compiled for them is the shims' one-line wrappers of libcurl, fallocate and syncfs (nothing
 # fortifiable), and the prebuilt static Swift runtime linked into them calls memcpy and friends unchecked,
 # which hardening-check reports as "only unprotected functions found" even for a one-line Swift program.
-command -v hardening-check >/dev/null || fail "hardening-check missing (Debian's devscripts; make deps installs it)"
+command -v hardening-check >/dev/null || fail "hardening-check missing (Debian's devscripts; make deps-deb installs it)"
 for program in resumectl resumectl-s3 resumectl-serve; do
     options="--nocfprotection"
     [ "$program" = resumectl-serve ] || options="$options --nofortify"

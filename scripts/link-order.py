@@ -2,7 +2,7 @@
 """Writes scripts/link-order.txt, the order in which `make release` has the linker place functions: those
 that common transfers run first, the rest after. The kernel maps a binary's code in 64 KiB windows around
 each page a process touches, so hot code spread through 13 MB of text keeps most of it resident; packed
-together it keeps a fraction (README, Performance: "Where the memory goes").
+together it keeps a fraction (docs/performance.md, "Where the memory goes").
 
     python3 scripts/link-order.py [.build/release]   # needs valgrind; run after a `make release`
 

@@ -1,6 +1,6 @@
 // libcurl for Swift. curl_easy_setopt and curl_easy_getinfo are variadic, which Swift cannot call,
 // so each argument type gets one fixed-arity wrapper. No logic lives here.
-// Also the Linux calls Swift's Glibc module leaves out, syncfs(2), fallocate(2) and O_TMPFILE: glibc declares
+// Also the Linux calls Swift's Glibc module leaves out, syncfs(2) and fallocate(2): glibc declares
 // them only under _GNU_SOURCE, and defining that here would give this module other definitions of
 // system types than Glibc's and Dispatch's (a clean build then fails), so they are declared as glibc has them.
 #ifndef RESUMECTL_CCURL_H
@@ -40,12 +40,6 @@ static inline int rctl_fallocate(int fd, int64_t length) { return fallocate(fd, 
 /* FALLOC_FL_KEEP_SIZE: the blocks are reserved past the end, the file's length stays. */
 static inline int rctl_fallocate_keep_size(int fd, int64_t length) { return fallocate(fd, 0x01, 0, (off_t)length); }
 /* FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE (linux/falloc.h): free the blocks, keep the file's length. */
-/* O_TMPFILE (__O_TMPFILE | O_DIRECTORY; the former is 020000000 on every Linux architecture Swift runs
-   on): an inode in `folder` with no name yet, gone with its last descriptor unless linkat(2) names it. */
-#include <fcntl.h>
-static inline int rctl_open_unnamed(const char *_Nonnull folder) { return open(folder, 020000000 | O_DIRECTORY | O_RDWR | O_CLOEXEC, 0644); }
-/* AT_EMPTY_PATH: linkat(2) of the descriptor itself (allowed without CAP_DAC_READ_SEARCH since Linux 6.10). */
-static const int rctl_at_empty_path = 0x1000;
 static inline int rctl_punch_hole(int fd, int64_t offset, int64_t length) { return fallocate(fd, 0x02 | 0x01, (off_t)offset, (off_t)length); }
 
 #endif

@@ -5,10 +5,10 @@ import ResumeKit
 
 struct Download: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "download",
+        commandName: "download", _superCommandName: Resumectl.name,
         abstract: "Download a URL; an interrupted download resumes with Range and If-Range.",
         discussion: """
-            The body goes to PATH.part and is renamed to PATH only when complete and verified.
+            The body goes to PATH.part and is renamed to PATH only when complete and verified. \
             Running the same command again continues where it stopped.
 
             s3://BUCKET/KEY is a signed ranged GET with every guarantee above. s3://BUCKET/PREFIX/ (ending \
@@ -76,17 +76,22 @@ struct Download: AsyncParsableCommand {
         }
     }
 
+    /// One URL runs on the calling thread, the main one (`CommandLineTool` and `Resumectl.main` are on the
+    /// main actor): a hop to Swift's thread pool and to a transfer thread costs a small download more than
+    /// its bytes. A list, an S3 prefix and `--start-at`'s hold wait on tasks.
+    @MainActor
     func run() async throws {
-        guard let url else { return try await runList(inputFile!) }
-        if case .s3Prefix? = try? Route(url) { return try await runPrefix(url) }
+        guard let given = url else { return try await runList(inputFile!) }
+        if case .s3Prefix? = try? Route(given) { return try await runPrefix(given) }
+        let (taken, url) = options.client(taking: given)
+        var configured = taken
         let request = DownloadRequest(
             url: url, outputPath: output, headers: options.header, expectedSHA256: try checksum.map(Checksum.parse),
             onChange: onChange, force: force, s3: s3.options())
-        var configured = options.client()
         configured.options.connections = connections
         configured.options.waitForNetwork = background.waitsForNetwork
         let client = configured
-        if output == "-" { return try await runToStdout(request, client: client) }
+        if output == "-" { return try runToStdout(request, client: client) }
         if background.detach {
             let id: String
             do { id = try client.prepare(request) } catch { throw Runner.fail(error, json: options.json) }
@@ -95,9 +100,17 @@ struct Download: AsyncParsableCommand {
         let reporter = Reporter(json: options.json, quiet: options.quiet)
         let id = client.downloadTokenID(request)
         if let id { reporter.setToken(id) }
-        let result = try await Foreground.run(id: id, kind: .download, url: url, client: client, background: background, reporter: reporter) {
-            cancellation, events throws(TransferError) in
-            try await client.download(request, cancellation: cancellation, events: events)
+        let result: DownloadResult
+        if background.startAt != nil {
+            result = try await Foreground.run(id: id, kind: .download, url: url, client: client, background: background, reporter: reporter) {
+                cancellation, events throws(TransferError) in
+                try await client.download(request, cancellation: cancellation, events: events)
+            }
+        } else {
+            result = try Foreground.runBlocking(id: id, client: client, background: background, reporter: reporter) {
+                cancellation, events throws(TransferError) in
+                try client.downloadBlocking(request, cancellation: cancellation, events: events)
+            }
         }
         reporter.result(result.path)
     }
@@ -105,10 +118,10 @@ struct Download: AsyncParsableCommand {
 
 extension Download {
     /// `-o -`: progress and the failure line on stderr, the body alone on stdout.
-    func runToStdout(_ request: DownloadRequest, client: TransferClient) async throws {
+    func runToStdout(_ request: DownloadRequest, client: TransferClient) throws {
         let reporter = Reporter(json: false, quiet: options.quiet)
-        _ = try await Runner.run(reporter: reporter) { cancellation throws(TransferError) in
-            try await client.download(request, cancellation: cancellation) { reporter.handle($0) }
+        _ = try Runner.runBlocking(reporter: reporter) { cancellation throws(TransferError) in
+            try client.downloadBlocking(request, cancellation: cancellation) { reporter.handle($0) }
         }
     }
 

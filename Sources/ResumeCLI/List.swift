@@ -4,9 +4,12 @@ import ResumeKit
 
 struct List: ParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "list",
-        abstract: "List transfers and their state: running (pid), scheduled, queued, waiting for network, paused, failed and resumable, failed.",
-        discussion: "--all adds the transfers that ended in the last 7 days (done, failed, cancelled).")
+        commandName: "list", _superCommandName: Resumectl.name,
+        abstract: "List transfers: one line each, with its state, progress, URL and path.",
+        discussion: """
+            A state is one of: running (pid), scheduled, queued, waiting for network, paused, failed and \
+            resumable, failed. --all adds the transfers that ended in the last 7 days (done, failed, cancelled).
+            """)
 
     @Flag(help: "Also the transfers that ended (kept 7 days).")
     var all = false

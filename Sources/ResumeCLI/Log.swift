@@ -4,7 +4,7 @@ import ResumeKit
 
 struct Log: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "log",
+        commandName: "log", _superCommandName: Resumectl.name,
         abstract: "Print what a detached transfer wrote: NDJSON events and its stderr lines.",
         discussion: "--follow keeps printing until the transfer ends.")
 

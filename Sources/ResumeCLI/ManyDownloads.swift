@@ -4,7 +4,7 @@ import Glibc
 import ResumeKit
 
 /// Many downloads at once (`-i LIST`, an S3 prefix): one line per file on stdout, one per failure on stderr.
-/// `Download` runs it with its parsed options, `QuickDownload` with the few a list's usual line has.
+/// `Download` runs it with its parsed options.
 struct ManyDownloads {
     var client: TransferClient
     var json: Bool

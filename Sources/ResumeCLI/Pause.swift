@@ -4,8 +4,8 @@ import ResumeKit
 
 struct Pause: ParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "pause",
-        abstract: "Stop a running transfer cleanly from any shell; it commits and exits 75.")
+        commandName: "pause", _superCommandName: Resumectl.name,
+        abstract: "Stop a running transfer from any shell; it commits and exits 75.")
 
     @Argument(help: "Token id or token file path.")
     var token: String

@@ -4,17 +4,18 @@ import ResumeKit
 
 struct Resume: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "resume",
+        commandName: "resume", _superCommandName: Resumectl.name,
         abstract: "Continue a transfer from its token, even after kill -9 or a reboot.",
         discussion: """
             A transfer that already completed prints its result line again and exits 0.
-            --all continues every paused or resumable-failed transfer, --parallel N at a time, each in a
-            process of its own; the status is 0 when all succeeded, else the worst: a failure for good (1, 65 …)
-            before one a resume continues (74, 130, 75).
 
-            Connection options the transfer began with (--cacert, -k, -x, --http1.1 …) are kept in the token and
-            used again; an option given now replaces the kept one. Logins (-u, --netrc) and -H credentials are
-            never kept: give them again.
+            --all continues every paused or resumable-failed transfer, --parallel N at a time, each in a \
+            process of its own. It exits 0 when all succeeded, else with the worst status: a failure for \
+            good (1, 65 …) before one a resume continues (74, 130, 75).
+
+            Connection options the transfer began with (--cacert, -k, -x, --http1.1 …) are kept in the token \
+            and used again; an option given now replaces the kept one. Logins (-u, --netrc) and -H \
+            credentials are never kept: give them again.
 
             EXAMPLES:
               resumectl resume d-1a2b3c4d5e6f7a8b
@@ -50,12 +51,13 @@ struct Resume: AsyncParsableCommand {
     }
 
     func run() async throws {
-        var configured = options.client()
+        // A token whose URL names a user asks for the password (never stored) before anything runs.
+        let known = token.flatMap { $0.hasPrefix("b-") ? nil : try? TransferClient(store: options.store).loadToken($0) }
+        var configured = try options.client(resuming: known?.url)
         configured.options.waitForNetwork = background.waitsForNetwork
         let client = configured
         guard let reference = token else { return try ResumeAll.run(client: client, parallel: parallel, background: background) }
         if reference.hasPrefix("b-") { return try await resumeBatch(reference, client: client) }
-        let known = try? client.loadToken(reference)
         if background.detach {
             guard let known else { throw Runner.fail(TransferError(.inputMissing, "no token named '\(reference)'"), json: options.json) }
             if let pid = TokenLock.holder(path: client.store.lockPath(forID: known.id)) {

@@ -3,14 +3,33 @@ import Glibc
 import ResumeKit
 
 struct Resumectl: AsyncParsableCommand {
+    static let name = "resumectl"
+
     // Every command names itself (`commandName`): otherwise ArgumentParser derives each name from the type's name
     // with `String(describing:)`, a protocol-conformance lookup through the whole binary per command, every run.
+    // Each subcommand also names `resumectl` as its super-command (`_superCommandName`), which is what it is when
+    // `parseNamed` parses it alone: its help says `resumectl download`, and ArgumentParser skips its check for
+    // `--generate-completion-script` there (two more commands built by reflection each run, a seventh of a small
+    // download's instructions); such a request fails that parse and is answered by the root's.
     static let configuration = CommandConfiguration(
-        commandName: "resumectl",
+        commandName: name,
         abstract: "Large HTTP transfers that survive dropped connections, Ctrl-C, kill -9 and reboots.",
         discussion: """
-            Exit status: 0 done, 1 failed, 64 usage, 65 bad data, 66 input missing, 73 cannot create output, \
-            74 local I/O error, 75 interrupted and resumable, 130 Ctrl-C. 'resumectl help SUBCOMMAND' for more.
+            'resumectl help SUBCOMMAND' for a command's options; 'man resumectl' for all of them.
+
+            EXIT STATUS:
+              0    done (also: it was already complete)
+              1    failed and cannot be resumed
+              64   usage: bad arguments, a malformed or non-http(s) URL
+              65   bad data: checksum mismatch, unreadable token, changed source
+              66   input missing: the upload's source, the token
+              73   cannot create the output
+              74   local I/O error, e.g. a full disk; the token is kept
+              75   interrupted and resumable: paused, retries used up, network gone
+              130  Ctrl-C; the token is kept
+              141  -o - only: the reader of stdout went away
+
+            Many transfers at once exit 0 when all succeeded, else with the worst status.
 
             EXAMPLES:
               resumectl download https://example.com/big.iso
@@ -29,16 +48,24 @@ struct Resumectl: AsyncParsableCommand {
     )
 
     /// Like ArgumentParser's own `main`, but a usage error is one line on stderr (scripts read it),
-    /// with `--help` for the long story.
+    /// with `--help` for the long story. On the main actor, as `CommandLineTool.main`: a command whose `run`
+    /// is on it too (`download`) starts on this thread, without a hop to Swift's thread pool.
+    @MainActor
     static func main() async {
         do {
             var command = try parseNamed() ?? parseAsRoot()
             if S3Support.answers == nil, S3Handoff.needed(command) { try S3Handoff.exec() }
-            if var asyncCommand = command as? AsyncParsableCommand {
-                try await asyncCommand.run()
+            if let asyncCommand = command as? AsyncParsableCommand {
+                // The parsed command is this task's alone; a `run` on the main actor (download's) starts on this thread.
+                nonisolated(unsafe) var running = asyncCommand
+                try await running.run()
             } else {
                 try command.run()
             }
+            // Output is unbuffered and every file is closed and synced: the libraries' exit handlers would only
+            // free memory (OpenSSL's cleanup alone was 3% of a 4 KiB download's instructions).
+            fflush(nil)
+            Glibc._exit(0)
         } catch {
             let code = exitCode(for: error)
             let message = fullMessage(for: error)

@@ -7,10 +7,11 @@ import ResumeKit
 /// that keeps a download's memory about 10 MiB smaller.
 struct Serve: ParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "serve",
-        abstract: "Serve a folder over HTTP(S): ranged downloads, resumable uploads (IETF draft, tus), logins, limits, a folder page.")
+        commandName: "serve", _superCommandName: Resumectl.name,
+        abstract: "Serve a folder over HTTP(S): ranged downloads, resumable uploads (IETF draft, tus), logins, limits, a folder page.",
+        discussion: "The server is a program of its own, resumectl-serve: 'resumectl serve --help' lists its options.")
 
-    @Argument(parsing: .captureForPassthrough, help: "[DIR] [--host H] [--port P] [--tls-cert F --tls-key F] [--htpasswd F] [--read-only] … ('resumectl serve --help' lists all)")
+    @Argument(parsing: .captureForPassthrough, help: "The folder to serve, then the server's options ('resumectl serve --help').")
     var arguments: [String] = []
 
     func run() throws {
@@ -25,7 +26,7 @@ struct Serve: ParsableCommand {
     static func siblingPath(_ name: String) -> String {
         var buffer = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
         let n = readlink("/proc/self/exe", &buffer, buffer.count - 1)
-        let me = n > 0 ? String(cString: buffer) : CommandLine.arguments[0]
+        let me = n > 0 ? String(decoding: buffer[..<n].map { UInt8(bitPattern: $0) }, as: UTF8.self) : CommandLine.arguments[0]
         guard let slash = me.lastIndex(of: "/") else { return name }
         return String(me[..<slash]) + "/" + name
     }

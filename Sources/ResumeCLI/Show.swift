@@ -3,7 +3,7 @@ import Glibc
 import ResumeKit
 
 struct Show: ParsableCommand {
-    static let configuration = CommandConfiguration(commandName: "show", abstract: "Print a token's JSON, or the record of a transfer that ended.")
+    static let configuration = CommandConfiguration(commandName: "show", _superCommandName: Resumectl.name, abstract: "Print a token's JSON, or the record of a transfer that ended.")
 
     @Argument(help: "Token id or token file path.")
     var token: String

@@ -1,4 +1,5 @@
 import ArgumentParser
+import Glibc
 import ResumeKit
 
 /// The options every transfer command takes; their defaults are `TransferSettings`'.
@@ -57,4 +58,32 @@ struct TransferOptionGroup: ParsableArguments {
     var store: TokenStore { TokenStore(directory: stateDir ?? TokenStore.defaultDirectory()) }
 
     func client() -> TransferClient { settings.client() }
+
+    /// The client for a new transfer of `url`, and the URL it runs: a password in the URL is a `-u` password
+    /// (the URL, which the token keeps, loses it, and `resume` asks for it again); `-u` wins over it.
+    func client(taking url: String) -> (TransferClient, url: String) {
+        var settings = settings
+        guard let login = Redact.login(in: url), let password = login.password else { return (settings.client(), url) }
+        if settings.credentials.user == nil {
+            settings.credentials.user = login.user
+            settings.credentials.password = password
+        }
+        return (settings.client(), login.url)
+    }
+
+    /// The client for resuming a token of `url`. A URL that names a user keeps no password: without `-u` or
+    /// netrc it is asked for on the terminal, as `-u USER` asks for it.
+    func client(resuming url: String?) throws -> TransferClient {
+        var settings = settings
+        if let url, let login = Redact.login(in: url), login.password == nil, !settings.credentials.authenticates {
+            guard isatty(0) != 0 else {
+                throw Runner.fail(TransferError(.usage,
+                    "the token's URL names user '\(login.user)', whose password is never stored, and stdin is not a terminal to ask for it: give -u \(login.user):PASSWORD or --netrc"),
+                    json: json)
+            }
+            settings.credentials.user = login.user
+            settings.credentials.password = PasswordPrompt.ask("Enter host password for user '\(login.user)': ")
+        }
+        return settings.client()
+    }
 }

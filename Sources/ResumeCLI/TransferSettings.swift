@@ -1,7 +1,7 @@
 import ResumeKit
 
 /// What the options every transfer command takes say, as plain values. The defaults are written here once:
-/// `TransferOptionGroup` declares its options with them, and `QuickDownload` starts from them.
+/// `TransferOptionGroup` declares its options with them.
 struct TransferSettings: Equatable {
     var headers: [String] = []
     /// nil: retry without end (`--retries inf`).

@@ -3,7 +3,7 @@ import ResumeKit
 
 struct Upload: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "upload",
+        commandName: "upload", _superCommandName: Resumectl.name,
         abstract: "Upload a file resumably: IETF resumable-upload draft, tus 1.0, a plain POST, or S3 multipart.",
         discussion: """
             With --protocol auto (the default) one OPTIONS request (no body) finds out what the server \
@@ -39,7 +39,7 @@ struct Upload: AsyncParsableCommand {
               resumectl upload --chunk-size 64M backup.tar https://uploads.example.com/f/
               resumectl upload -u alice --cacert ca.pem a.tar https://intranet.example/up/
               resumectl upload big.iso https://uploads.example.com/big.iso --detach
-              pg_dump db | resumectl upload - https://uploads.example.com/db.sql --spool-max 256M
+              pg_dump db | resumectl upload - https://up.example.com/db.sql --spool-max 1G
               resumectl upload backup.tar s3://my-bucket/backups/backup.tar --part-size 64M
               resumectl upload a.tar s3://bucket/a.tar --endpoint-url http://127.0.0.1:9000
             """)
@@ -103,12 +103,13 @@ struct Upload: AsyncParsableCommand {
     }
 
     func run() async throws {
+        let (taken, url) = options.client(taking: self.url)
         let request = UploadRequest(
             filePath: file, url: url, headers: options.header, interopVersion: interopVersion.flatMap(InteropVersion.init),
             chunkSize: chunkSize?.bytesPerSecond, uploadProtocol: uploadProtocol,
             s3: s3.options(partSize: partSize?.bytesPerSecond, parallel: parallel, checksum: s3Checksum), spoolMax: spoolMax?.bytesPerSecond)
-        if file != "-", BatchRequest.isFolder(file) { return try await runBatch(request) }
-        var configured = options.client()
+        if file != "-", BatchRequest.isFolder(file) { return try await runBatch(request, client: taken) }
+        var configured = taken
         configured.options.waitForNetwork = background.waitsForNetwork
         let client = configured
         if background.detach {

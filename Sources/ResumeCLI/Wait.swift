@@ -4,13 +4,13 @@ import ResumeKit
 
 struct Wait: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "wait",
+        commandName: "wait", _superCommandName: Resumectl.name,
         abstract: "Wait until transfers have ended; exit with their status.",
         discussion: """
-            Each ended transfer prints its result line (done) on stdout or its error line on stderr. The exit
-            status is the transfer's own (0 done, 1 failed, 75 paused or resumable, …); with several ids, the
-            worst: a failure for good (1, 65 …) before one a resume continues (74, 130, 75). An unknown id gives 66. When --timeout passes first,
-            wait exits 75 and says which ids are still running.
+            Each ended transfer prints its result line (done) on stdout or its error line on stderr. The exit \
+            status is the transfer's own (0 done, 1 failed, 75 paused or resumable, …); with several ids, the \
+            worst: a failure for good (1, 65 …) before one a resume continues (74, 130, 75). An unknown id \
+            gives 66. When --timeout passes first, wait exits 75 and says which ids are still running.
             """)
 
     @Argument(help: "Token ids.")

@@ -147,7 +147,7 @@ final class DraftHandler: ChannelDuplexHandler {
         }
         let record = UploadRecord(
             id: UploadStore.newID(), kind: kind, interop: kind == .ietf ? version : nil, target: target,
-            length: length, expires: WallClock.millis() + settings.expiry)
+            length: length, user: LoginGate.user(in: context), expires: WallClock.millis() + settings.expiry)
         modify { $0.kind = kind; $0.version = version; $0.created = true; $0.completes = complete }
         receiver.create(record, slots: settings.slots, context: context) { result in
             switch result {

@@ -67,6 +67,9 @@ final class LoginGate: ChannelDuplexHandler {
     /// Paths of uploads in progress: a HEAD there is part of an upload, not a download.
     private let uploadPrefixes: [String]
     private var state = State.idle
+    /// Whose login the request in progress passed with (`nil` when it needed none): an upload keeps it
+    /// for its completion hook.
+    private(set) var user: String?
 
     init(logins: Logins, threadPool: NIOThreadPool, uploadPrefixes: [String]) {
         self.logins = logins
@@ -102,6 +105,7 @@ final class LoginGate: ChannelDuplexHandler {
     }
 
     private func admit(context: ChannelHandlerContext, head: HTTPRequestHead) {
+        user = nil
         // The method tus reads (X-HTTP-Method-Override), not the request line's: a GET must not create uploads unseen.
         let method = TusMachine.method(head.method, head.headers)
         let isRead = method == .GET || method == .HEAD || method == .OPTIONS
@@ -121,6 +125,7 @@ final class LoginGate: ChannelDuplexHandler {
             return
         }
         if logins.verified.contains(authorization) {
+            self.user = user
             pass(context: context, head: head)
             return
         }
@@ -133,6 +138,7 @@ final class LoginGate: ChannelDuplexHandler {
             if case .success(true) = result {
                 self.logins.verified.insert(authorization)
                 self.state = .passing
+                self.user = user
                 for part in held {
                     if case .end = part { self.state = .idle }
                     context.fireChannelRead(self.wrapInboundOut(part))
@@ -148,6 +154,11 @@ final class LoginGate: ChannelDuplexHandler {
             self.refuse(context: context, head: head, status: .unauthorized)
             if readPending { context.read() }
         }
+    }
+
+    /// The login of the request in progress on `context`'s connection, as its ``LoginGate`` checked it.
+    static func user(in context: ChannelHandlerContext) -> String? {
+        (try? context.pipeline.syncOperations.handler(type: LoginGate.self))?.user
     }
 
     private func pass(context: ChannelHandlerContext, head: HTTPRequestHead) {

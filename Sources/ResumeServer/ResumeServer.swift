@@ -39,35 +39,46 @@ public final class ResumeServer: Sendable {
     private let listener: any Channel
     private let store: (any UploadBackend)?
     private let table: UploadTable
+    private let connections: OpenConnections
+    private let hooks: HookRunner?
+    private let log: (@Sendable (String) -> Void)?
     private let stopped = Mutex(false)
 
-    private init(
-        host: String,
-        port: Int,
-        secure: Bool,
-        group: MultiThreadedEventLoopGroup,
-        threadPool: NIOThreadPool,
-        listener: any Channel,
-        store: (any UploadBackend)?,
-        table: UploadTable
-    ) {
-        self.host = host
+    private init(_ parts: Parts, listener: any Channel, port: Int) {
+        host = parts.configuration.host
         self.port = port
-        self.secure = secure
-        self.group = group
-        self.threadPool = threadPool
+        secure = parts.secure
+        group = parts.group
+        threadPool = parts.threadPool
         self.listener = listener
-        self.store = store
-        self.table = table
+        store = parts.store
+        table = parts.table
+        connections = parts.connections
+        hooks = parts.hooks
+        log = parts.configuration.log
+    }
+
+    /// What ``start(_:)`` assembles before it binds.
+    private struct Parts {
+        var configuration: ServerConfiguration
+        var secure: Bool
+        var group: MultiThreadedEventLoopGroup
+        var threadPool: NIOThreadPool
+        var store: (any UploadBackend)?
+        var table: UploadTable
+        var connections: OpenConnections
+        var hooks: HookRunner?
     }
 
     /// Binds and starts serving; returns once connections are accepted.
     ///
     /// - Throws: ``ServeError`` when the folder is missing or the address cannot be bound.
     public static func start(_ configuration: ServerConfiguration) async throws -> ResumeServer {
+        let metrics = configuration.metrics ? ServerMetrics() : nil
         // On S3 there is no folder: `root` stays empty and nothing reads the file system below it.
         let s3 = try configuration.s3.map { s3 throws(ServeError) in
-            try S3StoreSetup.open(s3, readOnly: configuration.readOnly, overwrite: configuration.overwrite, log: configuration.log)
+            try S3StoreSetup.open(
+                s3, readOnly: configuration.readOnly, overwrite: configuration.overwrite, metrics: metrics, log: configuration.log)
         }
         let root = s3 == nil ? try canonicalDirectory(configuration.directory) : ""
         let tls = try configuration.tls.map { files throws(ServeError) in try ServerTLS.context(files) }
@@ -77,16 +88,29 @@ public final class ResumeServer: Sendable {
         let expiry = max(Int64(1), Int64(configuration.uploadTimeout.components.seconds) * 1000
             + configuration.uploadTimeout.components.attoseconds / 1_000_000_000_000_000)
         let slots = configuration.maxUploads.map(UploadSlots.init(limit:))
+        let descriptors = DescriptorLimit.raise()
+        var cap = configuration.maxConnections ?? DescriptorLimit.defaultConnections(limit: descriptors)
+        if cap > DescriptorLimit.mostConnections(limit: descriptors) {
+            cap = DescriptorLimit.mostConnections(limit: descriptors)
+            configuration.log?("--max-connections lowered to \(cap): the process may open \(descriptors) descriptors")
+        }
+        let connections = OpenConnections(limit: cap)
         // S3 calls block for a network round trip each: more threads than the file store's two.
         let threadPool = NIOThreadPool(numberOfThreads: s3 == nil ? 2 : 16)
         threadPool.start()
         let table = UploadTable(slots: slots, remote: s3, threadPool: threadPool)
         var store: (any UploadBackend)?
+        var hooks: HookRunner?
         if let s3, !configuration.readOnly {
             store = s3
         } else if s3 == nil && !configuration.readOnly {
-            let opened = try UploadStore(root: root)
             let log = configuration.log
+            hooks = try configuration.completionHook.map { settings throws(ServeError) in
+                try HookRunner(settings: settings, root: root, metrics: metrics, log: log)
+            }
+            let opened = try UploadStore(root: root, metrics: metrics, hooks: hooks)
+            // The hooks left due first: finishing a record below makes (and queues) new ones.
+            hooks?.resumeDue()
             for record in opened.recover(now: WallClock.millis(), replacing: configuration.overwrite, log: { log?($0) }) {
                 table.insert(record)
             }
@@ -112,13 +136,19 @@ public final class ResumeServer: Sendable {
             store: store,
             objects: s3.map { S3Objects(store: $0.store, log: configuration.log) },
             table: table,
-            expiry: expiry
+            expiry: expiry,
+            connections: connections,
+            metrics: metrics
         )
         if let store { ExpirySweep.schedule(on: group.next(), table: table, store: store, threadPool: threadPool, expiry: expiry, log: configuration.log) }
 
         let bootstrap = ServerBootstrap(group: group)
             .serverChannelOption(ChannelOptions.backlog, value: 256)
             .serverChannelOption(ChannelOptions.socketOption(.so_reuseaddr), value: 1)
+            // Past the descriptor limit `accept` fails with EMFILE: wait a moment instead of spinning on it.
+            .serverChannelInitializer { channel in
+                channel.eventLoop.makeCompletedFuture { try channel.pipeline.syncOperations.addHandler(AcceptBackoffHandler()) }
+            }
             .childChannelOption(ChannelOptions.tcpOption(.tcp_nodelay), value: 1)
             .childChannelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
@@ -126,40 +156,58 @@ public final class ResumeServer: Sendable {
                 }
             }
 
+        let parts = Parts(
+            configuration: configuration, secure: tls != nil, group: group, threadPool: threadPool, store: store, table: table,
+            connections: connections, hooks: hooks)
         let listener: any Channel
         do {
             listener = try await bootstrap.bind(host: configuration.host, port: configuration.port).get()
         } catch {
             try? await group.shutdownGracefully()
             try? await threadPool.shutdownGracefully()
+            hooks?.shutdown()
             throw listenError(error, configuration: configuration)
         }
-        let port = listener.localAddress?.port ?? configuration.port
-        return ResumeServer(
-            host: configuration.host,
-            port: port,
-            secure: tls != nil,
-            group: group,
-            threadPool: threadPool,
-            listener: listener,
-            store: store,
-            table: table
-        )
+        return ResumeServer(parts, listener: listener, port: listener.localAddress?.port ?? configuration.port)
     }
 
-    /// Stops listening and closes every connection. Unfinished resumable uploads stay in the store
-    /// for the next start; plain uploads in progress, which nothing can continue, are deleted.
+    /// Stops at once: ``stop(drain:)`` without a drain.
     public func shutdown() async throws {
+        await stop(drain: .zero)
+    }
+
+    /// Stops listening; lets the requests in progress go on for up to `drain` (a connection closes
+    /// once its request is answered, an idle one at once), then closes the rest. Every upload's
+    /// bytes received by then are made durable before this returns, so a restart continues each one
+    /// from there (a tus append with a checksum counts whole or not at all, as always). Plain uploads
+    /// in progress, which nothing can continue, are deleted. Hooks not run yet stay due for the next start.
+    public func stop(drain: Duration) async {
         let alreadyStopped = stopped.withLock { value in
             defer { value = true }
             return value
         }
         guard !alreadyStopped else { return }
         try? await listener.close()
-        // The file pool first, while the event loops can still take its last results; then no
-        // sink can touch a temporary file any more and the sweep is safe.
-        try await threadPool.shutdownGracefully()
-        try await group.shutdownGracefully()
+        let deadline = ContinuousClock.now + drain
+        if drain > .zero {
+            connections.quiesce()
+            while connections.count > 0 && ContinuousClock.now < deadline {
+                try? await Task.sleep(for: .milliseconds(50))
+            }
+            if connections.count > 0 { log?("stopping: \(connections.count) connection(s) still busy after the drain time, closed") }
+        }
+        connections.closeAll()
+        // Each closed upload request settles on the thread pool: wait for that before stopping the pool.
+        let loop = group.next()
+        let settled = loop.makePromise(of: Void.self)
+        table.allSettled(on: loop).cascade(to: settled)
+        // A store that hangs (S3 unreachable) must not keep the process from stopping: the first wins.
+        let bound = loop.scheduleTask(in: .seconds(30)) { settled.succeed() }
+        try? await settled.futureResult.get()
+        bound.cancel()
+        try? await threadPool.shutdownGracefully()
+        try? await group.shutdownGracefully()
+        hooks?.shutdown()
         if let store {
             for id in table.plainIDs() { store.remove(id) }
         }
@@ -182,116 +230,5 @@ public final class ResumeServer: Sendable {
 
     private static func authority(host: String, port: Int) -> String {
         host.contains(":") && !host.hasPrefix("[") ? "[\(host)]:\(port)" : "\(host):\(port)"
-    }
-}
-
-/// Builds one connection's pipeline:
-/// [TLS] → HTTP/1 codec → 431/400 answers → head timeout → access log → [logins] → [tus] → static files
-/// (GET/HEAD, upload admission) → ``DraftHandler`` (the IETF draft and plain uploads).
-private struct PipelineFactory: Sendable {
-    let configuration: ServerConfiguration
-    let root: String
-    let threadPool: NIOThreadPool
-    let admission: UploadAdmission
-    let tls: NIOSSLContext?
-    let logins: Logins?
-    /// `nil` when read-only.
-    let store: (any UploadBackend)?
-    /// Served objects, with `--store s3://`.
-    let objects: S3Objects?
-    let table: UploadTable
-    let expiry: Int64
-
-    func configure(_ channel: any Channel) throws {
-        let sync = channel.pipeline.syncOperations
-        if let tls {
-            try channel.syncOptions?.setOption(ChannelOptions.autoRead, value: false)
-            try sync.addHandler(ReadOnActive())
-            try sync.addHandler(NIOSSLServerHandler(context: tls))
-        }
-        try sync.configureHTTPServerPipeline(
-            withPipeliningAssistance: true,
-            withErrorHandling: false,
-            withEncoderConfiguration: .init(),
-            withDecoderLimitConfiguration: ProtocolErrorResponder.decoderLimits
-        )
-        try sync.addHandler(ProtocolErrorResponder())
-        try sync.addHandler(HeaderTimeout(limit: TimeAmount(configuration.headerTimeout)))
-        if let log = configuration.log {
-            try sync.addHandler(AccessLogHandler(log: log))
-        }
-        if let logins {
-            try sync.addHandler(
-                LoginGate(logins: logins, threadPool: threadPool, uploadPrefixes: [DraftMachine.prefix, TusHandler.prefix]))
-        }
-        if let store {
-            try sync.addHandler(
-                TusHandler(
-                    settings: .init(
-                        root: objects == nil ? root : nil, store: store, table: table, admission: admission, threadPool: threadPool,
-                        expiry: expiry, log: configuration.log
-                    )
-                )
-            )
-        }
-        try sync.addHandler(
-            StaticFileHandler(
-                settings: .init(
-                    root: root,
-                    acceptsUploads: store != nil,
-                    resumptionPrefix: DraftMachine.prefix,
-                    admission: admission,
-                    secure: tls != nil,
-                    objects: objects
-                ),
-                threadPool: threadPool
-            )
-        )
-        guard let store else { return }
-        try sync.addHandler(
-            DraftHandler(
-                settings: .init(
-                    store: store, table: table, threadPool: threadPool, slots: admission.slots,
-                    overwrite: configuration.overwrite, maxUploadSize: configuration.maxUploadSize,
-                    expiry: expiry, log: configuration.log
-                )
-            )
-        )
-    }
-}
-
-/// Drops the uploads whose `--upload-timeout` ran out, on a timer (also those found at start).
-private enum ExpirySweep {
-    static func schedule(
-        on loop: any EventLoop, table: UploadTable, store: any UploadBackend, threadPool: NIOThreadPool, expiry: Int64,
-        log: (@Sendable (String) -> Void)?
-    ) {
-        let every = TimeAmount.milliseconds(min(max(expiry / 2, 50), 30_000))
-        let s3 = store as? S3Backend
-        loop.scheduleRepeatedTask(initialDelay: every, delay: every) { _ in
-            let now = WallClock.millis()
-            let expired = table.takeExpired(now: now)
-            if let s3 {
-                // What S3 holds is the truth: any instance aborts an expired upload nobody is writing.
-                threadPool.submit { _ in
-                    for target in s3.sweepExpired(now: now) { log?("upload \(target) expired, its multipart upload aborted") }
-                }
-                return
-            }
-            guard !expired.isEmpty else { return }
-            threadPool.submit { _ in
-                for entry in expired {
-                    store.remove(entry.record.id)
-                    if !entry.finished { log?("upload /\(entry.record.target.joined(separator: "/")) expired after \(entry.record.offset) bytes") }
-                }
-            }
-        }
-    }
-}
-
-extension TimeAmount {
-    fileprivate init(_ duration: Duration) {
-        let (seconds, attoseconds) = duration.components
-        self = .nanoseconds(seconds * 1_000_000_000 + attoseconds / 1_000_000_000)
     }
 }

@@ -30,6 +30,17 @@ public struct ServerConfiguration: Sendable {
     public var publicRead: Bool = false
     /// Serve an S3 prefix instead of ``directory`` (`--store s3://BUCKET/PREFIX/`).
     public var s3: S3StoreConfiguration? = nil
+    /// The most connections open at once; one more is answered 503 and closed. `nil`: half of the
+    /// descriptors the process may open beyond its own (the other half is room for files).
+    public var maxConnections: Int? = nil
+    /// A connection whose client takes no byte of an answer for this long is dropped.
+    public var sendTimeout: Duration = .seconds(60)
+    /// Answer `GET /.resumectl/metrics` (Prometheus text).
+    public var metrics: Bool = true
+    /// With ``htpasswd``: the metrics need no login.
+    public var metricsPublic: Bool = false
+    /// Run after each upload's file is in place (see ``CompletionHookSettings``).
+    public var completionHook: CompletionHookSettings? = nil
 
     public init(
         directory: String,
@@ -46,6 +57,24 @@ public struct ServerConfiguration: Sendable {
         self.uploadTimeout = uploadTimeout
         self.log = log
     }
+}
+
+/// `--on-upload-complete`: a program run once an upload's file is in place, at least once per upload
+/// (a run due when the server stopped happens after its next start).
+public struct CompletionHookSettings: Sendable, Equatable {
+    /// The program and its arguments, run without a shell.
+    public var command: [String]
+    /// How many may run at once; more wait their turn.
+    public var parallel: Int = 4
+    /// A run still going after this long is killed (and counts as failed).
+    public var timeout: Duration = .seconds(300)
+
+    public init(command: [String]) {
+        self.command = command
+    }
+
+    /// Where the program is (`PATH` searched as a shell would), or `nil` when there is none to run.
+    public var programPath: String? { command.first.flatMap(HookProcess.locate) }
 }
 
 /// The files of an HTTPS listener.

@@ -62,7 +62,7 @@ extension TusHandler {
         }
         let record = UploadRecord(
             id: UploadStore.newID(), kind: .tus, target: components, length: creation.length,
-            metadata: creation.metadata, expires: WallClock.millis() + settings.expiry)
+            metadata: creation.metadata, user: LoginGate.user(in: context), expires: WallClock.millis() + settings.expiry)
         state = .appending(Append(checksum: creation.checksum.flatMap(TusChecksum.init(header:)), created: true))
         continueIfAsked(context: context, head: head)
         receiver.create(record, slots: settings.admission.slots, context: context) { result in

@@ -143,10 +143,7 @@ final class UploadAppender: UploadSink {
         writing = true
         threadPool.runIfActive(eventLoop: eventLoop) { () throws in
             try data.write(batch, at: offset)
-            if due {
-                try data.sync()
-                try store.save(durable)
-            }
+            if due { try store.persist(data, durable) }
         }.assumeIsolated().whenComplete { result in
             self.writing = false
             self.queued -= bytes
@@ -188,10 +185,7 @@ final class UploadAppender: UploadSink {
         let store = store
         threadPool.runIfActive(eventLoop: eventLoop) { () throws in
             defer { data?.close() }
-            if changed {
-                try data?.sync()
-                try store.save(final)
-            }
+            if changed { try store.persist(data, final) }
         }.assumeIsolated().whenComplete { result in
             self.data = nil
             if case .failure(let error) = result, self.failure == nil { self.failure = UploadFailure(error) }

@@ -32,6 +32,8 @@ struct UploadRecord: Codable, Sendable, Equatable {
     var offset: Int64 = 0
     /// tus `Upload-Metadata`, as the creation sent it.
     var metadata: String?
+    /// The login that created the upload (`--htpasswd`), for the completion hook.
+    var user: String?
     /// Milliseconds since the epoch after which the upload is dropped (counts from its last activity).
     var expires: Int64
     var phase = Phase.receiving

@@ -55,17 +55,8 @@ extension UploadStore {
             log("upload \(name): a plain upload cannot be continued, removed")
             return nil
         }
-        if size == nil, record.phase == .finishing {
-            // Crashed after the file was put in place, before its record said so.
-            rename(recordPath(id), donePath(id))
-            log("upload \(name): finished before the restart")
-            return nil
-        }
-        guard let size else {
-            remove(id)
-            log("upload \(name): its data is missing, removed")
-            return nil
-        }
+        // Before the data's check: a finishing upload's data may already be in place (renamed, or
+        // linked and unlinked before its record said so); finishing it makes its hook due.
         if record.phase == .finishing {
             do {
                 try finish(record, replacing: replacing)
@@ -75,6 +66,11 @@ extension UploadStore {
                 log("upload \(name): cannot be finished (\(error.reason)), kept")
                 return record
             }
+        }
+        guard let size else {
+            remove(id)
+            log("upload \(name): its data is missing, removed")
+            return nil
         }
         if record.expires <= now {
             remove(id)
@@ -123,7 +119,7 @@ extension UploadStore {
         return names
     }
 
-    private static func contents(of path: String) -> Data? {
+    static func contents(of path: String) -> Data? {
         let fd = open(path, O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else { return nil }
         defer { close(fd) }

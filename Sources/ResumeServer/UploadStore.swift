@@ -22,10 +22,16 @@ struct UploadStore: Sendable {
     /// Canonical path of the served folder.
     let root: String
     let folder: String
+    /// Times each durable write, counts finished uploads.
+    let metrics: ServerMetrics?
+    /// `--on-upload-complete`: told of every file put in place.
+    let hooks: HookRunner?
 
     /// Opens (creating if needed) the store of `root`.
-    init(root: String) throws(ServeError) {
+    init(root: String, metrics: ServerMetrics? = nil, hooks: HookRunner? = nil) throws(ServeError) {
         self.root = root
+        self.metrics = metrics
+        self.hooks = hooks
         folder = SafePath.join(root, [Self.folderName])
         if mkdir(folder, 0o700) != 0 && errno != EEXIST {
             throw .uploadStoreUnavailable(path: folder, reason: String(cString: strerror(errno)))
@@ -86,6 +92,16 @@ struct UploadStore: Sendable {
         syncFolder(folder)
     }
 
+    /// Makes the bytes written to `data` durable, then `record` (whose offset counts them): the one
+    /// durability point of an upload in progress, timed for the metrics.
+    func persist(_ data: UploadData?, _ record: UploadRecord) throws(UploadFailure) {
+        let start = ContinuousClock.now
+        try data?.sync()
+        try save(record)
+        let (seconds, attoseconds) = (ContinuousClock.now - start).components
+        metrics?.durableSync.observe(Double(seconds) + Double(attoseconds) / 1e18)
+    }
+
     /// Opens the data file for appending at `offset`; the bytes past it (never reported) are cut off.
     func openData(_ id: String, at offset: Int64) throws(UploadFailure) -> UploadData {
         let fd = open(dataPath(id), O_WRONLY | O_CLOEXEC)
@@ -114,8 +130,12 @@ struct UploadStore: Sendable {
 
     /// Puts a complete upload's data at its destination: the record first says `finishing` (so a
     /// crash in between is finished at the next start), then the data is linked into place (replaced
-    /// only when `replacing`), the destination folder synced, and the record becomes `<id>.done`.
+    /// only when `replacing`), the destination folder synced, the completion hook made due (durably,
+    /// before the upload's record says it is done: a crash in between runs it at the next start), and
+    /// the record becomes `<id>.done`. A finishing upload whose data is gone but whose destination is
+    /// there was renamed into place (`--overwrite`) or finished before a crash: only the rest is done.
     func finish(_ record: UploadRecord, replacing: Bool) throws(UploadFailure) {
+        let retrying = record.phase == .finishing
         var record = record
         if record.phase != .finishing {
             record.phase = .finishing
@@ -129,7 +149,9 @@ struct UploadStore: Sendable {
         }
         let final = SafePath.join(destination.folder, [destination.name])
         let data = dataPath(record.id)
-        if replacing {
+        if retrying && access(data, F_OK) != 0 && access(final, F_OK) == 0 {
+            // Renamed into place (--overwrite), or its data unlinked, before a crash: only the rest is left to do.
+        } else if replacing {
             guard rename(data, final) == 0 else { throw UploadFailure(errno: errno, doing: "rename") }
         } else if link(data, final) != 0 {
             // link(2) never replaces: a file that appeared since the upload began stays as it was
@@ -142,8 +164,11 @@ struct UploadStore: Sendable {
             }
         }
         syncFolder(destination.folder)
+        let due = hooks?.makeDue(record, path: final)
         unlink(data)
         rename(recordPath(record.id), donePath(record.id))
+        metrics?.uploadFinished(record.kind)
+        if let due { hooks?.run(due) }
     }
 
     private static func sameFile(_ a: String, _ b: String) -> Bool {

@@ -153,6 +153,19 @@ final class UploadTable: Sendable {
         return expired
     }
 
+    /// Unfinished uploads by protocol, for the metrics.
+    func inProgress() -> [UploadRecord.Kind: Int] {
+        entries.withLock { entries in
+            entries.values.reduce(into: [:]) { counts, entry in if !entry.finished { counts[entry.record.kind, default: 0] += 1 } }
+        }
+    }
+
+    /// When every request appending now has settled (its bytes durable): the graceful stop waits for it.
+    func allSettled(on eventLoop: any EventLoop) -> EventLoopFuture<Void> {
+        let writers = entries.withLock { $0.values.compactMap(\.writer) }
+        return EventLoopFuture.andAllComplete(writers.map(\.settled), on: eventLoop)
+    }
+
     /// The ids of the plain uploads in progress (nothing can continue them after a shutdown).
     func plainIDs() -> [String] {
         entries.withLock { $0.values.filter { $0.record.kind == .plain }.map(\.record.id) }

@@ -1,8 +1,6 @@
 import ArgumentParser
-import Dispatch
 import FoundationEssentials
 import ResumeServer
-import Synchronization
 
 #if canImport(Glibc)
 import Glibc
@@ -25,7 +23,9 @@ struct Serve: AsyncParsableCommand {
             interrupted upload can be resumed, also after serve itself restarted: unfinished uploads \
             are kept in <dir>/.resumectl-uploads. Dot-files are never served, and an existing file is never replaced \
             without --overwrite. Prints `listening on URL` once ready, then one line per request on \
-            standard error; SIGINT or SIGTERM stops it. Beyond loopback it starts only with \
+            standard error. SIGTERM or SIGINT stops it gracefully (new connections refused, requests \
+            in progress given --drain-seconds, every upload's bytes made durable, exit 0); a second \
+            one stops it at once. Beyond loopback it starts only with \
             --htpasswd, --read-only or --allow-anonymous-uploads.
             """
     )
@@ -105,6 +105,39 @@ struct Serve: AsyncParsableCommand {
     @Option(help: ArgumentHelp("With --store: the size of the parts uploads are stored in (at least 5M).", valueName: "size"))
     var partSize: ByteSize?
 
+    @Option(help: ArgumentHelp("Seconds a stop (SIGTERM, SIGINT) lets requests in progress go on before it closes their connections.", valueName: "seconds"))
+    var drainSeconds: Double = 10
+
+    @Option(help: ArgumentHelp("Connections open at once; one more is answered 503 and closed (default: half the descriptor limit, the rest is room for files).", valueName: "n"))
+    var maxConnections: Int?
+
+    @Option(help: ArgumentHelp("Seconds a client may take no byte of an answer before its connection is dropped.", valueName: "seconds"))
+    var sendTimeout: Double = 60
+
+    @Flag(help: "Do not answer GET /.resumectl/metrics (Prometheus text format).")
+    var noMetrics: Bool = false
+
+    @Flag(help: "With --htpasswd: the metrics need no login.")
+    var metricsPublic: Bool = false
+
+    @Option(help: ArgumentHelp("Run this command (no shell; split like a command line) after each upload's file is in place, with RESUMECTL_PATH, RESUMECTL_SIZE, RESUMECTL_PROTOCOL, RESUMECTL_UPLOAD_ID, RESUMECTL_USER and RESUMECTL_SHA256 in its environment; at least once per upload, also across restarts.", valueName: "command"))
+    var onUploadComplete: String?
+
+    @Option(help: ArgumentHelp("Completion hooks that may run at once.", valueName: "n"))
+    var hookParallel: Int = 4
+
+    @Option(help: ArgumentHelp("Seconds a completion hook may run before it is killed.", valueName: "seconds"))
+    var hookTimeout: Double = 300
+
+    /// `--on-upload-complete`, split into the program and its arguments.
+    private var hook: CompletionHookSettings? {
+        guard let onUploadComplete, let words = CommandWords.split(onUploadComplete), !words.isEmpty else { return nil }
+        var hook = CompletionHookSettings(command: words)
+        hook.parallel = hookParallel
+        hook.timeout = .milliseconds(Int64(hookTimeout * 1000))
+        return hook
+    }
+
     func validate() throws {
         guard (0...65535).contains(port) else {
             throw ValidationError("--port must be between 0 and 65535.")
@@ -136,10 +169,38 @@ struct Serve: AsyncParsableCommand {
         if publicRead && htpasswd == nil {
             throw ValidationError("--public-read goes with --htpasswd.")
         }
+        try validateOperations()
         if let refusal = StartPolicy.refusal(
             host: host, logins: htpasswd != nil, readOnly: readOnly, allowAnonymousUploads: allowAnonymousUploads)
         {
             throw ValidationError(refusal + ".")
+        }
+    }
+
+    /// The options of #47: the stop, the limits, the metrics, the hook.
+    private func validateOperations() throws {
+        guard drainSeconds >= 0, drainSeconds <= 3600 else {
+            throw ValidationError("--drain-seconds must be between 0 and 3600.")
+        }
+        guard sendTimeout > 0, sendTimeout <= 3600 else {
+            throw ValidationError("--send-timeout must be a positive number of seconds, at most an hour.")
+        }
+        if let maxConnections, maxConnections < 1 {
+            throw ValidationError("--max-connections must be at least 1.")
+        }
+        if metricsPublic && (htpasswd == nil || noMetrics) {
+            throw ValidationError("--metrics-public goes with --htpasswd (and not with --no-metrics).")
+        }
+        guard (1...256).contains(hookParallel), hookTimeout > 0, hookTimeout <= 86400 else {
+            throw ValidationError("--hook-parallel must be between 1 and 256, --hook-timeout between 0 and a day.")
+        }
+        guard let onUploadComplete else { return }
+        guard store == nil, !readOnly else {
+            throw ValidationError("--on-upload-complete works with a folder that takes uploads (not --store or --read-only).")
+        }
+        guard let hook else { throw ValidationError("--on-upload-complete: an unclosed quote, or no command.") }
+        guard hook.programPath != nil else {
+            throw ValidationError("--on-upload-complete: no program \(hook.command[0]) to run (\(onUploadComplete)).")
         }
     }
 
@@ -161,6 +222,11 @@ struct Serve: AsyncParsableCommand {
         }
         configuration.htpasswd = htpasswd
         configuration.publicRead = publicRead
+        configuration.maxConnections = maxConnections
+        configuration.sendTimeout = .milliseconds(Int64(sendTimeout * 1000))
+        configuration.metrics = !noMetrics
+        configuration.metricsPublic = metricsPublic
+        configuration.completionHook = hook
         if let store {
             var s3 = S3StoreConfiguration(url: store, endpoint: endpointURL, environment: ProcessInfo.processInfo.environment)
             s3.singleInstance = singleInstance
@@ -184,62 +250,9 @@ struct Serve: AsyncParsableCommand {
         fflush(nil)
 
         await termination.wait()
-        try await server.shutdown()
-    }
-}
-
-private enum Standard {
-    /// One line to standard error in a single write(2), so lines from several threads never interleave.
-    static func error(_ line: String) {
-        let bytes = Array((line + "\n").utf8)
-        bytes.withUnsafeBytes { buffer in
-            var offset = 0
-            while offset < buffer.count {
-                let n = write(STDERR_FILENO, buffer.baseAddress! + offset, buffer.count - offset)
-                if n <= 0 { if n < 0 && errno == EINTR { continue }; return }
-                offset += n
-            }
-        }
-    }
-}
-
-/// SIGINT and SIGTERM, caught from the moment it is made: made before `listening on` is printed,
-/// so that a signal sent as soon as that line is read is never lost (it would be, between ignoring
-/// the signal and watching for it).
-private final class TerminationSignal: @unchecked Sendable {
-    private let state = Mutex<(fired: Bool, waiter: CheckedContinuation<Void, Never>?)>((false, nil))
-    private var sources: [any DispatchSourceSignal] = []
-
-    init() {
-        for number in [SIGINT, SIGTERM] {
-            // Ignored at the process level so that only the dispatch source sees it.
-            signal(number, SIG_IGN)
-            let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
-            source.setEventHandler { [weak self] in self?.fire() }
-            source.resume()
-            sources.append(source)
-        }
-    }
-
-    private func fire() {
-        let waiter = state.withLock { state in
-            defer { state = (true, nil) }
-            return state.waiter
-        }
-        waiter?.resume()
-    }
-
-    /// Returns once a signal has arrived (at once if one already has).
-    func wait() async {
-        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            let fired = state.withLock { state in
-                if state.fired { return true }
-                state.waiter = continuation
-                return false
-            }
-            if fired { continuation.resume() }
-        }
-        for source in sources { source.cancel() }
+        Standard.error("resumectl: stopping: no new connections, \(drainSeconds) s for the requests in progress")
+        await server.stop(drain: .milliseconds(Int64(drainSeconds * 1000)))
+        Standard.error("resumectl: stopped")
     }
 }
 

@@ -242,17 +242,19 @@ struct ServeDurabilityTests {
         try Data("abc".utf8).write(to: URL(fileURLWithPath: store.dataPath(ids[2])))
         try FileManager.default.linkItem(atPath: store.dataPath(ids[2]), toPath: root.path("cccc.bin"))
         try store.create(record(ids[3], phase: .finishing))
-        try FileManager.default.removeItem(atPath: store.dataPath(ids[3]))
+        try Data("abc".utf8).write(to: URL(fileURLWithPath: store.dataPath(ids[3])))
+        try FileManager.default.moveItem(atPath: store.dataPath(ids[3]), toPath: root.path("dddd.bin"))
 
         var lines: [String] = []
         #expect(store.recover(now: now, replacing: false, log: { lines.append($0) }).isEmpty)
         #expect(lines.count == 2 && lines.contains { $0.contains("cccc.bin: finished after a restart") }
-            && lines.contains { $0.contains("dddd.bin: finished before the restart") }, "\(lines)")
+            && lines.contains { $0.contains("dddd.bin: finished after a restart") }, "\(lines)")
         let finished = store.finishedUploads(now: now)
         #expect(finished.map(\.id).sorted() == [ids[0], ids[2], ids[3]])
         #expect(finished.first { $0.id == ids[0] }?.metadata == "filename YS5iaW4=")
         #expect(!FileManager.default.fileExists(atPath: store.donePath(ids[1])), "expired")
         #expect(try String(contentsOfFile: root.path("cccc.bin"), encoding: .utf8) == "abc")
+        #expect(try String(contentsOfFile: root.path("dddd.bin"), encoding: .utf8) == "abc")
         // Forgetting one (DELETE, or its expiry) leaves its file.
         store.remove(ids[0])
         #expect(!FileManager.default.fileExists(atPath: store.donePath(ids[0])))

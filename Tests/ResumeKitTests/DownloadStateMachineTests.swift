@@ -4,10 +4,6 @@ import Testing
 private let etag = "\"6b02462e-40000000\""
 private let stored = DownloadStateMachine.Resource(etag: etag, validator: etag, totalBytes: 1000)
 
-private func head(_ status: Int, _ fields: [(String, String)] = []) -> ResponseHead {
-    ResponseHead(status: status, headers: HeaderFields(fields.map { .init(name: $0.0, value: $0.1) }))
-}
-
 @Suite struct DownloadStateMachineTests {
     @Test func firstRequestIsPlainGet() {
         #expect(DownloadStateMachine().plan(committed: 0) == .fetch(offset: 0, headers: [:]))
@@ -186,10 +182,6 @@ private func head(_ status: Int, _ fields: [(String, String)] = []) -> ResponseH
 
 @Suite struct SegmentRulesTests {
     private let resource = DownloadStateMachine.Resource(etag: "\"e\"", validator: "\"e\"", totalBytes: 10_000_000)
-
-    private func head(_ status: Int, _ fields: [(String, String)] = []) -> ResponseHead {
-        ResponseHead(status: status, headers: HeaderFields(fields.map { .init(name: $0.0, value: $0.1) }))
-    }
 
     @Test func splitCoversEveryByteOnce() {
         let segments = SegmentRules.split(total: 10_000_001, connections: 4)

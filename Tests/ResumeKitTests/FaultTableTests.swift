@@ -16,17 +16,6 @@ private enum Step: Sendable {
     case serve
 }
 
-/// Records every delay and returns at once.
-private final class RecordingClock: RetryClock, @unchecked Sendable {
-    private let delays = Mutex<[Double]>([])
-    var now: Int64 { 1_700_000_000 }
-    var slept: [Double] { delays.withLock { $0 } }
-    func sleep(seconds: Double, cancellation: Cancellation) -> Bool {
-        delays.withLock { $0.append(seconds) }
-        return !cancellation.isStopped
-    }
-}
-
 /// A peer that plays `script` to the first requests, then answers as a well-behaved server of `kind`.
 private final class ScriptedTransport: HTTPTransport, TransportSession, @unchecked Sendable {
     enum Peer { case files, tus, ietf, plainUpload, s3 }
@@ -150,8 +139,10 @@ extension ScriptedTransport {
 
 /// The transfer paths the library drives, each run against a scripted peer.
 enum FaultPath: String, CaseIterable, CustomStringConvertible, Sendable {
+    /// The downloads, each the one fetch with another output: a `.part` (`download`), segments of one
+    /// (`connections`), a pipe (`stdout`), a list's file (`list`).
     /// `s3Parts`: an S3 multipart upload, its parts several at once on one attempt loop.
-    case download, connections, ietfUpload, tusUpload, plainUpload, s3Parts
+    case download, connections, stdout, list, ietfUpload, tusUpload, plainUpload, s3Parts
     var description: String { rawValue }
 }
 
@@ -162,18 +153,18 @@ private struct Expected: Equatable {
 }
 
 @Suite struct FaultTableTests {
-    private func run(_ path: FaultPath, _ script: [Step], retries: Int? = 10) async throws -> (exit: Int32, clock: RecordingClock, events: [TransferEvent]) {
+    private func run(_ path: FaultPath, _ script: [Step], retries: Int? = 10) async throws -> (exit: Int32, clock: NoSleepClock, events: [TransferEvent]) {
         let folder = FileManager.default.temporaryDirectory.path + "/faults-\(UInt64.random(in: 0...UInt64.max))"
         try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: folder) }
-        let clock = RecordingClock()
+        let clock = NoSleepClock()
         var options = TransferOptions()
         options.retry = RetryPolicy(maxRetries: retries)
         options.clock = clock
         let body = (0..<(3 << 20)).map { UInt8(truncatingIfNeeded: $0 &* 31) }
         let transport: ScriptedTransport
         switch path {
-        case .download, .connections: transport = ScriptedTransport(script, peer: .files, body: body)
+        case .download, .connections, .stdout, .list: transport = ScriptedTransport(script, peer: .files, body: body)
         case .tusUpload: transport = ScriptedTransport(script, peer: .tus)
         case .ietfUpload: transport = ScriptedTransport(script, peer: .ietf)
         case .plainUpload: transport = ScriptedTransport(script, peer: .plainUpload)
@@ -190,6 +181,21 @@ private struct Expected: Equatable {
                 let result = try await client.download(DownloadRequest(url: "http://peer/file", outputPath: folder + "/out"), events: record)
                 #expect(result.bytes == Int64(body.count))
                 #expect(try Array(Data(contentsOf: URL(fileURLWithPath: folder + "/out"))) == body)
+            case .stdout:
+                // What `-o -` runs, its pipe a file here.
+                let fd = open(folder + "/piped", O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
+                defer { close(fd) }
+                let result = try StreamDownload(url: "http://peer/file", headers: [:], output: fd, session: transport.makeSession(),
+                    options: options, expectedSHA256: nil, cancellation: Cancellation(), events: record).run()
+                #expect(result.bytes == Int64(body.count))
+                #expect(try Array(Data(contentsOf: URL(fileURLWithPath: folder + "/piped"))) == body)
+            case .list:
+                let results = await client.downloadAll([DownloadRequest(url: "http://peer/file", outputPath: folder + "/listed")], parallel: 2) { _, event in
+                    record(event)
+                }
+                let result = try #require(results.first).get()
+                #expect(result.bytes == Int64(body.count))
+                #expect(try Array(Data(contentsOf: URL(fileURLWithPath: folder + "/listed"))) == body)
             case .ietfUpload, .tusUpload, .plainUpload:
                 let file = folder + "/source"
                 try Data(repeating: 9, count: 4096).write(to: URL(fileURLWithPath: file))

@@ -1,10 +1,6 @@
 import Testing
 @testable import ResumeKit
 
-private func head(_ status: Int, _ fields: [(String, String)] = []) -> ResponseHead {
-    ResponseHead(status: status, headers: HeaderFields(fields.map { .init(name: $0.0, value: $0.1) }))
-}
-
 private let creation = "http://h/files/a.bin"
 private let resource = "http://h/resumable_upload/1-2"
 

@@ -3,14 +3,9 @@ import Testing
 
 /// The one attempt loop: how it ends on its own (restarts), apart from the fault table's retries.
 @Suite struct RetrierTests {
-    private struct NoSleep: RetryClock {
-        var now: Int64 { 1_700_000_000 }
-        func sleep(seconds: Double, cancellation: Cancellation) -> Bool { true }
-    }
-
     @Test func aResourceThatNeverHoldsStillIsRestartedAFewTimesThenGivenUp() {
         var options = TransferOptions()
-        options.clock = NoSleep()
+        options.clock = NoSleepClock()
         var restarts = 0
         var attempts = 0
         do {
@@ -30,7 +25,7 @@ import Testing
     @Test func anAttemptThatMovedBytesStartsTheCountOfFailuresAgain() throws {
         var options = TransferOptions()
         options.retry = RetryPolicy(maxRetries: 2)
-        options.clock = NoSleep()
+        options.clock = NoSleepClock()
         var attempts = 0
         let value: Int = try Retrier.run(options, cancellation: Cancellation(), events: { _ in }, stopped: "") {
             attempts += 1

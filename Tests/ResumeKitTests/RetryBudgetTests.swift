@@ -3,15 +3,10 @@ import Testing
 
 /// The retries the segments of one transfer share (a token bucket, as in the AWS SDKs' standard retry).
 @Suite struct RetryBudgetTests {
-    private struct NoSleep: RetryClock {
-        var now: Int64 { 1_700_000_000 }
-        func sleep(seconds: Double, cancellation: Cancellation) -> Bool { true }
-    }
-
     private func retrier(_ budget: RetryBudget?, retries: Int = 10) -> Retrier {
         var options = TransferOptions()
         options.retry = RetryPolicy(maxRetries: retries)
-        options.clock = NoSleep()
+        options.clock = NoSleepClock()
         return Retrier(options, cancellation: Cancellation(), events: { _ in }, announces: false, budget: budget)
     }
 

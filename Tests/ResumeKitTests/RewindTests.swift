@@ -105,11 +105,6 @@ import Testing
         }
     }
 
-    private final class NoSleep: RetryClock, @unchecked Sendable {
-        var now: Int64 { 1_700_000_000 }
-        func sleep(seconds: Double, cancellation: Cancellation) -> Bool { !cancellation.isStopped }
-    }
-
     @Test func aBodyLibcurlCouldNotRewindIsSentAgainOnANewConnection() async throws {
         let folder = FileManager.default.temporaryDirectory.path + "/rewind-\(UInt64.random(in: 0...UInt64.max))"
         try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
@@ -118,7 +113,7 @@ import Testing
         try Data(repeating: 9, count: 4096).write(to: URL(fileURLWithPath: file))
         var options = TransferOptions()
         options.retry = RetryPolicy(maxRetries: 2)
-        options.clock = NoSleep()
+        options.clock = NoSleepClock()
         let peer = OneConnectionPerSession(size: 4096)
         let client = TransferClient(store: TokenStore(directory: folder + "/state"), transport: peer, options: options)
         let events = Mutex<[TransferEvent]>([])

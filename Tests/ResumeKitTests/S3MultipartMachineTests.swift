@@ -7,10 +7,6 @@ import ResumeS3
 private let MiB: Int64 = 1 << 20
 private let endpoint = try! S3Endpoint(endpoint: "http://127.0.0.1:9000", region: "us-east-1")
 
-private func head(_ status: Int, _ fields: [(String, String)] = []) -> ResponseHead {
-    ResponseHead(status: status, headers: HeaderFields(fields.map { .init(name: $0.0, value: $0.1) }))
-}
-
 private func xml(_ text: String) -> [UInt8] { Array(text.utf8) }
 
 private func state(uploadId: String? = nil, parts: [S3Part] = [], checksum: S3Checksum = .md5, parallel: Int = 2) -> ResumeToken.S3State {

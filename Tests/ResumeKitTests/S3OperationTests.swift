@@ -55,15 +55,6 @@ private final class MemoryS3: HTTPTransport, TransportSession, @unchecked Sendab
     }
 }
 
-private final class NoSleep: RetryClock, @unchecked Sendable {
-    let slept = Mutex<[Double]>([])
-    var now: Int64 { 1_700_000_000 }
-    func sleep(seconds: Double, cancellation: Cancellation) -> Bool {
-        slept.withLock { $0.append(seconds) }
-        return true
-    }
-}
-
 @Suite struct S3OperationTests {
     @Test func partsGoSeveralAtOnceAndACutPartIsRetried() throws {
         let folder = FileManager.default.temporaryDirectory.path + "/s3op-\(UInt64.random(in: 0...UInt64.max))"
@@ -82,7 +73,7 @@ private final class NoSleep: RetryClock, @unchecked Sendable {
         let machine = S3MultipartMachine(state: s3, size: Int64(size), endpoint: try S3Endpoint(endpoint: "http://127.0.0.1:9", region: "us-east-1"),
             answers: S3Responses())
         let peer = MemoryS3()
-        let clock = NoSleep()
+        let clock = NoSleepClock()
         var options = TransferOptions()
         options.clock = clock
         let events = Mutex<[TransferEvent]>([])
@@ -94,7 +85,7 @@ private final class NoSleep: RetryClock, @unchecked Sendable {
         #expect(peer.most == 3, "parts in flight at once: \(peer.most)")
         #expect(peer.requests.filter { $0.hasPrefix("PUT partNumber=2&") }.count == 2, "\(peer.requests)")
         #expect(peer.requests.last == "POST uploadId=U1")
-        #expect(clock.slept.withLock { $0.count } == 1)
+        #expect(clock.slept.count == 1)
         #expect(events.withLock { $0.contains { if case .retry = $0 { true } else { false } } })
         #expect(!FileManager.default.fileExists(atPath: store.path(forID: "u-test")), "the token goes once S3 assembled the object")
     }

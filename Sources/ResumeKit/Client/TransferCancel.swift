@@ -9,11 +9,10 @@ struct TransferCancel {
     /// The options its requests go with: the token's connection settings over the client's.
     let options: TransferOptions
 
-    init(_ client: TransferClient, token: ResumeToken) {
-        var token = token
-        options = client.connectionOptions(for: &token, events: { _ in })
+    init(_ client: TransferClient, _ opened: Opened) {
         self.client = client
-        self.token = token
+        token = opened.token
+        options = opened.options
     }
 
     /// Forgets the transfer; the caller holds its lock.

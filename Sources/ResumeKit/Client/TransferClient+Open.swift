@@ -1,72 +1,272 @@
+/// What a command asks to open.
+enum Subject {
+    /// A download to a file, or to stdout (`-o -`: no id, lock or token). `listFile`: one file of a list, whose
+    /// state folder the list made ready and which takes its lock with its token (see TokenGuard).
+    case download(DownloadRequest, listFile: Bool = false)
+    /// An upload of a file, or of stdin (`-`). `batchFile`: a folder batch's small file, whose token stays in
+    /// memory (no lock, nothing on disk).
+    case upload(UploadRequest, batchFile: Bool = false)
+    /// A token on disk, to continue with the headers (and, for a download, the URL) given now.
+    case resume(ResumeToken, headers: [String], newURL: String?)
+    /// A token on disk, to forget.
+    case cancel(ResumeToken)
+}
+
+/// A transfer ready to run: its token (on disk, or new and not yet written), its lock, an upload's source
+/// file, and the options its requests go with.
+struct Opened {
+    var token: ResumeToken
+    let lock: TokenGuard
+    let isNew: Bool
+    /// The connection settings of the token and of this run, credentials for the token's origin only, S3's
+    /// signing for a download of an object.
+    let options: TransferOptions
+    /// An upload's source file; nil for stdin, a download, a cancel.
+    let source: SourceFile?
+}
+
+/// What the opening of a transfer found.
+enum Opening {
+    case opened(Opened)
+    /// A download's output is there already and nothing asked to replace it.
+    case fileThere(String)
+}
+
 extension TransferClient {
-    /// The one opening of a download, for `download` and `prepare` alike: its route (an s3:// URL becomes
-    /// the signed HTTPS address of its object), the checks of its URL, headers and output path, its id,
-    /// its lock and its token. The caller releases the lock.
-    /// - Parameter holdLock: take the lock now even when no token exists yet (a list's file takes it later).
-    func openDownload(_ request: DownloadRequest, holdLock: Bool = true) throws(TransferError) -> (Opening, TokenGuard) {
+    /// The one opening of every transfer: its route (an s3:// address becomes the signed HTTPS address of its
+    /// object), the checks of its URL, headers, output or source, the state folder, its id, lock and token,
+    /// what the token keeps, and the options its requests go with. The caller releases the lock.
+    func open(_ subject: Subject, events: EventHandler = { _ in }) throws(TransferError) -> Opening {
+        switch subject {
+        case .download(let request, let listFile):
+            return try openDownload(request, listFile: listFile, events: events)
+        case .upload(let request, let batchFile):
+            return .opened(try openUpload(request, batchFile: batchFile, events: events))
+        case .resume(let stored, let headers, let newURL):
+            return .opened(try openToken(stored, headers: headers, newURL: newURL, checkSource: true, events: events))
+        case .cancel(let stored):
+            return .opened(try openToken(stored, headers: [], newURL: nil, checkSource: false, events: { _ in }))
+        }
+    }
+
+    /// The token id a download request uses, or nil when its URL or output path is unusable.
+    public func downloadTokenID(_ request: DownloadRequest) -> String? {
+        try? downloadIdentity(request).id
+    }
+
+    /// The token id an upload request uses.
+    public func uploadTokenID(_ request: UploadRequest) -> String {
+        TokenStore.makeID(kind: .upload, url: request.url, path: request.filePath == "-" ? "-" : OutputPath.absolute(request.filePath))
+    }
+
+    /// A download's route resolved: the plain (for S3: signed-to-be) request, the S3 object's state, the output path, the id.
+    private func downloadIdentity(_ request: DownloadRequest) throws(TransferError) -> (request: DownloadRequest, s3: ResumeToken.S3State?, path: String, id: String) {
         var request = request
         var s3: ResumeToken.S3State?
         if Route.isS3(request.url) { (request, s3) = try s3Object(request) }
         try URLCheck.validate(request.url)
-        _ = try HeaderLines.parse(request.headers)
+        if request.outputPath == "-" { return (request, s3, "-", "") }
         let path = try OutputPath.resolve(url: request.url, output: request.outputPath)
-        let lock = TokenGuard(store: store, id: TokenStore.makeID(kind: .download, url: request.url, path: path))
+        return (request, s3, path, TokenStore.makeID(kind: .download, url: request.url, path: path))
+    }
+
+    private func openDownload(_ request: DownloadRequest, listFile: Bool, events: EventHandler) throws(TransferError) -> Opening {
+        let (plain, s3, path, id) = try downloadIdentity(request)
+        _ = try HeaderLines.parse(request.headers)
+        let lock = TokenGuard(store: store, id: id)
+        if path == "-" {
+            var token = ResumeToken(download: plain, id: id, path: path, s3: s3)
+            let options = try signingS3(connectionOptions(for: &token, given: request.headers, events: events), for: token)
+            return .opened(Opened(token: token, lock: lock, isNew: true, options: options, source: nil))
+        }
+        if !listFile { try prepareStateDirectory() }
         do {
+            var token: ResumeToken
+            var isNew = false
             // A list's file without a token skips the lock and a second look (a path lookup each, per file).
-            if store.exists(id: lock.id) || holdLock {
-                try lock.hold()
-                if let existing = try lock.existing(.download, "a download") { return (.token(existing, isNew: false), lock) }
+            let known = !listFile || store.exists(id: id)
+            if known { try lock.hold() }
+            if known, let existing = try lock.existing(.download, "a download") {
+                var part = try existing.downloadPart()
+                if let sum = request.expectedSHA256 { part.expectedSHA256 = sum.lowercased() }
+                token = existing.with(.download(part))
+            } else {
+                let occupant = OutputPath.occupant(path)
+                if occupant == .file, !request.force {
+                    lock.release()
+                    return .fileThere(path)
+                }
+                try OutputPath.checkWritable(path, occupant: occupant)
+                token = ResumeToken(download: plain, id: id, path: path, s3: s3)
+                isNew = true
             }
-            let occupant = OutputPath.occupant(path)
-            if occupant == .file, !request.force { return (.fileThere(path), lock) }
-            try OutputPath.checkWritable(path, occupant: occupant)
-            return (.token(ResumeToken(download: request, id: lock.id, path: path, s3: s3), isNew: true), lock)
+            let options = try signingS3(connectionOptions(for: &token, given: request.headers, events: events), for: token)
+            return .opened(Opened(token: token, lock: lock, isNew: isNew, options: options, source: nil))
         } catch {
             lock.release()
             throw error
         }
     }
 
-    /// The one opening of an upload, for `upload` (of a file, or of stdin: `-`) and `prepare` alike: the checks
-    /// of its URL (or S3 address), headers and chunk size, its source (nil for stdin), its id, its lock and the
-    /// token on disk, which must be an upload of the same kind (a stream's, an S3 one) and, for a file, still
-    /// of the same file. The caller makes a new token when there is none, and releases the lock.
-    func openUpload(_ request: UploadRequest) throws(TransferError) -> (SourceFile?, ResumeToken?, TokenGuard) {
-        if Route.isS3(request.url) {
+    /// An upload's checks (URL or S3 address, headers, chunk size, a stream's spool), its source, lock and token:
+    /// the one on disk, which must be an upload of the same kind (a stream's, an S3 one) and, for a file, of the
+    /// same file; else a new one whose protocol is left open (``TransferClient/chooseProtocol``) unless pinned.
+    private func openUpload(_ request: UploadRequest, batchFile: Bool, events: EventHandler) throws(TransferError) -> Opened {
+        let s3 = Route.isS3(request.url)
+        let stream = request.filePath == "-"
+        if s3 {
+            _ = try requireS3Answers()
             _ = try S3Location.parse(request.url)
         } else {
             try URLCheck.validate(request.url)
         }
         _ = try HeaderLines.parse(request.headers)
         if let chunk = request.chunkSize, chunk <= 0 { throw TransferError(.usage, "--chunk-size must be positive") }
-        let stream = request.filePath == "-"
+        if stream {
+            if case .s3Prefix = try Route(request.url) { throw TransferError(.usage, "\(request.url) names no object: give s3://BUCKET/KEY") }
+            if let max = request.spoolMax, max < 1 << 20 { throw TransferError(.usage, "--spool-max must be at least 1M") }
+        }
+        // A folder batch's files run side by side in the folder the batch made ready: sweeping it again here
+        // would take the temporary files of the others' token writes.
+        if request.batch == nil { try prepareStateDirectory() }
         let source = stream ? nil : try SourceFile(path: request.filePath)
-        let lock = try takeLock(uploadTokenID(request))
+        let identity = source?.identity ?? ResumeToken.SourceIdentity(path: "-", size: 0, mtime: 0, inode: 0, edgeHash: "")
+        let lock = TokenGuard(store: store, id: uploadTokenID(request))
         do {
-            let s3 = Route.isS3(request.url)
+            if !batchFile { try lock.hold() }
             let what = stream ? "a stream upload" : s3 ? "an S3 upload" : "an upload"
-            guard let existing = try lock.existing(.upload, what, has: { stream ? $0.upload?.stream != nil : !s3 || $0.upload?.s3 != nil })
-            else { return (source, nil, lock) }
-            if let source { try checkSource(try existing.uploadPart(), source, id: lock.id) }
-            return (source, existing, lock)
+            var token: ResumeToken
+            let isNew: Bool
+            if !batchFile,
+                let existing = try lock.existing(.upload, what, has: { stream ? $0.upload?.stream != nil : !s3 || $0.upload?.s3 != nil })
+            {
+                var part = try existing.uploadPart()
+                if let source { try checkSource(part, source, id: lock.id) }
+                part.updateS3 { $0.parallel = request.s3.parallel }  // the command given again says it again
+                token = existing.with(.upload(part))
+                isNew = false
+            } else if s3 {
+                token = try newS3UploadToken(request, id: lock.id, source: identity, events: events)
+                isNew = true
+            } else {
+                token = ResumeToken(upload: request, id: lock.id, part: .init(source: identity, wire: request.pinnedWire ?? .undecided))
+                isNew = true
+            }
+            let options = connectionOptions(for: &token, given: request.headers, events: events)
+            return Opened(token: token, lock: lock, isNew: isNew, options: options, source: source)
         } catch {
             lock.release()
             throw error
         }
     }
 
-    /// The one opening of a `resume`, for either direction: the token's lock, the token read again under it
-    /// (another process may have moved it on since it was named), and the leftovers of an interrupted token
-    /// write swept. The caller releases the lock.
-    func openResume(_ stored: ResumeToken, events: EventHandler) throws(TransferError) -> (ResumeToken, TokenGuard) {
-        let lock = try takeLock(stored.id)
+    /// A token named by `resume` or `cancel`: its lock, the token read again under it (another process may have
+    /// moved it on since it was named), the leftovers of an interrupted token write swept; for a resume, a
+    /// replacement URL checked and an upload's source file found unchanged.
+    private func openToken(
+        _ stored: ResumeToken, headers: [String], newURL: String?, checkSource checks: Bool, events: EventHandler
+    ) throws(TransferError) -> Opened {
+        if let newURL {
+            guard stored.kind == .download else {
+                throw TransferError(.usage, "--url applies to downloads; an upload resumes at the server's upload URL")
+            }
+            try URLCheck.validate(newURL)
+        }
+        let lock = TokenGuard(store: store, id: stored.id)
         do {
-            let token = try loadToken(stored.id)
+            try lock.hold()
+            var token = try loadToken(stored.id)
             for name in store.removeLeftovers() { events(.note("removed \(name), left by an interrupted token write")) }
-            return (token, lock)
+            var source: SourceFile?
+            if checks, let part = token.upload, part.stream == nil {
+                source = try SourceFile(path: part.source.path)
+                try checkSource(part, source!, id: token.id)
+            }
+            if let newURL { token.url = newURL }
+            var options = connectionOptions(for: &token, given: headers, events: events)
+            if token.kind == .download { options = try signingS3(options, for: token) }
+            return Opened(token: token, lock: lock, isNew: false, options: options, source: source)
         } catch {
             lock.release()
             throw error
         }
+    }
+
+    /// The settings and header fields a list's fresh file runs with, as its opening would give them: for the
+    /// small-file pass, which works them out once for all the files with the same headers.
+    func listFileSettings(_ request: DownloadRequest) -> (TransferOptions, HeaderFields)? {
+        var token = ResumeToken(download: request, id: "", path: "", s3: nil)
+        let options = connectionOptions(for: &token, given: request.headers, events: { _ in })
+        guard let fields = try? HeaderLines.forDownload(token.headers) else { return nil }
+        return (options, fields)
+    }
+
+    /// The options one transfer runs with: the connection settings stored in its token, overridden by the
+    /// ones given now, which the token then keeps (without secrets). Credentials go only to the token's URL.
+    /// - Parameter given: `-H` lines of this run, which override the token's by name (the token's encoding keeps
+    ///   secrets out of the file, see `Redact`).
+    private func connectionOptions(for token: inout ResumeToken, given: [String] = [], events: EventHandler) -> TransferOptions {
+        // Credential headers are kept by name only (see Redact): one line says which to give again.
+        let missing = token.missingHeaders(given: given, login: options.transport.credentials.authenticates)
+        if !missing.isEmpty { events(.warning(.withheldHeaders(missing))) }
+        token.headers = HeaderLines.merge(stored: token.headers, given: given)
+        let merged = (token.connection ?? ConnectionSettings()).overridden(by: options.transport.connection)
+        token.connection = merged.storable.isEmpty ? nil : merged.storable
+        var effective = options
+        effective.transport.connection = merged
+        effective.transport.credentialOrigin = token.url
+        if merged.insecure == true { events(.warning(.insecure)) }
+        return effective
+    }
+
+    func checkSource(_ part: ResumeToken.UploadPart, _ source: SourceFile, id: String) throws(TransferError) {
+        let was = part.source
+        let now = source.identity
+        guard was.size == now.size, was.mtime == now.mtime, was.inode == now.inode, was.edgeHash == now.edgeHash else {
+            throw TransferError(.sourceChanged, "\(was.path) changed since the upload began; nothing was sent (cancel \(id) to start over)",
+                tokenID: nil)
+        }
+    }
+
+    /// A folder batch's own lock, on its id (its files open as uploads).
+    func openBatch(_ id: String) throws(TransferError) -> TokenGuard {
+        try prepareStateDirectory()
+        let lock = TokenGuard(store: store, id: id)
+        try lock.hold()
+        return lock
+    }
+
+    /// Fails at once when tokens cannot be written, rather than at a download's first checkpoint.
+    func prepareStateDirectory() throws(TransferError) {
+        do { try store.ensureDirectory() } catch { throw TransferError(.localIO, "\(error)") }
+        _ = store.removeLeftovers()
+        results.pruneOnce()
+    }
+
+    /// Runs `body` with the transport for many exchanges at once (segments, S3's parts, a list's downloads):
+    /// the one session pool, a libcurl multi handle driven from one thread with one connection cache, made
+    /// here only and shut down when `body` ends. A pool already (a batch's), or another transport (a test's), is used as it is.
+    func withSessionPool<T, E: Error>(_ wanted: Bool = true, _ body: (any HTTPTransport) throws(E) -> T) throws(E) -> T {
+        let pool = wanted && (transport as? CurlTransport)?.isMulti == false ? try? CurlTransport.multi() : nil
+        defer { pool?.shutdown() }
+        return try body(pool ?? transport)
+    }
+
+    /// ``withSessionPool(_:_:)`` for work that waits on tasks, with `lanes` pools (each its own thread and
+    /// connection cache) where one network thread would be the bottleneck: a list of small files.
+    func withSessionPool<T>(lanes: Int = 1, _ body: ([any HTTPTransport]) async -> T) async -> T {
+        let pools = transport is CurlTransport ? (0..<max(1, lanes)).compactMap { _ in try? CurlTransport.multi() } : []
+        defer { for pool in pools { pool.shutdown() } }
+        return await body(pools.isEmpty ? [transport] : pools)
+    }
+
+    /// A 401 says what to do: credentials are never stored, so a resume needs them again.
+    func explainingLogin(_ error: TransferError) -> TransferError {
+        guard error.code == .failed, error.status == 401 else { return error }
+        var explained = error
+        explained.message += options.transport.credentials.authenticates
+            ? "; the login was refused"
+            : "; the server wants a login: pass -u USER[:PASSWORD] or --netrc (credentials are never kept in the token)"
+        return explained
     }
 }

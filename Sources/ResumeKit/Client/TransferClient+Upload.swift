@@ -1,3 +1,4 @@
+import Glibc
 import FoundationEssentials
 
 extension TransferClient {
@@ -12,50 +13,30 @@ extension TransferClient {
         }
     }
 
-    /// The token id an upload request uses.
-    public func uploadTokenID(_ request: UploadRequest) -> String {
-        if request.filePath == "-" { return TokenStore.makeID(kind: .upload, url: request.url, path: "-") }
-        return TokenStore.makeID(kind: .upload, url: request.url, path: OutputPath.absolute(request.filePath))
-    }
-
     /// Uploads a file (to a URL or `s3://BUCKET/KEY`) or a stream, continuing this request's earlier attempt.
     func runUpload(_ request: UploadRequest, cancellation: Cancellation, events: @escaping EventHandler) throws(TransferError) -> UploadResult {
-        if Route.isS3(request.url) { _ = try requireS3Answers() }
-        if request.filePath == "-" { try checkStream(request) }
-        let (opened, existing, lock) = try openUpload(request)
-        defer { lock.release() }
-        guard let source = opened else {
-            return try runStreamUpload(request, existing: existing, id: lock.id, cancellation: cancellation, events: events)
-        }
-        var token: ResumeToken
+        guard case .opened(var opened) = try open(.upload(request), events: events) else { throw TransferError(.usage, "no upload") }
+        defer { opened.lock.release() }
         var probe = request.probed
-        if let existing {
-            var part = try existing.uploadPart()
-            // A token written by `--detach` before anything was sent has no protocol yet: choose it now.
-            if part.wire == .undecided {
-                part.wire = try chooseProtocol(request, probe: &probe, cancellation: cancellation, events: events)
-            }
-            part.updateS3 { $0.parallel = request.s3.parallel }  // the command given again says it again
-            token = existing.with(.upload(part))
-        } else {
-            token = try newUploadToken(request, id: lock.id, source: source.identity, probe: &probe, cancellation: cancellation, events: events)
+        // A new token, or one written by `--detach` before anything was sent, has no protocol yet: choose it now.
+        try decideProtocol(&opened.token, request, probe: &probe, cancellation: cancellation, events: events)
+        guard let source = opened.source else {
+            return try runStreamUpload(request, opened: opened, probe: probe, cancellation: cancellation, events: events)
         }
-        let options = connectionOptions(for: &token, given: request.headers, events: events)
-        try store.write(token)
+        try store.write(opened.token)
         return try runUploadOperation(
-            token, source: source, options: options, versionPinned: request.interopVersion != nil, chunkSize: request.chunkSize,
-            capabilities: try tusCapabilities(probe, size: source.identity.size, id: lock.id), cancellation: cancellation, events: events)
+            opened.token, source: source, options: opened.options, versionPinned: request.interopVersion != nil, chunkSize: request.chunkSize,
+            capabilities: try tusCapabilities(probe, size: source.identity.size, id: opened.token.id), cancellation: cancellation, events: events)
     }
 
-    /// A new upload's token, not yet written: an S3 one (``newS3UploadToken(_:id:source:events:)``), else one
-    /// with the protocol ``chooseProtocol(_:probe:cancellation:events:)`` finds (`probe` keeps its answer).
-    func newUploadToken(
-        _ request: UploadRequest, id: String, source: ResumeToken.SourceIdentity, probe: inout ProtocolProbe?, cancellation: Cancellation,
-        events: @escaping EventHandler
-    ) throws(TransferError) -> ResumeToken {
-        if Route.isS3(request.url) { return try newS3UploadToken(request, id: id, source: source, events: events) }
-        let wire = try chooseProtocol(request, probe: &probe, cancellation: cancellation, events: events)
-        return ResumeToken(upload: request, id: id, part: .init(source: source, wire: wire))
+    /// Sets an undecided upload's protocol: the one pinned, else what one OPTIONS probe finds (`probe` keeps its answer).
+    func decideProtocol(
+        _ token: inout ResumeToken, _ request: UploadRequest, probe: inout ProtocolProbe?, cancellation: Cancellation, events: @escaping EventHandler
+    ) throws(TransferError) {
+        var part = try token.uploadPart()
+        guard part.wire == .undecided else { return }
+        part.wire = try chooseProtocol(request, probe: &probe, cancellation: cancellation, events: events)
+        token = token.with(.upload(part))
     }
 
     /// The protocol of a new upload: the one pinned, else what one OPTIONS probe finds (`probe` keeps its answer).
@@ -140,31 +121,19 @@ extension TransferClient {
         _ stored: ResumeToken, newURL: String?, headers: [String], cancellation: Cancellation, events: @escaping EventHandler
     ) throws(TransferError) -> UploadResult {
         _ = try stored.uploadPart()
-        if newURL != nil { throw TransferError(.usage, "--url applies to downloads; an upload resumes at the server's upload URL") }
-        let (opened, lock) = try openResume(stored, events: events)
-        defer { lock.release() }
-        var token = opened
-        let part = try token.uploadPart()
-        if token.upload?.stream != nil { return try continueStream(token, headers: headers, cancellation: cancellation, events: events) }
-        let source = try SourceFile(path: part.source.path)
-        try checkSource(part, source, id: token.id)
-        let options = connectionOptions(for: &token, given: headers, events: events)
+        guard case .opened(let opened) = try open(.resume(stored, headers: headers, newURL: newURL), events: events) else {
+            throw TransferError(.badToken, "token \(stored.id) is not an upload")
+        }
+        defer { opened.lock.release() }
+        let part = try opened.token.uploadPart()
+        guard let source = opened.source else { return try continueStream(opened, cancellation: cancellation, events: events) }
         if part.uploadURL == nil, part.uploadProtocol != .s3 {
             events(.note(part.resumable ? "the server never confirmed the upload; sending the whole file"
                 : "the server cannot resume uploads; sending the whole file again"))
         }
         return try runUploadOperation(
-            token, source: source, options: options, versionPinned: false, chunkSize: nil, capabilities: nil,
+            opened.token, source: source, options: opened.options, versionPinned: false, chunkSize: nil, capabilities: nil,
             cancellation: cancellation, events: events)
-    }
-
-    func checkSource(_ part: ResumeToken.UploadPart, _ source: SourceFile, id: String) throws(TransferError) {
-        let was = part.source
-        let now = source.identity
-        guard was.size == now.size, was.mtime == now.mtime, was.inode == now.inode, was.edgeHash == now.edgeHash else {
-            throw TransferError(.sourceChanged, "\(was.path) changed since the upload began; nothing was sent (cancel \(id) to start over)",
-                tokenID: nil)
-        }
     }
 
     /// Forgets a transfer: a download's `.part` goes, an upload's server resource gets a DELETE, then the token goes.
@@ -174,10 +143,182 @@ extension TransferClient {
     /// - Returns: what was done, for the user.
     public func cancel(_ reference: String, keepParts: Bool = false) async throws(TransferError) -> String {
         try await onOwnThread { () throws(TransferError) in
-            let job = TransferCancel(self, token: try self.loadToken(reference))
-            let lock = try self.takeLock(job.token.id)
-            defer { lock.release() }
-            return try job.run(keepParts: keepParts)
+            guard case .opened(let opened) = try self.open(.cancel(try self.loadToken(reference))) else {
+                throw TransferError(.inputMissing, "no token named \(reference)")
+            }
+            defer { opened.lock.release() }
+            return try TransferCancel(self, opened).run(keepParts: keepParts)
         }
+    }
+
+    // MARK: Protocol machines
+
+    /// Every upload's protocol machine is built here: the token's protocol, for a file (`stream` nil) or
+    /// for a stream at the bytes its spool made durable, with the options its requests go with (an S3
+    /// upload's are signed).
+    /// - Parameters:
+    ///   - versionPinned: the draft's interop version may not be negotiated down (pinned, or the upload exists).
+    ///   - capabilities: what a tus server's OPTIONS said, when this run asked.
+    func uploadMachine(
+        _ token: ResumeToken, versionPinned: Bool, chunkSize: Int64? = nil, capabilities: TusCapabilities?, options: TransferOptions
+    ) throws(TransferError) -> (machine: any UploadMachine, options: TransferOptions) {
+        let part = try token.uploadPart()
+        let stream = part.stream
+        let size = stream?.durable ?? part.source.size
+        let lengthKnown = stream?.ended ?? true
+        switch part.wire {
+        case .undecided:
+            throw TransferError(.badToken, "token \(token.id) names no upload protocol")
+        case .ietf(let version):
+            return (IETFStateMachine(
+                size: size, version: version, versionPinned: versionPinned || part.uploadURL != nil, uploadURL: part.uploadURL,
+                chunkSize: chunkSize, lengthKnown: lengthKnown), options)
+        case .tus(let expires, let checksum):
+            let filename = stream == nil ? String(part.source.path.split(separator: "/").last ?? "upload") : "stdin"
+            return (TusStateMachine(
+                size: size, creationURL: token.url, filename: filename, capabilities: capabilities, uploadURL: part.uploadURL,
+                checksum: checksum, expires: expires, chunkSize: chunkSize, lengthKnown: lengthKnown), options)
+        case .plain:
+            return (PlainUploadMachine(size: size), options)  // not for a stream: see runStream
+        case .s3:
+            return try s3Machine(token, options: options)
+        }
+    }
+
+    // MARK: Streams
+
+    /// Where stream uploads keep their spools: `STATE/spool/<id>` (folder 0700, files 0600).
+    func spoolPath(id: String) throws(TransferError) -> String {
+        try store.state.make(store.state.spool)
+        return store.state.spool(id)
+    }
+
+    /// `producer | resumectl upload - URL`: the IETF draft, tus or S3 multipart with the length unknown until
+    /// stdin ends. Running it again (or `resume`) with the same stream continues a cut upload (a token the
+    /// opening found, under the lock the caller holds); `probe`, what the protocol's choice asked of the server.
+    func runStreamUpload(
+        _ request: UploadRequest, opened: Opened, probe: ProtocolProbe?, cancellation: Cancellation, events: @escaping EventHandler
+    ) throws(TransferError) -> UploadResult {
+        if !opened.isNew { return try continueStream(opened, cancellation: cancellation, events: events) }
+        let spoolMax = request.spoolMax ?? (1 << 30)
+        var token = opened.token
+        var part = try token.uploadPart()
+        if let partSize = part.s3?.partSize {
+            // A part is cut only once the spool holds all of it: a smaller spool could never send one.
+            guard spoolMax >= partSize else {
+                throw TransferError(.usage, "--spool-max (\(spoolMax >> 20) MiB) must hold at least one part (--part-size \(partSize >> 20) MiB)")
+            }
+        } else if part.wire == .plain || probe == .unknown {
+            // A server that named neither tus nor the draft would take the first append as the whole file.
+            return try PlainStreamUpload(
+                url: request.url, headers: try HeaderLines.parse(token.headers), input: STDIN_FILENO, transport: transport,
+                options: opened.options, cancellation: cancellation, emit: events
+            ).run()
+        }
+        let spool = try Spool.create(path: try spoolPath(id: token.id))
+        part.stream = .init(spool: spool.path, start: 0, durable: 0, ended: false, spoolMax: spoolMax,
+            ledger: StreamLedger(blockSize: StreamLedger.blockSize(spoolMax: spoolMax)), synced: 0)
+        token = token.with(.upload(part))
+        do { try store.save(token) } catch {
+            spool.remove()
+            throw TransferError(.localIO, "\(error)")
+        }
+        var capabilities: TusCapabilities?
+        if case .tus(let found) = probe { capabilities = found }
+        return try runStream(token, spool: spool, versionPinned: request.interopVersion != nil, capabilities: capabilities, replay: false,
+            options: opened.options, cancellation: cancellation, events: events)
+    }
+
+    /// A stream upload's token: from the spool once its stream ended, else from the same stream piped again.
+    func continueStream(_ opened: Opened, cancellation: Cancellation, events: @escaping EventHandler) throws(TransferError) -> UploadResult {
+        let token = opened.token
+        let part = try token.uploadPart()
+        guard let stream = part.stream else { throw TransferError(.badToken, "token \(token.id) has no stream state") }
+        if !stream.ended, isatty(STDIN_FILENO) != 0 {
+            throw TransferError(.inputMissing,
+                "the stream of \(token.id) was cut before its end: pipe the same stream in again (producer | resumectl resume \(token.id))")
+        }
+        let spool = try Spool.reopen(path: stream.spool, start: stream.start, synced: stream.synced ?? stream.durable)
+        if stream.ended {
+            events(.note("the stream ended before; sending the rest from the spool"))
+        } else {
+            events(.note("checking the replayed stream against the \(stream.durable) bytes already read"))
+        }
+        return try runStream(token, spool: spool, versionPinned: part.uploadURL != nil, capabilities: nil, replay: !stream.ended,
+            options: opened.options, cancellation: cancellation, events: events)
+    }
+
+    private func runStream(
+        _ token: ResumeToken, spool: Spool, versionPinned: Bool, capabilities: TusCapabilities?, replay: Bool, options: TransferOptions,
+        cancellation: Cancellation, events: @escaping EventHandler
+    ) throws(TransferError) -> UploadResult {
+        let part = try token.uploadPart()
+        guard let stream = part.stream else { throw TransferError(.badToken, "token \(token.id) has no stream state") }
+        let (machine, options) = try uploadMachine(token, versionPinned: versionPinned, capabilities: capabilities, options: options)
+        guard let sender = machine as? any StreamingUploadMachine else {
+            throw TransferError(.badToken, "token \(token.id): a stream cannot go by \(part.uploadProtocol?.rawValue ?? "no protocol") here")
+        }
+        let hashes = options.computeSHA256 && (stream.durable == 0 || replay)
+        do {
+            // S3's parts go several at once through the session pool, as a file's do.
+            return try withSessionPool(part.s3 != nil) { transport throws(TransferError) in
+                let upload = try StreamUpload(
+                    token: token, spool: spool, sender: sender, input: STDIN_FILENO, hashesWholeStream: hashes,
+                    store: store, transport: transport, options: options, cancellation: cancellation, events: events)
+                if replay { try upload.verifyReplay() }
+                return try upload.run()
+            }
+        } catch {
+            if error.tokenID == nil {
+                // Refused for good: nothing can continue it, and the spool never outlives its token.
+                store.remove(id: token.id)
+                spool.remove()
+            }
+            throw explainingLogin(error)
+        }
+    }
+
+    // MARK: S3
+
+    /// A new S3 upload's token: the target, the part size (raised to fit 10,000 parts, said once), no parts yet.
+    func newS3UploadToken(
+        _ request: UploadRequest, id: String, source: ResumeToken.SourceIdentity, events: EventHandler
+    ) throws(TransferError) -> ResumeToken {
+        let location = try S3Location.parse(request.url)
+        guard !location.isPrefix else { throw TransferError(.usage, "\(request.url) names no object: give s3://BUCKET/KEY") }
+        let target = try S3Target(location, choices: request.s3.choices, forcePathStyle: request.s3.forcePathStyle)
+        let (partSize, raised) = try MultipartPlan.partSize(fileSize: source.size, requested: request.s3.partSize)
+        if raised {
+            events(.note("part size raised to \(partSize >> 20) MiB: S3 takes at most 10,000 parts"))
+        }
+        var state = target.state
+        state.partSize = partSize
+        state.parallel = request.s3.parallel
+        state.checksum = request.s3.checksum
+        state.parts = []
+        var part = ResumeToken.UploadPart(source: source, wire: .s3(state))
+        part.batch = request.batch
+        return ResumeToken(id: id, url: location.description, headers: request.headers, transfer: .upload(part))
+    }
+
+    /// The machine of an S3 upload's token (a file's, or a stream's at the bytes its spool made durable), and
+    /// the settings its requests go with: signed, and `--limit-rate` shared by the parts in flight.
+    func s3Machine(_ token: ResumeToken, options: TransferOptions) throws(TransferError) -> (S3MultipartMachine, TransferOptions) {
+        let part = try token.uploadPart()
+        guard let state = part.s3 else { throw TransferError(.badToken, "token \(token.id) is not an S3 upload") }
+        let target = try S3Target(state)
+        let parallel = Int64(max(1, state.parallel ?? S3Options().parallel))
+        var signed = options
+        signed.transport = target.signing(options.transport)
+        if signed.transport.maxSendRate > 0 { signed.transport.maxSendRate = max(1, signed.transport.maxSendRate / parallel) }
+        // S3 answers a part with a head and no body: libcurl's default receive buffer is plenty.
+        signed.transport.receiveBufferSize = 16 * 1024
+        // Parts go several at once: 256 KiB a connection sends as fast over loopback as 512 and keeps
+        // the upload within 32 MiB.
+        signed.transport.uploadBufferSize = 256 * 1024
+        let machine = S3MultipartMachine(
+            state: state, size: part.source.size, final: part.stream?.ended ?? true, stream: part.stream != nil,
+            headers: (try? HeaderLines.parse(token.headers)) ?? [:], endpoint: target.endpoint, answers: try requireS3Answers())
+        return (machine, signed)
     }
 }

@@ -42,7 +42,6 @@ public struct TransferClient: Sendable {
         _ request: DownloadRequest, cancellation: Cancellation = Cancellation(), events: @escaping EventHandler = { _ in }
     ) throws(TransferError) -> DownloadResult {
         if request.outputPath == "-" { return try runStreamDownload(request, cancellation: cancellation, events: events) }
-        try prepareStateDirectory()
         return try recorded(id: downloadTokenID(request), kind: .download, url: request.url, { () throws(TransferError) in
             try self.runDownload(request, cancellation: cancellation, events: events)
         }, as: TransferResult.downloaded)
@@ -82,176 +81,11 @@ public struct TransferClient: Sendable {
         }
     }
 
-    /// `-o -`: the body to stdout, resumed within this run from the count of bytes written; no token.
-    func runStreamDownload(_ request: DownloadRequest, cancellation: Cancellation, events: @escaping EventHandler) throws(TransferError) -> DownloadResult {
-        var request = request
-        var options = self.options
-        if Route.isS3(request.url) {
-            let (plain, state) = try s3Object(request)
-            request = plain
-            options.transport = try S3Target(state).signing(options.transport)
-        }
-        try URLCheck.validate(request.url)
-        let headers = try HeaderLines.forDownload(request.headers)
-        options.transport.credentialOrigin = request.url
-        let operation = StreamDownload(
-            url: request.url, headers: headers, output: STDOUT_FILENO, session: transport.makeSession(), options: options,
-            expectedSHA256: request.expectedSHA256, cancellation: cancellation, events: events)
-        return try operation.run()
-    }
-
     /// Reads a token, mapping store errors to the documented exit statuses.
     public func loadToken(_ reference: String) throws(TransferError) -> ResumeToken {
         try store.loadChecked(reference)
     }
 
-    /// The token id a download request uses, or nil when its URL or output path is unusable.
-    public func downloadTokenID(_ request: DownloadRequest) -> String? {
-        if Route.isS3(request.url) { return (try? s3Object(request)).flatMap { downloadTokenID($0.0) } }
-        guard let path = try? OutputPath.resolve(url: request.url, output: request.outputPath) else { return nil }
-        return TokenStore.makeID(kind: .download, url: request.url, path: path)
-    }
-
-    // MARK: Downloads
-
-    /// - Parameter batch: a list's publisher, which takes over small files once their data is complete.
-    /// - Parameter earlier: what a list's first pass left of the file (see SmallFilePass).
-    func runDownload(
-        _ request: DownloadRequest, session: (any TransportSession)? = nil, batch: BatchPublisher.Slot? = nil,
-        earlier: EarlierAttempt? = nil, cancellation: Cancellation, events: @escaping EventHandler
-    ) throws(TransferError) -> DownloadResult {
-        // `pause` finds a transfer by its lock file. Only a list's files, most of which end before their
-        // first checkpoint, take it lazily, with their token (see TokenGuard).
-        let (opening, lock) = try openDownload(request, holdLock: batch == nil)
-        defer { lock.release() }
-        var token: ResumeToken
-        var isNew = false
-        switch opening {
-        case .fileThere(let path):
-            return try alreadyThere(path, expected: request.expectedSHA256, events: events)
-        case .token(let found, isNew: true):
-            // A single download writes its token as soon as it holds the `.part` file's lock, before any
-            // request or event (see DownloadOperation, SegmentedDownload).
-            token = found
-            isNew = true
-        case .token(let existing, isNew: false):
-            var part = try existing.downloadPart()
-            if let sum = request.expectedSHA256 { part.expectedSHA256 = sum.lowercased() }
-            token = existing.with(.download(part))
-            let stored = ResumeToken.storableHeaders(request.headers)
-            if !stored.isEmpty { token.headers = HeaderLines.merge(stored: token.headers, given: stored) }
-        }
-        return try runDownloadOperation(
-            token, lock: lock, extraHeaders: request.headers, onChange: request.onChange, session: session, batch: batch,
-            isNew: isNew, earlier: isNew ? earlier : nil, cancellation: cancellation, events: events)
-    }
-
-    func runResumeDownload(
-        _ stored: ResumeToken, newURL: String?, headers: [String], cancellation: Cancellation, events: @escaping EventHandler
-    ) throws(TransferError) -> DownloadResult {
-        _ = try stored.downloadPart()
-        let (opened, lock) = try openResume(stored, events: events)
-        defer { lock.release() }
-        var token = opened
-        var onChange = DownloadStateMachine.OnChange(rawValue: try token.downloadPart().onChange ?? "") ?? .restart
-        if let newURL {
-            try URLCheck.validate(newURL)
-            token.url = newURL
-            onChange = .fail  // a replacement URL must serve the very same bytes
-        }
-        do {
-            return try runDownloadOperation(token, lock: lock, extraHeaders: headers, onChange: onChange, cancellation: cancellation, events: events)
-        } catch where newURL != nil && error.code == .changed {
-            // The token keeps the URL it had: the replacement serves something else.
-            if var onDisk = try? store.load(stored.id), onDisk.url != stored.url {
-                onDisk.url = stored.url
-                try? store.save(onDisk)
-            }
-            let reason = error.cause ?? error.message
-            throw TransferError(.changed, "refusing \(newURL!): it does not serve the file this transfer began with (\(reason)); resume without --url continues from \(stored.url)",
-                tokenID: stored.id)
-        }
-    }
-
-    /// Runs a download's token, signed for S3: in segments when it has or wants several connections, else on one.
-    private func runDownloadOperation(
-        _ token: ResumeToken, lock: TokenGuard, extraHeaders: [String], onChange: DownloadStateMachine.OnChange,
-        session: (any TransportSession)? = nil, batch: BatchPublisher.Slot? = nil, isNew: Bool = false,
-        earlier: EarlierAttempt? = nil, cancellation: Cancellation, events: @escaping EventHandler
-    ) throws(TransferError) -> DownloadResult {
-        var token = token
-        // A new token is on disk only once written, by the operation or by a segmented attempt below.
-        var tokenOnDisk: Bool? = isNew ? false : nil
-        let options = try signingS3(connectionOptions(for: &token, given: extraHeaders, events: events), for: token)
-        do throws(TransferError) {
-            let download = try token.downloadPart()
-            let fresh = download.committedBytes == 0 && download.totalBytes == nil
-            if download.segments != nil || (options.connections > 1 && fresh) {
-                try lock.hold()  // the segment plan is written before any data
-                tokenOnDisk = nil
-                // All segments share one network thread: on a fast link more receiving threads than cores only contend.
-                let segmented = withSessionPool { pool in
-                    Result { () throws -> DownloadResult in
-                        try SegmentedDownload(
-                            token: token, store: store, transport: pool, options: options, connections: options.connections,
-                            cancellation: cancellation, events: events
-                        ).run()
-                    }
-                }
-                do {
-                    return try segmented.get()
-                } catch let error as TransferError {
-                    throw error
-                } catch SegmentedDownload.Handover.unsupported(let why) {
-                    events(.note("\(why); using one connection"))
-                } catch SegmentedDownload.Handover.unreached {
-                } catch SegmentedDownload.Handover.changed(let why) {
-                    if onChange == .fail { throw TransferError.changed(why, tokenID: token.id) }
-                    events(.restarted(reason: why))
-                    token = token.with(.download(.init(path: download.path, committedBytes: 0,
-                        expectedSHA256: download.expectedSHA256, onChange: download.onChange, s3: download.s3)))
-                    _ = truncate(download.partPath, 0)
-                    try store.write(token, keeping: true)
-                } catch {
-                    throw TransferError(.localIO, "\(error)", tokenID: token.id)
-                }
-            }
-            let operation = try DownloadOperation(
-                token: token, lock: lock, store: store, session: session ?? transport.makeSession(), options: options, onChange: onChange,
-                batch: batch, tokenOnDisk: tokenOnDisk, earlier: earlier, cancellation: cancellation, events: events)
-            return try operation.run()
-        } catch {
-            throw explainingLogin(explainingS3(error, token: token, options: options))
-        }
-    }
-
-    private func alreadyThere(_ path: String, expected: String?, events: EventHandler) throws(TransferError) -> DownloadResult {
-        let size = (try? FileManager.default.attributesOfItem(atPath: path)[.size] as? Int64) ?? 0
-        var digest: String?
-        if let expected {
-            digest = try FileDigest.sha256(path: path)
-            guard digest == expected.lowercased() else {
-                throw TransferError(.checksumMismatch, "\(path) exists but its sha256 is \(digest ?? "?"), not \(expected); use --force to download again")
-            }
-        }
-        events(.note("\(path) is already there; nothing fetched (use --force to download again)"))
-        events(.completed(location: path, bytes: size, sha256: digest))
-        return DownloadResult(path: path, bytes: size, sha256: digest)
-    }
-
-    /// Fails at once when tokens cannot be written, rather than at a download's first checkpoint.
-    func prepareStateDirectory() throws(TransferError) {
-        do { try store.ensureDirectory() } catch { throw TransferError(.localIO, "\(error)") }
-        _ = store.removeLeftovers()
-        results.pruneOnce()
-    }
-
-    /// The lock of a token that exists (or is written at once, as an upload's is).
-    func takeLock(_ id: String) throws(TransferError) -> TokenGuard {
-        let lock = TokenGuard(store: store, id: id)
-        try lock.hold()
-        return lock
-    }
 }
 
 /// Runs blocking work on a thread of its own, never on Swift's cooperative pool.
@@ -266,4 +100,138 @@ func onOwnThread<T: Sendable>(_ body: @escaping @Sendable () throws(TransferErro
         }
     }
     return try result.get()
+}
+
+// MARK: Starting, preparing, records
+
+extension TransferClient {
+    /// Starts a download whose events arrive as an `AsyncSequence` (``TransferRun/events``).
+    public func start(_ request: DownloadRequest, cancellation: Cancellation = Cancellation()) -> TransferRun<DownloadResult> {
+        TransferRun(cancellation: cancellation) { cancellation, events throws(TransferError) in
+            try await download(request, cancellation: cancellation, events: events)
+        }
+    }
+
+    /// Starts an upload whose events arrive as an `AsyncSequence` (``TransferRun/events``).
+    public func start(_ request: UploadRequest, cancellation: Cancellation = Cancellation()) -> TransferRun<UploadResult> {
+        TransferRun(cancellation: cancellation) { cancellation, events throws(TransferError) in
+            try await upload(request, cancellation: cancellation, events: events)
+        }
+    }
+
+    /// Checks a download and writes its token before any byte moves, so that its id can be announced,
+    /// paused, cancelled, waited for and resumed at once (`--detach`, `--start-at`). A file already at the
+    /// output path (without `force`) gets no token: running the download reports it as already complete.
+    /// - Returns: the token id.
+    public func prepare(_ request: DownloadRequest) throws(TransferError) -> String {
+        guard case .opened(let opened) = try open(.download(request)) else { return downloadTokenID(request) ?? "" }
+        defer { opened.lock.release() }
+        if opened.isNew { try store.write(opened.token) }
+        return opened.lock.id
+    }
+
+    /// Checks an upload (its source must be readable) and writes its token before any byte moves.
+    /// - Returns: the token id.
+    public func prepare(_ request: UploadRequest) throws(TransferError) -> String {
+        if request.filePath == "-" { throw TransferError(.usage, "a stream (upload -) reads stdin: it runs in the foreground") }
+        guard case .opened(let opened) = try open(.upload(request)) else { return uploadTokenID(request) }
+        defer { opened.lock.release() }
+        // The protocol is left open unless pinned: the detached run probes the server (`--protocol auto`).
+        if opened.isNew { try store.write(opened.token) }
+        return opened.lock.id
+    }
+
+    /// Where this client keeps the records of ended transfers (beside the tokens).
+    public var results: ResultStore { ResultStore(directory: store.directory) }
+
+    /// The record of a transfer that ended, or nil when neither a token nor a record knows `reference`.
+    public func record(_ reference: String) -> TransferRecord? {
+        results.load(id: reference)
+    }
+
+    /// Runs a transfer and keeps the record of its end (none without an `id`: a list's file that got no token).
+    func recorded<Result>(
+        id: String?, kind: ResumeToken.Kind, url: String, source: String? = nil, failedURL: String? = nil,
+        _ run: () throws(TransferError) -> Result, as outcome: (Result) -> TransferResult
+    ) throws(TransferError) -> Result {
+        let began = Date()
+        do throws(TransferError) {
+            let result = try run()
+            if let id { recordDone(id: id, kind: kind, url: url, result: outcome(result), source: source, since: began) }
+            return result
+        } catch {
+            if let id { recordFailure(error, id: id, kind: kind, url: failedURL ?? url, source: source) }
+            throw error
+        }
+    }
+
+    /// - Parameter since: when the transfer began; a record written since (by the finish, before the token
+    ///   went) is not written twice.
+    private func recordDone(id: String, kind: ResumeToken.Kind, url: String, result: TransferResult, source: String? = nil, since: Date) {
+        // While this run holds the id's lock only its finish writes the record, and only as "done": a record
+        // written since the start is that one, known by a stat rather than by reading it back. (A file clock
+        // behind `since` by a tick costs a second write of the same record, never a lost one.)
+        var st = stat()
+        if stat(results.path(forID: id), &st) == 0,
+            Double(st.st_mtim.tv_sec) + Double(st.st_mtim.tv_nsec) / 1e9 >= since.timeIntervalSince1970 { return }
+        let record: TransferRecord
+        switch result {
+        case .downloaded(let d):
+            record = TransferRecord(
+                id: id, kind: kind, outcome: .done, exit: 0, resumable: false, url: url, path: d.path, bytes: d.bytes, sha256: d.sha256)
+        case .uploaded(let u):
+            let path = source.map(OutputPath.absolute) ?? ((try? store.load(id))?.upload?.source.path)
+            record = TransferRecord(
+                id: id, kind: kind, outcome: .done, exit: 0, resumable: false, url: u.url, path: path, bytes: u.bytes, sha256: u.sha256)
+        }
+        try? results.save(record)
+    }
+
+    /// Keeps the end of a transfer that was announced. Refusals before it began (bad arguments, a token
+    /// that does not exist or cannot be read) and "running elsewhere" leave no record: the one running owns it.
+    func recordFailure(_ error: TransferError, id: String, kind: ResumeToken.Kind, url: String, source: String? = nil) {
+        switch error.code {
+        case .usage, .busy, .inputMissing, .badToken: return
+        default: break
+        }
+        let token = try? store.load(id)
+        let path = token?.download?.path ?? token?.upload?.source.path ?? source.map(OutputPath.absolute)
+            ?? (kind == .download ? try? OutputPath.resolve(url: url, output: nil) : nil)
+        let bytes = token.map { t in
+            t.download?.heldBytes ?? t.upload?.acknowledgedBytes ?? 0
+        }
+        let outcome: TransferRecord.Outcome = if case .stopped = error.code { .paused } else { .failed }
+        try? results.save(TransferRecord(
+            id: id, kind: kind, outcome: outcome, exit: error.exitStatus, resumable: error.isResumable && token != nil, url: url,
+            path: path, bytes: bytes, error: error.message))
+    }
+
+    /// `resume` of a transfer whose token is gone: a completed one answers as it did; any other says how it ended.
+    func endedResult(_ reference: String, events: EventHandler) throws(TransferError) -> TransferResult? {
+        guard let record = results.load(id: reference) else { return nil }
+        switch record.outcome {
+        case .done:
+            events(.completed(location: record.resultLine, bytes: record.bytes ?? 0, sha256: record.sha256))
+            switch record.kind {
+            case .download:
+                return .downloaded(DownloadResult(path: record.resultLine, bytes: record.bytes ?? 0, sha256: record.sha256))
+            case .upload:
+                return .uploaded(UploadResult(url: record.url, bytes: record.bytes ?? 0, sha256: record.sha256))
+            }
+        case .cancelled:
+            throw TransferError(.inputMissing, "\(record.id) was cancelled; there is nothing to resume")
+        case .failed, .paused:
+            throw TransferError(record.exit == 0 ? .failed : Self.code(forExit: record.exit),
+                "\(record.id) failed and cannot be resumed: \(record.error ?? "unknown error")")
+        }
+    }
+
+    private static func code(forExit status: Int32) -> TransferError.Code {
+        switch status {
+        case 65: .checksumMismatch
+        case 73: .cannotCreateOutput
+        case 74: .localIO
+        default: .failed
+        }
+    }
 }

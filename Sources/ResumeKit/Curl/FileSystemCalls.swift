@@ -20,13 +20,3 @@ func reserveSpaceAhead(_ fd: Int32, length: Int64) -> Int32 { rctl_fallocate_kee
 /// (fallocate(2) with FALLOC_FL_PUNCH_HOLE): a spool gives back the disk space of acknowledged bytes.
 /// 0, or -1 with errno set (EOPNOTSUPP where the filesystem cannot).
 func punchHole(_ fd: Int32, offset: Int64, length: Int64) -> Int32 { rctl_punch_hole(fd, offset, length) }
-
-/// Opens a new file in `folder` that has no name (O_TMPFILE): a kill leaves nothing of it, and
-/// `linkat(2)` of `/proc/self/fd/N` names it once it is whole. The descriptor, or -1 with errno set
-/// (EOPNOTSUPP, EISDIR or EINVAL where the filesystem or kernel cannot).
-func openUnnamedFile(in folder: String) -> Int32 { rctl_open_unnamed(folder) }
-
-/// Names the file open as `fd` `target` by linkat(2) of the descriptor itself (AT_EMPTY_PATH): since Linux 6.10
-/// any process may do so for a file it opened; before, only one with CAP_DAC_READ_SEARCH (ENOENT otherwise).
-/// 0, or -1 with errno set.
-func linkDescriptor(_ fd: Int32, as target: String) -> Int32 { linkat(fd, "", AT_FDCWD, target, rctl_at_empty_path) }

@@ -5,8 +5,6 @@ import Glibc
 /// with the values of credential headers replaced: an S3 session token, a signature or a Basic login
 /// must not end up in a pasted log.
 enum VerboseTrace {
-    static let secretHeaders = ["authorization", "proxy-authorization", "cookie", "x-amz-security-token"]
-
     static func install(on handle: EasyHandle) throws {
         try rctl_setopt_debug_cb(handle.raw, CURLOPT_DEBUGFUNCTION) { _, type, data, size, _ in
             let prefix: String
@@ -37,7 +35,6 @@ enum VerboseTrace {
 
     static func redacted(_ line: Substring, sent: Bool) -> String {
         guard sent, let colon = line.firstIndex(of: ":") else { return String(line) }
-        let name = line[..<colon].lowercased()
-        return secretHeaders.contains(name) ? String(line[..<colon]) + ": [redacted]" : String(line)
+        return Redact.isSecretHeader(line[..<colon]) ? String(line[..<colon]) + ": [redacted]" : String(line)
     }
 }

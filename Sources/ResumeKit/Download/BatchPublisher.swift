@@ -48,8 +48,7 @@ final class BatchPublisher: @unchecked Sendable {
 
     func slot(_ index: Int) -> Slot { Slot(publisher: self, index: index) }
 
-    /// Whether files are synced one by one (a writeback backlog, as of the last group): a linked file would
-    /// then cost a second sync of its own (see publish), a renamed `.part` none.
+    /// Whether files are synced one by one (a writeback backlog, as of the last group).
     var syncsFilesAlone: Bool { syncsAlone.load(ordering: .relaxed) }
 
     fileprivate func submit(_ item: Item) {
@@ -82,10 +81,9 @@ final class BatchPublisher: @unchecked Sendable {
     private func publish(_ batch: [Item]) {
         guard !batch.isEmpty else { return }
         defer { for item in batch { item.part.close() } }
-        let (syncErrors, groupCommit) = syncData(of: batch)
+        let syncErrors = syncData(of: batch)
         var folders: Set<String> = []
         var placed: [Item] = []
-        var linked: [Item] = []
         for (item, err) in zip(batch, syncErrors) {
             if err != 0 {
                 failures[item.index] = TransferError(.localIO,
@@ -93,50 +91,29 @@ final class BatchPublisher: @unchecked Sendable {
                 continue
             }
             do throws(TransferError) {
-                if item.part.isUnnamed {
-                    try Publish.link(item.finished, part: item.part)
-                    linked.append(item)
-                } else {
-                    try Publish.rename(item.finished)
-                    folders.insert(Paths.parent(of: item.finished.download.path))
-                }
+                try Publish.rename(item.finished)
+                folders.insert(Paths.parent(of: item.finished.download.path))
                 placed.append(item)
             } catch {
                 failures[item.index] = error
             }
         }
-        // A link changes the file's own inode (its link count) as well as its folder. A folder's fsync makes
-        // both durable where one journal transaction holds them (ext4, XFS), not on ext4 without a journal or
-        // ext2: so a linked file is synced again, with its file system's group, or alone and then its folder.
-        let linkErrors: [Int32]
-        if groupCommit {
-            linkErrors = syncFileSystems(of: linked)
-        } else {
-            linkErrors = linked.map { fsync($0.part.fileDescriptor) == 0 ? 0 : errno }
-            for item in linked { folders.insert(Paths.parent(of: item.finished.download.path)) }
-        }
         for folder in folders { syncDirectory(folder) }
-        var unsynced: Set<Int> = []
-        for (item, err) in zip(linked, linkErrors) where err != 0 {
-            failures[item.index] = TransferError(.localIO,
-                "cannot sync \(item.finished.download.path): \(String(cString: strerror(err)))")
-            unsynced.insert(item.index)
-        }
-        for item in placed where !unsynced.contains(item.index) { Publish.complete(item.finished, store: store) }
+        for item in placed { Publish.complete(item.finished, store: store) }
     }
 
     /// Makes each item's data durable: one `syncfs` per file system, not one `fdatasync` per file, unless
     /// the machine has much else to write back (see WritebackBacklog); then the next files are synced by
-    /// their workers. Returns errno per item (0 when synced), and whether the group was synced by file system.
-    private func syncData(of batch: [Item]) -> ([Int32], groupCommit: Bool) {
+    /// their workers. Returns errno per item (0 when synced).
+    private func syncData(of batch: [Item]) -> [Int32] {
         let own = batch.reduce(Int64(0)) { $0 + ($1.synced ? 0 : $1.finished.bytes) }
         let groupCommit = WritebackBacklog.prefersSyncfs(own: own, backlog: WritebackBacklog.current())
         syncsAlone.store(!groupCommit, ordering: .relaxed)
         guard groupCommit else {
-            return (batch.map { $0.synced || fdatasync($0.part.fileDescriptor) == 0 ? 0 : errno }, false)
+            return batch.map { $0.synced || fdatasync($0.part.fileDescriptor) == 0 ? 0 : errno }
         }
         var errors = syncFileSystems(of: batch.filter { !$0.synced }).makeIterator()
-        return (batch.map { $0.synced ? 0 : errors.next() ?? 0 }, true)
+        return batch.map { $0.synced ? 0 : errors.next() ?? 0 }
     }
 
     /// One `syncfs` for each file system the items are on; errno per item, 0 when synced.

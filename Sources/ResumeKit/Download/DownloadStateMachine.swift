@@ -52,7 +52,7 @@ public struct DownloadStateMachine: Sendable, Equatable {
         case fail(Failure)
     }
 
-    public enum Failure: Sendable, Equatable {
+    public enum Failure: Error, Sendable, Equatable {
         /// A final status that no retry will change (404, 403, 401 …).
         case status(Int, reason: String)
         /// The content changed on the server and `--on-change fail` was given.
@@ -86,6 +86,13 @@ public struct DownloadStateMachine: Sendable, Equatable {
         }
         let from = Self.overlapStart(committed: committed)
         return .fetch(offset: from, headers: ["Range": "bytes=\(from)-", "If-Range": validator])
+    }
+
+    /// The request for the rest of a segment (`bound`, of a file whose validator is known) when `committed`
+    /// of its bytes are held: from up to ``overlap`` bytes before them, within the segment.
+    public func plan(committed: Int64, within bound: ClosedRange<Int64>) -> Plan {
+        let from = bound.lowerBound + Self.overlapStart(committed: committed)
+        return .fetch(offset: from, headers: ["Range": "bytes=\(from)-\(bound.upperBound)", "If-Range": resource?.validator ?? ""])
     }
 
     /// The bytes re-fetched before the resume point differ from the ones on disk at `offset`: whatever the

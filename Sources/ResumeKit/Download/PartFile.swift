@@ -4,15 +4,10 @@ import Synchronization
 
 /// The `.part` file a download writes into. `committed` counts the bytes known to be on disk (fsynced);
 /// only that number ever goes into a token. Past the first MiB the body goes through a `WriteGatherer`;
-/// small files never allocate one. A list's small file may be written unnamed instead (`unnamedIn:`) and
-/// named by `link(as:)` once whole.
+/// small files never allocate one. Its `flock` keeps a second writer out, whatever its state folder.
 final class PartFile {
     let path: String
     private let fd: FileDescriptor
-    /// The file has no name (O_TMPFILE): `path` is where it would have been.
-    let isUnnamed: Bool
-    /// The claim on the output's path, released with the file (see OutputLocks).
-    private let claim: OutputLocks.Claim?
     /// Bytes handed to the file with `pwrite`.
     private(set) var written: Int64
     private(set) var committed: Int64
@@ -22,7 +17,7 @@ final class PartFile {
     /// Bytes received, whether written to the file yet or still gathered.
     var length: Int64 { written + Int64(gatherer?.count ?? 0) }
 
-    /// Another download writes this file: its `.part`'s lock or its path's claim (OutputLocks) says so.
+    /// Another download writes this file: its `.part`'s lock says so.
     struct Busy: Error {
         let pid: Int32?
 
@@ -33,10 +28,8 @@ final class PartFile {
     /// Opens (creating) `path`, takes its `flock` (one writer at a time), and cuts it to `keeping` bytes:
     /// anything after the last commit is an unflushed tail or garbage. A file shorter than `keeping`
     /// keeps what it has.
-    init(path: String, keeping: Int64, claim: OutputLocks.Claim? = nil) throws {
+    init(path: String, keeping: Int64) throws {
         self.path = path
-        isUnnamed = false
-        self.claim = claim
         fd = try FileDescriptor.open(
             FilePath(path), .readWrite, options: [.create, .closeOnExec], permissions: [.ownerReadWrite, .groupRead, .otherRead])
         guard flock(fd.rawValue, LOCK_EX | LOCK_NB) == 0 else {
@@ -57,10 +50,8 @@ final class PartFile {
 
     /// Creates `path`, which must not exist yet, and takes its `flock`: a `.part` that is there already
     /// belongs to an earlier run (or another process) and is left to the path that continues it.
-    init(creating path: String, claim: OutputLocks.Claim? = nil) throws {
+    init(creating path: String) throws {
         self.path = path
-        isUnnamed = false
-        self.claim = claim
         fd = try FileDescriptor.open(
             FilePath(path), .readWrite, options: [.create, .exclusiveCreate, .closeOnExec],
             permissions: [.ownerReadWrite, .groupRead, .otherRead])
@@ -71,39 +62,6 @@ final class PartFile {
         written = 0
         committed = 0
     }
-
-    /// Opens a file in `folder` with no name, which a kill leaves nothing of. No other process can find it:
-    /// `claim` (held) is what keeps them off its output path.
-    init(unnamedIn folder: String, path: String, claim: OutputLocks.Claim) throws {
-        let raw = openUnnamedFile(in: folder)
-        guard raw >= 0 else { throw Errno(rawValue: errno) }
-        self.path = path
-        isUnnamed = true
-        self.claim = claim
-        fd = FileDescriptor(rawValue: raw)
-        written = 0
-        committed = 0
-    }
-
-    /// Names an unnamed file `target`, which must not exist: its data must be on disk already. By the descriptor
-    /// itself where the kernel allows it (no walk through /proc), else through /proc.
-    func link(as target: String) throws(Errno) {
-        if Self.linksDescriptors.load(ordering: .relaxed) {
-            if linkDescriptor(fd.rawValue, as: target) == 0 { return }
-            guard errno == ENOENT || errno == EPERM else { throw Errno(rawValue: errno) }
-            Self.linksDescriptors.store(false, ordering: .relaxed)
-        }
-        if linkat(AT_FDCWD, "/proc/self/fd/\(fd.rawValue)", AT_FDCWD, target, AT_SYMLINK_FOLLOW) != 0 {
-            throw Errno(rawValue: errno)
-        }
-    }
-
-    /// Until a link by descriptor fails for want of the right (a kernel before 6.10).
-    private static let linksDescriptors = Atomic<Bool>(true)
-
-    /// Whether this process can name an unnamed file: `link(as:)` falls back to /proc where the kernel does not
-    /// link a descriptor itself.
-    static let canLinkUnnamed = access("/proc/self/fd", X_OK) == 0
 
     private var isOpen = true
 
@@ -160,6 +118,5 @@ final class PartFile {
         isOpen = false
         gatherer = nil
         try? fd.close()
-        claim?.release()
     }
 }

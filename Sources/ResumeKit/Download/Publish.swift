@@ -54,15 +54,6 @@ enum Publish {
         }
     }
 
-    /// Names a list's unnamed file (see `PartFile(unnamedIn:)`); its data must be on disk already. Where
-    /// something took the name while it downloaded, that stays: a rename would have replaced it unseen.
-    static func link(_ finished: Finished, part: PartFile) throws(TransferError) {
-        do { try part.link(as: finished.download.path) } catch {
-            let reason = error == .fileExists ? "it appeared while the download ran; not replaced" : "\(error)"
-            throw TransferError(.cannotCreateOutput, "cannot create \(finished.download.path): \(reason)")
-        }
-    }
-
     /// After the rename is durable: the token goes, the `completed` event is sent.
     static func complete(_ finished: Finished, store: TokenStore) {
         if finished.tokenOnDisk {

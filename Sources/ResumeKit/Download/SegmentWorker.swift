@@ -3,8 +3,9 @@ import Glibc
 import Synchronization
 import SystemPackage
 
-/// Fetches one segment on its own thread and connection, retrying with backoff until it is whole.
-final class SegmentWorker: ExchangeDelegate, @unchecked Sendable {
+/// Fetches one segment on its own thread and connection, retrying with backoff until it is whole: a
+/// ``Fetch`` bounded to the segment, whose output is the segment's range of the shared `.part`.
+final class SegmentWorker: FetchOutput, @unchecked Sendable {
     enum Outcome {
         case changed(String)
         case failed(TransferError)
@@ -13,8 +14,6 @@ final class SegmentWorker: ExchangeDelegate, @unchecked Sendable {
     let index: Int
     let start: Int64
     private let end: Int64
-    private let url: String
-    private let headers: [String]
     private let fd: Int32
     /// The `.part` file's path, for messages.
     private let path: String
@@ -30,14 +29,8 @@ final class SegmentWorker: ExchangeDelegate, @unchecked Sendable {
     private let gatherer: WriteGatherer
     private let done = Atomic<Bool>(false)
     private let state = Mutex<Outcome?>(nil)
-    /// Judges this segment's answers, bounded to it; any change voids every segment.
-    private var machine: DownloadStateMachine
-    private var decision: DownloadStateMachine.Decision?
-    private var writeError: String?
-    private var receivedThisAttempt: Int64 = 0
-    /// The bytes on disk the start of this attempt's body must equal (see `SegmentRules.resumeStart`).
-    private var overlap = OverlapCheck.none
-    private var requestedFrom: Int64 = 0
+    /// Asks for this segment's bytes and judges the answers, bounded to it; any change voids every segment.
+    private var fetch: Fetch!
 
     init(
         index: Int, segment: ResumeToken.Segment, url: String, headers: [String], resource: DownloadStateMachine.Resource, fd: Int32, path: String,
@@ -48,9 +41,6 @@ final class SegmentWorker: ExchangeDelegate, @unchecked Sendable {
         self.index = index
         self.start = segment.start
         self.end = segment.end
-        self.url = url
-        self.headers = headers
-        machine = DownloadStateMachine(resource: resource, onChange: .fail)
         self.fd = fd
         self.path = path
         self.session = transport.makeSession()
@@ -65,6 +55,8 @@ final class SegmentWorker: ExchangeDelegate, @unchecked Sendable {
         gatherer = WriteGatherer(capacity: max(64 << 10, WriteGatherer.capacity / max(1, connections)))
         progress = Atomic(min(segment.committed, segment.length))
         if segment.isDone { done.store(true, ordering: .releasing) }
+        fetch = Fetch(url: url, headers: (try? HeaderLines.forDownload(headers)) ?? [:], output: self, resource: resource,
+            onChange: .fail, bound: segment.start...segment.end, stallTimeout: options.transport.stallTimeout)
     }
 
     /// Bytes of this segment written to the file so far.
@@ -92,29 +84,26 @@ final class SegmentWorker: ExchangeDelegate, @unchecked Sendable {
     /// an end of its own (a change, a refusal, a local write error).
     private func attempt() throws(TransferError) -> Retrier.Attempt<Void> {
         guard !isDone && !stop.isStopped else { return .done(()) }
-        var fields = (try? HeaderLines.forDownload(headers)) ?? [:]
-        requestedFrom = SegmentRules.resumeStart(segmentStart: start, written: written)
-        fields.set("Range", "bytes=\(requestedFrom)-\(end)")
-        fields.set("If-Range", machine.resource?.validator ?? "")
-        guard let held = readHeld(from: requestedFrom) else {
-            return .done(report(.failed(TransferError(.localIO, "cannot read \(path): \(String(cString: strerror(errno)))"))))
+        var verdict: DownloadStateMachine.Verdict?
+        var failure: TransferError?
+        do {
+            verdict = try fetch.perform(try fetch.request(), on: session, settings: options.transport, cancellation: stop)
+        } catch let error as TransferError {
+            failure = error
+        } catch {
+            // A bounded plan always asks (the segment's validator is known).
+            failure = TransferError(.failed, "\(error)")
         }
-        overlap = OverlapCheck(held: held, from: requestedFrom)
-        decision = nil
-        writeError = nil
-        receivedThisAttempt = 0
-        let result = session.perform(TransferRequest(method: "GET", url: url, headers: fields, followRedirects: true),
-            settings: options.transport, cancellation: stop, delegate: self)
-        if writeError == nil { writeError = flush() }
+        if let error = flush(), failure == nil { failure = TransferError(.localIO, error) }
         if isDone { return .done(()) }
-        if let writeError { return .done(report(.failed(TransferError(.localIO, writeError)))) }
-        switch machine.verdict(result.outcome, decision, held: written, expected: end - start + 1, stallTimeout: options.transport.stallTimeout) {
+        if let failure { return .done(report(.failed(failure))) }
+        switch verdict! {
         case .done, .again: return .done(())
         case .refetchFromZero(let reason), .fail(.changed(let reason)): return .done(report(.changed(reason)))
-        case .fail(.status(let status, let reason)): return .done(report(.failed(.refused(status, reason, url: url))))
+        case .fail(.status(let status, let reason)): return .done(report(.failed(.refused(status, reason, url: fetch.url))))
         case .fault(let fault):
             // The segment's host answered the plan's HEAD: a name that stops resolving is the network (not fresh).
-            return .failed(fault, progressMade: receivedThisAttempt > 0)
+            return .failed(fault, progressMade: fetch.received > 0)
         }
     }
 
@@ -122,44 +111,28 @@ final class SegmentWorker: ExchangeDelegate, @unchecked Sendable {
         state.withLock { $0 = $0 ?? outcome }
     }
 
-    func exchange(head: ResponseHead, effectiveURL: String) -> Bool {
-        let d = machine.evaluate(head, requestedOffset: requestedFrom, through: end)
-        decision = d
-        if case .write = d { return true }
-        return false
-    }
+    // MARK: FetchOutput
 
-    func exchange(body received: UnsafeRawBufferPointer) -> Bool {
-        var body = received
-        switch overlap.consume(body) {
-        case .differs(let offset):
-            decision = machine.overlapDiffers(at: offset)
-            return false
-        case .matched(let rest):
-            body = rest
-            if body.isEmpty { return true }
-        }
-        guard start + written + Int64(gatherer.count) + Int64(body.count) <= end + 1 else {
-            decision = .fail(.changed("the server sent more than the range asked for"))
-            return false
-        }
-        do throws(Errno) {
-            progress.store(written + Int64(try gatherer.append(body, to: fd, at: start + written)), ordering: .releasing)
-        } catch {
-            writeError = message(error)
-            return false
-        }
-        receivedThisAttempt += Int64(body.count)
-        return true
-    }
+    var held: Int64 { start + written + Int64(gatherer.count) }
 
     /// The segment's bytes on disk from `offset` up to what it has written (the overlap to compare).
-    private func readHeld(from offset: Int64) -> [UInt8]? {
+    func heldBytes(from offset: Int64) throws(TransferError) -> [UInt8] {
         let count = Int(start + written - offset)
         guard count > 0 else { return [] }
         var held = [UInt8](repeating: 0, count: count)
         let n = held.withUnsafeMutableBytes { pread(fd, $0.baseAddress, count, off_t(offset)) }
-        return n == count ? held : nil
+        guard n == count else { throw TransferError(.localIO, "cannot read \(path): \(String(cString: strerror(errno)))") }
+        return held
+    }
+
+    func begin(at from: Int64, restarted: String?, machine: DownloadStateMachine, effectiveURL: String) throws(TransferError) {}
+
+    func write(_ body: UnsafeRawBufferPointer) throws(TransferError) {
+        do throws(Errno) {
+            progress.store(written + Int64(try gatherer.append(body, to: fd, at: start + written)), ordering: .releasing)
+        } catch {
+            throw TransferError(.localIO, message(error))
+        }
     }
 
     /// Writes the gathered bytes after the segment's written ones; the error message, if any.

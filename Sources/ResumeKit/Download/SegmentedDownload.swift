@@ -49,19 +49,19 @@ final class SegmentedDownload {
         guard let total = resource.totalBytes, let segments = download.segments else {
             throw Handover.unsupported("no segment plan")
         }
-        // A list's small file in another process has no `.part` to lock: its claim on the path says so (before
-        // the `.part` is made: a refused process leaves none).
-        let claim: OutputLocks.Claim?
-        do { claim = try OutputLocks.shared(store.state)?.claim(download.path) } catch { throw error.refusal }
-        defer { claim?.release() }
-        let fd = open(download.partPath, O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
-        guard fd >= 0 else {
-            throw TransferError(.cannotCreateOutput, "cannot open \(download.partPath): \(String(cString: strerror(errno)))",
+        // The `.part`'s lock first: a process it refuses (a list's file there) must leave no token behind. Every
+        // segment's bytes stay: the token says which are committed.
+        let part: PartFile
+        do {
+            part = try PartFile(path: download.partPath, keeping: .max)
+        } catch let busy as PartFile.Busy {
+            throw busy.refusal
+        } catch {
+            throw TransferError(.cannotCreateOutput, "cannot open \(download.partPath): \(error)",
                 tokenID: store.exists(id: token.id) ? token.id : nil)
         }
-        defer { close(fd) }
-        // The `.part`'s lock first: a process it refuses (a list's file there) must leave no token behind.
-        guard flock(fd, LOCK_EX | LOCK_NB) == 0 else { throw PartFile.Busy(pid: TokenLock.flockHolder(of: fd)).refusal }
+        defer { part.close() }
+        let fd = part.fileDescriptor
         try save()  // the plan, before any data: whatever fails next, a resume knows the segments
         // Holes where nothing is committed yet; a longer file (garbage after a crash) is cut back.
         // Reserved up front: segments then write into allocated space instead of interleaving their
@@ -135,6 +135,43 @@ final class SegmentedDownload {
             break
         }
         return try finish(fd: fd, total: total)
+    }
+
+    /// How a segmented download ended: finished, or handed to one connection with the token to go on from.
+    enum Ending {
+        case finished(DownloadResult)
+        case oneConnection(ResumeToken)
+    }
+
+    /// Runs `token` in segments, or decides that one connection takes over: the server cannot serve parallel
+    /// ranges (said once), the HEAD reached no server (the one connection meets the same fault and answers it
+    /// as every path does), or the file changed (from zero, unless changes fail). The one place that decides.
+    static func run(
+        _ token: ResumeToken, store: TokenStore, transport: any HTTPTransport, options: TransferOptions,
+        onChange: DownloadStateMachine.OnChange, cancellation: Cancellation, events: @escaping EventHandler
+    ) throws(TransferError) -> Ending {
+        do {
+            return .finished(try SegmentedDownload(token: token, store: store, transport: transport, options: options,
+                connections: options.connections, cancellation: cancellation, events: events).run())
+        } catch let error as TransferError {
+            throw error
+        } catch Handover.unsupported(let why) {
+            events(.note("\(why); using one connection"))
+            return .oneConnection(token)
+        } catch Handover.unreached {
+            return .oneConnection(token)
+        } catch Handover.changed(let why) {
+            if onChange == .fail { throw TransferError.changed(why, tokenID: token.id) }
+            events(.restarted(reason: why))
+            let download = try token.downloadPart()
+            let fresh = token.with(.download(.init(path: download.path, committedBytes: 0,
+                expectedSHA256: download.expectedSHA256, onChange: download.onChange, s3: download.s3)))
+            _ = truncate(download.partPath, 0)
+            try store.write(fresh, keeping: true)
+            return .oneConnection(fresh)
+        } catch {
+            throw TransferError(.localIO, "\(error)", tokenID: token.id)
+        }
     }
 
     /// HEAD for the validator and length, then the segment layout, recorded in the token before any data.

@@ -2,11 +2,12 @@ import Dispatch
 import Glibc
 import Synchronization
 
-/// A list's first pass over its fresh small files, fetched the way `curl -Z` fetches a list: each file one
-/// GET started on a multi handle's thread, its body written from there into a file with no name yet, and that
-/// file handed to the publisher (which syncs it and links it under its name). No worker thread, token, lock
-/// file or retry is set up for a file that ends within one answer, which is what most of a list's small files
-/// do; the file's claim on its path (OutputLocks) keeps other processes off it.
+/// A list's first pass over its fresh small files, fetched the way `curl -Z` fetches a list: each file the
+/// one ``Fetch`` of every download, started on a multi handle's thread, its body written from there into a
+/// new `.part` (created exclusively and locked, as every download's is: a second process is refused before it
+/// fetches a byte), and that file handed to the publisher (which syncs it and renames it). No worker thread,
+/// token, lock file or retry is set up for a file that ends within one answer, which is what most of a list's
+/// small files do.
 ///
 /// A file the pass does not finish is left to the list's workers, which run the whole download (checkpoints,
 /// retries, resume) once the pass is over: one whose token or `.part` is there already, one with a checksum
@@ -32,14 +33,12 @@ final class SmallFilePass: @unchecked Sendable {
     }
 
     private let left = Mutex<[Left]>([])
-    /// The tokens on disk when the pass began. One written later by another process is a download that claims
-    /// its path (the pass's claim fails) or has placed its file (the link fails): the same look a list's file
-    /// without a token always got (see openDownload), without a path lookup per file.
+    /// The tokens on disk when the pass began. One written later by another process is a download whose
+    /// `.part` is there (the pass's exclusive create fails): the same look a list's file without a token always
+    /// got (see TransferClient.open), without a path lookup per file.
     private let tokens: Set<String>
     /// What every file with the same request headers shares: its settings and its header fields.
     private let shared = Mutex<(headers: [String], options: TransferOptions, fields: HeaderFields)?>(nil)
-    private let locks: OutputLocks?
-    private let names: FolderNames
     private let ended = Atomic<Bool>(false)
     private let running = DispatchGroup()
 
@@ -54,8 +53,6 @@ final class SmallFilePass: @unchecked Sendable {
         self.cancellation = cancellation
         self.events = events
         tokens = client.store.ids()
-        locks = OutputLocks.shared(client.store.state)
-        names = FolderNames(files: requests.count)
     }
 
     /// Whether a list run with `options` can use the pass at all: not with several connections a file (a fresh
@@ -83,7 +80,7 @@ final class SmallFilePass: @unchecked Sendable {
                 continue
             }
             let immediate = session.start(
-                fetch.request, settings: fetch.options.transport, cancellation: cancellation, delegate: fetch
+                fetch.request, settings: fetch.options.transport, cancellation: cancellation, delegate: fetch.fetch
             ) { [self] result in
                 end(fetch, result)
                 next(on: session)
@@ -93,7 +90,7 @@ final class SmallFilePass: @unchecked Sendable {
         running.leave()
     }
 
-    /// The file's unnamed file (or `.part`) and its request; nil when the file is not the pass's to take.
+    /// The file's new `.part` and its request; nil when the file is not the pass's to take.
     private func open(_ i: Int) -> SmallFileFetch? {
         let request = requests[i]
         guard request.expectedSHA256 == nil, !Route.isS3(request.url),
@@ -101,42 +98,22 @@ final class SmallFilePass: @unchecked Sendable {
         else { return nil }
         let id = TokenStore.makeID(kind: .download, url: request.url, path: path)
         // A token, an earlier `.part` or a file in the way: the workers continue, resume or report it.
-        guard !tokens.contains(id), let (options, headers) = settings(for: request) else { return nil }
+        guard !tokens.contains(id), OutputPath.occupant(path) == .nothing, let (options, headers) = settings(for: request) else { return nil }
         let download = ResumeToken.DownloadPart(path: path, committedBytes: 0, expectedSHA256: nil,
             onChange: request.onChange.rawValue, s3: nil)
-        guard let part = makePart(download) else { return nil }
+        guard let part = try? PartFile(creating: download.partPath) else { return nil }
         let emit: EventHandler = { [events] in events(i, $0) }
         if options.transport.connection.insecure == true { emit(.warning(.insecure)) }
         return SmallFileFetch(index: i, id: id, url: request.url, download: download, part: part, options: options,
             headers: headers, onChange: request.onChange, emit: emit)
     }
 
-    /// Where the file's body goes: an unnamed file in its folder, claimed for the file's path, which saves the
-    /// `.part`'s name being made and moved (two of a small file's four directory changes, each under the
-    /// folder's lock that every lane and the publisher take); a new `.part` where that cannot be (no claim,
-    /// no O_TMPFILE, no /proc) or would cost more (files synced one by one beside a writeback backlog). Nil
-    /// when another process writes the file: the workers say so.
-    private func makePart(_ download: ResumeToken.DownloadPart) -> PartFile? {
-        let claim: OutputLocks.Claim?
-        do { claim = try locks?.claim(download.path) } catch { return nil }
-        // Claimed first: a `.part` made after the look is another resumectl's, which claims before it writes.
-        guard names.take(download.path) else { return nil }
-        if let claim, PartFile.canLinkUnnamed, !publisher.syncsFilesAlone,
-            let part = try? PartFile(unnamedIn: Paths.parent(of: download.path), path: download.partPath, claim: claim)
-        {
-            return part
-        }
-        return try? PartFile(creating: download.partPath, claim: claim)
-    }
-
-    /// The settings and header fields of a new token for `request` (see connectionOptions), worked out once for
+    /// The settings and header fields of a new token for `request` (see listFileSettings), worked out once for
     /// all the list's files with the same headers.
     private func settings(for request: DownloadRequest) -> (TransferOptions, HeaderFields)? {
         var known = shared.withLock { $0 }
         if known?.headers != request.headers {
-            var token = ResumeToken(download: request, id: "", path: "", s3: nil)
-            let options = client.connectionOptions(for: &token, given: request.headers, events: { _ in })
-            guard let fields = try? HeaderLines.forDownload(token.headers) else { return nil }
+            guard let (options, fields) = client.listFileSettings(request) else { return nil }
             known = (request.headers, options, fields)
             shared.withLock { $0 = known }
         }
@@ -154,14 +131,14 @@ final class SmallFilePass: @unchecked Sendable {
         case .left(let verdict):
             if fetch.outgrown { ended.store(true, ordering: .relaxed) }
             discard(fetch.part)
-            let earlier = EarlierAttempt(verdict: verdict, announced: fetch.announced)
+            let earlier = EarlierAttempt(verdict: verdict, announced: fetch.fetch.announced)
             left.withLock { $0.append(Left(index: fetch.index, earlier: earlier)) }
         }
     }
 
-    /// Drops a file this pass created (and still claims): nothing of it was promised to anyone.
+    /// Drops a `.part` this pass created (and still locks): nothing of it was promised to anyone.
     private func discard(_ part: PartFile) {
-        if !part.isUnnamed { unlink(part.path) }
+        unlink(part.path)
         part.close()
     }
 }
@@ -175,8 +152,10 @@ struct EarlierAttempt: Sendable {
     var announced = false
 }
 
-/// One file of a ``SmallFilePass``: the exchange's delegate, on the multi handle's thread.
-final class SmallFileFetch: ExchangeDelegate {
+/// One file of a ``SmallFilePass``: the output of its ``Fetch``, on the multi handle's thread. It takes a
+/// plain 200 from byte 0 of at most ``SmallFilePass/limit`` bytes within a checkpoint interval; anything else
+/// ends the exchange and goes to the workers.
+final class SmallFileFetch: FetchOutput {
     let index: Int
     let id: String
     let url: String
@@ -186,15 +165,8 @@ final class SmallFileFetch: ExchangeDelegate {
     let options: TransferOptions
     let request: TransferRequest
     let emit: EventHandler
-    private var machine: DownloadStateMachine
-    private var decision: DownloadStateMachine.Decision?
+    private(set) var fetch: Fetch!
     private let began = Monotonic.now
-    private var writeFailed = false
-    /// The SHA-256 of the body so far, when the result reports one (`--json`).
-    private var hasher: MessageDigest?
-    private var pacer: ProgressPacer
-    /// `started` was said: the head was accepted.
-    private(set) var announced = false
     /// The answer is larger than the pass takes, or the file took longer than a checkpoint interval.
     private(set) var outgrown = false
 
@@ -209,50 +181,39 @@ final class SmallFileFetch: ExchangeDelegate {
         self.part = part
         self.options = options
         self.emit = emit
+        // A fresh file: the plain GET the fetch plans for no bytes held.
         request = TransferRequest(method: "GET", url: url, headers: headers, followRedirects: true)
-        machine = DownloadStateMachine(resource: nil, onChange: onChange)
-        pacer = ProgressPacer(now: began)
-        if options.computeSHA256 { hasher = MessageDigest(.sha256) }
+        fetch = Fetch(url: url, headers: headers, output: self, onChange: onChange, hashes: options.computeSHA256,
+            stallTimeout: options.transport.stallTimeout, path: download.path, events: emit)
     }
 
-    func exchange(head: ResponseHead, effectiveURL: String) -> Bool {
-        let d = machine.evaluate(head, requestedOffset: 0)
-        decision = d
-        // A digest to check is the workers' (they hash as they write).
-        guard case .write(from: 0, restarted: nil) = d, machine.resource?.reprDigestSHA256 == nil else { return false }
-        let total = machine.resource?.totalBytes
-        if let total, total > SmallFilePass.limit {
-            outgrown = true
-            return false
-        }
-        announced = true
-        emit(.started(kind: .download, url: url, path: download.path, offset: 0, total: total))
-        return true
+    // MARK: FetchOutput
+
+    var held: Int64 { part.written }
+
+    func heldBytes(from offset: Int64) throws(TransferError) -> [UInt8] { [] }
+
+    func begin(at from: Int64, restarted: String?, machine: DownloadStateMachine, effectiveURL: String) throws(TransferError) {
+        // A digest to check is the workers' (they verify it before the rename).
+        guard from == 0, restarted == nil, machine.resource?.reprDigestSHA256 == nil else { throw Self.left }
+        if let total = machine.resource?.totalBytes, total > SmallFilePass.limit { throw outgrow() }
     }
 
-    func exchange(body: UnsafeRawBufferPointer) -> Bool {
-        guard part.written + Int64(body.count) <= SmallFilePass.limit else {
-            outgrown = true
-            return false
-        }
-        do { try part.append(body) } catch {
-            writeFailed = true
-            return false
-        }
-        hasher?.update(bufferPointer: body)
-        return true
+    func write(_ body: UnsafeRawBufferPointer) throws(TransferError) {
+        guard part.written + Int64(body.count) <= SmallFilePass.limit else { throw outgrow() }
+        do { try part.append(body) } catch { throw Self.left }
     }
 
-    func exchange(progressReceived received: Int64, sent: Int64) -> Bool {
-        let now = Monotonic.now
-        guard now - began < options.checkpointInterval else {
-            outgrown = true
-            return false
-        }
-        if announced, let rate = pacer.tick(bytes: part.written, now: now) {
-            emit(.progress(bytes: part.written, total: machine.resource?.totalBytes, rate: rate))
-        }
-        return true
+    func tick(now: Double) throws(TransferError) {
+        guard now - began < options.checkpointInterval else { throw outgrow() }
+    }
+
+    /// Ends the exchange: the file is the workers'.
+    private static let left = TransferError(.failed, "left to the workers")
+
+    private func outgrow() -> TransferError {
+        outgrown = true
+        return Self.left
     }
 
     enum Settled {
@@ -263,13 +224,14 @@ final class SmallFileFetch: ExchangeDelegate {
     }
 
     func settle(_ result: ExchangeResult) -> Settled {
-        if outgrown || writeFailed { return .left(nil) }
-        let verdict = machine.verdict(result.outcome, decision, held: part.written, stallTimeout: options.transport.stallTimeout)
+        let verdict: DownloadStateMachine.Verdict
+        do { verdict = try fetch.settle(result) } catch { return .left(nil) }
         switch verdict {
         case .done:
-            download.adopt(machine.resource, effectiveURL: result.effectiveURL)
+            download.adopt(fetch.machine.resource, effectiveURL: result.effectiveURL)
+            let digest = options.computeSHA256 ? try? fetch.digest() : nil
             return .finished(Publish.Finished(download: download, tokenID: id, url: url, tokenOnDisk: false,
-                bytes: part.written, sha256: hasher?.finalize().hex, emit: emit))
+                bytes: part.written, sha256: digest, emit: emit))
         case .fail, .fault:
             return .left(verdict)
         case .again, .refetchFromZero:

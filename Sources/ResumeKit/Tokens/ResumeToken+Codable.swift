@@ -7,7 +7,7 @@ import FoundationEssentials
 
 extension ResumeToken: Codable {
     enum CodingKeys: String, CodingKey {
-        case version, id, kind, url, headers, createdAt, updatedAt, download, upload, connection, s3
+        case version, id, kind, url, headers, withheldHeaders, createdAt, updatedAt, download, upload, connection, s3
     }
 
     public init(from decoder: any Decoder) throws {
@@ -16,6 +16,7 @@ extension ResumeToken: Codable {
         id = try c.decode(String.self, forKey: .id)
         url = try c.decode(String.self, forKey: .url)
         headers = try c.decode([String].self, forKey: .headers)
+        withheldHeaders = try c.decodeIfPresent([String].self, forKey: .withheldHeaders)
         createdAt = try c.decode(Date.self, forKey: .createdAt)
         updatedAt = try c.decode(Date.self, forKey: .updatedAt)
         connection = try c.decodeIfPresent(ConnectionSettings.self, forKey: .connection)
@@ -38,18 +39,23 @@ extension ResumeToken: Codable {
         }
     }
 
+    /// What is written is what ``Redact`` allows, whatever the token holds in memory: URLs without passwords,
+    /// credential headers by name only (`withheldHeaders`).
     public func encode(to encoder: any Encoder) throws {
         var c = encoder.container(keyedBy: CodingKeys.self)
         try c.encode(version, forKey: .version)
         try c.encode(id, forKey: .id)
         try c.encode(kind, forKey: .kind)
-        try c.encode(url, forKey: .url)
-        try c.encode(headers, forKey: .headers)
+        try c.encode(Redact.url(url), forKey: .url)
+        try c.encode(Redact.storableHeaders(headers), forKey: .headers)
+        let withheld = Redact.withheldHeaderNames(headers, adding: withheldHeaders ?? [])
+        try c.encodeIfPresent(withheld.isEmpty ? nil : withheld, forKey: .withheldHeaders)
         try c.encode(createdAt, forKey: .createdAt)
         try c.encode(updatedAt, forKey: .updatedAt)
         try c.encodeIfPresent(connection, forKey: .connection)
         switch transfer {
-        case .download(let part):
+        case .download(var part):
+            part.effectiveURL = part.effectiveURL.map(Redact.url)
             try c.encode(part, forKey: .download)
             try c.encodeIfPresent(part.s3, forKey: .s3)
         case .upload(let part):
@@ -106,7 +112,7 @@ extension ResumeToken.UploadPart: Codable {
 
     public func encode(to encoder: any Encoder) throws {
         var c = encoder.container(keyedBy: CodingKeys.self)
-        try c.encodeIfPresent(uploadURL, forKey: .uploadURL)
+        try c.encodeIfPresent(uploadURL.map(Redact.url), forKey: .uploadURL)
         try c.encode(source, forKey: .source)
         try c.encode(acknowledgedBytes, forKey: .acknowledgedBytes)
         try c.encode(resumable, forKey: .resumable)

@@ -3,13 +3,13 @@ extension ResumeToken {
     init(download request: DownloadRequest, id: String, path: String, s3: S3State?) {
         let part = DownloadPart(path: path, committedBytes: 0, expectedSHA256: request.expectedSHA256?.lowercased(),
             onChange: request.onChange.rawValue, s3: s3)
-        self.init(id: id, url: request.url, headers: Self.storableHeaders(request.headers), transfer: .download(part))
+        self.init(id: id, url: request.url, headers: request.headers, transfer: .download(part))
     }
 
     /// A new upload's token.
     init(upload request: UploadRequest, id: String, part: UploadPart) {
         var part = part
         part.batch = request.batch
-        self.init(id: id, url: request.url, headers: Self.storableHeaders(request.headers), transfer: .upload(part))
+        self.init(id: id, url: request.url, headers: request.headers, transfer: .upload(part))
     }
 }

@@ -5,7 +5,8 @@ import FoundationEssentials
 /// One schema serves both directions; ``transfer`` holds the direction's part, so a download token
 /// cannot hold an upload's state (nor an upload one protocol's state for another). The JSON keeps the
 /// layout of earlier releases: see `ResumeToken+Codable.swift`.
-/// Secrets never enter a token: see ``ResumeToken/storableHeaders(_:)``.
+/// Secrets never enter a token's file: its encoding keeps what ``Redact`` allows (a URL without its password,
+/// a credential header by name only).
 public struct ResumeToken: Sendable, Equatable {
     public static let currentVersion = 1
 
@@ -21,8 +22,12 @@ public struct ResumeToken: Sendable, Equatable {
     public var id: String
     /// The URL the user gave (downloads) or the creation URL (uploads).
     public var url: String
-    /// Request headers to send again on resume, without credentials.
+    /// Request headers to send again on resume. Written without credentials (see ``Redact``); in memory a
+    /// running transfer's may hold them.
     public var headers: [String]
+    /// Names of credential headers the transfer was given (`Authorization`, `X-Api-Key` …), whose values are
+    /// never written: a resume without them says which to give again. Absent in tokens of earlier releases.
+    public var withheldHeaders: [String]?
     public var createdAt: Date
     public var updatedAt: Date
     public var transfer: Transfer
@@ -267,18 +272,24 @@ public struct ResumeToken: Sendable, Equatable {
         self.version = Self.currentVersion
         self.id = id
         self.url = url
-        self.headers = headers
+        self.headers = Redact.storableHeaders(headers)
+        let withheld = Redact.withheldHeaderNames(headers)
+        self.withheldHeaders = withheld.isEmpty ? nil : withheld
         self.transfer = transfer
         self.createdAt = now
         self.updatedAt = now
     }
 
-    /// Drops the headers that carry credentials: the user passes them again to `resume`.
-    public static func storableHeaders(_ headers: [String]) -> [String] {
-        let secret: Set<String> = ["authorization", "cookie", "proxy-authorization"]
-        return headers.filter { line in
-            let name = line.split(separator: ":", maxSplits: 1).first.map { $0.trimmingSpaces().lowercased() } ?? ""
-            return !secret.contains(name)
+    /// Drops the headers that carry credentials (``Redact/isSecretHeader(_:)``): the user passes them again to `resume`.
+    public static func storableHeaders(_ headers: [String]) -> [String] { Redact.storableHeaders(headers) }
+
+    /// Withheld header names that `given` (this run's `-H` lines) does not give again; `Authorization` is
+    /// also given by a login (`-u`, netrc).
+    public func missingHeaders(given: [String], login: Bool) -> [String] {
+        let names = Set(given.map { Redact.headerName($0).lowercased() })
+        return (withheldHeaders ?? []).filter { name in
+            let lower = name.lowercased()
+            return !names.contains(lower) && !(login && lower == "authorization")
         }
     }
 }

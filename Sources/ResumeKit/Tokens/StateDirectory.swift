@@ -8,7 +8,6 @@ import Glibc
 /// STATE/results/<id>.json  how each finished, failed or cancelled transfer ended (kept 7 days)
 /// STATE/spool/<id>         a stream upload's bytes not yet acknowledged
 /// STATE/run/<id>.json      live status of a running transfer (pid, bytes, rate)
-/// STATE/run/outputs.lock   the record locks by which downloads claim their output paths (OutputLocks)
 /// STATE/logs/<id>.log      what a detached transfer printed
 /// STATE/batches/<id>.json  a folder upload (`b-…`): what it is; <id>.done, the files it finished
 /// ```

@@ -24,7 +24,8 @@ public struct TokenStore: Sendable {
 
     /// A stable id: the same URL to the same place gets the same token, so a second run resumes.
     public static func makeID(kind: ResumeToken.Kind, url: String, path: String) -> String {
-        let digest = MessageDigest.hash(.sha256, Array(url.utf8) + [0] + Array(path.utf8))
+        // Of the URL as a token keeps it: a password is in no file, not even hashed into a name.
+        let digest = MessageDigest.hash(.sha256, Array(Redact.url(url).utf8) + [0] + Array(path.utf8))
         return (kind == .download ? "d-" : "u-") + digest.prefix(8).hex
     }
 
@@ -119,7 +120,6 @@ public struct TokenStore: Sendable {
     public func save(_ token: ResumeToken) throws {
         var token = token
         token.updatedAt = Date()
-        token.headers = ResumeToken.storableHeaders(token.headers)
         let data = try Self.encoder.encode(token)
         try ensureDirectory()
         try Self.writeDurably(data, to: path(forID: token.id), folder: tokensDirectory)

@@ -64,6 +64,7 @@ final class S3Backend: UploadBackend, UploadRemote {
         var completing = upload
         completing.upload.length = record.length ?? record.offset
         _ = try store.complete(completing, parts: parts, replacing: replacing)
+        store.client.metrics?.uploadFinished(record.kind)
     }
 
     /// The lock for a completion. Every byte is on S3, so whoever holds it is another instance completing

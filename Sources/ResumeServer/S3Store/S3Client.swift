@@ -27,9 +27,12 @@ final class S3Client: Sendable {
     private let transport = CurlTransport()
     private let settings: TransportSettings
     private let idle = Mutex<[Session]>([])
+    /// Counts every request by method (and the lock's conflicts), when `serve` reports metrics.
+    let metrics: ServerMetrics?
 
-    init(target: S3Target) {
+    init(target: S3Target, metrics: ServerMetrics? = nil) {
         self.target = target
+        self.metrics = metrics
         var settings = TransportSettings()
         settings.stallTimeout = 30
         settings.connectTimeout = 10
@@ -85,6 +88,7 @@ final class S3Client: Sendable {
     private func perform(_ request: TransferRequest, delegate: any ExchangeDelegate, cancellation: Cancellation = Cancellation())
         -> ExchangeResult
     {
+        metrics?.s3Request(method: request.method)
         let session = idle.withLock { $0.popLast() } ?? Session(transport.makeSession())
         let result = session.session.perform(request, settings: settings, cancellation: cancellation, delegate: delegate)
         if result.outcome == .completed { idle.withLock { $0.append(session) } }

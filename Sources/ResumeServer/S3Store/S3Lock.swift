@@ -73,6 +73,7 @@ final class S3Lock: Sendable {
                     try client.send("DELETE", key: key, headers: ["If-Match": etag])
                 }
             }
+            if case .preconditionFailed = reply { client.metrics?.s3LockConflicts.add(1, ordering: .relaxed) }
             let now = clock()
             action = machine.withLock { $0.handle(reply, now: now) }
         }

@@ -6,7 +6,7 @@ import ResumeKit
 enum S3StoreSetup {
     /// Blocks (the probe's requests).
     static func open(
-        _ configuration: S3StoreConfiguration, readOnly: Bool, overwrite: Bool, log: (@Sendable (String) -> Void)?
+        _ configuration: S3StoreConfiguration, readOnly: Bool, overwrite: Bool, metrics: ServerMetrics?, log: (@Sendable (String) -> Void)?
     ) throws(ServeError) -> S3Backend {
         let location: S3Location
         let target: S3Target
@@ -18,7 +18,7 @@ enum S3StoreSetup {
         } catch {
             throw .badStore(reason: error.message)
         }
-        let client = S3Client(target: target)
+        let client = S3Client(target: target, metrics: metrics)
         let keys = S3UploadKeys(prefix: location.key)
         let instance = UploadStore.newID()
         let lifetime = max(Int64(1), Int64(configuration.lockLifetime.components.seconds) * 1000

@@ -1,10 +1,6 @@
 import Testing
 @testable import ResumeKit
 
-private func head(_ status: Int, _ fields: [(String, String)] = []) -> ResponseHead {
-    ResponseHead(status: status, headers: HeaderFields(fields.map { .init(name: $0.0, value: $0.1) }))
-}
-
 /// Answers that cannot be true fail the attempt (download) or stop the upload, never count as done (issue 22).
 @Suite struct ImpossibleAnswerTests {
     @Test(arguments: [

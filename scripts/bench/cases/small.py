@@ -2,7 +2,7 @@
 time, as a script that fetches file by file does: resumectl against `curl -o F && sync F` (durable when it
 ends, as resumectl's output is) and plain curl, from nginx on loopback; and resumectl --json, whose events
 name the id, so that it writes its token before `started` (6 syncs instead of 2). What it measures is the
-fixed cost of one transfer: start-up, the token and its record, the syncs (README, "A small download")."""
+fixed cost of one transfer: start-up, the token and its record, the syncs (docs/benchmarks.md, "A small download")."""
 
 import os
 

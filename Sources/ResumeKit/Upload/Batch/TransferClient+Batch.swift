@@ -48,9 +48,8 @@ extension TransferClient {
         guard BatchRequest.isFolder(request.folder) else { throw TransferError(.inputMissing, "\(request.folder) is not a folder") }
         if Route.isS3(request.target) { _ = try requireS3Answers() }
         _ = try HeaderLines.parse(request.upload.headers)
-        try prepareStateDirectory()
         let id = request.id
-        let lock = try takeLock(id)
+        let lock = try openBatch(id)
         defer { lock.release() }
         let state = store.state
         // The command given again says its options again; the batch keeps its start (and its record, its files).
@@ -171,7 +170,10 @@ extension TransferClient {
             }
         } catch where error.code == .sourceChanged {
             let old = uploadTokenID(upload)
-            if let token = try? store.load(old) { _ = try? TransferCancel(self, token: token).dropServerUpload() }
+            if let token = try? store.load(old), case .opened(let opened)? = try? open(.cancel(token)) {
+                _ = try? TransferCancel(self, opened).dropServerUpload()
+                opened.lock.release()
+            }
             store.remove(id: old)
             events(.file(item, .restarted(reason: "\(file.path) changed since its upload began")))
             _ = try runUpload(upload, cancellation: cancellation, events: forward)
@@ -191,14 +193,14 @@ extension TransferClient {
     private func sendSmallFile(_ upload: UploadRequest, session: any TransportSession, cancellation: Cancellation, events: @escaping EventHandler)
         throws(TransferError) -> UploadResult
     {
-        let source = try SourceFile(path: upload.filePath)
-        let id = uploadTokenID(upload)
+        guard case .opened(var opened) = try open(.upload(upload, batchFile: true), events: events), let source = opened.source else {
+            throw TransferError(.inputMissing, "\(upload.filePath) is no file")
+        }
         var probe = upload.probed
-        var token = try newUploadToken(upload, id: id, source: source.identity, probe: &probe, cancellation: cancellation, events: events)
-        let capabilities = try tusCapabilities(probe, size: source.identity.size, id: id)
-        let options = connectionOptions(for: &token, given: upload.headers, events: events)
+        try decideProtocol(&opened.token, upload, probe: &probe, cancellation: cancellation, events: events)
+        let capabilities = try tusCapabilities(probe, size: source.identity.size, id: opened.token.id)
         return try runUploadOperation(
-            token, source: source, options: options, versionPinned: upload.interopVersion != nil, chunkSize: upload.chunkSize,
+            opened.token, source: source, options: opened.options, versionPinned: upload.interopVersion != nil, chunkSize: upload.chunkSize,
             capabilities: capabilities, durable: false, session: session, cancellation: cancellation, events: events)
     }
 
@@ -241,5 +243,40 @@ extension TransferClient {
             id: summary.id, kind: .upload, outcome: outcome, exit: status, resumable: status != 0, url: record.target, path: record.folder,
             bytes: summary.bytes, error: error))
         if status == 0 { BatchLedger.remove(state: store.state, id: summary.id) }
+    }
+}
+
+/// Batches as `list`, `show` and `cancel` see them.
+extension TransferClient {
+    /// The record of batch `id` while it is unfinished; nil once it ended done (its result record answers then).
+    public func batchRecord(_ id: String) -> BatchRecord? { BatchLedger.record(state: store.state, id: id) }
+
+    /// Files batch `id` finished so far.
+    public func batchFinishedCount(_ id: String) -> Int { BatchLedger.earlier(state: store.state, id: id).done.count }
+
+    /// Every unfinished batch.
+    public func batchRecords() -> [BatchRecord] { BatchLedger.ids(state: store.state).compactMap(batchRecord) }
+
+    /// Forgets batch `id`: each of its files' unfinished uploads is cancelled as `cancel` does for one
+    /// (DELETE, or AbortMultipartUpload unless `keepParts`), then the batch's record and log go.
+    /// - Returns: what was done, for the user.
+    public func cancelBatch(_ id: String, keepParts: Bool = false) async throws(TransferError) -> String {
+        guard let record = batchRecord(id) else { throw TransferError(.inputMissing, "no batch named '\(id)'") }
+        let request = record.request(headers: [])
+        let files = (try? BatchTree(root: record.folder, follow: record.followSymlinks).files) ?? []
+        var cancelled = 0
+        for file in files {
+            var upload = request.upload
+            upload.filePath = file.path
+            upload.url = BatchNaming.target(record.target, relative: file.relative)
+            let fileID = uploadTokenID(upload)
+            guard store.exists(id: fileID) else { continue }
+            _ = try await cancel(fileID, keepParts: keepParts)
+            cancelled += 1
+        }
+        try? results.save(TransferRecord(
+            id: id, kind: .upload, outcome: .cancelled, exit: 1, resumable: false, url: record.target, path: record.folder, error: "cancelled"))
+        BatchLedger.remove(state: store.state, id: id)
+        return "cancelled \(id); \(cancelled) unfinished file uploads dropped"
     }
 }

@@ -392,11 +392,8 @@ final class StreamUpload: @unchecked Sendable {
 /// A stream upload's send waits for this much new data (or the stream's end, or a second), so appends are not tiny.
 private let streamBatch: Int64 = 8 << 20
 
-/// A growing append takes more in steps of this much (or what came within ``growWait``): each step is a
-/// token write, 64 a GiB.
-private let growStep: Int64 = 16 << 20
-private let growWait = 0.25
+/// A growing append takes more in steps of this much (or what came within ``growWait``): a token write each, 64 a GiB.
+private let growStep: Int64 = 16 << 20, growWait = 0.25
 
-/// The most one growing append carries: a quarter of the spool, at most 256 MiB, so acknowledged bytes
-/// leave the spool before the reader has to wait for room.
+/// The most one growing append carries (a quarter of the spool, at most 256 MiB): acknowledged bytes leave first.
 private func appendBudget(_ spoolMax: Int64) -> Int64 { min(256 << 20, max(streamBatch, spoolMax / 4)) }

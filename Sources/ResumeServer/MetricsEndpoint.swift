@@ -1,0 +1,67 @@
+import NIOCore
+import NIOHTTP1
+
+/// Answers `GET /.resumectl/metrics` with ``ServerMetrics`` in Prometheus's text format; every other
+/// request passes on. A dot path: no file can ever live there (``SafePath`` refuses dot names).
+///
+/// It sits behind the login gate, so with `--htpasswd` the metrics need a login (they tell who
+/// uploads how much); `--metrics-public` puts it in front of the gate instead.
+final class MetricsEndpoint: ChannelDuplexHandler {
+    typealias InboundIn = HTTPServerRequestPart
+    typealias InboundOut = HTTPServerRequestPart
+    typealias OutboundIn = HTTPServerResponsePart
+    typealias OutboundOut = HTTPServerResponsePart
+
+    static let path = "/.resumectl/metrics"
+
+    struct Sources: Sendable {
+        var metrics: ServerMetrics
+        var connections: OpenConnections
+        var table: UploadTable
+    }
+
+    private let sources: Sources
+    /// Inside a request this handler answers: its parts go no further.
+    private var answering = false
+
+    init(sources: Sources) {
+        self.sources = sources
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        switch unwrapInboundIn(data) {
+        case .head(let head) where head.uri == Self.path || head.uri.hasPrefix(Self.path + "?"):
+            answering = true
+            answer(context: context, head: head)
+        case .end where answering:
+            answering = false
+        default:
+            if !answering { context.fireChannelRead(data) }
+        }
+    }
+
+    private func answer(context: ChannelHandlerContext, head: HTTPRequestHead) {
+        let allowed = head.method == .GET || head.method == .HEAD
+        let body = allowed
+            ? sources.metrics.text(
+                openConnections: sources.connections.count, refusedConnections: sources.connections.refused,
+                inProgress: sources.table.inProgress())
+            : "only GET and HEAD\n"
+        var headers = HTTPHeaders()
+        headers.add(name: "Content-Type", value: allowed ? "text/plain; version=0.0.4; charset=utf-8" : "text/plain; charset=utf-8")
+        headers.add(name: "Content-Length", value: "\(body.utf8.count)")
+        headers.add(name: "Cache-Control", value: "no-store")
+        if !allowed { headers.add(name: "Allow", value: "GET, HEAD") }
+        if !head.isKeepAlive { headers.add(name: "Connection", value: "close") }
+        let status: HTTPResponseStatus = allowed ? .ok : .methodNotAllowed
+        context.write(wrapOutboundOut(.head(HTTPResponseHead(version: head.version, status: status, headers: headers))), promise: nil)
+        if head.method != .HEAD {
+            context.write(wrapOutboundOut(.body(.byteBuffer(context.channel.allocator.buffer(string: body)))), promise: nil)
+        }
+        let keepAlive = head.isKeepAlive
+        let channel = context.channel
+        context.writeAndFlush(wrapOutboundOut(.end(nil))).whenComplete { _ in
+            if !keepAlive { channel.close(promise: nil) }
+        }
+    }
+}
