@@ -27,7 +27,7 @@ final class DraftHandler: ChannelDuplexHandler {
     }
 
     /// The request being handled.
-    private struct Exchange {
+    struct Exchange {
         var head: HTTPRequestHead
         var ended = false
         var answered = false
@@ -42,9 +42,9 @@ final class DraftHandler: ChannelDuplexHandler {
         var lengthKnown = false
     }
 
-    private let settings: Settings
-    private var exchange: Exchange?
-    private let receiver: UploadReceiver
+    let settings: Settings
+    var exchange: Exchange?
+    let receiver: UploadReceiver
 
     init(settings: Settings) {
         self.settings = settings
@@ -177,49 +177,32 @@ final class DraftHandler: ChannelDuplexHandler {
     }
 
     private func append(context: ChannelHandlerContext, version: Int, id: String, offset: Int64, complete: Bool, length: Int64?) {
-        let (writer, promise) = receiver.writer(context)
         let contentLength = exchange?.head.headers["content-length"].first.flatMap(DraftMachine.integer)
-        settings.table.claim(id, writer: writer, on: context.eventLoop) { claim in
-            self.claimed(claim, context: context, version: version, id: id, offset: offset, complete: complete, length: length,
-                         contentLength: contentLength, promise: promise)
-        }
-    }
-
-    private func claimed(
-        _ claim: UploadTable.Claim, context: ChannelHandlerContext, version: Int, id: String, offset: Int64, complete: Bool,
-        length: Int64?, contentLength: Int64?, promise: EventLoopPromise<Void>
-    ) {
-        switch claim {
-        case .missing:
-            promise.succeed()
-            answer(context: context, DraftMachine.notFound(version: version))
-        case .unavailable(let failure):
-            promise.succeed()
-            fail(context: context, failure)
-        case .busy(let current):
-            promise.succeed()
-            UploadTable.afterStopping(current, on: context.eventLoop) {
-                self.append(context: context, version: version, id: id, offset: offset, complete: complete, length: length)
+        receiver.claim(id, context: context) { claimed in
+            switch claimed {
+            case .missing:
+                self.answer(context: context, DraftMachine.notFound(version: version))
+            case .unavailable(let failure):
+                self.fail(context: context, failure)
+            case .finished(let record):
+                self.answer(context: context, DraftMachine.admit(
+                    version: version, offset: offset, length: length, contentLength: contentLength, record: record, finished: true)
+                    ?? DraftMachine.conflict(version: version, record: record, finished: true))
+            case .claimed(var record, let settled):
+                let refusal =
+                    record.kind != .ietf
+                    ? DraftMachine.notFound(version: version)
+                    : DraftMachine.admit(
+                        version: version, offset: offset, length: length, contentLength: contentLength, record: record, finished: false)
+                if let refusal {
+                    self.receiver.release(record, settled: settled)
+                    self.answer(context: context, refusal)
+                    return
+                }
+                record.length = record.length ?? length
+                self.modify { $0.kind = .ietf; $0.version = version; $0.completes = complete }
+                self.receive(context: context, record: record, settled: settled)
             }
-        case .finished(let record):
-            promise.succeed()
-            answer(context: context, DraftMachine.admit(
-                version: version, offset: offset, length: length, contentLength: contentLength, record: record, finished: true)
-                ?? DraftMachine.conflict(version: version, record: record, finished: true))
-        case .claimed(var record):
-            let refusal =
-                record.kind != .ietf
-                ? DraftMachine.notFound(version: version)
-                : DraftMachine.admit(version: version, offset: offset, length: length, contentLength: contentLength, record: record, finished: false)
-            if let refusal {
-                settings.table.update(record, releasing: true)
-                promise.succeed()
-                answer(context: context, refusal)
-                return
-            }
-            record.length = record.length ?? length
-            modify { $0.kind = .ietf; $0.version = version; $0.completes = complete }
-            receive(context: context, record: record, settled: promise)
         }
     }
 
@@ -241,8 +224,7 @@ final class DraftHandler: ChannelDuplexHandler {
     /// Starts storing the body into `record`'s data, from its offset.
     private func receive(context: ChannelHandlerContext, record: UploadRecord, settled: EventLoopPromise<Void>) {
         guard var current = exchange else {
-            settings.table.update(record, releasing: true)
-            settled.succeed()
+            receiver.release(record, settled: settled)
             return
         }
         current.lengthKnown = record.length != nil
@@ -288,105 +270,19 @@ final class DraftHandler: ChannelDuplexHandler {
 
     private func finish(context: ChannelHandlerContext, record: UploadRecord) {
         guard let current = exchange else { return }
-        let store = settings.store
-        let replacing = settings.overwrite
-        settings.threadPool.runIfActive(eventLoop: context.eventLoop) { try store.finish(record, replacing: replacing) }
-            .assumeIsolated().whenComplete { result in
-                switch result {
-                case .success:
-                    if current.kind == .plain {
-                        self.settings.table.remove(record.id)
-                        self.answer(context: context, status: 201, fields: [])
-                    } else {
-                        self.settings.table.finish(record)
-                        self.answer(context: context, DraftMachine.done(version: current.version, record: record, created: current.created))
-                    }
-                case .failure(let error):
-                    if current.kind == .plain { self.receiver.drop(record.id) }
-                    self.fail(context: context, UploadFailure(error))
+        receiver.finish(record, replacing: settings.overwrite, context: context) { result in
+            switch result {
+            case .success:
+                if current.kind == .plain {
+                    self.answer(context: context, status: 201, fields: [])
+                } else {
+                    self.answer(context: context, DraftMachine.done(version: current.version, record: record, created: current.created))
                 }
-            }
-    }
-
-    // MARK: Answers
-
-    private func refuseMidBody(context: ChannelHandlerContext, status: HTTPResponseStatus) {
-        guard let current = exchange else { return }
-        settings.log?("upload \(current.head.uri) refused: \(status.code) \(status.reasonPhrase) mid-body")
-        var fields: [(String, String)] = []
-        if status == .payloadTooLarge, current.kind == .ietf, let limit = settings.maxUploadSize {
-            fields.append(("Upload-Limit", "max-size=\(limit)"))
-        }
-        answer(context: context, status: Int(status.code), fields: fields)
-        if let sink = receiver.sink {
-            let kind = current.kind
-            sink.end(keep: false) { ending in
-                if kind == .plain, case .settled(let record) = ending { self.receiver.drop(record.id) }
+            case .failure(let failure):
+                if current.kind == .plain { self.receiver.drop(record.id) }
+                self.fail(context: context, failure)
             }
         }
-    }
-
-    /// Storing failed while the body still arrives: the client hears it now; a plain upload's bytes go.
-    private func failMidBody(context: ChannelHandlerContext, _ failure: UploadFailure) {
-        guard let current = exchange, !current.answered, !current.ended, let sink = receiver.sink else { return }
-        fail(context: context, failure)
-        let kind = current.kind
-        sink.end(keep: kind != .plain) { ending in
-            guard kind == .plain else { return }
-            switch ending {
-            case .settled(let record), .failed(_, let record): self.receiver.drop(record.id)
-            }
-        }
-    }
-
-    private func fail(context: ChannelHandlerContext, _ failure: UploadFailure) {
-        settings.log?("upload \(exchange?.head.uri ?? "") failed: \(failure.reason)")
-        var fields: [(String, String)] = []
-        if failure.status == 503 { fields.append(("Retry-After", "\(UploadAdmission.retryAfterBusy)")) }
-        // The draft has no 423: an upload another instance is appending to is a conflict, and its
-        // client asks for the offset again.
-        answer(context: context, status: failure.status == 423 ? 409 : failure.status, fields: fields)
-    }
-
-    private func answer(context: ChannelHandlerContext, _ answer: DraftMachine.Answer) {
-        self.answer(context: context, status: answer.status, fields: answer.fields.map { ($0.name, $0.value) })
-    }
-
-    /// Answers the request; one that has not ended yet closes the connection once it has (its body is
-    /// read and dropped meanwhile: closing at once could reset the connection under the answer).
-    private func answer(context: ChannelHandlerContext, status: Int, fields: [(String, String)]) {
-        guard var current = exchange, !current.answered else { return }
-        guard context.channel.isActive else {
-            // The client left while the answer waited (for an older writer to stop): nothing goes out, not
-            // even the response's end, which without its head would break the pipeline's order.
-            exchange = nil
-            return
-        }
-        let headers = current.head.headers
-        let hasBody = headers["content-length"].first.map { $0 != "0" } ?? !headers["transfer-encoding"].isEmpty
-        let close = (hasBody && !current.ended) || !current.head.isKeepAlive
-        current.answered = true
-        current.closeAfter = close
-        exchange = current
-        writeHead(context: context, status: status, fields: fields, close: close)
-        let done = context.writeAndFlush(wrapOutboundOut(.end(nil)))
-        if current.ended {
-            exchange = nil
-            if close { done.assumeIsolated().whenComplete { _ in context.close(promise: nil) } }
-        } else {
-            receiver.resume(context: context)
-        }
-    }
-
-    private func writeHead(context: ChannelHandlerContext, status: Int, fields: [(String, String)], close: Bool) {
-        guard context.channel.isActive, let current = exchange else { return }
-        var headers = HTTPHeaders(fields)
-        if status >= 200 {
-            if status != 204 && status != 304 { headers.add(name: "Content-Length", value: "0") }
-            if close { headers.add(name: "Connection", value: "close") }
-        }
-        let code = status == 104 ? HTTPResponseStatus(statusCode: 104, reasonPhrase: "Upload Resumption Supported") : HTTPResponseStatus(statusCode: status)
-        context.write(wrapOutboundOut(.head(HTTPResponseHead(version: current.head.version, status: code, headers: headers))), promise: nil)
     }
 
     private func modify(_ change: (inout Exchange) -> Void) {

@@ -14,19 +14,8 @@ enum DraftMachine {
     /// against the URL it used, so a reverse proxy or a host name keeps working.
     static let prefix = "/resumable_upload/"
 
-    struct Field: Equatable, Sendable {
-        var name: String
-        var value: String
-        init(_ name: String, _ value: String) {
-            self.name = name
-            self.value = value
-        }
-    }
-
-    struct Answer: Equatable, Sendable {
-        var status: Int
-        var fields: [Field]
-    }
+    typealias Field = UploadAnswer.Field
+    typealias Answer = UploadAnswer
 
     enum Request: Equatable {
         /// No draft fields: a plain upload, or not an upload at all.

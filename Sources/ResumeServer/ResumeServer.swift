@@ -114,6 +114,7 @@ public final class ResumeServer: Sendable {
             for record in opened.recover(now: WallClock.millis(), replacing: configuration.overwrite, log: { log?($0) }) {
                 table.insert(record)
             }
+            for record in opened.finishedUploads(now: WallClock.millis()) { table.insert(record, finished: true) }
             let swept = UploadStore.sweepLegacy(root: root)
             if swept > 0 { log?("removed \(swept) unfinished upload file(s) left by an earlier release") }
             store = opened

@@ -8,8 +8,8 @@ import Musl
 import Darwin
 #endif
 
-/// How ``TusHandler`` answers: every response carries `Tus-Resumable` and no body, and says whether
-/// the connection ends with the request (one answered before its body was read does).
+/// How ``TusHandler`` puts ``TusMachine``'s answers on the wire: no body, a `Date`, and whether the
+/// connection ends with the request (one answered before its body was read does).
 extension TusHandler {
     /// `100 Continue` to a client that waits for it (curl does, for a second, before a large body).
     func continueIfAsked(context: ChannelHandlerContext, head: HTTPRequestHead) {
@@ -20,14 +20,14 @@ extension TusHandler {
     }
 
     /// Answers a request whose head was just read: it has no body we want.
-    func answer(context: ChannelHandlerContext, head: HTTPRequestHead, status: HTTPResponseStatus, extra: [(String, String)]) {
+    func answer(context: ChannelHandlerContext, head: HTTPRequestHead, _ answer: TusMachine.Answer) {
         let hasBody = head.headers["content-length"].first.map { $0 != "0" } ?? !head.headers["transfer-encoding"].isEmpty
         state = .answered(requestEnded: false, close: hasBody)
-        write(context: context, status: status, close: hasBody, extra: extra, bodyless: head.method == .HEAD)
+        write(context: context, answer, close: hasBody, bodyless: head.method == .HEAD)
     }
 
     /// Answers the request in progress; with `close`, the connection ends once the request has.
-    func answer(context: ChannelHandlerContext, status: HTTPResponseStatus, close: Bool, extra: [(String, String)]) {
+    func answer(context: ChannelHandlerContext, _ answer: TusMachine.Answer, close: Bool) {
         let ended: Bool
         if case .appending(let append) = state { ended = append.ended } else { ended = false }
         if ended {
@@ -35,14 +35,17 @@ extension TusHandler {
         } else {
             state = .answered(requestEnded: false, close: true)
         }
-        write(context: context, status: status, close: close || !ended, extra: extra, bodyless: false)
+        write(context: context, answer, close: close || !ended, bodyless: false)
         if ended && close { context.close(promise: nil) }
     }
 
-    func write(context: ChannelHandlerContext, status: HTTPResponseStatus, close: Bool, extra: [(String, String)], bodyless: Bool) {
+    func write(context: ChannelHandlerContext, _ answer: TusMachine.Answer, close: Bool, bodyless: Bool) {
         guard context.channel.isActive else { return }
-        var headers = HTTPHeaders([("Tus-Resumable", Self.version), ("Date", IMFDate.format(epochSeconds: Int64(time(nil))))])
-        headers.add(contentsOf: extra)
+        let status =
+            answer.status == 460
+            ? HTTPResponseStatus(statusCode: 460, reasonPhrase: "Checksum Mismatch") : HTTPResponseStatus(statusCode: answer.status)
+        var headers = HTTPHeaders(answer.pairs)
+        headers.add(name: "Date", value: IMFDate.format(epochSeconds: Int64(time(nil))))
         if status != .noContent && !bodyless || status == .ok { headers.add(name: "Content-Length", value: "0") }
         if close { headers.add(name: "Connection", value: "close") }
         context.write(wrapOutboundOut(.head(HTTPResponseHead(version: version, status: status, headers: headers))), promise: nil)
@@ -50,10 +53,10 @@ extension TusHandler {
     }
 
     /// Refuses a PATCH before its body: answered at once, the body dropped, the connection closed after.
-    func refuse(context: ChannelHandlerContext, status: HTTPResponseStatus, extra: [(String, String)]) {
+    func refuse(context: ChannelHandlerContext, _ answer: TusMachine.Answer) {
         guard case .appending(let append) = state else { return }
         state = .answered(requestEnded: append.ended, close: true)
-        write(context: context, status: status, close: true, extra: extra, bodyless: false)
+        write(context: context, answer, close: true, bodyless: false)
         receiver.resume(context: context)
         if append.ended { context.close(promise: nil) }
     }
@@ -61,11 +64,11 @@ extension TusHandler {
     /// The store could not be read: 503, come back later.
     func unavailable(context: ChannelHandlerContext, head: HTTPRequestHead?, _ failure: UploadFailure) {
         settings.log?("tus upload failed: \(failure.reason)")
-        let extra = [("Retry-After", "\(UploadAdmission.retryAfterBusy)")]
+        let answer = TusMachine.failed(status: 503, retryAfter: UploadAdmission.retryAfterBusy)
         if let head {
-            answer(context: context, head: head, status: .serviceUnavailable, extra: extra)
+            self.answer(context: context, head: head, answer)
         } else {
-            refuse(context: context, status: .serviceUnavailable, extra: extra)
+            refuse(context: context, answer)
         }
     }
 }

@@ -7,7 +7,8 @@ import Darwin
 #endif
 import NIOCore
 
-/// An upload's open data file. Every method blocks.
+/// An upload's open data file, written by the appender on the thread pool (every method blocks), so
+/// that the store itself never holds a descriptor.
 struct UploadData: Sendable {
     let descriptor: Int32
 

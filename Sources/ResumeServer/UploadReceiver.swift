@@ -6,9 +6,9 @@ import NIOPosix
 /// (``UploadSink``); reading pauses while the sink holds enough, and goes on when it asks for more.
 /// One per connection, used on its event loop; ``begin()`` at each request.
 final class UploadReceiver {
-    private let store: any UploadBackend
-    private let table: UploadTable
-    private let threadPool: NIOThreadPool
+    let store: any UploadBackend
+    let table: UploadTable
+    let threadPool: NIOThreadPool
     /// Milliseconds an idle upload is kept.
     private let expiry: Int64
     /// The sink of the request's upload, once opened.

@@ -7,7 +7,9 @@ import Darwin
 #endif
 import FoundationEssentials
 
-/// What a start finds in the store: uploads to continue, records to finish or drop, leftovers.
+/// The store at start, kept apart from its day-to-day writes: a restart must continue every upload
+/// it can, say in one line each why it drops one it cannot, and bring back the finished uploads whose
+/// URLs still answer; what an earlier release left behind goes too.
 extension UploadStore {
     /// Reads every record at start: what can be continued is returned; what cannot (a record that
     /// does not parse, a plain upload, an expired one, data without a record) is removed with one log
@@ -53,7 +55,8 @@ extension UploadStore {
             log("upload \(name): a plain upload cannot be continued, removed")
             return nil
         }
-        // Before the data's check: a finishing upload's data may already be in place (renamed).
+        // Before the data's check: a finishing upload's data may already be in place (renamed, or
+        // linked and unlinked before its record said so); finishing it makes its hook due.
         if record.phase == .finishing {
             do {
                 try finish(record, replacing: replacing)
@@ -84,6 +87,23 @@ extension UploadStore {
             log("upload \(name): data shorter than its record, continuing from \(size)")
         }
         return record
+    }
+
+    /// The finished uploads whose URLs still answer (until they expire; expired ones are removed).
+    func finishedUploads(now: Int64) -> [UploadRecord] {
+        var records: [UploadRecord] = []
+        for name in Self.names(in: folder) where name.hasSuffix(".done") {
+            let id = String(name.dropLast(5))
+            guard let bytes = Self.contents(of: donePath(id)),
+                let record = try? JSONDecoder().decode(UploadRecord.self, from: bytes),
+                record.version == 1, record.id == id, record.expires > now
+            else {
+                unlink(donePath(id))
+                continue
+            }
+            records.append(record)
+        }
+        return records
     }
 
     static func names(in folder: String) -> [String] {

@@ -9,7 +9,8 @@ import FoundationEssentials
 import NIOCore
 
 /// The one owner of the folder where unfinished uploads live: `ROOT/.resumectl-uploads/`, mode
-/// 0700, holding `<id>.json` (an ``UploadRecord``) and `<id>.data` (the bytes so far) per upload.
+/// 0700, holding `<id>.json` (an ``UploadRecord``) and `<id>.data` (the bytes so far) per upload;
+/// once its file is in place, only `<id>.done` (the record) until it expires, for its URL to answer.
 ///
 /// A dot name: never listed, never served, never an upload target (``SafePath`` refuses dot names).
 /// Records are written as the client writes its tokens — temp file, fsync, rename, fsync of the
@@ -113,11 +114,16 @@ struct UploadStore: Sendable {
         return UploadData(descriptor: fd)
     }
 
-    /// Forgets an upload: its data, then its record.
+    /// Where a finished upload's record stays until it expires, so that its URL still answers after a
+    /// restart; a name the recovery of earlier releases never reads.
+    func donePath(_ id: String) -> String { folder + "/" + id + ".done" }
+
+    /// Forgets an upload: its data, then its record (or, once finished, what is left of it).
     func remove(_ id: String) {
         unlink(dataPath(id))
         unlink(recordPath(id))
         unlink(recordPath(id) + ".tmp")
+        unlink(donePath(id))
     }
 
     // MARK: Finishing
@@ -125,8 +131,9 @@ struct UploadStore: Sendable {
     /// Puts a complete upload's data at its destination: the record first says `finishing` (so a
     /// crash in between is finished at the next start), then the data is linked into place (replaced
     /// only when `replacing`), the destination folder synced, the completion hook made due (durably,
-    /// before the upload's record goes: a crash in between runs it at the next start), and the store
-    /// forgets the upload.
+    /// before the upload's record says it is done: a crash in between runs it at the next start), and
+    /// the record becomes `<id>.done`. A finishing upload whose data is gone but whose destination is
+    /// there was renamed into place (`--overwrite`) or finished before a crash: only the rest is done.
     func finish(_ record: UploadRecord, replacing: Bool) throws(UploadFailure) {
         let retrying = record.phase == .finishing
         var record = record
@@ -143,14 +150,14 @@ struct UploadStore: Sendable {
         let final = SafePath.join(destination.folder, [destination.name])
         let data = dataPath(record.id)
         if retrying && access(data, F_OK) != 0 && access(final, F_OK) == 0 {
-            // Renamed into place (--overwrite) before a crash: only the rest is left to do.
+            // Renamed into place (--overwrite), or its data unlinked, before a crash: only the rest is left to do.
         } else if replacing {
             guard rename(data, final) == 0 else { throw UploadFailure(errno: errno, doing: "rename") }
         } else if link(data, final) != 0 {
             // link(2) never replaces: a file that appeared since the upload began stays as it was
-            // (unless it is this very data, linked before a crash: then only the rest is left to do).
+            // (unless it is this upload's own link, made before a crash).
             let code = errno
-            if code != EEXIST || !Self.sameFile(data, final) {
+            guard code == EEXIST, Self.sameFile(data, final) else {
                 throw code == EEXIST
                     ? UploadFailure(status: 409, "a file exists there (serve with --overwrite to replace files)")
                     : UploadFailure(errno: code, doing: "link")
@@ -158,7 +165,8 @@ struct UploadStore: Sendable {
         }
         syncFolder(destination.folder)
         let due = hooks?.makeDue(record, path: final)
-        remove(record.id)
+        unlink(data)
+        rename(recordPath(record.id), donePath(record.id))
         metrics?.uploadFinished(record.kind)
         if let due { hooks?.run(due) }
     }
@@ -169,7 +177,7 @@ struct UploadStore: Sendable {
         return stat(a, &first) == 0 && stat(b, &second) == 0 && first.st_dev == second.st_dev && first.st_ino == second.st_ino
     }
 
-    private func syncFolder(_ path: String) {
+    func syncFolder(_ path: String) {
         let fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
         guard fd >= 0 else { return }
         fsync(fd)

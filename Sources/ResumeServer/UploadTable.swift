@@ -86,9 +86,10 @@ final class UploadTable: Sendable {
         refresh(id, on: eventLoop) { failure in next(failure.map(Claim.unavailable) ?? self.claim(id, writer: writer)) }
     }
 
-    /// Adds an upload: a new one (its creation holds a slot of `--max-uploads`) or one found at start.
-    func insert(_ record: UploadRecord, writer: Writer? = nil, holdsSlot: Bool = false) {
-        entries.withLock { $0[record.id] = Entry(record: record, writer: writer, holdsSlot: holdsSlot) }
+    /// Adds an upload: a new one (its creation holds a slot of `--max-uploads`) or one found at start
+    /// (`finished`: only its URL is left, answering until it expires).
+    func insert(_ record: UploadRecord, writer: Writer? = nil, holdsSlot: Bool = false, finished: Bool = false) {
+        entries.withLock { $0[record.id] = Entry(record: record, writer: writer, holdsSlot: holdsSlot, finished: finished) }
     }
 
     func lookup(_ id: String) -> Entry? {

@@ -32,7 +32,7 @@ struct ServeDurabilityTests {
     static func storedBytes(_ folder: String) -> Int {
         serveUploadLeftovers(folder).reduce(0) { total, name in
             let size = (try? FileManager.default.attributesOfItem(atPath: folder + "/" + name)[.size] as? Int) ?? 0
-            return total + (size ?? 0)
+            return total + size
         }
     }
 
@@ -213,5 +213,52 @@ struct ServeDurabilityTests {
         let again = store.recover(now: now, replacing: true, log: { _ in })
         #expect(again.map(\.id) == [ids[0]])
         #expect(try Data(contentsOf: URL(fileURLWithPath: root.path("in/7777.bin"))).count == 100)
+    }
+
+    @Test("a finished upload's record stays as <id>.done until it expires, so its URL answers after a restart; a crash after the link finishes it")
+    func finishedRecords() throws {
+        let root = try TempDirectory(prefix: "resumectl-finished")
+        let store = try UploadStore(root: root.path)
+        let now: Int64 = 1_800_000_000_000
+        let ids = (0..<4).map { String(repeating: "abcd"[String.Index(utf16Offset: $0, in: "abcd")], count: 32) }
+        func record(_ id: String, expires: Int64 = now + 60_000, phase: UploadRecord.Phase = .receiving) -> UploadRecord {
+            UploadRecord(id: id, kind: .tus, target: ["\(id.prefix(4)).bin"], length: 3, offset: 3, metadata: "filename YS5iaW4=",
+                         expires: expires, phase: phase)
+        }
+        // 0: finished now: its file in place, its data gone, its record kept as .done.
+        try store.create(record(ids[0]))
+        try Data("abc".utf8).write(to: URL(fileURLWithPath: store.dataPath(ids[0])))
+        try store.finish(record(ids[0]), replacing: false)
+        #expect(try String(contentsOfFile: root.path("aaaa.bin"), encoding: .utf8) == "abc")
+        #expect(!FileManager.default.fileExists(atPath: store.dataPath(ids[0])))
+        #expect(!FileManager.default.fileExists(atPath: store.folder + "/\(ids[0]).json"))
+        #expect(FileManager.default.fileExists(atPath: store.donePath(ids[0])))
+        // 1: finished, then expired. 2: killed after its link, before its data was unlinked. 3: after
+        // its data was renamed into place (--overwrite), before its record said so.
+        try store.create(record(ids[1], expires: now - 1))
+        try Data("abc".utf8).write(to: URL(fileURLWithPath: store.dataPath(ids[1])))
+        try store.finish(record(ids[1], expires: now - 1), replacing: false)
+        try store.create(record(ids[2], phase: .finishing))
+        try Data("abc".utf8).write(to: URL(fileURLWithPath: store.dataPath(ids[2])))
+        try FileManager.default.linkItem(atPath: store.dataPath(ids[2]), toPath: root.path("cccc.bin"))
+        try store.create(record(ids[3], phase: .finishing))
+        try Data("abc".utf8).write(to: URL(fileURLWithPath: store.dataPath(ids[3])))
+        try FileManager.default.moveItem(atPath: store.dataPath(ids[3]), toPath: root.path("dddd.bin"))
+
+        var lines: [String] = []
+        #expect(store.recover(now: now, replacing: false, log: { lines.append($0) }).isEmpty)
+        #expect(lines.count == 2 && lines.contains { $0.contains("cccc.bin: finished after a restart") }
+            && lines.contains { $0.contains("dddd.bin: finished after a restart") }, "\(lines)")
+        let finished = store.finishedUploads(now: now)
+        #expect(finished.map(\.id).sorted() == [ids[0], ids[2], ids[3]])
+        #expect(finished.first { $0.id == ids[0] }?.metadata == "filename YS5iaW4=")
+        #expect(!FileManager.default.fileExists(atPath: store.donePath(ids[1])), "expired")
+        #expect(try String(contentsOfFile: root.path("cccc.bin"), encoding: .utf8) == "abc")
+        #expect(try String(contentsOfFile: root.path("dddd.bin"), encoding: .utf8) == "abc")
+        // Forgetting one (DELETE, or its expiry) leaves its file.
+        store.remove(ids[0])
+        #expect(!FileManager.default.fileExists(atPath: store.donePath(ids[0])))
+        #expect(try String(contentsOfFile: root.path("aaaa.bin"), encoding: .utf8) == "abc")
+        #expect(serveUploadLeftovers(root.path).isEmpty)
     }
 }

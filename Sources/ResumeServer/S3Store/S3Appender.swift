@@ -263,6 +263,8 @@ final class S3Appender: UploadSink {
             guard let upload else { return }
             var saved = upload
             saved.upload.expires = final.expires
+            // A length given after the creation (a draft PATCH, tus creation-defer-length).
+            saved.upload.length = saved.upload.length ?? final.length
             try store.save(saved)
         }.assumeIsolated().whenComplete { result in
             if case .failure(let error) = result, self.failure == nil { self.failure = UploadFailure(error) }
