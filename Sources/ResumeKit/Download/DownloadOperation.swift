@@ -172,7 +172,7 @@ final class DownloadOperation: FetchOutput {
             throw TransferError(.localIO, "cannot truncate \(part.path): \(error)")
         }
         // Blocks reserved up front are cheaper to fill than blocks found as the writes come (1 GiB
-        // download, three farm-bench runs of 9–11 pairs: wall 0.94–0.97, CPU 0.90–0.94); the
+        // download, three paired runs of 9–11 pairs: wall 0.94–0.97, CPU 0.90–0.94); the
         // length stays what was written.
         if from == 0, let total = machine.resource?.totalBytes, total > PartFile.gatherAfter {
             _ = reserveSpaceAhead(part.fileDescriptor, length: total)
