@@ -9,12 +9,16 @@ import Testing
 @Suite struct SecretsAtRestTests {
     static let headers = ["-H", "X-Api-Key: KEY123", "-H", "Authorization: Bearer TOK123", "-H", "Cookie: ck=SEC123", "-H", "X-Trace: 7"]
     static let secrets = ["pass123", "KEY123", "TOK123", "SEC123"]
+    /// 2 MB take 50 s at this rate: the pause comes long before the end even when a loaded machine starves
+    /// the test for tens of seconds (CI once was: at 400k every transfer had ended before its pause).
+    static let slow = "40k"
 
     /// `http://host/…` → `http://alice:pass123@host/…`
     static func login(_ url: String) -> String { url.replacingOccurrences(of: "://", with: "://alice:pass123@") }
 
     /// One transfer's life: detached with `--json`, paused while slow, resumed in the foreground with `-u` but
-    /// without the credential headers; the state folder, every output and `log` searched for `secrets` after each step.
+    /// without the credential headers (and without the `--limit-rate`, which no token keeps); the state folder,
+    /// every output and `log` searched for `secrets` after each step.
     /// - Returns: the token's JSON as the pause left it.
     @discardableResult
     func transfer(
@@ -83,9 +87,9 @@ import Testing
     @Test func download() async throws {
         let w = try Workspace()
         let digest = try makeRandomFile(path: w.path("www/f.bin"), size: 2_000_000, seed: 71)
-        let nginx = try await NginxServer(root: w.path("www"), limitRate: 400_000)
+        let nginx = try await NginxServer(root: w.path("www"))
         let url = Self.login(nginx.url(for: "f.bin"))
-        let token = try await transfer(["download", url, "-o", "f.bin"] + Self.headers,
+        let token = try await transfer(["download", url, "-o", "f.bin", "--limit-rate", Self.slow] + Self.headers,
             withheld: ["X-Api-Key", "Authorization", "Cookie"], home: w)
         #expect(token["url"] as? String == nginx.url(for: "f.bin").replacingOccurrences(of: "://", with: "://alice@"))
         #expect(try sha256(file: w.out + "/f.bin") == digest)
@@ -95,7 +99,7 @@ import Testing
     @Test func resumeWithoutThePasswordSaysHowToGiveIt() async throws {
         let w = try Workspace()
         try makeRandomFile(path: w.path("www/f.bin"), size: 2_000_000, seed: 72)
-        let nginx = try await NginxServer(root: w.path("www"), limitRate: 200_000)
+        let nginx = try await NginxServer(root: w.path("www"), limitRate: 40_000)
         let reaper = Reaper(w)
         defer { reaper.stopAll() }
         let started = try await w.run(["download", Self.login(nginx.url(for: "f.bin")), "-o", "f.bin", "--detach"])
@@ -113,7 +117,7 @@ import Testing
             let w = try Workspace()
             try makeRandomFile(path: w.path("www/src.bin"), size: 2_000_000, seed: 73)
             try await transfer(["upload", w.path("www/src.bin"), Self.login(served.url + "/ietf.bin"), "--protocol", "ietf",
-                "--limit-rate", "400k"] + Self.headers, withheld: ["X-Api-Key", "Authorization", "Cookie"], home: w)
+                "--limit-rate", Self.slow] + Self.headers, withheld: ["X-Api-Key", "Authorization", "Cookie"], home: w)
         }
     }
 
@@ -122,7 +126,7 @@ import Testing
             let w = try Workspace()
             try makeRandomFile(path: w.path("www/src.bin"), size: 2_000_000, seed: 74)
             try await transfer(["upload", w.path("www/src.bin"), Self.login(served.url + "/plain.bin"), "--protocol", "plain",
-                "--limit-rate", "400k"] + Self.headers, withheld: ["X-Api-Key", "Authorization", "Cookie"], home: w)
+                "--limit-rate", Self.slow] + Self.headers, withheld: ["X-Api-Key", "Authorization", "Cookie"], home: w)
         }
     }
 
@@ -131,7 +135,7 @@ import Testing
         let w = try Workspace()
         try makeRandomFile(path: w.path("www/src.bin"), size: 2_000_000, seed: 75)
         try await transfer(["upload", w.path("www/src.bin"), Self.login(server.endpoint), "--protocol", "tus", "--chunk-size", "256k",
-            "--limit-rate", "400k"] + Self.headers, withheld: ["X-Api-Key", "Authorization", "Cookie"], home: w)
+            "--limit-rate", Self.slow] + Self.headers, withheld: ["X-Api-Key", "Authorization", "Cookie"], home: w)
     }
 
     /// S3 signs with keys from the environment; a `-H` credential header is withheld as for any URL.
@@ -139,7 +143,7 @@ import Testing
         let s = try await S3Scene()
         try makeRandomFile(path: s.w.path("www/src.bin"), size: 12 << 20, seed: 76)
         try await transfer(["upload", s.w.path("www/src.bin"), s.url("s.bin"), "--endpoint-url", s.moto.endpoint, "--part-size", "5M",
-            "--limit-rate", "4M", "-H", "X-Api-Key: KEY123", "-H", "X-Trace: 7"],
+            "--limit-rate", "256k", "-H", "X-Api-Key: KEY123", "-H", "X-Trace: 7"],
             withheld: ["X-Api-Key"], secrets: ["KEY123", s.moto.secretKey], env: s.moto.environment(home: s.home), home: s.w)
     }
 }
