@@ -1,6 +1,8 @@
-// libxml2 for Swift: the tree API that ResumeS3's XMLTree reads S3's answers with. No logic lives here.
+// libxml2 for Swift: the tree API ResumeS3 reads S3's XML answers with, and the HTML parser it reads folder
+// listings with. No logic lives here.
 #ifndef RESUMECTL_CLIBXML2_H
 #define RESUMECTL_CLIBXML2_H
 #include <libxml/parser.h>
 #include <libxml/tree.h>
+#include <libxml/HTMLparser.h>
 #endif

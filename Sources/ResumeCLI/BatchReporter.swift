@@ -11,11 +11,14 @@ final class BatchReporter: Sendable {
     private let showsProgress: Bool
     private let line = Mutex(0)
     let id: String
+    /// A folder download: each file's line is its path, its `started` event says `download`.
+    private let download: Bool
 
-    init(json: Bool, quiet: Bool, id: String) {
+    init(json: Bool, quiet: Bool, id: String, download: Bool = false) {
         self.json = json
         self.quiet = quiet
         self.id = id
+        self.download = download
         showsProgress = !quiet && !json && isatty(2) != 0
     }
 
@@ -27,6 +30,8 @@ final class BatchReporter: Sendable {
             } else if !quiet {
                 stderr("resumectl: batch \(id): \(files) files, \(Reporter.size(bytes))")
             }
+        case .leftOut(let text) where json && download:
+            write(["event": "skipped", "reason": text])
         case .leftOut(let text):
             stderr("resumectl: \(text)")
         case .progress(let files, let of, let bytes, let total):
@@ -46,10 +51,10 @@ final class BatchReporter: Sendable {
         var object: [String: (any JSONRepresentable)?]
         switch event {
         case .started:
-            object = ["event": "started", "kind": "upload"]
+            object = ["event": "started", "kind": download ? "download" : "upload"]
         case .completed(let bytes):
             object = ["event": "completed", "bytes": bytes]
-            if !json { stdout(file.target) }
+            if !json { stdout(download ? file.path : file.target) }
         case .skipped(let reason):
             object = ["event": "skipped", "reason": reason]
         case .restarted(let reason):
@@ -57,7 +62,7 @@ final class BatchReporter: Sendable {
             if !json, !quiet { stderr("resumectl: starting over: \(reason)") }
         case .failed(let error):
             object = ["event": "failed", "error": error.message, "exit": Int(error.exitStatus), "resumable": error.isResumable]
-            stderr("resumectl: \(file.path) → \(file.target): \(error.message)")
+            stderr(download ? "resumectl: \(file.target) → \(file.path): \(error.message)" : "resumectl: \(file.path) → \(file.target): \(error.message)")
         }
         guard json else { return }
         object["path"] = file.path
@@ -88,7 +93,7 @@ final class BatchReporter: Sendable {
             write(["event": "batch", "files": s.files, "sent": s.sent, "skipped": s.skipped, "failed": s.failed.count,
                 "bytes": s.bytes, "exit": Int(s.exitStatus), "resumable": s.exitStatus != 0 && s.isResumable])
         }
-        let counts = "sent \(s.sent), skipped \(s.skipped), failed \(s.failed.count) of \(s.files) files"
+        let counts = "\(download ? "fetched" : "sent") \(s.sent), skipped \(s.skipped), failed \(s.failed.count) of \(s.files) files"
         if let stopped = s.stopped {
             stderr("resumectl: \(stopped.message) (\(counts)); resume with: resumectl resume \(id)")
         } else if !s.failed.isEmpty {

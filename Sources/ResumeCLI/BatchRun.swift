@@ -4,14 +4,14 @@ import ResumeKit
 /// Runs a batch (new or resumed) under the CLI's rules: live status, signals, the summary and the exit status.
 enum BatchRun {
     static func run(
-        id: String, target: String, client: TransferClient, options: TransferOptionGroup, background: BackgroundOptions,
+        id: String, target: String, download: Bool = false, client: TransferClient, options: TransferOptionGroup, background: BackgroundOptions,
         _ work: @escaping @Sendable (Cancellation, @escaping @Sendable (BatchEvent) -> Void) async throws(TransferError) -> BatchSummary
     ) async throws {
         let failures = Reporter(json: options.json, quiet: options.quiet, tokenID: id)
-        let summary = try await Foreground.run(id: id, kind: .upload, url: target, client: client, background: background, reporter: failures) {
+        let summary = try await Foreground.run(id: id, kind: download ? .download : .upload, url: target, client: client, background: background, reporter: failures) {
             cancellation, _ throws(TransferError) in
             // `list` counts the batch's files from its ledger; the live status says it runs (and its pid).
-            let reporter = BatchReporter(json: options.json, quiet: options.quiet, id: id)
+            let reporter = BatchReporter(json: options.json, quiet: options.quiet, id: id, download: download)
             let summary = try await work(cancellation) { reporter.handle($0) }
             reporter.summary(summary)
             return summary

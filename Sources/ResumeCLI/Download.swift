@@ -11,8 +11,12 @@ struct Download: AsyncParsableCommand {
             The body goes to PATH.part and is renamed to PATH only when complete and verified. \
             Running the same command again continues where it stopped.
 
-            s3://BUCKET/KEY is a signed ranged GET with every guarantee above. s3://BUCKET/PREFIX/ (ending \
-            in /) downloads every object under the prefix into the folder -o names, keys becoming paths below it.
+            A URL ending in / that answers a folder listing (serve's, nginx's autoindex in html or json, \
+            Apache's, any page of links) downloads every file below it into the folder -o names (default: \
+            the folder's name), as one batch (b-…) that pause, resume, cancel and wait take: only links \
+            that stay below the URL are followed. s3://BUCKET/KEY is a signed ranged GET with every \
+            guarantee above; s3://BUCKET/PREFIX/ downloads every object under the prefix as such a batch \
+            (into -o, default the current folder), keys becoming paths below it.
 
             EXAMPLES:
               resumectl download https://example.com/big.iso -o /data/
@@ -22,17 +26,33 @@ struct Download: AsyncParsableCommand {
               resumectl download --cacert ca.pem --netrc https://intranet.example/a.tar
               https_proxy=http://proxy:3128 resumectl download https://example.com/a.iso
               resumectl download s3://my-bucket/images/disk.img --connections 4
+              resumectl download https://example.com/releases/ -o releases/ --include '*.tar.gz'
               resumectl download s3://my-bucket/photos/2024/ -o photos/ --parallel 8
             """)
 
-    @Argument(help: "http or https URL, s3://BUCKET/KEY, or s3://BUCKET/PREFIX/ (with -o DIR).")
+    @Argument(help: "http or https URL (a folder when it ends in /), s3://BUCKET/KEY, or s3://BUCKET/PREFIX/.")
     var url: String?
 
     @Option(name: [.short, .customLong("input-file")], help: "Download every URL listed in this file (one a line, optionally followed by an output name); -o names the folder.")
     var inputFile: String?
 
-    @Option(help: "With -i or an S3 prefix: how many files at once.")
+    @Option(help: "With -i or a folder: how many files at once.")
     var parallel = 4
+
+    @Flag(name: [.short, .long], help: "Download the URL as a folder, following its subfolders (on for a URL ending in /).")
+    var recursive = false
+
+    @Option(help: "With a folder: how many levels of subfolders to follow (0: its own files only).")
+    var depth: Int?
+
+    @Option(help: "With a folder: only files whose path below it matches this glob (repeatable).")
+    var include: [String] = []
+
+    @Option(help: "With a folder: leave out files whose path below it matches this glob (repeatable).")
+    var exclude: [String] = []
+
+    @Flag(help: "With a folder: keep a file there with the listed size and time, fetch one that differs.")
+    var skipExisting = false
 
     @Option(name: [.short, .customLong("output")], help: "Where to write the file (default: the URL's last path segment here); - for stdout.")
     var output: String?
@@ -60,6 +80,11 @@ struct Download: AsyncParsableCommand {
         if let checksum { _ = try Checksum.parse(checksum) }
         guard (1...16).contains(connections) else { throw ValidationError("--connections takes 1 to 16") }
         guard (1...64).contains(parallel) else { throw ValidationError("--parallel takes 1 to 64") }
+        if let depth, depth < 0 { throw ValidationError("--depth takes 0 or more") }
+        if !isFolder, depth != nil || !include.isEmpty || !exclude.isEmpty || skipExisting {
+            throw ValidationError("--depth, --include, --exclude and --skip-existing apply to a folder (a URL ending in /, or -r)")
+        }
+        if isFolder, checksum != nil { throw ValidationError("--checksum applies to one file, not to a folder") }
         switch (url, inputFile) {
         case (nil, nil): throw ValidationError("give a URL, or -i LIST")
         case (_?, _?): throw ValidationError("give a URL or -i LIST, not both")
@@ -70,7 +95,7 @@ struct Download: AsyncParsableCommand {
         if output == "-" {
             // stdout carries the body and nothing else.
             if options.json { throw ValidationError("--json cannot share stdout with the body: drop it, or write to a file") }
-            if inputFile != nil { throw ValidationError("-o - takes one URL, not -i LIST") }
+            if inputFile != nil || isFolder { throw ValidationError("-o - takes one file, not -i LIST or a folder") }
             if connections > 1 { throw ValidationError("--connections needs a file to write ranges into, not stdout") }
             if background.detach || background.startAt != nil { throw ValidationError("a download to stdout runs in the foreground") }
         }
@@ -82,7 +107,7 @@ struct Download: AsyncParsableCommand {
     @MainActor
     func run() async throws {
         guard let given = url else { return try await runList(inputFile!) }
-        if case .s3Prefix? = try? Route(given) { return try await runPrefix(given) }
+        if isFolder { return try await runFolder(given) }
         let (taken, url) = options.client(taking: given)
         var configured = taken
         let request = DownloadRequest(
@@ -137,21 +162,31 @@ extension Download {
         return ManyDownloads(client: configured, json: options.json, quiet: options.quiet, parallel: parallel)
     }
 
-    /// `s3://BUCKET/PREFIX/ -o DIR`: every object under the prefix, as a list of downloads.
-    func runPrefix(_ url: String) async throws {
-        let folder = output ?? "."
-        let client = options.client()
-        let (s3Options, headers, onChange, force) = (s3.options(), options.header, onChange, force)
-        let reporter = Reporter(json: options.json, quiet: options.quiet)
-        let listing = try await Runner.run(reporter: reporter) { cancellation throws(TransferError) in
-            try await client.s3Listing(url, folder: folder, options: s3Options, headers: headers, onChange: onChange, force: force,
-                cancellation: cancellation, events: reporter.handle)
+    /// A folder URL (ending in `/`, or with `-r`) or an S3 prefix.
+    var isFolder: Bool {
+        guard let url, inputFile == nil else { return false }
+        if case .s3Prefix? = try? Route(url) { return true }
+        return !Route.isS3(url) && (recursive || url.hasSuffix("/"))
+    }
+
+    /// `URL/ -o DIR`: every file under the folder (or the S3 prefix) as one batch, announced before any byte.
+    func runFolder(_ given: String) async throws {
+        var (configured, url) = options.client(taking: given)
+        if !url.hasSuffix("/") { url += "/" }
+        configured.options.connections = connections
+        configured.options.waitForNetwork = background.waitsForNetwork
+        let client = configured
+        let folder = output ?? FolderRequest.defaultFolder(url: url)
+        let template = DownloadRequest(url: url, headers: options.header, onChange: onChange, force: force, s3: s3.options())
+        let request = FolderRequest(url: url, folder: folder, template: template, parallel: parallel, depth: depth, include: include,
+            exclude: exclude, skipExisting: skipExisting)
+        if background.detach {
+            try Background.launch(id: request.id, announce: request.id, stateDir: client.store.directory, arguments: Background.childArguments())
         }
-        for line in listing.refused { Output.stderr("resumectl: \(line)\n") }
-        if listing.requests.isEmpty && listing.refused.isEmpty, !options.quiet {
-            Output.stderr("resumectl: no objects under \(url)\n")
+        try await BatchRun.run(id: request.id, target: url, download: true, client: client, options: options, background: background) {
+            cancellation, events throws(TransferError) in
+            try await client.downloadFolder(request, cancellation: cancellation, events: events)
         }
-        try await many.run(listing.requests, problems: listing.refused.count)
     }
 }
 

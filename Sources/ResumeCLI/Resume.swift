@@ -24,7 +24,7 @@ struct Resume: AsyncParsableCommand {
               resumectl resume --all --detach
             """)
 
-    @Argument(help: "Token id (d-…, u-…, or b-… for a folder upload) or the path of a token file.")
+    @Argument(help: "Token id (d-…, u-…, or b-… for a folder) or the path of a token file.")
     var token: String?
 
     @Option(help: "A replacement URL (e.g. a fresh signed link); a download accepts it only if it serves the same file.")
@@ -82,11 +82,13 @@ struct Resume: AsyncParsableCommand {
 }
 
 extension Resume {
-    /// `resume b-…`: the folder upload continues as its record describes it; one that ended done says so (exit 0).
+    /// `resume b-…`: the folder upload or download continues as its record describes it; one that ended done
+    /// says so (exit 0).
     func resumeBatch(_ id: String, client: TransferClient) async throws {
         guard client.batchRecord(id) != nil else {
             if let record = client.record(id), record.outcome == .done {
-                if !options.quiet { Output.stderr("resumectl: \(id) already finished: every file of \(record.path ?? "") is at \(record.url)\n") }
+                let place = record.kind == .download ? "\(record.url) is in \(record.path ?? "")" : "\(record.path ?? "") is at \(record.url)"
+                if !options.quiet { Output.stderr("resumectl: \(id) already finished: every file of \(place)\n") }
                 return
             }
             throw Runner.fail(TransferError(.inputMissing, "no batch named '\(id)'"), json: options.json)
@@ -96,7 +98,8 @@ extension Resume {
             try Background.launch(id: id, announce: id, stateDir: client.store.directory, arguments: Background.childArguments())
         }
         let headers = options.header
-        try await BatchRun.run(id: id, target: client.batchRecord(id)?.target ?? "", client: client, options: options, background: background) {
+        let record = client.batchRecord(id)
+        try await BatchRun.run(id: id, target: record?.target ?? "", download: record?.download != nil, client: client, options: options, background: background) {
             cancellation, events throws(TransferError) in
             try await client.resumeBatch(id, headers: headers, cancellation: cancellation, events: events)
         }

@@ -2,13 +2,14 @@ import ArgumentParser
 import Glibc
 import ResumeKit
 
-/// `resumectl` hands an `s3://` transfer (and the resume or cancel of one) to `resumectl-s3` beside it,
-/// with the same arguments: S3's XML parser costs a plain HTTP download about 4.5 MiB it never needs.
+/// `resumectl` hands an `s3://` transfer (and the resume or cancel of one), and a folder download (whose
+/// listing may be HTML), to `resumectl-s3` beside it, with the same arguments: libxml2 costs a plain HTTP
+/// download about 4.5 MiB it never needs.
 enum S3Handoff {
     static func needed(_ command: ParsableCommand) -> Bool {
         switch command {
         case let download as Download:
-            return download.url.map(Route.isS3) ?? false
+            return download.isFolder || (download.url.map(Route.isS3) ?? false)
         case let upload as Upload:
             return Route.isS3(upload.url)
         case let resume as Resume:
@@ -22,7 +23,7 @@ enum S3Handoff {
 
     private static func isS3Token(_ reference: String, stateDir: String?) -> Bool {
         let store = TokenStore(directory: stateDir ?? TokenStore.defaultDirectory())
-        if let batch = TransferClient(store: store).batchRecord(reference) { return batch.s3 != nil }
+        if let batch = TransferClient(store: store).batchRecord(reference) { return batch.s3 != nil || batch.download != nil }
         guard let token = try? TransferClient(store: store).loadToken(reference) else { return false }
         return token.s3 != nil
     }

@@ -1,6 +1,8 @@
 import ResumeKit
 
-/// The S3 answer reader of this program (`resumectl-s3` has one; `resumectl` hands S3 work to it).
+/// The libxml2 readers of this program: S3's answers and HTML folder listings (`resumectl-s3` has them;
+/// `resumectl` hands S3 work and folder downloads to it).
 enum S3Support {
     nonisolated(unsafe) static var answers: (any S3Answers)?
+    nonisolated(unsafe) static var html: (any HTMLLinkReader)?
 }

@@ -10,7 +10,7 @@ struct StateOptions: ParsableArguments {
     var json = false
 
     var store: TokenStore { TokenStore(directory: stateDir ?? TokenStore.defaultDirectory()) }
-    var client: TransferClient { TransferClient(store: store, s3Answers: S3Support.answers) }
+    var client: TransferClient { TransferClient(store: store, s3Answers: S3Support.answers, htmlLinks: S3Support.html) }
 
     func load(_ reference: String) throws -> ResumeToken {
         do { return try client.loadToken(reference) } catch { throw Runner.fail(error, json: false) }

@@ -33,6 +33,6 @@ struct TransferSettings: Equatable {
         options.computeSHA256 = json
         options.announcesID = json
         options.checkpointInterval = checkpointInterval == 0 ? .infinity : checkpointInterval
-        return TransferClient(store: store, options: options, s3Answers: S3Support.answers)
+        return TransferClient(store: store, options: options, s3Answers: S3Support.answers, htmlLinks: S3Support.html)
     }
 }

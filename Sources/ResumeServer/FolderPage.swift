@@ -5,6 +5,7 @@ import Musl
 #elseif canImport(Darwin)
 import Darwin
 #endif
+import FoundationEssentials
 
 /// The page a browser gets for a folder: its listing (folders first, then files, each name
 /// escaped) and, unless the server is read-only, an upload area whose uploads resume (tus from the
@@ -15,6 +16,49 @@ enum FolderPage {
         var isFolder: Bool
         var size: Int64
         var modified: Int64
+        /// The file's entity tag as a GET of it answers (nil for folders).
+        var etag: String? = nil
+    }
+
+    /// What a folder is asked for as: a browser's page, or a machine listing (`Accept: application/json`,
+    /// for `resumectl download URL/`); a folder asked for as neither is not found, as before.
+    enum Format {
+        case html, json
+
+        init?(accept: [String]) {
+            if accept.contains(where: { $0.contains("application/json") }) {
+                self = .json
+            } else if accept.contains(where: { $0.contains("text/html") }) {
+                self = .html
+            } else {
+                return nil
+            }
+        }
+    }
+
+    /// The listing in `format`, and its content type.
+    static func answer(_ format: Format, path: [String], entries: [Entry], uploads: Bool) -> (body: String, contentType: String) {
+        switch format {
+        case .html: (render(path: path, entries: entries, uploads: uploads), "text/html; charset=utf-8")
+        case .json: (json(entries), "application/json")
+        }
+    }
+
+    /// nginx's `autoindex_format json` (name, type, mtime, size), plus each file's ETag: one reader in the
+    /// client takes both.
+    static func json(_ entries: [Entry]) -> String {
+        struct Item: Encodable {
+            var name: String
+            var type: String
+            var mtime: String
+            var size: Int64?
+            var etag: String?
+        }
+        let items = entries.map {
+            Item(name: $0.name, type: $0.isFolder ? "directory" : "file", mtime: IMFDate.format(epochSeconds: $0.modified),
+                size: $0.isFolder ? nil : $0.size, etag: $0.etag)
+        }
+        return String(decoding: (try? JSONEncoder().encode(items)) ?? Data("[]".utf8), as: UTF8.self)
     }
 
     /// The served entries of `folder` (no dot-files, no temporary upload files); blocking.
@@ -32,7 +76,11 @@ enum FolderPage {
             guard stat(folder + "/" + name, &info) == 0 else { continue }
             let kind = info.st_mode & S_IFMT
             guard kind == S_IFDIR || kind == S_IFREG else { continue }
-            entries.append(Entry(name: name, isFolder: kind == S_IFDIR, size: Int64(info.st_size), modified: Int64(info.st_mtim.tv_sec)))
+            let identity = FileIdentity(
+                inode: UInt64(info.st_ino), size: Int64(info.st_size), modifiedSeconds: Int64(info.st_mtim.tv_sec),
+                modifiedNanoseconds: Int64(info.st_mtim.tv_nsec))
+            entries.append(Entry(name: name, isFolder: kind == S_IFDIR, size: identity.size, modified: identity.modifiedSeconds,
+                etag: kind == S_IFDIR ? nil : identity.etag))
         }
         return entries.sorted { a, b in
             a.isFolder != b.isFolder ? a.isFolder : a.name.lowercased() < b.name.lowercased()

@@ -35,7 +35,8 @@ extension StaticFileHandler {
             return
         }
         let root = settings.root
-        let page = head.headers["accept"].contains { $0.contains("text/html") } ? Self.pathOnly(head.uri) : nil
+        let format = FolderPage.Format(accept: head.headers["accept"])
+        let page = format != nil ? Self.pathOnly(head.uri) : nil
         let uploads = settings.acceptsUploads
         let digest = head.method == .HEAD && ReprDigest.wanted(head.headers["want-repr-digest"])
         threadPool.runIfActive(eventLoop: context.eventLoop) { () throws -> Served in
@@ -44,19 +45,20 @@ extension StaticFileHandler {
                 if digest { file.reprDigest = (try? file.handle.withUnsafeFileDescriptor { ReprDigest.sha256(fd: $0) }) ?? nil }
                 return .file(file)
             } catch let refusal as PathRefusal where refusal == .notFound && page != nil {
-                // A folder, asked for by a browser: its page (at its URL with a final slash, so that
-                // relative links work).
+                // A folder, asked for by a browser or as a listing: its page (at its URL with a final
+                // slash, so that relative links work).
                 let folder = try SafePath.existing(components, root: root)
                 guard let entries = FolderPage.entries(of: folder) else { throw PathRefusal.notFound }
-                guard let page, page.hasSuffix("/") else { return .redirect((page ?? "/") + "/") }
-                return .page(FolderPage.render(path: components, entries: entries, uploads: uploads))
+                guard let page, let format, page.hasSuffix("/") else { return .redirect((page ?? "/") + "/") }
+                let answer = FolderPage.answer(format, path: components, entries: entries, uploads: uploads)
+                return .page(answer.body, contentType: answer.contentType)
             }
         }.assumeIsolated().whenComplete { result in
             switch result {
             case .success(.file(let file)):
                 self.respond(context: context, head: head, file: file)
-            case .success(.page(let html)):
-                self.respond(context: context, head: head, status: .ok, extra: Self.pageHeaders, text: html, contentType: "text/html; charset=utf-8")
+            case .success(.page(let body, let type)):
+                self.respond(context: context, head: head, status: .ok, extra: Self.pageHeaders, text: body, contentType: type)
             case .success(.redirect(let location)):
                 self.respond(context: context, head: head, status: .movedPermanently, extra: [("Location", location)])
             case .failure(let refusal as PathRefusal):
@@ -70,7 +72,7 @@ extension StaticFileHandler {
     /// What a GET or HEAD resolves to.
     private enum Served {
         case file(ServedFile)
-        case page(String)
+        case page(String, contentType: String)
         case redirect(String)
     }
 

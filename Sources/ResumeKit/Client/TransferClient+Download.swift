@@ -107,6 +107,14 @@ extension TransferClient {
         return DownloadResult(path: path, bytes: size, sha256: digest)
     }
 
+    /// Downloads every file under a folder URL (an HTTP listing) or an S3 prefix into a folder, as one batch
+    /// (``FolderDownload``); the same request again continues it.
+    public func downloadFolder(
+        _ request: FolderRequest, cancellation: Cancellation = Cancellation(), events: @escaping @Sendable (BatchEvent) -> Void = { _ in }
+    ) async throws(TransferError) -> BatchSummary {
+        try await FolderDownload(client: self, request: request).run(cancellation: cancellation, events: events)
+    }
+
     /// Downloads many files, `parallel` at a time, each resumable on its own token. With the libcurl
     /// transport the transfers run on a multi handle per lane (a network thread and connection cache each;
     /// one lane per core, for every 4 workers). Fresh small files are fetched first, on the lanes' threads
@@ -231,17 +239,5 @@ extension TransferClient {
         var explained = error
         explained.message = "\(s3.address): \(body.line)"
         return explained
-    }
-
-    /// The objects under an S3 prefix as downloads into `folder` (``S3Listing``), and a line for each key refused.
-    public func s3Listing(
-        _ url: String, folder: String, options: S3Options, headers: [String] = [], onChange: DownloadStateMachine.OnChange = .restart,
-        force: Bool = false, cancellation: Cancellation = Cancellation(), events: @escaping EventHandler = { _ in }
-    ) async throws(TransferError) -> (requests: [DownloadRequest], refused: [String]) {
-        try await onOwnThread { () throws(TransferError) in
-            let listing = try S3Listing(url, s3: options, answers: try self.requireS3Answers(), transport: self.transport, options: self.options)
-            let template = DownloadRequest(url: url, headers: headers, onChange: onChange, force: force, s3: options)
-            return try listing.downloads(try listing.objects(cancellation: cancellation, events: events), folder: folder, template: template)
-        }
     }
 }

@@ -15,17 +15,20 @@ public struct TransferClient: Sendable {
     public var options: TransferOptions
     /// Reads S3's XML answers; nil in a program that does no S3 transfers (see ``S3Answers``).
     public var s3Answers: (any S3Answers)?
+    /// Reads HTML folder listings; nil in a program that reads only JSON ones (see ``HTMLLinkReader``).
+    public var htmlLinks: (any HTMLLinkReader)?
     /// A folder upload's requests in flight, shared by all its files (nil: no limit beyond each file's own).
     var requestBudget: RequestBudget?
 
     public init(
         store: TokenStore, transport: any HTTPTransport = CurlTransport(), options: TransferOptions = .init(),
-        s3Answers: (any S3Answers)? = nil
+        s3Answers: (any S3Answers)? = nil, htmlLinks: (any HTMLLinkReader)? = nil
     ) {
         self.store = store
         self.transport = transport
         self.options = options
         self.s3Answers = s3Answers
+        self.htmlLinks = htmlLinks
     }
 
     /// Downloads `request.url`, resuming this URL's earlier attempt to the same path when there is one.

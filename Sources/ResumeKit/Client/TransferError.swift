@@ -28,6 +28,8 @@ public struct TransferError: Error, Sendable, Equatable, CustomStringConvertible
         case usage
         /// The reader of stdout went away (EPIPE): the transfer ends quietly, as a Unix filter does.
         case outputClosed
+        /// A folder listing that is none, or past the limits (files, bytes) a folder download takes.
+        case badListing
     }
 
     public var code: Code
@@ -82,7 +84,7 @@ public struct TransferError: Error, Sendable, Equatable, CustomStringConvertible
         case .stopped(.interrupt): 130
         case .stopped(.pause), .retriesExhausted, .busy: 75
         case .failed, .changed: 1
-        case .checksumMismatch, .badToken, .sourceChanged: 65
+        case .checksumMismatch, .badToken, .sourceChanged, .badListing: 65
         case .inputMissing: 66
         case .cannotCreateOutput: 73
         case .localIO: 74

@@ -1,6 +1,6 @@
-/// The objects under an S3 prefix (ListObjectsV2, every page) as downloads into a folder: each key less
-/// the prefix becomes a path below the folder (its subfolders are made). A key that would leave the
-/// folder (`..`, an absolute or empty path) is refused, with a line each.
+/// The objects under an S3 prefix (ListObjectsV2, every page) as a folder download's files: each key less
+/// the prefix becomes a path below the folder. A key that would leave the folder (`..`, an absolute or
+/// empty path) is refused, with a line each.
 struct S3Listing {
     let url: String
     let location: S3Location
@@ -47,28 +47,24 @@ struct S3Listing {
         return objects
     }
 
-    /// `objects` as downloads into `folder`, each with `template`'s headers and choices, and the keys refused.
-    func downloads(_ objects: [S3Object], folder: String, template: DownloadRequest) throws(TransferError)
-        -> (requests: [DownloadRequest], refused: [String])
+    /// The objects as a folder download's files: each key less the prefix is a path below the folder; a key
+    /// that would leave it is left out with a line.
+    func walk(include: [String], exclude: [String], depth: Int?, cancellation: Cancellation, events: @escaping EventHandler)
+        throws(TransferError) -> FolderWalk
     {
-        try OutputPath.makeFolders(folder)
-        var requests: [DownloadRequest] = []
-        var refused: [String] = []
-        for object in objects where !object.key.hasSuffix("/") {
-            let relative = String(object.key.dropFirst(location.key.count))
-            guard let safe = Self.relativePath(relative) else {
-                refused.append("s3://\(location.bucket)/\(object.key): refused, its key would leave \(folder)")
+        var files: [FolderWalk.File] = []
+        var leftOut: [String] = []
+        for object in try objects(cancellation: cancellation, events: events) where !object.key.hasSuffix("/") {
+            guard let relative = Self.relativePath(String(object.key.dropFirst(location.key.count))) else {
+                leftOut.append("s3://\(location.bucket)/\(object.key): skipped, its key would leave the folder")
                 continue
             }
-            if let slash = safe.lastIndex(of: "/") {
-                try OutputPath.makeFolders(folder + "/" + safe[..<slash])
-            }
-            var request = template
-            request.url = "s3://\(location.bucket)/\(object.key)"
-            request.outputPath = folder + "/" + safe
-            requests.append(request)
+            guard depth.map({ relative.split(separator: "/").count <= $0 + 1 }) ?? true, FolderWalk.wanted(relative, include: include, exclude: exclude)
+            else { continue }
+            files.append(FolderWalk.File(relative: relative, url: "s3://\(location.bucket)/\(object.key)", size: object.size, mtime: nil,
+                stamp: "\(object.size) \(object.etag)"))
         }
-        return (requests, refused)
+        return try FolderWalk(files: files, leftOut: leftOut)
     }
 
     /// A key's path below the download folder, or nil when it would leave it.

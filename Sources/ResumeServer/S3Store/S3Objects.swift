@@ -63,7 +63,7 @@ struct S3Objects: Sendable {
                     if rest.count > first.count {
                         folders.insert(String(first))
                     } else {
-                        files.append(FolderPage.Entry(name: String(first), isFolder: false, size: object.size, modified: 0))
+                        files.append(FolderPage.Entry(name: String(first), isFolder: false, size: object.size, modified: 0, etag: object.etag))
                     }
                 }
                 token = read.continuation

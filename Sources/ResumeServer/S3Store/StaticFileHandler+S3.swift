@@ -12,19 +12,21 @@ extension StaticFileHandler {
     /// a file, the body streamed from a ranged `GET` pinned to that ETag); a folder, asked for by a
     /// browser, gets its page from `ListObjectsV2`.
     func serveObject(context: ChannelHandlerContext, head: HTTPRequestHead, components: [String], objects: S3Objects) {
-        let page = head.headers["accept"].contains { $0.contains("text/html") } ? Self.pathOnly(head.uri) : nil
+        let format = FolderPage.Format(accept: head.headers["accept"])
+        let page = format != nil ? Self.pathOnly(head.uri) : nil
         let uploads = settings.acceptsUploads
         threadPool.runIfActive(eventLoop: context.eventLoop) { () throws -> ObjectAnswer in
             if let info = try objects.info(components) { return .object(info) }
-            guard let page, let entries = try objects.folder(components) else { return .missing }
+            guard let page, let format, let entries = try objects.folder(components) else { return .missing }
             guard page.hasSuffix("/") else { return .redirect(page + "/") }
-            return .page(FolderPage.render(path: components, entries: entries, uploads: uploads))
+            let answer = FolderPage.answer(format, path: components, entries: entries, uploads: uploads)
+            return .page(answer.body, contentType: answer.contentType)
         }.assumeIsolated().whenComplete { result in
             switch result {
             case .success(.object(let info)):
                 self.respond(context: context, head: head, object: info, objects: objects, components: components)
-            case .success(.page(let html)):
-                self.respond(context: context, head: head, status: .ok, extra: Self.pageHeaders, text: html, contentType: "text/html; charset=utf-8")
+            case .success(.page(let body, let type)):
+                self.respond(context: context, head: head, status: .ok, extra: Self.pageHeaders, text: body, contentType: type)
             case .success(.redirect(let location)):
                 self.respond(context: context, head: head, status: .movedPermanently, extra: [("Location", location)])
             case .success(.missing):
@@ -69,7 +71,7 @@ extension StaticFileHandler {
     /// What a GET or HEAD of the S3 prefix resolves to.
     enum ObjectAnswer: Sendable {
         case object(S3Objects.Info)
-        case page(String)
+        case page(String, contentType: String)
         case redirect(String)
         case missing
     }

@@ -26,16 +26,20 @@ final class BatchLedger: @unchecked Sendable {
         }
     }
 
-    /// A finished file (`path`, `stamp`), or a claim: every file up to `begun` in the tree's order may have been sent.
+    /// A finished file (`path`, and its `stamp`, or for a download what its listing said: `listed`), or a
+    /// claim: every file up to `begun` in the tree's order may have been sent.
     private struct Line: Codable {
         var path: String?
         var stamp: Stamp?
+        var listed: String?
         var begun: String?
     }
 
     /// What earlier runs of the batch left: the files finished, and the last file claimed as begun.
     struct Earlier {
         var done: [String: Stamp] = [:]
+        /// A folder download's finished files, with what the listing said of each.
+        var listed: [String: String] = [:]
         var begun: String?
 
         /// Whether an earlier run may have sent the file at `relative` without its line reaching the disk.
@@ -77,6 +81,11 @@ final class BatchLedger: @unchecked Sendable {
     func add(_ relative: String, _ stamp: Stamp, now: Bool) throws(TransferError) {
         append(Line(path: relative, stamp: stamp))
         if now { try sync() }
+    }
+
+    /// Records a downloaded file as finished, with what its listing said; durable within 200 ms.
+    func add(_ relative: String, listed: String) {
+        append(Line(path: relative, listed: listed))
     }
 
     /// Before the file at `index` (of `order`) is sent: unless claimed already, it and the next ones are,
@@ -129,6 +138,7 @@ final class BatchLedger: @unchecked Sendable {
         for line in data.split(separator: 10) {
             guard let entry = try? decoder.decode(Line.self, from: Data(line)) else { continue }
             if let path = entry.path, let stamp = entry.stamp { earlier.done[path] = stamp }
+            if let path = entry.path, let listed = entry.listed { earlier.listed[path] = listed }
             if let begun = entry.begun, earlier.begun.map({ begun > $0 }) ?? true { earlier.begun = begun }
         }
         return earlier

@@ -12,13 +12,30 @@ public struct BatchRecord: Codable, Sendable, Equatable {
         public var pathStyle: Bool?
         public var partSize: Int64?
         public var checksum: S3Checksum?
+
+        init(_ o: S3Options) {
+            (profile, region, endpoint) = (o.choices.profile, o.choices.region, o.choices.endpoint)
+            (pathStyle, partSize, checksum) = (o.forcePathStyle ? true : nil, o.partSize, o.checksum)
+        }
+    }
+
+    /// A folder download's choices besides the folder, the URL and the S3 ones.
+    public struct Download: Codable, Sendable, Equatable {
+        public var depth: Int?
+        public var include: [String]
+        public var exclude: [String]
+        public var onChange: String
+        public var force: Bool
     }
 
     public var version: Int
     public var id: String
     /// The folder, absolute.
     public var folder: String
+    /// Where the files go (an upload), or where they come from (a download).
     public var target: String
+    /// Set for a folder download.
+    public var download: Download?
     /// `ietf`, `tus` or `plain` once found (once per batch); nil before, and for S3.
     public var `protocol`: String?
     public var interopVersion: Int?
@@ -43,20 +60,43 @@ public struct BatchRecord: Codable, Sendable, Equatable {
         followSymlinks = request.followSymlinks
         skipExisting = request.skipExisting
         headers = ResumeToken.storableHeaders(u.headers)
-        s3 = Route.isS3(request.target)
-            ? S3(profile: u.s3.choices.profile, region: u.s3.choices.region, endpoint: u.s3.choices.endpoint,
-                pathStyle: u.s3.forcePathStyle ? true : nil, partSize: u.s3.partSize, checksum: u.s3.checksum)
-            : nil
+        s3 = Route.isS3(request.target) ? S3(u.s3) : nil
         createdAt = Date()
+    }
+
+    init(_ request: FolderRequest) {
+        version = Self.currentVersion
+        id = request.id
+        folder = OutputPath.absolute(request.folder)
+        target = request.url
+        let t = request.template
+        download = Download(depth: request.depth, include: request.include, exclude: request.exclude, onChange: t.onChange.rawValue,
+            force: t.force)
+        parallel = request.parallel
+        followSymlinks = false
+        skipExisting = request.skipExisting
+        headers = ResumeToken.storableHeaders(t.headers)
+        s3 = Route.isS3(request.url) ? S3(t.s3) : nil
+        createdAt = Date()
+    }
+
+    /// The folder download this record describes, with `headers` given now joining the kept ones.
+    func folderRequest(headers given: [String]) -> FolderRequest? {
+        guard let download else { return nil }
+        let template = DownloadRequest(url: target, headers: HeaderLines.merge(stored: headers, given: given),
+            onChange: DownloadStateMachine.OnChange(rawValue: download.onChange) ?? .restart, force: download.force, s3: s3Options)
+        return FolderRequest(url: target, folder: folder, template: template, parallel: parallel, depth: download.depth,
+            include: download.include, exclude: download.exclude, skipExisting: skipExisting)
+    }
+
+    private var s3Options: S3Options {
+        guard let s3 else { return S3Options() }
+        return S3Options(choices: S3Choices(profile: s3.profile, region: s3.region, endpoint: s3.endpoint),
+            forcePathStyle: s3.pathStyle ?? false, partSize: s3.partSize, checksum: s3.checksum ?? .crc32c)
     }
 
     /// The request that runs this batch again; `headers` given now join the kept ones (logins are never kept).
     func request(headers given: [String]) -> BatchRequest {
-        var s3Options = S3Options()
-        if let s3 {
-            s3Options = S3Options(choices: S3Choices(profile: s3.profile, region: s3.region, endpoint: s3.endpoint),
-                forcePathStyle: s3.pathStyle ?? false, partSize: s3.partSize, checksum: s3.checksum ?? .crc32c)
-        }
         let upload = UploadRequest(
             filePath: folder, url: target, headers: HeaderLines.merge(stored: headers, given: given),
             interopVersion: interopVersion.flatMap(InteropVersion.init), chunkSize: chunkSize,

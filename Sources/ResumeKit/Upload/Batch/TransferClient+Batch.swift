@@ -21,6 +21,9 @@ extension TransferClient {
         events: @escaping @Sendable (BatchEvent) -> Void = { _ in }
     ) async throws(TransferError) -> BatchSummary {
         guard let record = BatchLedger.record(state: store.state, id: id) else { throw TransferError(.inputMissing, "no batch named '\(id)'") }
+        if let folder = record.folderRequest(headers: headers) {
+            return try await downloadFolder(folder, cancellation: cancellation, events: events)
+        }
         return try await uploadBatch(record.request(headers: headers), cancellation: cancellation, events: events)
     }
 
@@ -234,13 +237,13 @@ extension TransferClient {
     }
 
     /// The batch's result record (what `wait`, `show` and `list --all` read); a batch that ended done forgets its record and log.
-    private func recordBatchEnd(_ summary: BatchSummary, record: BatchRecord) {
+    func recordBatchEnd(_ summary: BatchSummary, record: BatchRecord) {
         let status = summary.exitStatus
         let outcome: TransferRecord.Outcome = status == 0 ? .done : summary.stopped != nil ? .paused : .failed
         let error = summary.stopped?.message
             ?? summary.failed.first.map { "\(summary.failed.count) of \(summary.files) files failed; first: \($0.error.message)" }
         try? results.save(TransferRecord(
-            id: summary.id, kind: .upload, outcome: outcome, exit: status, resumable: status != 0, url: record.target, path: record.folder,
+            id: summary.id, kind: record.download != nil ? .download : .upload, outcome: outcome, exit: status, resumable: status != 0, url: record.target, path: record.folder,
             bytes: summary.bytes, error: error))
         if status == 0 { BatchLedger.remove(state: store.state, id: summary.id) }
     }
@@ -252,7 +255,10 @@ extension TransferClient {
     public func batchRecord(_ id: String) -> BatchRecord? { BatchLedger.record(state: store.state, id: id) }
 
     /// Files batch `id` finished so far.
-    public func batchFinishedCount(_ id: String) -> Int { BatchLedger.earlier(state: store.state, id: id).done.count }
+    public func batchFinishedCount(_ id: String) -> Int {
+        let earlier = BatchLedger.earlier(state: store.state, id: id)
+        return earlier.done.count + earlier.listed.count
+    }
 
     /// Every unfinished batch.
     public func batchRecords() -> [BatchRecord] { BatchLedger.ids(state: store.state).compactMap(batchRecord) }
@@ -262,6 +268,7 @@ extension TransferClient {
     /// - Returns: what was done, for the user.
     public func cancelBatch(_ id: String, keepParts: Bool = false) async throws(TransferError) -> String {
         guard let record = batchRecord(id) else { throw TransferError(.inputMissing, "no batch named '\(id)'") }
+        if record.download != nil { return try await cancelFolderDownload(record) }
         let request = record.request(headers: [])
         let files = (try? BatchTree(root: record.folder, follow: record.followSymlinks).files) ?? []
         var cancelled = 0
@@ -278,5 +285,20 @@ extension TransferClient {
             id: id, kind: .upload, outcome: .cancelled, exit: 1, resumable: false, url: record.target, path: record.folder, error: "cancelled"))
         BatchLedger.remove(state: store.state, id: id)
         return "cancelled \(id); \(cancelled) unfinished file uploads dropped"
+    }
+
+    /// A folder download's cancel: every unfinished download below its folder is dropped (its token and
+    /// `.part`); the files it finished stay.
+    private func cancelFolderDownload(_ record: BatchRecord) async throws(TransferError) -> String {
+        var cancelled = 0
+        for token in store.all().tokens where token.download.map({ $0.path.hasPrefix(record.folder + "/") }) == true {
+            _ = try await cancel(token.id)
+            cancelled += 1
+        }
+        try? results.save(TransferRecord(
+            id: record.id, kind: .download, outcome: .cancelled, exit: 1, resumable: false, url: record.target, path: record.folder,
+            error: "cancelled"))
+        BatchLedger.remove(state: store.state, id: record.id)
+        return "cancelled \(record.id); \(cancelled) unfinished downloads dropped"
     }
 }

@@ -1,0 +1,171 @@
+import FoundationEssentials
+import Glibc
+
+/// A folder down as one batch (`b-…`): the listing walked (or the S3 prefix listed), then every file through
+/// the one download engine (``TransferClient/downloadAll(_:parallel:cancellation:events:)``) into the
+/// folder, each resumable on its own token. Its ledger line says what the listing said of a finished file,
+/// so that the same command again (or `resume b-…`, or after `kill -9`) fetches no finished file again unless
+/// the listing now says otherwise.
+struct FolderDownload {
+    let client: TransferClient
+    let request: FolderRequest
+
+    func run(cancellation: Cancellation, events: @escaping @Sendable (BatchEvent) -> Void) async throws(TransferError) -> BatchSummary {
+        let id = request.id
+        let lock = try client.openBatch(id)
+        defer { lock.release() }
+        let state = client.store.state
+        var record = BatchRecord(request)
+        if let earlier = BatchLedger.record(state: state, id: id) { record.createdAt = earlier.createdAt }
+        try BatchLedger.save(record, state: state)
+        try OutputPath.makeFolders(request.folder)
+        let folder = record.folder
+        let found = try await onOwnThread { () throws(TransferError) in try self.walk(cancellation: cancellation, events: events) }
+        for line in found.leftOut { events(.leftOut(line)) }
+        let files = found.files.filter { file in
+            guard let refusal = Self.refusal(folder, file.relative) else { return true }
+            events(.leftOut("\(file.url): skipped, \(refusal)"))
+            return false
+        }
+        events(.announced(id: id, files: files.count, bytes: files.reduce(0) { $0 + ($1.size ?? 0) }))
+
+        let earlier = BatchLedger.earlier(state: state, id: id)
+        let ledger = try BatchLedger(state: state, id: id, order: [])
+        let tally = BatchTally(files: files.count, total: files.reduce(0) { $0 + ($1.size ?? 0) })
+        var requests: [DownloadRequest] = []
+        var chosen: [Int] = []  // the file of each request
+        for (i, file) in files.enumerated() {
+            let item = BatchFile(path: folder + "/" + file.relative, target: file.url)
+            var download = request.template
+            download.url = file.url
+            download.outputPath = item.path
+            switch decide(file, at: item.path, listed: earlier.listed[file.relative]) {
+            case .skip(let reason):
+                events(.file(item, .skipped(reason: reason)))
+                if let progress = tally.finished(i, size: Self.size(item.path), sent: false) { events(progress) }
+                continue
+            case .replace(let reason):
+                download.force = true
+                events(.file(item, .restarted(reason: reason)))
+            case .fetch:
+                break
+            }
+            requests.append(download)
+            chosen.append(i)
+        }
+        let fetched = chosen
+        let results = await client.downloadAll(requests, parallel: request.parallel, cancellation: cancellation) { j, event in
+            let file = files[fetched[j]]
+            let item = BatchFile(path: folder + "/" + file.relative, target: file.url)
+            switch event {
+            case .started: events(.file(item, .started))
+            case .progress(let bytes, _, _): if let p = tally.moved(fetched[j], to: bytes) { events(p) }
+            case .completed(let location, let bytes, _):
+                if let mtime = file.mtime { Self.setModified(location, mtime) }
+                ledger.add(file.relative, listed: file.stamp)
+                events(.file(item, .completed(bytes: bytes)))
+                if let p = tally.finished(fetched[j], size: bytes, sent: true) { events(p) }
+            default: events(.transfer(item, event))
+            }
+        }
+        for (j, result) in results.enumerated() {
+            guard case .failure(let error) = result else { continue }
+            let file = files[fetched[j]]
+            let item = BatchFile(path: folder + "/" + file.relative, target: file.url)
+            tally.failed(fetched[j], item, error)
+            if case .stopped = error.code {} else { events(.file(item, .failed(error))) }
+        }
+        let closed: TransferError?
+        do { try ledger.close(); closed = nil } catch { closed = error }
+        let stop = cancellation.reason.map { TransferError.stopped($0, "; resume with: resumectl resume \(id)", tokenID: id) }
+        var summary = tally.summary(id: id, stopped: stop)
+        if let closed, summary.stopped == nil { summary.stopped = closed }
+        client.recordBatchEnd(summary, record: record)
+        return summary
+    }
+
+    private enum Choice: Equatable {
+        case fetch
+        case skip(String)
+        case replace(String)
+    }
+
+    /// What to do with a file the folder may hold already: one this batch fetched stays while the listing
+    /// says what it said then; with `--skip-existing` any other stays when the listing gives its size and
+    /// time and they match; `--force` fetches everything; else a file there stays, as for a single download.
+    private func decide(_ file: FolderWalk.File, at path: String, listed: String?) -> Choice {
+        var st = stat()
+        guard lstat(path, &st) == 0, st.st_mode & S_IFMT == S_IFREG else { return .fetch }
+        if request.template.force { return .replace("--force") }
+        if let listed {
+            return listed == file.stamp ? .skip("fetched earlier by this batch") : .replace("changed on the server since this batch fetched it")
+        }
+        guard request.skipExisting else { return .skip("already there (--skip-existing compares it with the listing, --force fetches it again)") }
+        guard let size = file.size, let mtime = file.mtime else { return .replace("the listing gives no size and time to compare it with") }
+        return Int64(st.st_size) == size && Int64(st.st_mtim.tv_sec) == mtime ? .skip("the folder holds the listed size and time") : .replace("differs from the listing")
+    }
+
+    /// The files under the folder URL or the S3 prefix.
+    private func walk(cancellation: Cancellation, events: @escaping @Sendable (BatchEvent) -> Void) throws(TransferError) -> FolderWalk {
+        if case .s3Prefix = try Route(request.url) {
+            return try S3Listing(request.url, s3: request.template.s3, answers: try client.requireS3Answers(), transport: client.transport,
+                options: client.options).walk(include: request.include, exclude: request.exclude, depth: request.depth,
+                    cancellation: cancellation, events: { _ in })
+        }
+        let session = client.transport.makeSession()
+        var fields = try HeaderLines.parse(request.template.headers)
+        fields.set("Accept", "application/json, text/html;q=0.9, */*;q=0.1")
+        let headers = fields
+        return try FolderWalk(root: request.url, depth: request.depth, include: request.include, exclude: request.exclude, html: client.htmlLinks) {
+            page throws(TransferError) in
+            try Retrier.run(client.options, cancellation: cancellation, events: { _ in }, stopped: "stopped while listing \(page)") {
+                () throws(TransferError) in
+                let collector = BodyCollector(limit: FolderWalk.maxListingBytes)
+                let result = session.perform(TransferRequest(method: "GET", url: page, headers: headers, followRedirects: true),
+                    settings: client.options.transport, cancellation: cancellation, delegate: collector)
+                switch result.outcome {
+                case .completed:
+                    guard let head = collector.head ?? result.head else { return .failed(.lost("no answer to GET \(page)")) }
+                    if (200..<300).contains(head.status) { return .done((collector.body, head.headers["Content-Type"])) }
+                    let fault = Fault.answered(head.status, retryAfter: head.headers["Retry-After"], "cannot list \(page): the server answered \(head.status)")
+                    guard RetryPolicy.isRetryable(status: head.status) else { throw TransferError(.failed, fault.message, status: head.status) }
+                    return .failed(fault)
+                case .abortedByDelegate:
+                    throw TransferError(.badListing, "the listing \(page) is over \(FolderWalk.maxListingBytes >> 20) MiB")
+                case .cancelled:
+                    throw TransferError(.stopped(cancellation.reason ?? .interrupt), "stopped while listing \(page)")
+                case .stalled, .failed:
+                    return .failed(Fault.of(result.outcome, stallSeconds: client.options.transport.stallTimeout) ?? .lost("cannot list \(page)"))
+                }
+            }
+        }
+    }
+
+    /// Why the file at `relative` cannot be written below `folder` (a symbolic link on its way or in its
+    /// place, a file where a folder must be), making its folders; nil when it can.
+    static func refusal(_ folder: String, _ relative: String) -> String? {
+        var path = folder
+        for part in relative.split(separator: "/").dropLast() {
+            path += "/" + part
+            var st = stat()
+            if lstat(path, &st) != 0 {
+                guard mkdir(path, 0o755) == 0 || errno == EEXIST, lstat(path, &st) == 0 else { return "cannot create \(path)" }
+            }
+            guard st.st_mode & S_IFMT == S_IFDIR else { return "\(path) is \(st.st_mode & S_IFMT == S_IFLNK ? "a symbolic link" : "no folder")" }
+        }
+        var st = stat()
+        if lstat(folder + "/" + relative, &st) == 0, st.st_mode & S_IFMT == S_IFLNK { return "\(folder)/\(relative) is a symbolic link" }
+        return nil
+    }
+
+    private static func size(_ path: String) -> Int64 {
+        var st = stat()
+        return stat(path, &st) == 0 ? Int64(st.st_size) : 0
+    }
+
+    /// The file's times as the listing gives them (as wget and rclone do): a later `--skip-existing` compares them.
+    private static func setModified(_ path: String, _ seconds: Int64) {
+        var times = [timespec(tv_sec: Int(seconds), tv_nsec: 0), timespec(tv_sec: Int(seconds), tv_nsec: 0)]
+        _ = utimensat(AT_FDCWD, path, &times, 0)
+    }
+}
