@@ -25,7 +25,8 @@ public final class TusServer: Sendable {
         process = try RunningProcess("python3", args)
         let line: String
         do {
-            line = try await process.waitForLine(timeout: .seconds(30)) { $0.hasPrefix("PORT ") }
+            // Generous, as for nginx: importing uvicorn and tuspyserver took over 30 s beside a full parallel suite.
+            line = try await process.waitForLine(timeout: .seconds(90)) { $0.hasPrefix("PORT ") }
         } catch {
             process.send(signal: SIGKILL)
             throw SupportError("tuspyserver did not start (run `make deps`): \(error)")
