@@ -12,6 +12,9 @@ public struct DownloadRequest: Sendable, Equatable {
     public var force: Bool
     /// For `s3://BUCKET/KEY` URLs: endpoint, region, profile.
     public var s3: S3Options
+    /// The size a folder's listing gives: a file known to be larger than a small one is not begun by a
+    /// list's small-file pass, whose dropped exchange would waste what the network had in flight.
+    public var listedSize: Int64?
 
     public init(
         url: String, outputPath: String? = nil, headers: [String] = [], expectedSHA256: String? = nil,

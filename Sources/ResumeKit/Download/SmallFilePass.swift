@@ -93,7 +93,7 @@ final class SmallFilePass: @unchecked Sendable {
     /// The file's new `.part` and its request; nil when the file is not the pass's to take.
     private func open(_ i: Int) -> SmallFileFetch? {
         let request = requests[i]
-        guard request.expectedSHA256 == nil, !Route.isS3(request.url),
+        guard request.expectedSHA256 == nil, !Route.isS3(request.url), (request.listedSize ?? 0) <= SmallFilePass.limit,
             let path = try? OutputPath.resolve(url: request.url, output: request.outputPath)
         else { return nil }
         let id = TokenStore.makeID(kind: .download, url: request.url, path: path)

@@ -39,6 +39,7 @@ struct FolderDownload {
             var download = request.template
             download.url = file.url
             download.outputPath = item.path
+            download.listedSize = file.size
             switch decide(file, at: item.path, listed: earlier.listed[file.relative]) {
             case .skip(let reason):
                 events(.file(item, .skipped(reason: reason)))
@@ -102,7 +103,8 @@ struct FolderDownload {
         }
         guard request.skipExisting else { return .skip("already there (--skip-existing compares it with the listing, --force fetches it again)") }
         guard let size = file.size, let mtime = file.mtime else { return .replace("the listing gives no size and time to compare it with") }
-        return Int64(st.st_size) == size && Int64(st.st_mtim.tv_sec) == mtime ? .skip("the folder holds the listed size and time") : .replace("differs from the listing")
+        let sameTime = Int64(st.st_mtim.tv_sec) / file.mtimeStep == mtime / file.mtimeStep
+        return Int64(st.st_size) == size && sameTime ? .skip("the folder holds the listed size and time") : .replace("differs from the listing")
     }
 
     /// The files under the folder URL or the S3 prefix.

@@ -15,6 +15,8 @@ struct ListedEntry: Equatable, Sendable {
     var size: Int64?
     /// Seconds since the epoch.
     var mtime: Int64?
+    /// The listing's precision of `mtime`, in seconds (an HTML listing's is a minute).
+    var mtimeStep: Int64 = 1
     /// What the listing says of the entry besides its name: when it changes, the file did.
     var stamp: String
 
@@ -23,8 +25,8 @@ struct ListedEntry: Equatable, Sendable {
 
 /// The folder listings `resumectl download URL/` reads: nginx's `autoindex_format json` and `serve`'s (the
 /// same array, with an `etag`), and any HTML page of links (nginx's and Apache's autoindex, a hand-made
-/// page), read with libxml2's HTML parser. Sizes come from JSON, and from an HTML line that ends in a byte
-/// count (nginx's `autoindex_exact_size`).
+/// page), read with libxml2's HTML parser. Sizes and times come from JSON, and from an HTML line that ends
+/// in a byte count (nginx's `autoindex_exact_size`) and shows a time to the minute (nginx's, Apache's).
 enum FolderListing {
     private struct Item: Decodable {
         var name: String
@@ -50,9 +52,11 @@ enum FolderListing {
         guard let html else { throw TransferError(.failed, "HTML folder listings are read by resumectl-s3, which this program was not given") }
         guard let links = html.links(body) else { throw TransferError(.badListing, "the folder listing is neither JSON nor HTML") }
         return links.map { link in
-            let after = link.after.split(whereSeparator: \.isWhitespace).joined(separator: " ")
-            let size = after.split(separator: " ").last.flatMap { $0.allSatisfy(\.isASCII) ? Int64($0) : nil }
-            return ListedEntry(href: link.href, size: link.href.hasSuffix("/") ? nil : size, mtime: nil, stamp: after)
+            let words = link.after.split(whereSeparator: \.isWhitespace)
+            let size = words.last.flatMap { $0.allSatisfy(\.isASCII) ? Int64($0) : nil }
+            let mtime = words.indices.lazy.compactMap { HTTPDate.listed(words[$0...]) }.first
+            return ListedEntry(href: link.href, size: link.href.hasSuffix("/") ? nil : size, mtime: mtime, mtimeStep: 60,
+                stamp: words.joined(separator: " "))
         }
     }
 

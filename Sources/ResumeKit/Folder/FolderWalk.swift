@@ -12,6 +12,8 @@ struct FolderWalk: Sendable {
         var url: String
         var size: Int64?
         var mtime: Int64?
+        /// The listing's precision of `mtime`, in seconds.
+        var mtimeStep: Int64 = 1
         var stamp: String
     }
 
@@ -63,7 +65,8 @@ struct FolderWalk: Sendable {
                     if entry.isFolder {
                         if visited.insert(path).inserted, depth.map({ level < $0 }) ?? true { pending.append((Self.with(base, path: path), level + 1)) }
                     } else if names.insert(relative).inserted, Self.wanted(relative, include: include, exclude: exclude) {
-                        files.append(File(relative: relative, url: Self.with(base, path: path), size: entry.size, mtime: entry.mtime, stamp: entry.stamp))
+                        files.append(File(relative: relative, url: Self.with(base, path: path), size: entry.size, mtime: entry.mtime,
+                            mtimeStep: entry.mtimeStep, stamp: entry.stamp))
                         guard files.count <= Self.maxFiles else {
                             throw TransferError(.badListing, "more than \(Self.maxFiles) files under \(root); narrow it with --include, --exclude or --depth")
                         }

@@ -27,6 +27,18 @@ enum HTTPDate {
         }
     }
 
+    /// A time as folder listings print it, to the minute: nginx's `27-Nov-2026 11:37` or Apache's
+    /// `2026-11-27 11:37`, read as UTC (nginx's default); nil when `words` start with neither.
+    static func listed(_ words: ArraySlice<Substring>) -> Int64? {
+        guard words.count >= 2, words[words.startIndex + 1].split(separator: ":").count == 2 else { return nil }
+        let day = words[words.startIndex].split(separator: "-")
+        let time = words[words.startIndex + 1] + ":00"
+        guard day.count == 3 else { return nil }
+        if let d = Int(day[0]), let m = month(day[1]), let y = Int(day[2]) { return seconds(year: y, month: m, day: d, time: time) }
+        if let y = Int(day[0]), let m = Int(day[1]), let d = Int(day[2]), (1...12).contains(m) { return seconds(year: y, month: m, day: d, time: time) }
+        return nil
+    }
+
     private static func month(_ name: Substring) -> Int? {
         months.firstIndex(of: name.lowercased()).map { $0 + 1 }
     }
