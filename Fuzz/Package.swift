@@ -13,6 +13,9 @@ let package = Package(
     targets: [
         .target(name: "CLibFuzzer"),
         .target(name: "FuzzCheck", dependencies: ["CLibFuzzer"]),
+        .executableTarget(name: "FuzzFolderListing", dependencies: [
+            "FuzzCheck", .product(name: "ResumeKit", package: "resumectl"), .product(name: "ResumeS3", package: "resumectl"),
+        ]),
         .executableTarget(name: "FuzzS3XML", dependencies: [
             "FuzzCheck", .product(name: "ResumeKit", package: "resumectl"), .product(name: "ResumeS3", package: "resumectl"),
         ]),

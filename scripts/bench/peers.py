@@ -57,6 +57,8 @@ http {{
         location /slow/ {{ alias {r}/; limit_rate {self.slow_rate}; }}
         # segmented case: the limit is per connection (per request), so segments add up
         location /seg/ {{ alias {r}/; limit_rate {self.seg_rate}; }}
+        # folder-down case: the root's listings (nginx's HTML autoindex)
+        location /listed/ {{ alias {r}/; autoindex on; }}
     }}{https}
 }}
 """
