@@ -60,6 +60,41 @@ struct FolderSoakTests {
         return (try await finish(), kills, cuts)
     }
 
+    /// The tree down from nginx's autoindex (HTML or JSON) or `serve`'s JSON listing, with the same kills and
+    /// cuts; `--skip-existing` afterwards fetches no file's body.
+    @Test(arguments: ["nginx html", "nginx json", "serve"]) func folderDown(from peer: String) async throws {
+        let w = try Workspace()
+        let (files, bytes) = try Self.makeTree(w.path("www/tree"), names: FolderUploadTests.hardNames)
+        var port = 0
+        var nginx: NginxServer?
+        var serve: RunningProcess?
+        defer { serve?.send(signal: SIGKILL) }
+        if peer == "serve" {
+            (serve, port) = try await ServeDurabilityTests.startServe(folder: w.path("www"), port: 0)
+        } else {
+            nginx = try await NginxServer(root: w.path("www"), serverDirectives: peer == "nginx json" ? "autoindex on; autoindex_format json;" : "autoindex on;")
+            port = nginx!.port
+        }
+        let proxy = try FaultProxy(upstreamPort: port)
+        let args = ["download", proxy.url(for: "tree/"), "-o", w.path("dl"), "-q", "--retry-delay", "0.05"]
+        let (r, kills, cuts) = try await Self.run({ try w.start(args + ["--retries", "inf"]) },
+            finish: { try await w.run(args, timeout: .seconds(3600)) }, proxy: proxy, seed: 46)
+        var mismatches = 0
+        for (relative, digest) in files where (try? sha256(file: w.path("dl/") + relative)) != digest { mismatches += 1 }
+        let stored = try filesBelow(w.path("dl"))
+        SoakTests.row("folder from \(peer), kill+cut", faults: kills + cuts, finished: r.status == 0, resent: proxy.bytesDownstream - bytes,
+            mismatch: mismatches > 0 || stored != Set(files.keys))
+        #expect(r.status == 0, "\(r)")
+        #expect(kills == 3 && cuts == 5, "kills \(kills), cuts \(cuts)")
+        #expect(mismatches == 0 && stored == Set(files.keys))
+        #expect(Double(proxy.bytesDownstream) < 1.15 * Double(bytes), "\(proxy.bytesDownstream) for \(bytes)")
+        let before = proxy.connections.flatMap(\.requestLines).count
+        let again = try await w.run(args + ["--skip-existing"], timeout: .seconds(1800))
+        #expect(again.status == 0, "\(again)")
+        let gets = proxy.connections.flatMap(\.requestLines).dropFirst(before).filter { !$0.contains("/ HTTP/") }
+        #expect(gets.isEmpty, "no GET of a file's body: \(gets.prefix(5))")
+    }
+
     @Test func folderToServe() async throws {
         let w = try Workspace()
         let root = w.path("www/tree")
