@@ -48,7 +48,7 @@ public struct S3Responses: S3Answers {
             guard let key = item["Key"], let size = item["Size"].flatMap({ Int64($0) }), size >= 0 else {
                 throw malformed("an object of ListBucketResult lacks its key or size")
             }
-            objects.append(S3Object(key: key, size: size, etag: item["ETag"] ?? ""))
+            objects.append(S3Object(key: key, size: size, etag: item["ETag"] ?? "", lastModified: item["LastModified"]))
         }
         let truncated = tree["IsTruncated"] == "true"
         return (objects, truncated ? tree["NextContinuationToken"] : nil)

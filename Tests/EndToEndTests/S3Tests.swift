@@ -251,6 +251,12 @@ import Testing
         }
         #expect(Set(try FileManager.default.contentsOfDirectory(atPath: s.w.dir.path)) == ["state", "out", "www", "home", "dl"])
         #expect(try s.w.tokens().isEmpty)
+        // The prefix is a batch like a folder: again with --skip-existing, every object is there with its
+        // listed size and time (set from LastModified), and none is fetched.
+        let again = try await s.run(["download", s.url("pre/"), "-o", dir, "--skip-existing", "--json", "--endpoint-url", s.moto.endpoint])
+        #expect(again.status == 0, "\(again)")
+        let skipped = events(again.stdout).filter { $0["event"] as? String == "skipped" && $0["path"] != nil }
+        #expect(skipped.count == 50 && events(again.stdout).first("completed") == nil, "\(again.stdout)")
     }
 
     @Test func aPrefixMakesItsFolderWhenMissing() async throws {

@@ -61,7 +61,9 @@ struct S3Listing {
             }
             guard depth.map({ relative.split(separator: "/").count <= $0 + 1 }) ?? true, FolderWalk.wanted(relative, include: include, exclude: exclude)
             else { continue }
-            files.append(FolderWalk.File(relative: relative, url: "s3://\(location.bucket)/\(object.key)", size: object.size, mtime: nil,
+            // Whole seconds: ISO 8601 as ListObjectsV2 writes it, its fraction dropped.
+            let mtime = object.lastModified.flatMap { ISOTime.date(String($0.prefix(19)) + "Z") }.map { Int64($0.timeIntervalSince1970) }
+            files.append(FolderWalk.File(relative: relative, url: "s3://\(location.bucket)/\(object.key)", size: object.size, mtime: mtime,
                 stamp: "\(object.size) \(object.etag)"))
         }
         return try FolderWalk(files: files, leftOut: leftOut)
