@@ -65,18 +65,7 @@ import Testing
         let p = try startPipeline(
             w, producer: "head -c 40000000 /dev/urandom | tee >(sha256sum > \(w.path("sum")))",
             ["upload", "-", peer.url(for: "b.bin"), "--spool-max", "4M", "--limit-rate", "16M"])
-        var peak = 0
-        var samples = 0
-        while p.isRunning {
-            for name in spoolFiles(w) {
-                var info = stat()
-                if stat(w.state + "/spool/" + name, &info) == 0 {
-                    peak = max(peak, Int(info.st_blocks) * 512)
-                    samples += 1
-                }
-            }
-            try await Task.sleep(for: .milliseconds(20))
-        }
+        let (peak, samples) = try await spoolPeak(w, while: p, every: .milliseconds(20))
         let r = try await p.wait()
         #expect(status(r) == 0, "\(r)")
         let sum = try String(contentsOfFile: w.path("sum"), encoding: .utf8)
