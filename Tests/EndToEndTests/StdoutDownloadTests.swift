@@ -43,7 +43,8 @@ import Testing
         let server = try await MisbehavingServer(content: first, behaviors: [.cutsEveryResponse(afterBytes: 800_000)])
         // The cut leaves 800 kB in the pipe; the file changes before the resume asks for more.
         let p = try startPipeline(w, ["download", server.url(), "-o", "-", "--retry-delay", "6"], into: "wc -c")
-        try await Task.sleep(for: .milliseconds(1500))
+        // After the cut (its retry announced), well inside the retry delay: a fixed sleep lost on a loaded machine.
+        try await eventually(timeout: .seconds(30)) { p.stderrSoFar.contains("; retry 1 in ") }
         server.replaceContent(second)
         let ended = try await p.wait(timeout: .seconds(60))
         #expect(status(ended) == 65, "\(ended.stderr)")
@@ -57,7 +58,8 @@ import Testing
         let second = randomBytes(count: 2_000_000, seed: 36)
         let server = try await MisbehavingServer(content: first, behaviors: [.lyingValidators, .cutsEveryResponse(afterBytes: 800_000)])
         let p = try startPipeline(w, ["download", server.url(), "-o", "-", "--retry-delay", "6"], into: "wc -c")
-        try await Task.sleep(for: .milliseconds(1500))
+        // After the cut (its retry announced), well inside the retry delay: a fixed sleep lost on a loaded machine.
+        try await eventually(timeout: .seconds(30)) { p.stderrSoFar.contains("; retry 1 in ") }
         server.replaceContent(second)
         let ended = try await p.wait(timeout: .seconds(60))
         #expect(status(ended) == 65, "\(ended.stderr)")
