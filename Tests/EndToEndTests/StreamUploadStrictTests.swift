@@ -80,7 +80,7 @@ import Testing
         let size = 24 * Self.mib
         let digest = try makeRandomFile(path: w.path("www/src.bin"), size: size, seed: 43)
         // Another stream: equal up to 1.5 MiB, which the server holds and the spool no longer does.
-        var other = try Data(contentsOf: URL(fileURLWithPath: w.path("www/src.bin")))
+        var other = try contents(w.path("www/src.bin"))
         other[3 * Self.mib / 2] ^= 0xFF
         try other.write(to: URL(fileURLWithPath: w.path("www/other.bin")))
         let peer = try await UploadPeer()

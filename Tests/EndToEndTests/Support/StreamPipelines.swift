@@ -44,6 +44,19 @@ extension StreamPipelines {
         return try #require(Int32(line.dropFirst(4)))
     }
 
+    /// `resumectl resume ID EXTRA` to its end with `stdin` piped in (nothing by default); given `environment`,
+    /// that is all the environment it gets.
+    func resume(
+        _ w: Workspace, _ id: String, _ extra: [String] = [], stdin: Data = Data(), environment: [String: String]? = nil,
+        timeout: Duration = .seconds(60)
+    ) async throws -> ProcessResult {
+        try await runProcess(resumectlBinary, ["resume", id, "--state-dir", w.state] + extra, environment: environment ?? [:],
+            inheritEnvironment: environment == nil, currentDirectory: w.out, stdin: stdin, timeout: timeout)
+    }
+
+    /// The bytes of the file at `path`, to pipe in.
+    func contents(_ path: String) throws -> Data { try Data(contentsOf: URL(fileURLWithPath: path)) }
+
     func spoolFiles(_ w: Workspace) -> [String] {
         (try? FileManager.default.contentsOfDirectory(atPath: w.state + "/spool")) ?? []
     }
