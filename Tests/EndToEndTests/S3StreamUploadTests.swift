@@ -32,13 +32,11 @@ import Testing
         { $0["ended"] as? Bool == false && ($0["start"] as? Int ?? 0) > 0 }
         let upload = try s.w.token(id)["upload"] as? [String: Any]
         #expect((upload?["s3"] as? [String: Any])?["uploadId"] != nil, "\(String(describing: upload))")
-        let other = try await runProcess(resumectlBinary, ["resume", id, "--state-dir", s.w.state], environment: env,
-            inheritEnvironment: false, currentDirectory: s.w.out, stdin: try Data(contentsOf: URL(fileURLWithPath: s.w.path("www/other.bin"))))
+        let other = try await resume(s.w, id, stdin: contents(s.w.path("www/other.bin")), environment: env)
         #expect(other.status == 65, "\(other)")
         #expect(other.stderr.contains("differs"), "\(other)")
         #expect(try s.w.tokens() == [id], "the token stays for the right stream")
-        let r = try await runProcess(resumectlBinary, ["resume", id, "--state-dir", s.w.state], environment: env, inheritEnvironment: false,
-            currentDirectory: s.w.out, stdin: try Data(contentsOf: URL(fileURLWithPath: s.w.path("www/src.bin"))), timeout: .seconds(120))
+        let r = try await resume(s.w, id, stdin: contents(s.w.path("www/src.bin")), environment: env, timeout: .seconds(120))
         #expect(r.status == 0, "\(r)")
         #expect(try await s.moto.sha256(s.bucket, "r.bin") == digest)
         #expect(try s.w.tokens().isEmpty && spoolFiles(s.w).isEmpty)
@@ -50,8 +48,7 @@ import Testing
         let digest = try makeRandomFile(path: s.w.path("www/src.bin"), size: 12_000_000, seed: 63)
         let id = try await killed(s.w, producer: "cat \(s.w.path("www/src.bin"))", url: s.url("e.bin"),
             extra: ["--endpoint-url", s.moto.endpoint, "--part-size", "5M"], environment: env) { $0["ended"] as? Bool == true }
-        let r = try await runProcess(resumectlBinary, ["resume", id, "--state-dir", s.w.state], environment: env, inheritEnvironment: false,
-            currentDirectory: s.w.out, stdin: Data())
+        let r = try await resume(s.w, id, environment: env)
         #expect(r.status == 0, "\(r)")
         #expect(try await s.moto.sha256(s.bucket, "e.bin") == digest)
         #expect(try s.w.tokens().isEmpty && spoolFiles(s.w).isEmpty)

@@ -3,25 +3,8 @@ import Testing
 
 /// `resumectl download URL -o - | consumer`, with real pipes through `/bin/sh`: the body alone on stdout,
 /// cuts resumed within the run, a changed file refused, a reader that goes away obeyed.
-@Suite struct StdoutDownloadTests {
+@Suite struct StdoutDownloadTests: StreamPipelines {
     static let size = 3_000_000
-
-    /// Starts `resumectl ARGS | consumer` in bash, which prints `resumectl`'s exit status last on stderr.
-    func startPipeline(_ w: Workspace, _ args: [String], into consumer: String) throws -> RunningProcess {
-        let quoted = ([resumectlBinary] + args + ["--state-dir", w.state]).map { "'" + $0 + "'" }.joined(separator: " ")
-        let script = "\(quoted) | \(consumer); echo \"status=${PIPESTATUS[0]}\" >&2"
-        return try RunningProcess("/bin/bash", ["-c", script], currentDirectory: w.out)
-    }
-
-    func pipeline(_ w: Workspace, _ args: [String], into consumer: String) async throws -> (ProcessResult, Int32) {
-        let r = try await startPipeline(w, args, into: consumer).wait(timeout: .seconds(120))
-        return (r, status(r))
-    }
-
-    func status(_ r: ProcessResult) -> Int32 {
-        let line = r.stderr.split(separator: "\n").last { $0.hasPrefix("status=") } ?? ""
-        return Int32(line.dropFirst(7)) ?? -1
-    }
 
     @Test func cutsAreResumedIntoThePipe() async throws {
         let w = try Workspace()
@@ -30,7 +13,7 @@ import Testing
         let proxy = try FaultProxy(upstreamPort: nginx.port, plan: [
             .cutAfterDownstream(bytes: 900_000), .cutAfterDownstream(bytes: 700_000, reset: true), .cutAfterDownstream(bytes: 500_000),
         ])
-        let (r, status) = try await pipeline(w, ["download", proxy.url(for: "f.bin"), "-o", "-", "--retry-delay", "0.05"], into: "sha256sum")
+        let (r, status) = try await pipeline(w, ["download", proxy.url(for: "f.bin"), "-o", "-", "--retry-delay", "0.05"], into: "sha256sum", timeout: .seconds(120))
         #expect(status == 0, "\(r)")
         #expect(r.stdout.hasPrefix(digest), "\(r)")
         // Three resumes, each asking 64 KiB early and comparing them with what was written.
@@ -47,7 +30,7 @@ import Testing
         let content = randomBytes(count: 2_000_000, seed: 32)
         let server = try await MisbehavingServer(content: content, behaviors: [.ignoresRange])
         let proxy = try FaultProxy(upstreamPort: server.port, plan: [.cutAfterDownstream(bytes: 700_000)])
-        let (r, status) = try await pipeline(w, ["download", proxy.url(for: "file.bin"), "-o", "-", "--retry-delay", "0.05"], into: "sha256sum")
+        let (r, status) = try await pipeline(w, ["download", proxy.url(for: "file.bin"), "-o", "-", "--retry-delay", "0.05"], into: "sha256sum", timeout: .seconds(120))
         #expect(status == 0, "\(r)")
         #expect(r.stdout.hasPrefix(sha256(content)), "\(r)")
         #expect(server.requestCount == 2)
@@ -57,12 +40,11 @@ import Testing
         let w = try Workspace()
         let first = randomBytes(count: 2_000_000, seed: 33)
         let second = randomBytes(count: 2_000_000, seed: 34)
-        let server = try await MisbehavingServer(content: first, behaviors: [.cutsEveryResponse(afterBytes: 800_000)])
-        // The cut leaves 800 kB in the pipe; the file changes before the resume asks for more.
-        let p = try startPipeline(w, ["download", server.url(), "-o", "-", "--retry-delay", "6"], into: "wc -c")
-        try await Task.sleep(for: .milliseconds(1500))
-        server.replaceContent(second)
-        let ended = try await p.wait(timeout: .seconds(60))
+        // The cut leaves 800 kB in the pipe; the file has changed when the resume asks for more (request 1).
+        let server = try await MisbehavingServer(content: first, behaviors: [
+            .contentProvider { $0 == 0 ? first : second }, .cutsEveryResponse(afterBytes: 800_000)])
+        let ended = try await startPipeline(w, ["download", server.url(), "-o", "-", "--retry-delay", "0.05"], into: "wc -c")
+            .wait(timeout: .seconds(60))
         #expect(status(ended) == 65, "\(ended.stderr)")
         #expect(ended.stderr.contains("cannot be taken back"), "\(ended.stderr)")
         #expect(ended.stdout.trimmingCharacters(in: .whitespacesAndNewlines) == "800000", "nothing after the change: \(ended.stdout)")
@@ -72,11 +54,11 @@ import Testing
         let w = try Workspace()
         let first = randomBytes(count: 2_000_000, seed: 35)
         let second = randomBytes(count: 2_000_000, seed: 36)
-        let server = try await MisbehavingServer(content: first, behaviors: [.lyingValidators, .cutsEveryResponse(afterBytes: 800_000)])
-        let p = try startPipeline(w, ["download", server.url(), "-o", "-", "--retry-delay", "6"], into: "wc -c")
-        try await Task.sleep(for: .milliseconds(1500))
-        server.replaceContent(second)
-        let ended = try await p.wait(timeout: .seconds(60))
+        // The resume (request 1) gets other bytes under the first content's validators.
+        let server = try await MisbehavingServer(content: first, behaviors: [
+            .lyingValidators, .contentProvider { $0 == 0 ? first : second }, .cutsEveryResponse(afterBytes: 800_000)])
+        let ended = try await startPipeline(w, ["download", server.url(), "-o", "-", "--retry-delay", "0.05"], into: "wc -c")
+            .wait(timeout: .seconds(60))
         #expect(status(ended) == 65, "\(ended.stderr)")
         #expect(ended.stderr.contains("differ"), "\(ended.stderr)")
         #expect(ended.stdout.trimmingCharacters(in: .whitespacesAndNewlines) == "800000", "nothing spliced: \(ended.stdout)")
@@ -87,7 +69,7 @@ import Testing
         _ = try makeRandomFile(path: w.path("www/f.bin"), size: 50_000_000, seed: 37)
         let nginx = try await NginxServer(root: w.path("www"), limitRate: 5_000_000)
         let started = Date()
-        let (r, status) = try await pipeline(w, ["download", nginx.url(for: "f.bin"), "-o", "-"], into: "head -c 1000 | wc -c")
+        let (r, status) = try await pipeline(w, ["download", nginx.url(for: "f.bin"), "-o", "-"], into: "head -c 1000 | wc -c", timeout: .seconds(120))
         #expect(r.stdout.trimmingCharacters(in: .whitespacesAndNewlines) == "1000")
         #expect(status == 141, "killed by SIGPIPE, as cat would be: \(r)")
         #expect(!r.stderr.contains("resumectl:"), "quietly: \(r.stderr)")
@@ -98,7 +80,7 @@ import Testing
         let w = try Workspace()
         let content = randomBytes(count: 100_000, seed: 38)
         let server = try await MisbehavingServer(content: content)
-        let (r, code) = try await pipeline(w, ["download", server.url(), "-o", "-"], into: "sha256sum")
+        let (r, code) = try await pipeline(w, ["download", server.url(), "-o", "-"], into: "sha256sum", timeout: .seconds(120))
         #expect(code == 0, "\(r)")
         #expect(r.stdout.hasPrefix(sha256(content)), "nothing but the body: \(r)")
         let json = try await w.run(["download", server.url(), "-o", "-", "--json"])

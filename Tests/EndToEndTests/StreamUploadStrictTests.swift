@@ -5,36 +5,8 @@ import Testing
 /// with what is sent again bounded, `--spool-max 32M` on a 200 MiB stream, a replay that differs only below
 /// the spool (checked against the ledger) appending nothing, and version negotiation from 8 down to
 /// NIOResumableUpload's 6 without a stall (the refused request's connection is not reused).
-@Suite(.serialized) struct StreamUploadStrictTests {
+@Suite(.serialized) struct StreamUploadStrictTests: StreamPipelines {
     static let mib = 1 << 20
-
-    func quoted(_ words: [String]) -> String { words.map { "'" + $0 + "'" }.joined(separator: " ") }
-
-    /// `PRODUCER | resumectl ARGS` in bash; prints `pid=` of resumectl first on stdout, `status=` last on stderr.
-    func startPipeline(_ w: Workspace, producer: String, _ args: [String]) throws -> RunningProcess {
-        let command = quoted([resumectlBinary] + args + ["--state-dir", w.state])
-        let script = "\(producer) | \(command) & pid=$!; echo \"pid=$pid\"; wait $pid; echo \"status=$?\" >&2"
-        return try RunningProcess("/bin/bash", ["-c", script], currentDirectory: w.out)
-    }
-
-    func pipeline(_ w: Workspace, producer: String, _ args: [String], timeout: Duration = .seconds(180)) async throws -> (ProcessResult, Int32) {
-        let r = try await startPipeline(w, producer: producer, args).wait(timeout: timeout)
-        return (r, status(r))
-    }
-
-    func status(_ r: ProcessResult) -> Int32 {
-        let line = r.stderr.split(separator: "\n").last { $0.hasPrefix("status=") } ?? ""
-        return Int32(line.dropFirst(7)) ?? -1
-    }
-
-    func pid(_ p: RunningProcess) async throws -> Int32 {
-        let line = try await p.waitForLine { $0.hasPrefix("pid=") }
-        return try #require(Int32(line.dropFirst(4)))
-    }
-
-    func spools(_ w: Workspace) -> [String] {
-        ((try? FileManager.default.contentsOfDirectory(atPath: w.state + "/spool")) ?? []).map { w.state + "/spool/" + $0 }
-    }
 
     func stream(_ w: Workspace, _ id: String) throws -> [String: Any] {
         try #require((try w.token(id)["upload"] as? [String: Any])?["stream"] as? [String: Any])
@@ -78,7 +50,7 @@ import Testing
         #expect(received <= 64 * Self.mib + cuts * 4 * Self.mib, "received \(received)")
         // Nothing is left behind: neither token nor spool.
         #expect(try w.tokens().isEmpty)
-        #expect(spools(w).isEmpty, "\(spools(w))")
+        #expect(spoolFiles(w).isEmpty, "\(spoolFiles(w))")
     }
 
     @Test func theSpoolStaysWithinSpoolMax() async throws {
@@ -90,18 +62,7 @@ import Testing
         let p = try startPipeline(
             w, producer: "head -c 200M /dev/urandom | tee >(sha256sum > '\(sum)')",
             ["upload", "-", proxy.url(for: "big.bin"), "--interop-version", "6", "--spool-max", "32M"])
-        var peak = 0
-        var samples = 0
-        while p.isRunning {
-            for path in spools(w) {
-                var info = stat()
-                if stat(path, &info) == 0 {
-                    peak = max(peak, Int(info.st_blocks) * 512)
-                    samples += 1
-                }
-            }
-            try await Task.sleep(for: .milliseconds(10))
-        }
+        let (peak, samples) = try await spoolPeak(w, while: p, every: .milliseconds(10))
         let r = try await p.wait()
         #expect(status(r) == 0, "\(r)")
         #expect(samples > 50, "the spool was watched while it ran: \(samples)")
@@ -119,14 +80,14 @@ import Testing
         let size = 24 * Self.mib
         let digest = try makeRandomFile(path: w.path("www/src.bin"), size: size, seed: 43)
         // Another stream: equal up to 1.5 MiB, which the server holds and the spool no longer does.
-        var other = try Data(contentsOf: URL(fileURLWithPath: w.path("www/src.bin")))
+        var other = try contents(w.path("www/src.bin"))
         other[3 * Self.mib / 2] ^= 0xFF
         try other.write(to: URL(fileURLWithPath: w.path("www/other.bin")))
         let peer = try await UploadPeer()
         let src = w.path("www/src.bin")
         let args = ["upload", "-", peer.url(for: "r.bin"), "--interop-version", "6", "--spool-max", "4M"]
         // 10 MiB, then the producer hangs: resumectl is killed before the stream's end.
-        let p = try startPipeline(w, producer: "{ head -c 10485760 '\(src)'; sleep 60; }", args)
+        let p = try startPipeline(w, producer: "{ head -c 10485760 '\(src)'; sleep 60; }", args, printingPID: true)
         let pid = try await pid(p)
         try await eventually(timeout: .seconds(20)) { peer.bytesReceived("r.bin") >= 10 * Self.mib }
         let id = try #require(try w.tokens().first)
@@ -161,7 +122,7 @@ import Testing
         #expect(try peer.storedSHA256("r.bin") == digest)
         #expect(w.size(peer.storedPath("r.bin")) == size)
         #expect(try w.tokens().isEmpty)
-        #expect(spools(w).isEmpty)
+        #expect(spoolFiles(w).isEmpty)
     }
 
     @Test func negotiatingDownFromVersion8DoesNotStall() async throws {
@@ -198,19 +159,17 @@ import Testing
         let args = ["upload", "-", peer.url(for: "full.bin"), "--interop-version", "6", "--spool-max", "4M"]
         // A file-size limit of 6 MiB (resumectl ignores SIGXFSZ, so a write past it fails with EFBIG): the spool,
         // addressed by stream offsets, cannot take byte 6 MiB of the stream.
-        let command = quoted([resumectlBinary] + args + ["--state-dir", w.state])
-        let script = "cat '\(w.path("www/src.bin"))' | (ulimit -f 6144; exec \(command)); echo \"status=${PIPESTATUS[1]}\" >&2"
-        let r = try await RunningProcess("/bin/bash", ["-c", script], currentDirectory: w.out).wait(timeout: .seconds(120))
+        let r = try await startPipeline(w, producer: "cat '\(w.path("www/src.bin"))'", args, setUp: "ulimit -f 6144").wait(timeout: .seconds(120))
         #expect(status(r) == 74, "\(r)")
         #expect(r.stderr.contains("spool"), "\(r)")
         let id = try #require(try w.tokens().first, "the token stays: \(r)")
-        #expect(spools(w).count == 1)
+        #expect(spoolFiles(w).count == 1)
         #expect(r.stderr.contains("resumectl resume \(id)"), "\(r)")
         // With room again, the same stream piped into resume finishes it.
         let (done, code) = try await pipeline(w, producer: "cat '\(w.path("www/src.bin"))'", ["resume", id])
         #expect(code == 0, "\(done)")
         #expect(try peer.storedSHA256("full.bin") == digest)
-        #expect(try w.tokens().isEmpty && spools(w).isEmpty)
+        #expect(try w.tokens().isEmpty && spoolFiles(w).isEmpty)
     }
 
     @Test func pauseStopsAStreamAndTheSameStreamFinishesIt() async throws {
@@ -220,9 +179,7 @@ import Testing
         let src = w.path("www/src.bin")
         let args = ["upload", "-", peer.url(for: "p.bin"), "--interop-version", "6"]
         // The status is printed as soon as resumectl ends, though its producer still sleeps.
-        let command = quoted([resumectlBinary] + args + ["--state-dir", w.state])
-        let p = try RunningProcess("/bin/bash", ["-c", "{ head -c 3145728 '\(src)'; sleep 60; } | { \(command); echo \"status=$?\" >&2; }"],
-            currentDirectory: w.out)
+        let p = try startPipeline(w, producer: "{ head -c 3145728 '\(src)'; sleep 60; }", args)
         try await eventually(timeout: .seconds(20)) { peer.bytesReceived("p.bin") >= 3 * Self.mib }
         let id = try #require(try w.tokens().first)
         let paused = try await w.run(["pause", id])
@@ -236,6 +193,6 @@ import Testing
         let (done, code) = try await pipeline(w, producer: "cat '\(src)'", ["resume", id])
         #expect(code == 0, "\(done)")
         #expect(try peer.storedSHA256("p.bin") == digest)
-        #expect(try w.tokens().isEmpty && spools(w).isEmpty)
+        #expect(try w.tokens().isEmpty && spoolFiles(w).isEmpty)
     }
 }

@@ -65,18 +65,7 @@ import Testing
         let p = try startPipeline(
             w, producer: "head -c 40000000 /dev/urandom | tee >(sha256sum > \(w.path("sum")))",
             ["upload", "-", peer.url(for: "b.bin"), "--spool-max", "4M", "--limit-rate", "16M"])
-        var peak = 0
-        var samples = 0
-        while p.isRunning {
-            for name in spoolFiles(w) {
-                var info = stat()
-                if stat(w.state + "/spool/" + name, &info) == 0 {
-                    peak = max(peak, Int(info.st_blocks) * 512)
-                    samples += 1
-                }
-            }
-            try await Task.sleep(for: .milliseconds(20))
-        }
+        let (peak, samples) = try await spoolPeak(w, while: p, every: .milliseconds(20))
         let r = try await p.wait()
         #expect(status(r) == 0, "\(r)")
         let sum = try String(contentsOfFile: w.path("sum"), encoding: .utf8)
@@ -97,7 +86,7 @@ import Testing
         #expect(spoolFiles(w) == [id])
         let show = try await w.run(["show", id])
         #expect(show.stdout.contains("\"ended\" : true"), "\(show)")
-        let r = try await runProcess(resumectlBinary, ["resume", id, "--state-dir", w.state], currentDirectory: w.out, stdin: Data())
+        let r = try await resume(w, id)
         #expect(r.status == 0, "\(r)")
         #expect(try peer.storedSHA256("e.bin") == digest)
         #expect(try w.tokens().isEmpty && spoolFiles(w).isEmpty)
@@ -116,13 +105,11 @@ import Testing
         // Nothing on stdin: the tail of the stream is gone with the pipe.
         let none = try await w.run(["resume", id])
         #expect(none.status == 66, "\(none)")
-        let other = try await runProcess(resumectlBinary, ["resume", id, "--state-dir", w.state], currentDirectory: w.out,
-            stdin: try Data(contentsOf: URL(fileURLWithPath: w.path("www/other.bin"))))
+        let other = try await resume(w, id, stdin: contents(w.path("www/other.bin")))
         #expect(other.status == 65, "\(other)")
         #expect(other.stderr.contains("differs"), "\(other)")
         #expect(try w.tokens() == [id], "the token stays for the right stream")
-        let r = try await runProcess(resumectlBinary, ["resume", id, "--state-dir", w.state], currentDirectory: w.out,
-            stdin: try Data(contentsOf: URL(fileURLWithPath: w.path("www/src.bin"))), timeout: .seconds(120))
+        let r = try await resume(w, id, stdin: contents(w.path("www/src.bin")), timeout: .seconds(120))
         #expect(r.status == 0, "\(r)")
         #expect(try peer.storedSHA256("r.bin") == digest)
         #expect(try w.tokens().isEmpty && spoolFiles(w).isEmpty)
@@ -147,14 +134,13 @@ import Testing
         #expect((stream["tail"] is String) == (durable % Self.MiB != 0), "\(stream)")
         #expect(truncate(w.state + "/spool/" + id, off_t(synced)) == 0)
         // The last byte the token recorded: only its block's checksum (or `tail`, inside a block) can tell.
-        var other = try Data(contentsOf: URL(fileURLWithPath: w.path("www/src.bin")))
+        var other = try contents(w.path("www/src.bin"))
         other[durable - 1] ^= 1
 
-        let changed = try await runProcess(resumectlBinary, ["resume", id, "--state-dir", w.state], currentDirectory: w.out, stdin: other)
+        let changed = try await resume(w, id, stdin: other)
         #expect(changed.status == 65, "a byte past the spool's synced end differs: \(changed)")
         #expect(try w.tokens() == [id], "the token stays for the right stream")
-        let r = try await runProcess(resumectlBinary, ["resume", id, "--state-dir", w.state, "--json"], currentDirectory: w.out,
-            stdin: try Data(contentsOf: URL(fileURLWithPath: w.path("www/src.bin"))), timeout: .seconds(120))
+        let r = try await resume(w, id, ["--json"], stdin: contents(w.path("www/src.bin")), timeout: .seconds(120))
         #expect(r.status == 0, "\(r)")
         #expect((events(r.stdout).first("started")?["offset"] as? Int ?? 0) >= acknowledged, "it went on from the server's offset: \(r.stdout)")
         #expect(try peer.storedSHA256("p.bin") == digest)

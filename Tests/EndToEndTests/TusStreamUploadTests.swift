@@ -42,13 +42,11 @@ import Testing
         }
         let token = try w.token(id)["upload"] as? [String: Any]
         #expect(token?["protocol"] as? String == "tus", "\(String(describing: token))")
-        let other = try await runProcess(resumectlBinary, ["resume", id, "--state-dir", w.state], currentDirectory: w.out,
-            stdin: try Data(contentsOf: URL(fileURLWithPath: w.path("www/other.bin"))))
+        let other = try await resume(w, id, stdin: contents(w.path("www/other.bin")))
         #expect(other.status == 65, "\(other)")
         #expect(other.stderr.contains("differs"), "\(other)")
         #expect(try w.tokens() == [id], "the token stays for the right stream")
-        let r = try await runProcess(resumectlBinary, ["resume", id, "--state-dir", w.state], currentDirectory: w.out,
-            stdin: try Data(contentsOf: URL(fileURLWithPath: w.path("www/src.bin"))), timeout: .seconds(120))
+        let r = try await resume(w, id, stdin: contents(w.path("www/src.bin")), timeout: .seconds(120))
         #expect(r.status == 0, "\(r)")
         #expect(try stored(server) == digest)
         #expect(try w.tokens().isEmpty && spoolFiles(w).isEmpty)
@@ -59,7 +57,7 @@ import Testing
         let server = try await TusServer()
         let digest = try makeRandomFile(path: w.path("www/src.bin"), size: 12_000_000, seed: 54)
         let id = try await killed(w, producer: "cat \(w.path("www/src.bin"))", url: server.endpoint) { $0["ended"] as? Bool == true }
-        let r = try await runProcess(resumectlBinary, ["resume", id, "--state-dir", w.state], currentDirectory: w.out, stdin: Data())
+        let r = try await resume(w, id)
         #expect(r.status == 0, "\(r)")
         #expect(try stored(server) == digest)
         #expect(try w.tokens().isEmpty && spoolFiles(w).isEmpty)

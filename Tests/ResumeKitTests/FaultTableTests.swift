@@ -3,7 +3,6 @@ import Glibc
 import Synchronization
 import Testing
 @testable import ResumeKit
-import Crypto
 import ResumeS3
 
 // The fault table of the README, run on every path the library drives, through a scripted transport:
@@ -16,124 +15,76 @@ private enum Step: Sendable {
     case serve
 }
 
-/// A peer that plays `script` to the first requests, then answers as a well-behaved server of `kind`.
-private final class ScriptedTransport: HTTPTransport, TransportSession, @unchecked Sendable {
-    enum Peer { case files, tus, ietf, plainUpload, s3 }
+/// A well-behaved server of one kind, whose answers follow a script of misfortunes (``Step``).
+private final class Peer: @unchecked Sendable {
+    enum Kind { case files, tus, ietf, plainUpload, s3 }
+    let kind: Kind
     let body: [UInt8]
-    let peer: Peer
-    private let script: Mutex<[Step]>
     private let tusOffset = Mutex<Int64>(0)
-    /// S3's parts as they arrived: number → bytes.
-    private let s3Parts = Mutex<[Int: [UInt8]]>([:])
-    private let seen = Mutex<[String]>([])
-    var requests: [String] { seen.withLock { $0 } }
+    private let s3 = MemoryS3()
 
-    init(_ script: [Step], peer: Peer, body: [UInt8] = Array(repeating: 7, count: 4096)) {
-        self.script = Mutex(script)
-        self.peer = peer
+    init(_ kind: Kind, body: [UInt8] = Array(repeating: 7, count: 4096)) {
+        self.kind = kind
         self.body = body
     }
 
-    func makeSession() -> any TransportSession { self }
+    /// A transport that plays `script` to the first requests, then answers as this peer.
+    func transport(_ script: [Step]) -> ScriptedTransport {
+        ScriptedTransport(script: script.map(answer), handler: serve)
+    }
 
-    func perform(_ request: TransferRequest, settings: TransportSettings, cancellation: Cancellation, delegate: any ExchangeDelegate)
-        -> ExchangeResult
-    {
-        seen.withLock { $0.append(request.method) }
-        let step = script.withLock { $0.isEmpty ? Step.serve : $0.removeFirst() }
+    private func answer(_ step: Step) -> ScriptedTransport.Answer {
         switch step {
-        case .unresolved: return .init(outcome: .failed(.init(kind: .resolve, code: 6, message: "Could not resolve host: nowhere.invalid")))
-        case .refused:
-            return .init(outcome: .failed(.init(kind: .network, code: 7, message: "Failed to connect: Connection refused", unreachable: true)))
-        case .reset: return .init(outcome: .failed(.init(kind: .network, code: 56, message: "Connection reset by peer")))
-        case .stall: return .init(outcome: .stalled)
+        case .unresolved: { $0.fail(.unresolved) }
+        case .refused: { $0.fail(.refused) }
+        case .reset: { $0.fail(.reset) }
+        case .stall: { $0.stall() }
         case .status(let status, let after):
-            var headers: HeaderFields = [:]
-            if let after { headers.set("Retry-After", after) }
-            if peer == .tus { headers.set("Tus-Resumable", "1.0.0") }
-            return answer(delegate, ResponseHead(status: status, headers: headers))
-        case .serve:
-            return serve(request, delegate)
+            { [kind] in
+                $0.answer(status, (after.map { [("Retry-After", $0)] } ?? []) + (kind == .tus ? [("Tus-Resumable", "1.0.0")] : []))
+            }
+        case .serve: serve
         }
     }
 
-    private func answer(_ delegate: any ExchangeDelegate, _ head: ResponseHead, body: ArraySlice<UInt8> = []) -> ExchangeResult {
-        guard delegate.exchange(head: head, effectiveURL: "http://peer/file") else { return .init(outcome: .abortedByDelegate, head: head) }
-        if !body.isEmpty {
-            let accepted = body.withUnsafeBytes { delegate.exchange(body: $0) }
-            if !accepted { return .init(outcome: .abortedByDelegate, head: head) }
-        }
-        return .init(outcome: .completed, head: head, effectiveURL: "http://peer/file")
-    }
-
-    private func serve(_ request: TransferRequest, _ delegate: any ExchangeDelegate) -> ExchangeResult {
-        switch (peer, request.method) {
+    private func serve(_ call: Call) -> ExchangeResult {
+        switch (kind, call.method) {
         case (.s3, _):
-            return serveS3(request, delegate)
+            return s3.answer(call)
         case (.files, "HEAD"):
-            return answer(delegate, ResponseHead(status: 200, headers: [
-                "ETag": "\"v1\"", "Content-Length": String(body.count), "Accept-Ranges": "bytes"]))
+            return call.answer(200, [("ETag", "\"v1\""), ("Content-Length", String(body.count)), ("Accept-Ranges", "bytes")])
         case (.files, _):
-            if let range = request.headers["Range"], let from = Int(range.dropFirst(6).prefix(while: \.isNumber)) {
+            if let range = call.request.headers["Range"], let from = Int(range.dropFirst(6).prefix(while: \.isNumber)) {
                 let to = range.split(separator: "-").last.flatMap { Int($0) } ?? body.count - 1
-                return answer(delegate, ResponseHead(status: 206, headers: [
-                    "ETag": "\"v1\"", "Content-Range": "bytes \(from)-\(to)/\(body.count)", "Content-Length": String(to - from + 1)]),
+                return call.answer(206, [
+                    ("ETag", "\"v1\""), ("Content-Range", "bytes \(from)-\(to)/\(body.count)"), ("Content-Length", String(to - from + 1))],
                     body: body[from...to])
             }
-            return answer(delegate, ResponseHead(status: 200, headers: ["ETag": "\"v1\"", "Content-Length": String(body.count)]),
-                body: body[...])
+            return call.answer(200, [("ETag", "\"v1\""), ("Content-Length", String(body.count))], body: body)
         case (.plainUpload, _):
-            return answer(delegate, ResponseHead(status: 201))
+            return call.answer(201)
         case (.ietf, "HEAD"):
-            return answer(delegate, ResponseHead(status: 204, headers: ["Upload-Offset": "0", "Upload-Complete": "?0"]))
+            return call.answer(204, [("Upload-Offset", "0"), ("Upload-Complete", "?0")])
         case (.ietf, _):
             // The draft's creation or append: the 104 names the upload, the final answer takes it whole.
-            delegate.exchange(informational: ResponseHead(status: 104, headers: [
-                "Location": "http://peer/up/1", "Upload-Draft-Interop-Version": request.headers["Upload-Draft-Interop-Version"] ?? "8"]))
-            return answer(delegate, ResponseHead(status: 201, headers: ["Upload-Complete": "?1"]))
+            call.informational(104, [
+                ("Location", "http://peer/up/1"), ("Upload-Draft-Interop-Version", call.request.headers["Upload-Draft-Interop-Version"] ?? "8")])
+            return call.answer(201, [("Upload-Complete", "?1")])
         case (.tus, "OPTIONS"):
-            return answer(delegate, ResponseHead(status: 204, headers: [
-                "Tus-Resumable": "1.0.0", "Tus-Version": "1.0.0", "Tus-Extension": "creation,termination"]))
+            return call.answer(204, [("Tus-Resumable", "1.0.0"), ("Tus-Version", "1.0.0"), ("Tus-Extension", "creation,termination")])
         case (.tus, "POST"):
             tusOffset.withLock { $0 = 0 }
-            return answer(delegate, ResponseHead(status: 201, headers: ["Tus-Resumable": "1.0.0", "Location": "http://peer/files/1"]))
+            return call.answer(201, [("Tus-Resumable", "1.0.0"), ("Location", "http://peer/files/1")])
         case (.tus, "HEAD"):
             let offset = tusOffset.withLock { $0 }
-            return answer(delegate, ResponseHead(status: 200, headers: [
-                "Tus-Resumable": "1.0.0", "Upload-Offset": String(offset), "Upload-Length": String(body.count)]))
+            return call.answer(200, [("Tus-Resumable", "1.0.0"), ("Upload-Offset", String(offset)), ("Upload-Length", String(body.count))])
         case (.tus, _):
             let end = tusOffset.withLock { offset in
-                offset += request.body?.length ?? 0
+                offset += call.request.body?.length ?? 0
                 return offset
             }
-            return answer(delegate, ResponseHead(status: 204, headers: ["Tus-Resumable": "1.0.0", "Upload-Offset": String(end)]))
+            return call.answer(204, [("Tus-Resumable", "1.0.0"), ("Upload-Offset", String(end))])
         }
-    }
-}
-
-extension ScriptedTransport {
-    /// S3's multipart upload: CreateMultipartUpload, parts (ETag: their MD5), ListParts, Complete.
-    fileprivate func serveS3(_ request: TransferRequest, _ delegate: any ExchangeDelegate) -> ExchangeResult {
-        let query = request.url.split(separator: "?").dropFirst().first.map(String.init) ?? ""
-        func xml(_ text: String, _ headers: HeaderFields = [:]) -> ExchangeResult {
-            answer(delegate, ResponseHead(status: 200, headers: headers), body: ArraySlice(text.utf8))
-        }
-        if query == "uploads=" {
-            return xml("<InitiateMultipartUploadResult><UploadId>U1</UploadId></InitiateMultipartUploadResult>")
-        }
-        if request.method == "PUT", let body = request.body, let number = Int(query.split(separator: "&")[0].dropFirst("partNumber=".count)) {
-            var bytes = [UInt8](repeating: 0, count: Int(body.length))
-            _ = pread(body.fileDescriptor, &bytes, bytes.count, off_t(body.offset))
-            s3Parts.withLock { $0[number] = bytes }
-            return answer(delegate, ResponseHead(status: 200, headers: ["ETag": "\"\(Insecure.MD5.hash(data: bytes).hex)\""]))
-        }
-        let parts = s3Parts.withLock { $0.sorted { $0.key < $1.key } }
-        if request.method == "GET" {
-            let listed = parts.map { "<Part><PartNumber>\($0.key)</PartNumber><ETag>\"\(Insecure.MD5.hash(data: $0.value).hex)\"</ETag><Size>\($0.value.count)</Size></Part>" }
-            return xml("<ListPartsResult><IsTruncated>false</IsTruncated>\(listed.joined())</ListPartsResult>")
-        }
-        let md5s = parts.flatMap { Array(Insecure.MD5.hash(data: $0.value)) }
-        return xml("<CompleteMultipartUploadResult><ETag>\"\(Insecure.MD5.hash(data: md5s).hex)-\(parts.count)\"</ETag></CompleteMultipartUploadResult>")
     }
 }
 
@@ -162,14 +113,15 @@ private struct Expected: Equatable {
         options.retry = RetryPolicy(maxRetries: retries)
         options.clock = clock
         let body = (0..<(3 << 20)).map { UInt8(truncatingIfNeeded: $0 &* 31) }
-        let transport: ScriptedTransport
+        let peer: Peer
         switch path {
-        case .download, .connections, .stdout, .list: transport = ScriptedTransport(script, peer: .files, body: body)
-        case .tusUpload: transport = ScriptedTransport(script, peer: .tus)
-        case .ietfUpload: transport = ScriptedTransport(script, peer: .ietf)
-        case .plainUpload: transport = ScriptedTransport(script, peer: .plainUpload)
-        case .s3Parts: transport = ScriptedTransport(script, peer: .s3)
+        case .download, .connections, .stdout, .list: peer = Peer(.files, body: body)
+        case .tusUpload: peer = Peer(.tus)
+        case .ietfUpload: peer = Peer(.ietf)
+        case .plainUpload: peer = Peer(.plainUpload)
+        case .s3Parts: peer = Peer(.s3)
         }
+        let transport = peer.transport(script)
         if path == .connections { options.connections = 2 }
         let client = TransferClient(store: TokenStore(directory: folder + "/state"), transport: transport, options: options)
         let events = Mutex<[TransferEvent]>([])

@@ -58,50 +58,22 @@ import Testing
 
     /// An IETF peer whose every session is one connection. The first PATCH, on the connection its HEAD
     /// used, fails as libcurl fails when it cannot rewind (CURLE_SEND_FAIL_REWIND, 65).
-    private final class OneConnectionPerSession: HTTPTransport, @unchecked Sendable {
-        let log = Mutex<[(method: String, session: Int)]>([])
-        let made = Mutex(0)
-        let patches = Mutex(0)
-        let size: Int64
-
-        init(size: Int64) { self.size = size }
-
-        final class Session: TransportSession {
-            let id: Int
-            unowned let peer: OneConnectionPerSession
-            init(id: Int, peer: OneConnectionPerSession) { self.id = id; self.peer = peer }
-
-            func perform(_ request: TransferRequest, settings: TransportSettings, cancellation: Cancellation,
-                         delegate: any ExchangeDelegate) -> ExchangeResult {
-                peer.log.withLock { $0.append((request.method, id)) }
-                func answer(_ head: ResponseHead) -> ExchangeResult {
-                    _ = delegate.exchange(head: head, effectiveURL: request.url)
-                    return ExchangeResult(outcome: .completed, head: head, effectiveURL: request.url)
+    private func oneConnectionPerSession(size: Int64) -> ScriptedTransport {
+        ScriptedTransport { call in
+            switch call.method {
+            case "POST":
+                // The creation names the upload, then the connection is cut with 1000 bytes through.
+                call.informational(104, [
+                    ("Location", "http://peer/up/1"), ("Upload-Draft-Interop-Version", call.request.headers["Upload-Draft-Interop-Version"] ?? "8")])
+                return call.fail(.reset)
+            case "HEAD":
+                return call.answer(204, [("Upload-Offset", "1000"), ("Upload-Complete", "?0")])
+            default:
+                if call.seen.filter({ !["POST", "HEAD"].contains($0.method) }).count == 1 {
+                    return call.fail(TransportFailure(kind: .network, code: 65, message: "the connection broke before the server answered"))
                 }
-                switch request.method {
-                case "POST":
-                    // The creation names the upload, then the connection is cut with 1000 bytes through.
-                    delegate.exchange(informational: ResponseHead(status: 104, headers: [
-                        "Location": "http://peer/up/1", "Upload-Draft-Interop-Version": request.headers["Upload-Draft-Interop-Version"] ?? "8"]))
-                    return ExchangeResult(outcome: .failed(TransportFailure(kind: .network, code: 56, message: "Connection reset by peer")))
-                case "HEAD":
-                    return answer(ResponseHead(status: 204, headers: ["Upload-Offset": "1000", "Upload-Complete": "?0"]))
-                default:
-                    let first = peer.patches.withLock { n in
-                        n += 1
-                        return n == 1
-                    }
-                    if first {
-                        return ExchangeResult(outcome: .failed(TransportFailure(kind: .network, code: 65,
-                            message: "the connection broke before the server answered")))
-                    }
-                    return answer(ResponseHead(status: 201, headers: ["Upload-Complete": "?1", "Upload-Offset": String(peer.size)]))
-                }
+                return call.answer(201, [("Upload-Complete", "?1"), ("Upload-Offset", String(size))])
             }
-        }
-
-        func makeSession() -> any TransportSession {
-            Session(id: made.withLock { n in n += 1; return n }, peer: self)
         }
     }
 
@@ -114,13 +86,13 @@ import Testing
         var options = TransferOptions()
         options.retry = RetryPolicy(maxRetries: 2)
         options.clock = NoSleepClock()
-        let peer = OneConnectionPerSession(size: 4096)
+        let peer = oneConnectionPerSession(size: 4096)
         let client = TransferClient(store: TokenStore(directory: folder + "/state"), transport: peer, options: options)
         let events = Mutex<[TransferEvent]>([])
         let result = try await client.upload(UploadRequest(filePath: file, url: "http://peer/files/", uploadProtocol: .ietf),
             events: { event in events.withLock { $0.append(event) } })
         #expect(result.bytes == 4096)
-        let log = peer.log.withLock { $0 }
+        let log = peer.requests
         let patches = log.filter { $0.method == "PATCH" }
         #expect(patches.count == 2, "\(log)")
         // The PATCH after the failed rewind went out on a connection of its own, after a fresh HEAD; and

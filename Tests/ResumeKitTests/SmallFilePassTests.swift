@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 import Testing
 @testable import ResumeKit
 
@@ -8,50 +7,22 @@ import Testing
 @Suite struct SmallFilePassTests {
     let dir = NSTemporaryDirectory() + "rctl-pass-\(UUID().uuidString)"
 
-    /// Answers each GET at once on the calling thread, by the URL's last path segment.
-    final class Scripted: HTTPTransport, StartingSession, @unchecked Sendable {
-        struct Answer {
-            var status = 200
-            var headers: [(String, String)] = []
-            var body = [UInt8]()
-            /// The connection breaks after the head and this many body bytes.
-            var cutAfter: Int?
-        }
+    /// What the peer holds under a URL's last path segment.
+    struct File {
+        var status = 200
+        var headers: [(String, String)] = []
+        var body = [UInt8]()
+        /// The connection breaks after the head and this many body bytes.
+        var cutAfter: Int?
+    }
 
-        let answers: [String: Answer]
-        let asked = Mutex<[String]>([])
-
-        init(_ answers: [String: Answer]) { self.answers = answers }
-
-        func makeSession() -> any TransportSession { self }
-
-        func perform(
-            _ request: TransferRequest, settings: TransportSettings, cancellation: Cancellation, delegate: any ExchangeDelegate
-        ) -> ExchangeResult {
-            let name = String(request.url.split(separator: "/").last ?? "")
-            asked.withLock { $0.append(name) }
-            guard let answer = answers[name] else { return ExchangeResult(outcome: .failed(TransportFailure(kind: .network, code: 7, message: "refused"))) }
-            var head = ResponseHead(status: answer.status, reason: "")
-            var fields = answer.headers
-            if !fields.contains(where: { $0.0 == "Content-Length" }) { fields.append(("Content-Length", "\(answer.body.count)")) }
-            for (name, value) in fields { head.headers.append(name, value) }
-            guard delegate.exchange(head: head, effectiveURL: request.url) else {
-                return ExchangeResult(outcome: .abortedByDelegate, head: head, effectiveURL: request.url)
-            }
-            let sent = Array(answer.body.prefix(answer.cutAfter ?? answer.body.count))
-            let accepted = sent.isEmpty || sent.withUnsafeBytes { delegate.exchange(body: $0) }
-            guard accepted else { return ExchangeResult(outcome: .abortedByDelegate, head: head, effectiveURL: request.url) }
-            if answer.cutAfter != nil {
-                return ExchangeResult(outcome: .failed(TransportFailure(kind: .network, code: 56, message: "connection reset")), head: head)
-            }
-            return ExchangeResult(outcome: .completed, head: head, effectiveURL: request.url)
-        }
-
-        func start(
-            _ request: TransferRequest, settings: TransportSettings, cancellation: Cancellation, delegate: any ExchangeDelegate,
-            done: @escaping (ExchangeResult) -> Void
-        ) -> ExchangeResult? {
-            perform(request, settings: settings, cancellation: cancellation, delegate: delegate)
+    /// A peer that answers each GET with the file its URL names.
+    func peer(_ files: [String: File]) -> ScriptedTransport {
+        ScriptedTransport { call in
+            guard let file = files[call.name] else { return call.fail(.refused) }
+            var fields = file.headers
+            if !fields.contains(where: { $0.0 == "Content-Length" }) { fields.append(("Content-Length", "\(file.body.count)")) }
+            return call.answer(head(file.status, fields), body: file.body, cutAfter: file.cutAfter)
         }
     }
 
@@ -59,7 +30,7 @@ import Testing
         try FileManager.default.createDirectory(atPath: dir + "/out", withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: dir) }
         let small = Array("a small file".utf8)
-        let transport = Scripted([
+        let transport = peer([
             "a": .init(body: small),
             "gone": .init(status: 404),
             "busy": .init(status: 503, headers: [("Retry-After", "1")]),
@@ -80,7 +51,7 @@ import Testing
         let publisher = BatchPublisher(store: store)
         let pass = SmallFilePass(client: client, requests: requests, queue: queue, publisher: publisher,
             cancellation: Cancellation(), events: { _, _ in })
-        let left = pass.run(on: [transport])
+        let left = pass.run(on: [transport.session()])
         #expect(publisher.finish().isEmpty)
 
         #expect(try Data(contentsOf: URL(fileURLWithPath: dir + "/out/a")) == Data(small))
@@ -92,7 +63,7 @@ import Testing
         if case .fault? = earlier["cut"]?.verdict {} else { Issue.record("a cut is a fault for the retrier: \(String(describing: earlier["cut"]))") }
         #expect(earlier["cut"]?.announced == true)
         for name in ["held", "digest", "big"] { #expect(earlier[name]?.verdict == nil, "\(name)") }
-        #expect(transport.asked.withLock { $0 } == ["a", "gone", "busy", "cut", "digest", "big"], "'held' is never asked")
+        #expect(transport.requests.map(\.name) == ["a", "gone", "busy", "cut", "digest", "big"], "'held' is never asked")
         #expect(try Data(contentsOf: URL(fileURLWithPath: dir + "/out/held.part")) == Data("earlier".utf8))
         let files = try FileManager.default.contentsOfDirectory(atPath: dir + "/out").sorted()
         #expect(files == ["a", "held.part"], "the pass removes every .part it made and did not publish")

@@ -106,9 +106,7 @@ final class CurlSession: StartingSession {
         case CURLE_PEER_FAILED_VERIFICATION, CURLE_SSL_ISSUER_ERROR:
             return .failed(TransportFailure(kind: .fatal, code: error.code,
                 message: "TLS: the server's certificate is not trusted (\(error.message)); give its CA with --cacert FILE"))
-        case CURLE_SSL_PINNEDPUBKEYNOTMATCH:
-            return .failed(TransportFailure(kind: .fatal, code: error.code, message: "TLS: \(error.message)"))
-        case CURLE_SSL_CACERT_BADFILE, CURLE_SSL_CERTPROBLEM, CURLE_SSL_CRL_BADFILE:
+        case CURLE_SSL_PINNEDPUBKEYNOTMATCH, CURLE_SSL_CACERT_BADFILE, CURLE_SSL_CERTPROBLEM, CURLE_SSL_CRL_BADFILE:
             return .failed(TransportFailure(kind: .fatal, code: error.code, message: "TLS: \(error.message)"))
         case CURLE_UNSUPPORTED_PROTOCOL where detail.contains("HTTP/0.9"):
             return .failed(TransportFailure(kind: .fatal, code: error.code, message: "the server's answer is not HTTP (no status line)"))

@@ -249,10 +249,8 @@ public struct IETFStateMachine: StreamingUploadMachine {
         case 200...299:
             let end = offset + length
             if complete, let refusal = contradiction(head, sent: end) { return failed(refusal) }
-            if let acknowledged = StructuredField.integer(head.headers["Upload-Offset"]), acknowledged > end {
-                return failed("the server acknowledged \(acknowledged) bytes, more than the \(end) sent")
-            }
             if let acknowledged = StructuredField.integer(head.headers["Upload-Offset"]), acknowledged != end {
+                if acknowledged > end { return failed("the server acknowledged \(acknowledged) bytes, more than the \(end) sent") }
                 state = .queryOffset(url: url)
                 return .step(reason: "the server acknowledged \(acknowledged), not \(end)")
             }
