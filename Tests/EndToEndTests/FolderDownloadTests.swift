@@ -28,6 +28,12 @@ import Testing
         let w = try Workspace()
         let files = try Self.makeTree(w.path("www/tree"), bigSize: 6 * Self.MiB)
         let size = FolderUploadTests.treeSize(w.path("www/tree"), files)
+        // Two hours old, at a second that is no minute's first: the copies take the server's Last-Modified,
+        // and --skip-existing compares it with the listing's time (to the minute in HTML).
+        let old = Date(timeIntervalSince1970: (Date().timeIntervalSince1970 - 7_200).rounded(.down) + 0.5)
+        for relative in files.keys {
+            try FileManager.default.setAttributes([.modificationDate: old], ofItemAtPath: w.path("www/tree/") + relative)
+        }
         // Slowed at the server, not at the client (bytes a slow reader leaves in its socket buffers would be
         // counted at the proxy and lost with the kill), and enough that a checkpoint's sync, slow on a loaded
         // machine, costs little when the kill comes.
@@ -41,6 +47,10 @@ import Testing
         #expect(r.status == 0, "\(r)")
         #expect(events(r.stdout).first("started")?["token"] as? String == id, "the same command continues the batch")
         try Self.expectSame(w.path("dl"), files)
+        for relative in files.keys.prefix(5) {
+            let time = try FileManager.default.attributesOfItem(atPath: w.path("dl/") + relative)[.modificationDate] as? Date
+            #expect(time.map { Int($0.timeIntervalSince1970) } == Int(old.timeIntervalSince1970), "\(relative): \(String(describing: time))")
+        }
         #expect(proxy.connections.filter(\.triggered).count >= 5, "at least five cuts")
         #expect(proxy.bytesDownstream < size * 115 / 100, "\(proxy.bytesDownstream) bytes through the proxy for a tree of \(size)")
         let requests = proxy.connections.reduce(0) { $0 + $1.requestLines.count }

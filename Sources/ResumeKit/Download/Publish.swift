@@ -44,9 +44,15 @@ enum Publish {
         return finished.result
     }
 
-    /// Moves the `.part` file to its final name; its data must be on disk already.
+    /// Moves the `.part` file to its final name; its data must be on disk already. The file takes the server's
+    /// `Last-Modified` as its time first (as wget does, and curl -R): a folder download's `--skip-existing`
+    /// compares it with the listing's, and it is there from the moment the name is.
     static func rename(_ finished: Finished) throws(TransferError) {
         let download = finished.download
+        if let seconds = download.lastModified.flatMap(HTTPDate.parse) {
+            var times = [timespec(tv_sec: Int(seconds), tv_nsec: 0), timespec(tv_sec: Int(seconds), tv_nsec: 0)]
+            _ = utimensat(AT_FDCWD, download.partPath, &times, 0)
+        }
         guard Glibc.rename(download.partPath, download.path) == 0 else {
             throw TransferError(.cannotCreateOutput,
                 "cannot rename \(download.partPath) to \(download.path): \(String(cString: strerror(errno)))",

@@ -61,8 +61,7 @@ struct FolderDownload {
             switch event {
             case .started: events(.file(item, .started))
             case .progress(let bytes, _, _): if let p = tally.moved(fetched[j], to: bytes) { events(p) }
-            case .completed(let location, let bytes, _):
-                if let mtime = file.mtime { Self.setModified(location, mtime) }
+            case .completed(_, let bytes, _):
                 ledger.add(file.relative, listed: file.stamp)
                 events(.file(item, .completed(bytes: bytes)))
                 if let p = tally.finished(fetched[j], size: bytes, sent: true) { events(p) }
@@ -163,11 +162,5 @@ struct FolderDownload {
     private static func size(_ path: String) -> Int64 {
         var st = stat()
         return stat(path, &st) == 0 ? Int64(st.st_size) : 0
-    }
-
-    /// The file's times as the listing gives them (as wget and rclone do): a later `--skip-existing` compares them.
-    private static func setModified(_ path: String, _ seconds: Int64) {
-        var times = [timespec(tv_sec: Int(seconds), tv_nsec: 0), timespec(tv_sec: Int(seconds), tv_nsec: 0)]
-        _ = utimensat(AT_FDCWD, path, &times, 0)
     }
 }
