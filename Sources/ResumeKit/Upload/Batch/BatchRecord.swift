@@ -47,37 +47,35 @@ public struct BatchRecord: Codable, Sendable, Equatable {
     public var s3: S3?
     public var createdAt: Date
 
-    init(_ request: BatchRequest) {
+    private init(id: String, folder: String, target: String, parallel: Int, skipExisting: Bool, headers: [String], s3: S3Options) {
         version = Self.currentVersion
-        id = request.id
-        folder = OutputPath.absolute(request.folder)
-        target = request.target
-        let u = request.upload
-        `protocol` = u.uploadProtocol == .auto ? nil : u.uploadProtocol.rawValue
-        interopVersion = u.interopVersion?.rawValue
-        chunkSize = u.chunkSize
-        parallel = request.parallel
-        followSymlinks = request.followSymlinks
-        skipExisting = request.skipExisting
-        headers = ResumeToken.storableHeaders(u.headers)
-        s3 = Route.isS3(request.target) ? S3(u.s3) : nil
+        self.id = id
+        self.folder = OutputPath.absolute(folder)
+        self.target = target
+        self.parallel = parallel
+        followSymlinks = false
+        self.skipExisting = skipExisting
+        self.headers = ResumeToken.storableHeaders(headers)
+        self.s3 = Route.isS3(target) ? S3(s3) : nil
         createdAt = Date()
     }
 
+    init(_ request: BatchRequest) {
+        let u = request.upload
+        self.init(id: request.id, folder: request.folder, target: request.target, parallel: request.parallel,
+            skipExisting: request.skipExisting, headers: u.headers, s3: u.s3)
+        `protocol` = u.uploadProtocol == .auto ? nil : u.uploadProtocol.rawValue
+        interopVersion = u.interopVersion?.rawValue
+        chunkSize = u.chunkSize
+        followSymlinks = request.followSymlinks
+    }
+
     init(_ request: FolderRequest) {
-        version = Self.currentVersion
-        id = request.id
-        folder = OutputPath.absolute(request.folder)
-        target = request.url
         let t = request.template
+        self.init(id: request.id, folder: request.folder, target: request.url, parallel: request.parallel,
+            skipExisting: request.skipExisting, headers: t.headers, s3: t.s3)
         download = Download(depth: request.depth, include: request.include, exclude: request.exclude, onChange: t.onChange.rawValue,
             force: t.force)
-        parallel = request.parallel
-        followSymlinks = false
-        skipExisting = request.skipExisting
-        headers = ResumeToken.storableHeaders(t.headers)
-        s3 = Route.isS3(request.url) ? S3(t.s3) : nil
-        createdAt = Date()
     }
 
     /// The folder download this record describes, with `headers` given now joining the kept ones.
