@@ -116,8 +116,12 @@ import Testing
         #expect(listed.stdout.contains("\(id)  batch  paused"), "\(listed)")
         let shown = try await w.run(["show", id])
         #expect(shown.status == 0 && shown.stdout.contains("\"target\" : \"\(url)\""), "\(shown)")
+        // A file the batch fetched is gone from the server meanwhile: said, and its copy stays.
+        try await eventually(timeout: .seconds(10)) { FileManager.default.fileExists(atPath: w.path("dl/sub/s0")) }
+        try FileManager.default.removeItem(atPath: w.path("www/d/sub/s0"))
         let resumed = try await w.run(["resume", id], timeout: .seconds(120))
         #expect(resumed.status == 0, "\(resumed)")
+        #expect(resumed.stderr.contains("sub/s0: no longer listed; the copy stays"), "\(resumed.stderr)")
         try Self.expectSame(w.path("dl"), files)
         #expect(try await w.run(["wait", id]).status == 0)
 

@@ -30,6 +30,10 @@ struct FolderDownload {
         events(.announced(id: id, files: files.count, bytes: files.reduce(0) { $0 + ($1.size ?? 0) }))
 
         let earlier = BatchLedger.earlier(state: state, id: id)
+        let listed = Set(found.files.map(\.relative))
+        for gone in earlier.listed.keys.sorted() where !listed.contains(gone) {
+            events(.leftOut("\(folder)/\(gone): no longer listed; the copy stays"))
+        }
         let ledger = try BatchLedger(state: state, id: id, order: [])
         let tally = BatchTally(files: files.count, total: files.reduce(0) { $0 + ($1.size ?? 0) })
         var requests: [DownloadRequest] = []
