@@ -81,8 +81,9 @@ class UploadProxy:
     `upstream` counts what the client sent, over every connection. With `cut_at`, the connection that
     carries the cut_at-th byte is closed (FIN both ways) right after it: once per upload."""
 
-    def __init__(self, upstream_port, cut_at=None):
+    def __init__(self, upstream_port, cut_at=None, gate=None):
         self.upstream_port = upstream_port
+        self.gate = gate  # while it is clear, accepted connections wait before they reach serve
         self.cut_at = cut_at
         self.cut_done = False
         self.upstream = 0
@@ -103,6 +104,8 @@ class UploadProxy:
                 client, _ = self.listener.accept()
             except OSError:
                 break
+            if self.gate is not None:
+                self.gate.wait()
             try:
                 upstream = socket.create_connection(("127.0.0.1", self.upstream_port), timeout=5)
                 upstream.settimeout(None)
@@ -276,6 +279,66 @@ class ServeInstance:
             self.proc.wait()
 
 
+def tcp_sockets():
+    """inode -> (local port, remote port, state) of every TCP socket of the machine."""
+    table = {}
+    for name in ("/proc/net/tcp", "/proc/net/tcp6"):
+        try:
+            with open(name) as f:
+                next(f)
+                for line in f:
+                    parts = line.split()
+                    table[parts[9]] = (int(parts[1].rsplit(":", 1)[1], 16), int(parts[2].rsplit(":", 1)[1], 16),
+                                       int(parts[3], 16))
+        except OSError:
+            pass
+    return table
+
+
+def unix_sockets():
+    try:
+        with open("/proc/net/unix") as f:
+            next(f)
+            return {line.split()[6] for line in f if len(line.split()) > 6}
+    except OSError:
+        return set()
+
+
+def fd_breakdown(pid, own_port, s3_port):
+    """What a process's descriptors are: client connections, connections to S3, listeners, other."""
+    sockets = tcp_sockets()
+    unix = unix_sockets()
+    kinds = {}
+    try:
+        names = os.listdir(f"/proc/{pid}/fd")
+    except OSError:
+        return kinds
+    for fd in names:
+        try:
+            target = os.readlink(f"/proc/{pid}/fd/{fd}")
+        except OSError:
+            continue
+        kind = "other"
+        if target.startswith("socket:["):
+            info = sockets.get(target[8:-1])
+            if info is None:
+                kind = "unix socket" if target[8:-1] in unix else "socket (closed TCP, or UDP)"
+            elif info[2] == 0x0A:
+                kind = "listening"
+            elif info[0] == own_port:
+                kind = "client connection"
+            elif s3_port and info[1] == s3_port:
+                kind = "to S3"
+            else:
+                kind = "TCP (other)"
+        elif target.startswith("pipe:") or target.startswith("anon_inode:"):
+            kind = target.split(":")[0].split("[")[0]
+        elif target.startswith("/"):
+            kind = "file"
+        kinds[kind] = kinds.get(kind, 0) + 1
+    return kinds
+
+
 class Moto:
     def __init__(self, logdir):
         err = open(os.path.join(logdir, "moto.log"), "wb")
@@ -408,6 +471,10 @@ class Run:
         self.logdir = os.path.join(self.work, "logs")
         os.makedirs(self.logdir)
         self.stop_uploads = threading.Event()
+        self.gate = threading.Event()  # the upload proxies pass new connections on while it is set
+        self.gate.set()
+        self.finished_urls = []    # finished draft and tus uploads, whose URLs the observer asks
+        self.forgotten = []        # finished uploads whose URL stopped answering as finished
         self.stop_all = threading.Event()
         self.lock = threading.Lock()
         self.uploads = []
@@ -419,9 +486,11 @@ class Run:
         self.recheck = []          # finished uploads whose file is checked again after the next restart
         self.differing = []
         self.missing = []
+        self.late = []             # (upload, seconds): the client was done before the file was in place
         self.samples = []
         self.moto = self.nginx = None
         self.instances = []
+        self.children = set()      # resumectl uploads and the GET process, killed if the run is cut short
         self.env = {k: v for k, v in os.environ.items() if k not in PROXY_VARS}
         self.env["NO_PROXY"] = self.env["no_proxy"] = "127.0.0.1,localhost"
         for k in PROXY_VARS:
@@ -499,6 +568,7 @@ class Run:
         time.sleep(1.0)  # let start-up settle (the S3 store's probe, the sweep) before counting descriptors
         for inst in self.instances:
             inst.idle_fds = inst.sample()[2]
+            inst.idle_kinds = fd_breakdown(inst.proc.pid, inst.port, self.moto.port if self.moto else None)
         log(f"serve on {[i.port for i in self.instances]} ({a.store}), front port {self.front_port}, "
             f"idle descriptors {[i.idle_fds for i in self.instances]}")
 
@@ -521,7 +591,7 @@ class Run:
     def upload_slot(self, slot):
         while not self.stop_uploads.is_set():
             u = self.new_upload(slot)
-            u.proxy = UploadProxy(self.front_port, u.cut_at)
+            u.proxy = UploadProxy(self.front_port, u.cut_at, self.gate)
             started = time.monotonic()
             try:
                 getattr(self, "upload_" + u.protocol)(u)
@@ -539,6 +609,10 @@ class Run:
                 u.finished = True
                 u.ack(u.size)
                 self.verify(u)
+                if u.url:
+                    with self.lock:
+                        self.finished_urls.append(u)
+                        del self.finished_urls[:-200]
 
     def backoff(self, attempt):
         time.sleep(min(2.0, 0.25 * (1 + attempt)))
@@ -547,13 +621,20 @@ class Run:
         u.state_dir = os.path.join(self.work, "state", u.name)
         os.makedirs(u.state_dir)
         url = f"http://127.0.0.1:{u.proxy.port}/up/{u.name}"
+        # Every other one in appends of 8 MiB: each answer then acknowledges an offset (in the token).
+        chunked = ["--chunk-size", "8M"] if u.seq % 2 else []
         p = subprocess.Popen([self.args.bin, "upload", u.source["path"], url, "--protocol", "ietf",
                               "--retries", "inf", "--retry-delay", "0.5", "--json", "-q",
-                              "--state-dir", u.state_dir],
+                              "--state-dir", u.state_dir] + chunked,
                              env=self.env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                              stderr=subprocess.PIPE)
-        u.pid = p.pid
-        out, err = p.communicate(timeout=self.args.upload_timeout)
+        with self.lock:
+            self.children.add(p)
+        try:
+            out, err = p.communicate(timeout=self.args.upload_timeout)
+        finally:
+            with self.lock:
+                self.children.discard(p)
         events = [json.loads(l) for l in out.decode().splitlines() if l.startswith("{")]
         u.attempts = 1 + sum(1 for e in events if e.get("event") == "retry")
         u.restarts = [e for e in events if e.get("event") == "restarted"]
@@ -617,6 +698,8 @@ class Run:
                     sent_at = time.monotonic()
                     try:
                         offset = uploader.get_offset()
+                        with self.lock:
+                            self.head_latency.append(time.monotonic() - sent_at)
                         break
                     except (TusCommunicationError, TusUploadFailed, OSError) as e2:
                         failures += 1
@@ -668,20 +751,34 @@ class Run:
             h.update(chunk)
         return h.hexdigest()
 
+    def read_digest(self, u):
+        if self.args.store == "folder":
+            h = hashlib.sha256()
+            with open(os.path.join(self.root, "up", u.name), "rb") as f:
+                for chunk in iter(lambda: f.read(1 << 20), b""):
+                    h.update(chunk)
+            return h.hexdigest()
+        return self.object_digest("inbox/up/" + u.name)
+
     def verify(self, u):
-        try:
-            if self.args.store == "folder":
-                h = hashlib.sha256()
-                with open(os.path.join(self.root, "up", u.name), "rb") as f:
-                    for chunk in iter(lambda: f.read(1 << 20), b""):
-                        h.update(chunk)
-                digest = h.hexdigest()
-            else:
-                digest = self.object_digest("inbox/up/" + u.name)
-        except (OSError, Exception) as e:  # noqa: BLE001 — a missing file is a finding, never a crash
-            log(f"{u.name} finished but cannot be read: {e}")
-            self.missing.append(u)
-            return
+        """The finished file against its source. A client may hear "complete" (a tus HEAD whose offset is
+        the length) a moment before the file is in place: it is looked for during 10 s, and counted late."""
+        missing_since = None
+        while True:
+            try:
+                digest = self.read_digest(u)
+                break
+            except Exception as e:  # noqa: BLE001 — a missing file is a finding, never a crash
+                now = time.monotonic()
+                missing_since = missing_since or now
+                if now - missing_since > 10:
+                    log(f"{u.name} finished but is not there 10 s later: {e}")
+                    self.missing.append(u)
+                    return
+                time.sleep(0.05)
+        if missing_since is not None:
+            with self.lock:
+                self.late.append((u, time.monotonic() - missing_since))
         if digest != u.source["sha256"]:
             log(f"{u.name} differs: {digest} != {u.source['sha256']}")
             self.differing.append(u)
@@ -710,17 +807,23 @@ class Run:
 
     # -- the HEAD observer -------------------------------------------------------------------------------
 
+    def poll_token(self, u):
+        """A draft upload's URL and acknowledged offset, from the token resumectl keeps (never a request)."""
+        if u.protocol != "ietf" or not u.state_dir:
+            return
+        url, acked, interop = self.read_token(u)
+        if url:
+            u.url = "/" + url.split("/", 3)[3] if url.startswith("http") else url
+            u.interop = interop or u.interop
+        if acked:
+            u.ack(acked)
+
     def head(self, u, conn_holder):
         """HEAD the upload URL straight at the front (serve, or nginx); returns (sent_at, offset or None,
-        status) or None when nothing answered."""
-        if u.protocol == "ietf" and u.state_dir:
-            url, acked, interop = self.read_token(u)
-            if url:
-                u.url = "/" + url.split("/", 3)[3] if url.startswith("http") else url
-                u.interop = interop or u.interop
-                if acked:
-                    u.ack(acked)
-        if not u.url or u.finished:
+        status) or None when nothing answered. A HEAD stops a request writing to the upload (serve
+        answers with what is durable, as tusd does): it is sent only where no client is writing — a
+        finished upload, or every upload while the proxies hold their clients back after a restart."""
+        if not u.url:
             return None
         headers = {"Tus-Resumable": "1.0.0"} if u.protocol == "tus" else \
             {"Upload-Draft-Interop-Version": str(u.interop)}
@@ -753,12 +856,26 @@ class Run:
         return sent_at, None, r.status
 
     def observer(self):
+        """HEADs finished uploads' URLs all the time (they must answer with the whole length, also after a
+        restart), and reads the draft clients' tokens for the offsets the server acknowledged."""
         holder = {}
+        next_tokens = 0.0
         while not self.stop_all.is_set():
+            now = time.monotonic()
+            if now >= next_tokens:
+                next_tokens = now + 0.5
+                with self.lock:
+                    active = [u for u in self.active if u.protocol == "ietf"]
+                for u in active:
+                    self.poll_token(u)
             with self.lock:
-                active = list(self.active)
-            if active:
-                self.head(self.rng.choice(active), holder)
+                done = list(self.finished_urls)
+            if done and self.gate.is_set():
+                u = self.rng.choice(done)
+                answer = self.head(u, holder)
+                if answer and answer[1] != u.size:
+                    with self.lock:
+                        self.forgotten.append((u.name, answer[2], answer[1]))
             time.sleep(self.args.head_interval)
 
     def head_all(self):
@@ -794,14 +911,22 @@ class Run:
                 break
             inst = self.instances[n % len(self.instances)]
             n += 1
-            self.head_all()  # fresh acknowledgements right before the kill
             with self.lock:
-                in_flight = len(self.active)
+                active = list(self.active)
+            for u in active:
+                self.poll_token(u)  # the latest acknowledgements the draft clients hold
+            in_flight = len(active)
+            # New connections wait at the proxies until every upload was asked after the restart (a HEAD
+            # would stop a client's request); the ones open now die with serve.
+            self.gate.clear()
             killed_at = time.monotonic()
             alive = inst.kill()
-            inst.start()
-            back = time.monotonic() - killed_at
-            self.head_all()  # every upload again: nothing acknowledged may be gone
+            try:
+                inst.start()
+                back = time.monotonic() - killed_at
+                self.head_all()  # every upload: nothing acknowledged may be gone
+            finally:
+                self.gate.set()
             self.recheck_finished()
             self.kills.append({"instance": inst.name, "alive": alive, "restart_seconds": round(back, 3),
                                "uploads_in_flight": in_flight, "at": round(killed_at - self.t0, 1)})
@@ -816,7 +941,23 @@ class Run:
                "--get-connections", str(a.get_connections), "--get-interval", str(a.get_interval),
                "--get-max-range", str(a.get_max_range), "--seed", str(a.seed)] + \
               [x for p in self.get_files for x in ("--get-file", p)]
-        return subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=None)
+        p = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=None)
+        with self.lock:
+            self.children.add(p)
+        return p
+
+    def cleanup(self):
+        with self.lock:
+            children = list(self.children)
+        for p in children:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+        for inst in self.instances:
+            inst.stop()
+        for peer in (self.nginx, self.moto):
+            if peer:
+                peer.stop()
 
     def run(self):
         a = self.args
@@ -832,9 +973,11 @@ class Run:
             t.start()
         log(f"load started: {a.uploads} uploads, {a.get_connections} GET connections, "
             f"a kill every {a.kill_interval} s for {a.duration} s")
+        next_note = self.t0 + 30
         while time.monotonic() < self.t0 + a.duration:
             time.sleep(1)
-            if a.progress and int(time.monotonic() - self.t0) % 30 == 0:
+            if a.progress and time.monotonic() >= next_note:
+                next_note += 30
                 with self.lock:
                     done = sum(1 for u in self.uploads if u.finished)
                 log(f"{int(time.monotonic() - self.t0)} s: {done} uploads finished, {len(self.kills)} kills")
@@ -846,13 +989,19 @@ class Run:
         for t in threads:
             t.join(max(0.1, drain_deadline - time.monotonic()))
         unfinished = [u for u in self.uploads if not u.finished and not u.failed]
+        log(f"uploads drained ({len(unfinished)} unfinished)")
         get_out = getter.stdout.read()
         getter.wait()
         gets = json.loads(get_out.decode() or "{}")
         if unfinished:
+            self.gate.clear()
+            time.sleep(0.5)
             self.head_all()
         self.stop_all.set()
         self.recheck_finished(final=True)
+        if self.nginx:
+            self.nginx.stop()  # its keep-alive connections to the instances are no client's
+            self.nginx = None
         # Descriptors: back to the idle count once the clients are gone (closes take a moment).
         fds_after = {}
         deadline = time.monotonic() + a.fd_wait
@@ -863,7 +1012,9 @@ class Run:
                 if not s or s[2] <= inst.idle_fds or time.monotonic() > deadline:
                     break
                 time.sleep(0.25)
-        return self.report(gets, unfinished, fds_after)
+        log(f"descriptors counted: {fds_after}")
+        result = self.report(gets, unfinished, fds_after)
+        return result
 
     def report(self, gets, unfinished, fds_after):
         a = self.args
@@ -882,7 +1033,7 @@ class Run:
         resumable_uncut = [u for u in uncut if u.protocol != "plain"]
         plain_uncut = [u for u in uncut if u.protocol == "plain"]
         peak_rss_kib = max(i.peak_rss for i in self.instances)
-        fds_ok = all(fds_after[i.name] is not None and fds_after[i.name] <= i.idle_fds for i in self.instances)
+        fds_ok = all(fds_after[i.name] == i.idle_fds for i in self.instances)
         by_proto = {p: sum(1 for u in finished if u.protocol == p) for p in ("ietf", "tus", "plain")}
         result = {
             "store": a.store, "instances": len(self.instances), "duration": a.duration,
@@ -895,6 +1046,9 @@ class Run:
             "uploads_unfinished": len(unfinished),
             "bytes_finished": sum(u.size for u in finished),
             "acknowledged_then_lost_bytes": lost, "lost_uploads": lost_uploads[:20],
+            "late_files": len(self.late), "late_max_seconds": round(max((t for _, t in self.late), default=0), 3),
+            "late": [(u.name, round(t, 3)) for u, t in self.late][:50],
+            "late_by_protocol": {p: sum(1 for u, _ in self.late if u.protocol == p) for p in ("ietf", "tus", "plain")},
             "sha256_differs": len(self.differing), "differing": [u.name for u in self.differing][:20],
             "kills": kills, "kills_alive": sum(1 for k in self.kills if k["alive"]),
             "kill_log": self.kills,
@@ -902,13 +1056,18 @@ class Run:
             "resent_bytes_per_kill_plain": resent(plain_uncut) / kills if kills else None,
             "resent_bytes_per_cut": resent(cut) / len(cut) if cut else None,
             "head_count": len(self.head_latency), "head_errors": self.head_errors,
+            "finished_urls_forgotten": len(self.forgotten), "forgotten": self.forgotten[:20],
             "head_p50_ms": _ms(percentile(self.head_latency, 50)), "head_p99_ms": _ms(percentile(self.head_latency, 99)),
             "get_count": gets.get("count", 0), "get_errors": gets.get("errors"),
             "get_bytes": gets.get("bytes", 0), "get_mismatches": gets.get("mismatches"),
+            "get_other_statuses": gets.get("statuses"), "get_error_kinds": gets.get("error_kinds"),
             "get_p50_ms": gets.get("p50_ms"), "get_p99_ms": gets.get("p99_ms"),
             "peak_rss_mib": round(peak_rss_kib / 1024, 1), "rss_limit_mib": a.rss_limit,
             "peak_rss_by_instance_mib": {i.name: round(i.peak_rss / 1024, 1) for i in self.instances},
             "idle_fds": {i.name: i.idle_fds for i in self.instances}, "fds_after": fds_after,
+            "idle_fd_kinds": {i.name: i.idle_kinds for i in self.instances},
+            "fd_kinds_after": {i.name: fd_breakdown(i.proc.pid, i.port, self.moto.port if self.moto else None)
+                               for i in self.instances},
             "resent_bytes_per_kill_by_protocol": {
                 p: (resent([u for u in uncut if u.protocol == p]) / kills if kills else None)
                 for p in ("ietf", "tus", "plain")},
@@ -925,6 +1084,7 @@ class Run:
             "GET bodies that differ = 0": gets.get("mismatches") == 0 and gets.get("count", 0) > 0,
             "every kill hit a live serve": kills > 0 and all(k["alive"] for k in self.kills),
             "uploads failed = 0": not failed and not unfinished,
+            "finished upload URLs answer finished": not self.forgotten,
         }
         result["checks"] = checks
         result["ok"] = all(checks.values())
@@ -952,19 +1112,25 @@ def print_table(r):
         ("uploads failed / unfinished", f"{r['uploads_failed']} / {r['uploads_unfinished']}"),
         ("bytes acknowledged then lost", f"{r['acknowledged_then_lost_bytes']}"),
         ("files whose SHA-256 differs", f"{r['sha256_differs']}"),
+        ("in place after the client was done", f"{r['late_files']} (at most {r['late_max_seconds']} s later; "
+                                               f"{r['late_by_protocol']})"),
         ("kills (alive when killed)", f"{r['kills']} ({r['kills_alive']})"),
         ("re-sent per kill, draft + tus", fmt_bytes(r["resent_bytes_per_kill_resumable"])),
         ("re-sent per kill, plain PUT", fmt_bytes(r["resent_bytes_per_kill_plain"])),
         ("re-sent per cut (cut uploads)", fmt_bytes(r["resent_bytes_per_cut"])),
         ("HEAD p50 / p99", f"{r['head_p50_ms']} / {r['head_p99_ms']} ms ({r['head_count']} answered, "
-                           f"{r['head_errors']} unanswered)"),
+                           f"{r['head_errors']} unanswered; {r['finished_urls_forgotten']} finished URLs answered wrong)"),
         ("GET p50 / p99", f"{r['get_p50_ms']} / {r['get_p99_ms']} ms ({r['get_count']} ranged GETs, "
-                          f"{fmt_bytes(r['get_bytes'])}, {r['get_errors']} failed, {r['get_mismatches']} differ)"),
+                          f"{fmt_bytes(r['get_bytes'])}, {r['get_mismatches']} differ; {r['get_errors']} failed"
+                          + (f" {r['get_other_statuses']}" if r['get_other_statuses'] else "") + ")"),
         ("serve peak RSS", f"{r['peak_rss_mib']} MiB (limit {r['rss_limit_mib']})"
                            + (f" {r['peak_rss_by_instance_mib']}" if r["instances"] > 1 else "")),
         ("descriptors idle -> after", ", ".join(f"{k}: {r['idle_fds'][k]} -> {r['fds_after'][k]}"
                                                 for k in r["idle_fds"])),
     ]
+    for k in r["idle_fds"]:
+        if r["fds_after"][k] != r["idle_fds"][k]:
+            rows.append((f"  {k} descriptors", f"idle {r['idle_fd_kinds'][k]} -> after {r['fd_kinds_after'][k]}"))
     width = max(len(k) for k, _ in rows)
     for k, v in rows:
         print(f"soak-serve | {k:<{width}} | {v}")
@@ -982,7 +1148,7 @@ def getter_main(args):
         with open(p, "rb") as f:
             files.append(("/get/" + os.path.basename(p), f.read()))
     rng = random.Random(args.seed + 1)
-    stats = {"count": 0, "errors": 0, "mismatches": 0, "bytes": 0}
+    stats = {"count": 0, "errors": 0, "mismatches": 0, "bytes": 0, "statuses": {}, "error_kinds": {}}
     latencies = []
     stop = asyncio.Event()
 
@@ -1005,13 +1171,23 @@ def getter_main(args):
                 latencies.append(time.monotonic() - sent)
                 stats["count"] += 1
                 stats["bytes"] += len(body)
-                if status != 206 or body != data[start:start + length]:
+                if status != 206:
+                    key = str(status)
+                    stats["statuses"][key] = stats["statuses"].get(key, 0) + 1
+                    latencies.pop()
+                    stats["count"] -= 1
+                    stats["bytes"] -= len(body)
+                    stats["errors"] += 1
+                elif body != data[start:start + length] or \
+                        fields.get("content-range") != f"bytes {start}-{start + length - 1}/{len(data)}":
                     stats["mismatches"] += 1
                 if fields.get("connection", "").lower() == "close":
                     writer.close()
                     writer = None
-            except (OSError, asyncio.IncompleteReadError, asyncio.TimeoutError, ValueError, IndexError):
+            except (OSError, asyncio.IncompleteReadError, asyncio.TimeoutError, ValueError, IndexError) as e:
                 stats["errors"] += 1
+                kind = type(e).__name__
+                stats["error_kinds"][kind] = stats["error_kinds"].get(kind, 0) + 1
                 if writer is not None:
                     writer.close()
                 writer = None
@@ -1101,16 +1277,29 @@ def main():
     if not os.access(a.bin, os.X_OK):
         print(f"soak_serve.py: no resumectl binary at {a.bin} (make release, or --bin)", file=sys.stderr)
         return 2
+    try:
+        import tusclient  # noqa: F401
+    except ImportError:
+        print("soak_serve.py: tuspy is not installed (make deps-test)", file=sys.stderr)
+        return 2
+
+    def interrupted(signum, frame):
+        raise KeyboardInterrupt(f"signal {signum}")
+    signal.signal(signal.SIGTERM, interrupted)
+    # A hard end of its own, so that a run never outlives whoever started it by much: past it, everything
+    # it started is stopped and it exits 3.
+    signal.signal(signal.SIGALRM, interrupted)
+    signal.alarm(int(a.duration + a.drain + a.fd_wait + 300))
     threading.stack_size(512 << 10)
     run = Run(a)
     try:
         result = run.run()
+    except KeyboardInterrupt as e:
+        print(f"soak_serve.py: stopped ({e}); logs in {run.work}", file=sys.stderr)
+        return 3
     finally:
-        for inst in run.instances:
-            inst.stop()
-        for peer in (run.nginx, run.moto):
-            if peer:
-                peer.stop()
+        signal.alarm(0)
+        run.cleanup()
     print_table(result)
     if a.json:
         with open(a.json, "w") as f:
