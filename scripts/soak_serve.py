@@ -887,7 +887,9 @@ class Run:
             if not hasattr(local, "holder"):
                 local.holder = {}
             return self.head(u, local.holder)
-        with ThreadPoolExecutor(8) as pool:
+        if not active:
+            return []
+        with ThreadPoolExecutor(min(64, len(active))) as pool:  # all at once: the proxies hold their clients meanwhile
             return list(pool.map(one, active))
 
     # -- serve's resources -----------------------------------------------------------------------------
@@ -927,10 +929,13 @@ class Run:
                 self.head_all()  # every upload: nothing acknowledged may be gone
             finally:
                 self.gate.set()
+                held = time.monotonic() - killed_at
             self.recheck_finished()
             self.kills.append({"instance": inst.name, "alive": alive, "restart_seconds": round(back, 3),
+                               "held_seconds": round(held, 3),
                                "uploads_in_flight": in_flight, "at": round(killed_at - self.t0, 1)})
-            log(f"kill {n}: {inst.name} (alive: {alive}), back in {back:.2f} s, {in_flight} uploads in flight")
+            log(f"kill {n}: {inst.name} (alive: {alive}), back in {back:.2f} s, clients held {held:.2f} s, "
+                f"{in_flight} uploads in flight")
             next_at += a.kill_interval
 
     # -- the run -----------------------------------------------------------------------------------------------
