@@ -1127,7 +1127,8 @@ def print_table(r):
                            f"{r['head_errors']} unanswered; {r['finished_urls_forgotten']} finished URLs answered wrong)"),
         ("GET p50 / p99", f"{r['get_p50_ms']} / {r['get_p99_ms']} ms ({r['get_count']} ranged GETs, "
                           f"{fmt_bytes(r['get_bytes'])}, {r['get_mismatches']} differ; {r['get_errors']} failed"
-                          + (f" {r['get_other_statuses']}" if r['get_other_statuses'] else "") + ")"),
+                          + (f" {r['get_other_statuses']}" if r['get_other_statuses'] else "")
+                          + (f" {r['get_error_kinds']}" if r.get('get_error_kinds') else "") + ")"),
         ("serve peak RSS", f"{r['peak_rss_mib']} MiB (limit {r['rss_limit_mib']})"
                            + (f" {r['peak_rss_by_instance_mib']}" if r["instances"] > 1 else "")),
         ("descriptors idle -> after", ", ".join(f"{k}: {r['idle_fds'][k]} -> {r['fds_after'][k]}"
