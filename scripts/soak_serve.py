@@ -697,9 +697,7 @@ class Run:
                 while True:
                     sent_at = time.monotonic()
                     try:
-                        offset = uploader.get_offset()
-                        with self.lock:
-                            self.head_latency.append(time.monotonic() - sent_at)
+                        offset = uploader.get_offset()  # through the proxy, which may hold it: not timed
                         break
                     except (TusCommunicationError, TusUploadFailed, OSError) as e2:
                         failures += 1
@@ -1100,6 +1098,11 @@ def _ms(x):
     return None if x is None else round(x * 1000, 1)
 
 
+def _mean(xs):
+    xs = list(xs)
+    return round(sum(xs) / len(xs), 2) if xs else "-"
+
+
 def fmt_bytes(n):
     if n is None:
         return "-"
@@ -1119,7 +1122,9 @@ def print_table(r):
         ("files whose SHA-256 differs", f"{r['sha256_differs']}"),
         ("in place after the client was done", f"{r['late_files']} (at most {r['late_max_seconds']} s later; "
                                                f"{r['late_by_protocol']})"),
-        ("kills (alive when killed)", f"{r['kills']} ({r['kills_alive']})"),
+        ("kills (alive when killed)", f"{r['kills']} ({r['kills_alive']}); back in "
+                                      f"{_mean(k['restart_seconds'] for k in r['kill_log'])} s, new connections held "
+                                      f"{_mean(k.get('held_seconds', 0) for k in r['kill_log'])} s (means)"),
         ("re-sent per kill, draft + tus", fmt_bytes(r["resent_bytes_per_kill_resumable"])),
         ("re-sent per kill, plain PUT", fmt_bytes(r["resent_bytes_per_kill_plain"])),
         ("re-sent per cut (cut uploads)", fmt_bytes(r["resent_bytes_per_cut"])),
