@@ -1254,7 +1254,9 @@ def options():
     p.add_argument("--lock-seconds", type=float, default=float(env("SOAK_LOCK_SECONDS", 10)))
     p.add_argument("--drain", type=float, default=float(env("SOAK_DRAIN", 180)),
                    help="seconds the uploads in flight get to finish after the load stopped")
-    p.add_argument("--fd-wait", type=float, default=15.0)
+    p.add_argument("--fd-wait", type=float, default=None,
+                   help="seconds serve gets to close what the load opened (folder 15; s3 75: idle S3 sessions "
+                        "go after an expiry sweep, every 30 s, without use)")
     p.add_argument("--upload-timeout", type=float, default=3600.0)
     p.add_argument("--rss-limit", type=float, default=float(env("SOAK_RSS_LIMIT_MIB", 128)))
     p.add_argument("--seed", type=int, default=int(env("SOAK_SEED", 47)))
@@ -1271,6 +1273,8 @@ def options():
         a.uploads = int(env("SOAK_UPLOADS", 25 if s3 else 100))
     if a.get_connections is None:
         a.get_connections = int(env("SOAK_GETS", 50 if s3 else 200))
+    if a.fd_wait is None:
+        a.fd_wait = 75.0 if s3 else 15.0
     if a.instances is None:
         a.instances = int(env("SOAK_INSTANCES", 3 if s3 else 1))
     if a.store == "folder" and a.instances != 1:
