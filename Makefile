@@ -17,7 +17,7 @@ PROMETHEUS_CLIENT_VERSION := 0.26.0
 TEST_PIP_PKGS := tuspy==$(TUSPY_VERSION) selenium==$(SELENIUM_VERSION) prometheus_client==$(PROMETHEUS_CLIENT_VERSION)
 AWSCLI_VERSION := 1.45.11
 
-.PHONY: all deps deps-build deps-test deps-deb build release test test-unit test-e2e generated install install-files uninstall deb docs demo bench soak clean fuzz fuzz-build
+.PHONY: all deps deps-build deps-test deps-deb build release test test-unit test-e2e generated install install-files uninstall deb docs demo bench soak soak-serve clean fuzz fuzz-build
 
 all: build
 
@@ -25,7 +25,7 @@ all: build
 # - deps-build (build, release, demo, install, deb, fuzz): libcurl, libxml2 (resumectl-s3's XML reader), libcrypt
 #   (serve's logins), ISA-L (S3's hardware CRC32C) and libssl headers, pkg-config, curl. Nothing else: `make demo`
 #   on a machine with Swift installs these and builds.
-# - deps-test (test, test-unit, test-e2e, soak, bench): the peers of the end-to-end tests: nginx (TLS, HTTP/2),
+# - deps-test (test, test-unit, test-e2e, soak, soak-serve, bench): the peers of the end-to-end tests: nginx (TLS, HTTP/2),
 #   openssl (test certificates), tinyproxy (a real forward proxy), iproute2, htpasswd (apache2-utils), chromium and
 #   chromium-driver (the folder page's test), systemd-analyze (systemd: serve's unit is verified), and from PyPI
 #   tuspyserver, moto, tuspy, selenium and prometheus_client (serve's metrics are parsed with it).
@@ -136,7 +136,7 @@ release: deps-build
 # once wait on transfers more than on the CPU (1.6 of 2 cores, 195-205 s for 154 tests in two idle runs
 # on 2026-11-26; three at once passed every test while three builds ran beside them). The rest runs
 # fully in parallel. One build serves both runs.
-TIMED_SUITES := EndToEndTests\.(FolderDownloadTests|SecretsAtRestTests|ServeHookTests|ServeStopTests|ServeTusSpecTests|CrashSafetyTests|FolderUploadTests|FolderUploadControlTests|DownloadTests|ManyConnectionsTests|AnnouncedIDTests|UploadTests|SupportSelfTests|BackgroundTests|S3CrashTests|StreamUploadTests|StreamUploadStrictTests|TusStreamUploadTests|S3StreamUploadTests|StdoutDownloadTests|ServeDurabilityTests|ServeS3StoreTests|ServeS3FolderTests|ServeS3AccessTests)
+TIMED_SUITES := EndToEndTests\.(FolderDownloadTests|SecretsAtRestTests|ServeHookTests|ServeStopTests|ServeTusSpecTests|CrashSafetyTests|FolderUploadTests|FolderUploadControlTests|DownloadTests|ManyConnectionsTests|AnnouncedIDTests|UploadTests|SupportSelfTests|BackgroundTests|S3CrashTests|StreamUploadTests|StreamUploadStrictTests|TusStreamUploadTests|S3StreamUploadTests|StdoutDownloadTests|ServeDurabilityTests|ServeS3StoreTests|ServeS3FolderTests|ServeS3AccessTests|ServeSoakTests)
 TIMED_WIDTH ?= 6
 test: deps-build deps-test
 	$(SWIFT) build --build-tests
@@ -265,3 +265,16 @@ fuzz: fuzz-build
 soak: deps-build deps-test
 	$(SWIFT) build --build-tests
 	RESUMECTL_SOAK=1 $(SWIFT) test --skip-build --filter SoakTests 2>&1 | tee .soak.log | grep -E '^soak \||Test run'
+
+# `serve` under load while it is killed (scripts/soak_serve.py; docs/serve.md, "Under load and kills"): for
+# SOAK_DURATION seconds (600) SOAK_UPLOADS resumable uploads at all times (100; draft, tus, PUT, a fifth cut at
+# a proxy) and SOAK_GETS connections of ranged GETs (200), serve killed with SIGKILL and restarted every
+# SOAK_KILL_INTERVAL seconds (60); then the same with --store s3:// (moto), three instances behind nginx, at a
+# quarter of the load. SOAK_STORES picks the stores. The tables go to .soak-serve.log, the JSON to
+# .soak-serve-STORE.json; exit status 1 if a must-hold row failed. The release build is what is measured.
+SOAK_STORES ?= folder s3
+soak-serve: deps-build deps-test release
+	@rm -f .soak-serve.failed; for store in $(SOAK_STORES); do \
+		python3 scripts/soak_serve.py --bin .build/release/resumectl --store $$store --json .soak-serve-$$store.json \
+			--progress || touch .soak-serve.failed; \
+	done 2>&1 | tee .soak-serve.log; test ! -f .soak-serve.failed

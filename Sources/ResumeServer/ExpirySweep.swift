@@ -16,6 +16,8 @@ enum ExpirySweep {
                 // What S3 holds is the truth: any instance aborts an expired upload nobody is writing.
                 threadPool.submit { _ in
                     for target in s3.sweepExpired(now: now) { log?("upload \(target) expired, its multipart upload aborted") }
+                    // The sweep's own requests keep one session warm; the rest of a burst's go after a sweep without use.
+                    s3.store.client.closeIdleSessions(unusedFor: .nanoseconds(every.nanoseconds))
                 }
                 return
             }

@@ -11,7 +11,8 @@ import NIOPosix
 /// Stores one request's body in an upload's data file, for tus, the draft and plain uploads alike.
 ///
 /// Writes run on the thread pool, one batch at a time; the handler reads from the network only while
-/// ``wantsMore`` (less than `highWater` waits), so memory stays flat whatever the size. The bytes
+/// ``wantsMore`` (less than `highWater` waits, and the server's uploads together hold less than their
+/// ``BodyMemory`` budget), so memory stays flat whatever the size and however many uploads run. The bytes
 /// become durable with their record at least once a second (``checkpointInterval``) and when the
 /// request ends, so an offset the server reports is always on disk. Lives on one event loop.
 final class UploadAppender: UploadSink {
@@ -97,7 +98,7 @@ final class UploadAppender: UploadSink {
     /// Bytes received so far, written or queued.
     var received: Int64 { written + Int64(queued) }
 
-    var wantsMore: Bool { queued < Self.highWater }
+    var wantsMore: Bool { queued < Self.highWater && store.bodyMemory.allows(own: queued) }
 
     /// Queues body bytes; `false` (and nothing queued) when they would go past the upload's limit.
     func receive(_ buffer: ByteBuffer) -> Bool {
@@ -105,6 +106,7 @@ final class UploadAppender: UploadSink {
         if let limit, received + Int64(buffer.readableBytes) > limit { return false }
         queue.append(buffer)
         queued += buffer.readableBytes
+        store.bodyMemory.take(buffer.readableBytes)
         pump()
         return true
     }
@@ -147,6 +149,7 @@ final class UploadAppender: UploadSink {
         }.assumeIsolated().whenComplete { result in
             self.writing = false
             self.queued -= bytes
+            self.store.bodyMemory.give(bytes)
             switch result {
             case .success:
                 self.written += Int64(bytes)
@@ -157,12 +160,22 @@ final class UploadAppender: UploadSink {
                 }
             case .failure(let error):
                 self.failed(UploadFailure(error))
-                self.queue.removeAll()
-                self.queued = 0
+                self.dropQueue()
             }
             if self.queued < Self.highWater { self.resumeReading?() }
             self.pump()
         }
+    }
+
+    /// Bytes that will not be written (the request failed) leave memory and the budget.
+    private func dropQueue() {
+        store.bodyMemory.give(queued)
+        queue.removeAll()
+        queued = 0
+    }
+
+    deinit {
+        if queued > 0 { store.bodyMemory.give(queued) }
     }
 
     private func failed(_ failure: UploadFailure) {
@@ -175,6 +188,7 @@ final class UploadAppender: UploadSink {
     private func settle() {
         guard let keep = ending, let completion else { return }
         self.completion = nil
+        dropQueue()  // only after a failure is anything left
         writing = true
         var settling = record
         if keep && failure == nil { settling.offset = written }

@@ -86,6 +86,18 @@ extension UploadStore {
             try? save(record)
             log("upload \(name): data shorter than its record, continuing from \(size)")
         }
+        // Every byte of a tus upload durable, the process gone before its record said `finishing`: a HEAD
+        // may already have answered Upload-Offset = Upload-Length, which a tus client (tus-js-client, the
+        // folder page) takes as done and follows with no request at all. Only placing the file is left.
+        if record.kind == .tus && record.isComplete {
+            do {
+                try finish(record, replacing: replacing)
+                log("upload \(name): every byte was there, finished after a restart")
+                return nil
+            } catch {
+                log("upload \(name): every byte is there but it cannot be finished (\(error.reason)), kept")
+            }
+        }
         return record
     }
 

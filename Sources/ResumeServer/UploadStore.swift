@@ -26,12 +26,15 @@ struct UploadStore: Sendable {
     let metrics: ServerMetrics?
     /// `--on-upload-complete`: told of every file put in place.
     let hooks: HookRunner?
+    /// What the uploads' bodies hold in memory, all together.
+    let bodyMemory: BodyMemory
 
     /// Opens (creating if needed) the store of `root`.
-    init(root: String, metrics: ServerMetrics? = nil, hooks: HookRunner? = nil) throws(ServeError) {
+    init(root: String, metrics: ServerMetrics? = nil, hooks: HookRunner? = nil, bodyMemory: BodyMemory = BodyMemory()) throws(ServeError) {
         self.root = root
         self.metrics = metrics
         self.hooks = hooks
+        self.bodyMemory = bodyMemory
         folder = SafePath.join(root, [Self.folderName])
         if mkdir(folder, 0o700) != 0 && errno != EEXIST {
             throw .uploadStoreUnavailable(path: folder, reason: String(cString: strerror(errno)))

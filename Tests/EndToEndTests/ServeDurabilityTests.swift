@@ -215,6 +215,35 @@ struct ServeDurabilityTests {
         #expect(try Data(contentsOf: URL(fileURLWithPath: root.path("in/7777.bin"))).count == 100)
     }
 
+    @Test("killed after a tus upload's last byte was durable, before its record said finishing: the start finishes it (make soak-serve found it)")
+    func tusCompleteButNotFinishing() async throws {
+        let root = try TempDirectory(prefix: "resumectl-recover-tus")
+        let store = try UploadStore(root: root.path)
+        let tusID = String(repeating: "e", count: 32)
+        let draftID = String(repeating: "f", count: 32)
+        let expires = WallClock.millis() + 600_000
+        // A HEAD at this point answers Upload-Offset = Upload-Length: a tus client is done and sends nothing more.
+        try store.create(UploadRecord(id: tusID, kind: .tus, target: ["in", "t.bin"], length: 5, offset: 5,
+                                      metadata: "filename dC5iaW4=", expires: expires))
+        try Data("12345".utf8).write(to: URL(fileURLWithPath: store.dataPath(tusID)))
+        // The draft says when it is complete (Upload-Complete: ?1 on the request that ends it): kept for it.
+        try store.create(UploadRecord(id: draftID, kind: .ietf, interop: 8, target: ["in", "d.bin"], length: 5, offset: 5,
+                                      expires: expires))
+        try Data("67890".utf8).write(to: URL(fileURLWithPath: store.dataPath(draftID)))
+
+        let (serve, port) = try await Self.startServe(folder: root.path, port: 0)
+        defer { serve.send(signal: SIGKILL) }
+        try await eventually { serve.stderrSoFar.contains("/in/t.bin: every byte was there, finished after a restart") }
+        #expect(try String(contentsOfFile: root.path("in/t.bin"), encoding: .utf8) == "12345")
+        #expect(!FileManager.default.fileExists(atPath: root.path("in/d.bin")))
+        #expect(FileManager.default.fileExists(atPath: store.dataPath(draftID)))
+        // Its URL answers as a finished upload does, and the file is served.
+        let head = try await runProcess(curlBinary, ["-sI", "-H", "Tus-Resumable: 1.0.0", "http://127.0.0.1:\(port)/tus_upload/\(tusID)"])
+        #expect(head.stdout.hasPrefix("HTTP/1.1 200") && head.stdout.lowercased().contains("upload-offset: 5"), "\(head)")
+        let get = try await runProcess(curlBinary, ["-sf", "http://127.0.0.1:\(port)/in/t.bin"])
+        #expect(get.stdout == "12345", "\(get)")
+    }
+
     @Test("a finished upload's record stays as <id>.done until it expires, so its URL answers after a restart; a crash after the link finishes it")
     func finishedRecords() throws {
         let root = try TempDirectory(prefix: "resumectl-finished")

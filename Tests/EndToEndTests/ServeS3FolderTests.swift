@@ -81,4 +81,25 @@ struct ServeS3FolderTests {
         let left = try await cluster.moto.keys(cluster.bucket).filter { $0.contains(".resumectl-uploads") }
         #expect(left.isEmpty, "\(left)")
     }
+
+    @Test("after a burst of GETs the instance's descriptors come back to their idle count: idle libcurl sessions go (make soak-serve found them kept)")
+    func descriptorsAfterABurst() async throws {
+        // --upload-timeout 10: the sweep, which lets idle sessions go, runs every 5 s.
+        let cluster = try await S3ServeCluster(instances: 1, extra: ["--upload-timeout", "10"])
+        try await cluster.moto.putRandom(cluster.bucket, cluster.key("big.bin"), size: 4 * Self.MiB)
+        let pid = cluster.instances[0].pid
+        func descriptors() throws -> Int { try FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/fd").count }
+        let idle = try descriptors()
+        let url = "http://127.0.0.1:\(cluster.ports[0])/big.bin"
+        // Twelve GETs at once: twelve S3 requests at once, each on a libcurl session of its own.
+        let results = try await withThrowingTaskGroup(of: ProcessResult.self) { group in
+            for _ in 0..<12 { group.addTask { try await runProcess("curl", ["-sf", "-o", "/dev/null", "--limit-rate", "2M", url]) } }
+            return try await group.reduce(into: []) { $0.append($1) }
+        }
+        #expect(results.allSatisfy { $0.status == 0 }, "\(results)")
+        let afterBurst = try descriptors()
+        #expect(afterBurst > idle, "the burst left sessions (and their descriptors) behind: \(idle) -> \(afterBurst)")
+        try await eventually(timeout: .seconds(30)) { try descriptors() <= idle }
+        #expect(try descriptors() == idle)
+    }
 }

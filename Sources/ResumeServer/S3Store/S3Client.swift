@@ -26,7 +26,8 @@ final class S3Client: Sendable {
     let answers = S3Responses()
     private let transport = CurlTransport()
     private let settings: TransportSettings
-    private let idle = Mutex<[Session]>([])
+    /// Sessions no request holds, the last one back at the end, with the moment it came back.
+    private let idle = Mutex<[(session: Session, since: ContinuousClock.Instant)]>([])
     /// Counts every request by method (and the lock's conflicts), when `serve` reports metrics.
     let metrics: ServerMetrics?
 
@@ -89,10 +90,23 @@ final class S3Client: Sendable {
         -> ExchangeResult
     {
         metrics?.s3Request(method: request.method)
-        let session = idle.withLock { $0.popLast() } ?? Session(transport.makeSession())
+        let session = idle.withLock { $0.popLast()?.session } ?? Session(transport.makeSession())
         let result = session.session.perform(request, settings: settings, cancellation: cancellation, delegate: delegate)
-        if result.outcome == .completed { idle.withLock { $0.append(session) } }
+        if result.outcome == .completed { idle.withLock { $0.append((session, .now)) } }
         return result
+    }
+
+    /// Lets go of the sessions no request took for `age`. Each holds descriptors (its connections, and
+    /// the wake-up pair of the multi handle libcurl keeps for an easy handle), and a burst of requests
+    /// leaves as many sessions as it had requests at once: without this they stay for good.
+    func closeIdleSessions(unusedFor age: Duration) {
+        let now = ContinuousClock.now
+        let dropped = idle.withLock { list -> [Session] in
+            let old = list.filter { now - $0.since >= age }.map(\.session)
+            list.removeAll { now - $0.since >= age }
+            return old
+        }
+        _ = dropped  // released here, outside the lock: each one's easy handle is cleaned up
     }
 
     /// A libcurl session, used by one thread at a time (taken from and put back into ``idle``).
