@@ -1,7 +1,7 @@
 # resumectl — see README.md and docs/. `make demo` and `make test` work on a fresh machine.
 SWIFT    ?= swift
 PREFIX   ?= /usr/local
-BENCH_PKGS := aria2 wget hyperfine rclone
+BENCH_PKGS := aria2 wget hyperfine rclone wrk
 # The tus peer of the end-to-end tests (scripts/tus_server.py), versions that were tested together;
 # moto's S3 server (scripts/moto_server.py; boto3 comes with it, scripts/s3_tool.py uses it).
 # boto3 is pinned too so that the AWS CLI of `make bench` (which pins its botocore) fits beside it.
@@ -228,7 +228,7 @@ demo: build
 CASE ?= all
 BENCH_ARGS ?=
 bench: deps-test release
-	@missing=""; for p in aria2c wget hyperfine rclone; do command -v $$p >/dev/null || missing="$$missing $$p"; done; \
+	@missing=""; for p in aria2c wget hyperfine rclone wrk; do command -v $$p >/dev/null || missing="$$missing $$p"; done; \
 	if [ -n "$$missing" ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(BENCH_PKGS); fi
 	@python3 -c 'import importlib.metadata as m; m.version("tuspy") == "$(TUSPY_VERSION)" or exit(1)' 2>/dev/null || \
 		python3 -m pip install -q tuspy==$(TUSPY_VERSION) || python3 -m pip install -q --break-system-packages tuspy==$(TUSPY_VERSION)

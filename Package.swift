@@ -79,10 +79,13 @@ let package = Package(
         ),
         // fork + prctl(PR_SET_PDEATHSIG) + execvpe for `serve --on-upload-complete`: header only, no library.
         .systemLibrary(name: "CHookSpawn"),
+        // openat2(2) with RESOLVE_CACHED for downloads answered on the event loop: header only, no library.
+        .systemLibrary(name: "COpenCached"),
         .target(
             name: "ResumeServer",
             dependencies: [
                 "CHookSpawn",
+                "COpenCached",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),

@@ -6,10 +6,11 @@ import NIOHTTP1
 ///
 /// It sits behind the login gate, so with `--htpasswd` the metrics need a login (they tell who
 /// uploads how much); `--metrics-public` puts it in front of the gate instead.
-final class MetricsEndpoint: ChannelDuplexHandler {
+///
+/// Inbound only: the answers of every other request need not pass through it on their way out.
+final class MetricsEndpoint: ChannelInboundHandler {
     typealias InboundIn = HTTPServerRequestPart
     typealias InboundOut = HTTPServerRequestPart
-    typealias OutboundIn = HTTPServerResponsePart
     typealias OutboundOut = HTTPServerResponsePart
 
     static let path = "/.resumectl/metrics"

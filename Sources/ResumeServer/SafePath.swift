@@ -41,6 +41,7 @@ enum SafePath {
         }
         let bytes = try percentDecoded(path.utf8)
         guard !bytes.contains(0) else { throw .forbidden }
+        if bytes.allSatisfy({ $0 < 0x80 }) { return try asciiComponents(bytes) }
         guard let decoded = String(validating: bytes, as: UTF8.self) else { throw .malformed }
 
         var components: [String] = []
@@ -52,6 +53,29 @@ enum SafePath {
                 if component.hasPrefix(".") { throw .hidden }
                 components.append(String(component))
             }
+        }
+        return components
+    }
+
+    /// ``components(ofTarget:)`` of a decoded path that is all ASCII, by bytes: there every Character
+    /// is one byte (CR LF aside, which holds no `/` and no `.`), so splitting and comparing bytes
+    /// finds exactly what splitting and comparing Characters finds, in a tenth of the instructions.
+    private static func asciiComponents(_ bytes: [UInt8]) throws(PathRefusal) -> [String] {
+        let slash = UInt8(ascii: "/"), dot = UInt8(ascii: ".")
+        var components: [String] = []
+        var start = 0
+        while start < bytes.count {
+            var end = start
+            while end < bytes.count && bytes[end] != slash { end += 1 }
+            let component = bytes[start..<end]
+            start = end + 1
+            guard let first = component.first else { continue }
+            if first == dot {
+                if component.count == 1 { continue }
+                if component.count == 2 && component.last == dot { throw .forbidden }
+                throw .hidden
+            }
+            components.append(String(decoding: component, as: UTF8.self))
         }
         return components
     }

@@ -35,10 +35,14 @@ extension StaticFileHandler {
             return
         }
         let root = settings.root
+        let digest = head.method == .HEAD && ReprDigest.wanted(head.headers["want-repr-digest"])
+        if !digest, let file = ServedFile.openCached(components, root: root) {
+            respond(context: context, head: head, file: file)
+            return
+        }
         let format = FolderPage.Format(accept: head.headers["accept"])
         let page = format != nil ? Self.pathOnly(head.uri) : nil
         let uploads = settings.acceptsUploads
-        let digest = head.method == .HEAD && ReprDigest.wanted(head.headers["want-repr-digest"])
         threadPool.runIfActive(eventLoop: context.eventLoop) { () throws -> Served in
             do {
                 var file = try ServedFile.resolve(components, root: root)
@@ -89,34 +93,47 @@ extension StaticFileHandler {
         }
         let identity = file.identity
         let now = Int64(time(nil))
+        if lastETag?.identity != identity { lastETag = (identity, identity.etag) }
         let answer = RangedAnswer(
-            method: head.method, headers: head.headers, size: identity.size, etag: identity.etag,
-            lastModified: identity.lastModified, lastModifiedIsStrong: identity.lastModifiedIsStrong(now: now))
+            method: head.method, headers: head.headers, size: identity.size, etag: lastETag?.etag ?? identity.etag,
+            lastModified: modifiedDates.format(epochSeconds: identity.modifiedSeconds), lastModifiedIsStrong: identity.lastModifiedIsStrong(now: now))
         let (status, bytes) = (answer.status, answer.bytes)
         var headers = baseHeaders(now: now)
         headers.add(contentsOf: answer.fields)
         if let digest = file.reprDigest { headers.add(name: "Repr-Digest", value: digest) }
 
         let responseHead = HTTPResponseHead(version: head.version, status: status, headers: headers)
+        let body = head.method == .GET && !bytes.isEmpty
+        // The head and the file's first bytes in one segment (nginx's `tcp_nopush`): on its own, with
+        // TCP_NODELAY, the head is a packet of its own that both ends handle, a tenth of a small
+        // download's time on loopback. Uncorked once the answer is written, so nothing waits.
+        let corked = body && !settings.secure && Self.cork(context, true)
         context.write(wrapOutboundOut(.head(responseHead)), promise: nil)
-        if head.method == .GET && !bytes.isEmpty && settings.secure {
+        if body && settings.secure {
             sendBuffered(context: context, file: file, bytes: bytes)
             return
         }
-        let watch = TruncationWatch(handle: file.handle, end: bytes.upperBound)
-        if head.method == .GET && !bytes.isEmpty {
+        let watch = truncationWatch
+        if body {
             let region = FileRegion(
                 fileHandle: file.handle,
                 readerIndex: Int(bytes.lowerBound),
                 endIndex: Int(bytes.upperBound)
             )
             context.write(wrapOutboundOut(.body(.fileRegion(region))), promise: nil)
-            watch.start(context: context)
+            watch.watch(file.handle, end: bytes.upperBound, context: context)
         }
         finish(context: context) {
-            watch.cancel()
+            watch.done(file.handle)
             try? file.handle.close()
+            if corked { _ = Self.cork(context, false) }
         }
+    }
+
+    /// Sets or clears TCP_CORK; whether that worked.
+    private static func cork(_ context: ChannelHandlerContext, _ on: Bool) -> Bool {
+        let option = ChannelOptions.tcpOption(NIOBSDSocket.Option(rawValue: TCP_CORK))
+        return (try? context.channel.syncOptions?.setOption(option, value: on ? 1 : 0)) != nil
     }
 
     /// The body as buffers read on the thread pool, each written before the next is read, so memory

@@ -50,6 +50,12 @@ final class StaticFileHandler: ChannelDuplexHandler {
     private var requestVersion = HTTPVersion.http1_1
     private var keepAlive = true
     private var requestNumber = 0
+    /// The `Date` of this connection's answers, and the `Last-Modified` of its last file.
+    private var dates = IMFDateCache()
+    var modifiedDates = IMFDateCache()
+    /// The entity tag of this connection's last file, which the next request most often asks for again.
+    var lastETag: (identity: FileIdentity, etag: String)?
+    let truncationWatch = TruncationWatch()
 
     init(settings: Settings, threadPool: NIOThreadPool) {
         self.settings = settings
@@ -211,7 +217,7 @@ final class StaticFileHandler: ChannelDuplexHandler {
 
     func baseHeaders(now: Int64) -> HTTPHeaders {
         var headers = HTTPHeaders()
-        headers.add(name: "Date", value: IMFDate.format(epochSeconds: now))
+        headers.add(name: "Date", value: dates.format(epochSeconds: now))
         if !keepAlive {
             headers.add(name: "Connection", value: "close")
         } else if requestVersion == .http1_0 {

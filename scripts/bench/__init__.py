@@ -29,6 +29,8 @@ The cases (scripts/bench/cases/, one module each; a name or its number selects i
                                                  rclone (webdav)
    15 s3serve    upload and ranged GET through   aws s3 cp, curl signed  moto behind
                  serve --store s3://                                     resumectl serve
+   16 serve-get  GETs a second: 1 MiB, 64 KiB,   wrk -t1 -c256 -d10s     resumectl serve against
+                 1 MiB ranges of a 1 GiB file                            nginx (one worker)
 Only the files and peers the chosen cases use are made and started (scripts/bench/peers.py).
 
 Everything lives in a temp folder: the served files, nginx (own config, 127.0.0.1, free port; one

@@ -97,6 +97,13 @@ def final_rows(results):
                         fmt(r["rows"][x].get("sent_twice_bytes", float("nan")) / MiB, ".1f") for x in (subject, t))
                             + " MiB"})
             continue
+        if "rps" in r:  # 16: requests a second under wrk, not the time of one run
+            s = r["rps"]
+            rows.append({"case": key, "subject": "serve", "peer": "nginx",
+                         "rps_ratio": s["ratio"], "subject_rps": s["serve"]["rps_median"], "peer_rps": s["nginx"]["rps_median"],
+                         "note": f"req/s {fmt(s['serve']['rps_median'], ',.0f')} vs {fmt(s['nginx']['rps_median'], ',.0f')}: "
+                                 f"{fmt(s['ratio'], '.3f')}× (target ≥ {r['target']}×)"})
+            continue
         subject, summary = r["subject"], r["summary"]
         sub = summary.get(subject, {})
         limit = r.get("limit")
