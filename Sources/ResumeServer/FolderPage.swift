@@ -6,6 +6,7 @@ import Musl
 import Darwin
 #endif
 import FoundationEssentials
+import ResumeKit
 
 /// The page a browser gets for a folder: its listing (folders first, then files, each name
 /// escaped) and, unless the server is read-only, an upload area whose uploads resume (tus from the
@@ -95,7 +96,7 @@ enum FolderPage {
             rows += "<tr><td><a href=\"../\">../</a></td><td></td><td></td></tr>\n"
         }
         for entry in entries {
-            let link = percentEncoded(entry.name) + (entry.isFolder ? "/" : "")
+            let link = FolderListing.percentEncoded(entry.name) + (entry.isFolder ? "/" : "")
             let shown = escaped(entry.name) + (entry.isFolder ? "/" : "")
             let size = entry.isFolder ? "" : "\(entry.size)"
             rows += "<tr><td><a href=\"\(escaped(link))\">\(shown)</a></td><td class=\"size\">\(size)</td>"
@@ -153,29 +154,8 @@ enum FolderPage {
         return out
     }
 
-    /// A path segment as a URL carries it: everything but unreserved characters percent-encoded.
-    static func percentEncoded(_ segment: String) -> String {
-        var out = ""
-        for byte in segment.utf8 {
-            switch byte {
-            case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"),
-                UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "_"), UInt8(ascii: "~"):
-                out.unicodeScalars.append(Unicode.Scalar(byte))
-            default:
-                out += "%" + String(byte, radix: 16, uppercase: true).leftPadded(to: 2)
-            }
-        }
-        return out
-    }
-
     /// Keeps the page's script and styles to its own origin.
     static let contentSecurityPolicy =
         "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; img-src 'self'; "
         + "base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
-}
-
-extension String {
-    fileprivate func leftPadded(to width: Int) -> String {
-        count >= width ? self : String(repeating: "0", count: width - count) + self
-    }
 }

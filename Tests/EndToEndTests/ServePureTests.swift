@@ -70,7 +70,7 @@ struct ServePureTests {
         let metadata = TusMetadata.parse("filename \(Data("été.bin".utf8).base64EncodedString()),is_confidential,filetype dGV4dA==")
         #expect(metadata == ["filename": "été.bin", "is_confidential": "", "filetype": "text"])
         #expect(FolderPage.escaped("<a href='x'>&\"") == "&lt;a href=&#39;x&#39;&gt;&amp;&quot;")
-        #expect(FolderPage.percentEncoded("a b/é?#") == "a%20b%2F%C3%A9%3F%23")
+        #expect(FolderListing.percentEncoded("a b/é?#") == "a%20b%2F%C3%A9%3F%23")
         let page = FolderPage.render(
             path: ["<x>"], entries: [.init(name: "f<1>", isFolder: false, size: 3, modified: 0)], uploads: false)
         #expect(page.contains("<title>/&lt;x&gt;/</title>") && page.contains(">f&lt;1&gt;</a>") && !page.contains("<script"))

@@ -34,7 +34,7 @@ struct ServeS3FolderTests {
         func curl(_ args: [String]) async throws -> ProcessResult { try await runProcess("curl", ["-sS"] + args) }
         // `x+y 50% Grüße.txt`: a key S3 signs with %2B, %25 and UTF-8 escapes.
         let awkward = "x+y 50% Grüße.txt"
-        let awkwardURL = base + "/docs/" + FolderPage.percentEncoded(awkward)
+        let awkwardURL = base + "/docs/" + FolderListing.percentEncoded(awkward)
         #expect(try await curl(["-o", "/dev/null", "-w", "%{http_code}", "-T", w.path("www/a.txt"), base + "/docs/a.txt"]).stdout == "201")
         #expect(try await curl(["-o", "/dev/null", "-w", "%{http_code}", "-T", w.path("www/b.bin"), base + "/docs/sub/b.bin"]).stdout == "201")
         #expect(try await curl(["-o", "/dev/null", "-w", "%{http_code}", "-T", w.path("www/a.txt"), awkwardURL]).stdout == "201",

@@ -27,7 +27,7 @@ struct ListedEntry: Equatable, Sendable {
 /// same array, with an `etag`), and any HTML page of links (nginx's and Apache's autoindex, a hand-made
 /// page), read with libxml2's HTML parser. Sizes and times come from JSON, and from an HTML line that ends
 /// in a byte count (nginx's `autoindex_exact_size`) and shows a time to the minute (nginx's, Apache's).
-enum FolderListing {
+public enum FolderListing {
     private struct Item: Decodable {
         var name: String
         var type: String
@@ -60,8 +60,9 @@ enum FolderListing {
         }
     }
 
-    /// A name as a path segment: everything but unreserved characters percent-encoded.
-    static func percentEncoded(_ name: String) -> String {
+    /// A name as a path segment: everything but unreserved characters percent-encoded (serve's folder page
+    /// links its entries so too).
+    public static func percentEncoded(_ name: String) -> String {
         var out = ""
         for byte in name.utf8 {
             switch byte {
