@@ -166,6 +166,7 @@ generated: release
 	$(SWIFT) package generate-manual --configuration debug
 	mkdir -p $(GEN)
 	cp .build/plugins/GenerateManual/outputs/resumectl/resumectl.1 $(GEN)/resumectl.1
+	cp '.build/plugins/GenerateManual/outputs/resumectl-serve/resumectl serve.1' $(GEN)/resumectl-serve.1
 	for shell in bash zsh fish; do .build/release/resumectl --generate-completion-script $$shell > $(GEN)/resumectl.$$shell || exit 1; done
 
 install: release generated
@@ -178,6 +179,7 @@ install-files:
 	install -m 755 .build/release/resumectl-serve $(DESTDIR)$(BINDIR)/resumectl-serve
 	install -m 755 .build/release/resumectl-s3 $(DESTDIR)$(BINDIR)/resumectl-s3
 	install -m 644 $(GEN)/resumectl.1 $(DESTDIR)$(MANDIR)/man1/resumectl.1
+	install -m 644 $(GEN)/resumectl-serve.1 $(DESTDIR)$(MANDIR)/man1/resumectl-serve.1
 	install -m 644 $(GEN)/resumectl.bash $(DESTDIR)$(BASHCOMPDIR)/resumectl
 	install -m 644 $(GEN)/resumectl.zsh $(DESTDIR)$(ZSHCOMPDIR)/_resumectl
 	install -m 644 $(GEN)/resumectl.fish $(DESTDIR)$(FISHCOMPDIR)/resumectl.fish
@@ -188,7 +190,7 @@ install-files:
 	sed 's|^ExecStart=resumectl |ExecStart=$(BINDIR)/resumectl |' contrib/systemd/resumectl-serve.service > $(DESTDIR)$(SYSTEMDSYSTEMDIR)/resumectl-serve.service
 
 uninstall:
-	rm -f $(DESTDIR)$(BINDIR)/resumectl $(DESTDIR)$(BINDIR)/resumectl-serve $(DESTDIR)$(BINDIR)/resumectl-s3 $(DESTDIR)$(MANDIR)/man1/resumectl.1 \
+	rm -f $(DESTDIR)$(BINDIR)/resumectl $(DESTDIR)$(BINDIR)/resumectl-serve $(DESTDIR)$(BINDIR)/resumectl-s3 $(DESTDIR)$(MANDIR)/man1/resumectl.1 $(DESTDIR)$(MANDIR)/man1/resumectl-serve.1 \
 	      $(DESTDIR)$(BASHCOMPDIR)/resumectl $(DESTDIR)$(ZSHCOMPDIR)/_resumectl $(DESTDIR)$(FISHCOMPDIR)/resumectl.fish \
 	      $(DESTDIR)$(SYSTEMDUSERDIR)/resumectl-resume.service $(DESTDIR)$(SYSTEMDUSERDIR)/resumectl-resume.timer \
 	      $(DESTDIR)$(SYSTEMDSYSTEMDIR)/resumectl-serve.service
@@ -199,7 +201,7 @@ DEB_ROOT := .build/deb/root
 deb: release generated
 	rm -rf .build/deb
 	$(MAKE) --no-print-directory install-files DESTDIR=$(DEB_ROOT) PREFIX=/usr ZSHCOMPDIR=/usr/share/zsh/vendor-completions
-	gzip -9n $(DEB_ROOT)/usr/share/man/man1/resumectl.1
+	gzip -9n $(DEB_ROOT)/usr/share/man/man1/resumectl.1 $(DEB_ROOT)/usr/share/man/man1/resumectl-serve.1
 	strip --strip-unneeded $(DEB_ROOT)/usr/bin/resumectl $(DEB_ROOT)/usr/bin/resumectl-serve $(DEB_ROOT)/usr/bin/resumectl-s3
 	install -d $(DEB_ROOT)/DEBIAN
 	version=$$(.build/release/resumectl --version); arch=$$(dpkg --print-architecture); \

@@ -46,6 +46,7 @@ done
 # libxml2 stays out of plain transfers.
 if ldd "$root/usr/bin/resumectl" | grep -q libxml2; then fail "resumectl links libxml2"; fi
 man -l "$root/usr/share/man/man1/resumectl.1.gz" 2>/dev/null | grep -q "resumectl download" || fail "man page lacks 'resumectl download'"
+man -l "$root/usr/share/man/man1/resumectl-serve.1.gz" 2>/dev/null | grep -q -- "--drain-seconds" || fail "serve's man page lacks --drain-seconds"
 grep -q -- "--cacert" "$root/usr/share/bash-completion/completions/resumectl" || fail "bash completion lacks --cacert"
 [ -s "$root/usr/share/zsh/vendor-completions/_resumectl" ] || fail "zsh completion missing"
 [ -s "$root/usr/share/fish/vendor_completions.d/resumectl.fish" ] || fail "fish completion missing"

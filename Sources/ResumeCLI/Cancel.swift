@@ -6,6 +6,7 @@ struct Cancel: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "cancel", _superCommandName: Resumectl.name,
         abstract: "Forget a transfer: remove its .part file (download) or DELETE the server's upload, then the token.",
+        usage: "resumectl cancel [<options>] <token>",
         discussion: "An S3 upload's multipart upload is aborted (AbortMultipartUpload), which frees its parts; --keep-parts leaves it on S3.")
 
     @Argument(help: "Token id or token file path.")

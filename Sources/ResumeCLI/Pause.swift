@@ -5,7 +5,8 @@ import ResumeKit
 struct Pause: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "pause", _superCommandName: Resumectl.name,
-        abstract: "Stop a running transfer from any shell; it commits and exits 75.")
+        abstract: "Stop a running transfer from any shell; it commits and exits 75.",
+        usage: "resumectl pause [<options>] <token>")
 
     @Argument(help: "Token id or token file path.")
     var token: String

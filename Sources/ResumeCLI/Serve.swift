@@ -9,7 +9,7 @@ struct Serve: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "serve", _superCommandName: Resumectl.name,
         abstract: "Serve a folder over HTTP(S): ranged downloads, resumable uploads (IETF draft, tus), logins, limits, a folder page.",
-        discussion: "The server is a program of its own, resumectl-serve: 'resumectl serve --help' lists its options.")
+        discussion: "The server is a program of its own, resumectl-serve: 'resumectl serve --help' (or 'man resumectl-serve') lists its options.")
 
     @Argument(parsing: .captureForPassthrough, help: "The folder to serve, then the server's options ('resumectl serve --help').")
     var arguments: [String] = []

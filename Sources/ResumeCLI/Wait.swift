@@ -6,6 +6,7 @@ struct Wait: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "wait", _superCommandName: Resumectl.name,
         abstract: "Wait until transfers have ended; exit with their status.",
+        usage: "resumectl wait [<options>] <tokens> ...",
         discussion: """
             Each ended transfer prints its result line (done) on stdout or its error line on stderr. The exit \
             status is the transfer's own (0 done, 1 failed, 75 paused or resumable, …); with several ids, the \
