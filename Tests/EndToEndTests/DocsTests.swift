@@ -99,6 +99,17 @@ import Testing
         #expect(documented == told, "README: \(documented.sorted()), resumectl --help: \(told.sorted())")
     }
 
+    /// ArgumentParser wraps paragraphs to the terminal but prints a usage line whole: a long one is shortened
+    /// in the command's configuration.
+    @Test(.enabled(if: resumectlIsBuilt)) func helpFitsEightyColumns() async throws {
+        let top = try await runProcess(resumectlBinary, ["--help"], environment: ["COLUMNS": "80"]).stdout
+        for name in [""] + Self.subcommands(inHelp: top) {
+            let r = try await runProcess(resumectlBinary, name.isEmpty ? ["--help"] : ["help", name], environment: ["COLUMNS": "80"])
+            let wide = r.stdout.split(separator: "\n").filter { $0.count > 80 }
+            #expect(r.status == 0 && wide.isEmpty, "resumectl help \(name): \(wide)")
+        }
+    }
+
     @Test func traceNamesFilesThatExist() throws {
         let text = try String(contentsOf: Self.root.appendingPathComponent("docs/architecture.md"), encoding: .utf8)
         let afterHeading = text.components(separatedBy: "\n## Trace of a retried download\n").dropFirst().first
