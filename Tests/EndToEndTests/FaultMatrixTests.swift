@@ -116,7 +116,7 @@ enum FaultMatrixTests {
     }
 
     /// One route's peer, source and command.
-    final class Scene {
+    final class Scene: StreamPipelines {
         let route: Route
         let w: Workspace
         let digest: String
@@ -180,7 +180,7 @@ enum FaultMatrixTests {
             case .download: return try await w.run(["download", base + "/f.bin", "-o", "f.bin"] + extra)
             case .segmented: return try await w.run(["download", base + "/f.bin", "-o", "f.bin", "--connections", "4"] + extra)
             case .stdout:
-                return try await shell("\(command(["download", base + "/f.bin", "-o", "-"] + extra)) > '\(w.out)/f.bin'")
+                return try await piped(["download", base + "/f.bin", "-o", "-"] + extra, into: "cat > f.bin")
             case .list:
                 try (base + "/f.bin\n").write(toFile: w.path("list.txt"), atomically: true, encoding: .utf8)
                 return try await w.run(["download", "-i", w.path("list.txt"), "-o", w.path("fetched")] + extra)
@@ -194,7 +194,7 @@ enum FaultMatrixTests {
             case .s3Upload:
                 return try await s3!.run(["upload", src, s3!.url("f.bin"), "--part-size", "5M", "--endpoint-url", base] + extra)
             case .stdin:
-                return try await shell("cat '\(src)' | \(command(["upload", "-", base + "/f.bin"] + extra))")
+                return try await piped(["upload", "-", base + "/f.bin"] + extra, from: "cat '\(src)'")
             }
         }
 
@@ -212,14 +212,12 @@ enum FaultMatrixTests {
             }
         }
 
-        /// `resumectl ARGS --state-dir STATE`, quoted for bash.
-        private func command(_ args: [String]) -> String {
-            ([resumectlBinary] + args + ["--state-dir", w.state]).map { "'\($0)'" }.joined(separator: " ")
-        }
-
-        /// `bash -c SCRIPT`; with pipefail the status is resumectl's when it failed.
-        private func shell(_ script: String) async throws -> ProcessResult {
-            try await runProcess("/bin/bash", ["-c", "set -o pipefail; " + script], currentDirectory: w.out, timeout: .seconds(120))
+        /// A stream route through the suites' one pipeline helper: resumectl's exit status, its stderr without the
+        /// helper's `status=` line.
+        private func piped(_ args: [String], from producer: String? = nil, into consumer: String? = nil) async throws -> ProcessResult {
+            let (r, status) = try await pipeline(w, producer: producer, args, into: consumer, timeout: .seconds(120))
+            let stderr = r.stderr.split(separator: "\n", omittingEmptySubsequences: false).filter { !$0.hasPrefix("status=") }
+            return ProcessResult(status: status, signaled: false, stdout: r.stdout, stderr: stderr.joined(separator: "\n"))
         }
 
     }
