@@ -67,13 +67,14 @@ import Testing
     @Test func aReaderThatGoesAwayEndsItLikeAFilter() async throws {
         let w = try Workspace()
         _ = try makeRandomFile(path: w.path("www/f.bin"), size: 50_000_000, seed: 37)
-        let nginx = try await NginxServer(root: w.path("www"), limitRate: 5_000_000)
+        let nginx = try await NginxServer(root: w.path("www"), limitRate: 1_000_000)
         let started = Date()
         let (r, status) = try await pipeline(w, ["download", nginx.url(for: "f.bin"), "-o", "-"], into: "head -c 1000 | wc -c", timeout: .seconds(120))
         #expect(r.stdout.trimmingCharacters(in: .whitespacesAndNewlines) == "1000")
         #expect(status == 141, "killed by SIGPIPE, as cat would be: \(r)")
         #expect(!r.stderr.contains("resumectl:"), "quietly: \(r.stderr)")
-        #expect(Date().timeIntervalSince(started) < 5, "at once, not after the whole file (10 s at this rate)")
+        // The whole file takes 50 s at this rate: a bound far from it holds on a loaded machine too.
+        #expect(Date().timeIntervalSince(started) < 25, "at once, not after the whole file (50 s at this rate)")
     }
 
     @Test func stdoutCarriesOnlyTheBody() async throws {
