@@ -263,42 +263,30 @@ extension TransferClient {
     /// Every unfinished batch.
     public func batchRecords() -> [BatchRecord] { BatchLedger.ids(state: store.state).compactMap(batchRecord) }
 
-    /// Forgets batch `id`: each of its files' unfinished uploads is cancelled as `cancel` does for one
-    /// (DELETE, or AbortMultipartUpload unless `keepParts`), then the batch's record and log go.
+    /// Forgets batch `id`: each of its files' unfinished transfers is cancelled as `cancel` does for one (an
+    /// upload's DELETE, or AbortMultipartUpload unless `keepParts`; a download's `.part`), then the batch's
+    /// record and log go; the files it finished stay.
     /// - Returns: what was done, for the user.
     public func cancelBatch(_ id: String, keepParts: Bool = false) async throws(TransferError) -> String {
         guard let record = batchRecord(id) else { throw TransferError(.inputMissing, "no batch named '\(id)'") }
-        if record.download != nil { return try await cancelFolderDownload(record) }
-        let request = record.request(headers: [])
-        let files = (try? BatchTree(root: record.folder, follow: record.followSymlinks).files) ?? []
-        var cancelled = 0
-        for file in files {
-            var upload = request.upload
-            upload.filePath = file.path
-            upload.url = BatchNaming.target(record.target, relative: file.relative)
-            let fileID = uploadTokenID(upload)
-            guard store.exists(id: fileID) else { continue }
-            _ = try await cancel(fileID, keepParts: keepParts)
-            cancelled += 1
+        let isDownload = record.download != nil
+        let ids: [String]
+        if isDownload {
+            ids = store.all().tokens.filter { $0.download.map { $0.path.hasPrefix(record.folder + "/") } == true }.map(\.id)
+        } else {
+            let upload = record.request(headers: []).upload
+            ids = ((try? BatchTree(root: record.folder, follow: record.followSymlinks).files) ?? []).map { file in
+                var one = upload
+                one.filePath = file.path
+                one.url = BatchNaming.target(record.target, relative: file.relative)
+                return uploadTokenID(one)
+            }.filter { store.exists(id: $0) }
         }
+        for fileID in ids { _ = try await cancel(fileID, keepParts: keepParts) }
         try? results.save(TransferRecord(
-            id: id, kind: .upload, outcome: .cancelled, exit: 1, resumable: false, url: record.target, path: record.folder, error: "cancelled"))
+            id: id, kind: isDownload ? .download : .upload, outcome: .cancelled, exit: 1, resumable: false, url: record.target,
+            path: record.folder, error: "cancelled"))
         BatchLedger.remove(state: store.state, id: id)
-        return "cancelled \(id); \(cancelled) unfinished file uploads dropped"
-    }
-
-    /// A folder download's cancel: every unfinished download below its folder is dropped (its token and
-    /// `.part`); the files it finished stay.
-    private func cancelFolderDownload(_ record: BatchRecord) async throws(TransferError) -> String {
-        var cancelled = 0
-        for token in store.all().tokens where token.download.map({ $0.path.hasPrefix(record.folder + "/") }) == true {
-            _ = try await cancel(token.id)
-            cancelled += 1
-        }
-        try? results.save(TransferRecord(
-            id: record.id, kind: .download, outcome: .cancelled, exit: 1, resumable: false, url: record.target, path: record.folder,
-            error: "cancelled"))
-        BatchLedger.remove(state: store.state, id: record.id)
-        return "cancelled \(record.id); \(cancelled) unfinished downloads dropped"
+        return "cancelled \(id); \(ids.count) unfinished \(isDownload ? "downloads" : "file uploads") dropped"
     }
 }

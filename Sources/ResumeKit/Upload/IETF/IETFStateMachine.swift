@@ -3,16 +3,6 @@ import FoundationEssentials
 /// The upload protocol rules of draft-ietf-httpbis-resumable-upload, with no I/O and no clock.
 /// It says which request to send next and what each response means; `UploadOperation` runs them.
 public struct IETFStateMachine: StreamingUploadMachine {
-    public enum State: Sendable, Equatable {
-        /// No upload resource known: the next request creates one (POST carrying the file).
-        case create
-        /// The resource exists but our view of its offset is stale: HEAD it.
-        case queryOffset(url: String)
-        /// Append from `offset` (PATCH).
-        case append(url: String, offset: Int64)
-        case done
-    }
-
     /// The next request.
     public enum Plan: Sendable, Equatable {
         case create(headers: HeaderFields, length: Int64, complete: Bool)
@@ -28,7 +18,7 @@ public struct IETFStateMachine: StreamingUploadMachine {
     /// False while a stream's length is unknown: no request then says `Upload-Complete: ?1` or `Upload-Length`.
     public private(set) var lengthKnown: Bool
     public private(set) var version: InteropVersion
-    public private(set) var state: State
+    public private(set) var state: ResumableUploadState
     /// True once a 104 (or a token) showed that the server speaks the draft.
     public private(set) var serverSupportsDraft: Bool
     /// From `Upload-Limit`, or `--chunk-size`: the largest append.
@@ -72,17 +62,12 @@ public struct IETFStateMachine: StreamingUploadMachine {
         return .append(url: url, headers: headers, offset: offset, length: length, complete: false)
     }
 
-    public var uploadURL: String? {
-        switch state {
-        case .queryOffset(let url), .append(let url, _): url
-        case .create, .done: nil
-        }
-    }
+    public var uploadURL: String? { state.uploadURL }
 
     public func plan() -> Plan {
         var headers: HeaderFields = [InteropVersion.header: String(version.rawValue)]
         switch state {
-        case .create:
+        case .create, .discover:
             // Only a whole-file creation is safe before the server showed support: an unaware server
             // would store a first chunk as the complete file.
             let length = serverSupportsDraft ? min(size, maxAppendSize ?? size) : size
@@ -143,13 +128,7 @@ public struct IETFStateMachine: StreamingUploadMachine {
         }
     }
 
-    public var acknowledgedBytes: Int64 {
-        switch state {
-        case .append(_, let offset): offset
-        case .done: size
-        case .create, .queryOffset: 0
-        }
-    }
+    public var acknowledgedBytes: Int64 { state.acknowledged(of: size) }
 
     public var canResume: Bool { serverSupportsDraft }
 
@@ -190,18 +169,18 @@ public struct IETFStateMachine: StreamingUploadMachine {
         switch head.status {
         case 200...299:
             if complete {
-                if let refusal = contradiction(head, sent: size) { return failed(refusal) }
+                if let refusal = contradiction(head, sent: size) { return state.fail(refusal) }
                 if let offset = StructuredField.integer(head.headers["Upload-Offset"]), offset != size {
-                    return failed("the server acknowledged \(offset) of \(size) bytes")
+                    return state.fail("the server acknowledged \(offset) of \(size) bytes")
                 }
                 state = .done
                 return .completed
             }
-            guard let url = location else { return failed("the server did not say where the upload lives") }
+            guard let url = location else { return state.fail("the server did not say where the upload lives") }
             serverSupportsDraft = true
             let offset = StructuredField.integer(head.headers["Upload-Offset"]) ?? length
             guard (0...length).contains(offset) else {
-                return failed("the server acknowledged \(offset) bytes of a creation that carried \(length)")
+                return state.fail("the server acknowledged \(offset) bytes of a creation that carried \(length)")
             }
             state = .append(url: url, offset: offset)
             return .proceed
@@ -216,7 +195,7 @@ public struct IETFStateMachine: StreamingUploadMachine {
                 state = .create
                 return .step(reason: "the server speaks draft interop version \(offered); switching")
             }
-            return failed("the server refused the upload: 400 \(head.reason)")
+            return state.fail("the server refused the upload: 400 \(head.reason)")
         default:
             return transientOrFail(head, url: location, what: "creating the upload")
         }
@@ -226,10 +205,10 @@ public struct IETFStateMachine: StreamingUploadMachine {
         switch head.status {
         case 200...299:
             guard let offset = StructuredField.integer(head.headers["Upload-Offset"]), offset >= 0 else {
-                return failed("the server's answer carries no Upload-Offset")
+                return state.fail("the server's answer carries no Upload-Offset")
             }
             guard offset <= size else {
-                return failed("the server holds \(offset) bytes, more than the file's \(size)")
+                return state.fail("the server holds \(offset) bytes, more than the file's \(size)")
             }
             if offset == size, version.isComplete(head.headers) == true {
                 state = .done
@@ -248,9 +227,9 @@ public struct IETFStateMachine: StreamingUploadMachine {
         switch head.status {
         case 200...299:
             let end = offset + length
-            if complete, let refusal = contradiction(head, sent: end) { return failed(refusal) }
+            if complete, let refusal = contradiction(head, sent: end) { return state.fail(refusal) }
             if let acknowledged = StructuredField.integer(head.headers["Upload-Offset"]), acknowledged != end {
-                if acknowledged > end { return failed("the server acknowledged \(acknowledged) bytes, more than the \(end) sent") }
+                if acknowledged > end { return state.fail("the server acknowledged \(acknowledged) bytes, more than the \(end) sent") }
                 state = .queryOffset(url: url)
                 return .step(reason: "the server acknowledged \(acknowledged), not \(end)")
             }
@@ -296,17 +275,12 @@ public struct IETFStateMachine: StreamingUploadMachine {
             state = url.map { .queryOffset(url: $0) } ?? .create
             return .retry(reason: "the server answered \(head.status) while \(what)", retryAfter: head.headers["Retry-After"])
         }
-        return failed("the server answered \(head.status) \(head.reason) while \(what)")
+        return state.fail("the server answered \(head.status) \(head.reason) while \(what)")
     }
 
     private mutating func restart(_ reason: String) -> Decision {
         state = .create
         uploadURLFromInformational = nil
         return .restarted(reason: reason)
-    }
-
-    private mutating func failed(_ reason: String) -> Decision {
-        state = .done
-        return .fail(reason: reason)
     }
 }
