@@ -35,13 +35,8 @@ public struct IETFStateMachine: StreamingUploadMachine {
         self.version = version
         self.versionPinned = versionPinned
         self.maxAppendSize = chunkSize
-        if let uploadURL {
-            state = .queryOffset(url: uploadURL)
-            serverSupportsDraft = true
-        } else {
-            state = .create
-            serverSupportsDraft = false
-        }
+        state = uploadURL.map { .queryOffset(url: $0) } ?? .create
+        serverSupportsDraft = uploadURL != nil
     }
 
     /// More of a stream was read (`final`: its end too). The next plan appends from the acknowledged offset.

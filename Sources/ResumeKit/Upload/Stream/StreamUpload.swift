@@ -5,21 +5,20 @@ import Synchronization
 /// `producer | resumectl upload - URL`: an upload (IETF draft, tus or S3 multipart) whose length is unknown
 /// when it starts.
 ///
-/// A reader thread copies stdin into a spool file (bounded by `--spool-max`) and checksums it block by
-/// block into the token's ledger; the sender appends what was read (IETF: `Upload-Complete: ?0`, `?1` once
-/// stdin ended; tus: created with `Upload-Defer-Length`, the length sent once known) through the same
-/// ``UploadOperation`` as file uploads, so cuts, stalls and 5xx are survived with HEAD + PATCH from the
-/// spool, then drops what the server acknowledged. An IETF append goes on while more is read (one request
-/// for as long as the stream flows, as `curl -T -` sends it). Before a byte is sent the token records it
-/// by checksum (the ledger's blocks and the open block's `tail`): the server never holds a byte the token
-/// cannot account for. The spool is not fsynced while the stream flows (a kill leaves its bytes in the page
-/// cache; a power loss, which may take them, needs the stream replayed anyway, and the replay is checked
-/// against those checksums), so acknowledged bytes are punched out before they ever reach the disk; once
-/// stdin ends, what the server has not acknowledged is fsynced before the token says so.
+/// A reader thread copies stdin into a spool (bounded by `--spool-max`), checksumming it block by block into
+/// the token's ledger; the sender appends what was read (IETF: `Upload-Complete: ?0` until stdin ended; tus:
+/// created with `Upload-Defer-Length`) through the same ``UploadOperation`` as a file, so cuts, stalls and
+/// 5xx are survived from the spool, which then drops what the server acknowledged. An IETF append goes on
+/// while more is read (one request while the stream flows, as `curl -T -` sends it). The token records a
+/// byte by checksum (the ledger's blocks, the open block's `tail`) before it is sent: the server never holds
+/// a byte the token cannot account for. The spool is not fsynced while the stream flows (a kill leaves its
+/// bytes in the page cache; a power loss needs the stream replayed anyway, checked against those
+/// checksums), so acknowledged bytes are punched out before they reach the disk; once stdin ends, what the
+/// server has not acknowledged is fsynced before the token says so.
 ///
-/// Across processes: a token whose stream ended resumes from the spool alone. One cut before the end
-/// needs the stream again: its first bytes are checked against the ledger (below the spool) and the spool
-/// (inside it) before anything new is appended; a different stream fails with exit 65.
+/// Across processes: a token whose stream ended resumes from the spool alone; a cut before the end needs
+/// the stream again, checked against the ledger (below the spool) and the spool (inside it) before anything
+/// new is appended; a different stream fails with exit 65.
 final class StreamUpload: @unchecked Sendable {
     /// The token but for its upload state (`upload`), whose stream state is `stream`.
     private let header: ResumeToken
@@ -85,10 +84,9 @@ final class StreamUpload: @unchecked Sendable {
     // MARK: Replay
 
     /// Checks a replayed stream against what this upload already read, before anything new is appended:
-    /// below the spool against the ledger, inside the spool against the spool itself, and past what the spool
-    /// kept (bytes a power loss may have taken) against the ledger and the open block's checksum, refilling
-    /// the spool with them. Also brings the ledger's open block up to date and, having seen every byte
-    /// again, the whole-stream hash.
+    /// below the spool against the ledger, inside it against the spool, and past what the spool kept (what a
+    /// power loss may have taken) against the ledger and the open block's checksum, refilling the spool.
+    /// Also brings the ledger's open block and the whole-stream hash up to date.
     func verifyReplay() throws(TransferError) {
         let state = stream
         let blockSize = state.ledger.blockSize
@@ -220,10 +218,9 @@ final class StreamUpload: @unchecked Sendable {
     /// the server's acknowledgement frees the spool and the token's checkpoint moves.
     private var requestBegan: (time: Double, offset: Int64) = (0, 0)
 
-    /// Called by the operation when an append sent every recorded byte: waits until more was read and gives
-    /// the new end with the stream's state to record, or nil to end the append (the stream paused for a
-    /// moment, the append is large or old enough, or stdin ended: its last request says so, once the
-    /// token does).
+    /// Called by the operation when an append sent every recorded byte: waits for more and gives the new end
+    /// with the stream's state to record, or nil to end the append (the stream paused, the append is large or
+    /// old enough, or stdin ended: its last request says so, once the token does).
     private func grow(sentUpTo offset: Int64) -> (end: Int64, stream: ResumeToken.StreamState)? {
         guard offset - requestBegan.offset < appendBudget(stream.spoolMax), Monotonic.now - requestBegan.time < 30 else { return nil }
         // Within the stall timeout: a wait here moves no byte.
@@ -251,9 +248,7 @@ final class StreamUpload: @unchecked Sendable {
         var end: Int64
         var ledger: StreamLedger
         var tail: String?
-        var eof: Bool
-        var full: Bool
-        var failed: Bool
+        var eof, full, failed: Bool
     }
 
     private func snapshot() -> Read {

@@ -10,12 +10,11 @@ import FoundationEssentials
 public struct TusStateMachine: StreamingUploadMachine {
     public static let version = "1.0.0"
     public static let patchContentType = "application/offset+octet-stream"
-    /// With creation-with-upload, what the POST carries at most: a small file goes in one request, but
-    /// the upload URL comes only with the 201, so a cut during the POST loses what it carried and leaves
-    /// the server an orphan. A few bytes keep that window short; the rest goes by PATCH.
+    /// With creation-with-upload, what the POST carries at most: the upload URL comes only with the 201, so
+    /// a cut POST loses what it carried and leaves the server an orphan; a few bytes keep that window short.
     public static let creationPiece: Int64 = 64 << 10
-    /// The most an append with `Upload-Checksum` carries unless `--chunk-size` says otherwise: the
-    /// server keeps such an append only whole, so this is what a fault can cost.
+    /// The most an append with `Upload-Checksum` carries unless `--chunk-size` says otherwise: the server
+    /// keeps such an append only whole, so this is what a fault can cost.
     public static let checksummedPiece: Int64 = 8 << 20
 
     public enum Plan: Sendable, Equatable {
@@ -69,11 +68,7 @@ public struct TusStateMachine: StreamingUploadMachine {
         self.checksum = checksum ?? capabilities?.checksum
         self.expires = expires
         self.chunkSize = chunkSize
-        if let uploadURL {
-            state = .queryOffset(url: uploadURL)
-        } else {
-            state = capabilities == nil ? .discover : .create
-        }
+        state = uploadURL.map { .queryOffset(url: $0) } ?? (capabilities == nil ? .discover : .create)
     }
 
     public var uploadURL: String? { state.uploadURL }
