@@ -11,8 +11,6 @@ public struct IETFStateMachine: StreamingUploadMachine {
         case finished
     }
 
-    public typealias Decision = UploadDecision
-
     /// The upload's length; for a stream whose end was not read yet, the bytes read so far.
     public private(set) var size: Int64
     /// False while a stream's length is unknown: no request then says `Upload-Complete: ?1` or `Upload-Length`.
@@ -133,8 +131,7 @@ public struct IETFStateMachine: StreamingUploadMachine {
         if case .append(_, let offset) = state { part.acknowledgedBytes = offset }
     }
 
-    /// The final response to the plan just run.
-    public mutating func response(_ head: ResponseHead, to plan: Plan) -> Decision {
+    public mutating func response(_ head: ResponseHead, to plan: Plan) -> UploadDecision {
         switch plan {
         case .create(_, let length, let complete):
             return creationResponse(head, length: length, complete: complete)
@@ -147,8 +144,7 @@ public struct IETFStateMachine: StreamingUploadMachine {
         }
     }
 
-    /// The exchange for `plan` ended without a final response (connection lost, stall, timeout).
-    public mutating func exchangeFailed(_ reason: String, during plan: Plan) -> Decision {
+    public mutating func exchangeFailed(_ reason: String, during plan: Plan) -> UploadDecision {
         if let url = uploadURLFromInformational ?? uploadURL {
             state = .queryOffset(url: url)
             return .retry(reason: reason, retryAfter: nil)
@@ -158,7 +154,7 @@ public struct IETFStateMachine: StreamingUploadMachine {
             retryAfter: nil)
     }
 
-    private mutating func creationResponse(_ head: ResponseHead, length: Int64, complete: Bool) -> Decision {
+    private mutating func creationResponse(_ head: ResponseHead, length: Int64, complete: Bool) -> UploadDecision {
         let location = uploadURLFromInformational
             ?? head.headers["Location"].flatMap { URL(string: $0)?.absoluteString }
         switch head.status {
@@ -196,7 +192,7 @@ public struct IETFStateMachine: StreamingUploadMachine {
         }
     }
 
-    private mutating func offsetResponse(_ head: ResponseHead, url: String) -> Decision {
+    private mutating func offsetResponse(_ head: ResponseHead, url: String) -> UploadDecision {
         switch head.status {
         case 200...299:
             guard let offset = StructuredField.integer(head.headers["Upload-Offset"]), offset >= 0 else {
@@ -218,7 +214,7 @@ public struct IETFStateMachine: StreamingUploadMachine {
         }
     }
 
-    private mutating func appendResponse(_ head: ResponseHead, url: String, offset: Int64, length: Int64, complete: Bool) -> Decision {
+    private mutating func appendResponse(_ head: ResponseHead, url: String, offset: Int64, length: Int64, complete: Bool) -> UploadDecision {
         switch head.status {
         case 200...299:
             let end = offset + length
@@ -265,7 +261,7 @@ public struct IETFStateMachine: StreamingUploadMachine {
         return nil
     }
 
-    private mutating func transientOrFail(_ head: ResponseHead, url: String?, what: String) -> Decision {
+    private mutating func transientOrFail(_ head: ResponseHead, url: String?, what: String) -> UploadDecision {
         if RetryPolicy.isRetryable(status: head.status) {
             state = url.map { .queryOffset(url: $0) } ?? .create
             return .retry(reason: "the server answered \(head.status) while \(what)", retryAfter: head.headers["Retry-After"])
@@ -273,7 +269,7 @@ public struct IETFStateMachine: StreamingUploadMachine {
         return state.fail("the server answered \(head.status) \(head.reason) while \(what)")
     }
 
-    private mutating func restart(_ reason: String) -> Decision {
+    private mutating func restart(_ reason: String) -> UploadDecision {
         state = .create
         uploadURLFromInformational = nil
         return .restarted(reason: reason)

@@ -1,3 +1,4 @@
+import Dispatch
 import FoundationEssentials
 import Glibc
 import Synchronization
@@ -53,8 +54,10 @@ final class StreamUpload: @unchecked Sendable {
     private let dataArrived = Doorbell()
     /// Rung when acknowledged bytes left the spool.
     private let spaceFreed = Doorbell()
-    private let puncher = HolePuncher()
-    /// Where the holes asked of ``puncher`` end (the spool's `start` follows as each is punched).
+    /// Punches acknowledged bytes out of the spool in order, off the sender's thread: a hole may wait for its
+    /// TRIM (a `discard` mount: 0.8 s a GiB on the build machine). Drained before the spool is closed.
+    private let releases = DispatchQueue(label: "resumectl.spool-release")
+    /// Where the holes asked of ``releases`` end (the spool's `start` follows as each is punched).
     private var punchedTo: Int64
 
     init(
@@ -96,12 +99,10 @@ final class StreamUpload: @unchecked Sendable {
         let refillFrom = kept / blockSize * blockSize
         var refill = kept < state.durable ? ReplayCheck(ledger: state.ledger, from: refillFrom, upTo: state.durable, tail: state.tail) : nil
         var offset: Int64 = 0
-        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 256 << 10, alignment: 16)
-        let held = UnsafeMutableRawBufferPointer.allocate(byteCount: 256 << 10, alignment: 16)
-        defer {
-            buffer.deallocate()
-            held.deallocate()
-        }
+        let buffers = UnsafeMutableRawBufferPointer.allocate(byteCount: 512 << 10, alignment: 16)
+        defer { buffers.deallocate() }
+        let buffer = UnsafeMutableRawBufferPointer(rebasing: buffers[..<(256 << 10)])
+        let held = UnsafeMutableRawBufferPointer(rebasing: buffers[(256 << 10)...])  // the spool's bytes at the same offsets
         while offset < state.durable {
             let want = Int(min(Int64(buffer.count), state.durable - offset))
             let n = try readInput(into: UnsafeMutableRawBufferPointer(rebasing: buffer[0..<want]))
@@ -151,7 +152,7 @@ final class StreamUpload: @unchecked Sendable {
     // MARK: Sending
 
     func run() throws(TransferError) -> UploadResult {
-        defer { puncher.drain() }
+        defer { releases.sync {} }
         do {
             return try send()
         } catch {
@@ -177,7 +178,7 @@ final class StreamUpload: @unchecked Sendable {
             let result = try append(sender, upTo: durable, ended: ended, source: source, announced: announced)
             announced = true
             if let result {
-                puncher.drain()
+                releases.sync {}
                 shared.withLock { $0.spool.remove() }
                 return result
             }
@@ -277,19 +278,14 @@ final class StreamUpload: @unchecked Sendable {
             read = snapshot()
         }
         adopt(read)
-        if read.eof { try endStream() }
-        try save()
-        return (stream.durable, stream.ended)
-    }
-
-    /// Stdin ended and every byte is recorded: what the server has not acknowledged is fsynced in the spool,
-    /// so that the token may say a resume needs no input.
-    private func endStream() throws(TransferError) {
-        // The reader is done: holding the lock through the fsync keeps no one waiting.
-        if sender.acknowledgedBytes < stream.durable {
+        // Stdin ended: what the server has not acknowledged is fsynced, so that the token may say a resume needs
+        // no input (the reader is done: the lock held through the fsync keeps no one waiting).
+        if read.eof, sender.acknowledgedBytes < stream.durable {
             stream.synced = try shared.withLock { shared throws(TransferError) in try shared.spool.sync() }
         }
-        stream.ended = true
+        stream.ended = read.eof
+        try save()
+        return (stream.durable, stream.ended)
     }
 
     /// Takes what was read as the stream's state to record: the server may hold it once the token does.
@@ -310,10 +306,12 @@ final class StreamUpload: @unchecked Sendable {
         stream.start = start
         try save()
         guard start > punchedTo else { return }
-        let fd = shared.withLock { $0.spool.fileDescriptor }
-        puncher.punch(fd: fd, path: spoolPath, from: punchedTo, to: start) { [self] error in
+        let (fd, from) = (shared.withLock { $0.spool.fileDescriptor }, punchedTo)
+        releases.async { [self] in
+            var failure: TransferError?
+            do throws(TransferError) { try Spool.punch(fd: fd, path: spoolPath, from: from, to: start) } catch { failure = error }
             shared.withLock { shared in
-                if let error { shared.failure = shared.failure ?? error } else { shared.spool.markDropped(below: start) }
+                if let failure { shared.failure = shared.failure ?? failure } else { shared.spool.markDropped(below: start) }
             }
             spaceFreed.ring()
         }
@@ -322,7 +320,10 @@ final class StreamUpload: @unchecked Sendable {
 
     private func startReader() {
         let spoolMax = stream.spoolMax
-        InputPipe.widen(input)
+        // A pipe holds 64 KiB by default: each read then returns at most that, and the producer sleeps whenever
+        // the reader does. 1 MiB (the usual unprivileged maximum) quarters the reads and the wake-ups.
+        var info = stat()
+        if fstat(input, &info) == 0, info.st_mode & S_IFMT == S_IFIFO { _ = fcntl(input, 1031 /* F_SETPIPE_SZ */, Int32(1 << 20)) }
         runOnBackgroundThread("stdin") { [self] in
             let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 256 << 10, alignment: 16)
             defer { buffer.deallocate() }
