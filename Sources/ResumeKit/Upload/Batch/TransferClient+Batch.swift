@@ -115,11 +115,10 @@ extension TransferClient {
             }
             group.wait()
         }
-        let closed: TransferError?
-        do { try ledger.close(); closed = nil } catch { closed = error }
+        var closed: TransferError?
+        do { try ledger.close() } catch { closed = error }
         let stop = cancellation.reason.map { TransferError.stopped($0, "; resume with: resumectl resume \(id)", tokenID: id) }
-        var summary = tally.summary(id: id, stopped: stop)
-        if let closed, summary.stopped == nil { summary.stopped = closed }
+        let summary = tally.summary(id: id, stopped: stop ?? closed)  // a worker's stop first, then ours, then the log's
         recordBatchEnd(summary, record: record)
         return summary
     }
