@@ -105,7 +105,6 @@ extension UploadOperation {
     }
 }
 
-/// How an open stream's append goes on (``UploadMachine/canGrow(_:)``): told where the body's bytes end
-/// (an offset in the stream), it waits for more to become durable and gives the new end with the stream's
-/// state to record before sending on, or nil to end the request there.
+/// How an open stream's append goes on (``UploadMachine/canGrow(_:)``): told where the body ends (a stream
+/// offset), it waits for more to be durable and gives the new end with the stream's state to record, or nil.
 typealias BodyGrowth = (_ sentUpTo: Int64) -> (end: Int64, stream: ResumeToken.StreamState)?

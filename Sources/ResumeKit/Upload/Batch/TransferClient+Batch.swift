@@ -5,10 +5,9 @@ import Glibc
 extension TransferClient {
     /// Uploads every regular file under a folder to a prefix or folder URL as one batch (`b-…`): each file
     /// through the single-file engine, `parallel` at once over one pool of connections and one budget of
-    /// requests in flight, with the protocol probed once. A small file (``smallFile(_:_:)``) is one request
-    /// and nothing on disk but its ledger line; a larger one has a token of its own. The same request again
-    /// (or ``resumeBatch(_:headers:cancellation:events:)``) continues it: finished files are not sent again,
-    /// unfinished large ones continue from their tokens, unfinished small ones are sent again.
+    /// requests in flight, the protocol probed once. A small file (``smallFile(_:_:)``) is one request and a
+    /// ledger line; a larger one has a token. Run again (or ``resumeBatch(_:headers:cancellation:events:)``),
+    /// finished files are skipped, large ones continue from their tokens, small ones are sent again.
     public func uploadBatch(
         _ request: BatchRequest, cancellation: Cancellation = Cancellation(), events: @escaping @Sendable (BatchEvent) -> Void = { _ in }
     ) async throws(TransferError) -> BatchSummary {
@@ -35,9 +34,8 @@ extension TransferClient {
     /// token would cost four to six fsyncs on every run (token, lock, result record) and a HEAD to resume.
     static let batchSmallFile: Int64 = 1 << 20
 
-    /// Whether `file` goes as a small file: on S3, one that fits in one part (a single `PutObject`, which
-    /// could not resume anyway); elsewhere one of at most ``batchSmallFile``. A file that has a token from an
-    /// earlier run continues with it.
+    /// Whether `file` goes as a small file: on S3, one that fits in one part (a single `PutObject`, which could
+    /// not resume anyway); elsewhere at most ``batchSmallFile``; never one with a token from an earlier run.
     func smallFile(_ file: BatchTree.File, _ upload: UploadRequest) -> Bool {
         let limit = Route.isS3(upload.url)
             ? (try? MultipartPlan.partSize(fileSize: file.size, requested: upload.s3.partSize).size) ?? 0 : Self.batchSmallFile

@@ -243,8 +243,7 @@ final class StreamUpload: @unchecked Sendable {
         return nil
     }
 
-    /// What the reader has read, taken at one instant: the spool's end with the ledger and open block's
-    /// checksum that describe exactly those bytes.
+    /// What the reader has read at one instant: the spool's end, with the ledger and tail of exactly those bytes.
     private struct Read {
         var end: Int64
         var ledger: StreamLedger
