@@ -223,24 +223,26 @@ final class StreamUpload: @unchecked Sendable {
     /// with the stream's state to record, or nil to end the append (the stream paused, the append is large or
     /// old enough, or stdin ended: its last request says so, once the token does).
     private func grow(sentUpTo offset: Int64) -> (end: Int64, stream: ResumeToken.StreamState)? {
-        guard offset - requestBegan.offset < appendBudget(stream.spoolMax), Monotonic.now - requestBegan.time < 30 else { return nil }
-        // Within the stall timeout: a wait here moves no byte.
-        let idleLimit = min(1, Double(options.transport.stallTimeout) / 4)
+        guard offset - requestBegan.offset < appendBudget(stream.spoolMax), Monotonic.now - requestBegan.time < 30,
+            // Each growth is a token write: taken in steps. An idle wait stays within the stall timeout: it moves no byte.
+            let read = awaitRead(past: offset, step: growStep, patience: growWait, idle: min(1, Double(options.transport.stallTimeout) / 4)),
+            read.failure == nil, read.end > offset
+        else { return nil }
+        adopt(read)
+        return (read.end, stream)
+    }
+
+    /// Waits until the reader has `step` bytes past `from`, or any once `patience` seconds passed (or the spool
+    /// is full); a failure or stdin's end at once. Nil when nothing came for `idle` seconds, or on a stop.
+    private func awaitRead(past from: Int64, step: Int64, patience: Double, idle: Double = .infinity) -> Read? {
         let waitingSince = Monotonic.now
-        while !cancellation.isStopped {
+        while true {
             let read = snapshot()
-            if read.failed { return nil }
-            let fresh = read.end - offset
-            let waited = Monotonic.now - waitingSince
-            // Each growth is a token write: taken in steps, unless the reader has nothing more to give.
-            if fresh >= growStep || (fresh > 0 && (read.eof || read.full || waited >= growWait)) {
-                adopt(read)
-                return (read.end, stream)
-            }
-            if fresh <= 0 && (read.eof || waited >= idleLimit) { return nil }
-            dataArrived.wait(seconds: (fresh > 0 ? growWait : idleLimit) - waited, unless: cancellation)
+            let fresh = read.end - from, waited = Monotonic.now - waitingSince
+            if read.failure != nil || read.eof || fresh >= step || (fresh > 0 && (read.full || waited >= patience)) { return read }
+            if cancellation.isStopped || (fresh <= 0 && waited >= idle) { return nil }
+            dataArrived.wait(seconds: fresh > 0 ? patience - waited : min(1, idle - waited), unless: cancellation)
         }
-        return nil
     }
 
     /// What the reader has read at one instant: the spool's end, with the ledger and tail of exactly those bytes.
@@ -248,14 +250,15 @@ final class StreamUpload: @unchecked Sendable {
         var end: Int64
         var ledger: StreamLedger
         var tail: String?
-        var eof, full, failed: Bool
+        var eof, full: Bool
+        var failure: TransferError?
     }
 
     private func snapshot() -> Read {
         let spoolMax = stream.spoolMax
         return shared.withLock {
             Read(end: $0.spool.end, ledger: $0.writer.ledger, tail: $0.writer.tail, eof: $0.ended,
-                full: $0.spool.end - $0.spool.start >= spoolMax, failed: $0.failure != nil)
+                full: $0.spool.end - $0.spool.start >= spoolMax, failure: $0.failure)
         }
     }
 
@@ -263,19 +266,10 @@ final class StreamUpload: @unchecked Sendable {
     private func nextBatch() throws(TransferError) -> (durable: Int64, ended: Bool) {
         // A stream that ended before this run: its token already holds all of it.
         if stream.ended { return (stream.durable, true) }
-        let acknowledged = sender.acknowledgedBytes
-        let waitingSince = Monotonic.now
-        var read = snapshot()
-        while true {
-            if let failure = shared.withLock({ $0.failure }) { throw failure }
-            if read.eof { break }
-            let fresh = read.end - acknowledged
-            let waited = Monotonic.now - waitingSince
-            if fresh >= streamBatch || (fresh > 0 && (waited >= 1 || read.full)) { break }
-            if let reason = cancellation.reason { throw stopped(reason) }
-            dataArrived.wait(seconds: fresh > 0 ? 1 - waited : 1, unless: cancellation)
-            read = snapshot()
+        guard let read = awaitRead(past: sender.acknowledgedBytes, step: streamBatch, patience: 1) else {
+            throw stopped(cancellation.reason ?? .interrupt)
         }
+        if let failure = read.failure { throw failure }
         adopt(read)
         // Stdin ended: what the server has not acknowledged is fsynced, so that the token may say a resume needs
         // no input (the reader is done: the lock held through the fsync keeps no one waiting).
