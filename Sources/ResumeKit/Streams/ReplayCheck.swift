@@ -14,7 +14,8 @@ struct ReplayCheck {
     /// Where the checked range ends.
     let count: Int64
     private let tail: String?
-    private var hasher: any BodyHasher
+    /// The replay's own ledger, hashed as the stream's was.
+    private var replay: LedgerWriter
     private var checked: Int64
 
     /// Checks `[from, count)`: `from` is a block boundary; a `count` inside a block needs `tail`.
@@ -24,7 +25,9 @@ struct ReplayCheck {
         self.ledger = ledger
         self.count = count
         self.tail = tail
-        hasher = ledger.blockHasher()
+        var before = ledger
+        before.blocks = Array(ledger.blocks.prefix(Int(from / ledger.blockSize)))
+        replay = LedgerWriter(before)
         checked = from
     }
 
@@ -33,23 +36,13 @@ struct ReplayCheck {
 
     /// Takes at most ``remaining`` bytes of the replay, in stream order from `from`.
     mutating func feed(_ bytes: UnsafeRawBufferPointer) -> Finding {
-        var rest = bytes[...].prefix(Int(min(Int64(bytes.count), remaining)))
-        while !rest.isEmpty {
-            let inBlock = checked % ledger.blockSize
-            let take = Int(min(Int64(rest.count), ledger.blockSize - inBlock))
-            hasher.update(bufferPointer: UnsafeRawBufferPointer(rebasing: rest.prefix(take)))
-            checked += Int64(take)
-            rest = rest.dropFirst(take)
-            if checked % ledger.blockSize == 0 {
-                let index = Int(checked / ledger.blockSize) - 1
-                guard hasher.digestBytes().hex == ledger.blocks[index] else { return .differs(block: index) }
-                hasher = ledger.blockHasher()
-            }
-        }
+        let take = Int(min(Int64(bytes.count), remaining))
+        let first = replay.ledger.blocks.count
+        replay.feed(UnsafeRawBufferPointer(rebasing: bytes[0..<take]))
+        checked += Int64(take)
+        let hashed = replay.ledger.blocks
+        if let index = (first..<hashed.count).first(where: { hashed[$0] != ledger.blocks[$0] }) { return .differs(block: index) }
         guard checked == count else { return .agrees }
-        if count % ledger.blockSize != 0, hasher.digestBytes().hex != tail {
-            return .differs(block: Int(count / ledger.blockSize))
-        }
-        return .complete
+        return count % ledger.blockSize != 0 && replay.tail != tail ? .differs(block: Int(count / ledger.blockSize)) : .complete
     }
 }

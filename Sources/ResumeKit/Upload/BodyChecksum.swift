@@ -4,11 +4,5 @@ public struct BodyChecksum: Sendable, Equatable {
     public var header: String
     public var algorithm: DigestAlgorithm
     /// Written before the base64 digest in the header's value.
-    public var prefix: String
-
-    public init(header: String, algorithm: DigestAlgorithm, prefix: String = "") {
-        self.header = header
-        self.algorithm = algorithm
-        self.prefix = prefix
-    }
+    public var prefix = ""
 }

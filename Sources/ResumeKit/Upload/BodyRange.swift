@@ -2,9 +2,4 @@
 public struct BodyRange: Sendable, Equatable {
     public var offset: Int64
     public var length: Int64
-
-    public init(offset: Int64, length: Int64) {
-        self.offset = offset
-        self.length = length
-    }
 }

@@ -1,9 +1,8 @@
 import Dispatch
 import Synchronization
 
-/// The requests a folder upload has in flight at once, over all its files: a small file's one request and
-/// each part of a large S3 file take one, so a file alone (the last large one) may use them all while
-/// many files at once share them.
+/// The requests a folder upload has in flight at once, over all its files (a small file's request, each S3
+/// part): a file alone (the last large one) may use them all while many files at once share them.
 final class RequestBudget: Sendable {
     let limit: Int
     private let free: Mutex<Int>

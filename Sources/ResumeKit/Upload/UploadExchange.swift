@@ -9,18 +9,5 @@ public struct UploadExchange: Sendable, Equatable {
     /// A small body built by the machine rather than read from the source (S3's CompleteMultipartUpload XML).
     public var document: [UInt8]?
     /// False: the user's `-H` headers stay off this request (S3 puts them only on the one that creates the object).
-    public var userHeaders: Bool
-
-    public init(
-        method: String, url: String?, headers: HeaderFields, body: BodyRange? = nil, checksum: BodyChecksum? = nil,
-        document: [UInt8]? = nil, userHeaders: Bool = true
-    ) {
-        self.method = method
-        self.url = url
-        self.headers = headers
-        self.body = body
-        self.checksum = checksum
-        self.document = document
-        self.userHeaders = userHeaders
-    }
+    public var userHeaders = true
 }

@@ -66,6 +66,41 @@ extension UploadMachine {
     }
 }
 
+/// Where an upload that a server keeps by URL stands (the draft, tus).
+public enum ResumableUploadState: Sendable, Equatable {
+    /// Ask the server what it offers (tus's OPTIONS).
+    case discover
+    /// No upload resource known: the next request creates one.
+    case create
+    /// The resource exists but our view of its offset is stale: HEAD it.
+    case queryOffset(url: String)
+    /// Append from `offset` (PATCH).
+    case append(url: String, offset: Int64)
+    case done
+
+    var uploadURL: String? {
+        switch self {
+        case .queryOffset(let url), .append(let url, _): url
+        case .discover, .create, .done: nil
+        }
+    }
+
+    /// Bytes the server holds of an upload of `size`.
+    func acknowledged(of size: Int64) -> Int64 {
+        switch self {
+        case .append(_, let offset): offset
+        case .done: size
+        case .discover, .create, .queryOffset: 0
+        }
+    }
+
+    /// Ends the upload with `reason`.
+    mutating func fail(_ reason: String) -> UploadDecision {
+        self = .done
+        return .fail(reason: reason)
+    }
+}
+
 /// Resolves a `Location` against the URL of the request it answered (it may be relative).
 func resolveLocation(_ location: String?, against requestURL: String) -> String? {
     guard let location, !location.isEmpty else { return nil }

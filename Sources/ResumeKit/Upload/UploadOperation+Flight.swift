@@ -31,7 +31,6 @@ extension UploadOperation {
         var body: [UInt8] = []
         var checksum: [UInt8]?
         var digestError: TransferError?
-        var sent: Int64 = 0
         /// 1xx heads of an exchange that ran beside others, answered on the operation's thread at its end.
         var informationals: [ResponseHead] = []
 
@@ -94,7 +93,6 @@ extension UploadOperation {
         func exchange(progressReceived received: Int64, sent: Int64) -> Bool {
             if operation.tooLarge != nil { return false }  // the server's limit is known to be too small: stop sending
             guard request.body?.bytes == nil, request.body != nil else { return true }
-            self.sent = sent
             let id = ObjectIdentifier(self)
             let (emit, total) = (operation.emit, self.total)
             operation.progress.withLock { progress in
@@ -107,7 +105,6 @@ extension UploadOperation {
     }
 }
 
-/// How an open stream's append goes on (``UploadMachine/canGrow(_:)``): told where the body's bytes end
-/// (an offset in the stream), it waits for more to become durable and gives the new end with the stream's
-/// state to record before sending on, or nil to end the request there.
+/// How an open stream's append goes on (``UploadMachine/canGrow(_:)``): told where the body ends (a stream
+/// offset), it waits for more to be durable and gives the new end with the stream's state to record, or nil.
 typealias BodyGrowth = (_ sentUpTo: Int64) -> (end: Int64, stream: ResumeToken.StreamState)?

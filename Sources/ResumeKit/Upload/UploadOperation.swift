@@ -5,11 +5,8 @@ import Synchronization
 /// Runs one upload to its end on the calling thread, for any protocol behind ``UploadMachine``: it sends
 /// what the machine plans, feeds it what came back, and owns what every protocol shares — token writes
 /// (an upload URL from a 1xx is in the token before the body is through), retry and backoff, pause and
-/// cancel, events, body checksums, and credentials that stay on the user's origin.
-///
-/// A lone exchange runs on the calling thread; several at once (S3's parts) each on a thread of its own,
-/// on the transport's sessions (a multi transport drives them all from one), and are answered in the
-/// order they end.
+/// cancel, events, body checksums, and credentials that stay on the user's origin. A lone exchange runs on
+/// the calling thread; several at once (S3's parts) each on a thread of its own, answered as they end.
 final class UploadOperation<Machine: UploadMachine>: @unchecked Sendable {
     /// The token but for its upload state, which is `upload`.
     private let header: ResumeToken
@@ -23,8 +20,7 @@ final class UploadOperation<Machine: UploadMachine>: @unchecked Sendable {
     let source: any UploadSource
     /// The machine as the last exchange left it (a stream continues with it once more bytes arrived).
     private(set) var machine: Machine
-    /// A stream whose end has not been read yet: `run` returns (nil) once the server holds every byte
-    /// the machine was given, instead of finishing.
+    /// A stream whose end was not read: `run` returns nil once the server holds all the machine was given.
     private let streamOpen: Bool
     /// Lets an open stream's append go on with what became durable while it was sent.
     let growth: BodyGrowth?
@@ -36,9 +32,8 @@ final class UploadOperation<Machine: UploadMachine>: @unchecked Sendable {
     /// Sessions not in use: one exchange at a time goes over the connection libcurl already holds.
     private var idle: [any TransportSession] = []
     /// An exchange broke (cut, stalled, a body libcurl could not send again): until a body goes through
-    /// again, every exchange opens a connection of its own, so a retry does not repeat the road that broke.
-    /// (`serve` over TLS left a PATCH unanswered that followed a HEAD on the same connection after a cut:
-    /// each retry's HEAD + PATCH pair met the same fate until the server's header timeout, for ever.)
+    /// again, every exchange opens a connection of its own, so a retry does not repeat the road that broke
+    /// (`serve` over TLS left a PATCH after a HEAD on the same connection unanswered after a cut, for ever).
     private var freshConnections = false
     /// Stops the exchanges that run beside others when one of them ends the upload (or on pause).
     private var flightStop = Cancellation()
@@ -53,9 +48,8 @@ final class UploadOperation<Machine: UploadMachine>: @unchecked Sendable {
     private var answered = false
     /// The last exchange that ended: its answer, and how it failed if it did.
     private var finalHead: ResponseHead?
-    /// What the server held at the last failed attempt. Attempts that got more of the upload kept start
-    /// the count of failures again; bytes sent that the server did not keep are no progress: a server that
-    /// swallows every PATCH (or a plain one that keeps nothing of a cut request) must not be tried forever.
+    /// What the server held at the last failed attempt: only more kept starts the count of failures again,
+    /// so a server that swallows every PATCH (or a plain one that keeps nothing of a cut) is not tried forever.
     private var keptAtLastFailure: Int64 = 0
     private var lastFailure: Fault?
 
@@ -126,11 +120,10 @@ final class UploadOperation<Machine: UploadMachine>: @unchecked Sendable {
             switch decision {
             case nil, .completed?:
                 return .done(try finish())
-            case .proceed?, .step?:
-                try checkpoint()
-                return .next
             case .noted(let lines)?:
                 for line in lines { emit(.note(line)) }
+                fallthrough
+            case .proceed?, .step?:
                 try checkpoint()
                 return .next
             case .restarted(let reason)? where (upload.stream?.start ?? 0) > 0:
@@ -214,8 +207,7 @@ final class UploadOperation<Machine: UploadMachine>: @unchecked Sendable {
         }
     }
 
-    /// Stops every exchange still in flight and waits for them; the machine learns only of those that
-    /// succeeded meanwhile, and only when `keeping`.
+    /// Stops the exchanges in flight and waits for them; with `keeping`, the machine learns of those that succeeded.
     private func ground(_ running: inout [Flight], keeping: Bool) {
         guard !running.isEmpty else { return }
         flightStop.stop(.pause)
@@ -263,8 +255,8 @@ final class UploadOperation<Machine: UploadMachine>: @unchecked Sendable {
         try save()
     }
 
-    /// Gives an ended exchange's session back, unless its connection broke (or one did since the last body
-    /// that went through), or the server refused a body it may not have read.
+    /// Gives an ended exchange's session back, unless a connection broke since the last body went through,
+    /// or the server refused a body it may not have read.
     private func release(_ flight: Flight) {
         progress.withLock { $0.sent[ObjectIdentifier(flight)] = nil }
         if flight.holdsBudget { budget?.give() }
@@ -280,9 +272,8 @@ final class UploadOperation<Machine: UploadMachine>: @unchecked Sendable {
         }
         if freshConnections { return }
         if flight.request.body != nil, let status = (flight.head ?? flight.result?.head)?.status, status >= 400 {
-            // A server that refused a request may have answered before reading its body (NIOResumableUpload's
-            // 400 naming its interop version does): the next request on that connection would find the rest
-            // of the refused body in its way and wait forever. The next request gets a new connection.
+            // A server may refuse before reading the body (NIOResumableUpload's 400 naming its interop
+            // version): the next request on that connection would wait forever behind the rest of it.
             return
         }
         idle.append(session)

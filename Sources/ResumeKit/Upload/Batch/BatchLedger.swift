@@ -12,10 +12,9 @@ import Synchronization
 /// claims files as begun, in the tree's order and ``claimAhead`` at a time, durably before any of them is
 /// sent: a later run asks the target (one HEAD) only about the claimed files that have no line.
 final class BatchLedger: @unchecked Sendable {
-    /// What tells a file finished from the same file changed since.
+    /// What tells a file finished from the same file changed since (`mtime` in nanoseconds since the epoch).
     struct Stamp: Codable, Hashable, Sendable {
         var size: Int64
-        /// Nanoseconds since the epoch.
         var mtime: Int64
         var inode: UInt64
 
@@ -88,8 +87,7 @@ final class BatchLedger: @unchecked Sendable {
         append(Line(path: relative, listed: listed))
     }
 
-    /// Before the file at `index` (of `order`) is sent: unless claimed already, it and the next ones are,
-    /// durably.
+    /// Before the file at `index` (of `order`) is sent: unless claimed already, it and the next ones are, durably.
     func begin(_ index: Int) throws(TransferError) {
         guard index >= claimed.load(ordering: .acquiring) else { return }
         try claiming.withLock { _ throws(TransferError) in
@@ -115,8 +113,7 @@ final class BatchLedger: @unchecked Sendable {
         try sync()
     }
 
-    @discardableResult
-    private func sync() throws(TransferError) -> Bool {
+    private func sync() throws(TransferError) {
         let failed: Int32 = syncing.withLock { _ in
             let bytes = pending.withLock { p in defer { p.removeAll() }; return p }
             guard !bytes.isEmpty, writeError == 0 else { return writeError }
@@ -125,7 +122,6 @@ final class BatchLedger: @unchecked Sendable {
             return writeError
         }
         guard failed == 0 else { throw TransferError(.localIO, "cannot record finished files: \(String(cString: strerror(failed)))") }
-        return true
     }
 
     // MARK: Reading

@@ -24,24 +24,10 @@ enum BatchNaming {
         }
     }
 
-    /// The target of the file at `relative`.
+    /// The target of the file at `relative`: on S3 as it is, else each segment percent-encoded.
     static func target(_ target: String, relative: String) -> String {
-        Route.isS3(target) ? target + relative : target + encoded(relative)
-    }
-
-    /// Percent-encodes all but unreserved bytes, segment by segment (`/` stays).
-    static func encoded(_ relative: String) -> String {
-        let hex = Array("0123456789ABCDEF".utf8)
-        var out: [UInt8] = []
-        for b in relative.utf8 {
-            switch b {
-            case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "0")...UInt8(ascii: "9"),
-                UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "_"), UInt8(ascii: "~"), UInt8(ascii: "/"):
-                out.append(b)
-            default:
-                out += [UInt8(ascii: "%"), hex[Int(b >> 4)], hex[Int(b & 15)]]
-            }
-        }
-        return String(decoding: out, as: UTF8.self)
+        if Route.isS3(target) { return target + relative }
+        return target + relative.split(separator: "/", omittingEmptySubsequences: false).map { FolderListing.percentEncoded(String($0)) }
+            .joined(separator: "/")
     }
 }

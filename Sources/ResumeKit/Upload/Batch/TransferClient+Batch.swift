@@ -5,10 +5,9 @@ import Glibc
 extension TransferClient {
     /// Uploads every regular file under a folder to a prefix or folder URL as one batch (`b-…`): each file
     /// through the single-file engine, `parallel` at once over one pool of connections and one budget of
-    /// requests in flight, with the protocol probed once. A small file (``smallFile(_:_:)``) is one request
-    /// and nothing on disk but its ledger line; a larger one has a token of its own. The same request again
-    /// (or ``resumeBatch(_:headers:cancellation:events:)``) continues it: finished files are not sent again,
-    /// unfinished large ones continue from their tokens, unfinished small ones are sent again.
+    /// requests in flight, the protocol probed once. A small file (``smallFile(_:_:)``) is one request and a
+    /// ledger line; a larger one has a token. Run again (or ``resumeBatch(_:headers:cancellation:events:)``),
+    /// finished files are skipped, large ones continue from their tokens, small ones are sent again.
     public func uploadBatch(
         _ request: BatchRequest, cancellation: Cancellation = Cancellation(), events: @escaping @Sendable (BatchEvent) -> Void = { _ in }
     ) async throws(TransferError) -> BatchSummary {
@@ -35,9 +34,8 @@ extension TransferClient {
     /// token would cost four to six fsyncs on every run (token, lock, result record) and a HEAD to resume.
     static let batchSmallFile: Int64 = 1 << 20
 
-    /// Whether `file` goes as a small file: on S3, one that fits in one part (a single `PutObject`, which
-    /// could not resume anyway); elsewhere one of at most ``batchSmallFile``. A file that has a token from an
-    /// earlier run continues with it.
+    /// Whether `file` goes as a small file: on S3, one that fits in one part (a single `PutObject`, which could
+    /// not resume anyway); elsewhere at most ``batchSmallFile``; never one with a token from an earlier run.
     func smallFile(_ file: BatchTree.File, _ upload: UploadRequest) -> Bool {
         let limit = Route.isS3(upload.url)
             ? (try? MultipartPlan.partSize(fileSize: file.size, requested: upload.s3.partSize).size) ?? 0 : Self.batchSmallFile
@@ -115,11 +113,10 @@ extension TransferClient {
             }
             group.wait()
         }
-        let closed: TransferError?
-        do { try ledger.close(); closed = nil } catch { closed = error }
+        var closed: TransferError?
+        do { try ledger.close() } catch { closed = error }
         let stop = cancellation.reason.map { TransferError.stopped($0, "; resume with: resumectl resume \(id)", tokenID: id) }
-        var summary = tally.summary(id: id, stopped: stop)
-        if let closed, summary.stopped == nil { summary.stopped = closed }
+        let summary = tally.summary(id: id, stopped: stop ?? closed)  // a worker's stop first, then ours, then the log's
         recordBatchEnd(summary, record: record)
         return summary
     }
@@ -263,42 +260,30 @@ extension TransferClient {
     /// Every unfinished batch.
     public func batchRecords() -> [BatchRecord] { BatchLedger.ids(state: store.state).compactMap(batchRecord) }
 
-    /// Forgets batch `id`: each of its files' unfinished uploads is cancelled as `cancel` does for one
-    /// (DELETE, or AbortMultipartUpload unless `keepParts`), then the batch's record and log go.
+    /// Forgets batch `id`: each of its files' unfinished transfers is cancelled as `cancel` does for one (an
+    /// upload's DELETE, or AbortMultipartUpload unless `keepParts`; a download's `.part`), then the batch's
+    /// record and log go; the files it finished stay.
     /// - Returns: what was done, for the user.
     public func cancelBatch(_ id: String, keepParts: Bool = false) async throws(TransferError) -> String {
         guard let record = batchRecord(id) else { throw TransferError(.inputMissing, "no batch named '\(id)'") }
-        if record.download != nil { return try await cancelFolderDownload(record) }
-        let request = record.request(headers: [])
-        let files = (try? BatchTree(root: record.folder, follow: record.followSymlinks).files) ?? []
-        var cancelled = 0
-        for file in files {
-            var upload = request.upload
-            upload.filePath = file.path
-            upload.url = BatchNaming.target(record.target, relative: file.relative)
-            let fileID = uploadTokenID(upload)
-            guard store.exists(id: fileID) else { continue }
-            _ = try await cancel(fileID, keepParts: keepParts)
-            cancelled += 1
+        let isDownload = record.download != nil
+        let ids: [String]
+        if isDownload {
+            ids = store.all().tokens.filter { $0.download.map { $0.path.hasPrefix(record.folder + "/") } == true }.map(\.id)
+        } else {
+            let upload = record.request(headers: []).upload
+            ids = ((try? BatchTree(root: record.folder, follow: record.followSymlinks).files) ?? []).map { file in
+                var one = upload
+                one.filePath = file.path
+                one.url = BatchNaming.target(record.target, relative: file.relative)
+                return uploadTokenID(one)
+            }.filter { store.exists(id: $0) }
         }
+        for fileID in ids { _ = try await cancel(fileID, keepParts: keepParts) }
         try? results.save(TransferRecord(
-            id: id, kind: .upload, outcome: .cancelled, exit: 1, resumable: false, url: record.target, path: record.folder, error: "cancelled"))
+            id: id, kind: isDownload ? .download : .upload, outcome: .cancelled, exit: 1, resumable: false, url: record.target,
+            path: record.folder, error: "cancelled"))
         BatchLedger.remove(state: store.state, id: id)
-        return "cancelled \(id); \(cancelled) unfinished file uploads dropped"
-    }
-
-    /// A folder download's cancel: every unfinished download below its folder is dropped (its token and
-    /// `.part`); the files it finished stay.
-    private func cancelFolderDownload(_ record: BatchRecord) async throws(TransferError) -> String {
-        var cancelled = 0
-        for token in store.all().tokens where token.download.map({ $0.path.hasPrefix(record.folder + "/") }) == true {
-            _ = try await cancel(token.id)
-            cancelled += 1
-        }
-        try? results.save(TransferRecord(
-            id: record.id, kind: .download, outcome: .cancelled, exit: 1, resumable: false, url: record.target, path: record.folder,
-            error: "cancelled"))
-        BatchLedger.remove(state: store.state, id: record.id)
-        return "cancelled \(record.id); \(cancelled) unfinished downloads dropped"
+        return "cancelled \(id); \(ids.count) unfinished \(isDownload ? "downloads" : "file uploads") dropped"
     }
 }

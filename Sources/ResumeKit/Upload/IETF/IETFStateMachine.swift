@@ -3,16 +3,6 @@ import FoundationEssentials
 /// The upload protocol rules of draft-ietf-httpbis-resumable-upload, with no I/O and no clock.
 /// It says which request to send next and what each response means; `UploadOperation` runs them.
 public struct IETFStateMachine: StreamingUploadMachine {
-    public enum State: Sendable, Equatable {
-        /// No upload resource known: the next request creates one (POST carrying the file).
-        case create
-        /// The resource exists but our view of its offset is stale: HEAD it.
-        case queryOffset(url: String)
-        /// Append from `offset` (PATCH).
-        case append(url: String, offset: Int64)
-        case done
-    }
-
     /// The next request.
     public enum Plan: Sendable, Equatable {
         case create(headers: HeaderFields, length: Int64, complete: Bool)
@@ -21,14 +11,12 @@ public struct IETFStateMachine: StreamingUploadMachine {
         case finished
     }
 
-    public typealias Decision = UploadDecision
-
     /// The upload's length; for a stream whose end was not read yet, the bytes read so far.
     public private(set) var size: Int64
     /// False while a stream's length is unknown: no request then says `Upload-Complete: ?1` or `Upload-Length`.
     public private(set) var lengthKnown: Bool
     public private(set) var version: InteropVersion
-    public private(set) var state: State
+    public private(set) var state: ResumableUploadState
     /// True once a 104 (or a token) showed that the server speaks the draft.
     public private(set) var serverSupportsDraft: Bool
     /// From `Upload-Limit`, or `--chunk-size`: the largest append.
@@ -45,13 +33,8 @@ public struct IETFStateMachine: StreamingUploadMachine {
         self.version = version
         self.versionPinned = versionPinned
         self.maxAppendSize = chunkSize
-        if let uploadURL {
-            state = .queryOffset(url: uploadURL)
-            serverSupportsDraft = true
-        } else {
-            state = .create
-            serverSupportsDraft = false
-        }
+        state = uploadURL.map { .queryOffset(url: $0) } ?? .create
+        serverSupportsDraft = uploadURL != nil
     }
 
     /// More of a stream was read (`final`: its end too). The next plan appends from the acknowledged offset.
@@ -72,17 +55,12 @@ public struct IETFStateMachine: StreamingUploadMachine {
         return .append(url: url, headers: headers, offset: offset, length: length, complete: false)
     }
 
-    public var uploadURL: String? {
-        switch state {
-        case .queryOffset(let url), .append(let url, _): url
-        case .create, .done: nil
-        }
-    }
+    public var uploadURL: String? { state.uploadURL }
 
     public func plan() -> Plan {
         var headers: HeaderFields = [InteropVersion.header: String(version.rawValue)]
         switch state {
-        case .create:
+        case .create, .discover:
             // Only a whole-file creation is safe before the server showed support: an unaware server
             // would store a first chunk as the complete file.
             let length = serverSupportsDraft ? min(size, maxAppendSize ?? size) : size
@@ -143,13 +121,7 @@ public struct IETFStateMachine: StreamingUploadMachine {
         }
     }
 
-    public var acknowledgedBytes: Int64 {
-        switch state {
-        case .append(_, let offset): offset
-        case .done: size
-        case .create, .queryOffset: 0
-        }
-    }
+    public var acknowledgedBytes: Int64 { state.acknowledged(of: size) }
 
     public var canResume: Bool { serverSupportsDraft }
 
@@ -159,8 +131,7 @@ public struct IETFStateMachine: StreamingUploadMachine {
         if case .append(_, let offset) = state { part.acknowledgedBytes = offset }
     }
 
-    /// The final response to the plan just run.
-    public mutating func response(_ head: ResponseHead, to plan: Plan) -> Decision {
+    public mutating func response(_ head: ResponseHead, to plan: Plan) -> UploadDecision {
         switch plan {
         case .create(_, let length, let complete):
             return creationResponse(head, length: length, complete: complete)
@@ -173,8 +144,7 @@ public struct IETFStateMachine: StreamingUploadMachine {
         }
     }
 
-    /// The exchange for `plan` ended without a final response (connection lost, stall, timeout).
-    public mutating func exchangeFailed(_ reason: String, during plan: Plan) -> Decision {
+    public mutating func exchangeFailed(_ reason: String, during plan: Plan) -> UploadDecision {
         if let url = uploadURLFromInformational ?? uploadURL {
             state = .queryOffset(url: url)
             return .retry(reason: reason, retryAfter: nil)
@@ -184,24 +154,24 @@ public struct IETFStateMachine: StreamingUploadMachine {
             retryAfter: nil)
     }
 
-    private mutating func creationResponse(_ head: ResponseHead, length: Int64, complete: Bool) -> Decision {
+    private mutating func creationResponse(_ head: ResponseHead, length: Int64, complete: Bool) -> UploadDecision {
         let location = uploadURLFromInformational
             ?? head.headers["Location"].flatMap { URL(string: $0)?.absoluteString }
         switch head.status {
         case 200...299:
             if complete {
-                if let refusal = contradiction(head, sent: size) { return failed(refusal) }
+                if let refusal = contradiction(head, sent: size) { return state.fail(refusal) }
                 if let offset = StructuredField.integer(head.headers["Upload-Offset"]), offset != size {
-                    return failed("the server acknowledged \(offset) of \(size) bytes")
+                    return state.fail("the server acknowledged \(offset) of \(size) bytes")
                 }
                 state = .done
                 return .completed
             }
-            guard let url = location else { return failed("the server did not say where the upload lives") }
+            guard let url = location else { return state.fail("the server did not say where the upload lives") }
             serverSupportsDraft = true
             let offset = StructuredField.integer(head.headers["Upload-Offset"]) ?? length
             guard (0...length).contains(offset) else {
-                return failed("the server acknowledged \(offset) bytes of a creation that carried \(length)")
+                return state.fail("the server acknowledged \(offset) bytes of a creation that carried \(length)")
             }
             state = .append(url: url, offset: offset)
             return .proceed
@@ -216,20 +186,20 @@ public struct IETFStateMachine: StreamingUploadMachine {
                 state = .create
                 return .step(reason: "the server speaks draft interop version \(offered); switching")
             }
-            return failed("the server refused the upload: 400 \(head.reason)")
+            return state.fail("the server refused the upload: 400 \(head.reason)")
         default:
             return transientOrFail(head, url: location, what: "creating the upload")
         }
     }
 
-    private mutating func offsetResponse(_ head: ResponseHead, url: String) -> Decision {
+    private mutating func offsetResponse(_ head: ResponseHead, url: String) -> UploadDecision {
         switch head.status {
         case 200...299:
             guard let offset = StructuredField.integer(head.headers["Upload-Offset"]), offset >= 0 else {
-                return failed("the server's answer carries no Upload-Offset")
+                return state.fail("the server's answer carries no Upload-Offset")
             }
             guard offset <= size else {
-                return failed("the server holds \(offset) bytes, more than the file's \(size)")
+                return state.fail("the server holds \(offset) bytes, more than the file's \(size)")
             }
             if offset == size, version.isComplete(head.headers) == true {
                 state = .done
@@ -244,13 +214,13 @@ public struct IETFStateMachine: StreamingUploadMachine {
         }
     }
 
-    private mutating func appendResponse(_ head: ResponseHead, url: String, offset: Int64, length: Int64, complete: Bool) -> Decision {
+    private mutating func appendResponse(_ head: ResponseHead, url: String, offset: Int64, length: Int64, complete: Bool) -> UploadDecision {
         switch head.status {
         case 200...299:
             let end = offset + length
-            if complete, let refusal = contradiction(head, sent: end) { return failed(refusal) }
+            if complete, let refusal = contradiction(head, sent: end) { return state.fail(refusal) }
             if let acknowledged = StructuredField.integer(head.headers["Upload-Offset"]), acknowledged != end {
-                if acknowledged > end { return failed("the server acknowledged \(acknowledged) bytes, more than the \(end) sent") }
+                if acknowledged > end { return state.fail("the server acknowledged \(acknowledged) bytes, more than the \(end) sent") }
                 state = .queryOffset(url: url)
                 return .step(reason: "the server acknowledged \(acknowledged), not \(end)")
             }
@@ -291,22 +261,17 @@ public struct IETFStateMachine: StreamingUploadMachine {
         return nil
     }
 
-    private mutating func transientOrFail(_ head: ResponseHead, url: String?, what: String) -> Decision {
+    private mutating func transientOrFail(_ head: ResponseHead, url: String?, what: String) -> UploadDecision {
         if RetryPolicy.isRetryable(status: head.status) {
             state = url.map { .queryOffset(url: $0) } ?? .create
             return .retry(reason: "the server answered \(head.status) while \(what)", retryAfter: head.headers["Retry-After"])
         }
-        return failed("the server answered \(head.status) \(head.reason) while \(what)")
+        return state.fail("the server answered \(head.status) \(head.reason) while \(what)")
     }
 
-    private mutating func restart(_ reason: String) -> Decision {
+    private mutating func restart(_ reason: String) -> UploadDecision {
         state = .create
         uploadURLFromInformational = nil
         return .restarted(reason: reason)
-    }
-
-    private mutating func failed(_ reason: String) -> Decision {
-        state = .done
-        return .fail(reason: reason)
     }
 }

@@ -1,18 +1,13 @@
 /// What a tus server said about itself in its OPTIONS answer.
 public struct TusCapabilities: Sendable, Equatable {
-    public var versions: [String]
-    public var extensions: Set<String>
+    public var versions = [TusStateMachine.version]
+    public var extensions: Set<String> = []
     /// `Tus-Max-Size`: the largest upload it takes.
     public var maxSize: Int64?
-    public var checksumAlgorithms: [String]
+    public var checksumAlgorithms: [String] = []
+}
 
-    public init(versions: [String] = ["1.0.0"], extensions: Set<String> = [], maxSize: Int64? = nil, checksumAlgorithms: [String] = []) {
-        self.versions = versions
-        self.extensions = extensions
-        self.maxSize = maxSize
-        self.checksumAlgorithms = checksumAlgorithms
-    }
-
+extension TusCapabilities {
     /// The capabilities in a response, nil when it is not a tus answer (no `Tus-Version`, no `Tus-Resumable`).
     public init?(_ head: ResponseHead) {
         let versions = Self.list(head.headers["Tus-Version"])

@@ -10,22 +10,12 @@ import FoundationEssentials
 public struct TusStateMachine: StreamingUploadMachine {
     public static let version = "1.0.0"
     public static let patchContentType = "application/offset+octet-stream"
-    /// With creation-with-upload, what the POST carries at most: a small file goes in one request, but
-    /// the upload URL comes only with the 201, so a cut during the POST loses what it carried and leaves
-    /// the server an orphan. A few bytes keep that window short; the rest goes by PATCH.
+    /// With creation-with-upload, what the POST carries at most: the upload URL comes only with the 201, so
+    /// a cut POST loses what it carried and leaves the server an orphan; a few bytes keep that window short.
     public static let creationPiece: Int64 = 64 << 10
-    /// The most an append with `Upload-Checksum` carries unless `--chunk-size` says otherwise: the
-    /// server keeps such an append only whole, so this is what a fault can cost.
+    /// The most an append with `Upload-Checksum` carries unless `--chunk-size` says otherwise: the server
+    /// keeps such an append only whole, so this is what a fault can cost.
     public static let checksummedPiece: Int64 = 8 << 20
-
-    public enum State: Sendable, Equatable {
-        /// Ask the server what it offers (OPTIONS).
-        case discover
-        case create
-        case queryOffset(url: String)
-        case append(url: String, offset: Int64)
-        case done
-    }
 
     public enum Plan: Sendable, Equatable {
         case discover(headers: HeaderFields)
@@ -41,7 +31,7 @@ public struct TusStateMachine: StreamingUploadMachine {
     public private(set) var lengthKnown: Bool
     /// The server knows the length: from the creation, a PATCH that carried it, or a HEAD that showed it.
     private var lengthDeclared: Bool
-    public private(set) var state: State
+    public private(set) var state: ResumableUploadState
     public private(set) var capabilities: TusCapabilities?
     /// The `Upload-Checksum` algorithm, once chosen (from the capabilities or a token).
     public private(set) var checksum: DigestAlgorithm?
@@ -78,19 +68,10 @@ public struct TusStateMachine: StreamingUploadMachine {
         self.checksum = checksum ?? capabilities?.checksum
         self.expires = expires
         self.chunkSize = chunkSize
-        if let uploadURL {
-            state = .queryOffset(url: uploadURL)
-        } else {
-            state = capabilities == nil ? .discover : .create
-        }
+        state = uploadURL.map { .queryOffset(url: $0) } ?? (capabilities == nil ? .discover : .create)
     }
 
-    public var uploadURL: String? {
-        switch state {
-        case .queryOffset(let url), .append(let url, _): url
-        case .discover, .create, .done: nil
-        }
-    }
+    public var uploadURL: String? { state.uploadURL }
 
     /// More of a stream was read (`final`: its end too). The next plan appends from the acknowledged offset;
     /// the first append after the end says the length (`Upload-Length`).
@@ -151,13 +132,7 @@ public struct TusStateMachine: StreamingUploadMachine {
         }
     }
 
-    public var acknowledgedBytes: Int64 {
-        switch state {
-        case .append(_, let offset): offset
-        case .done: size
-        case .discover, .create, .queryOffset: 0
-        }
-    }
+    public var acknowledgedBytes: Int64 { state.acknowledged(of: size) }
 
     /// Any tus server continues an upload it has.
     public var canResume: Bool { true }
@@ -197,9 +172,9 @@ public struct TusStateMachine: StreamingUploadMachine {
         // A server that does not answer OPTIONS may still speak tus core + creation (the user pinned tus).
         let found = head.isSuccess ? TusCapabilities(head) : nil
         let capabilities = found ?? TusCapabilities()
-        if let refusal = Self.refusal(capabilities, size: size) { return failed(refusal) }
+        if let refusal = Self.refusal(capabilities, size: size) { return state.fail(refusal) }
         if !lengthKnown, found != nil, !capabilities.extensions.contains("creation-defer-length") {
-            return failed("the server cannot take a stream of unknown length (it offers no creation-defer-length)")
+            return state.fail("the server cannot take a stream of unknown length (it offers no creation-defer-length)")
         }
         self.capabilities = capabilities
         if checksum == nil { checksum = capabilities.checksum }
@@ -222,14 +197,14 @@ public struct TusStateMachine: StreamingUploadMachine {
         switch head.status {
         case 200...299:
             guard let url = resolveLocation(head.headers["Location"], against: creationURL) else {
-                return failed("the server did not say where the upload lives (no Location)")
+                return state.fail("the server did not say where the upload lives (no Location)")
             }
             guard sent > 0 else {
                 state = .append(url: url, offset: 0)
                 return reached(0)
             }
             if let offset = Self.offset(head), offset > sent {
-                return failed("the server acknowledged \(offset) bytes of a creation that carried \(sent)")
+                return state.fail("the server acknowledged \(offset) bytes of a creation that carried \(sent)")
             }
             guard let offset = Self.offset(head), (0...size).contains(offset) else {
                 state = .queryOffset(url: url)
@@ -238,7 +213,7 @@ public struct TusStateMachine: StreamingUploadMachine {
             state = .append(url: url, offset: offset)
             return reached(offset)
         case 413:
-            return failed("the server refused the upload as too large (413)")
+            return state.fail("the server refused the upload as too large (413)")
         case 460:
             return .resend(reason: "the server found the checksum of the first piece wrong (460)")
         default:
@@ -250,14 +225,14 @@ public struct TusStateMachine: StreamingUploadMachine {
         switch head.status {
         case 200...299:
             guard let offset = Self.offset(head), offset >= 0 else {
-                return failed("the server's answer carries no usable Upload-Offset")
+                return state.fail("the server's answer carries no usable Upload-Offset")
             }
             let length = head.headers["Upload-Length"].flatMap { ContentLength.decimal($0.trimmingSpaces()) }
             if let length, lengthKnown, length != size {
                 return restart("the server's upload is \(length) bytes long, the file \(size)")
             }
             lengthDeclared = length != nil
-            guard offset <= size else { return failed("the server holds \(offset) bytes, more than the file's \(size)") }
+            guard offset <= size else { return state.fail("the server holds \(offset) bytes, more than the file's \(size)") }
             state = .append(url: url, offset: offset)
             return reached(offset)
         case 403, 404, 410:
@@ -273,7 +248,7 @@ public struct TusStateMachine: StreamingUploadMachine {
             if declaring { lengthDeclared = true }
             let end = offset + length
             if let acknowledged = Self.offset(head), acknowledged > end {
-                return failed("the server acknowledged \(acknowledged) bytes, more than the \(end) sent")
+                return state.fail("the server acknowledged \(acknowledged) bytes, more than the \(end) sent")
             }
             guard let acknowledged = Self.offset(head), (offset...end).contains(acknowledged) else {
                 state = .queryOffset(url: url)
@@ -290,7 +265,7 @@ public struct TusStateMachine: StreamingUploadMachine {
         case 404, 410:
             return restart("the server no longer has the upload (\(head.status))")
         case 413:
-            return failed("the server refused the piece as too large (413); try a smaller --chunk-size")
+            return state.fail("the server refused the piece as too large (413); try a smaller --chunk-size")
         default:
             if RetryPolicy.isRetryable(status: head.status) || head.status == 423 { state = .queryOffset(url: url) }
             return transientOrFail(head, what: "appending")
@@ -307,9 +282,9 @@ public struct TusStateMachine: StreamingUploadMachine {
             return .retry(reason: "the server answered \(head.status) while \(what)", retryAfter: head.headers["Retry-After"])
         }
         if head.status == 412 {
-            return failed("the server does not speak tus \(Self.version) (412; it offers \(head.headers["Tus-Version"] ?? "nothing"))")
+            return state.fail("the server does not speak tus \(Self.version) (412; it offers \(head.headers["Tus-Version"] ?? "nothing"))")
         }
-        return failed("the server answered \(head.status) \(head.reason) while \(what)")
+        return state.fail("the server answered \(head.status) \(head.reason) while \(what)")
     }
 
     /// The server holds `offset` bytes: done once that is all of them and it knows that it is.
@@ -326,10 +301,5 @@ public struct TusStateMachine: StreamingUploadMachine {
         expires = nil
         state = capabilities == nil ? .discover : .create
         return .restarted(reason: reason)
-    }
-
-    private mutating func failed(_ reason: String) -> UploadDecision {
-        state = .done
-        return .fail(reason: reason)
     }
 }
