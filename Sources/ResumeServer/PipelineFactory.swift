@@ -4,7 +4,7 @@ import NIOPosix
 import NIOSSL
 
 /// Builds one connection's pipeline (or refuses it past `--max-connections`):
-/// [byte counts] → send timeout → [TLS] → HTTP/1 codec → ``ExchangeObserver`` (431/400 answers, head timeout,
+/// byte counts and send timeout → [TLS] → HTTP/1 codec → ``ExchangeObserver`` (431/400 answers, head timeout,
 /// log line, request counts) → [metrics] → [logins] → [tus] → static files (GET/HEAD, upload admission)
 /// → ``DraftHandler`` (the IETF draft and plain uploads).
 struct PipelineFactory: Sendable {
@@ -30,8 +30,7 @@ struct PipelineFactory: Sendable {
             try sync.addHandler(ConnectionRefusal(plain: tls == nil))
             return
         }
-        if let metrics { try sync.addHandler(TrafficCounter(metrics: metrics)) }
-        try sync.addHandler(SendTimeout(limit: TimeAmount(configuration.sendTimeout), log: configuration.log))
+        try sync.addHandler(SendTimeout(limit: TimeAmount(configuration.sendTimeout), log: configuration.log, metrics: metrics))
         if let tls {
             try channel.syncOptions?.setOption(ChannelOptions.autoRead, value: false)
             try sync.addHandler(ReadOnActive())
