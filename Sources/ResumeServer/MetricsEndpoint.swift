@@ -14,6 +14,8 @@ final class MetricsEndpoint: ChannelInboundHandler {
     typealias OutboundOut = HTTPServerResponsePart
 
     static let path = "/.resumectl/metrics"
+    /// Built once: 20 bytes, too long for a string kept inline, so `path + "?"` cost every request an allocation.
+    private static let pathWithQuery = path + "?"
 
     struct Sources: Sendable {
         var metrics: ServerMetrics
@@ -31,7 +33,7 @@ final class MetricsEndpoint: ChannelInboundHandler {
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         switch unwrapInboundIn(data) {
-        case .head(let head) where head.uri == Self.path || head.uri.hasPrefix(Self.path + "?"):
+        case .head(let head) where head.uri == Self.path || head.uri.hasPrefix(Self.pathWithQuery):
             answering = true
             answer(context: context, head: head)
         case .end where answering:

@@ -4,9 +4,9 @@ import NIOPosix
 import NIOSSL
 
 /// Builds one connection's pipeline (or refuses it past `--max-connections`):
-/// [byte counts] → send timeout → [TLS] → HTTP/1 codec → 431/400 answers → head timeout → access log → [request counts]
-/// → [metrics] → [logins] → [tus] → static files
-/// (GET/HEAD, upload admission) → ``DraftHandler`` (the IETF draft and plain uploads).
+/// byte counts and send timeout → [TLS] → HTTP/1 codec → ``ExchangeObserver`` (431/400 answers, head timeout,
+/// log line, request counts) → [metrics] → [logins] → [tus] → static files (GET/HEAD, upload admission)
+/// → ``DraftHandler`` (the IETF draft and plain uploads).
 struct PipelineFactory: Sendable {
     let configuration: ServerConfiguration
     let root: String
@@ -30,8 +30,7 @@ struct PipelineFactory: Sendable {
             try sync.addHandler(ConnectionRefusal(plain: tls == nil))
             return
         }
-        if let metrics { try sync.addHandler(TrafficCounter(metrics: metrics)) }
-        try sync.addHandler(SendTimeout(limit: TimeAmount(configuration.sendTimeout), log: configuration.log))
+        try sync.addHandler(SendTimeout(limit: TimeAmount(configuration.sendTimeout), log: configuration.log, metrics: metrics))
         if let tls {
             try channel.syncOptions?.setOption(ChannelOptions.autoRead, value: false)
             try sync.addHandler(ReadOnActive())
@@ -41,15 +40,11 @@ struct PipelineFactory: Sendable {
             withPipeliningAssistance: true,
             withErrorHandling: false,
             withEncoderConfiguration: .init(),
-            withDecoderLimitConfiguration: ProtocolErrorResponder.decoderLimits
+            withDecoderLimitConfiguration: ExchangeObserver.decoderLimits
         )
-        try sync.addHandler(ProtocolErrorResponder())
-        try sync.addHandler(HeaderTimeout(limit: TimeAmount(configuration.headerTimeout)))
-        if let log = configuration.log {
-            try sync.addHandler(AccessLogHandler(log: log))
-        }
+        try sync.addHandler(
+            ExchangeObserver(headLimit: TimeAmount(configuration.headerTimeout), log: configuration.log, metrics: metrics))
         let endpoint = metrics.map { MetricsEndpoint.Sources(metrics: $0, connections: connections, table: table) }
-        if let metrics { try sync.addHandler(RequestMetrics(metrics: metrics)) }
         if let endpoint, logins == nil || configuration.metricsPublic {
             try sync.addHandler(MetricsEndpoint(sources: endpoint))
         }

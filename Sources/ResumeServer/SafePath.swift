@@ -28,18 +28,7 @@ enum SafePath {
     ///
     /// `..` is refused rather than resolved, so `/a/../b` is an error even though it stays inside.
     static func components(ofTarget target: String) throws(PathRefusal) -> [String] {
-        var path = Substring(target)
-        if !path.hasPrefix("/") {
-            // absolute-form (RFC 9112 §3.2.2): keep only the path.
-            let lower = path.lowercased()
-            guard lower.hasPrefix("http://") || lower.hasPrefix("https://") else { throw .malformed }
-            let afterScheme = path[path.index(path.firstIndex(of: ":")!, offsetBy: 3)...]
-            path = afterScheme.firstIndex(of: "/").map { afterScheme[$0...] } ?? "/"
-        }
-        if let end = path.firstIndex(where: { $0 == "?" || $0 == "#" }) {
-            path = path[..<end]
-        }
-        let bytes = try percentDecoded(path.utf8)
+        let bytes = try percentDecoded(pathPart(of: target))
         guard !bytes.contains(0) else { throw .forbidden }
         if bytes.allSatisfy({ $0 < 0x80 }) { return try asciiComponents(bytes) }
         guard let decoded = String(validating: bytes, as: UTF8.self) else { throw .malformed }
@@ -55,6 +44,29 @@ enum SafePath {
             }
         }
         return components
+    }
+
+    /// The path of a request target, without query or fragment, still percent-encoded.
+    private static func pathPart(of target: String) throws(PathRefusal) -> Substring.UTF8View {
+        // An ASCII target in origin-form (what clients send) by bytes: there every Character is one byte
+        // but CR LF, which is neither `/`, `?` nor `#`, so the cut is where the Characters below make it,
+        // without breaking the target into Characters first (half of this function's instructions).
+        let utf8 = Substring(target).utf8
+        if utf8.first == UInt8(ascii: "/") && utf8.allSatisfy({ $0 < 0x80 }) {
+            return utf8[..<(utf8.firstIndex { $0 == UInt8(ascii: "?") || $0 == UInt8(ascii: "#") } ?? utf8.endIndex)]
+        }
+        var path = Substring(target)
+        if !path.hasPrefix("/") {
+            // absolute-form (RFC 9112 §3.2.2): keep only the path.
+            let lower = path.lowercased()
+            guard lower.hasPrefix("http://") || lower.hasPrefix("https://") else { throw .malformed }
+            let afterScheme = path[path.index(path.firstIndex(of: ":")!, offsetBy: 3)...]
+            path = afterScheme.firstIndex(of: "/").map { afterScheme[$0...] } ?? "/"
+        }
+        if let end = path.firstIndex(where: { $0 == "?" || $0 == "#" }) {
+            path = path[..<end]
+        }
+        return path.utf8
     }
 
     /// ``components(ofTarget:)`` of a decoded path that is all ASCII, by bytes: there every Character

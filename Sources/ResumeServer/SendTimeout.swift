@@ -5,8 +5,11 @@ import Musl
 #endif
 import NIOCore
 
-/// Drops a connection whose client has taken no byte for `--send-timeout` while the server has bytes
-/// waiting for it (nginx's `send_timeout`).
+/// First in every connection's pipeline: counts the bytes it reads and writes, for the metrics (before
+/// TLS, so a TLS connection counts what crosses the wire; a body sent from a file counts when it is
+/// handed over), and drops a connection whose client has taken no byte for `--send-timeout` while the
+/// server has bytes waiting for it (nginx's `send_timeout`). One handler for both: every read and every
+/// write of every request passes through each handler of the pipeline.
 ///
 /// A client reading a download a byte a second holds a connection, a file and the response's buffers
 /// for hours. What counts is progress, not the length of a response: a slow but moving download of a
@@ -14,16 +17,30 @@ import NIOCore
 /// (`TCP_INFO`: milliseconds since data last left the socket), and only while NIO holds more than its
 /// write buffer's high mark — a connection with nothing to send costs no timer. The close is an abort
 /// (`SO_LINGER` 0): a graceful one would wait behind the very bytes the client does not take.
-final class SendTimeout: ChannelInboundHandler {
+final class SendTimeout: ChannelDuplexHandler {
     typealias InboundIn = ByteBuffer
+    typealias OutboundIn = IOData
 
     private let limit: TimeAmount
     private let log: (@Sendable (String) -> Void)?
+    /// `nil` with `--no-metrics`.
+    private let metrics: ServerMetrics?
     private var check: Scheduled<Void>?
 
-    init(limit: TimeAmount, log: (@Sendable (String) -> Void)?) {
+    init(limit: TimeAmount, log: (@Sendable (String) -> Void)?, metrics: ServerMetrics?) {
         self.limit = limit
         self.log = log
+        self.metrics = metrics
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        if let metrics { metrics.bytesReceived.add(unwrapInboundIn(data).readableBytes, ordering: .relaxed) }
+        context.fireChannelRead(data)
+    }
+
+    func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
+        if let metrics { metrics.bytesSent.add(unwrapOutboundIn(data).readableBytes, ordering: .relaxed) }
+        context.write(data, promise: promise)
     }
 
     func channelWritabilityChanged(context: ChannelHandlerContext) {

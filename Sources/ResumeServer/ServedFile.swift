@@ -60,7 +60,9 @@ struct ServedFile: Sendable {
             close(fd)
             return nil
         }
-        _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK)
+        // Of the flags F_SETFL changes, O_NONBLOCK is the only one it was opened with: 0 clears it, without
+        // a F_GETFL first.
+        _ = fcntl(fd, F_SETFL, 0)
         let identity = FileIdentity(
             inode: UInt64(info.st_ino),
             size: Int64(info.st_size),

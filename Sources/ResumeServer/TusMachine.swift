@@ -63,6 +63,10 @@ enum TusMachine {
     /// What `method target` with `headers` asks for (`method` as the request line has it).
     static func classify(method requestMethod: HTTPMethod, target: String, headers: HTTPHeaders, maxSize: Int64?) -> Request {
         let method = Self.method(requestMethod, headers)
+        // Most requests are downloads: one look at the target's bytes settles those. (The prefix is ASCII,
+        // which no other character is canonically equivalent to, so a target whose bytes do not start
+        // with it does not start with it as Characters either.)
+        if method != .OPTIONS && method != .POST && !target.utf8.starts(with: prefix.utf8) { return .notTus }
         let path = target.prefix { $0 != "?" && $0 != "#" }
         let underPrefix = path.hasPrefix(prefix)
         let isDraft = !headers["upload-draft-interop-version"].isEmpty

@@ -78,8 +78,11 @@ extension UploadStore {
             return nil
         }
         if size > record.offset {
-            truncate(dataPath(id), off_t(record.offset))
-            log("upload \(name): \(size - record.offset) bytes past the durable offset \(record.offset) cut off")
+            if truncate(dataPath(id), off_t(record.offset)) == 0 {
+                log("upload \(name): \(size - record.offset) bytes past the durable offset \(record.offset) cut off")
+            } else {
+                log("upload \(name): \(size - record.offset) bytes past the durable offset \(record.offset) could not be cut off (errno \(errno))")
+            }
         } else if size < record.offset {
             // Should never happen (the data is synced before its record); report only what is held.
             record.offset = size

@@ -9,8 +9,8 @@ import Darwin
 enum Standard {
     /// One line to standard error in a single write(2), so lines from several threads never interleave.
     static func error(_ line: String) {
-        let bytes = Array((line + "\n").utf8)
-        bytes.withUnsafeBytes { buffer in
+        var text = line + "\n"
+        text.withUTF8 { buffer in
             var offset = 0
             while offset < buffer.count {
                 let n = write(STDERR_FILENO, buffer.baseAddress! + offset, buffer.count - offset)
