@@ -33,9 +33,9 @@ enum Opening {
 }
 
 extension TransferClient {
-    /// The one opening of every transfer: its route (an s3:// address becomes the signed HTTPS address of its
-    /// object), the checks of its URL, headers, output or source, the state folder, its id, lock and token,
-    /// what the token keeps, and the options its requests go with. The caller releases the lock.
+    /// The one opening of every transfer: its route (an s3:// object becomes its signed HTTPS address), the checks
+    /// of its URL, headers, output or source, the state folder, its id, lock and token, what the token keeps, and
+    /// the options its requests go with. The caller releases the lock.
     func open(_ subject: Subject, events: EventHandler = { _ in }) throws(TransferError) -> Opening {
         switch subject {
         case .download(let request, let listFile):
@@ -74,34 +74,29 @@ extension TransferClient {
         let (plain, s3, path, id) = try downloadIdentity(request)
         _ = try HeaderLines.parse(request.headers)
         let lock = TokenGuard(store: store, id: id)
-        if path == "-" {
-            var token = ResumeToken(download: plain, id: id, path: path, s3: s3)
+        func opened(_ token: ResumeToken, isNew: Bool) throws(TransferError) -> Opening {
+            var token = token
             let options = try signingS3(connectionOptions(for: &token, given: request.headers, events: events), for: token)
-            return .opened(Opened(token: token, lock: lock, isNew: true, options: options, source: nil))
+            return .opened(Opened(token: token, lock: lock, isNew: isNew, options: options, source: nil))
         }
+        if path == "-" { return try opened(ResumeToken(download: plain, id: id, path: path, s3: s3), isNew: true) }
         if !listFile { try prepareStateDirectory() }
         do {
-            var token: ResumeToken
-            var isNew = false
             // A list's file without a token skips the lock and a second look (a path lookup each, per file).
             let known = !listFile || store.exists(id: id)
             if known { try lock.hold() }
             if known, let existing = try lock.existing(.download, "a download") {
                 var part = try existing.downloadPart()
                 if let sum = request.expectedSHA256 { part.expectedSHA256 = sum.lowercased() }
-                token = existing.with(.download(part))
-            } else {
-                let occupant = OutputPath.occupant(path)
-                if occupant == .file, !request.force {
-                    lock.release()
-                    return .fileThere(path)
-                }
-                try OutputPath.checkWritable(path, occupant: occupant)
-                token = ResumeToken(download: plain, id: id, path: path, s3: s3)
-                isNew = true
+                return try opened(existing.with(.download(part)), isNew: false)
             }
-            let options = try signingS3(connectionOptions(for: &token, given: request.headers, events: events), for: token)
-            return .opened(Opened(token: token, lock: lock, isNew: isNew, options: options, source: nil))
+            let occupant = OutputPath.occupant(path)
+            if occupant == .file, !request.force {
+                lock.release()
+                return .fileThere(path)
+            }
+            try OutputPath.checkWritable(path, occupant: occupant)
+            return try opened(ResumeToken(download: plain, id: id, path: path, s3: s3), isNew: true)
         } catch {
             lock.release()
             throw error
@@ -136,24 +131,20 @@ extension TransferClient {
             if !batchFile { try lock.hold() }
             let what = stream ? "a stream upload" : s3 ? "an S3 upload" : "an upload"
             var token: ResumeToken
-            let isNew: Bool
-            if !batchFile,
-                let existing = try lock.existing(.upload, what, has: { stream ? $0.upload?.stream != nil : !s3 || $0.upload?.s3 != nil })
-            {
+            let existing = try batchFile
+                ? nil : lock.existing(.upload, what, has: { stream ? $0.upload?.stream != nil : !s3 || $0.upload?.s3 != nil })
+            if let existing {
                 var part = try existing.uploadPart()
                 if let source { try checkSource(part, source, id: lock.id) }
                 part.updateS3 { $0.parallel = request.s3.parallel }  // the command given again says it again
                 token = existing.with(.upload(part))
-                isNew = false
             } else if s3 {
                 token = try newS3UploadToken(request, id: lock.id, source: identity, events: events)
-                isNew = true
             } else {
                 token = ResumeToken(upload: request, id: lock.id, part: .init(source: identity, wire: request.pinnedWire ?? .undecided))
-                isNew = true
             }
             let options = connectionOptions(for: &token, given: request.headers, events: events)
-            return Opened(token: token, lock: lock, isNew: isNew, options: options, source: source)
+            return Opened(token: token, lock: lock, isNew: existing == nil, options: options, source: source)
         } catch {
             lock.release()
             throw error
@@ -204,8 +195,7 @@ extension TransferClient {
 
     /// The options one transfer runs with: the connection settings stored in its token, overridden by the
     /// ones given now, which the token then keeps (without secrets). Credentials go only to the token's URL.
-    /// - Parameter given: `-H` lines of this run, which override the token's by name (the token's encoding keeps
-    ///   secrets out of the file, see `Redact`).
+    /// - Parameter given: `-H` lines of this run, which override the token's by name.
     private func connectionOptions(for token: inout ResumeToken, given: [String] = [], events: EventHandler) -> TransferOptions {
         // Credential headers are kept by name only (see Redact): one line says which to give again.
         let missing = token.missingHeaders(given: given, login: options.transport.credentials.authenticates)
@@ -244,9 +234,9 @@ extension TransferClient {
         results.pruneOnce()
     }
 
-    /// Runs `body` with the transport for many exchanges at once (segments, S3's parts, a list's downloads):
-    /// the one session pool, a libcurl multi handle driven from one thread with one connection cache, made
-    /// here only and shut down when `body` ends. A pool already (a batch's), or another transport (a test's), is used as it is.
+    /// Runs `body` with the one session pool (a libcurl multi handle on one thread, one connection cache) for many
+    /// exchanges at once: segments, S3's parts, a list's downloads. A pool already (a batch's), or another
+    /// transport (a test's), is used as it is.
     func withSessionPool<T, E: Error>(_ wanted: Bool = true, _ body: (any HTTPTransport) throws(E) -> T) throws(E) -> T {
         let pool = wanted && (transport as? CurlTransport)?.isMulti == false ? try? CurlTransport.multi() : nil
         defer { pool?.shutdown() }

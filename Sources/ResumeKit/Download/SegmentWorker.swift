@@ -59,7 +59,6 @@ final class SegmentWorker: FetchOutput, @unchecked Sendable {
             onChange: .fail, bound: segment.start...segment.end, stallTimeout: options.transport.stallTimeout)
     }
 
-    /// Bytes of this segment written to the file so far.
     var written: Int64 { progress.load(ordering: .acquiring) }
     var isDone: Bool { written >= end - start + 1 }
     var isFinished: Bool { done.load(ordering: .acquiring) }

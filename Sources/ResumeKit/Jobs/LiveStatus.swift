@@ -1,11 +1,9 @@
 import FoundationEssentials
 import Glibc
 
-/// What a running transfer says about itself in `STATE/run/<id>.json`, for `list`, `wait` and `pause`:
-/// its pid, its phase (`running`, `scheduled`, `queued`, `waiting for network`), its progress and rate. The
-/// process rewrites it (temp file + rename, no fsync: it is only live information) at most once a second,
-/// or at once when the phase changes, and removes it when it ends. A file whose pid is dead (kill -9)
-/// counts for nothing, so `list` never shows a stale "running".
+/// What a running transfer says about itself in `STATE/run/<id>.json`, for `list`, `wait` and `pause`: its
+/// pid, phase, progress and rate, rewritten (no fsync: it is only live information) at most once a second or
+/// when the phase changes. A file whose pid is dead (kill -9) counts for nothing: no stale "running".
 public struct LiveStatus: Codable, Equatable, Sendable {
     /// What a live process is doing; the raw value is what `list` shows and the file holds.
     public enum Phase: String, Codable, Sendable {
