@@ -12,8 +12,7 @@ enum Subject {
     case cancel(ResumeToken)
 }
 
-/// A transfer ready to run: its token (on disk, or new and not yet written), its lock, an upload's source
-/// file, and the options its requests go with.
+/// A transfer ready to run: its token (on disk, or new and not yet written) and what its opening found.
 struct Opened {
     var token: ResumeToken
     let lock: TokenGuard
@@ -103,9 +102,8 @@ extension TransferClient {
         }
     }
 
-    /// An upload's checks (URL or S3 address, headers, chunk size, a stream's spool), its source, lock and token:
-    /// the one on disk, which must be an upload of the same kind (a stream's, an S3 one) and, for a file, of the
-    /// same file; else a new one whose protocol is left open (``TransferClient/chooseProtocol``) unless pinned.
+    /// An upload's checks, source, lock and token: the one on disk (an upload of the same kind and, for a file,
+    /// of the same file), else a new one whose protocol is left open unless pinned (see `chooseProtocol`).
     private func openUpload(_ request: UploadRequest, batchFile: Bool, events: EventHandler) throws(TransferError) -> Opened {
         let s3 = Route.isS3(request.url)
         let stream = request.filePath == "-"
@@ -151,9 +149,8 @@ extension TransferClient {
         }
     }
 
-    /// A token named by `resume` or `cancel`: its lock and the token read again under it (another process may
-    /// have moved it on since it was named); for a resume, the leftovers of an interrupted token write swept, a
-    /// replacement URL checked and an upload's source file found unchanged.
+    /// A token named by `resume` or `cancel`, read again under its lock (another process may have moved it on);
+    /// for a resume, a replacement URL checked and an upload's source file found unchanged.
     private func openToken(
         _ stored: ResumeToken, headers: [String], newURL: String?, resuming: Bool, events: EventHandler
     ) throws(TransferError) -> Opened {
@@ -184,8 +181,8 @@ extension TransferClient {
         }
     }
 
-    /// The settings and header fields a list's fresh file runs with, as its opening would give them: for the
-    /// small-file pass, which works them out once for all the files with the same headers.
+    /// The settings and header fields a list's fresh file runs with, as its opening would give them (for the
+    /// small-file pass).
     func listFileSettings(_ request: DownloadRequest) -> (TransferOptions, HeaderFields)? {
         var token = ResumeToken(download: request, id: "", path: "", s3: nil)
         let options = connectionOptions(for: &token, given: request.headers, events: { _ in })

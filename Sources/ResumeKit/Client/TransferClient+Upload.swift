@@ -210,8 +210,7 @@ extension TransferClient {
             spool.remove()
             throw TransferError(.localIO, "\(error)")
         }
-        var capabilities: TusCapabilities?
-        if case .tus(let found) = probe { capabilities = found }
+        let capabilities: TusCapabilities? = if case .tus(let found) = probe { found } else { nil }
         return try runStream(token, spool: spool, versionPinned: request.interopVersion != nil, capabilities: capabilities, replay: false,
             options: opened.options, cancellation: cancellation, events: events)
     }

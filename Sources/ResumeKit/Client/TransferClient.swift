@@ -188,8 +188,8 @@ extension TransferClient {
             id: id, kind: kind, outcome: .done, exit: 0, resumable: false, url: at, path: path, bytes: bytes, sha256: sha256))
     }
 
-    /// Keeps the end of a transfer that was announced. Refusals before it began (bad arguments, a token
-    /// that does not exist or cannot be read) and "running elsewhere" leave no record: the one running owns it.
+    /// Keeps the end of a transfer that was announced: refusals before it began and "running elsewhere" leave
+    /// no record (the one running owns it).
     func recordFailure(_ error: TransferError, id: String, kind: ResumeToken.Kind, url: String, source: String? = nil) {
         switch error.code {
         case .usage, .busy, .inputMissing, .badToken: return

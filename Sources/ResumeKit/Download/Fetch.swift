@@ -28,6 +28,7 @@ protocol FetchOutput: AnyObject {
 extension FetchOutput {
     var retained: Int64 { held }
     var rewinds: Bool { true }
+    func begin(at from: Int64, restarted: String?, machine: DownloadStateMachine, effectiveURL: String) throws(TransferError) {}
     func tick(now: Double) throws(TransferError) {}
     func read(at offset: Int64, into buffer: UnsafeMutableRawBufferPointer) throws -> Int { 0 }
 }

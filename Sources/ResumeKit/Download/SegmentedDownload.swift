@@ -53,10 +53,9 @@ final class SegmentedDownload {
         defer { part.close() }
         let fd = part.fileDescriptor
         try save()  // the plan, before any data: whatever fails next, a resume knows the segments
-        // Holes where nothing is committed yet; a longer file (garbage after a crash) is cut back.
-        // Reserved up front: segments then write into allocated space instead of interleaving their
-        // allocations (unthrottled 1 GiB, 4 connections: 0.93 of one connection's time instead of 1.15),
-        // and a disk too small fails now rather than part-way.
+        // Holes where nothing is committed yet; a longer file (garbage after a crash) is cut back. Reserved up front,
+        // segments write into allocated space instead of interleaving their allocations (unthrottled 1 GiB, 4
+        // connections: 0.93 of one connection's time instead of 1.15), and a disk too small fails now.
         if reserveSpace(fd, length: total) != 0, errno == ENOSPC {
             throw TransferError(.localIO, "not enough free space for \(total) bytes in \(Paths.parent(of: download.partPath))",
                 tokenID: token.id)

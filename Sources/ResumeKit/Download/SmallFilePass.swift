@@ -56,8 +56,7 @@ final class SmallFilePass: @unchecked Sendable {
         options.connections <= 1
     }
 
-    /// Runs the pass, one file at a time on each session, until the list or the pass ends.
-    /// - Returns: the files taken from the queue but left to the workers, in list order.
+    /// Runs the pass, a file at a time on each session; returns the files it left to the workers, in list order.
     func run(on sessions: [any StartingSession]) -> [Left] {
         for session in sessions {
             running.enter()
@@ -103,8 +102,7 @@ final class SmallFilePass: @unchecked Sendable {
             headers: headers, onChange: request.onChange, emit: emit)
     }
 
-    /// The settings and header fields of a new token for `request` (see listFileSettings), worked out once for
-    /// all the list's files with the same headers.
+    /// ``TransferClient/listFileSettings(_:)``, worked out once for all the files with the same headers.
     private func settings(for request: DownloadRequest) -> (TransferOptions, HeaderFields)? {
         var known = shared.withLock { $0 }
         if known?.headers != request.headers {
@@ -147,9 +145,8 @@ struct EarlierAttempt: Sendable {
     var announced = false
 }
 
-/// One file of a ``SmallFilePass``: the output of its ``Fetch``, on the multi handle's thread. It takes a
-/// plain 200 from byte 0 of at most ``SmallFilePass/limit`` bytes within a checkpoint interval; anything else
-/// ends the exchange and goes to the workers.
+/// One file of a ``SmallFilePass``: the output of its ``Fetch``, on the multi handle's thread (see the pass
+/// for what it takes).
 final class SmallFileFetch: FetchOutput {
     let index: Int
     let id: String

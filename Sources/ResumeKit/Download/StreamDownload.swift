@@ -89,8 +89,6 @@ final class StreamDownload: FetchOutput {
 
     func heldBytes(from offset: Int64) throws(TransferError) -> [UInt8] { ring.suffix(Int(written - offset)) }
 
-    func begin(at from: Int64, restarted: String?, machine: DownloadStateMachine, effectiveURL: String) throws(TransferError) {}
-
     func write(_ body: UnsafeRawBufferPointer) throws(TransferError) {
         guard writeAll(output, body) else {
             throw errno == EPIPE

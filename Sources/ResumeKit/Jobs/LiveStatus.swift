@@ -22,11 +22,9 @@ public struct LiveStatus: Codable, Equatable, Sendable {
     public var rate: Double?
     public var updatedAt: Date
 
-    public static func path(stateDir: String, id: String) -> String { StateDirectory(stateDir).status(id) }
-
     /// The status of a live process, or nil (no file, unreadable, or its process is gone).
     public static func load(stateDir: String, id: String) -> LiveStatus? {
-        guard let data = FileManager.default.contents(atPath: path(stateDir: stateDir, id: id)),
+        guard let data = FileManager.default.contents(atPath: StateDirectory(stateDir).status(id)),
             let status = try? TokenStore.decoder.decode(LiveStatus.self, from: data), processIsAlive(status.pid)
         else { return nil }
         return status

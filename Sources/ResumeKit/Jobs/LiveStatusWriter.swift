@@ -12,7 +12,7 @@ public final class LiveStatusWriter: @unchecked Sendable {
 
     public init(stateDir: String, id: String, phase: LiveStatus.Phase = .running, startAt: Date? = nil) {
         folder = StateDirectory(stateDir).run
-        file = LiveStatus.path(stateDir: stateDir, id: id)
+        file = StateDirectory(stateDir).status(id)
         // A running transfer's first status waits a second like every later one: a small download never writes
         // it, and `list` sees it by its lock meanwhile. Any other phase is written at once.
         state = Mutex((LiveStatus(pid: getpid(), state: phase, startAt: startAt, updatedAt: Date()), Monotonic.now))
