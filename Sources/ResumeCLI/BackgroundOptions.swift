@@ -20,5 +20,10 @@ struct BackgroundOptions: ParsableArguments {
         if startAt != nil && !detach && !detachedChild { throw ValidationError("--start-at needs --detach") }
     }
 
-    var waitsForNetwork: Bool { waitNetwork || detachedChild }
+    /// `client` waiting for the network when asked to, and always in the background.
+    func configured(_ client: TransferClient) -> TransferClient {
+        var client = client
+        client.options.waitForNetwork = waitNetwork || detachedChild
+        return client
+    }
 }

@@ -2,9 +2,8 @@ import Glibc
 import ResumeKit
 import Synchronization
 
-/// Renders a batch's events: a progress line (files done/total and bytes) on a terminal's stderr and one
-/// stdout line per file that arrived, or with `--json` one event a line on stdout, every one carrying the
-/// batch id as `token` and, for a file, its `path` and `url`.
+/// Renders a batch's events: a progress line on a terminal's stderr and a stdout line per file that arrived,
+/// or with `--json` events on stdout, each with the batch id as `token` and, for a file, `path` and `url`.
 final class BatchReporter: Sendable {
     private let json: Bool
     private let quiet: Bool

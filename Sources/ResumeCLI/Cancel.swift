@@ -21,16 +21,14 @@ struct Cancel: AsyncParsableCommand {
         let client = state.client
         let keepParts = self.keepParts
         let reference = token
+        let isBatch = client.batchRecord(reference) != nil
         // A running (or scheduled, or detached) transfer is stopped first, as `pause` would.
-        if let id = try? client.loadToken(reference).id,
+        if let id = isBatch ? reference : try? client.loadToken(reference).id,
             case .stillRunning(let pid) = Jobs.stop(id: id, store: client.store, within: 30)
         {
             throw Runner.fail(TransferError(.busy, "pid \(pid) has not stopped after 30 s"), json: false)
         }
-        if client.batchRecord(reference) != nil {
-            if case .stillRunning(let pid) = Jobs.stop(id: reference, store: client.store, within: 30) {
-                throw Runner.fail(TransferError(.busy, "pid \(pid) has not stopped after 30 s"), json: false)
-            }
+        if isBatch {
             do { Output.stderr("resumectl: \(try await client.cancelBatch(reference, keepParts: keepParts))\n") } catch { throw Runner.fail(error, json: false) }
             return
         }

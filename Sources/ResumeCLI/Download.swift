@@ -1,5 +1,4 @@
 import ArgumentParser
-import FoundationEssentials
 import Glibc
 import ResumeKit
 
@@ -101,9 +100,8 @@ struct Download: AsyncParsableCommand {
         }
     }
 
-    /// One URL runs on the calling thread, the main one (`CommandLineTool` and `Resumectl.main` are on the
-    /// main actor): a hop to Swift's thread pool and to a transfer thread costs a small download more than
-    /// its bytes. A list, an S3 prefix and `--start-at`'s hold wait on tasks.
+    /// One URL runs on the main thread (see ``TransferClient/downloadBlocking(_:cancellation:events:)``); a
+    /// list, an S3 prefix and `--start-at`'s hold wait on tasks.
     @MainActor
     func run() async throws {
         guard let given = url else { return try await runList(inputFile!) }
@@ -114,8 +112,7 @@ struct Download: AsyncParsableCommand {
             url: url, outputPath: output, headers: options.header, expectedSHA256: try checksum.map(Checksum.parse),
             onChange: onChange, force: force, s3: s3.options())
         configured.options.connections = connections
-        configured.options.waitForNetwork = background.waitsForNetwork
-        let client = configured
+        let client = background.configured(configured)
         if output == "-" { return try runToStdout(request, client: client) }
         if background.detach {
             let id: String
@@ -150,18 +147,6 @@ extension Download {
         }
     }
 
-    /// `-i LIST`: every entry on its own token; one line per file on stdout, one per failure on stderr.
-    func runList(_ listPath: String) async throws {
-        try await many.runList(listPath, folder: output, headers: options.header, onChange: onChange, force: force)
-    }
-
-    /// Many downloads at once, as this command's options say.
-    private var many: ManyDownloads {
-        var configured = options.client()
-        configured.options.connections = connections
-        return ManyDownloads(client: configured, json: options.json, quiet: options.quiet, parallel: parallel)
-    }
-
     /// A folder URL (ending in `/`, or with `-r`) or an S3 prefix.
     var isFolder: Bool {
         guard let url, inputFile == nil else { return false }
@@ -174,8 +159,7 @@ extension Download {
         var (configured, url) = options.client(taking: given)
         if !url.hasSuffix("/") { url += "/" }
         configured.options.connections = connections
-        configured.options.waitForNetwork = background.waitsForNetwork
-        let client = configured
+        let client = background.configured(configured)
         let folder = output ?? FolderRequest.defaultFolder(url: url)
         let template = DownloadRequest(url: url, headers: options.header, onChange: onChange, force: force, s3: s3.options())
         let request = FolderRequest(url: url, folder: folder, template: template, parallel: parallel, depth: depth, include: include,

@@ -21,9 +21,8 @@ enum Foreground {
         }
     }
 
-    /// ``run(id:kind:url:client:background:reporter:_:)`` for work that blocks the calling thread until it ends
-    /// (one download: a hop to Swift's thread pool and to a transfer thread costs a small file more than its
-    /// bytes). Not for `--start-at`, whose hold waits.
+    /// ``run(id:kind:url:client:background:reporter:_:)`` for work that blocks the calling thread (one
+    /// download); not for `--start-at`, whose hold waits.
     static func runBlocking<T>(
         id: String?, client: TransferClient, background: BackgroundOptions, reporter: Reporter,
         _ work: (Cancellation, @escaping EventHandler) throws(TransferError) -> T

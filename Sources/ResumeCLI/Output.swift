@@ -7,13 +7,7 @@ enum Output {
     static func stderr(_ text: String) { write(2, text) }
 
     private static func write(_ fd: Int32, _ text: String) {
-        var bytes = Array(text.utf8)
-        var done = 0
-        while done < bytes.count {
-            let n = bytes.withUnsafeMutableBytes { Glibc.write(fd, $0.baseAddress! + done, $0.count - done) }
-            if n < 0 && errno == EINTR { continue }
-            if n <= 0 { return }
-            done += n
-        }
+        var text = text
+        _ = text.withUTF8 { writeAll(fd, UnsafeRawBufferPointer($0)) }
     }
 }

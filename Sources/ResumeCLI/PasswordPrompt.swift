@@ -1,4 +1,5 @@
 import Glibc
+import ResumeKit
 
 /// Reads a password from the terminal with echo off, as curl does for `-u USER`.
 enum PasswordPrompt {
@@ -17,8 +18,7 @@ enum PasswordPrompt {
         var line: [UInt8] = []
         var byte: UInt8 = 0
         while true {
-            let n = read(input, &byte, 1)
-            if n < 0 && errno == EINTR { continue }
+            let n = uninterrupted { read(input, &byte, 1) }
             if n <= 0 || byte == UInt8(ascii: "\n") { break }
             line.append(byte)
         }

@@ -10,9 +10,9 @@ final class Reporter: @unchecked Sendable {
     private let showsProgress: Bool
     private let lock = Mutex<Void>(())
     private var tokenID: String
-    /// For a list's file: whether `resume` knows the id (a token or a result record) at the moment an event
-    /// is written. Files that end before their first checkpoint never get a token; their events carry
-    /// `"token": null` (the list is what resumes them), never an id that `resume` would reject.
+    /// For a list's file: whether `resume` knows the id (a token or a record) when an event is written. A file
+    /// that ends before its first checkpoint gets no token: its events carry `"token": null`, never an id
+    /// `resume` would reject.
     private let answers: (@Sendable (String) -> Bool)?
     private var lastLineLength = 0
 
@@ -68,27 +68,26 @@ final class Reporter: @unchecked Sendable {
             guard showsProgress else { return }
             drawProgress(bytes: bytes, total: total, rate: rate)
         case .retry(let attempt, let delay, let error):
-            guard !quiet else { return }
-            clearProgress()
-            Output.stderr("resumectl: \(error); retry \(attempt) in \(Self.oneDecimal(delay)) s\n")
+            note("\(error); retry \(attempt) in \(Self.oneDecimal(delay)) s")
         case .waitingForNetwork(let delay, let error):
-            guard !quiet else { return }
-            clearProgress()
-            Output.stderr("resumectl: \(error); waiting for the network, next try in \(Self.oneDecimal(delay)) s\n")
+            note("\(error); waiting for the network, next try in \(Self.oneDecimal(delay)) s")
         case .restarted(let reason):
-            guard !quiet else { return }
-            clearProgress()
-            Output.stderr("resumectl: starting over: \(reason)\n")
+            note("starting over: \(reason)")
         case .warning(let warning):
             clearProgress()
             Self.warnOnce(warning.message)
         case .note(let text):
-            guard !quiet else { return }
-            clearProgress()
-            Output.stderr("resumectl: \(text)\n")
+            note(text)
         case .completed, .paused, .started:
             clearProgress()
         }
+    }
+
+    /// A line on stderr, unless `-q`.
+    private func note(_ text: String) {
+        guard !quiet else { return }
+        clearProgress()
+        Output.stderr("resumectl: \(text)\n")
     }
 
     private func drawProgress(bytes: Int64, total: Int64?, rate: Double) {
@@ -141,7 +140,7 @@ final class Reporter: @unchecked Sendable {
         case .warning(let warning):
             Self.warnOnce(warning.message)
         case .note(let text):
-            if !quiet { Output.stderr("resumectl: \(text)\n") }
+            note(text)
         }
     }
 

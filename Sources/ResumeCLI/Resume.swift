@@ -53,9 +53,7 @@ struct Resume: AsyncParsableCommand {
     func run() async throws {
         // A token whose URL names a user asks for the password (never stored) before anything runs.
         let known = token.flatMap { $0.hasPrefix("b-") ? nil : try? TransferClient(store: options.store).loadToken($0) }
-        var configured = try options.client(resuming: known?.url)
-        configured.options.waitForNetwork = background.waitsForNetwork
-        let client = configured
+        let client = background.configured(try options.client(resuming: known?.url))
         guard let reference = token else { return try ResumeAll.run(client: client, parallel: parallel, background: background) }
         if reference.hasPrefix("b-") { return try await resumeBatch(reference, client: client) }
         if background.detach {

@@ -24,9 +24,7 @@ struct Serve: ParsableCommand {
 
     /// A program in the same folder as the running `resumectl`.
     static func siblingPath(_ name: String) -> String {
-        var buffer = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
-        let n = readlink("/proc/self/exe", &buffer, buffer.count - 1)
-        let me = n > 0 ? String(decoding: buffer[..<n].map { UInt8(bitPattern: $0) }, as: UTF8.self) : CommandLine.arguments[0]
+        let me = Spawner.executable()
         guard let slash = me.lastIndex(of: "/") else { return name }
         return String(me[..<slash]) + "/" + name
     }

@@ -20,8 +20,7 @@ enum StopSignals {
         DispatchQueue(label: "resumectl.signals").async {
             var signo: UInt8 = 0
             while true {
-                let n = read(readEnd, &signo, 1)
-                if n < 0, errno == EINTR { continue }
+                let n = uninterrupted { read(readEnd, &signo, 1) }
                 guard n == 1 else { return }
                 let reason: StopReason = Int32(signo) == SIGINT ? .interrupt : .pause
                 current.withLock { $0 }?.stop(reason)

@@ -3,13 +3,10 @@ import ResumeKit
 extension Upload {
     /// `upload DIR TARGET/`: the folder as one batch; its id is announced before any byte is sent.
     /// - Parameter client: `options.client(taking:)`'s, for `request.url`, the target without a password.
-    func runBatch(_ request: UploadRequest, client taken: TransferClient) async throws {
+    func runBatch(_ request: UploadRequest, client: TransferClient) async throws {
         let url = request.url
         let batch = BatchRequest(folder: file, target: url, upload: request, parallel: parallel, followSymlinks: followSymlinks,
             skipExisting: skipExisting)
-        var configured = taken
-        configured.options.waitForNetwork = background.waitsForNetwork
-        let client = configured
         if background.detach {
             try Background.launch(id: batch.id, announce: batch.id, stateDir: client.store.directory, arguments: Background.childArguments())
         }

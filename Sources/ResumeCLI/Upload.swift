@@ -108,10 +108,8 @@ struct Upload: AsyncParsableCommand {
             filePath: file, url: url, headers: options.header, interopVersion: interopVersion.flatMap(InteropVersion.init),
             chunkSize: chunkSize?.bytesPerSecond, uploadProtocol: uploadProtocol,
             s3: s3.options(partSize: partSize?.bytesPerSecond, parallel: parallel, checksum: s3Checksum), spoolMax: spoolMax?.bytesPerSecond)
-        if file != "-", BatchRequest.isFolder(file) { return try await runBatch(request, client: taken) }
-        var configured = taken
-        configured.options.waitForNetwork = background.waitsForNetwork
-        let client = configured
+        let client = background.configured(taken)
+        if file != "-", BatchRequest.isFolder(file) { return try await runBatch(request, client: client) }
         if background.detach {
             let id: String
             do { id = try client.prepare(request) } catch { throw Runner.fail(error, json: options.json) }

@@ -1,4 +1,3 @@
-import Dispatch
 import Synchronization
 
 /// A flag that a transfer polls from libcurl's progress callback, and that ends its waits at once.

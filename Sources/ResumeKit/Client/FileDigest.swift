@@ -10,8 +10,7 @@ public enum FileDigest {
         let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 256 << 10, alignment: 16)  // as fast as 1 MiB, a quarter of the pages
         defer { buffer.deallocate() }
         while true {
-            let n = read(fd, buffer.baseAddress, buffer.count)
-            if n < 0 && errno == EINTR { continue }
+            let n = uninterrupted { read(fd, buffer.baseAddress, buffer.count) }
             if n < 0 { throw TransferError(.localIO, "cannot read \(path): \(String(cString: strerror(errno)))") }
             if n == 0 { break }
             hasher.update(bufferPointer: UnsafeRawBufferPointer(rebasing: buffer[0..<n]))
@@ -28,8 +27,7 @@ public enum FileDigest {
         for range in ranges {
             var got: Int64 = 0
             while got < range.length {
-                let n = pread(fd, buffer.baseAddress!, Int(min(Int64(buffer.count), range.length - got)), off_t(range.offset + got))
-                if n < 0 && errno == EINTR { continue }
+                let n = uninterrupted { pread(fd, buffer.baseAddress!, Int(min(Int64(buffer.count), range.length - got)), off_t(range.offset + got)) }
                 guard n > 0 else { throw TransferError(.localIO, "cannot read \(path): \(n == 0 ? "the file got shorter" : String(cString: strerror(errno)))") }
                 hasher.update(bufferPointer: UnsafeRawBufferPointer(rebasing: buffer[0..<n]))
                 got += Int64(n)

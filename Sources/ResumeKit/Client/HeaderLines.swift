@@ -30,10 +30,7 @@ public enum HeaderLines {
 
     /// Headers from the token, overridden by headers given now (by name).
     public static func merge(stored: [String], given: [String]) -> [String] {
-        let givenNames = Set(given.compactMap { $0.split(separator: ":", maxSplits: 1).first?.trimmingSpaces().lowercased() })
-        let kept = stored.filter { line in
-            !givenNames.contains(line.split(separator: ":", maxSplits: 1).first?.trimmingSpaces().lowercased() ?? "")
-        }
-        return kept + given
+        let givenNames = Set(given.map { Redact.headerName($0).lowercased() })
+        return stored.filter { !givenNames.contains(Redact.headerName($0).lowercased()) } + given
     }
 }

@@ -1,5 +1,4 @@
-/// Where a command's address leads, decided once from what the user typed; the job that serves it
-/// follows from this (a signed download or upload for an S3 object, a listing for a prefix …).
+/// Where a command's address leads, decided once from what the user typed.
 public enum Route: Sendable, Equatable {
     /// An http(s) URL.
     case http(String)

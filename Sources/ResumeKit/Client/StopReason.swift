@@ -1,5 +1,3 @@
-import Dispatch
-
 /// Why a transfer was asked to stop.
 public enum StopReason: Int, Sendable {
     /// Ctrl-C (SIGINT).

@@ -1,10 +1,7 @@
 /// A transfer's hold on its token: the lock file (`tokens/<id>.lock`, with the pid `pause` signals), and
 /// the token found under it, if any. Every entry point of ``TransferClient`` goes through one of these.
-///
-/// A list's download takes it just before its token is first written, or at once when the token exists
-/// already: a file that ends before its first checkpoint never creates a lock file, which spares a list
-/// of small files two inode operations per file in the state folder. Until then the `flock` on the
-/// `.part` file keeps a second process out. Everything else takes it at once.
+/// A list's download takes it only once its token exists or is first written (the `.part`'s `flock` keeps a
+/// second process out until then): a small file that ends sooner spares the state folder two inode operations.
 final class TokenGuard {
     private let store: TokenStore
     let id: String

@@ -15,9 +15,7 @@ struct TransferCancel {
         options = opened.options
     }
 
-    /// Forgets the transfer; the caller holds its lock.
-    /// - Parameter keepParts: leave an S3 multipart upload (and its parts) on S3.
-    /// - Returns: what was done, for the user.
+    /// Forgets the transfer (the caller holds its lock); returns what was done, for the user.
     func run(keepParts: Bool) throws(TransferError) -> String {
         var said = "cancelled \(token.id)"
         if let stream = token.upload?.stream {
@@ -38,8 +36,7 @@ struct TransferCancel {
     }
 
     /// Asks the server to drop an upload that will not be finished (`cancel`; a batch's file that changed):
-    /// AbortMultipartUpload on S3 (unless `keepParts`), else a DELETE of the upload URL (draft, tus).
-    /// - Returns: what was done, for the user.
+    /// AbortMultipartUpload on S3 (unless `keepParts`), else a DELETE of the upload URL. Returns what was done.
     func dropServerUpload(keepParts: Bool = false) throws(TransferError) -> String {
         var said = try abortS3Upload(keepParts: keepParts)
         if let u = token.upload, let url = u.uploadURL {
@@ -68,7 +65,6 @@ struct TransferCancel {
         return said
     }
 
-    /// AbortMultipartUpload (the parts stay with `--keep-parts`). Returns what was done.
     private func abortS3Upload(keepParts: Bool) throws(TransferError) -> String {
         guard let s3 = token.upload?.s3, let uploadID = s3.uploadId else { return "" }
         if keepParts { return "; multipart upload \(uploadID) left on S3 with its parts (--keep-parts)" }

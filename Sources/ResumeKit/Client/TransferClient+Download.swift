@@ -21,28 +21,20 @@ extension TransferClient {
         _ request: DownloadRequest, session: (any TransportSession)? = nil, batch: BatchPublisher.Slot? = nil,
         earlier: EarlierAttempt? = nil, cancellation: Cancellation, events: @escaping EventHandler
     ) throws(TransferError) -> DownloadResult {
-        // `pause` finds a transfer by its lock file. Only a list's files, most of which end before their
-        // first checkpoint, take it lazily, with their token (see TokenGuard).
         switch try open(.download(request, listFile: batch != nil), events: events) {
         case .fileThere(let path):
             return try alreadyThere(path, expected: request.expectedSHA256, events: events)
         case .opened(let opened):
             defer { opened.lock.release() }
-            // A single download writes its token as soon as it holds the `.part` file's lock, before any
-            // request or event (see DownloadOperation, SegmentedDownload).
             return try runDownloadOperation(opened, onChange: request.onChange, session: session, batch: batch,
                 earlier: opened.isNew ? earlier : nil, cancellation: cancellation, events: events)
         }
     }
 
+    /// Continues a download ``TransferClient/resume(_:newURL:headers:cancellation:events:)`` opened; `stored`, its token as named.
     func runResumeDownload(
-        _ stored: ResumeToken, newURL: String?, headers: [String], cancellation: Cancellation, events: @escaping EventHandler
+        _ opened: Opened, stored: ResumeToken, newURL: String?, cancellation: Cancellation, events: @escaping EventHandler
     ) throws(TransferError) -> DownloadResult {
-        _ = try stored.downloadPart()
-        guard case .opened(let opened) = try open(.resume(stored, headers: headers, newURL: newURL), events: events) else {
-            throw TransferError(.badToken, "token \(stored.id) is not a download")
-        }
-        defer { opened.lock.release() }
         // A replacement URL must serve the very same bytes.
         let onChange = newURL != nil ? .fail : DownloadStateMachine.OnChange(rawValue: try opened.token.downloadPart().onChange ?? "") ?? .restart
         do {
@@ -115,11 +107,9 @@ extension TransferClient {
         try await FolderDownload(client: self, request: request).run(cancellation: cancellation, events: events)
     }
 
-    /// Downloads many files, `parallel` at a time, each resumable on its own token. With the libcurl
-    /// transport the transfers run on a multi handle per lane (a network thread and connection cache each;
-    /// one lane per core, for every 4 workers). Fresh small files are fetched first, on the lanes' threads
-    /// alone (SmallFilePass); every other file gets a worker thread, which runs its protocol steps,
-    /// checkpoints and renames.
+    /// Downloads many files, `parallel` at a time, each resumable on its own token. With libcurl they run on a
+    /// multi handle per lane (a network thread and connection cache each). Fresh small files are fetched first,
+    /// on the lanes' threads alone (SmallFilePass); every other file gets a worker thread.
     /// - Returns: one result per request, in order; a failure of one file does not stop the others.
     public func downloadAll(
         _ requests: [DownloadRequest], parallel: Int, cancellation: Cancellation = Cancellation(),
@@ -147,7 +137,6 @@ extension TransferClient {
                 queue.putBack(left.map(\.index))
                 for file in left { earlier[file.index] = file.earlier }
             }
-            // A list the pass finished needs no worker thread.
             if !queue.isDrained {
                 await runWorkers(workers, on: pools, requests, queue: queue, publisher: publisher, earlier: earlier,
                     cancellation: cancellation, events: events)

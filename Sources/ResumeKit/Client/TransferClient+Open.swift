@@ -12,8 +12,7 @@ enum Subject {
     case cancel(ResumeToken)
 }
 
-/// A transfer ready to run: its token (on disk, or new and not yet written), its lock, an upload's source
-/// file, and the options its requests go with.
+/// A transfer ready to run: its token (on disk, or new and not yet written) and what its opening found.
 struct Opened {
     var token: ResumeToken
     let lock: TokenGuard
@@ -33,9 +32,9 @@ enum Opening {
 }
 
 extension TransferClient {
-    /// The one opening of every transfer: its route (an s3:// address becomes the signed HTTPS address of its
-    /// object), the checks of its URL, headers, output or source, the state folder, its id, lock and token,
-    /// what the token keeps, and the options its requests go with. The caller releases the lock.
+    /// The one opening of every transfer: its route (an s3:// object becomes its signed HTTPS address), the checks
+    /// of its URL, headers, output or source, the state folder, its id, lock and token, what the token keeps, and
+    /// the options its requests go with. The caller releases the lock.
     func open(_ subject: Subject, events: EventHandler = { _ in }) throws(TransferError) -> Opening {
         switch subject {
         case .download(let request, let listFile):
@@ -74,43 +73,37 @@ extension TransferClient {
         let (plain, s3, path, id) = try downloadIdentity(request)
         _ = try HeaderLines.parse(request.headers)
         let lock = TokenGuard(store: store, id: id)
-        if path == "-" {
-            var token = ResumeToken(download: plain, id: id, path: path, s3: s3)
+        func opened(_ token: ResumeToken, isNew: Bool) throws(TransferError) -> Opening {
+            var token = token
             let options = try signingS3(connectionOptions(for: &token, given: request.headers, events: events), for: token)
-            return .opened(Opened(token: token, lock: lock, isNew: true, options: options, source: nil))
+            return .opened(Opened(token: token, lock: lock, isNew: isNew, options: options, source: nil))
         }
+        if path == "-" { return try opened(ResumeToken(download: plain, id: id, path: path, s3: s3), isNew: true) }
         if !listFile { try prepareStateDirectory() }
         do {
-            var token: ResumeToken
-            var isNew = false
             // A list's file without a token skips the lock and a second look (a path lookup each, per file).
             let known = !listFile || store.exists(id: id)
             if known { try lock.hold() }
             if known, let existing = try lock.existing(.download, "a download") {
                 var part = try existing.downloadPart()
                 if let sum = request.expectedSHA256 { part.expectedSHA256 = sum.lowercased() }
-                token = existing.with(.download(part))
-            } else {
-                let occupant = OutputPath.occupant(path)
-                if occupant == .file, !request.force {
-                    lock.release()
-                    return .fileThere(path)
-                }
-                try OutputPath.checkWritable(path, occupant: occupant)
-                token = ResumeToken(download: plain, id: id, path: path, s3: s3)
-                isNew = true
+                return try opened(existing.with(.download(part)), isNew: false)
             }
-            let options = try signingS3(connectionOptions(for: &token, given: request.headers, events: events), for: token)
-            return .opened(Opened(token: token, lock: lock, isNew: isNew, options: options, source: nil))
+            let occupant = OutputPath.occupant(path)
+            if occupant == .file, !request.force {
+                lock.release()
+                return .fileThere(path)
+            }
+            try OutputPath.checkWritable(path, occupant: occupant)
+            return try opened(ResumeToken(download: plain, id: id, path: path, s3: s3), isNew: true)
         } catch {
             lock.release()
             throw error
         }
     }
 
-    /// An upload's checks (URL or S3 address, headers, chunk size, a stream's spool), its source, lock and token:
-    /// the one on disk, which must be an upload of the same kind (a stream's, an S3 one) and, for a file, of the
-    /// same file; else a new one whose protocol is left open (``TransferClient/chooseProtocol``) unless pinned.
+    /// An upload's checks, source, lock and token: the one on disk (an upload of the same kind and, for a file,
+    /// of the same file), else a new one whose protocol is left open unless pinned (see `chooseProtocol`).
     private func openUpload(_ request: UploadRequest, batchFile: Bool, events: EventHandler) throws(TransferError) -> Opened {
         let s3 = Route.isS3(request.url)
         let stream = request.filePath == "-"
@@ -136,33 +129,28 @@ extension TransferClient {
             if !batchFile { try lock.hold() }
             let what = stream ? "a stream upload" : s3 ? "an S3 upload" : "an upload"
             var token: ResumeToken
-            let isNew: Bool
-            if !batchFile,
-                let existing = try lock.existing(.upload, what, has: { stream ? $0.upload?.stream != nil : !s3 || $0.upload?.s3 != nil })
-            {
+            let existing = try batchFile
+                ? nil : lock.existing(.upload, what, has: { stream ? $0.upload?.stream != nil : !s3 || $0.upload?.s3 != nil })
+            if let existing {
                 var part = try existing.uploadPart()
                 if let source { try checkSource(part, source, id: lock.id) }
                 part.updateS3 { $0.parallel = request.s3.parallel }  // the command given again says it again
                 token = existing.with(.upload(part))
-                isNew = false
             } else if s3 {
                 token = try newS3UploadToken(request, id: lock.id, source: identity, events: events)
-                isNew = true
             } else {
                 token = ResumeToken(upload: request, id: lock.id, part: .init(source: identity, wire: request.pinnedWire ?? .undecided))
-                isNew = true
             }
             let options = connectionOptions(for: &token, given: request.headers, events: events)
-            return Opened(token: token, lock: lock, isNew: isNew, options: options, source: source)
+            return Opened(token: token, lock: lock, isNew: existing == nil, options: options, source: source)
         } catch {
             lock.release()
             throw error
         }
     }
 
-    /// A token named by `resume` or `cancel`: its lock and the token read again under it (another process may
-    /// have moved it on since it was named); for a resume, the leftovers of an interrupted token write swept, a
-    /// replacement URL checked and an upload's source file found unchanged.
+    /// A token named by `resume` or `cancel`, read again under its lock (another process may have moved it on);
+    /// for a resume, a replacement URL checked and an upload's source file found unchanged.
     private func openToken(
         _ stored: ResumeToken, headers: [String], newURL: String?, resuming: Bool, events: EventHandler
     ) throws(TransferError) -> Opened {
@@ -193,8 +181,8 @@ extension TransferClient {
         }
     }
 
-    /// The settings and header fields a list's fresh file runs with, as its opening would give them: for the
-    /// small-file pass, which works them out once for all the files with the same headers.
+    /// The settings and header fields a list's fresh file runs with, as its opening would give them (for the
+    /// small-file pass).
     func listFileSettings(_ request: DownloadRequest) -> (TransferOptions, HeaderFields)? {
         var token = ResumeToken(download: request, id: "", path: "", s3: nil)
         let options = connectionOptions(for: &token, given: request.headers, events: { _ in })
@@ -204,8 +192,7 @@ extension TransferClient {
 
     /// The options one transfer runs with: the connection settings stored in its token, overridden by the
     /// ones given now, which the token then keeps (without secrets). Credentials go only to the token's URL.
-    /// - Parameter given: `-H` lines of this run, which override the token's by name (the token's encoding keeps
-    ///   secrets out of the file, see `Redact`).
+    /// - Parameter given: `-H` lines of this run, which override the token's by name.
     private func connectionOptions(for token: inout ResumeToken, given: [String] = [], events: EventHandler) -> TransferOptions {
         // Credential headers are kept by name only (see Redact): one line says which to give again.
         let missing = token.missingHeaders(given: given, login: options.transport.credentials.authenticates)
@@ -244,9 +231,9 @@ extension TransferClient {
         results.pruneOnce()
     }
 
-    /// Runs `body` with the transport for many exchanges at once (segments, S3's parts, a list's downloads):
-    /// the one session pool, a libcurl multi handle driven from one thread with one connection cache, made
-    /// here only and shut down when `body` ends. A pool already (a batch's), or another transport (a test's), is used as it is.
+    /// Runs `body` with the one session pool (a libcurl multi handle on one thread, one connection cache) for many
+    /// exchanges at once: segments, S3's parts, a list's downloads. A pool already (a batch's), or another
+    /// transport (a test's), is used as it is.
     func withSessionPool<T, E: Error>(_ wanted: Bool = true, _ body: (any HTTPTransport) throws(E) -> T) throws(E) -> T {
         let pool = wanted && (transport as? CurlTransport)?.isMulti == false ? try? CurlTransport.multi() : nil
         defer { pool?.shutdown() }

@@ -117,14 +117,8 @@ extension TransferClient {
         }
     }
 
-    func runResumeUpload(
-        _ stored: ResumeToken, newURL: String?, headers: [String], cancellation: Cancellation, events: @escaping EventHandler
-    ) throws(TransferError) -> UploadResult {
-        _ = try stored.uploadPart()
-        guard case .opened(let opened) = try open(.resume(stored, headers: headers, newURL: newURL), events: events) else {
-            throw TransferError(.badToken, "token \(stored.id) is not an upload")
-        }
-        defer { opened.lock.release() }
+    /// Continues an upload ``TransferClient/resume(_:newURL:headers:cancellation:events:)`` opened.
+    func runResumeUpload(_ opened: Opened, cancellation: Cancellation, events: @escaping EventHandler) throws(TransferError) -> UploadResult {
         let part = try opened.token.uploadPart()
         guard let source = opened.source else { return try continueStream(opened, cancellation: cancellation, events: events) }
         if part.uploadURL == nil, part.uploadProtocol != .s3 {
@@ -136,11 +130,8 @@ extension TransferClient {
             cancellation: cancellation, events: events)
     }
 
-    /// Forgets a transfer: a download's `.part` goes, an upload's server resource gets a DELETE, then the token goes.
-    /// - Parameters:
-    ///   - reference: a token id or token file path.
-    ///   - keepParts: leave an S3 multipart upload (and its parts) on S3.
-    /// - Returns: what was done, for the user.
+    /// Forgets the transfer `reference` (a token id or file) names: a download's `.part` goes, an upload's server
+    /// resource gets a DELETE (`keepParts`: an S3 multipart upload stays), then the token. Returns what was done.
     public func cancel(_ reference: String, keepParts: Bool = false) async throws(TransferError) -> String {
         try await onOwnThread { () throws(TransferError) in
             guard case .opened(let opened) = try self.open(.cancel(try self.loadToken(reference))) else {
@@ -153,12 +144,9 @@ extension TransferClient {
 
     // MARK: Protocol machines
 
-    /// Every upload's protocol machine is built here: the token's protocol, for a file (`stream` nil) or
-    /// for a stream at the bytes its spool made durable, with the options its requests go with (an S3
-    /// upload's are signed).
-    /// - Parameters:
-    ///   - versionPinned: the draft's interop version may not be negotiated down (pinned, or the upload exists).
-    ///   - capabilities: what a tus server's OPTIONS said, when this run asked.
+    /// Every upload's protocol machine is built here, for a file or for a stream at the bytes its spool made
+    /// durable, with the options its requests go with (an S3 upload's are signed). `versionPinned`: the draft's
+    /// version may not be negotiated down; `capabilities`: what a tus server's OPTIONS said, when asked.
     func uploadMachine(
         _ token: ResumeToken, versionPinned: Bool, chunkSize: Int64? = nil, capabilities: TusCapabilities?, options: TransferOptions
     ) throws(TransferError) -> (machine: any UploadMachine, options: TransferOptions) {
@@ -194,8 +182,7 @@ extension TransferClient {
     }
 
     /// `producer | resumectl upload - URL`: the IETF draft, tus or S3 multipart with the length unknown until
-    /// stdin ends. Running it again (or `resume`) with the same stream continues a cut upload (a token the
-    /// opening found, under the lock the caller holds); `probe`, what the protocol's choice asked of the server.
+    /// stdin ends; the same stream again continues a cut upload. `probe`: what the protocol's choice found.
     func runStreamUpload(
         _ request: UploadRequest, opened: Opened, probe: ProtocolProbe?, cancellation: Cancellation, events: @escaping EventHandler
     ) throws(TransferError) -> UploadResult {
@@ -223,8 +210,7 @@ extension TransferClient {
             spool.remove()
             throw TransferError(.localIO, "\(error)")
         }
-        var capabilities: TusCapabilities?
-        if case .tus(let found) = probe { capabilities = found }
+        let capabilities: TusCapabilities? = if case .tus(let found) = probe { found } else { nil }
         return try runStream(token, spool: spool, versionPinned: request.interopVersion != nil, capabilities: capabilities, replay: false,
             options: opened.options, cancellation: cancellation, events: events)
     }
@@ -313,8 +299,7 @@ extension TransferClient {
         if signed.transport.maxSendRate > 0 { signed.transport.maxSendRate = max(1, signed.transport.maxSendRate / parallel) }
         // S3 answers a part with a head and no body: libcurl's default receive buffer is plenty.
         signed.transport.receiveBufferSize = 16 * 1024
-        // Parts go several at once: 256 KiB a connection sends as fast over loopback as 512 and keeps
-        // the upload within 32 MiB.
+        // Parts go several at once: 256 KiB a connection sends as fast over loopback as 512, within 32 MiB.
         signed.transport.uploadBufferSize = 256 * 1024
         let machine = S3MultipartMachine(
             state: state, size: part.source.size, final: part.stream?.ended ?? true, stream: part.stream != nil,

@@ -1,3 +1,4 @@
+import Dispatch
 import FoundationEssentials
 import Glibc
 
@@ -38,9 +39,8 @@ public struct TransferClient: Sendable {
         try await onOwnThread { () throws(TransferError) in try self.downloadBlocking(request, cancellation: cancellation, events: events) }
     }
 
-    /// ``download(_:cancellation:events:)`` on the calling thread, which it blocks until the download ends: for a
-    /// caller with nothing else to do meanwhile (a hop to Swift's thread pool and back costs a small download
-    /// more than its bytes).
+    /// ``download(_:cancellation:events:)`` blocking the calling thread: a hop to Swift's thread pool and back
+    /// costs a small download more than its bytes.
     public func downloadBlocking(
         _ request: DownloadRequest, cancellation: Cancellation = Cancellation(), events: @escaping EventHandler = { _ in }
     ) throws(TransferError) -> DownloadResult {
@@ -53,11 +53,9 @@ public struct TransferClient: Sendable {
     /// Continues the transfer a token describes.
     /// - Parameters:
     ///   - reference: a token id or token file path.
-    ///   - newURL: for downloads, a replacement URL (e.g. a fresh signed link); it is accepted only if it
-    ///     serves the same representation (same validator and length).
+    ///   - newURL: for downloads, a replacement URL (e.g. a fresh signed link), accepted only if it serves the
+    ///     same representation (same validator and length).
     ///   - headers: request headers for this run (credentials are used, never stored).
-    ///   - cancellation: stops the transfer (pause or interrupt), which then commits.
-    ///   - events: progress, retries and notes, on the transfer's thread.
     public func resume(
         _ reference: String, newURL: String? = nil, headers: [String] = [], cancellation: Cancellation = Cancellation(),
         events: @escaping EventHandler = { _ in }
@@ -74,11 +72,15 @@ public struct TransferClient: Sendable {
                 throw TransferError(.usage, "\(token.id) is a file of folder upload \(batch): resume \(batch) continues it")
             }
             return try self.recorded(id: token.id, kind: token.kind, url: token.url, failedURL: newURL, { () throws(TransferError) in
-                switch token.kind {
+                guard case .opened(let opened) = try self.open(.resume(token, headers: headers, newURL: newURL), events: events) else {
+                    throw TransferError(.badToken, "token \(token.id) cannot be resumed")
+                }
+                defer { opened.lock.release() }
+                switch opened.token.kind {
                 case .download:
-                    .downloaded(try self.runResumeDownload(token, newURL: newURL, headers: headers, cancellation: cancellation, events: events))
+                    return .downloaded(try self.runResumeDownload(opened, stored: token, newURL: newURL, cancellation: cancellation, events: events))
                 case .upload:
-                    .uploaded(try self.runResumeUpload(token, newURL: newURL, headers: headers, cancellation: cancellation, events: events))
+                    return .uploaded(try self.runResumeUpload(opened, cancellation: cancellation, events: events))
                 }
             }, as: { $0 })
         }
@@ -88,10 +90,15 @@ public struct TransferClient: Sendable {
     public func loadToken(_ reference: String) throws(TransferError) -> ResumeToken {
         try store.loadChecked(reference)
     }
-
 }
 
-/// Runs blocking work on a thread of its own, never on Swift's cooperative pool.
+/// Runs blocking work (a libcurl transfer, a fsync) on a thread of its own, never on Swift's cooperative pool: a
+/// private serial queue gets a dispatch worker thread that may block as long as it needs.
+func runOnBackgroundThread(_ name: String, _ body: @escaping @Sendable () -> Void) {
+    DispatchQueue(label: "resumectl." + name).async(execute: body)
+}
+
+/// ``runOnBackgroundThread(_:_:)`` for a caller that awaits the result.
 func onOwnThread<T: Sendable>(_ body: @escaping @Sendable () throws(TransferError) -> T) async throws(TransferError) -> T {
     let result: Result<T, TransferError> = await withCheckedContinuation { continuation in
         runOnBackgroundThread("transfer") {
@@ -122,10 +129,9 @@ extension TransferClient {
         }
     }
 
-    /// Checks a download and writes its token before any byte moves, so that its id can be announced,
-    /// paused, cancelled, waited for and resumed at once (`--detach`, `--start-at`). A file already at the
-    /// output path (without `force`) gets no token: running the download reports it as already complete.
-    /// - Returns: the token id.
+    /// Checks a download and writes its token before any byte moves, so that its id can be announced, paused,
+    /// cancelled, waited for and resumed at once (`--detach`, `--start-at`); returns the id. A file already at
+    /// the output path (without `force`) gets no token: the download reports it as complete.
     public func prepare(_ request: DownloadRequest) throws(TransferError) -> String {
         guard case .opened(let opened) = try open(.download(request)) else { return downloadTokenID(request) ?? "" }
         defer { opened.lock.release() }
@@ -133,8 +139,7 @@ extension TransferClient {
         return opened.lock.id
     }
 
-    /// Checks an upload (its source must be readable) and writes its token before any byte moves.
-    /// - Returns: the token id.
+    /// Checks an upload (its source must be readable) and writes its token before any byte moves; returns the id.
     public func prepare(_ request: UploadRequest) throws(TransferError) -> String {
         if request.filePath == "-" { throw TransferError(.usage, "a stream (upload -) reads stdin: it runs in the foreground") }
         guard case .opened(let opened) = try open(.upload(request)) else { return uploadTokenID(request) }
@@ -168,30 +173,23 @@ extension TransferClient {
         }
     }
 
-    /// - Parameter since: when the transfer began; a record written since (by the finish, before the token
-    ///   went) is not written twice.
+    /// - Parameter since: when the transfer began.
     private func recordDone(id: String, kind: ResumeToken.Kind, url: String, result: TransferResult, source: String? = nil, since: Date) {
-        // While this run holds the id's lock only its finish writes the record, and only as "done": a record
-        // written since the start is that one, known by a stat rather than by reading it back. (A file clock
-        // behind `since` by a tick costs a second write of the same record, never a lost one.)
+        // Under the id's lock only this run's finish writes a "done" record: one written since the start is that
+        // one, known by a stat. (A file clock a tick behind costs a second write of it, never a lost one.)
         var st = stat()
         if stat(results.path(forID: id), &st) == 0,
             Double(st.st_mtim.tv_sec) + Double(st.st_mtim.tv_nsec) / 1e9 >= since.timeIntervalSince1970 { return }
-        let record: TransferRecord
-        switch result {
-        case .downloaded(let d):
-            record = TransferRecord(
-                id: id, kind: kind, outcome: .done, exit: 0, resumable: false, url: url, path: d.path, bytes: d.bytes, sha256: d.sha256)
-        case .uploaded(let u):
-            let path = source.map(OutputPath.absolute) ?? ((try? store.load(id))?.upload?.source.path)
-            record = TransferRecord(
-                id: id, kind: kind, outcome: .done, exit: 0, resumable: false, url: u.url, path: path, bytes: u.bytes, sha256: u.sha256)
+        let (at, path, bytes, sha256): (String, String?, Int64, String?) = switch result {
+        case .downloaded(let d): (url, d.path, d.bytes, d.sha256)
+        case .uploaded(let u): (u.url, source.map(OutputPath.absolute) ?? (try? store.load(id))?.upload?.source.path, u.bytes, u.sha256)
         }
-        try? results.save(record)
+        try? results.save(TransferRecord(
+            id: id, kind: kind, outcome: .done, exit: 0, resumable: false, url: at, path: path, bytes: bytes, sha256: sha256))
     }
 
-    /// Keeps the end of a transfer that was announced. Refusals before it began (bad arguments, a token
-    /// that does not exist or cannot be read) and "running elsewhere" leave no record: the one running owns it.
+    /// Keeps the end of a transfer that was announced: refusals before it began and "running elsewhere" leave
+    /// no record (the one running owns it).
     func recordFailure(_ error: TransferError, id: String, kind: ResumeToken.Kind, url: String, source: String? = nil) {
         switch error.code {
         case .usage, .busy, .inputMissing, .badToken: return
@@ -200,9 +198,7 @@ extension TransferClient {
         let token = try? store.load(id)
         let path = token?.download?.path ?? token?.upload?.source.path ?? source.map(OutputPath.absolute)
             ?? (kind == .download ? try? OutputPath.resolve(url: url, output: nil) : nil)
-        let bytes = token.map { t in
-            t.download?.heldBytes ?? t.upload?.acknowledgedBytes ?? 0
-        }
+        let bytes = token.map { t in t.download?.heldBytes ?? t.upload?.acknowledgedBytes ?? 0 }
         let outcome: TransferRecord.Outcome = if case .stopped = error.code { .paused } else { .failed }
         try? results.save(TransferRecord(
             id: id, kind: kind, outcome: outcome, exit: error.exitStatus, resumable: error.isResumable && token != nil, url: url,

@@ -1,5 +1,4 @@
-/// What a running transfer reports, in order. The CLI renders these as a progress bar or as the
-/// `--json` event stream.
+/// What a running transfer reports, in order: the CLI's progress bar or `--json` event stream.
 public enum TransferEvent: Sendable, Equatable {
     case started(kind: ResumeToken.Kind, url: String, path: String, offset: Int64, total: Int64?)
     /// At most four a second.

@@ -7,10 +7,9 @@ public struct TransferOptions: Sendable, Equatable {
     public var checkpointInterval: Double = 1.0
     /// Compute the SHA-256 of the finished data even when nothing asks to verify it (for `--json`).
     public var computeSHA256 = false
-    /// The caller shows the token id as the transfer goes (`--json` events): a single download then writes
-    /// its token before its first event. When false its id shows only in the line of a failure or a pause,
-    /// so the token waits for the first checkpoint (or that stop) as a list's file does, and a download
-    /// that ends before it writes no token and an unsynced result record (README, "A small download").
+    /// The caller shows the token id as the transfer goes (`--json` events): a single download then writes its
+    /// token before its first event. Otherwise the token waits for the first checkpoint, a failure or a pause,
+    /// as a list's file does (README, "A small download").
     public var announcesID = true
     /// Parallel ranged connections for one download (`--connections`); 1 means a plain download.
     public var connections = 1

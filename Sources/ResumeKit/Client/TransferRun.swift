@@ -1,5 +1,4 @@
-/// A transfer started by `TransferClient.start(_:)`: its events as an `AsyncSequence`
-/// that ends when the transfer does, and its outcome.
+/// A transfer started by `TransferClient.start(_:)`: its events as an `AsyncSequence`, and its outcome.
 ///
 /// ```swift
 /// let run = client.start(DownloadRequest(url: url))

@@ -14,7 +14,6 @@ struct CurlError: Error, Sendable, CustomStringConvertible {
 }
 
 extension CURLcode {
-    /// Throws unless this is `CURLE_OK`.
     func check() throws {
         if self != CURLE_OK { throw CurlError(self) }
     }

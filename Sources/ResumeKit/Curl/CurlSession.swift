@@ -27,9 +27,7 @@ final class CurlSession: StartingSession {
         return ended(handle, context, code, detail)
     }
 
-    /// Starts the exchange on the session's multi handle without waiting for it; `done` runs on the multi
-    /// handle's thread, which may start this session's next exchange from there. Without a multi handle the
-    /// exchange runs here and now.
+    /// See ``StartingSession``; without a multi handle the exchange runs here and now.
     func start(
         _ request: TransferRequest, settings: TransportSettings, cancellation: Cancellation,
         delegate: any ExchangeDelegate, done: @escaping (ExchangeResult) -> Void
@@ -68,9 +66,8 @@ final class CurlSession: StartingSession {
                 self.handle = handle
             }
             try handle.configure(for: request, settings)
-            // After a failure the next exchange opens a connection of its own: one kept in a multi handle's
-            // shared cache may be as dead as the one that just broke, and a body libcurl would then have to
-            // send again is what CURLE_SEND_FAIL_REWIND is about.
+            // After a failure, a connection of its own: one in a multi handle's shared cache may be as dead as the
+            // one that just broke, and a body libcurl would have to send again means CURLE_SEND_FAIL_REWIND.
             if recovering { try handle.set(CURLOPT_FRESH_CONNECT, 1) }
             try context.install(on: handle)
             return .success((handle, context))

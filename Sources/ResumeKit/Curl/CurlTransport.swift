@@ -1,8 +1,7 @@
 import CCurl
 
-/// The real transport. By default each exchange runs libcurl's easy interface on the calling thread;
-/// a transport made with ``multi()`` drives every exchange of all its sessions from one thread through
-/// libcurl's multi interface, sharing one connection cache (for many transfers at once).
+/// The real transport: libcurl's easy interface on the calling thread, or with ``multi()`` every exchange of
+/// all its sessions on one thread through libcurl's multi interface, sharing one connection cache.
 public struct CurlTransport: HTTPTransport, StartingTransport {
     public static let userAgent = "resumectl/\(ResumeKitVersion.string)"
 
@@ -22,7 +21,6 @@ public struct CurlTransport: HTTPTransport, StartingTransport {
 
     /// Made with ``multi()``: its sessions already share one connection cache.
     var isMulti: Bool { driver != nil }
-
 
     /// Stops the multi interface's thread, once every session is finished. Nothing for an easy transport.
     public func shutdown() { driver?.shutdown() }

@@ -11,9 +11,8 @@ extension EasyHandle {
         try set(CURLOPT_USERAGENT, settings.connection.userAgent ?? CurlTransport.userAgent)
         try set(CURLOPT_SUPPRESS_CONNECT_HEADERS, 1)
         try set(CURLOPT_TCP_KEEPALIVE, 1)
-        // Under a rate limit libcurl moves a whole buffer at once and then sleeps, reading no response
-        // meanwhile: a buffer of 1/16 of a second keeps the rate even and a 104 noticed within a fraction
-        // of a second.
+        // Under a rate limit libcurl moves a whole buffer at once, then sleeps reading nothing: a buffer of 1/16
+        // of a second keeps the rate even and a 104 noticed within a fraction of a second.
         func buffer(_ size: Int, limit: Int64) -> Int { limit > 0 ? Int(min(Int64(size), max(16 * 1024, limit / 16))) : size }
         try set(CURLOPT_BUFFERSIZE, buffer(settings.receiveBufferSize, limit: settings.maxReceiveRate))
         try set(CURLOPT_UPLOAD_BUFFERSIZE, buffer(settings.uploadBufferSize, limit: settings.maxSendRate))

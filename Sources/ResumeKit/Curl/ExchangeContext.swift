@@ -92,21 +92,18 @@ final class ExchangeContext {
         }
         finalHead = head
         headDelivered = true
-        let url = handle?.info(string: CURLINFO_EFFECTIVE_URL) ?? ""
-        if !delegate.exchange(head: head, effectiveURL: url) {
-            abortedByDelegate = true
-            return false
-        }
-        return true
+        return going(delegate.exchange(head: head, effectiveURL: handle?.info(string: CURLINFO_EFFECTIVE_URL) ?? ""))
     }
 
     private func write(_ bytes: UnsafeRawBufferPointer) -> Bool {
         guard headDelivered else { return true }  // body of a response we skipped
-        if !delegate.exchange(body: bytes) {
-            abortedByDelegate = true
-            return false
-        }
-        return true
+        return going(delegate.exchange(body: bytes))
+    }
+
+    /// The delegate's answer: false ends the exchange.
+    private func going(_ answer: Bool) -> Bool {
+        if !answer { abortedByDelegate = true }
+        return answer
     }
 
     private func progress(received: Int64, sent: Int64) -> Bool {
@@ -124,11 +121,7 @@ final class ExchangeContext {
             return false
         }
         // A stream's count is what was read from it: libcurl's would include the chunked framing.
-        if !delegate.exchange(progressReceived: received, sent: body?.lengthUnknown == true ? bodySent : sent) {
-            abortedByDelegate = true
-            return false
-        }
-        return true
+        return going(delegate.exchange(progressReceived: received, sent: body?.lengthUnknown == true ? bodySent : sent))
     }
 
     /// Moves the body back to `offset` (from its start) for libcurl to send it again; a pipe cannot go back.
@@ -152,17 +145,14 @@ final class ExchangeContext {
             return Int(CURL_READFUNC_ABORT)
         }
         if body.isStream {
-            while true {
-                let n = Glibc.read(body.fileDescriptor, buffer.baseAddress, buffer.count)
-                if n < 0 && errno == EINTR { continue }
-                if n < 0 {
-                    readFailure = errno
-                    return Int(CURL_READFUNC_ABORT)
-                }
-                bodySent += Int64(n)
-                if n == 0 { _ = delegate.exchange(progressReceived: 0, sent: bodySent) }  // the whole count, before the answer
-                return n  // 0: the stream ended, and so does the body
+            let n = uninterrupted { Glibc.read(body.fileDescriptor, buffer.baseAddress, buffer.count) }
+            if n < 0 {
+                readFailure = errno
+                return Int(CURL_READFUNC_ABORT)
             }
+            bodySent += Int64(n)
+            if n == 0 { _ = delegate.exchange(progressReceived: 0, sent: bodySent) }  // the whole count, before the answer
+            return n  // 0: the stream ended, and so does the body
         }
         if body.grows, bodySent >= bodyLength {
             guard let length = delegate.exchange(bodyEndedAt: bodySent), length > bodySent else { return 0 }
@@ -177,16 +167,13 @@ final class ExchangeContext {
             bodySent += Int64(want)
             return want
         }
-        while true {
-            let n = pread(body.fileDescriptor, buffer.baseAddress, want, off_t(body.offset + bodySent))
-            if n < 0 && errno == EINTR { continue }
-            if n <= 0 {
-                // A short source (truncated meanwhile) must not be padded with anything.
-                readFailure = n < 0 ? errno : EIO
-                return Int(CURL_READFUNC_ABORT)
-            }
-            bodySent += Int64(n)
-            return n
+        let n = uninterrupted { pread(body.fileDescriptor, buffer.baseAddress, want, off_t(body.offset + bodySent)) }
+        if n <= 0 {
+            // A short source (truncated meanwhile) must not be padded with anything.
+            readFailure = n < 0 ? errno : EIO
+            return Int(CURL_READFUNC_ABORT)
         }
+        bodySent += Int64(n)
+        return n
     }
 }

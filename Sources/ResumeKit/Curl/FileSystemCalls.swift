@@ -8,15 +8,13 @@ import Glibc
 /// (syncfs(2)); 0, or -1 with errno set.
 func syncFileSystem(containing fd: Int32) -> Int32 { rctl_syncfs(fd) }
 
-/// Reserves the blocks of `0..<length` (fallocate(2), mode 0: data already there stays). Unlike
-/// posix_fallocate it never falls back to writing zeros: where the filesystem cannot, it fails
-/// (EOPNOTSUPP) and the file simply stays sparse. 0, or -1 with errno set.
+/// Reserves the blocks of `0..<length` (fallocate(2), mode 0). Unlike posix_fallocate it never writes zeros:
+/// where the filesystem cannot, it fails (EOPNOTSUPP) and the file stays sparse. 0, or -1 with errno set.
 func reserveSpace(_ fd: Int32, length: Int64) -> Int32 { rctl_fallocate(fd, length) }
 
 /// The same with FALLOC_FL_KEEP_SIZE: the file's length stays what was written, so the blocks wait past its end.
 func reserveSpaceAhead(_ fd: Int32, length: Int64) -> Int32 { rctl_fallocate_keep_size(fd, length) }
 
-/// Frees the blocks of `offset..<offset+length` without changing the file's length or other offsets
-/// (fallocate(2) with FALLOC_FL_PUNCH_HOLE): a spool gives back the disk space of acknowledged bytes.
-/// 0, or -1 with errno set (EOPNOTSUPP where the filesystem cannot).
+/// Frees the blocks of `offset..<offset+length`, the length unchanged (FALLOC_FL_PUNCH_HOLE): a spool gives
+/// back the space of acknowledged bytes. 0, or -1 with errno set (EOPNOTSUPP where the filesystem cannot).
 func punchHole(_ fd: Int32, offset: Int64, length: Int64) -> Int32 { rctl_punch_hole(fd, offset, length) }

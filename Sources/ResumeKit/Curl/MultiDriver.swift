@@ -6,8 +6,6 @@ import Synchronization
 /// libcurl's multi interface on a thread of its own. Sessions hand it an easy handle and wait; the
 /// handle's callbacks then run on this thread while the session's thread sleeps, so nothing touches
 /// a transfer's state from two threads at once. All handles share the multi handle's connection cache.
-/// A transfer started with ``start(_:onDone:)`` is not waited for: its end is told on this thread, which
-/// may start the next one there and then (a list's small files, see SmallFilePass).
 final class MultiDriver: @unchecked Sendable {
     /// Handed from a session thread to the driver thread and back; the semaphore orders the accesses.
     private final class Job: @unchecked Sendable {

@@ -22,12 +22,7 @@ enum VerboseTrace {
                 if line.isEmpty { continue }
                 out += prefix + VerboseTrace.redacted(line, sent: type == CURLINFO_HEADER_OUT) + "\n"
             }
-            var pending = Array(out.utf8)
-            while !pending.isEmpty {
-                let n = write(2, pending, pending.count)
-                if n <= 0 { break }
-                pending.removeFirst(n)
-            }
+            _ = out.withUTF8 { writeAll(2, UnsafeRawBufferPointer($0)) }
             return 0
         }.check()
         try handle.set(CURLOPT_VERBOSE, 1)

@@ -2,12 +2,11 @@ import Dispatch
 import Glibc
 import Synchronization
 
-/// Publishes the small files of a list in groups. A file's data must be on disk before its rename, and
-/// an fdatasync per file waits for a journal commit of its own; here one `syncfs` covers every file
-/// finished meanwhile (a group commit), then each is renamed and each folder synced once. Workers hand
-/// a finished file over and go on with the next one. When other programs left much to write back (which
-/// a `syncfs` would wait for), each file is synced alone instead, by the worker that finished it: the
-/// workers' syncs run at once, where this thread's would run one after another.
+/// Publishes the small files of a list in groups. A file's data must be on disk before its rename, and an
+/// fdatasync per file waits for a journal commit of its own; here one `syncfs` covers every file finished
+/// meanwhile (a group commit), then each is renamed and each folder synced once. When other programs left
+/// much to write back (which a `syncfs` would wait for), the worker that finished a file syncs it alone:
+/// the workers' syncs run at once, where this thread's would run one after another.
 final class BatchPublisher: @unchecked Sendable {
     /// Where one list entry hands its finished file over.
     struct Slot {
@@ -16,7 +15,7 @@ final class BatchPublisher: @unchecked Sendable {
 
         /// Whether the worker should sync its file before handing it over (the machine has a writeback
         /// backlog, as of the last group).
-        var syncsAlone: Bool { publisher.syncsFilesAlone }
+        var syncsAlone: Bool { publisher.syncsAlone.load(ordering: .relaxed) }
 
         /// Takes over `part` (still open and locked, so no other process can touch it before the rename);
         /// `synced`: its data is on disk already.
@@ -47,9 +46,6 @@ final class BatchPublisher: @unchecked Sendable {
     }
 
     func slot(_ index: Int) -> Slot { Slot(publisher: self, index: index) }
-
-    /// Whether files are synced one by one (a writeback backlog, as of the last group).
-    var syncsFilesAlone: Bool { syncsAlone.load(ordering: .relaxed) }
 
     fileprivate func submit(_ item: Item) {
         state.withLock { $0.pending.append(item) }
@@ -102,9 +98,8 @@ final class BatchPublisher: @unchecked Sendable {
         for item in placed { Publish.complete(item.finished, store: store) }
     }
 
-    /// Makes each item's data durable: one `syncfs` per file system, not one `fdatasync` per file, unless
-    /// the machine has much else to write back (see WritebackBacklog); then the next files are synced by
-    /// their workers. Returns errno per item (0 when synced).
+    /// Makes each item's data durable: one `syncfs` per file system, unless the machine has much else to write
+    /// back (see WritebackBacklog). Returns errno per item (0 when synced).
     private func syncData(of batch: [Item]) -> [Int32] {
         let own = batch.reduce(Int64(0)) { $0 + ($1.synced ? 0 : $1.finished.bytes) }
         let groupCommit = WritebackBacklog.prefersSyncfs(own: own, backlog: WritebackBacklog.current())

@@ -9,10 +9,10 @@ final class Committer: Sendable {
     private let queue = DispatchQueue(label: "resumectl.checkpoint")
     private let state = Mutex<(busy: Bool, error: String?)>((false, nil))
 
-    /// Starts a checkpoint of the first `length` bytes of `fd` unless one is running. `record` writes the
-    /// token and runs only after the data is on disk.
+    /// Starts a checkpoint of `fd` unless one is running. `record` writes the token and runs only after the
+    /// data is on disk.
     @discardableResult
-    func checkpoint(fd: Int32, path: String, length: Int64, record: @escaping @Sendable () throws -> Void) -> Bool {
+    func checkpoint(fd: Int32, path: String, record: @escaping @Sendable () throws -> Void) -> Bool {
         let started = state.withLock { s -> Bool in
             if s.busy || s.error != nil { return false }
             s.busy = true
@@ -37,8 +37,7 @@ final class Committer: Sendable {
     private let writeback = DispatchQueue(label: "resumectl.writeback")
     private let kicking = Atomic<Bool>(false)
 
-    /// Starts the disk writing `range` of `fd` now rather than at the next checkpoint, so that data flows
-    /// to the disk while the body arrives and the final fsync has little left to wait for.
+    /// Starts the disk writing `ranges` of `fd` now, so that the final fsync has little left to wait for.
     /// - Returns: false when a kick is still running; the caller keeps the range for the next one.
     @discardableResult
     func startWriteback(fd: Int32, ranges: [Range<Int64>]) -> Bool {

@@ -76,24 +76,15 @@ final class DownloadOperation: FetchOutput {
     }
 
     private func runAttempts() throws(TransferError) -> DownloadResult {
-        do {
-            part = try PartFile(path: download.partPath, keeping: download.committedBytes)
-        } catch let busy as PartFile.Busy {
-            throw busy.refusal
-        } catch {
-            throw TransferError(.cannotCreateOutput, "cannot open \(download.partPath): \(error)")
-        }
+        part = try PartFile.opening(download.partPath, keeping: download.committedBytes)
         defer {
             committer.waitIdle()  // a checkpoint in flight still uses the descriptor
             if !handedOver { part.close() }
         }
-        // A single download whose events name its id (`--json`) writes its token before the first of them
-        // (`started` once the server's head is accepted, or a retry, a pause, a restart), so that an announced
-        // id always resumes; written then, it already holds the validator and length. Until then the `.part`'s
-        // lock and the lock file keep a second process out, and the same command continues. One whose id is
-        // shown only by a failure or a pause, and a list's file, wait for the first checkpoint or that stop
-        // (each commits first): most small files end before it, and the same command (or the list) is what
-        // continues them after a kill.
+        // A download whose events name its id (`--json`) writes its token before the first of them, so that an
+        // announced id always resumes (written then, it holds the validator and length). Others, and a list's
+        // files, wait for the first checkpoint or a stop: most small files end before it, and the same command
+        // (or the list) continues them after a kill. Meanwhile the `.part`'s lock keeps a second process out.
         if part.committed < download.committedBytes {
             emit(.note("\(download.partPath) holds \(part.committed) of \(download.committedBytes) recorded bytes; continuing from \(part.committed)"))
             try commit()
@@ -159,21 +150,16 @@ final class DownloadOperation: FetchOutput {
             let read = try bytes.withUnsafeMutableBytes { try part.read(at: offset, into: $0) }
             guard read == count else { throw Errno.ioError }
         } catch {
-            throw TransferError(.localIO, "cannot read \(part.path): \(error)")
+            throw localIO("read", error, keep: false)
         }
         return bytes
     }
 
     /// Takes the body from `from` on: the `.part` is cut there, the token learns the resource.
     func begin(at from: Int64, restarted: String?, machine: DownloadStateMachine, effectiveURL: String) throws(TransferError) {
-        do {
-            if from < part.length { try part.truncate(to: from) }
-        } catch {
-            throw TransferError(.localIO, "cannot truncate \(part.path): \(error)")
-        }
-        // Blocks reserved up front are cheaper to fill than blocks found as the writes come (1 GiB
-        // download, three paired runs of 9–11 pairs: wall 0.94–0.97, CPU 0.90–0.94); the
-        // length stays what was written.
+        do { if from < part.length { try part.truncate(to: from) } } catch { throw localIO("truncate", error, keep: false) }
+        // Blocks reserved up front are cheaper to fill than blocks found as the writes come (1 GiB, three
+        // paired runs of 9–11 pairs: wall 0.94–0.97, CPU 0.90–0.94); the length stays what was written.
         if from == 0, let total = machine.resource?.totalBytes, total > PartFile.gatherAfter {
             _ = reserveSpaceAhead(part.fileDescriptor, length: total)
         }
@@ -185,11 +171,7 @@ final class DownloadOperation: FetchOutput {
     }
 
     func write(_ body: UnsafeRawBufferPointer) throws(TransferError) {
-        do {
-            try part.append(body)
-        } catch {
-            throw TransferError(.localIO, "writing \(part.path) failed: \(error)")
-        }
+        do { try part.append(body) } catch { throw localIO("write", error, keep: false) }
         if part.written - lastWriteback >= 8 << 20 {
             if committer.startWriteback(fd: part.fileDescriptor, ranges: [lastWriteback..<part.written]) {
                 lastWriteback = part.written
@@ -208,7 +190,6 @@ final class DownloadOperation: FetchOutput {
 
     // MARK: Commit, hash, finish
 
-    /// Hands a checkpoint of everything written so far to the committer.
     private func checkpointInBackground() throws(TransferError) {
         if let error = committer.error { throw TransferError(.localIO, error, tokenID: tokenOnDisk ? token.id : nil) }
         if !tokenOnDisk { try lock.hold() }
@@ -217,7 +198,7 @@ final class DownloadOperation: FetchOutput {
         committed.committedBytes = part.length
         let snapshot = header.with(.download(committed))
         let store = self.store
-        if committer.checkpoint(fd: part.fileDescriptor, path: part.path, length: part.length, record: { [snapshot] in try store.save(snapshot) }) {
+        if committer.checkpoint(fd: part.fileDescriptor, path: part.path, record: { [snapshot] in try store.save(snapshot) }) {
             tokenOnDisk = true
         }
     }
@@ -226,9 +207,7 @@ final class DownloadOperation: FetchOutput {
     private func commit() throws(TransferError) {
         committer.waitIdle()
         if let error = committer.error { throw TransferError(.localIO, error, tokenID: tokenOnDisk ? token.id : nil) }
-        do { try part.sync() } catch {
-            throw TransferError(.localIO, "cannot write \(part.path): \(error)", tokenID: token.id)
-        }
+        do { try part.sync() } catch { throw localIO("write", error, keep: true) }
         download.committedBytes = part.committed
         try lock.hold()
         try store.write(token, keeping: true)
@@ -237,22 +216,16 @@ final class DownloadOperation: FetchOutput {
 
     /// Writes what the `.part` file still gathers, before its descriptor is used elsewhere.
     private func flushPart() throws(TransferError) {
-        do { try part.flush() } catch {
-            throw TransferError(.localIO, "writing \(part.path) failed: \(error)", tokenID: tokenOnDisk ? token.id : nil)
-        }
+        do { try part.flush() } catch { throw localIO("write", error) }
     }
 
     private func syncData() throws(TransferError) {
         committer.waitIdle()
-        do { try part.sync() } catch {
-            throw TransferError(.localIO, "cannot write \(part.path): \(error)", tokenID: tokenOnDisk ? token.id : nil)
-        }
+        do { try part.sync() } catch { throw localIO("write", error) }
     }
 
     private func restartFromZero(_ reason: String) throws(TransferError) {
-        do { try part.truncate(to: 0) } catch {
-            throw TransferError(.localIO, "cannot truncate \(part.path): \(error)", tokenID: token.id)
-        }
+        do { try part.truncate(to: 0) } catch { throw localIO("truncate", error, keep: true) }
         try commit()  // before the event that names the id
         emit(.restarted(reason: reason))
     }
@@ -260,17 +233,14 @@ final class DownloadOperation: FetchOutput {
     private func finish() throws(TransferError) -> DownloadResult {
         var digest: String?
         if wantsHash || download.expectedSHA256 != nil {
-            do { digest = try fetch.digest() } catch {
-                throw TransferError(.localIO, "cannot read \(part.path): \(error)", tokenID: tokenOnDisk ? token.id : nil)
-            }
+            do { digest = try fetch.digest() } catch { throw localIO("read", error) }
         }
         try flushPart()
         let finished = Publish.Finished(
             download: download, tokenID: token.id, url: token.url, tokenOnDisk: tokenOnDisk, bytes: part.length, sha256: digest, emit: emit)
         try Publish.verify(finished) { () throws(TransferError) in try commit() }
         if let batch, !tokenOnDisk {
-            // A list's small file: the batch makes it durable together with others, then renames it; beside
-            // another program's backlog the worker syncs it alone, at the same time as the other workers.
+            // A list's small file: the batch syncs it with others and renames it (see BatchPublisher).
             committer.waitIdle()
             let synced = batch.syncsAlone
             if synced { try syncData() }
@@ -280,6 +250,11 @@ final class DownloadOperation: FetchOutput {
         }
         try syncData()
         return try Publish.place(finished, store: store)
+    }
+
+    /// "cannot `verb` the `.part`", naming the token when `keep`, by default when it is on disk.
+    private func localIO(_ verb: String, _ error: any Error, keep: Bool? = nil) -> TransferError {
+        TransferError(.localIO, "cannot \(verb) \(part.path): \(error)", tokenID: keep ?? tokenOnDisk ? token.id : nil)
     }
 
     private func stop(_ reason: StopReason) throws(TransferError) -> TransferError {

@@ -76,8 +76,7 @@ public struct DownloadStateMachine: Sendable, Equatable {
     /// Where a resume of `committed` bytes starts asking: up to ``overlap`` bytes before them.
     public static func overlapStart(committed: Int64) -> Int64 { committed - min(committed, overlap) }
 
-    /// The request that continues from `committed` bytes. A resume starts ``overlap`` bytes early: the
-    /// operation compares those with the bytes on disk before it appends anything (``overlapDiffers(at:)``).
+    /// The request that continues from `committed` bytes, ``overlap`` bytes early (see ``overlapDiffers(at:)``).
     public func plan(committed: Int64) -> Plan {
         guard committed > 0, let resource else { return .fetch(offset: 0, headers: [:]) }
         guard let validator = resource.validator else {
@@ -117,7 +116,7 @@ public struct DownloadStateMachine: Sendable, Equatable {
         case 200...299 where end != nil:
             return changed("the file changed on the server")
         case 200...299:
-            let fresh = Self.resource(from: head, totalBytes: head.status == 204 ? 0 : contentLength(head))
+            let fresh = Self.resource(from: head, totalBytes: head.status == 204 ? 0 : ContentLength(head.headers).value)
             var restarted: String?
             if offset > 0 {
                 if let old = resource, old.validator != nil, old.etag == fresh.etag, old.lastModified == fresh.lastModified {
@@ -180,10 +179,6 @@ public struct DownloadStateMachine: Sendable, Equatable {
         if onChange == .fail { return .fail(.changed(reason)) }
         resource = nil
         return .refetchFromZero(reason: reason)
-    }
-
-    private func contentLength(_ head: ResponseHead) -> Int64? {
-        ContentLength(head.headers).value
     }
 
     /// How a GET ended, the same for a file and a pipe.

@@ -28,15 +28,14 @@ protocol FetchOutput: AnyObject {
 extension FetchOutput {
     var retained: Int64 { held }
     var rewinds: Bool { true }
+    func begin(at from: Int64, restarted: String?, machine: DownloadStateMachine, effectiveURL: String) throws(TransferError) {}
     func tick(now: Double) throws(TransferError) {}
     func read(at offset: Int64, into buffer: UnsafeMutableRawBufferPointer) throws -> Int { 0 }
 }
 
-/// One ranged GET of a download, the same for every download: a file, each segment, stdout, each file of
-/// a list (its first pass too). It asks the state machine what to request for the bytes its output holds,
-/// judges the answer's head, compares a resume's first bytes with the ones held (the overlap), hashes what
-/// arrives from byte 0, paces `progress` events, and joins how the exchange ended with what its head meant
-/// into a verdict. What the verdict leads to (a retry, a restart, a rename) is its job's.
+/// One ranged GET, the same for every download (a file, each segment, stdout, each file of a list): it asks
+/// the state machine what to request for the bytes its output holds, judges the head, checks a resume's
+/// overlap, hashes from byte 0, paces `progress`, and gives a verdict. What it leads to is its job's.
 final class Fetch: ExchangeDelegate {
     /// Judges the answers; knows the resource once an answer named it.
     private(set) var machine: DownloadStateMachine

@@ -5,16 +5,8 @@ import Glibc
 public enum OutputPath {
     /// Makes `path` and the folders above it that are missing (`mkdir -p`).
     public static func makeFolders(_ path: some StringProtocol) throws(TransferError) {
-        var built = path.hasPrefix("/") ? "" : "."
-        for part in path.split(separator: "/") where part != "." {
-            built += "/" + part
-            if mkdir(built, 0o755) != 0 && errno != EEXIST {
-                throw TransferError(.cannotCreateOutput, "cannot create \(built): \(String(cString: strerror(errno)))")
-            }
-        }
-        var st = stat()
-        guard stat(String(path), &st) == 0, (st.st_mode & S_IFMT) == S_IFDIR else {
-            throw TransferError(.cannotCreateOutput, "\(path) is not a folder")
+        if let (folder, reason) = Paths.makeFolders(String(path), mode: 0o755) {
+            throw TransferError(.cannotCreateOutput, "cannot create \(folder): \(reason)")
         }
     }
 
@@ -128,8 +120,5 @@ public enum OutputPath {
         return (st.st_mode & S_IFMT) == S_IFDIR ? .folder : .file
     }
 
-    static func isFolder(_ path: String) -> Bool {
-        var st = stat()
-        return stat(path, &st) == 0 && (st.st_mode & S_IFMT) == S_IFDIR
-    }
+    static func isFolder(_ path: String) -> Bool { occupant(path) == .folder }
 }

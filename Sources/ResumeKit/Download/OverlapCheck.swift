@@ -1,8 +1,7 @@
 import Glibc
 
-/// The one check of resumed bytes, for a file's download, its segments and `-o -`: a resume asks again
-/// for up to ``DownloadStateMachine/overlap`` bytes it already holds, and the answer's first bytes must
-/// equal them before any new byte is kept (validators can lie; the bytes cannot).
+/// The one check of resumed bytes: the answer's first bytes (up to ``DownloadStateMachine/overlap`` already
+/// held) must equal the ones held before any new byte is kept (validators can lie; the bytes cannot).
 struct OverlapCheck {
     /// The bytes held, as they must come back.
     private let held: [UInt8]
@@ -10,7 +9,6 @@ struct OverlapCheck {
     private let from: Int64
     private var matched = 0
 
-    /// Nothing to compare.
     static let none = OverlapCheck(held: [], from: 0)
 
     init(held: [UInt8], from: Int64) {

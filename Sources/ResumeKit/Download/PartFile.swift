@@ -26,8 +26,7 @@ final class PartFile {
     }
 
     /// Opens (creating) `path`, takes its `flock` (one writer at a time), and cuts it to `keeping` bytes:
-    /// anything after the last commit is an unflushed tail or garbage. A file shorter than `keeping`
-    /// keeps what it has.
+    /// anything after the last commit is an unflushed tail or garbage.
     init(path: String, keeping: Int64) throws {
         self.path = path
         fd = try FileDescriptor.open(
@@ -63,6 +62,13 @@ final class PartFile {
         committed = 0
     }
 
+    /// ``init(path:keeping:)`` failing as a download does: another writer is `busy`, anything else 73.
+    static func opening(_ path: String, keeping: Int64, tokenID: String? = nil) throws(TransferError) -> PartFile {
+        do { return try PartFile(path: path, keeping: keeping) } catch let busy as Busy { throw busy.refusal } catch {
+            throw TransferError(.cannotCreateOutput, "cannot open \(path): \(error)", tokenID: tokenID)
+        }
+    }
+
     private var isOpen = true
 
     deinit { close() }
@@ -93,9 +99,8 @@ final class PartFile {
         if let gatherer { written += Int64(try gatherer.write(to: fd.rawValue, at: written)) }
     }
 
-    /// Makes everything received so far durable and returns the new committed length. With nothing written
-    /// since the last sync (a fresh, empty file; one cut back to what was committed) there is nothing to sync:
-    /// a token may record `committed` bytes either way, and a missing or longer file is cut back to them.
+    /// Makes everything received so far durable and returns the new committed length. Nothing written since
+    /// the last sync needs none: a missing or longer file is cut back to `committed` anyway.
     @discardableResult
     func sync() throws -> Int64 {
         try flush()

@@ -1,6 +1,5 @@
-/// The plan of a segmented download (`--connections N`), pure like the state machine they extend:
-/// whether a server allows one and how to split the file. A segment's answers are judged by
-/// ``DownloadStateMachine`` like any other fetch, bounded to the segment.
+/// The plan of a segmented download (`--connections N`), pure: whether a server allows one and how to split
+/// the file. A segment's answers are judged by ``DownloadStateMachine``, bounded to the segment.
 public enum SegmentRules {
     /// The smallest segment worth its own connection.
     public static let minimumSegment: Int64 = 1 << 20
@@ -41,12 +40,5 @@ public enum SegmentRules {
             let end = i == count - 1 ? total - 1 : start + base - 1
             return ResumeToken.Segment(start: start, end: end)
         }
-    }
-
-    /// The range a segment asks for when `written` of its bytes are on disk: from up to
-    /// ``DownloadStateMachine/overlap`` bytes before them (within the segment), whose comparison with the
-    /// disk guards against a validator that did not change when the bytes did.
-    public static func resumeStart(segmentStart: Int64, written: Int64) -> Int64 {
-        segmentStart + DownloadStateMachine.overlapStart(committed: written)
     }
 }

@@ -44,8 +44,7 @@ final class SegmentWorker: FetchOutput, @unchecked Sendable {
         self.fd = fd
         self.path = path
         self.session = transport.makeSession()
-        // The connections share one transfer's worth of buffers (at least 64 KiB each), so that
-        // memory stays that of a single transfer however many there are.
+        // The connections share one transfer's worth of buffers (at least 64 KiB each).
         var options = options
         let share = max(64 << 10, options.transport.receiveBufferSize / max(1, connections))
         options.transport.receiveBufferSize = share
@@ -59,7 +58,6 @@ final class SegmentWorker: FetchOutput, @unchecked Sendable {
             onChange: .fail, bound: segment.start...segment.end, stallTimeout: options.transport.stallTimeout)
     }
 
-    /// Bytes of this segment written to the file so far.
     var written: Int64 { progress.load(ordering: .acquiring) }
     var isDone: Bool { written >= end - start + 1 }
     var isFinished: Bool { done.load(ordering: .acquiring) }
@@ -124,8 +122,6 @@ final class SegmentWorker: FetchOutput, @unchecked Sendable {
         guard n == count else { throw TransferError(.localIO, "cannot read \(path): \(String(cString: strerror(errno)))") }
         return held
     }
-
-    func begin(at from: Int64, restarted: String?, machine: DownloadStateMachine, effectiveURL: String) throws(TransferError) {}
 
     func write(_ body: UnsafeRawBufferPointer) throws(TransferError) {
         do throws(Errno) {

@@ -1,10 +1,9 @@
 import Dispatch
 import Glibc
 
-/// A download over several connections at once (`--connections N`): parallel ranged GETs, each with
-/// `If-Range`, written with `pwrite` into one `.part` file. Each segment's committed count is in the
-/// token, so a resume continues every segment where it stopped. Checkpoints work as for one connection:
-/// fdatasync first, then the token.
+/// A download over several connections at once (`--connections N`): parallel ranged GETs with `If-Range`
+/// into one `.part` file. Each segment's committed count is in the token (fdatasync first, then the token),
+/// so a resume continues every segment where it stopped.
 final class SegmentedDownload {
     /// Why the single-connection path should take over instead.
     enum Handover: Error {
@@ -12,8 +11,7 @@ final class SegmentedDownload {
         case unsupported(String)
         /// The file changed mid-way; start over from zero.
         case changed(String)
-        /// The HEAD found no server (no name, no connection): the one-connection path meets the same fault
-        /// and answers it as every path does (fail, retry or wait), so there is nothing to say here.
+        /// The HEAD found no server: the one-connection path meets the same fault and answers it.
         case unreached
     }
 
@@ -51,22 +49,13 @@ final class SegmentedDownload {
         }
         // The `.part`'s lock first: a process it refuses (a list's file there) must leave no token behind. Every
         // segment's bytes stay: the token says which are committed.
-        let part: PartFile
-        do {
-            part = try PartFile(path: download.partPath, keeping: .max)
-        } catch let busy as PartFile.Busy {
-            throw busy.refusal
-        } catch {
-            throw TransferError(.cannotCreateOutput, "cannot open \(download.partPath): \(error)",
-                tokenID: store.exists(id: token.id) ? token.id : nil)
-        }
+        let part = try PartFile.opening(download.partPath, keeping: .max, tokenID: store.exists(id: token.id) ? token.id : nil)
         defer { part.close() }
         let fd = part.fileDescriptor
         try save()  // the plan, before any data: whatever fails next, a resume knows the segments
-        // Holes where nothing is committed yet; a longer file (garbage after a crash) is cut back.
-        // Reserved up front: segments then write into allocated space instead of interleaving their
-        // allocations (unthrottled 1 GiB, 4 connections: 0.93 of one connection's time instead of 1.15),
-        // and a disk too small fails now rather than part-way.
+        // Holes where nothing is committed yet; a longer file (garbage after a crash) is cut back. Reserved up front,
+        // segments write into allocated space instead of interleaving their allocations (unthrottled 1 GiB, 4
+        // connections: 0.93 of one connection's time instead of 1.15), and a disk too small fails now.
         if reserveSpace(fd, length: total) != 0, errno == ENOSPC {
             throw TransferError(.localIO, "not enough free space for \(total) bytes in \(Paths.parent(of: download.partPath))",
                 tokenID: token.id)
@@ -143,9 +132,8 @@ final class SegmentedDownload {
         case oneConnection(ResumeToken)
     }
 
-    /// Runs `token` in segments, or decides that one connection takes over: the server cannot serve parallel
-    /// ranges (said once), the HEAD reached no server (the one connection meets the same fault and answers it
-    /// as every path does), or the file changed (from zero, unless changes fail). The one place that decides.
+    /// Runs `token` in segments, or decides (the one place that does) that one connection takes over: see
+    /// ``Handover``; a changed file starts over from zero, unless changes fail.
     static func run(
         _ token: ResumeToken, store: TokenStore, transport: any HTTPTransport, options: TransferOptions,
         onChange: DownloadStateMachine.OnChange, cancellation: Cancellation, events: @escaping EventHandler

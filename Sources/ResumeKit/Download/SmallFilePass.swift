@@ -2,20 +2,17 @@ import Dispatch
 import Glibc
 import Synchronization
 
-/// A list's first pass over its fresh small files, fetched the way `curl -Z` fetches a list: each file the
-/// one ``Fetch`` of every download, started on a multi handle's thread, its body written from there into a
-/// new `.part` (created exclusively and locked, as every download's is: a second process is refused before it
-/// fetches a byte), and that file handed to the publisher (which syncs it and renames it). No worker thread,
-/// token, lock file or retry is set up for a file that ends within one answer, which is what most of a list's
-/// small files do.
+/// A list's first pass over its fresh small files, fetched the way `curl -Z` fetches a list: each file's
+/// ``Fetch`` started on a multi handle's thread, its body written from there into a new `.part` (created
+/// exclusively and locked: a second process is refused before it fetches a byte), then handed to the
+/// publisher. No worker thread, token, lock file or retry is set up for a file that ends within one answer,
+/// which is what most of a list's small files do.
 ///
-/// A file the pass does not finish is left to the list's workers, which run the whole download (checkpoints,
-/// retries, resume) once the pass is over: one whose token or `.part` is there already, one with a checksum
-/// to meet, any answer but a plain 200 (the state machine decides), a fault, an answer over `limit` bytes,
-/// and one still running after a checkpoint interval (the longest a list's file goes without a token). A
-/// refusal or a fault goes to the worker as its download's first attempt, so that a 404 is not asked twice
-/// and a 503's `Retry-After` is waited for like any other. The first file too large or too slow ends the
-/// pass: the rest of such a list is not small either.
+/// The list's workers get what the pass does not finish: a file whose token or `.part` is there, one with a
+/// checksum, any answer but a plain 200, a fault, an answer over `limit` bytes, one still running after a
+/// checkpoint interval. A refusal or a fault is their download's first attempt (a 404 is not asked twice, a
+/// 503's `Retry-After` is waited for). The first file too large or too slow ends the pass: the rest of such
+/// a list is not small either.
 final class SmallFilePass: @unchecked Sendable {
     /// Answers up to this size are taken in the pass (the size up to which a `.part` gets no write gatherer).
     static let limit = PartFile.gatherAfter
@@ -33,9 +30,8 @@ final class SmallFilePass: @unchecked Sendable {
     }
 
     private let left = Mutex<[Left]>([])
-    /// The tokens on disk when the pass began. One written later by another process is a download whose
-    /// `.part` is there (the pass's exclusive create fails): the same look a list's file without a token always
-    /// got (see TransferClient.open), without a path lookup per file.
+    /// The tokens on disk when the pass began, without a path lookup per file. One written later by another
+    /// process is a download whose `.part` is there, and the pass's exclusive create fails.
     private let tokens: Set<String>
     /// What every file with the same request headers shares: its settings and its header fields.
     private let shared = Mutex<(headers: [String], options: TransferOptions, fields: HeaderFields)?>(nil)
@@ -55,14 +51,12 @@ final class SmallFilePass: @unchecked Sendable {
         tokens = client.store.ids()
     }
 
-    /// Whether a list run with `options` can use the pass at all: not with several connections a file (a fresh
-    /// file then plans segments).
+    /// Not with several connections a file: a fresh file then plans segments.
     static func applies(to options: TransferOptions) -> Bool {
         options.connections <= 1
     }
 
-    /// Runs the pass, one file at a time on each session, until the list or the pass ends.
-    /// - Returns: the files taken from the queue but left to the workers, in list order.
+    /// Runs the pass, a file at a time on each session; returns the files it left to the workers, in list order.
     func run(on sessions: [any StartingSession]) -> [Left] {
         for session in sessions {
             running.enter()
@@ -108,8 +102,7 @@ final class SmallFilePass: @unchecked Sendable {
             headers: headers, onChange: request.onChange, emit: emit)
     }
 
-    /// The settings and header fields of a new token for `request` (see listFileSettings), worked out once for
-    /// all the list's files with the same headers.
+    /// ``TransferClient/listFileSettings(_:)``, worked out once for all the files with the same headers.
     private func settings(for request: DownloadRequest) -> (TransferOptions, HeaderFields)? {
         var known = shared.withLock { $0 }
         if known?.headers != request.headers {
@@ -152,9 +145,8 @@ struct EarlierAttempt: Sendable {
     var announced = false
 }
 
-/// One file of a ``SmallFilePass``: the output of its ``Fetch``, on the multi handle's thread. It takes a
-/// plain 200 from byte 0 of at most ``SmallFilePass/limit`` bytes within a checkpoint interval; anything else
-/// ends the exchange and goes to the workers.
+/// One file of a ``SmallFilePass``: the output of its ``Fetch``, on the multi handle's thread (see the pass
+/// for what it takes).
 final class SmallFileFetch: FetchOutput {
     let index: Int
     let id: String

@@ -1,13 +1,9 @@
 import Glibc
 
 /// A download whose body goes to a pipe (`-o -`): a ``Fetch`` whose output cannot take back what it wrote.
-/// It counts the bytes written and resumes a cut with `Range` + `If-Range` from that count, the fetch
-/// comparing the 64 KiB before it with a ring of the last bytes written (the overlap check of file
-/// downloads, without a file).
-///
+/// It resumes a cut from the count of bytes written, the overlap checked against a ring of the last ones.
 /// There is no token: once this process is gone, only the reader knows what it received. A file that
-/// changed on the server fails (exit 65) rather than splice two versions into the pipe. A reader that
-/// goes away ends the transfer at once with ``TransferError/Code/outputClosed``.
+/// changed on the server fails (exit 65) rather than splice two versions into the pipe.
 final class StreamDownload: FetchOutput {
     private let output: Int32
     private let session: any TransportSession
@@ -17,7 +13,6 @@ final class StreamDownload: FetchOutput {
     private let expectedSHA256: String?
     private var fetch: Fetch!
 
-    /// Bytes written to the output.
     private var written: Int64 = 0
     private var ring = TailRing(capacity: Int(DownloadStateMachine.overlap))
 
@@ -93,8 +88,6 @@ final class StreamDownload: FetchOutput {
     var rewinds: Bool { false }
 
     func heldBytes(from offset: Int64) throws(TransferError) -> [UInt8] { ring.suffix(Int(written - offset)) }
-
-    func begin(at from: Int64, restarted: String?, machine: DownloadStateMachine, effectiveURL: String) throws(TransferError) {}
 
     func write(_ body: UnsafeRawBufferPointer) throws(TransferError) {
         guard writeAll(output, body) else {

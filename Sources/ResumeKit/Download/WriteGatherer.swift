@@ -19,9 +19,8 @@ final class WriteGatherer {
 
     deinit { buffer.deallocate() }
 
-    /// Gathers `bytes`, which follow the gathered ones. When they do not fit, the gathered bytes are
-    /// written first, at `offset` (where they start); a piece as large as the buffer goes straight on.
-    /// - Returns: the number of bytes this call wrote to the file.
+    /// Gathers `bytes`; when they do not fit, the gathered ones are written first, at `offset`, and a piece as
+    /// large as the buffer goes straight on. Returns the number of bytes this call wrote to the file.
     func append(_ bytes: UnsafeRawBufferPointer, to fd: Int32, at offset: Int64) throws(Errno) -> Int {
         if add(bytes) { return 0 }
         let flushed = try write(to: fd, at: offset)
@@ -37,9 +36,8 @@ final class WriteGatherer {
         return true
     }
 
-    /// Writes what is gathered to `fd` at `offset` and empties the buffer, also on a failure (a full
-    /// disk): the gathered bytes were never committed, and what the file holds must stay committable.
-    /// - Returns: the number of bytes written.
+    /// Writes what is gathered to `fd` at `offset`, returning the count, and empties the buffer also on a
+    /// failure (a full disk): the gathered bytes were never committed, and the file must stay committable.
     @discardableResult
     func write(to fd: Int32, at offset: Int64) throws(Errno) -> Int {
         let n = count

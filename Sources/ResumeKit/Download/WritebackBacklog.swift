@@ -23,8 +23,7 @@ enum WritebackBacklog {
         return withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 8192) { buffer in
             var count = 0
             while count < buffer.count {
-                let n = read(fd, buffer.baseAddress! + count, buffer.count - count)
-                if n < 0 && errno == EINTR { continue }
+                let n = uninterrupted { read(fd, buffer.baseAddress! + count, buffer.count - count) }
                 if n <= 0 { break }
                 count += n
             }

@@ -2,10 +2,9 @@ import FoundationEssentials
 import Glibc
 
 /// A folder down as one batch (`b-…`): the listing walked (or the S3 prefix listed), then every file through
-/// the one download engine (``TransferClient/downloadAll(_:parallel:cancellation:events:)``) into the
-/// folder, each resumable on its own token. Its ledger line says what the listing said of a finished file,
-/// so that the same command again (or `resume b-…`, or after `kill -9`) fetches no finished file again unless
-/// the listing now says otherwise.
+/// ``TransferClient/downloadAll(_:parallel:cancellation:events:)``, each resumable on its own token. Its ledger
+/// says what the listing said of a finished file, so that running it again fetches no finished file again
+/// unless the listing now says otherwise.
 struct FolderDownload {
     let client: TransferClient
     let request: FolderRequest
@@ -110,7 +109,6 @@ struct FolderDownload {
         return Int64(st.st_size) == size && sameTime ? .skip("the folder holds the listed size and time") : .replace("differs from the listing")
     }
 
-    /// The files under the folder URL or the S3 prefix.
     private func walk(cancellation: Cancellation, events: @escaping @Sendable (BatchEvent) -> Void) throws(TransferError) -> FolderWalk {
         if case .s3Prefix = try Route(request.url) {
             return try S3Listing(request.url, s3: request.template.s3, answers: try client.requireS3Answers(), transport: client.transport,

@@ -1,8 +1,6 @@
-/// A response's declared body length (RFC 9110 §8.6, RFC 9112 §6.3), read from the raw header lines.
-///
-/// libcurl silently drops a `Content-Length` it cannot represent (CURLINFO_CONTENT_LENGTH_DOWNLOAD_T is
-/// then -1) and reads to the close; a body cut short then looks complete. Reading the field here, where
-/// every copy of it is visible, lets the state machines refuse such an answer instead of trusting it.
+/// A response's declared body length (RFC 9110 §8.6, RFC 9112 §6.3), read from the raw header lines:
+/// libcurl silently drops a `Content-Length` it cannot represent and reads to the close, so a body cut short
+/// looks complete. Here every copy is visible, and the state machines can refuse such an answer.
 public enum ContentLength: Sendable, Equatable {
     /// No `Content-Length`, or a `Transfer-Encoding` that overrides it.
     case absent

@@ -5,9 +5,8 @@ import UTCCalendar
 enum HTTPDate {
     private static let months = ["jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec"]
 
-    /// Seconds since 1970, or nil when the text is no HTTP date. Accepts IMF-fixdate
-    /// (`Sun, 06 Nov 1994 08:49:37 GMT`), RFC 850 (`Sunday, 06-Nov-94 08:49:37 GMT`) and asctime
-    /// (`Sun Nov  6 08:49:37 1994`).
+    /// Seconds since 1970, or nil: IMF-fixdate (`Sun, 06 Nov 1994 08:49:37 GMT`), RFC 850
+    /// (`Sunday, 06-Nov-94 08:49:37 GMT`) or asctime (`Sun Nov  6 08:49:37 1994`).
     static func parse(_ text: String) -> Int64? {
         let w = text.split(whereSeparator: { $0 == " " || $0 == "," })
         switch w.count {

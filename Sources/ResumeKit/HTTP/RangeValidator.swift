@@ -10,9 +10,8 @@ public enum RangeValidator: Sendable, Equatable {
         }
     }
 
-    /// Picks the validator RFC 9110 §13.1.5 allows: never a weak tag, and a date only when the
-    /// response had no entity tag at all and the date is strong (§8.8.2.2: `Date` at least one second
-    /// after `Last-Modified`).
+    /// Picks the validator RFC 9110 §13.1.5 allows: never a weak tag, and a date only when the response had no
+    /// entity tag and the date is strong (§8.8.2.2: `Date` at least one second after `Last-Modified`).
     public static func select(etag: String?, lastModified: String?, date: String?) -> RangeValidator? {
         if let raw = etag {
             guard let tag = EntityTag(raw), !tag.isWeak else { return nil }

@@ -1,7 +1,5 @@
-/// Splits the header lines libcurl hands over into response heads.
-///
-/// libcurl passes every response of a transfer to the header callback (1xx heads, redirects, the
-/// final response), one line at a time; a status line opens a head and an empty line closes it.
+/// Splits the header lines libcurl hands over, every response of a transfer (1xx heads, redirects, the final
+/// one) a line at a time, into response heads: a status line opens a head and an empty line closes it.
 public struct ResponseHeadParser: Sendable {
     private var current: ResponseHead?
 

@@ -7,9 +7,8 @@ public protocol TransportSession: AnyObject {
     ) -> ExchangeResult
 }
 
-/// A session that can also start an exchange without waiting for it (libcurl's multi interface). `done`
-/// runs on the transport's own thread, where the session's next exchange may be started at once; the
-/// delegate's callbacks run there too.
+/// A session that can also start an exchange without waiting for it (libcurl's multi interface). `done` and
+/// the delegate's callbacks run on the transport's own thread, where the next exchange may start at once.
 protocol StartingSession: TransportSession {
     /// - Returns: nil once the exchange runs (then `done` tells its end), or the result of one that could
     ///   not start (then `done` is never called).

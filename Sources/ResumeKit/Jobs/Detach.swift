@@ -2,9 +2,8 @@ import FoundationEssentials
 import Glibc
 
 /// `--detach`: after the foreground command checked everything a user can get wrong and wrote the token,
-/// this same binary runs again as `… --detached-child` in a session of its own (posix_spawn with
-/// POSIX_SPAWN_SETSID: no fork of a multithreaded process), stdin from /dev/null, stdout and stderr to
-/// `STATE/logs/<id>.log`. The child says `ready` on a pipe (fd 3) once its live status is written (and,
+/// this same binary runs again as `… --detached-child` in a session of its own (see ``Spawner``), its output
+/// in `STATE/logs/<id>.log`. The child says `ready` on a pipe (fd 3) once its live status is written (and,
 /// for `--start-at`, once it holds the lock); only then may the foreground print the id and exit 0.
 public enum Detach {
     /// How the start of a background process went.
@@ -40,8 +39,7 @@ public enum Detach {
         var buffer = [UInt8](repeating: 0, count: 16)
         var said: [UInt8] = []
         while true {
-            let n = read(fds[0], &buffer, buffer.count)
-            if n < 0 && errno == EINTR { continue }
+            let n = uninterrupted { read(fds[0], &buffer, buffer.count) }
             if n <= 0 { break }
             said += buffer[0..<n]
             if said.contains(UInt8(ascii: "\n")) { break }

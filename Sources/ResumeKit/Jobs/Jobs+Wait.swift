@@ -2,8 +2,7 @@ import Glibc
 
 extension Jobs {
     /// Waits until every transfer in `ids` has ended, or `timeout` seconds passed, looking at the state
-    /// folder ten times a second (the transfers run in other processes). `ended` hears of each once, as it
-    /// ends: with its state, or nil when nothing knows the id.
+    /// folder ten times a second. `ended` hears of each once: with its state, or nil when nothing knows the id.
     /// - Returns: the ids still running when the time ran out (empty when all ended).
     public static func wait(
         _ ids: [String], store: TokenStore, timeout: Double?, ended: (String, TransferState?) -> Void
@@ -32,8 +31,7 @@ extension Jobs {
         var buffer = [UInt8](repeating: 0, count: 64 * 1024)
         func drain() {
             while true {
-                let n = read(fd, &buffer, buffer.count)
-                if n < 0 && errno == EINTR { continue }
+                let n = uninterrupted { read(fd, &buffer, buffer.count) }
                 if n <= 0 { return }
                 write(String(decoding: buffer[0..<n], as: UTF8.self))
             }

@@ -1,11 +1,9 @@
 import FoundationEssentials
 import Glibc
 
-/// What a running transfer says about itself in `STATE/run/<id>.json`, for `list`, `wait` and `pause`:
-/// its pid, its phase (`running`, `scheduled`, `queued`, `waiting for network`), its progress and rate. The
-/// process rewrites it (temp file + rename, no fsync: it is only live information) at most once a second,
-/// or at once when the phase changes, and removes it when it ends. A file whose pid is dead (kill -9)
-/// counts for nothing, so `list` never shows a stale "running".
+/// What a running transfer says about itself in `STATE/run/<id>.json`, for `list`, `wait` and `pause`: its
+/// pid, phase, progress and rate, rewritten (no fsync: it is only live information) at most once a second or
+/// when the phase changes. A file whose pid is dead (kill -9) counts for nothing: no stale "running".
 public struct LiveStatus: Codable, Equatable, Sendable {
     /// What a live process is doing; the raw value is what `list` shows and the file holds.
     public enum Phase: String, Codable, Sendable {
@@ -24,11 +22,9 @@ public struct LiveStatus: Codable, Equatable, Sendable {
     public var rate: Double?
     public var updatedAt: Date
 
-    public static func path(stateDir: String, id: String) -> String { StateDirectory(stateDir).status(id) }
-
     /// The status of a live process, or nil (no file, unreadable, or its process is gone).
     public static func load(stateDir: String, id: String) -> LiveStatus? {
-        guard let data = FileManager.default.contents(atPath: path(stateDir: stateDir, id: id)),
+        guard let data = FileManager.default.contents(atPath: StateDirectory(stateDir).status(id)),
             let status = try? TokenStore.decoder.decode(LiveStatus.self, from: data), processIsAlive(status.pid)
         else { return nil }
         return status

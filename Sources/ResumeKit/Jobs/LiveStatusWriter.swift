@@ -12,10 +12,9 @@ public final class LiveStatusWriter: @unchecked Sendable {
 
     public init(stateDir: String, id: String, phase: LiveStatus.Phase = .running, startAt: Date? = nil) {
         folder = StateDirectory(stateDir).run
-        file = LiveStatus.path(stateDir: stateDir, id: id)
-        // A running transfer's first status waits its second like every later one: one that ends sooner (a
-        // small download) never writes it, and `list` sees it by its lock meanwhile. Any other phase (queued,
-        // scheduled) is written at once.
+        file = StateDirectory(stateDir).status(id)
+        // A running transfer's first status waits a second like every later one: a small download never writes
+        // it, and `list` sees it by its lock meanwhile. Any other phase is written at once.
         state = Mutex((LiveStatus(pid: getpid(), state: phase, startAt: startAt, updatedAt: Date()), Monotonic.now))
         let holder = TokenLock.holder(path: TokenStore(directory: stateDir).lockPath(forID: id))
         inert = holder != nil && holder != getpid()

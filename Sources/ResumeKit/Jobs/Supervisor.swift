@@ -14,12 +14,10 @@ public enum Supervisor {
         }
     }
 
-    /// Runs `arguments(id)` for every id, `parallel` at a time, each with its output in its own log when
-    /// `logs` (a detached pool), and returns their exit statuses. Until its own process takes over, each
-    /// transfer is `queued` under this process's pid, so that `wait` and `list` see it as under way, not
-    /// as paused. `spawnFailed` hears of a process that could not be started (counted as status 1).
-    /// `queuedAll` runs once every id is `queued` (a detached pool says `ready` then, so that a `wait` right
-    /// after `resume --all --detach` never sees a transfer as still paused).
+    /// Runs `arguments(id)` for every id, `parallel` at a time, each with its own log when `logs`, and returns
+    /// their exit statuses. Until its process takes over, each is `queued` under this pid, so that `wait` and
+    /// `list` see it as under way, not paused. `spawnFailed` hears of a process that could not start (status 1);
+    /// `queuedAll` runs once every id is queued (a detached pool is `ready` then).
     public static func run(
         ids: [String], parallel: Int, store: TokenStore, logs: Bool, arguments: (String) -> [String],
         spawnFailed: (String, any Error) -> Void, queuedAll: () -> Void = {}
@@ -33,11 +31,8 @@ public enum Supervisor {
         try? store.state.make(store.state.logs)
         while !queue.isEmpty || !running.isEmpty {
             while running.count < parallel, let id = queue.popFirst() {
-                var log: Int32? = nil
-                if logs {
-                    let fd = open(store.state.log(id), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0o600)
-                    if fd >= 0 { log = fd }
-                }
+                let fd = logs ? open(store.state.log(id), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0o600) : -1
+                let log = fd >= 0 ? fd : nil
                 defer { if let log { close(log) } }
                 do {
                     running[try Spawner.spawn(arguments(id), stdout: log, stderr: log, newSession: false)] = id
@@ -61,5 +56,4 @@ public enum Supervisor {
         }
         return statuses
     }
-
 }

@@ -1,7 +1,7 @@
 import FoundationEssentials
 
-/// The failure count of one transfer (or segment) under a `RetryPolicy`: it starts again after any
-/// attempt that moved bytes, so a long transfer over a flaky link is not cut off by its number of drops.
+/// The failure count of one transfer (or segment) under a `RetryPolicy`, started again after any attempt
+/// that moved bytes.
 struct Backoff {
     let policy: RetryPolicy
     private(set) var failures = 0
@@ -31,6 +31,5 @@ struct Backoff {
     static let maxNetworkWait = 60.0
     private var networkWaits = 0
 
-    /// How many retries were made before giving up.
     var retriesMade: Int { failures - 1 }
 }

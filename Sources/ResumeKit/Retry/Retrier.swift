@@ -1,6 +1,5 @@
 /// Carries out ``RetryRules`` for one transfer (or one segment, or one S3 part): counts failures, says
-/// each retry as an event, sleeps, and tells the loop how it goes on. Every path of the library runs its
-/// attempts through ``run(_:cancellation:events:announces:budget:fresh:stopped:explain:restart:_:)``.
+/// each retry as an event, sleeps, and tells the loop how it goes on.
 struct Retrier {
     /// How the attempt loop goes on after a failure.
     enum Next: Equatable {
@@ -70,9 +69,8 @@ struct Retrier {
         case restart(String)
     }
 
-    /// The attempt loop of every path: runs `attempt` until it is done, each failure decided by the one
-    /// policy, waited out (retry events, a sleep that pause and signals end) and tried again; gives up by
-    /// throwing. The only place a loop is made, so a fault gets the same answer on every path.
+    /// The attempt loop of every path, so a fault gets the same answer on each: runs `attempt` until it is
+    /// done, each failure decided by the one policy and waited out; gives up by throwing.
     /// - Parameters:
     ///   - announces: whether retries are told as events (a segment among several keeps quiet).
     ///   - budget: the retries this loop shares with the other segments or parts of its transfer.

@@ -2,10 +2,9 @@ import Synchronization
 
 /// The retries that the segments (or parts) of one transfer share, a token bucket like the AWS SDKs'
 /// standard retry strategy: a retry takes ``retryCost`` tokens (a stall ``timeoutCost``), and an attempt
-/// that moved bytes gives back what its retry takes, so only fruitless retries drain the bucket. Each
-/// segment still counts its own failures under the policy, and that count starts again whenever the segment
-/// moves bytes; the bucket is what keeps a segment that fails, moves a little, and fails again from retrying
-/// for ever while the others fail too. An empty bucket ends the retrying of every segment (exit 75).
+/// that moved bytes pays its retry back, so only fruitless retries drain the bucket. A segment's own count
+/// starts again whenever it moves bytes; the bucket keeps one that fails, moves a little and fails again from
+/// retrying for ever while the others fail too. An empty bucket ends every segment's retrying (exit 75).
 final class RetryBudget: Sendable {
     static let retryCost = 5
     static let timeoutCost = 10
@@ -35,6 +34,5 @@ final class RetryBudget: Sendable {
         }
     }
 
-    /// Tokens left.
     var remaining: Int { tokens.withLock { $0 } }
 }

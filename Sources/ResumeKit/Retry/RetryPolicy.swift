@@ -3,7 +3,7 @@
 /// With the defaults (base 1 s, cap 30 s) the delays before retries 1, 2, 3 … are drawn from
 /// [0.5, 1], [1, 2], [2, 4], [4, 8], [8, 16], [15, 30], [15, 30] … seconds. A server's `Retry-After`
 /// replaces the computed delay (capped at 10 minutes). The count of failures starts again whenever an
-/// attempt made progress, so a long transfer over a flaky link is not cut off by its total number of drops.
+/// attempt made progress, so a long transfer over a flaky link is not cut off by its number of drops.
 public struct RetryPolicy: Sendable, Equatable {
     /// nil: retry forever (`--retries inf`).
     public var maxRetries: Int?
@@ -26,15 +26,8 @@ public struct RetryPolicy: Sendable, Equatable {
     public func delay(failures: Int, retryAfter: Double? = nil, jitter: Double) -> Double? {
         if let max = maxRetries, failures > max { return nil }
         if let retryAfter { return min(max(0, retryAfter), 600) }
-        let exponent = Double(min(failures - 1, 30))
-        let capped = min(baseDelay * pow2(exponent), maxDelay)
+        let capped = min(baseDelay * Double(1 << max(0, min(failures - 1, 30))), maxDelay)
         return capped / 2 + capped / 2 * min(max(jitter, 0), 1)
-    }
-
-    private func pow2(_ e: Double) -> Double {
-        var r = 1.0
-        for _ in 0..<Int(e) { r *= 2 }
-        return r
     }
 
     /// Parses `Retry-After`: delay-seconds or an HTTP date (relative to `now`, seconds since 1970).

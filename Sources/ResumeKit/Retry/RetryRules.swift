@@ -8,10 +8,8 @@ public enum RetryRules {
     /// no byte is held on either side (`held`) and the server never answered or named the transfer (`known`).
     static func isFresh(held: Int64, known: Bool) -> Bool { held == 0 && !known }
 
-    /// - Parameters:
-    ///   - fresh: nothing of this transfer ever reached the server (no token state, no byte, no answer):
-    ///     a name that does not resolve is then a typo, not a network that went away, and fails at once.
-    ///   - progressMade: the failed attempt moved bytes, which starts the count of failures again.
+    /// - Parameter fresh: see ``isFresh(held:known:)``: a name that does not resolve is then a typo, not a
+    ///   network that went away, and fails at once.
     static func decide(
         _ fault: Fault, fresh: Bool, progressMade: Bool, waitForNetwork: Bool, backoff: inout Backoff, now: Int64
     ) -> RetryDirective {

@@ -71,8 +71,9 @@ public enum MultipartPlan {
         var md5s: [UInt8] = []
         for part in parts.sorted(by: { $0.number < $1.number }) {
             let hex = part.md5 ?? unquoted(part.etag).lowercased()
-            guard hex.count == 32, hex.allSatisfy(\.isHexDigit) else { return nil }
-            md5s += bytes(fromHex: hex)
+            let digits = Array(hex)
+            guard digits.count == 32, digits.allSatisfy(\.isHexDigit) else { return nil }
+            md5s += stride(from: 0, to: 32, by: 2).compactMap { UInt8(String(digits[$0...$0 + 1]), radix: 16) }
         }
         return "\"" + MessageDigest.hash(.md5, md5s).hex + "-\(parts.count)\""
     }
@@ -82,37 +83,6 @@ public enum MultipartPlan {
     }
 
     private static func escaped(_ text: String) -> String {
-        var out = ""
-        for c in text {
-            switch c {
-            case "&": out += "&amp;"
-            case "<": out += "&lt;"
-            case ">": out += "&gt;"
-            case "\"": out += "&quot;"
-            default: out.append(c)
-            }
-        }
-        return out
-    }
-
-    private static func bytes(fromHex hex: String) -> [UInt8] {
-        var out: [UInt8] = []
-        var high: UInt8?
-        for c in hex.utf8 {
-            let v: UInt8
-            switch c {
-            case UInt8(ascii: "0")...UInt8(ascii: "9"): v = c - UInt8(ascii: "0")
-            case UInt8(ascii: "a")...UInt8(ascii: "f"): v = c - UInt8(ascii: "a") + 10
-            case UInt8(ascii: "A")...UInt8(ascii: "F"): v = c - UInt8(ascii: "A") + 10
-            default: continue
-            }
-            if let h = high {
-                out.append(h << 4 | v)
-                high = nil
-            } else {
-                high = v
-            }
-        }
-        return out
+        text.replacing("&", with: "&amp;").replacing("<", with: "&lt;").replacing(">", with: "&gt;").replacing("\"", with: "&quot;")
     }
 }

@@ -1,8 +1,6 @@
-/// Where S3 requests go and how a bucket is addressed.
-///
-/// Path style (`https://host/BUCKET/KEY`) for endpoints given as an IP address or with a port (MinIO,
-/// Ceph, a test server on a laptop), with `--path-style`, and for bucket names that cannot be a host label (or
-/// would break TLS name checks, having dots); virtual-hosted style (`https://BUCKET.host/KEY`) otherwise.
+/// Where S3 requests go and how a bucket is addressed: path style (`https://host/BUCKET/KEY`) for endpoints
+/// given as an IP address or with a port (MinIO, Ceph, a laptop), with `--path-style`, and for bucket names
+/// that cannot be a host label (or have dots, which break TLS name checks); else `https://BUCKET.host/KEY`.
 public struct S3Endpoint: Sendable, Equatable {
     public var scheme: String
     /// Host name with its port, if any, as it goes into the `Host` header.

@@ -47,8 +47,7 @@ struct S3Listing {
         return objects
     }
 
-    /// The objects as a folder download's files: each key less the prefix is a path below the folder; a key
-    /// that would leave it is left out with a line.
+    /// The objects as a folder download's files (see above).
     func walk(include: [String], exclude: [String], depth: Int?, cancellation: Cancellation, events: @escaping EventHandler)
         throws(TransferError) -> FolderWalk
     {

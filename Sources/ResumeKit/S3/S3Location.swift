@@ -29,31 +29,17 @@ public struct S3Location: Sendable, Equatable, CustomStringConvertible {
     /// S3's naming rules, with the upper-case letters and underscores that old us-east-1 buckets may have:
     /// 3 to 63 characters, a letter or digit at both ends, no two dots in a row.
     private static func validBucket(_ name: String) -> Bool {
-        let bytes = Array(name.utf8)
-        guard (3...63).contains(bytes.count), isAlphanumeric(bytes.first!), isAlphanumeric(bytes.last!), !name.contains("..") else {
-            return false
-        }
-        return bytes.allSatisfy { b in
-            (b >= UInt8(ascii: "a") && b <= UInt8(ascii: "z")) || (b >= UInt8(ascii: "A") && b <= UInt8(ascii: "Z"))
-                || (b >= UInt8(ascii: "0") && b <= UInt8(ascii: "9")) || b == UInt8(ascii: ".") || b == UInt8(ascii: "-")
-                || b == UInt8(ascii: "_")
-        }
+        guard (3...63).contains(name.utf8.count), let first = name.first, let last = name.last, isAlphanumeric(first),
+            isAlphanumeric(last), !name.contains("..")
+        else { return false }
+        return name.allSatisfy { isAlphanumeric($0) || $0 == "." || $0 == "-" || $0 == "_" }
     }
 
-    private static func isAlphanumeric(_ b: UInt8) -> Bool {
-        (b >= UInt8(ascii: "a") && b <= UInt8(ascii: "z")) || (b >= UInt8(ascii: "A") && b <= UInt8(ascii: "Z"))
-            || (b >= UInt8(ascii: "0") && b <= UInt8(ascii: "9"))
-    }
+    private static func isAlphanumeric(_ c: Character) -> Bool { c.isASCII && (c.isLetter || c.isNumber) }
 
     /// Bucket names that can be the first label of a host name (virtual-hosted style).
     var isDNSCompatible: Bool {
-        let bytes = Array(bucket.utf8)
-        guard let first = bytes.first, let last = bytes.last, first != UInt8(ascii: "-"), last != UInt8(ascii: "-"),
-            !bucket.contains("..")
-        else { return false }
-        return bytes.allSatisfy { b in
-            (b >= UInt8(ascii: "a") && b <= UInt8(ascii: "z")) || (b >= UInt8(ascii: "0") && b <= UInt8(ascii: "9"))
-                || b == UInt8(ascii: ".") || b == UInt8(ascii: "-")
-        }
+        guard !bucket.isEmpty, bucket.first != "-", bucket.last != "-", !bucket.contains("..") else { return false }
+        return bucket.allSatisfy { ($0.isASCII && ($0.isLowercase || $0.isNumber)) || $0 == "." || $0 == "-" }
     }
 }

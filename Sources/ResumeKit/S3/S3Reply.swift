@@ -1,5 +1,3 @@
-import FoundationEssentials
-
 /// What one S3 request came to.
 enum S3Reply {
     case ok(ResponseHead, [UInt8])

@@ -1,10 +1,8 @@
 import UTCCalendar
 
-/// AWS Signature Version 4 for S3, header-based, with the payload hash sent as `x-amz-content-sha256`.
-///
-/// Our own signer rather than libcurl's `CURLOPT_AWS_SIGV4`: libcurl 7.88.1 (Debian 12) signs the query and
-/// path exactly as sent, cannot hash a read-callback body and mishandles valueless parameters, so every
-/// request would need a hand-canonicalised URL anyway. Pure: the caller passes the time.
+/// AWS Signature Version 4 for S3, header-based, with the payload hash sent as `x-amz-content-sha256`. Pure:
+/// the caller passes the time. Not libcurl's `CURLOPT_AWS_SIGV4`: 7.88.1 (Debian 12) signs the query and path
+/// as sent, cannot hash a read-callback body and mishandles valueless parameters.
 public struct SigV4Signer: Sendable {
     public var credentials: AWSCredentials
     public var region: String

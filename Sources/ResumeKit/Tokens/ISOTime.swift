@@ -1,10 +1,9 @@
 import FoundationEssentials
 import UTCCalendar
 
-/// The times of tokens, result records and live status: ISO 8601 in UTC and whole seconds,
-/// `2026-11-25T08:16:00Z`, as Foundation's `.iso8601` strategy wrote them. Done by hand, with the calendar
-/// arithmetic of HTTP dates: Foundation's ISO 8601 style maps its Calendar code (a few hundred KiB) into
-/// every transfer that saves a token.
+/// The times of tokens, result records and live status: ISO 8601 in UTC, whole seconds (`2026-11-25T08:16:00Z`),
+/// as Foundation's `.iso8601` strategy wrote them. By hand: Foundation's ISO 8601 style maps its Calendar code
+/// (a few hundred KiB) into every transfer that saves a token.
 public enum ISOTime {
     /// The time in that form, in whole seconds (a fraction is dropped).
     public static func string(_ date: Date) -> String {

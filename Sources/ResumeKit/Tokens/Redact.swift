@@ -1,7 +1,6 @@
 import FoundationEssentials
 
-/// What of a request may be written down (a token, a result record, a batch record, `list`, a `-v` trace):
-/// the one rule.
+/// The one rule of what of a request may be written down (a token, a record, `list`, a `-v` trace):
 /// - A URL keeps its user name, never its password: a resume asks for the password again (`-u`, the
 ///   terminal) or takes it from netrc.
 /// - A header is kept whole unless its name marks a credential (``isSecretHeader(_:)``): such a header is

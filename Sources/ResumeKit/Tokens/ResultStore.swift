@@ -47,9 +47,8 @@ public struct ResultStore: Sendable {
             .sorted { $0.endedAt < $1.endedAt }
     }
 
-    /// Removes records (and temp files a crash left) last written more than `maxAge` seconds before `now`:
-    /// one readdir and one stat a file, by modification time.
-    /// - Returns: the names removed.
+    /// Removes records (and temp files a crash left) last written more than `maxAge` seconds before `now`, by
+    /// modification time; returns the names removed.
     @discardableResult
     public func prune(now: Date = Date(), maxAge: Double = ResultStore.maxAge) -> [String] {
         guard let dir = opendir(resultsDirectory) else { return [] }
@@ -73,8 +72,7 @@ public struct ResultStore: Sendable {
         pruneIfDue()
     }
 
-    /// ``prune(now:maxAge:)`` when the last prune, the modification time of `results/.pruned`, is more than
-    /// ``pruneInterval`` before `now`. - Returns: the names removed, nil when it was not due.
+    /// ``prune(now:maxAge:)`` when the last one (the time of `results/.pruned`) is ``pruneInterval`` old; nil when not due.
     @discardableResult
     public func pruneIfDue(now: Date = Date()) -> [String]? {
         let marker = resultsDirectory + "/.pruned"

@@ -39,8 +39,7 @@ extension ResumeToken: Codable {
         }
     }
 
-    /// What is written is what ``Redact`` allows, whatever the token holds in memory: URLs without passwords,
-    /// credential headers by name only (`withheldHeaders`).
+    /// Writes what ``Redact`` allows, whatever the token holds in memory (credential headers: `withheldHeaders`).
     public func encode(to encoder: any Encoder) throws {
         var c = encoder.container(keyedBy: CodingKeys.self)
         try c.encode(version, forKey: .version)

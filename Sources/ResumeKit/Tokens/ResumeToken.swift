@@ -1,12 +1,8 @@
 import FoundationEssentials
 
-/// The resume state of one transfer, as stored in `tokens/<id>.json` (schema version 1).
-///
-/// One schema serves both directions; ``transfer`` holds the direction's part, so a download token
-/// cannot hold an upload's state (nor an upload one protocol's state for another). The JSON keeps the
-/// layout of earlier releases: see `ResumeToken+Codable.swift`.
-/// Secrets never enter a token's file: its encoding keeps what ``Redact`` allows (a URL without its password,
-/// a credential header by name only).
+/// The resume state of one transfer, as stored in `tokens/<id>.json` (schema version 1; the JSON layout is
+/// in `ResumeToken+Codable.swift`, with what ``Redact`` lets into the file). One schema serves both
+/// directions; ``transfer`` holds the direction's part, so a download token cannot hold an upload's state.
 public struct ResumeToken: Sendable, Equatable {
     public static let currentVersion = 1
 

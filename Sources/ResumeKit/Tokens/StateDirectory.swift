@@ -1,4 +1,3 @@
-import FoundationEssentials
 import Glibc
 
 /// The state folder and everything in it: the one place that knows its layout.
@@ -18,8 +17,8 @@ public struct StateDirectory: Sendable, Equatable {
     public init(_ path: String) { self.path = path }
 
     /// `$RESUMECTL_STATE_DIR`, else `$XDG_STATE_HOME/resumectl`, else `~/.local/state/resumectl`.
-    /// - Parameter variable: the environment's value of a name; `getenv` by default, as the whole environment
-    ///   made into a dictionary costs a small transfer more than everything else it does before connecting.
+    /// - Parameter variable: `getenv` by default: the whole environment as a dictionary costs a small
+    ///   transfer more than everything else it does before connecting.
     public static func located(variable: (String) -> String? = { getenv($0).map { String(cString: $0) } }) -> StateDirectory {
         if let dir = variable("RESUMECTL_STATE_DIR"), !dir.isEmpty { return StateDirectory(dir) }
         if let xdg = variable("XDG_STATE_HOME"), !xdg.isEmpty { return StateDirectory(xdg + "/resumectl") }

@@ -1,8 +1,7 @@
 import Glibc
 
-/// The exclusive `flock` a running transfer holds on `tokens/<id>.lock`; the file holds its pid so
-/// that `pause` knows whom to signal. The kernel drops the lock when the process dies, so a stale lock
-/// file is simply taken over.
+/// The exclusive `flock` a running transfer holds on `tokens/<id>.lock`, a file holding its pid for `pause`.
+/// The kernel drops the lock when the process dies, so a stale lock file is simply taken over.
 public final class TokenLock: @unchecked Sendable {
     public enum Failure: Error, Sendable, Equatable, CustomStringConvertible {
         case held(pid: Int32?)

@@ -45,20 +45,7 @@ public struct TokenStore: Sendable {
 
     /// `mkdir -p` with mode 0700, failing with one sentence that names the folder and the system's reason.
     static func makeFolder(_ dir: String) throws {
-        if mkdir(dir, 0o700) == 0 || errno == EEXIST {
-            var info = stat()
-            guard stat(dir, &info) == 0, info.st_mode & S_IFMT == S_IFDIR else {
-                throw TokenStoreError.cannotCreateFolder(dir, reason: "a file is in the way")
-            }
-            return
-        }
-        guard errno == ENOENT else { throw TokenStoreError.cannotCreateFolder(dir, reason: String(cString: strerror(errno))) }
-        let parent = String(dir[..<(dir.lastIndex(of: "/") ?? dir.startIndex)])
-        guard !parent.isEmpty, parent != dir else { throw TokenStoreError.cannotCreateFolder(dir, reason: String(cString: strerror(ENOENT))) }
-        try makeFolder(parent)
-        if mkdir(dir, 0o700) != 0 && errno != EEXIST {
-            throw TokenStoreError.cannotCreateFolder(dir, reason: String(cString: strerror(errno)))
-        }
+        if let (folder, reason) = Paths.makeFolders(dir, mode: 0o700) { throw TokenStoreError.cannotCreateFolder(folder, reason: reason) }
     }
 
     public func exists(id: String) -> Bool { access(path(forID: id), F_OK) == 0 }
@@ -125,8 +112,8 @@ public struct TokenStore: Sendable {
         try Self.writeDurably(data, to: path(forID: token.id), folder: tokensDirectory)
     }
 
-    /// temp file (0600) + fsync + rename + fsync of the folder: a crash leaves the old or the new file whole.
-    /// Without `sync` only a reader never sees a torn file (live information, a record no one relies on).
+    /// The write of the type's doc, with the file mode 0600. Without `sync` only a reader never sees a torn file
+    /// (live information, a record no one relies on).
     static func writeDurably(_ data: Data, to final: String, folder: String, sync: Bool = true) throws {
         let temp = final + ".tmp.\(getpid())"
         let fd = open(temp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
@@ -143,10 +130,8 @@ public struct TokenStore: Sendable {
         if sync { syncDirectory(folder) }
     }
 
-    /// Removes a token and its lock file.
-    /// - Parameter durably: sync the folder, so that the removal survives a power cut. A finished download
-    ///   passes false: its result record (synced first) answers for the id, and a token that a power cut
-    ///   brings back only fetches the same file again on `resume`.
+    /// Removes a token and its lock file; `durably` syncs the folder. A finished download need not: its result
+    /// record (synced first) answers for the id, and a token a power cut brings back only fetches it again.
     public func remove(id: String, durably: Bool = true) {
         let removedToken = unlink(path(forID: id)) == 0
         unlink(lockPath(forID: id))
@@ -204,17 +189,23 @@ public struct TokenStore: Sendable {
     }
 }
 
-func writeAll(_ fd: Int32, _ bytes: UnsafeRawBufferPointer) -> Bool {
+/// Writes all of `bytes` to `fd`, across short writes and signals; false on an error.
+public func writeAll(_ fd: Int32, _ bytes: UnsafeRawBufferPointer) -> Bool {
     var done = 0
     while done < bytes.count {
-        let n = write(fd, bytes.baseAddress! + done, bytes.count - done)
-        if n < 0 {
-            if errno == EINTR { continue }
-            return false
-        }
+        let n = uninterrupted { write(fd, bytes.baseAddress! + done, bytes.count - done) }
+        if n <= 0 { return false }
         done += n
     }
     return true
+}
+
+/// A system call retried while a signal interrupts it (`EINTR`).
+public func uninterrupted(_ call: () -> Int) -> Int {
+    while true {
+        let n = call()
+        if n >= 0 || errno != EINTR { return n }
+    }
 }
 
 func syncDirectory(_ path: String) {

@@ -1,7 +1,5 @@
-/// Checks a decoded token for values that cannot be true, before any of them reaches a file offset, a
-/// request or a path. A token is a file a user (or a disk fault) may have edited: JSON that decodes is
-/// not yet a token this program could have written. Each violation names the field, so the user knows
-/// what to fix or that the token is lost.
+/// Checks a decoded token for values that cannot be true, before any reaches a file offset, a request or a
+/// path: a user (or a disk fault) may have edited the file. Each violation names the field.
 public enum TokenValidation {
     /// A field that cannot be true, and why.
     public struct Violation: Error, Sendable, Equatable, CustomStringConvertible {
@@ -30,10 +28,7 @@ public enum TokenValidation {
     /// An id names files in `tokens/`: only the characters ``TokenStore/makeID(kind:url:path:)`` writes,
     /// so that no id reaches outside that folder.
     static func checkID(_ id: String) throws(Violation) {
-        let allowed = id.utf8.allSatisfy { b in
-            (b >= UInt8(ascii: "a") && b <= UInt8(ascii: "z")) || (b >= UInt8(ascii: "A") && b <= UInt8(ascii: "Z"))
-                || (b >= UInt8(ascii: "0") && b <= UInt8(ascii: "9")) || b == UInt8(ascii: "-") || b == UInt8(ascii: "_")
-        }
+        let allowed = id.allSatisfy { ($0.isASCII && ($0.isLetter || $0.isNumber)) || $0 == "-" || $0 == "_" }
         guard !id.isEmpty, id.utf8.count <= 128, allowed else {
             throw Violation(field: "id", reason: "must be letters, digits, '-' and '_' (at most 128)")
         }
@@ -62,7 +57,7 @@ public enum TokenValidation {
             }
         }
         if let sum = d.expectedSHA256 {
-            guard sum.utf8.count == 64, sum.utf8.allSatisfy({ isHex($0) }) else {
+            guard sum.utf8.count == 64, sum.allSatisfy({ $0.isASCII && $0.isHexDigit }) else {
                 throw Violation(field: "download.expectedSHA256", reason: "must be 64 hex digits")
             }
         }
@@ -156,10 +151,5 @@ public enum TokenValidation {
 
     private static func nonNegative(_ value: Int64, _ field: String) throws(Violation) {
         guard value >= 0 else { throw Violation(field: field, reason: "is \(value): must not be negative") }
-    }
-
-    private static func isHex(_ b: UInt8) -> Bool {
-        (b >= UInt8(ascii: "0") && b <= UInt8(ascii: "9")) || (b >= UInt8(ascii: "a") && b <= UInt8(ascii: "f"))
-            || (b >= UInt8(ascii: "A") && b <= UInt8(ascii: "F"))
     }
 }

@@ -3,41 +3,35 @@ import FoundationEssentials
 import Glibc
 import ResumeKit
 
-/// Many downloads at once (`-i LIST`, an S3 prefix): one line per file on stdout, one per failure on stderr.
-/// `Download` runs it with its parsed options.
-struct ManyDownloads {
-    var client: TransferClient
-    var json: Bool
-    var quiet: Bool
-    var parallel: Int
-
-    /// `-i LIST`: every entry on its own token, written into `folder` (made when missing, as `wget -P` and
-    /// `aws s3 cp --recursive` do).
-    func runList(
-        _ listPath: String, folder: String?, headers: [String], onChange: DownloadStateMachine.OnChange, force: Bool
-    ) async throws {
+extension Download {
+    /// `-i LIST`: every entry on its own token, written into `-o` (made when missing, as `wget -P` and
+    /// `aws s3 cp --recursive` do); one line per file on stdout, one per failure on stderr.
+    func runList(_ listPath: String) async throws {
+        let json = options.json
         guard let data = FileManager.default.contents(atPath: listPath) else {
             throw Runner.fail(TransferError(.inputMissing, "cannot read \(listPath)"), json: json)
         }
         let list = DownloadList(parsing: String(decoding: data, as: UTF8.self))
-        let folder = folder ?? "."
+        let folder = output ?? "."
         do { try OutputPath.makeFolders(folder) } catch { throw Runner.fail(error, json: json) }
         for problem in list.problems { Output.stderr("resumectl: \(listPath): \(problem)\n") }
         // Nothing in it can be fetched (every line a non-http(s) URL or a bad name): a usage error, as on the command line.
         if list.entries.isEmpty, !list.problems.isEmpty { throw ExitCode(64) }
-        if !quiet, !list.duplicates.isEmpty {
+        if !options.quiet, !list.duplicates.isEmpty {
             Output.stderr("resumectl: \(listPath): skipped repeated lines \(list.duplicates.map(String.init).joined(separator: ", "))\n")
         }
         let requests = list.entries.map { entry in
-            DownloadRequest(url: entry.url, outputPath: folder + "/" + (entry.name ?? ""), headers: headers,
+            DownloadRequest(url: entry.url, outputPath: folder + "/" + (entry.name ?? ""), headers: options.header,
                 onChange: onChange, force: force)
         }
-        try await run(requests, problems: list.problems.count)
+        try await runAll(requests, problems: list.problems.count)
     }
 
     /// Runs `requests`, `parallel` at a time; `problems` lines of the list named no usable download.
-    func run(_ requests: [DownloadRequest], problems: Int) async throws {
-        let (client, json, quiet) = (client, json, quiet)
+    private func runAll(_ requests: [DownloadRequest], problems: Int) async throws {
+        var configured = options.client()
+        configured.options.connections = connections
+        let (client, json, quiet) = (configured, options.json, options.quiet)
         // Only JSON events carry the token id; working it out costs a path resolution and a hash per file.
         let store = client.store
         let records = client.results
