@@ -6,7 +6,8 @@ import ResumeKit
 enum S3StoreSetup {
     /// Blocks (the probe's requests).
     static func open(
-        _ configuration: S3StoreConfiguration, readOnly: Bool, overwrite: Bool, metrics: ServerMetrics?, log: (@Sendable (String) -> Void)?
+        _ configuration: S3StoreConfiguration, readOnly: Bool, overwrite: Bool, hook: CompletionHookSettings?, metrics: ServerMetrics?,
+        log: (@Sendable (String) -> Void)?
     ) throws(ServeError) -> S3Backend {
         let location: S3Location
         let target: S3Target
@@ -32,8 +33,16 @@ enum S3StoreSetup {
         }
         // The id its lock grants carry: an operator (or a test) can tell whose lock an object is.
         log?("uploads kept in \(location), instance \(instance)")
+        var store = S3UploadStore(client: client, keys: keys)
+        var hooks: HookRunner?
+        if let hook, !readOnly {
+            hooks = try HookRunner(settings: hook, root: nil, metrics: metrics, log: log)
+            store.hookHolder = instance
+            // A run may take its timeout; a holder still alive past this leaves it to another instance.
+            store.hookWindow = Int64(hook.timeout.components.seconds) * 1000 + 30_000
+        }
         return S3Backend(
-            store: S3UploadStore(client: client, keys: keys), partSize: configuration.partSize, instance: instance,
-            lockLifetime: lifetime, singleInstance: configuration.singleInstance, overwrite: overwrite, log: log)
+            store: store, partSize: configuration.partSize, instance: instance, lockLifetime: lifetime,
+            singleInstance: configuration.singleInstance, overwrite: overwrite, hooks: hooks, log: log)
     }
 }

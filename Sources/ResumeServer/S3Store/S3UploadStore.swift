@@ -10,6 +10,10 @@ import ResumeKit
 struct S3UploadStore: Sendable {
     let client: S3Client
     let keys: S3UploadKeys
+    /// With `--on-upload-complete`: this instance's id, written as the hook's holder when an upload is found finished.
+    var hookHolder: String? = nil
+    /// Milliseconds a holder has to run a hook before another instance may.
+    var hookWindow: Int64 = 0
 
     /// The tail object's header naming the part its bytes open (see ``S3UploadProgress``).
     static let tailPartHeader = "x-amz-meta-resumectl-part"
@@ -195,6 +199,7 @@ struct S3UploadStore: Sendable {
 
     private func finishedRecord(_ record: S3UploadRecord, size: Int64) -> S3UploadRecord {
         var finished = record
+        finished.hook = hookHolder.map { S3HookClaim(holder: $0, until: WallClock.millis() + hookWindow) }
         finished.upload.phase = .finishing
         finished.upload.offset = size
         finished.upload.length = finished.upload.length ?? size
