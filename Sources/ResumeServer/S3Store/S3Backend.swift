@@ -18,6 +18,8 @@ final class S3Backend: UploadBackend, UploadRemote {
     /// `--overwrite`: a completion may replace an object.
     let overwrite: Bool
     let log: (@Sendable (String) -> Void)?
+    /// What the uploads' bodies hold in memory, all together (received, or in parts not yet acknowledged).
+    let bodyMemory: BodyMemory
     /// `--on-upload-complete`; due runs are kept in the records (see ``runHookIfDue(_:)``).
     let hooks: HookRunner?
     /// Milliseconds an instance has to run a hook it holds before another may take it over.
@@ -27,9 +29,10 @@ final class S3Backend: UploadBackend, UploadRemote {
 
     init(
         store: S3UploadStore, partSize: Int64, instance: String, lockLifetime: Int64, singleInstance: Bool,
-        overwrite: Bool, hooks: HookRunner? = nil, log: (@Sendable (String) -> Void)?
+        overwrite: Bool, hooks: HookRunner? = nil, bodyMemory: BodyMemory = BodyMemory(), log: (@Sendable (String) -> Void)?
     ) {
         self.hooks = hooks
+        self.bodyMemory = bodyMemory
         self.store = store
         self.overwrite = overwrite
         cutter = S3PartCutter(partSize: partSize)

@@ -1,3 +1,4 @@
+import CMalloc
 import ResumeKit
 
 /// Opens `--store s3://BUCKET/PREFIX/` at start: the URL, the endpoint, region and credentials (read as
@@ -19,6 +20,11 @@ enum S3StoreSetup {
         } catch {
             throw .badStore(reason: error.message)
         }
+        // Parts (5 MiB and more) live in memory from their first byte until S3 has them. glibc raises its
+        // mmap threshold to the size of each such block freed, so later parts come from its arenas and
+        // stay there once freed: 218 MiB peak for eight uploads of 8 MiB parts, 125 MiB with the threshold
+        // kept at its default of 128 KiB (every part mapped and unmapped on its own).
+        mallopt(M_MMAP_THRESHOLD, 128 << 10)
         let client = S3Client(target: target, metrics: metrics)
         let keys = S3UploadKeys(prefix: location.key)
         let instance = UploadStore.newID()
