@@ -14,8 +14,9 @@ import ResumeKit
 /// Memory: every byte from its arrival until S3 acknowledges it counts against the server's one
 /// ``BodyMemory`` budget (``S3PendingBytes``). A request reads more while the budget has room, up to a
 /// part and ``highWater`` waiting; beyond the budget only while it has nothing in flight and less than a
-/// part waiting, since a part must be whole before it can go and no other event would wake the request:
-/// so each upload holds at most about a part of its own, and the rest share the budget. A body a checksum
+/// part waiting (no other event would wake it), and then a part as small as S3 takes (5 MiB) goes as
+/// soon as it is there: so each upload holds about S3's smallest part of its own, and the rest share the
+/// budget. A body a checksum
 /// must vouch for (a tus append with `Upload-Checksum`) is held whole until it has ended well, parts
 /// being final once stored (at most ``vouchedLimit``; a larger one is refused with 413). Lives on one
 /// event loop; S3 calls run on the thread pool.
@@ -148,6 +149,11 @@ final class S3Appender: UploadSink {
         if holdsBody && ending == nil { return }
         while inFlight < Self.partsAtOnce, Int64(pending.queued) >= backend.cutter.partSize {
             send(.part(backend.cutter.partSize), upload: upload)
+        }
+        if ending == nil, inFlight == 0, !backend.bodyMemory.allows(own: pending.held),
+            let piece = backend.cutter.next(buffered: Int64(pending.queued), ending: false, pressed: true)
+        {
+            send(piece, upload: upload)
         }
         guard ending == true, inFlight == 0 else { return }
         if let piece = backend.cutter.next(buffered: Int64(pending.queued), ending: true) {
