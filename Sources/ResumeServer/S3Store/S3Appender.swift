@@ -66,8 +66,9 @@ final class S3Appender: UploadSink {
     var wantsMore: Bool {
         if holdsBody { return true }
         let part = Int(backend.cutter.partSize)
-        guard pending.queued < part + Self.highWater else { return false }
-        return (pending.sending == 0 && pending.queued < part) || backend.bodyMemory.allows(own: pending.held)
+        // While opening, the tail read back from S3 (up to 5 MiB) is still to come before these bytes.
+        guard pending.queued < (opening ? Self.highWater : part + Self.highWater) else { return false }
+        return (!opening && pending.sending == 0 && pending.queued < part) || backend.bodyMemory.allows(own: pending.held)
     }
 
     /// Takes the lock and reads the upload back; bytes received meanwhile wait.
@@ -108,6 +109,7 @@ final class S3Appender: UploadSink {
                 self.failed(UploadFailure(error))
             }
             self.pump()
+            if self.wantsMore { self.resumeReading?() }
         }
     }
 
