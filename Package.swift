@@ -81,11 +81,14 @@ let package = Package(
         .systemLibrary(name: "CHookSpawn"),
         // openat2(2) with RESOLVE_CACHED for downloads answered on the event loop: header only, no library.
         .systemLibrary(name: "COpenCached"),
+        // mallopt(3) for `serve --store s3://`'s part-sized blocks: header only, no library.
+        .systemLibrary(name: "CMalloc"),
         .target(
             name: "ResumeServer",
             dependencies: [
                 "CHookSpawn",
                 "COpenCached",
+                "CMalloc",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),

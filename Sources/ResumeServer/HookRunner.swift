@@ -24,33 +24,41 @@ final class HookRunner: Sendable {
     }
 
     private let settings: CompletionHookSettings
-    private let folder: String
+    /// Where due hooks are recorded; `nil` when the store records them itself (S3, in its records).
+    private let folder: String?
     private let pool: NIOThreadPool
     private let metrics: ServerMetrics?
     private let log: (@Sendable (String) -> Void)?
 
+    /// - Parameter root: the served folder, whose upload store records due hooks; `nil` for a store that
+    ///   records them itself.
     init(
-        settings: CompletionHookSettings, root: String, metrics: ServerMetrics?, log: (@Sendable (String) -> Void)?
+        settings: CompletionHookSettings, root: String?, metrics: ServerMetrics?, log: (@Sendable (String) -> Void)?
     ) throws(ServeError) {
         self.settings = settings
         self.metrics = metrics
         self.log = log
-        let store = SafePath.join(root, [UploadStore.folderName])
-        folder = store + "/hooks"
-        for path in [store, folder] where mkdir(path, 0o700) != 0 && errno != EEXIST {
-            throw .uploadStoreUnavailable(path: path, reason: String(cString: strerror(errno)))
+        if let root {
+            let store = SafePath.join(root, [UploadStore.folderName])
+            let folder = store + "/hooks"
+            for path in [store, folder] where mkdir(path, 0o700) != 0 && errno != EEXIST {
+                throw .uploadStoreUnavailable(path: path, reason: String(cString: strerror(errno)))
+            }
+            self.folder = folder
+        } else {
+            folder = nil
         }
         pool = NIOThreadPool(numberOfThreads: max(1, settings.parallel))
         pool.start()
     }
 
-    private func duePath(_ id: String) -> String { folder + "/" + id + ".json" }
+    private func duePath(_ folder: String, _ id: String) -> String { folder + "/" + id + ".json" }
 
     /// Records, durably, that the hook is due for `record`, whose file is now at `path`. Blocks.
     func makeDue(_ record: UploadRecord, path: String) -> Due {
         let due = Due(id: record.id, path: path, size: record.length ?? record.offset, kind: record.kind, user: record.user)
-        guard let bytes = try? JSONEncoder().encode(due) else { return due }
-        let final = duePath(record.id)
+        guard let folder, let bytes = try? JSONEncoder().encode(due) else { return due }
+        let final = duePath(folder, record.id)
         let temp = final + ".tmp"
         let fd = open(temp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
         let written = fd >= 0 && bytes.withUnsafeBytes { UploadData.writeAll(fd, $0, at: 0) } == nil && fsync(fd) == 0
@@ -69,16 +77,19 @@ final class HookRunner: Sendable {
         return due
     }
 
-    /// Queues a due hook; it runs when one of the `parallel` threads is free.
-    func run(_ due: Due) {
+    /// Queues a due hook; it runs when one of the `parallel` threads is free, then `ran` (not when
+    /// stopping: it stays due for the next start).
+    func run(_ due: Due, ran: (@Sendable () -> Void)? = nil) {
         pool.submit { state in
-            guard state == .active else { return }  // stopping: it stays due for the next start
+            guard state == .active else { return }
             self.runNow(due)
+            ran?()
         }
     }
 
     /// Queues every hook left due by an earlier run of `serve` (killed, or stopped before they ran).
     func resumeDue() {
+        guard let folder else { return }
         var due: [Due] = []
         for name in UploadStore.names(in: folder).sorted() {
             let path = folder + "/" + name
@@ -102,7 +113,7 @@ final class HookRunner: Sendable {
         metrics?.hookRun(outcome.result)
         log?("hook for \(due.path): \(outcome.summary)")
         for line in outcome.stderr.split(separator: "\n").suffix(20) { log?("hook for \(due.path) stderr: \(line)") }
-        unlink(duePath(due.id))
+        if let folder { unlink(duePath(folder, due.id)) }
     }
 
     private func environment(for due: Due) -> [String] {
@@ -112,7 +123,10 @@ final class HookRunner: Sendable {
         variables.append("RESUMECTL_PROTOCOL=\(due.kind.rawValue)")
         variables.append("RESUMECTL_UPLOAD_ID=\(due.id)")
         if let user = due.user { variables.append("RESUMECTL_USER=\(user)") }
-        if let digest = HookProcess.sha256(path: due.path, size: due.size) { variables.append("RESUMECTL_SHA256=\(digest)") }
+        // Known for a file only: an S3 object would have to be read back whole to hash it.
+        if folder != nil, let digest = HookProcess.sha256(path: due.path, size: due.size) {
+            variables.append("RESUMECTL_SHA256=\(digest)")
+        }
         return variables
     }
 }

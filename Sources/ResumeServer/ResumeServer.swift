@@ -78,7 +78,8 @@ public final class ResumeServer: Sendable {
         // On S3 there is no folder: `root` stays empty and nothing reads the file system below it.
         let s3 = try configuration.s3.map { s3 throws(ServeError) in
             try S3StoreSetup.open(
-                s3, readOnly: configuration.readOnly, overwrite: configuration.overwrite, metrics: metrics, log: configuration.log)
+                s3, readOnly: configuration.readOnly, overwrite: configuration.overwrite, hook: configuration.completionHook,
+                metrics: metrics, log: configuration.log)
         }
         let root = s3 == nil ? try canonicalDirectory(configuration.directory) : ""
         let tls = try configuration.tls.map { files throws(ServeError) in try ServerTLS.context(files) }
@@ -103,6 +104,7 @@ public final class ResumeServer: Sendable {
         var hooks: HookRunner?
         if let s3, !configuration.readOnly {
             store = s3
+            hooks = s3.hooks
         } else if s3 == nil && !configuration.readOnly {
             let log = configuration.log
             hooks = try configuration.completionHook.map { settings throws(ServeError) in

@@ -78,11 +78,10 @@ extension UploadStore {
             return nil
         }
         if size > record.offset {
-            if truncate(dataPath(id), off_t(record.offset)) == 0 {
-                log("upload \(name): \(size - record.offset) bytes past the durable offset \(record.offset) cut off")
-            } else {
-                log("upload \(name): \(size - record.offset) bytes past the durable offset \(record.offset) could not be cut off (errno \(errno))")
-            }
+            // The next append cuts them off again when it opens the data (``openData(_:at:)``): a failure
+            // here costs nothing but the word in the log.
+            let cut = truncate(dataPath(id), off_t(record.offset)) == 0 ? "cut off" : "to be cut off by the next append"
+            log("upload \(name): \(size - record.offset) bytes past the durable offset \(record.offset) \(cut)")
         } else if size < record.offset {
             // Should never happen (the data is synced before its record); report only what is held.
             record.offset = size

@@ -195,8 +195,8 @@ struct Serve: AsyncParsableCommand {
             throw ValidationError("--hook-parallel must be between 1 and 256, --hook-timeout between 0 and a day.")
         }
         guard let onUploadComplete else { return }
-        guard store == nil, !readOnly else {
-            throw ValidationError("--on-upload-complete works with a folder that takes uploads (not --store or --read-only).")
+        guard !readOnly else {
+            throw ValidationError("--on-upload-complete works with a store that takes uploads (not --read-only).")
         }
         guard let hook else { throw ValidationError("--on-upload-complete: an unclosed quote, or no command.") }
         guard hook.programPath != nil else {

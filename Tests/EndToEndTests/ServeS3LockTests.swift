@@ -173,7 +173,7 @@ struct ServeS3LockTests {
         #expect(p.offset == 0 && !p.staleTail)
     }
 
-    @Test("parts while a request runs, then a part or a tail at its end")
+    @Test("parts while a request runs, then a part or a tail at its end; short parts only under memory pressure")
     func cutting() {
         let mib: Int64 = 1 << 20
         let cut = S3PartCutter(partSize: 8 * mib)
@@ -184,6 +184,10 @@ struct ServeS3LockTests {
         #expect(cut.next(buffered: 6 * mib, ending: true) == .part(6 * mib))
         #expect(cut.next(buffered: 4 * mib, ending: true) == .tail(4 * mib))
         #expect(cut.next(buffered: 0, ending: true) == nil)
+        // Over the memory budget: S3's smallest part goes without waiting to be whole, never less.
+        #expect(cut.next(buffered: 6 * mib, ending: false, pressed: true) == .part(6 * mib))
+        #expect(cut.next(buffered: 4 * mib, ending: false, pressed: true) == nil)
+        #expect(cut.next(buffered: 9 * mib, ending: false, pressed: true) == .part(8 * mib))
     }
 
     @Test("keys: served objects under the prefix, upload state under its hidden folder")

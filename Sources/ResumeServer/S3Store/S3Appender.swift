@@ -9,11 +9,17 @@ import ResumeKit
 /// request with 423) and reads the upload back under it: the offset S3 holds must be the one the
 /// request was admitted at (else 409), and the tail's bytes open the next part. Before each write the
 /// lock is renewed when due; a lock lost (another instance took it over) or about to run out stops the
-/// request at once with 423, so two writers never interleave. Up to ``partsAtOnce`` parts are sent at
-/// once; memory holds those, a part and ``highWater`` more — except a body a checksum must vouch for (a tus append with `Upload-Checksum`):
-/// parts cannot be taken back once stored, so such a body is held whole until it has ended well (at
-/// most ``vouchedLimit``; a larger one is refused with 413). Lives on one event loop; S3 calls run on
-/// the thread pool.
+/// request at once with 423, so two writers never interleave. Up to ``partsAtOnce`` parts are sent at once.
+///
+/// Memory: every byte from its arrival until S3 acknowledges it counts against the server's one
+/// ``BodyMemory`` budget (``S3PendingBytes``). A request reads more while the budget has room, up to a
+/// part and ``highWater`` waiting; beyond the budget only while it has nothing in flight and less than a
+/// part waiting (no other event would wake it), and then a part as small as S3 takes (5 MiB) goes as
+/// soon as it is there: so each upload holds about S3's smallest part of its own, and the rest share the
+/// budget. A body a checksum
+/// must vouch for (a tus append with `Upload-Checksum`) is held whole until it has ended well, parts
+/// being final once stored (at most ``vouchedLimit``; a larger one is refused with 413). Lives on one
+/// event loop; S3 calls run on the thread pool.
 final class S3Appender: UploadSink {
     private static let highWater = 4 << 20
     /// Parts sent to S3 at once, as `aws s3 cp` sends (its default is more).
@@ -34,10 +40,8 @@ final class S3Appender: UploadSink {
     private var nextNumber = 1
     private var inFlight = 0
     private var tailInFlight = false
-    /// Bytes not yet on S3, the old tail's first.
-    private var buffer: [UInt8] = []
-    /// Bytes of this request received while opening (they go after the tail).
-    private var early: [UInt8] = []
+    /// Bytes not yet on S3 (the old tail's first, once read back), and the pieces being sent.
+    private let pending: S3PendingBytes
     private var receivedHere: Int64 = 0
     private var opening = true
     private var ending: Bool?
@@ -53,13 +57,18 @@ final class S3Appender: UploadSink {
         self.backend = backend
         self.setup = setup
         start = setup.record.offset
+        pending = S3PendingBytes(memory: backend.bodyMemory, partSize: Int(backend.cutter.partSize))
     }
 
     /// Nothing may be stored before the request has ended well (a checksum vouches for the body).
     private var holdsBody: Bool { !setup.checkpoints && setup.record.kind != .plain }
 
     var wantsMore: Bool {
-        holdsBody || buffer.count + early.count < Int(backend.cutter.partSize) + Self.highWater
+        if holdsBody { return true }
+        let part = Int(backend.cutter.partSize)
+        // While opening, the tail read back from S3 (up to 5 MiB) is still to come before these bytes.
+        guard pending.queued < (opening ? Self.highWater : part + Self.highWater) else { return false }
+        return (!opening && pending.sending == 0 && pending.queued < part) || backend.bodyMemory.allows(own: pending.held)
     }
 
     /// Takes the lock and reads the upload back; bytes received meanwhile wait.
@@ -94,13 +103,13 @@ final class S3Appender: UploadSink {
                 self.nextNumber = opened.parts.count + 1
                 self.tailBytes = Int64(opened.tail.count)
                 self.tailPart = self.nextNumber
-                self.buffer = opened.tail + self.early
+                self.pending.prepend(opened.tail)
                 self.keepRenewing(opened.lock)
             case .failure(let error):
                 self.failed(UploadFailure(error))
             }
-            self.early = []
             self.pump()
+            if self.wantsMore { self.resumeReading?() }
         }
     }
 
@@ -119,11 +128,7 @@ final class S3Appender: UploadSink {
             failed(UploadFailure(status: 413, "a checksummed append on S3 holds at most \(Self.vouchedLimit) bytes"))
             return true
         }
-        if opening {
-            early.append(contentsOf: buffer.readableBytesView)
-        } else {
-            self.buffer.append(contentsOf: buffer.readableBytesView)
-        }
+        pending.append(buffer)
         pump()
         return true
     }
@@ -144,11 +149,16 @@ final class S3Appender: UploadSink {
             return
         }
         if holdsBody && ending == nil { return }
-        while inFlight < Self.partsAtOnce, Int64(buffer.count) >= backend.cutter.partSize {
+        while inFlight < Self.partsAtOnce, Int64(pending.queued) >= backend.cutter.partSize {
             send(.part(backend.cutter.partSize), upload: upload)
         }
+        if ending == nil, inFlight == 0, !backend.bodyMemory.allows(own: pending.held),
+            let piece = backend.cutter.next(buffered: Int64(pending.queued), ending: false, pressed: true)
+        {
+            send(piece, upload: upload)
+        }
         guard ending == true, inFlight == 0 else { return }
-        if let piece = backend.cutter.next(buffered: Int64(buffer.count), ending: true) {
+        if let piece = backend.cutter.next(buffered: Int64(pending.queued), ending: true) {
             send(piece, upload: upload)
         } else {
             settle()
@@ -164,9 +174,7 @@ final class S3Appender: UploadSink {
         let takesTail = tailBytes > 0 && number == tailPart
         let bytes: [UInt8]
         switch piece {
-        case .part(let count), .tail(let count):
-            bytes = Array(buffer[0..<Int(count)])
-            buffer.removeFirst(Int(count))
+        case .part(let count), .tail(let count): bytes = pending.take(Int(count))
         }
         if case .part = piece {
             nextNumber += 1
@@ -187,6 +195,7 @@ final class S3Appender: UploadSink {
                 return nil
             }
         }.assumeIsolated().whenComplete { result in
+            self.pending.acknowledged(bytes.count)
             if case .part = piece { self.inFlight -= 1 } else { self.tailInFlight = false }
             switch result {
             case .success(let part?):
@@ -239,8 +248,7 @@ final class S3Appender: UploadSink {
     private func failed(_ failure: UploadFailure) {
         guard self.failure == nil else { return }
         self.failure = failure
-        buffer = []
-        early = []
+        pending.drop()
         onFailure?(failure)
     }
 
@@ -248,6 +256,7 @@ final class S3Appender: UploadSink {
     private func settle() {
         guard ending != nil, let completion else { return }
         self.completion = nil
+        pending.drop()  // only after a failure, or a body not kept, is anything left
         renewing?.cancel()
         renewing = nil
         var record = setup.record

@@ -2,6 +2,7 @@
 import Glibc
 #endif
 import ResumeKit
+import Synchronization
 
 /// `serve --store s3://BUCKET/PREFIX/`: uploads kept in S3 (``S3UploadStore``), each appending request
 /// holding the upload's lock on S3 (``S3Lock``) unless `--single-instance` says no other instance
@@ -17,11 +18,21 @@ final class S3Backend: UploadBackend, UploadRemote {
     /// `--overwrite`: a completion may replace an object.
     let overwrite: Bool
     let log: (@Sendable (String) -> Void)?
+    /// What the uploads' bodies hold in memory, all together (received, or in parts not yet acknowledged).
+    let bodyMemory: BodyMemory
+    /// `--on-upload-complete`; due runs are kept in the records (see ``runHookIfDue(_:)``).
+    let hooks: HookRunner?
+    /// Milliseconds an instance has to run a hook it holds before another may take it over.
+    var hookWindow: Int64 { store.hookWindow }
+    /// The uploads whose hook runs in this process now.
+    let hooksRunning = Mutex<Set<String>>([])
 
     init(
         store: S3UploadStore, partSize: Int64, instance: String, lockLifetime: Int64, singleInstance: Bool,
-        overwrite: Bool, log: (@Sendable (String) -> Void)?
+        overwrite: Bool, hooks: HookRunner? = nil, bodyMemory: BodyMemory = BodyMemory(), log: (@Sendable (String) -> Void)?
     ) {
+        self.hooks = hooks
+        self.bodyMemory = bodyMemory
         self.store = store
         self.overwrite = overwrite
         cutter = S3PartCutter(partSize: partSize)
@@ -52,7 +63,7 @@ final class S3Backend: UploadBackend, UploadRemote {
         let held = try lockToFinish(record.id)
         defer { held?.release() }
         guard let (upload, progress) = try store.load(record.id) else { throw UploadFailure(status: 404, "the upload is gone from S3") }
-        if upload.upload.phase == .finishing { return }
+        if upload.upload.phase == .finishing { return runHookIfDue(upload) }
         guard progress.offset == record.offset else {
             throw UploadFailure(status: 409, "the upload is at \(progress.offset) on S3, not at \(record.offset)")
         }
@@ -63,7 +74,7 @@ final class S3Backend: UploadBackend, UploadRemote {
         }
         var completing = upload
         completing.upload.length = record.length ?? record.offset
-        _ = try store.complete(completing, parts: parts, replacing: replacing)
+        runHookIfDue(try store.complete(completing, parts: parts, replacing: replacing))
         store.client.metrics?.uploadFinished(record.kind)
     }
 
@@ -95,6 +106,7 @@ final class S3Backend: UploadBackend, UploadRemote {
     /// instance looks first, as the file store finishes such an upload at its next start.
     func load(_ id: String) throws(UploadFailure) -> (record: UploadRecord, finished: Bool)? {
         guard let (upload, progress) = try store.load(id) else { return nil }
+        runHookIfDue(upload)
         if upload.upload.phase == .receiving, upload.upload.kind != .plain, let length = upload.upload.length,
             progress.offset == length
         {
@@ -122,7 +134,13 @@ final class S3Backend: UploadBackend, UploadRemote {
         }
         var dropped: [String] = []
         for id in ids {
-            guard let record = try? store.record(id), record.upload.expires <= now else { continue }
+            guard let record = try? store.record(id) else { continue }
+            // Kept until its hook has run, whose holder may have died.
+            if record.upload.phase == .finishing && record.hook != nil {
+                runHookIfDue(record)
+                continue
+            }
+            guard record.upload.expires <= now else { continue }
             // Complete on S3 but never completed: completed now (``load(_:)`` does it), never aborted.
             if record.upload.phase == .receiving, record.upload.length != nil, let loaded = try? load(id), loaded.finished {
                 continue

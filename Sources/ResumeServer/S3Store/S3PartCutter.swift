@@ -26,10 +26,12 @@ struct S3PartCutter: Sendable {
     /// - Parameters:
     ///   - buffered: bytes in memory, the tail's first.
     ///   - ending: the request's body is over.
-    func next(buffered: Int64, ending: Bool) -> Piece? {
+    ///   - pressed: the server's uploads hold more than their memory budget and this request nothing in
+    ///     flight: a part as small as S3 takes goes now rather than wait in memory to be whole.
+    func next(buffered: Int64, ending: Bool, pressed: Bool = false) -> Piece? {
         if buffered >= partSize { return .part(partSize) }
-        guard ending else { return nil }
+        guard ending || pressed else { return nil }
         if buffered >= Self.minimumPart { return .part(buffered) }
-        return buffered > 0 ? .tail(buffered) : nil
+        return ending && buffered > 0 ? .tail(buffered) : nil
     }
 }

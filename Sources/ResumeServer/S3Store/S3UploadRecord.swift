@@ -11,6 +11,8 @@ struct S3UploadRecord: Codable, Sendable, Equatable {
     /// The flexible checksum the multipart upload was created with (`CRC32C`), which every part must
     /// then carry; `nil` for one created without (by an earlier release).
     var checksum: String?
+    /// With `finishing`: the completion hook is due, and who runs it (``S3Backend/runHookIfDue(_:)``).
+    var hook: S3HookClaim? = nil
 
     var id: String { upload.id }
 

@@ -10,9 +10,17 @@ import ResumeKit
 struct S3UploadStore: Sendable {
     let client: S3Client
     let keys: S3UploadKeys
+    /// With `--on-upload-complete`: this instance's id, written as the hook's holder when an upload is found finished.
+    var hookHolder: String? = nil
+    /// Milliseconds a holder has to run a hook before another instance may.
+    var hookWindow: Int64 = 0
 
     /// The tail object's header naming the part its bytes open (see ``S3UploadProgress``).
     static let tailPartHeader = "x-amz-meta-resumectl-part"
+    /// The multipart upload's metadata naming the upload it belongs to: S3 forgets a multipart upload
+    /// once it is completed, and the object it became carries this, so an instance that missed the
+    /// completion (its completer killed before the record said so) still knows the object as this upload's.
+    static let uploadIDHeader = "x-amz-meta-resumectl-upload"
 
     func finalKey(_ upload: UploadRecord) -> String { keys.object(upload.target) }
 
@@ -22,10 +30,12 @@ struct S3UploadStore: Sendable {
     /// completed object keeps a checksum of its parts' (`x-amz-checksum-mode: ENABLED` shows it).
     static let checksum = "CRC32C"
 
-    /// Starts the multipart upload (declaring ``checksum``) and writes the record, before anyone hears of the upload.
+    /// Starts the multipart upload (declaring ``checksum``, named by ``uploadIDHeader``) and writes the
+    /// record, before anyone hears of the upload.
     func create(_ upload: UploadRecord) throws(UploadFailure) -> S3UploadRecord {
         let created = try call(
-            "POST", finalKey(upload), query: [("uploads", "")], headers: ["x-amz-checksum-algorithm": Self.checksum],
+            "POST", finalKey(upload), query: [("uploads", "")],
+            headers: ["x-amz-checksum-algorithm": Self.checksum, Self.uploadIDHeader: upload.id],
             doing: "start the multipart upload")
         let multipartID: String
         do {
@@ -44,11 +54,17 @@ struct S3UploadStore: Sendable {
     }
 
     /// The upload as S3 holds it now, or `nil` when S3 has no record of it (never created, removed, expired).
-    /// The record's `offset` is set from the parts and the tail.
+    /// The record's `offset` is set from the parts and the tail. A multipart upload S3 no longer lists
+    /// whose object is at the key is this upload finished (``completedObject(_:)``): the record says so from now on.
     func load(_ id: String) throws(UploadFailure) -> (record: S3UploadRecord, progress: S3UploadProgress)? {
         guard var record = try record(id) else { return nil }
         if record.upload.phase == .finishing { return (record, S3UploadProgress(parts: [], tail: nil)) }
-        guard let parts = try listParts(record) else { return nil }
+        guard let parts = try listParts(record) else {
+            guard let size = try completedObject(record) else { return nil }
+            // Finished whether or not the record can be written now: the next reader finds the object too.
+            let finished = (try? markFinished(record, size: size)) ?? finishedRecord(record, size: size)
+            return (finished, S3UploadProgress(parts: [], tail: nil))
+        }
         let progress = S3UploadProgress(parts: parts, tail: try tail(id))
         record.upload.offset = progress.offset
         return (record, progress)
@@ -151,15 +167,42 @@ struct S3UploadStore: Sendable {
         let done = try send(
             "POST", finalKey(record.upload), query: [("uploadId", record.multipartID)], headers: headers,
             body: Array(document.utf8), doing: "complete the upload")
-        if done.status == 412 || done.status == 409 {
-            throw UploadFailure(status: 409, "an object exists there (serve with --overwrite to replace objects)")
+        // Refused (an object is there, or S3 no longer knows the multipart upload): a completion of
+        // this upload that succeeded before, its answer or its record lost, left an object named by it.
+        if done.status == 412 || done.status == 409 || done.status == 404 {
+            if let size = try completedObject(record) { return try markFinished(record, size: size) }
+            if done.status != 404 {
+                throw UploadFailure(status: 409, "an object exists there (serve with --overwrite to replace objects)")
+            }
         }
         guard done.isSuccess, client.answers.error(done.body) == nil else { throw refusal(done, "complete the upload") }
-        var finished = record
-        finished.upload.phase = .finishing
-        finished.upload.offset = parts.reduce(0) { $0 + $1.size }
+        return try markFinished(record, size: parts.reduce(0) { $0 + $1.size })
+    }
+
+    /// The size of the object at the upload's key when it is this upload's, completed (S3 shows the
+    /// metadata its multipart upload was created with); `nil` when there is none or another one.
+    func completedObject(_ record: S3UploadRecord) throws(UploadFailure) -> Int64? {
+        let head = try send("HEAD", finalKey(record.upload), doing: "look for the completed object")
+        if head.status == 404 || head.status == 403 { return nil }
+        guard head.isSuccess else { throw refusal(head, "look for the completed object") }
+        guard head.headers[Self.uploadIDHeader] == record.id else { return nil }
+        return head.headers["Content-Length"].flatMap { Int64($0) }
+    }
+
+    /// The record says `finishing` (the object is complete, `size` bytes), its tail gone.
+    private func markFinished(_ record: S3UploadRecord, size: Int64) throws(UploadFailure) -> S3UploadRecord {
+        let finished = finishedRecord(record, size: size)
         try? deleteTail(record.id)
         try save(finished)
+        return finished
+    }
+
+    private func finishedRecord(_ record: S3UploadRecord, size: Int64) -> S3UploadRecord {
+        var finished = record
+        finished.hook = hookHolder.map { S3HookClaim(holder: $0, until: WallClock.millis() + hookWindow) }
+        finished.upload.phase = .finishing
+        finished.upload.offset = size
+        finished.upload.length = finished.upload.length ?? size
         return finished
     }
 
