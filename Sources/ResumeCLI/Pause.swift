@@ -44,7 +44,7 @@ struct Pause: ParsableCommand {
             Output.stderr("resumectl: paused \(batch.id) with \(state.client.batchFinishedCount(id)) files finished; resume with: resumectl resume \(id)\n")
             return
         }
-        let committed = (try? store.load(id)).map { t in t.download?.committedBytes ?? t.upload?.acknowledgedBytes ?? 0 }
+        let committed = (try? store.load(id)).map { t in t.download?.heldBytes ?? t.upload?.acknowledgedBytes ?? 0 }
         if let committed {
             Output.stdout("\(committed)\n")
             Output.stderr("resumectl: paused \(id) at \(committed) bytes; resume with: resumectl resume \(id)\n")

@@ -195,6 +195,26 @@ import Testing
         #expect(try sha256(file: w.out + "/f.bin") == digest)
     }
 
+    /// A segmented download's bytes are in its segments, not in `committedBytes`: `pause` prints their sum.
+    @Test func pauseFromAnotherShellDuringASegmentedDownload() async throws {
+        let w = try Workspace()
+        let digest = try makeRandomFile(path: w.path("www/f.bin"), size: Self.size, seed: 12)
+        let nginx = try await NginxServer(root: w.path("www"), limitRate: 300_000)
+        let p = try w.start(["download", nginx.url(for: "f.bin"), "--connections", "4", "--json"])
+        let started = try await p.waitForLine { $0.contains("\"started\"") }
+        let id = try #require(events(started).first?["token"] as? String)
+        _ = try await p.waitForLine { $0.contains("\"progress\"") }
+        let pause = try await w.run(["pause", id])
+        #expect(pause.status == 0, "\(pause)")
+        let offset = Int(pause.stdout.trimmingCharacters(in: .whitespacesAndNewlines)) ?? -1
+        let stopped = try await p.wait()
+        #expect(stopped.status == 75, "\(stopped)")
+        #expect(offset > 0, "\(pause)")
+        #expect(events(stopped.stdout).first("paused")?["offset"] as? Int == offset)
+        #expect(try await w.run(["resume", id]).status == 0)
+        #expect(try sha256(file: w.out + "/f.bin") == digest)
+    }
+
     @Test func pauseFromAnotherShellDuringAnUpload() async throws {
         let w = try Workspace()
         let digest = try makeRandomFile(path: w.path("www/src.bin"), size: Self.size, seed: 10)
