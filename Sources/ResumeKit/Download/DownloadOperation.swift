@@ -207,7 +207,7 @@ final class DownloadOperation: FetchOutput {
     private func commit() throws(TransferError) {
         committer.waitIdle()
         if let error = committer.error { throw TransferError(.localIO, error, tokenID: tokenOnDisk ? token.id : nil) }
-        do { try part.sync() } catch { throw localIO("write", error, keep: true) }
+        do { try part.sync() } catch { throw localIO("write", error) }
         download.committedBytes = part.committed
         try lock.hold()
         try store.write(token, keeping: true)
@@ -225,7 +225,7 @@ final class DownloadOperation: FetchOutput {
     }
 
     private func restartFromZero(_ reason: String) throws(TransferError) {
-        do { try part.truncate(to: 0) } catch { throw localIO("truncate", error, keep: true) }
+        do { try part.truncate(to: 0) } catch { throw localIO("truncate", error) }
         try commit()  // before the event that names the id
         emit(.restarted(reason: reason))
     }
@@ -252,9 +252,10 @@ final class DownloadOperation: FetchOutput {
         return try Publish.place(finished, store: store)
     }
 
-    /// "cannot `verb` the `.part`", naming the token when `keep`, by default when it is on disk.
-    private func localIO(_ verb: String, _ error: any Error, keep: Bool? = nil) -> TransferError {
-        TransferError(.localIO, "cannot \(verb) \(part.path): \(error)", tokenID: keep ?? tokenOnDisk ? token.id : nil)
+    /// "cannot `verb` the `.part`", naming the token when `keep` and it is on disk: an id with no token
+    /// behind it cannot be resumed.
+    private func localIO(_ verb: String, _ error: any Error, keep: Bool = true) -> TransferError {
+        TransferError(.localIO, "cannot \(verb) \(part.path): \(error)", tokenID: keep && tokenOnDisk ? token.id : nil)
     }
 
     private func stop(_ reason: StopReason) throws(TransferError) -> TransferError {
