@@ -370,7 +370,7 @@ class Nginx:
 
     def __init__(self, prefix, ports):
         os.makedirs(prefix, exist_ok=True)
-        servers = " ".join(f"server 127.0.0.1:{p} max_fails=1 fail_timeout=3s;" for p in ports)
+        servers = " ".join(f"server 127.0.0.1:{p} max_fails=0;" for p in ports)
         for _ in range(5):
             port = free_port()
             conf = os.path.join(prefix, "nginx.conf")

@@ -29,7 +29,7 @@ final class S3ServeCluster: @unchecked Sendable {
             ports.append(port)
             ids.append(id)
         }
-        let servers = ports.map { "server 127.0.0.1:\($0) max_fails=1 fail_timeout=3s;" }.joined(separator: " ")
+        let servers = ports.map { "server 127.0.0.1:\($0) max_fails=0;" }.joined(separator: " ")
         nginx = try await NginxServer(
             root: home.path,
             serverDirectives: """
