@@ -6,17 +6,23 @@ import NIOHTTP1
 struct RangedAnswer {
     var status: HTTPResponseStatus
     var bytes: Range<Int64>
-    /// To add after the connection's own fields (Date, Connection).
+    /// The connection's own fields (Date, Connection) given to `init`, then the answer's.
     var fields: [(String, String)]
 
-    init(method: HTTPMethod, headers request: HTTPHeaders, size: Int64, etag: String, lastModified: String, lastModifiedIsStrong: Bool) {
+    init(
+        method: HTTPMethod, headers request: HTTPHeaders, size: Int64, etag: String, lastModified: String, lastModifiedIsStrong: Bool,
+        after connectionFields: consuming [(String, String)]
+    ) {
         let decision =
             method == .GET
             ? RangeRequest.decide(
                 range: request["range"].first, ifRange: request["if-range"].first, length: size, etag: etag,
                 lastModified: lastModified, lastModifiedIsStrong: lastModifiedIsStrong)
             : .full
-        var fields = [("ETag", etag)]
+        // One array for the whole head, grown once.
+        var fields = connectionFields
+        fields.reserveCapacity(fields.count + 8)
+        fields.append(("ETag", etag))
         if !lastModified.isEmpty { fields.append(("Last-Modified", lastModified)) }
         fields.append(("Accept-Ranges", "bytes"))
         switch decision {
@@ -33,7 +39,7 @@ struct RangedAnswer {
             fields.append(("Content-Range", "bytes */\(size)"))
         }
         if status != .rangeNotSatisfiable { fields.append(("Content-Type", "application/octet-stream")) }
-        fields.append(("Content-Length", "\(bytes.count)"))
+        fields.append(("Content-Length", String(bytes.count)))
         self.fields = fields
     }
 }

@@ -41,7 +41,8 @@ struct ServedFile: Sendable {
         // combining one) and a name can start with a `.` byte that it does not see as a dot-file.
         // Such paths take the full resolution, whose checks see what the file system sees.
         guard !components.isEmpty, components.allSatisfy(isPlainName) else { return nil }
-        let fd = resumectl_open_cached(SafePath.join(root, components), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK)
+        // `withCString`: a `String` passed as a C string is first copied into an array of its bytes.
+        let fd = SafePath.join(root, components).withCString { resumectl_open_cached($0, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK) }
         guard fd >= 0 else { return nil }
         return opened(fd)
     }

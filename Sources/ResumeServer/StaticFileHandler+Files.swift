@@ -96,13 +96,13 @@ extension StaticFileHandler {
         if lastETag?.identity != identity { lastETag = (identity, identity.etag) }
         let answer = RangedAnswer(
             method: head.method, headers: head.headers, size: identity.size, etag: lastETag?.etag ?? identity.etag,
-            lastModified: modifiedDates.format(epochSeconds: identity.modifiedSeconds), lastModifiedIsStrong: identity.lastModifiedIsStrong(now: now))
+            lastModified: modifiedDates.format(epochSeconds: identity.modifiedSeconds), lastModifiedIsStrong: identity.lastModifiedIsStrong(now: now),
+            after: connectionFields(now: now))
         let (status, bytes) = (answer.status, answer.bytes)
-        var headers = baseHeaders(now: now)
-        headers.add(contentsOf: answer.fields)
-        if let digest = file.reprDigest { headers.add(name: "Repr-Digest", value: digest) }
+        var fields = answer.fields
+        if let digest = file.reprDigest { fields.append(("Repr-Digest", digest)) }
 
-        let responseHead = HTTPResponseHead(version: head.version, status: status, headers: headers)
+        let responseHead = HTTPResponseHead(version: head.version, status: status, headers: HTTPHeaders(fields))
         let body = head.method == .GET && !bytes.isEmpty
         // The head and the file's first bytes in one segment (nginx's `tcp_nopush`): on its own, with
         // TCP_NODELAY, the head is a packet of its own that both ends handle, a tenth of a small

@@ -42,10 +42,9 @@ extension StaticFileHandler {
         guard context.channel.isActive else { return }
         let answer = RangedAnswer(
             method: head.method, headers: head.headers, size: object.size, etag: object.etag,
-            lastModified: object.lastModified, lastModifiedIsStrong: false)
+            lastModified: object.lastModified, lastModifiedIsStrong: false, after: connectionFields(now: Int64(time(nil))))
         let (status, bytes) = (answer.status, answer.bytes)
-        var headers = baseHeaders(now: Int64(time(nil)))
-        headers.add(contentsOf: answer.fields)
+        let headers = HTTPHeaders(answer.fields)
         context.write(wrapOutboundOut(.head(HTTPResponseHead(version: head.version, status: status, headers: headers))), promise: nil)
         guard head.method == .GET && !bytes.isEmpty else {
             finish(context: context) {}
