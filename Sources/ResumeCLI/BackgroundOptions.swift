@@ -20,6 +20,14 @@ struct BackgroundOptions: ParsableArguments {
         if startAt != nil && !detach && !detachedChild { throw ValidationError("--start-at needs --detach") }
     }
 
+    /// With `--detach`: this command runs again in the background; its `id` is printed once it runs, then we exit.
+    func detachIfAsked(client: TransferClient, json: Bool = false, id: () throws(TransferError) -> String) throws {
+        guard detach else { return }
+        let named: String
+        do { named = try id() } catch { throw Runner.fail(error, json: json) }
+        try Background.launch(id: named, announce: named, stateDir: client.store.directory, arguments: Background.childArguments())
+    }
+
     /// `client` waiting for the network when asked to, and always in the background.
     func configured(_ client: TransferClient) -> TransferClient {
         var client = client

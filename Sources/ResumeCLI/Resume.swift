@@ -61,7 +61,7 @@ struct Resume: AsyncParsableCommand {
             if let pid = TokenLock.holder(path: client.store.lockPath(forID: known.id)) {
                 throw Runner.fail(TransferError(.busy, "\(TokenLock.Failure.held(pid: pid)); not starting a second one"), json: options.json)
             }
-            try Background.launch(id: known.id, announce: known.id, stateDir: client.store.directory, arguments: Background.childArguments())
+            try background.detachIfAsked(client: client) { known.id }
         }
         let reporter = Reporter(json: options.json, quiet: options.quiet)
         if let known { reporter.setToken(known.id) } else if !reference.contains("/") { reporter.setToken(reference) }
@@ -92,9 +92,7 @@ extension Resume {
             throw Runner.fail(TransferError(.inputMissing, "no batch named '\(id)'"), json: options.json)
         }
         if url != nil { throw Runner.fail(TransferError(.usage, "--url applies to one download, not to a batch"), json: options.json) }
-        if background.detach {
-            try Background.launch(id: id, announce: id, stateDir: client.store.directory, arguments: Background.childArguments())
-        }
+        try background.detachIfAsked(client: client) { id }
         let headers = options.header
         let record = client.batchRecord(id)
         try await BatchRun.run(id: id, target: record?.target ?? "", download: record?.download != nil, client: client, options: options, background: background) {

@@ -174,18 +174,17 @@ final class SegmentedDownload {
         let answer: Answer
         do {
             answer = try Retrier.run(options, cancellation: cancellation, events: emit, fresh: { true }, stopped: "stopped before the download began") { () throws(TransferError) in
-                let collector = HeadCollector()
-                let result = transport.makeSession().perform(
+                let result = transport.makeSession().headOnly(
                     TransferRequest(method: "HEAD", url: token.url, headers: headers, followRedirects: true),
-                    settings: options.transport, cancellation: cancellation, delegate: collector)
+                    settings: options.transport, cancellation: cancellation)
                 if let fault = Fault.of(result.outcome, stallSeconds: options.transport.stallTimeout), fault.isNetworkDown {
                     return .done(.unreached)
                 }
                 // A busy server (503, 429 … with Retry-After) is waited out as on every path, then split.
-                if let busy = collector.head, RetryPolicy.isRetryable(status: busy.status) {
+                if let busy = result.head, RetryPolicy.isRetryable(status: busy.status) {
                     return .failed(.answered(busy.status, retryAfter: busy.headers["Retry-After"]))
                 }
-                guard result.outcome == .completed, let head = collector.head else { return .done(.unanswered) }
+                guard result.outcome == .completed, let head = result.head else { return .done(.unanswered) }
                 return .done(.head(head, effectiveURL: result.effectiveURL))
             }
         } catch {
