@@ -115,9 +115,8 @@ struct Download: AsyncParsableCommand {
         let client = background.configured(configured)
         if output == "-" { return try runToStdout(request, client: client) }
         try background.detachIfAsked(client: client, json: options.json) { () throws(TransferError) in try client.prepare(request) }
-        let reporter = Reporter(json: options.json, quiet: options.quiet)
         let id = client.downloadTokenID(request)
-        if let id { reporter.setToken(id) }
+        let reporter = Reporter(json: options.json, quiet: options.quiet, tokenID: id ?? "")
         let result: DownloadResult
         if background.startAt != nil {
             result = try await Foreground.run(id: id, kind: .download, url: url, client: client, background: background, reporter: reporter) {

@@ -63,8 +63,7 @@ struct Resume: AsyncParsableCommand {
             }
             try background.detachIfAsked(client: client) { known.id }
         }
-        let reporter = Reporter(json: options.json, quiet: options.quiet)
-        if let known { reporter.setToken(known.id) } else if !reference.contains("/") { reporter.setToken(reference) }
+        let reporter = Reporter(json: options.json, quiet: options.quiet, tokenID: known?.id ?? (reference.contains("/") ? "" : reference))
         let newURL = url
         let headers = options.header
         let result = try await Foreground.run(
