@@ -87,13 +87,7 @@ public struct ResumeToken: Sendable, Equatable {
     public struct Segment: Codable, Sendable, Equatable {
         public var start: Int64
         public var end: Int64
-        public var committed: Int64
-
-        public init(start: Int64, end: Int64, committed: Int64 = 0) {
-            self.start = start
-            self.end = end
-            self.committed = committed
-        }
+        public var committed: Int64 = 0
 
         public var length: Int64 { end - start + 1 }
         public var isDone: Bool { committed >= length }
