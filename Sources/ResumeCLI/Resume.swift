@@ -82,7 +82,7 @@ extension Resume {
     /// `resume b-…`: the folder upload or download continues as its record describes it; one that ended done
     /// says so (exit 0).
     func resumeBatch(_ id: String, client: TransferClient) async throws {
-        guard client.batchRecord(id) != nil else {
+        guard let record = client.batchRecord(id) else {
             if let record = client.record(id), record.outcome == .done {
                 let place = record.kind == .download ? "\(record.url) is in \(record.path ?? "")" : "\(record.path ?? "") is at \(record.url)"
                 if !options.quiet { Output.stderr("resumectl: \(id) already finished: every file of \(place)\n") }
@@ -93,8 +93,7 @@ extension Resume {
         if url != nil { throw Runner.fail(TransferError(.usage, "--url applies to one download, not to a batch"), json: options.json) }
         try background.detachIfAsked(client: client) { id }
         let headers = options.header
-        let record = client.batchRecord(id)
-        try await BatchRun.run(id: id, target: record?.target ?? "", download: record?.download != nil, client: client, options: options, background: background) {
+        try await BatchRun.run(id: id, target: record.target, download: record.download != nil, client: client, options: options, background: background) {
             cancellation, events throws(TransferError) in
             try await client.resumeBatch(id, headers: headers, cancellation: cancellation, events: events)
         }
