@@ -33,8 +33,6 @@ final class Reporter: @unchecked Sendable {
         return answers(tokenID) ? tokenID : nil
     }
 
-    var handler: EventHandler { { [self] event in self.handle(event) } }
-
     func handle(_ event: TransferEvent) {
         lock.withLock { _ in
             if json { emitJSON(event) } else { emitHuman(event) }
