@@ -114,14 +114,9 @@ struct Download: AsyncParsableCommand {
         configured.options.connections = connections
         let client = background.configured(configured)
         if output == "-" { return try runToStdout(request, client: client) }
-        if background.detach {
-            let id: String
-            do { id = try client.prepare(request) } catch { throw Runner.fail(error, json: options.json) }
-            try Background.launch(id: id, announce: id, stateDir: client.store.directory, arguments: Background.childArguments())
-        }
-        let reporter = Reporter(json: options.json, quiet: options.quiet)
+        try background.detachIfAsked(client: client, json: options.json) { () throws(TransferError) in try client.prepare(request) }
         let id = client.downloadTokenID(request)
-        if let id { reporter.setToken(id) }
+        let reporter = Reporter(json: options.json, quiet: options.quiet, tokenID: id ?? "")
         let result: DownloadResult
         if background.startAt != nil {
             result = try await Foreground.run(id: id, kind: .download, url: url, client: client, background: background, reporter: reporter) {
@@ -164,9 +159,7 @@ extension Download {
         let template = DownloadRequest(url: url, headers: options.header, onChange: onChange, force: force, s3: s3.options())
         let request = FolderRequest(url: url, folder: folder, template: template, parallel: parallel, depth: depth, include: include,
             exclude: exclude, skipExisting: skipExisting)
-        if background.detach {
-            try Background.launch(id: request.id, announce: request.id, stateDir: client.store.directory, arguments: Background.childArguments())
-        }
+        try background.detachIfAsked(client: client) { request.id }
         try await BatchRun.run(id: request.id, target: url, download: true, client: client, options: options, background: background) {
             cancellation, events throws(TransferError) in
             try await client.downloadFolder(request, cancellation: cancellation, events: events)

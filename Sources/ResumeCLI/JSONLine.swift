@@ -3,9 +3,17 @@ import FoundationEssentials
 /// One line of `--json` output: an object with sorted keys, `null` for a missing value.
 enum JSONLine {
     static func encode(_ object: [String: (any JSONRepresentable)?]) -> String {
-        let values = object.mapValues { $0?.jsonValue ?? .null }
-        guard let data = try? encoder.encode(values) else { return "{}" }
+        guard let data = try? encoder.encode(object.mapValues(Value.init)) else { return "{}" }
         return String(decoding: data, as: UTF8.self)
+    }
+
+    private struct Value: Encodable {
+        let value: (any JSONRepresentable)?
+
+        func encode(to encoder: any Encoder) throws {
+            var c = encoder.singleValueContainer()
+            if let value { try c.encode(value) } else { try c.encodeNil() }
+        }
     }
 
     private static let encoder: JSONEncoder = {

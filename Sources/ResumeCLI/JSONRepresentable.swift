@@ -1,7 +1,7 @@
 /// A value `JSONLine` can write.
-protocol JSONRepresentable { var jsonValue: JSONValue { get } }
-extension String: JSONRepresentable { var jsonValue: JSONValue { .string(self) } }
-extension Int: JSONRepresentable { var jsonValue: JSONValue { .integer(Int64(self)) } }
-extension Int64: JSONRepresentable { var jsonValue: JSONValue { .integer(self) } }
-extension Double: JSONRepresentable { var jsonValue: JSONValue { .number(self) } }
-extension Bool: JSONRepresentable { var jsonValue: JSONValue { .boolean(self) } }
+protocol JSONRepresentable: Encodable {}
+extension String: JSONRepresentable {}
+extension Int: JSONRepresentable {}
+extension Int64: JSONRepresentable {}
+extension Double: JSONRepresentable {}
+extension Bool: JSONRepresentable {}

@@ -2,25 +2,28 @@ import Glibc
 import ResumeKit
 import Synchronization
 
-/// Renders transfer events: a progress line on a terminal's stderr, or NDJSON on stdout with `--json`.
-/// Scripts rely on this contract: stdout carries only the result line or JSON events.
+/// Renders transfer events (a batch's: Reporter+Batch): a progress line on a terminal's stderr, or NDJSON on
+/// stdout with `--json`. Scripts rely on this contract: stdout carries only the result line or JSON events.
 final class Reporter: @unchecked Sendable {
-    private let json: Bool
-    private let quiet: Bool
-    private let showsProgress: Bool
-    private let lock = Mutex<Void>(())
-    private var tokenID: String
+    let json: Bool
+    let quiet: Bool
+    let showsProgress: Bool
+    let lock = Mutex<Void>(())
+    let tokenID: String
+    /// A folder download's batch: each file's line is its path, its `started` event says `download`.
+    let download: Bool
     /// For a list's file: whether `resume` knows the id (a token or a record) when an event is written. A file
     /// that ends before its first checkpoint gets no token: its events carry `"token": null`, never an id
     /// `resume` would reject.
     private let answers: (@Sendable (String) -> Bool)?
     private var lastLineLength = 0
 
-    init(json: Bool, quiet: Bool, tokenID: String = "", answers: (@Sendable (String) -> Bool)? = nil) {
+    init(json: Bool, quiet: Bool, tokenID: String = "", answers: (@Sendable (String) -> Bool)? = nil, download: Bool = false) {
         self.json = json
         self.quiet = quiet
         self.tokenID = tokenID
         self.answers = answers
+        self.download = download
         showsProgress = !quiet && !json && isatty(2) != 0
     }
 
@@ -29,10 +32,6 @@ final class Reporter: @unchecked Sendable {
         guard let answers else { return tokenID }
         return answers(tokenID) ? tokenID : nil
     }
-
-    func setToken(_ id: String) { lock.withLock { _ in tokenID = id } }
-
-    var handler: EventHandler { { [self] event in self.handle(event) } }
 
     func handle(_ event: TransferEvent) {
         lock.withLock { _ in
@@ -49,16 +48,12 @@ final class Reporter: @unchecked Sendable {
     /// The one stderr line of a failure, plus the `failed` event with `--json`.
     func failure(_ error: TransferError) {
         lock.withLock { _ in
-            clearProgress()
             if json {
                 writeJSON(["event": "failed", "token": error.tokenID ?? announcedID, "error": error.message,
                     "exit": Int(error.exitStatus), "resumable": error.isResumable])
             }
-            var line = "resumectl: \(error.message)"
-            if error.isResumable, let id = error.tokenID {
-                line += "; resume with: resumectl resume \(id)"
-            }
-            Output.stderr(line + "\n")
+            let hint = error.isResumable ? "; resume with: resumectl resume \(error.tokenID ?? "")" : ""  // resumable: it has a token
+            say("resumectl: \(error.message)\(hint)")
         }
     }
 
@@ -84,10 +79,14 @@ final class Reporter: @unchecked Sendable {
     }
 
     /// A line on stderr, unless `-q`.
-    private func note(_ text: String) {
-        guard !quiet else { return }
+    func note(_ text: String) {
+        if !quiet { say("resumectl: \(text)") }
+    }
+
+    /// A line on stderr (or stdout), the progress line cleared first.
+    func say(_ text: String, toStdout: Bool = false) {
         clearProgress()
-        Output.stderr("resumectl: \(text)\n")
+        if toStdout { Output.stdout(text + "\n") } else { Output.stderr(text + "\n") }
     }
 
     private func drawProgress(bytes: Int64, total: Int64?, rate: Double) {
@@ -107,8 +106,12 @@ final class Reporter: @unchecked Sendable {
         } else {
             line = "\(Self.size(bytes)) \(Self.size(Int64(rate)))/s"
         }
-        let pad = max(0, lastLineLength - line.count)
-        Output.stderr("\r" + line + String(repeating: " ", count: pad))
+        draw(line)
+    }
+
+    /// The progress line, drawn over the last one.
+    func draw(_ line: String) {
+        Output.stderr("\r" + line + String(repeating: " ", count: max(0, lastLineLength - line.count)))
         lastLineLength = line.count
     }
 
@@ -119,24 +122,23 @@ final class Reporter: @unchecked Sendable {
     }
 
     private func emitJSON(_ event: TransferEvent) {
-        let id = announcedID
         switch event {
         case .started(let kind, let url, let path, let offset, let total):
-            writeJSON(["event": "started", "token": id, "kind": kind.rawValue, "url": url, "path": path,
+            writeJSON(["event": "started", "kind": kind.rawValue, "url": url, "path": path,
                 "offset": offset, "total": total])
         case .progress(let bytes, let total, let rate):
-            writeJSON(["event": "progress", "token": id, "bytes": bytes, "total": total, "rate": Int64(rate)])
+            writeJSON(["event": "progress", "bytes": bytes, "total": total, "rate": Int64(rate)])
         case .retry(let attempt, let delay, let error):
-            writeJSON(["event": "retry", "token": id, "attempt": attempt, "delay": delay, "error": error])
+            writeJSON(["event": "retry", "attempt": attempt, "delay": delay, "error": error])
         case .waitingForNetwork(let delay, let error):
-            writeJSON(["event": "waiting", "token": id, "delay": delay, "error": error])
+            writeJSON(["event": "waiting", "delay": delay, "error": error])
         case .restarted(let reason):
-            writeJSON(["event": "restarted", "token": id, "reason": reason])
+            writeJSON(["event": "restarted", "reason": reason])
         case .paused(let offset):
-            writeJSON(["event": "paused", "token": id, "offset": offset])
+            writeJSON(["event": "paused", "offset": offset])
         case .completed(let location, let bytes, let sha256):
             let key = location.hasPrefix("/") ? "path" : "url"
-            writeJSON(["event": "completed", "token": id, key: location, "bytes": bytes, "sha256": sha256])
+            writeJSON(["event": "completed", key: location, "bytes": bytes, "sha256": sha256])
         case .warning(let warning):
             Self.warnOnce(warning.message)
         case .note(let text):
@@ -152,7 +154,10 @@ final class Reporter: @unchecked Sendable {
         if first { Output.stderr("resumectl: \(text)\n") }
     }
 
-    private func writeJSON(_ object: [String: (any JSONRepresentable)?]) {
+    /// An event; its `token` is the announced id unless it names one.
+    func writeJSON(_ object: [String: (any JSONRepresentable)?]) {
+        var object = object
+        if object.index(forKey: "token") == nil { object.updateValue(announcedID, forKey: "token") }
         Output.stdout(JSONLine.encode(object) + "\n")
     }
 

@@ -61,10 +61,9 @@ struct Resume: AsyncParsableCommand {
             if let pid = TokenLock.holder(path: client.store.lockPath(forID: known.id)) {
                 throw Runner.fail(TransferError(.busy, "\(TokenLock.Failure.held(pid: pid)); not starting a second one"), json: options.json)
             }
-            try Background.launch(id: known.id, announce: known.id, stateDir: client.store.directory, arguments: Background.childArguments())
+            try background.detachIfAsked(client: client) { known.id }
         }
-        let reporter = Reporter(json: options.json, quiet: options.quiet)
-        if let known { reporter.setToken(known.id) } else if !reference.contains("/") { reporter.setToken(reference) }
+        let reporter = Reporter(json: options.json, quiet: options.quiet, tokenID: known?.id ?? (reference.contains("/") ? "" : reference))
         let newURL = url
         let headers = options.header
         let result = try await Foreground.run(
@@ -83,7 +82,7 @@ extension Resume {
     /// `resume b-…`: the folder upload or download continues as its record describes it; one that ended done
     /// says so (exit 0).
     func resumeBatch(_ id: String, client: TransferClient) async throws {
-        guard client.batchRecord(id) != nil else {
+        guard let record = client.batchRecord(id) else {
             if let record = client.record(id), record.outcome == .done {
                 let place = record.kind == .download ? "\(record.url) is in \(record.path ?? "")" : "\(record.path ?? "") is at \(record.url)"
                 if !options.quiet { Output.stderr("resumectl: \(id) already finished: every file of \(place)\n") }
@@ -92,12 +91,9 @@ extension Resume {
             throw Runner.fail(TransferError(.inputMissing, "no batch named '\(id)'"), json: options.json)
         }
         if url != nil { throw Runner.fail(TransferError(.usage, "--url applies to one download, not to a batch"), json: options.json) }
-        if background.detach {
-            try Background.launch(id: id, announce: id, stateDir: client.store.directory, arguments: Background.childArguments())
-        }
+        try background.detachIfAsked(client: client) { id }
         let headers = options.header
-        let record = client.batchRecord(id)
-        try await BatchRun.run(id: id, target: record?.target ?? "", download: record?.download != nil, client: client, options: options, background: background) {
+        try await BatchRun.run(id: id, target: record.target, download: record.download != nil, client: client, options: options, background: background) {
             cancellation, events throws(TransferError) in
             try await client.resumeBatch(id, headers: headers, cancellation: cancellation, events: events)
         }

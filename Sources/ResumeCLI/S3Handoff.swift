@@ -1,5 +1,4 @@
 import ArgumentParser
-import Glibc
 import ResumeKit
 
 /// `resumectl` hands an `s3://` transfer (and the resume or cancel of one), and a folder download (whose
@@ -26,12 +25,5 @@ enum S3Handoff {
         if let batch = TransferClient(store: store).batchRecord(reference) { return batch.s3 != nil || batch.download != nil }
         guard let token = try? TransferClient(store: store).loadToken(reference) else { return false }
         return token.s3 != nil
-    }
-
-    static func exec() throws -> Never {
-        let program = Serve.siblingPath("resumectl-s3")
-        var cArgs = CommandLine.arguments.map { strdup($0) } + [nil]
-        execv(program, &cArgs)
-        throw Runner.fail(TransferError(.inputMissing, "cannot run \(program) for S3: \(String(cString: strerror(errno)))"), json: false)
     }
 }

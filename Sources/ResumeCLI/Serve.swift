@@ -15,17 +15,15 @@ struct Serve: ParsableCommand {
     var arguments: [String] = []
 
     func run() throws {
-        let server = Self.siblingPath("resumectl-serve")
-        let argv = ["resumectl serve"] + arguments
-        var cArgs = argv.map { strdup($0) } + [nil]
-        execv(server, &cArgs)
-        throw Runner.fail(TransferError(.inputMissing, "cannot run \(server): \(String(cString: strerror(errno)))"), json: false)
+        try Self.execSibling("resumectl-serve", ["resumectl serve"] + arguments)
     }
 
-    /// A program in the same folder as the running `resumectl`.
-    static func siblingPath(_ name: String) -> String {
+    /// Becomes the program `name` in the same folder as the running `resumectl`, with `argv`.
+    static func execSibling(_ name: String, _ argv: [String], for purpose: String = "") throws -> Never {
         let me = Spawner.executable()
-        guard let slash = me.lastIndex(of: "/") else { return name }
-        return String(me[..<slash]) + "/" + name
+        let program = me.lastIndex(of: "/").map { String(me[..<$0]) + "/" + name } ?? name
+        var cArgs = argv.map { strdup($0) } + [nil]
+        execv(program, &cArgs)
+        throw Runner.fail(TransferError(.inputMissing, "cannot run \(program)\(purpose): \(String(cString: strerror(errno)))"), json: false)
     }
 }

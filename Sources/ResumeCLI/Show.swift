@@ -12,7 +12,7 @@ struct Show: ParsableCommand {
 
     func run() throws {
         if let batch = state.client.batchRecord(token) {
-            Output.stdout(batch.json + "\n")
+            Output.stdout(TokenStore.json(batch) + "\n")
             Output.stderr("resumectl: \(token): \(state.client.batchFinishedCount(token)) files finished so far\n")
             return
         }
@@ -20,7 +20,7 @@ struct Show: ParsableCommand {
             Output.stdout(TokenStore.json(try state.client.loadToken(token)) + "\n")
         } catch {
             guard error.code == .inputMissing, let record = state.client.record(token) else { throw Runner.fail(error, json: false) }
-            Output.stdout(ResultStore.json(record) + "\n")
+            Output.stdout(TokenStore.json(record) + "\n")
         }
     }
 }

@@ -7,9 +7,7 @@ extension Upload {
         let url = request.url
         let batch = BatchRequest(folder: file, target: url, upload: request, parallel: parallel, followSymlinks: followSymlinks,
             skipExisting: skipExisting)
-        if background.detach {
-            try Background.launch(id: batch.id, announce: batch.id, stateDir: client.store.directory, arguments: Background.childArguments())
-        }
+        try background.detachIfAsked(client: client) { batch.id }
         try await BatchRun.run(id: batch.id, target: url, client: client, options: options, background: background) {
             cancellation, events throws(TransferError) in
             try await client.uploadBatch(batch, cancellation: cancellation, events: events)

@@ -110,11 +110,7 @@ struct Upload: AsyncParsableCommand {
             s3: s3.options(partSize: partSize?.bytesPerSecond, parallel: parallel, checksum: s3Checksum), spoolMax: spoolMax?.bytesPerSecond)
         let client = background.configured(taken)
         if file != "-", BatchRequest.isFolder(file) { return try await runBatch(request, client: client) }
-        if background.detach {
-            let id: String
-            do { id = try client.prepare(request) } catch { throw Runner.fail(error, json: options.json) }
-            try Background.launch(id: id, announce: id, stateDir: client.store.directory, arguments: Background.childArguments())
-        }
+        try background.detachIfAsked(client: client, json: options.json) { () throws(TransferError) in try client.prepare(request) }
         let id = client.uploadTokenID(request)
         let reporter = Reporter(json: options.json, quiet: options.quiet, tokenID: id)
         let result = try await Foreground.run(id: id, kind: .upload, url: url, client: client, background: background, reporter: reporter) {

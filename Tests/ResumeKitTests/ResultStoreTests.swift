@@ -92,7 +92,7 @@ import Testing
 
     @Test func theRecordSchema() throws {
         // Pure parsing lives in the CLI; the library's part is the record, so only the schema is locked here.
-        let json = ResultStore.json(Self.sample())
+        let json = TokenStore.json(Self.sample())
         #expect(json.contains("\"outcome\" : \"done\""))
         #expect(json.contains("\"endedAt\" : \"2027-01-15T08:00:00Z\""))
     }

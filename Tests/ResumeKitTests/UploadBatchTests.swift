@@ -199,6 +199,6 @@ import Testing
         #expect(again.parallel == 3 && again.skipExisting && again.upload.s3.partSize == 5 << 20 && again.upload.s3.forcePathStyle)
         #expect(again.upload.s3.choices.endpoint == "http://127.0.0.1:9")
         #expect(again.id == request.id)
-        #expect(!record.json.contains("Bearer"))
+        #expect(!TokenStore.json(record).contains("Bearer"))
     }
 }

@@ -49,11 +49,9 @@ struct TransferCancel {
             if Origin.same(url, token.url), let stored = try? HeaderLines.parse(token.headers) {
                 for f in stored.fields { headers.append(f.name, f.value) }
             }
-            let collector = HeadCollector()
-            let result = client.transport.makeSession().perform(
-                TransferRequest(method: "DELETE", url: url, headers: headers), settings: options.transport,
-                cancellation: Cancellation(), delegate: collector)
-            switch (result.outcome, collector.head?.status) {
+            let result = client.transport.makeSession().headOnly(
+                TransferRequest(method: "DELETE", url: url, headers: headers), settings: options.transport, cancellation: Cancellation())
+            switch (result.outcome, result.head?.status) {
             case (.completed, let status?) where (200..<300).contains(status) || status == 404 || status == 410:
                 said += "; the server dropped the upload"
             case (.completed, let status?):

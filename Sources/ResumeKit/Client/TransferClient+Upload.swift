@@ -103,15 +103,13 @@ extension TransferClient {
         for field in ProtocolProbe.requestHeaders.fields { headers.set(field.name, field.value) }
         let session = transport.makeSession()
         return try Retrier.run(options, cancellation: cancellation, events: events, fresh: { true }, stopped: "stopped before the upload began") { () throws(TransferError) in
-            let collector = HeadCollector()
-            let result = session.perform(
-                TransferRequest(method: "OPTIONS", url: url, headers: headers), settings: options.transport,
-                cancellation: cancellation, delegate: collector)
+            let result = session.headOnly(
+                TransferRequest(method: "OPTIONS", url: url, headers: headers), settings: options.transport, cancellation: cancellation)
             if let fault = Fault.of(result.outcome, stallSeconds: options.transport.stallTimeout) { return .failed(fault) }
             guard result.outcome == .completed else {
                 throw TransferError(.stopped(cancellation.reason ?? .interrupt), "stopped before the upload began")
             }
-            guard let head = collector.head else { return .done(.unknown) }
+            guard let head = result.head else { return .done(.unknown) }
             guard RetryPolicy.isBusy(status: head.status) else { return .done(ProtocolProbe.decide(head)) }
             return .failed(.answered(head.status, retryAfter: head.headers["Retry-After"], "the server answered \(head.status) to OPTIONS"))
         }

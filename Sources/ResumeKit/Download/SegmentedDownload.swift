@@ -165,41 +165,21 @@ final class SegmentedDownload {
     /// HEAD for the validator and length, then the segment layout, recorded in the token before any data.
     private func plan() throws {
         let headers = (try? HeaderLines.forDownload(token.headers)) ?? [:]
-        /// What the HEAD came to, when it did not call for another try.
-        enum Answer {
-            case head(ResponseHead, effectiveURL: String?)
-            case unreached
-            case unanswered
-        }
-        let answer: Answer
-        do {
-            answer = try Retrier.run(options, cancellation: cancellation, events: emit, fresh: { true }, stopped: "stopped before the download began") { () throws(TransferError) in
-                let collector = HeadCollector()
-                let result = transport.makeSession().perform(
-                    TransferRequest(method: "HEAD", url: token.url, headers: headers, followRedirects: true),
-                    settings: options.transport, cancellation: cancellation, delegate: collector)
-                if let fault = Fault.of(result.outcome, stallSeconds: options.transport.stallTimeout), fault.isNetworkDown {
-                    return .done(.unreached)
-                }
-                // A busy server (503, 429 … with Retry-After) is waited out as on every path, then split.
-                if let busy = collector.head, RetryPolicy.isRetryable(status: busy.status) {
-                    return .failed(.answered(busy.status, retryAfter: busy.headers["Retry-After"]))
-                }
-                guard result.outcome == .completed, let head = collector.head else { return .done(.unanswered) }
-                return .done(.head(head, effectiveURL: result.effectiveURL))
+        let unreached = { (result: ExchangeResult) in Fault.of(result.outcome, stallSeconds: self.options.transport.stallTimeout)?.isNetworkDown == true }
+        let id = token.id
+        let result: ExchangeResult = try Retrier.run(options, cancellation: cancellation, events: emit, fresh: { true }, stopped: "stopped before the download began",
+            explain: { var error = $0; error.tokenID = id; return error }) { () throws(TransferError) -> Retrier.Attempt<ExchangeResult> in
+            let result = transport.makeSession().headOnly(
+                TransferRequest(method: "HEAD", url: token.url, headers: headers, followRedirects: true),
+                settings: options.transport, cancellation: cancellation)
+            // A busy server (503, 429 … with Retry-After) is waited out as on every path, then split.
+            if !unreached(result), let busy = result.head, RetryPolicy.isRetryable(status: busy.status) {
+                return .failed(.answered(busy.status, retryAfter: busy.headers["Retry-After"]))
             }
-        } catch {
-            var error = error
-            error.tokenID = token.id
-            throw error
+            return .done(result)
         }
-        let head: ResponseHead
-        let effectiveURL: String?
-        switch answer {
-        case .unreached: throw Handover.unreached
-        case .unanswered: throw Handover.unsupported("the server did not answer HEAD")
-        case .head(let answered, let url): (head, effectiveURL) = (answered, url)
-        }
+        if unreached(result) { throw Handover.unreached }
+        guard result.outcome == .completed, let head = result.head else { throw Handover.unsupported("the server did not answer HEAD") }
         switch SegmentRules.probe(head) {
         case .failure(let refusal):
             if case .status(let status) = refusal, !RetryPolicy.isRetryable(status: status) {
@@ -209,7 +189,7 @@ final class SegmentedDownload {
         case .success(let resource):
             let segments = SegmentRules.split(total: resource.totalBytes!, connections: connections)
             guard segments.count > 1 else { throw Handover.unsupported("the file is too small to split") }
-            download.adopt(resource, effectiveURL: effectiveURL)
+            download.adopt(resource, effectiveURL: result.effectiveURL)
             download.segments = segments
         }
     }

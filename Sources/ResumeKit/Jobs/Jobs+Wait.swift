@@ -11,11 +11,8 @@ extension Jobs {
         var left = ids.reduce(into: [String]()) { if !$0.contains($1) { $0.append($1) } }
         while true {
             left = left.filter { id in
-                guard let state = TransferState(id: id, store: store) else {
-                    ended(id, nil)
-                    return false
-                }
-                if state.isRunning { return true }
+                let state = TransferState(id: id, store: store)
+                if state?.isRunning == true { return true }
                 ended(id, state)
                 return false
             }

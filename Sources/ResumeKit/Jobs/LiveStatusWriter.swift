@@ -45,26 +45,15 @@ public final class LiveStatusWriter: @unchecked Sendable {
     public func handle(_ event: TransferEvent) {
         guard !inert else { return }
         state.withLock {
-            var phaseChanged = false
+            let phase: LiveStatus.Phase
             switch event {
-            case .progress(let bytes, let total, let rate):
-                $0.status.bytes = bytes
-                $0.status.total = total
-                $0.status.rate = rate
-                phaseChanged = $0.status.state != .running
-                $0.status.state = .running
-            case .started(_, _, _, let offset, let total):
-                $0.status.bytes = offset
-                $0.status.total = total
-                phaseChanged = $0.status.state != .running
-                $0.status.state = .running
-            case .waitingForNetwork:
-                phaseChanged = $0.status.state != .waitingForNetwork
-                $0.status.state = .waitingForNetwork
-                $0.status.rate = 0
-            default:
-                return
+            case .progress(let bytes, let total, let rate): ($0.status.bytes, $0.status.total, $0.status.rate, phase) = (bytes, total, rate, .running)
+            case .started(_, _, _, let offset, let total): ($0.status.bytes, $0.status.total, phase) = (offset, total, .running)
+            case .waitingForNetwork: ($0.status.rate, phase) = (0, .waitingForNetwork)
+            default: return
             }
+            let phaseChanged = $0.status.state != phase
+            $0.status.state = phase
             let t = Monotonic.now
             guard phaseChanged || t - $0.lastWrite >= 1 else { return }
             $0.lastWrite = t

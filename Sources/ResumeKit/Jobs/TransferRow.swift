@@ -14,9 +14,7 @@ public struct TransferRow {
             kind = token.kind.rawValue
             url = Redact.url(token.url)
             if let d = token.download {
-                committed = d.heldBytes
-                total = d.totalBytes
-                location = d.path
+                (committed, total, location) = (d.heldBytes, d.totalBytes, d.path)
             } else if let u = token.upload {
                 committed = u.acknowledgedBytes
                 // A stream's length is known only once stdin ended.
@@ -24,9 +22,7 @@ public struct TransferRow {
                 location = u.stream.map { $0.ended ? "- (stdin, ended; resume sends the rest from the spool)"
                     : "- (stdin, cut before its end; resume needs the same stream piped in)" } ?? u.source.path
             } else {
-                committed = nil
-                total = nil
-                location = ""
+                (committed, total, location) = (nil, nil, "")
             }
         } else {
             kind = state.record?.kind.rawValue ?? ""

@@ -21,7 +21,7 @@ public struct SigV4Signer: Sendable {
 
     /// A request to sign: `path` is the URI path as it will be sent (already percent-encoded, see
     /// ``S3Encoding/path(_:)``); `query` is unencoded name/value pairs (a valueless parameter has value "").
-    public struct Request: Sendable, Equatable {
+    public struct Request: Sendable {
         public var method: String
         public var host: String
         public var path: String
@@ -38,11 +38,6 @@ public struct SigV4Signer: Sendable {
             self.query = query
             self.headers = headers
             self.payloadHash = payloadHash
-        }
-
-        public static func == (a: Request, b: Request) -> Bool {
-            a.method == b.method && a.host == b.host && a.path == b.path && a.headers == b.headers
-                && a.payloadHash == b.payloadHash && a.query.elementsEqual(b.query, by: { $0 == $1 })
         }
     }
 

@@ -89,9 +89,4 @@ public struct ResultStore: Sendable {
     }
 
     private static let pruned = Atomic<Bool>(false)
-
-    /// The record as `show` prints it.
-    public static func json(_ record: TransferRecord) -> String {
-        String(decoding: (try? TokenStore.encoder.encode(record)) ?? Data(), as: UTF8.self)
-    }
 }

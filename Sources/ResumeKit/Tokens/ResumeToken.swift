@@ -87,13 +87,7 @@ public struct ResumeToken: Sendable, Equatable {
     public struct Segment: Codable, Sendable, Equatable {
         public var start: Int64
         public var end: Int64
-        public var committed: Int64
-
-        public init(start: Int64, end: Int64, committed: Int64 = 0) {
-            self.start = start
-            self.end = end
-            self.committed = committed
-        }
+        public var committed: Int64 = 0
 
         public var length: Int64 { end - start + 1 }
         public var isDone: Bool { committed >= length }
@@ -104,9 +98,9 @@ public struct ResumeToken: Sendable, Equatable {
         public var uploadURL: String?
         public var source: SourceIdentity
         /// The last offset the server acknowledged.
-        public var acknowledgedBytes: Int64
+        public var acknowledgedBytes: Int64 = 0
         /// False once a server answered without draft support: only a whole new request can help.
-        public var resumable: Bool
+        public var resumable = true
         /// The protocol, with what only it keeps.
         public var wire: Wire
         /// A stream from stdin (`upload -`): its spool and the hashes a replay is checked against.
@@ -136,16 +130,6 @@ public struct ResumeToken: Sendable, Equatable {
                 case .s3: .s3
                 }
             }
-        }
-
-        public init(uploadURL: String? = nil, source: SourceIdentity, acknowledgedBytes: Int64 = 0, resumable: Bool = true,
-                    wire: Wire, stream: StreamState? = nil) {
-            self.uploadURL = uploadURL
-            self.source = source
-            self.acknowledgedBytes = acknowledgedBytes
-            self.resumable = resumable
-            self.wire = wire
-            self.stream = stream
         }
 
         /// The protocol this upload speaks; nil while undecided.
@@ -194,20 +178,6 @@ public struct ResumeToken: Sendable, Equatable {
         /// ledger's algorithm; nil when `durable` is a block boundary or the token predates it.
         public var tail: String?
 
-        public init(
-            spool: String, start: Int64, durable: Int64, ended: Bool, spoolMax: Int64, ledger: StreamLedger,
-            synced: Int64? = nil, tail: String? = nil
-        ) {
-            self.spool = spool
-            self.start = start
-            self.durable = durable
-            self.ended = ended
-            self.spoolMax = spoolMax
-            self.ledger = ledger
-            self.synced = synced
-            self.tail = tail
-        }
-
         /// Bytes of the spool a restart may rely on: what was fsynced, and below ``start`` nothing is needed.
         public var kept: Int64 { min(durable, max(start, synced ?? durable)) }
     }
@@ -234,21 +204,6 @@ public struct ResumeToken: Sendable, Equatable {
         public var checksum: S3Checksum?
         /// Parts S3 acknowledged, each written here (crash-safely) as soon as its answer came.
         public var parts: [S3Part]?
-
-        public init(
-            endpoint: String, region: String, bucket: String, key: String, profile: String?, pathStyle: Bool,
-            uploadId: String? = nil, partSize: Int64? = nil, parts: [S3Part]? = nil
-        ) {
-            self.endpoint = endpoint
-            self.region = region
-            self.bucket = bucket
-            self.key = key
-            self.profile = profile
-            self.pathStyle = pathStyle
-            self.uploadId = uploadId
-            self.partSize = partSize
-            self.parts = parts
-        }
 
         /// `s3://BUCKET/KEY`
         public var address: String { "s3://\(bucket)/\(key)" }

@@ -183,9 +183,9 @@ public struct TokenStore: Sendable {
         return d
     }()
 
-    /// The token as the JSON `show` prints and the README documents.
-    public static func json(_ token: ResumeToken) -> String {
-        String(decoding: (try? encoder.encode(token)) ?? Data(), as: UTF8.self)
+    /// A token (or a result or batch record) as the JSON `show` prints and the README documents.
+    public static func json(_ value: some Encodable) -> String {
+        String(decoding: (try? encoder.encode(value)) ?? Data(), as: UTF8.self)
     }
 }
 

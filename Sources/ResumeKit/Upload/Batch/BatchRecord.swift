@@ -102,7 +102,4 @@ public struct BatchRecord: Codable, Sendable, Equatable {
         return BatchRequest(folder: folder, target: target, upload: upload, parallel: parallel, followSymlinks: followSymlinks,
             skipExisting: skipExisting)
     }
-
-    /// The record as `show` prints it.
-    public var json: String { String(decoding: (try? TokenStore.encoder.encode(self)) ?? Data(), as: UTF8.self) }
 }

@@ -63,10 +63,8 @@ enum BatchSkip {
         var headers = headers
         headers.set("x-amz-checksum-mode", "ENABLED")
         headers.set("Want-Repr-Digest", "sha-256=10")
-        let collector = HeadCollector()
-        let result = session.perform(TransferRequest(method: "HEAD", url: url, headers: headers), settings: settings,
-            cancellation: cancellation, delegate: collector)
-        guard result.outcome == .completed, let head = collector.head else { return false }
+        let result = session.headOnly(TransferRequest(method: "HEAD", url: url, headers: headers), settings: settings, cancellation: cancellation)
+        guard result.outcome == .completed, let head = result.head else { return false }
         let fd = open(file.path, O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else { throw TransferError(.inputMissing, "cannot read \(file.path): \(String(cString: strerror(errno)))") }
         defer { close(fd) }

@@ -1,5 +1,5 @@
 /// How a batch ended.
-public struct BatchSummary: Sendable, Equatable {
+public struct BatchSummary: Sendable {
     public var id: String
     public var files: Int
     public var sent: Int
@@ -8,11 +8,6 @@ public struct BatchSummary: Sendable, Equatable {
     /// Set when the batch as a whole stopped (pause, Ctrl-C): the files not reached are not failures.
     public var stopped: TransferError?
     public var bytes: Int64
-
-    public static func == (a: Self, b: Self) -> Bool {
-        a.id == b.id && a.files == b.files && a.sent == b.sent && a.skipped == b.skipped && a.bytes == b.bytes
-            && a.failed.map(\.file) == b.failed.map(\.file) && a.failed.map(\.error) == b.failed.map(\.error) && a.stopped == b.stopped
-    }
 
     /// 0 when every file arrived; else a stop's own status, else the worst failure's documented one.
     public var exitStatus: Int32 {

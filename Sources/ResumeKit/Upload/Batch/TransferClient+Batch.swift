@@ -208,11 +208,9 @@ extension TransferClient {
     private func tusProbe(_ url: String, _ headers: [String], _ cancellation: Cancellation) -> ProtocolProbe? {
         var fields = (try? HeaderLines.parse(headers)) ?? [:]
         fields.set("Tus-Resumable", "1.0.0")
-        let collector = HeadCollector()
-        let result = transport.makeSession().perform(
-            TransferRequest(method: "OPTIONS", url: url, headers: fields), settings: options.transport, cancellation: cancellation,
-            delegate: collector)
-        guard result.outcome == .completed, let head = collector.head, let found = TusCapabilities(head) else { return nil }
+        let result = transport.makeSession().headOnly(
+            TransferRequest(method: "OPTIONS", url: url, headers: fields), settings: options.transport, cancellation: cancellation)
+        guard result.outcome == .completed, let head = result.head, let found = TusCapabilities(head) else { return nil }
         return .tus(found)
     }
 
