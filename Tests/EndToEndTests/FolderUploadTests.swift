@@ -168,9 +168,9 @@ import Testing
         #expect(listed.stdout.contains("\(id)  batch  paused"), "\(listed)")
         // The large files' tokens belong to the batch: not listed, not resumed alone.
         let fileTokens = try w.tokens()
-        let first = try #require(fileTokens.first, "\(listed)")
+        let fileToken = try #require(fileTokens.first, "\(listed)")
         #expect(fileTokens.allSatisfy { !listed.stdout.contains($0) }, "\(fileTokens) \(listed)")
-        let alone = try await w.run(["resume", first])
+        let alone = try await w.run(["resume", fileToken])
         #expect(alone.status == 64 && alone.stderr.contains("resume \(id)"), "\(alone)")
         let shown = try await w.run(["show", id])
         #expect(shown.status == 0 && shown.stdout.contains("\"target\" : \"\(target)\""), "\(shown)")
