@@ -76,12 +76,12 @@ struct ConnectionOptionGroup: ParsableArguments {
     /// What the token may keep.
     var settings: ConnectionSettings {
         var s = ConnectionSettings()
-        s.caCert = caCert.map(Self.absolute)
-        s.caPath = caPath.map(Self.absolute)
-        s.clientCert = cert.map { Self.absolute(Self.splitCert($0).file) }
-        s.clientKey = key.map(Self.absolute)
+        s.caCert = caCert.map(OutputPath.absolute)
+        s.caPath = caPath.map(OutputPath.absolute)
+        s.clientCert = cert.map { OutputPath.absolute(Self.splitCert($0).file) }
+        s.clientKey = key.map(OutputPath.absolute)
         if insecure { s.insecure = true }
-        s.pinnedPublicKey = pinnedPublicKey.map { $0.hasPrefix("sha256//") ? $0 : Self.absolute($0) }
+        s.pinnedPublicKey = pinnedPublicKey.map { $0.hasPrefix("sha256//") ? $0 : OutputPath.absolute($0) }
         s.proxy = proxy
         s.connectTimeout = connectTimeout
         s.ipVersion = ipv4 ? .v4 : ipv6 ? .v6 : nil
@@ -100,7 +100,7 @@ struct ConnectionOptionGroup: ParsableArguments {
             c.password = password ?? PasswordPrompt.ask("Enter host password for user '\(name)': ")
         }
         c.netrc = netrc ? .required : netrcOptional ? .optional : nil
-        c.netrcFile = netrcFile.map(Self.absolute)
+        c.netrcFile = netrcFile.map(OutputPath.absolute)
         c.keyPassword = cert.flatMap { Self.splitCert($0).password }
         return c
     }
@@ -127,13 +127,5 @@ struct ConnectionOptionGroup: ParsableArguments {
             }
         }
         return (file, nil)
-    }
-
-    /// Paths go to the token absolute, so a resume from another folder finds the same files.
-    static func absolute(_ path: String) -> String {
-        if path.hasPrefix("/") { return path }
-        guard let cwd = getcwd(nil, 0) else { return path }
-        defer { free(cwd) }
-        return String(cString: cwd) + "/" + path
     }
 }

@@ -64,9 +64,8 @@ extension Download {
             }
         }
         if !paths.isEmpty { Output.stdout(paths) }
-        let failures = results.filter { if case .failure = $0 { true } else { false } }.count + problems
-        if failures > 0 {
-            if !quiet { Output.stderr("resumectl: \(failures) of \(requests.count + problems) downloads failed\n") }
+        if !statuses.isEmpty {
+            if !quiet { Output.stderr("resumectl: \(statuses.count) of \(requests.count + problems) downloads failed\n") }
             throw ExitCode(ExitStatus.combined(statuses))
         }
     }

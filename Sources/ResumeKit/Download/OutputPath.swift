@@ -26,7 +26,7 @@ public enum OutputPath {
     }
 
     /// `path` from the current folder, normalized as below.
-    static func absolute(_ path: String) -> String {
+    public static func absolute(_ path: String) -> String {
         lexicallyNormalized(path.hasPrefix("/") ? path : FileManager.default.currentDirectoryPath + "/" + path)
     }
 
