@@ -45,8 +45,9 @@ struct ServeConnectionLimitTests {
         var description: String { "held \(held), 503 \(refused503), closed \(closed)" }
     }
 
-    /// Opens `count` connections at once, sends nothing, and sorts them after 3 seconds: still open and
-    /// silent (held by serve), answered 503, or closed without an answer. Then closes them all.
+    /// Opens `count` connections at once, sends nothing, and sorts them once nothing has changed for 1.5 s
+    /// (at least 3 s, at most 20: a loaded machine may leave some in the backlog for a while): still open
+    /// and silent (held by serve), answered 503, or closed without an answer. Then closes them all.
     static func flood(port: Int, count: Int) throws -> Flood {
         var fds: [Int32] = []
         defer { for fd in fds { close(fd) } }
@@ -54,15 +55,19 @@ struct ServeConnectionLimitTests {
         for fd in fds { SocketFD.setNonBlocking(fd) }
         var answers = [String](repeating: "", count: count)
         var ended = [Bool](repeating: false, count: count)
-        let deadline = ContinuousClock.now + .seconds(3)
+        let start = ContinuousClock.now
+        var lastChange = start
         var chunk = [UInt8](repeating: 0, count: 512)
-        while ContinuousClock.now < deadline {
+        while ContinuousClock.now < start + .seconds(20),
+            ContinuousClock.now < start + .seconds(3) || ContinuousClock.now < lastChange + .milliseconds(1500) {
             for (index, fd) in fds.enumerated() where !ended[index] {
                 let n = chunk.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
                 if n > 0 {
                     answers[index] += String(decoding: chunk[0..<n], as: UTF8.self)
+                    lastChange = ContinuousClock.now
                 } else if n == 0 || (errno != EAGAIN && errno != EWOULDBLOCK) {
                     ended[index] = true
+                    lastChange = ContinuousClock.now
                 }
             }
             usleep(50_000)
