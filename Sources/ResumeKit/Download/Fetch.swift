@@ -68,9 +68,8 @@ final class Fetch: ExchangeDelegate {
 
     /// `started` was said (by this fetch or, for a list's file, by the pass before it).
     private(set) var announced: Bool
-    /// SHA-256 of the bytes from 0 up to `hashedUpTo`, when the job wants one or the server sent `Repr-Digest`.
-    private var hasher: MessageDigest?
-    private var hashedUpTo: Int64 = 0
+    /// SHA-256 of the bytes from 0 up to `upTo`, when the job wants one or the server sent `Repr-Digest`.
+    private var hash: (sha256: MessageDigest, upTo: Int64)?
     private let hashes: Bool
     private var pacer = ProgressPacer()
 
@@ -135,20 +134,17 @@ final class Fetch: ExchangeDelegate {
 
     /// The SHA-256 of everything held, reading back what arrived before this run began.
     func digest() throws -> String {
-        if hasher == nil {
-            hasher = MessageDigest(.sha256)
-            hashedUpTo = 0
-        }
+        var (sha256, upTo) = hash ?? (MessageDigest(.sha256), 0)
         let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 256 << 10, alignment: 16)  // as fast as 1 MiB, a quarter of the pages
         defer { buffer.deallocate() }
-        while hashedUpTo < output.held {
-            let n = try output.read(at: hashedUpTo, into: buffer)
+        while upTo < output.held {
+            let n = try output.read(at: upTo, into: buffer)
             guard n > 0 else { throw Errno.ioError }
-            let take = Int(min(Int64(n), output.held - hashedUpTo))
-            hasher!.update(bufferPointer: UnsafeRawBufferPointer(rebasing: buffer[0..<take]))
-            hashedUpTo += Int64(take)
+            let take = Int(min(Int64(n), output.held - upTo))
+            sha256.update(bufferPointer: UnsafeRawBufferPointer(rebasing: buffer[0..<take]))
+            upTo += Int64(take)
         }
-        return hasher!.finalize().hex
+        return sha256.finalize().hex
     }
 
     // MARK: ExchangeDelegate
@@ -197,11 +193,9 @@ final class Fetch: ExchangeDelegate {
         // Hashed as it arrives when it starts at zero; a resumed file is hashed from its start at the end,
         // so its first new byte does not wait for the data already held to be read back.
         if from == 0, hashes || machine.resource?.reprDigestSHA256 != nil {
-            hasher = MessageDigest(.sha256)
-            hashedUpTo = 0
-        } else if from != hashedUpTo {
-            hasher = nil
-            hashedUpTo = 0
+            hash = (MessageDigest(.sha256), 0)
+        } else if from != hash?.upTo {
+            hash = nil
         }
         if !announced, let emit {
             announced = true
@@ -242,9 +236,9 @@ final class Fetch: ExchangeDelegate {
             failure = error
             return false
         }
-        if hasher != nil, hashedUpTo == at {
-            hasher!.update(bufferPointer: body)
-            hashedUpTo += Int64(body.count)
+        if hash?.upTo == at {
+            hash!.sha256.update(bufferPointer: body)
+            hash!.upTo += Int64(body.count)
         }
         self.received += Int64(body.count)
         progress(Monotonic.now)
