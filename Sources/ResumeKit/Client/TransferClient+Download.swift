@@ -128,7 +128,8 @@ extension TransferClient {
         let lanes = min(Int(sysconf(Int32(_SC_NPROCESSORS_ONLN))), workers / 4)
         let earlier = await withSessionPool(lanes: lanes) { pools in
             var earlier: [Int: EarlierAttempt] = [:]
-            if SmallFilePass.applies(to: options), pools.allSatisfy({ $0 is any StartingTransport }) {
+            // Not with several connections a file: a fresh file then plans segments.
+            if options.connections <= 1, pools.allSatisfy({ $0 is any StartingTransport }) {
                 let pass = SmallFilePass(client: self, requests: requests, queue: queue, publisher: publisher,
                     cancellation: cancellation, events: events)
                 let left = (try? await onOwnThread { () throws(TransferError) in
