@@ -92,14 +92,9 @@ final class DownloadOperation: FetchOutput {
         // A typo'd host on a fresh start fails at once; a known host that stops resolving is the network.
         return try Retrier.run(options, cancellation: cancellation, events: emit, fresh: { RetryRules.isFresh(held: part.committed, known: fetch.machine.resource != nil) }, stopped: "", explain: explain, restart: restartFromZero) { () throws(TransferError) in
             if let reason = cancellation.reason { throw try stop(reason) }
-            let verdict: DownloadStateMachine.Verdict
-            if let earlier {
-                // Settled like an exchange of its own: a refusal fails, a fault is counted and waited for.
-                verdict = earlier
-                self.earlier = nil
-            } else {
-                verdict = try attempt()
-            }
+            // What a list's first pass left, settled like an exchange: a refusal fails, a fault is counted and waited for.
+            let verdict = if let earlier { earlier } else { try attempt() }
+            earlier = nil
             switch verdict {
             case .done:
                 return .done(try finish())
@@ -193,7 +188,7 @@ final class DownloadOperation: FetchOutput {
     private func checkpointInBackground() throws(TransferError) {
         if let error = committer.error { throw TransferError(.localIO, error, tokenID: tokenOnDisk ? token.id : nil) }
         if !tokenOnDisk { try lock.hold() }
-        try flushPart()
+        do { try part.flush() } catch { throw localIO("write", error) }  // before another thread syncs the descriptor
         var committed = download
         committed.committedBytes = part.length
         let snapshot = header.with(.download(committed))
@@ -214,11 +209,6 @@ final class DownloadOperation: FetchOutput {
         tokenOnDisk = true
     }
 
-    /// Writes what the `.part` file still gathers, before its descriptor is used elsewhere.
-    private func flushPart() throws(TransferError) {
-        do { try part.flush() } catch { throw localIO("write", error) }
-    }
-
     private func syncData() throws(TransferError) {
         committer.waitIdle()
         do { try part.sync() } catch { throw localIO("write", error) }
@@ -235,7 +225,7 @@ final class DownloadOperation: FetchOutput {
         if wantsHash || download.expectedSHA256 != nil {
             do { digest = try fetch.digest() } catch { throw localIO("read", error) }
         }
-        try flushPart()
+        do { try part.flush() } catch { throw localIO("write", error) }  // a list's publisher syncs the descriptor
         let finished = Publish.Finished(
             download: download, tokenID: token.id, url: token.url, tokenOnDisk: tokenOnDisk, bytes: part.length, sha256: digest, emit: emit)
         try Publish.verify(finished) { () throws(TransferError) in try commit() }
