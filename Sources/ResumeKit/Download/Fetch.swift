@@ -93,13 +93,7 @@ final class Fetch: ExchangeDelegate {
     /// The request for what the output lacks, or the failure the plan is (a resume no validator can check,
     /// when changes fail).
     func request() throws(DownloadStateMachine.Failure) -> TransferRequest {
-        let plan: DownloadStateMachine.Plan
-        if let bound {
-            plan = machine.plan(committed: output.held - bound.lowerBound, within: bound)
-        } else {
-            plan = machine.plan(committed: output.held)
-        }
-        switch plan {
+        switch bound.map({ machine.plan(committed: heldInBound, within: $0) }) ?? machine.plan(committed: heldInBound) {
         case .fail(let failure):
             throw failure
         case .fetch(let offset, let range):
@@ -116,6 +110,9 @@ final class Fetch: ExchangeDelegate {
         }
     }
 
+    /// The bytes the output holds, counted from the segment's first one.
+    private var heldInBound: Int64 { output.held - (bound?.lowerBound ?? 0) }
+
     /// Sends the planned request and waits for its end.
     func perform(
         _ request: TransferRequest, on session: any TransportSession, settings: TransportSettings, cancellation: Cancellation
@@ -127,9 +124,8 @@ final class Fetch: ExchangeDelegate {
     func settle(_ result: ExchangeResult) throws(TransferError) -> DownloadStateMachine.Verdict {
         if let url = result.effectiveURL { effectiveURL = url }
         if let failure { throw failure }
-        let held = bound.map { output.held - $0.lowerBound } ?? output.held
-        return machine.verdict(result.outcome, decision, held: held, expected: bound.map { $0.upperBound - $0.lowerBound + 1 },
-            stallTimeout: stallTimeout)
+        return machine.verdict(result.outcome, decision, held: heldInBound,
+            expected: bound.map { $0.upperBound - $0.lowerBound + 1 }, stallTimeout: stallTimeout)
     }
 
     /// The SHA-256 of everything held, reading back what arrived before this run began.
