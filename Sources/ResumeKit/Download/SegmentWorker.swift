@@ -44,8 +44,7 @@ final class SegmentWorker: FetchOutput, @unchecked Sendable {
         self.session = transport.makeSession()
         // The connections share one transfer's worth of buffers (at least 64 KiB each).
         var options = options
-        let share = max(64 << 10, options.transport.receiveBufferSize / max(1, connections))
-        options.transport.receiveBufferSize = share
+        options.transport.receiveBufferSize = max(64 << 10, options.transport.receiveBufferSize / max(1, connections))
         self.options = options
         self.stop = stop
         self.ended = ended
