@@ -204,11 +204,6 @@ final class DownloadOperation: FetchOutput {
         tokenOnDisk = true
     }
 
-    private func syncData() throws(TransferError) {
-        committer.waitIdle()
-        do { try part.sync() } catch { throw localIO("write", error) }
-    }
-
     private func restartFromZero(_ reason: String) throws(TransferError) {
         do { try part.truncate(to: 0) } catch { throw localIO("truncate", error) }
         try commit()  // before the event that names the id
@@ -224,17 +219,15 @@ final class DownloadOperation: FetchOutput {
         let finished = Publish.Finished(
             download: download, tokenID: token.id, url: token.url, tokenOnDisk: tokenOnDisk, bytes: part.length, sha256: digest, emit: emit)
         try Publish.verify(finished) { () throws(TransferError) in try commit() }
-        if let batch, !tokenOnDisk {
-            // A list's small file: the batch syncs it with others and renames it (see BatchPublisher).
-            committer.waitIdle()
-            let synced = batch.syncsAlone
-            if synced { try syncData() }
-            batch.submit(finished, part: part, synced: synced)
-            handedOver = true
-            return finished.result
-        }
-        try syncData()
-        return try Publish.place(finished, store: store)
+        committer.waitIdle()
+        // A list's small file: the batch syncs it with others (or has it synced here) and renames it.
+        let batch = tokenOnDisk ? nil : self.batch
+        let synced = batch?.syncsAlone ?? true
+        if synced { do { try part.sync() } catch { throw localIO("write", error) } }
+        guard let batch else { return try Publish.place(finished, store: store) }
+        batch.submit(finished, part: part, synced: synced)
+        handedOver = true
+        return finished.result
     }
 
     /// "cannot `verb` the `.part`", naming the token when `keep` and it is on disk: an id with no token
