@@ -121,7 +121,7 @@ final class SegmentedDownload {
         case nil:
             break
         }
-        return try finish(fd: fd, total: total)
+        return try finish(total: total)
     }
 
     /// How a segmented download ended: finished, or handed to one connection with the token to go on from.
@@ -202,7 +202,7 @@ final class SegmentedDownload {
         try store.write(token, keeping: true)
     }
 
-    private func finish(fd: Int32, total: Int64) throws -> DownloadResult {
+    private func finish(total: Int64) throws -> DownloadResult {
         var digest: String?
         if options.computeSHA256 || download.expectedSHA256 != nil {
             digest = try FileDigest.sha256(path: download.partPath)
