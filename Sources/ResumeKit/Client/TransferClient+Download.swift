@@ -8,11 +8,11 @@ extension TransferClient {
         guard case .opened(let opened) = try open(.download(request), events: events) else {
             throw TransferError(.usage, "stdout is no file")
         }
-        let operation = StreamDownload(
+        return try StreamDownload(
             url: opened.token.url, headers: try HeaderLines.forDownload(opened.token.headers), output: STDOUT_FILENO,
             session: transport.makeSession(), options: opened.options, expectedSHA256: request.expectedSHA256,
-            cancellation: cancellation, events: events)
-        return try operation.run()
+            cancellation: cancellation, events: events
+        ).run()
     }
 
     /// - Parameter batch: a list's publisher, which takes over small files once their data is complete.
@@ -76,10 +76,10 @@ extension TransferClient {
                 case .oneConnection(let next): token = next
                 }
             }
-            let operation = try DownloadOperation(
+            return try DownloadOperation(
                 token: token, lock: opened.lock, store: store, session: session ?? transport.makeSession(), options: options,
-                onChange: onChange, batch: batch, tokenOnDisk: tokenOnDisk, earlier: earlier, cancellation: cancellation, events: events)
-            return try operation.run()
+                onChange: onChange, batch: batch, tokenOnDisk: tokenOnDisk, earlier: earlier, cancellation: cancellation, events: events
+            ).run()
         } catch {
             throw explainingLogin(explainingS3(error, token: token, options: options))
         }
@@ -128,7 +128,8 @@ extension TransferClient {
         let lanes = min(Int(sysconf(Int32(_SC_NPROCESSORS_ONLN))), workers / 4)
         let earlier = await withSessionPool(lanes: lanes) { pools in
             var earlier: [Int: EarlierAttempt] = [:]
-            if SmallFilePass.applies(to: options), pools.allSatisfy({ $0 is any StartingTransport }) {
+            // Not with several connections a file: a fresh file then plans segments.
+            if options.connections <= 1, pools.allSatisfy({ $0 is any StartingTransport }) {
                 let pass = SmallFilePass(client: self, requests: requests, queue: queue, publisher: publisher,
                     cancellation: cancellation, events: events)
                 let left = (try? await onOwnThread { () throws(TransferError) in
@@ -168,15 +169,10 @@ extension TransferClient {
                     _ = try? await onOwnThread { () throws(TransferError) in
                         let session = transport.makeSession()
                         while !cancellation.isStopped, let i = queue.take() {
-                            do throws(TransferError) {
-                                let result = try self.runDownload(
-                                    requests[i], session: session, batch: publisher.slot(i), earlier: earlier[i],
-                                    cancellation: cancellation
-                                ) { events(i, $0) }
-                                queue.finish(i, .success(result))
-                            } catch {
-                                queue.finish(i, .failure(error))
-                            }
+                            queue.finish(i, Result { () throws(TransferError) in
+                                try self.runDownload(requests[i], session: session, batch: publisher.slot(i),
+                                    earlier: earlier[i], cancellation: cancellation) { events(i, $0) }
+                            })
                         }
                     }
                 }

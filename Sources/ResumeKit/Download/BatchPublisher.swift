@@ -20,11 +20,13 @@ final class BatchPublisher: @unchecked Sendable {
         /// Takes over `part` (still open and locked, so no other process can touch it before the rename);
         /// `synced`: its data is on disk already.
         func submit(_ finished: Publish.Finished, part: PartFile, synced: Bool = false) {
-            publisher.submit(Item(index: index, finished: finished, part: part, synced: synced))
+            let item = Item(index: index, finished: finished, part: part, synced: synced)
+            publisher.state.withLock { $0.pending.append(item) }
+            publisher.wake.signal()
         }
     }
 
-    fileprivate struct Item: @unchecked Sendable {
+    private struct Item: @unchecked Sendable {
         let index: Int
         let finished: Publish.Finished
         let part: PartFile
@@ -46,11 +48,6 @@ final class BatchPublisher: @unchecked Sendable {
     }
 
     func slot(_ index: Int) -> Slot { Slot(publisher: self, index: index) }
-
-    fileprivate func submit(_ item: Item) {
-        state.withLock { $0.pending.append(item) }
-        wake.signal()
-    }
 
     /// Publishes whatever is left, then stops. Call it once no worker submits any more.
     /// - Returns: the entries whose file could not be published, by list index.

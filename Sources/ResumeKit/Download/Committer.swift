@@ -11,7 +11,6 @@ final class Committer: Sendable {
 
     /// Starts a checkpoint of `fd` unless one is running. `record` writes the token and runs only after the
     /// data is on disk.
-    @discardableResult
     func checkpoint(fd: Int32, path: String, record: @escaping @Sendable () throws -> Void) -> Bool {
         let started = state.withLock { s -> Bool in
             if s.busy || s.error != nil { return false }
@@ -39,7 +38,6 @@ final class Committer: Sendable {
 
     /// Starts the disk writing `ranges` of `fd` now, so that the final fsync has little left to wait for.
     /// - Returns: false when a kick is still running; the caller keeps the range for the next one.
-    @discardableResult
     func startWriteback(fd: Int32, ranges: [Range<Int64>]) -> Bool {
         guard kicking.compareExchange(expected: false, desired: true, ordering: .acquiringAndReleasing).exchanged else { return false }
         writeback.async {

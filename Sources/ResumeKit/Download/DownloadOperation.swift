@@ -27,7 +27,6 @@ final class DownloadOperation: FetchOutput {
     private let tokenBeforeStart: Bool
     /// How an exchange made for this download before it began ended (a list's first pass): its first attempt.
     private var earlier: DownloadStateMachine.Verdict?
-    private let wantsHash: Bool
 
     // Pacing of checkpoints.
     private let committer = Committer()
@@ -52,67 +51,58 @@ final class DownloadOperation: FetchOutput {
         let resource = d.totalBytes == nil && d.validator == nil && d.etag == nil ? nil
             : DownloadStateMachine.Resource(etag: d.etag, lastModified: d.lastModified, validator: d.validator,
                 totalBytes: d.totalBytes)
-        wantsHash = options.computeSHA256 || d.expectedSHA256 != nil
         self.tokenOnDisk = tokenOnDisk ?? store.exists(id: token.id)
         tokenBeforeStart = batch == nil && options.announcesID
         self.earlier = earlier?.verdict
         let headers = (try? HeaderLines.forDownload(token.headers)) ?? [:]
         // A resume asks the URL the user gave again: a signed redirect target may have expired.
-        fetch = Fetch(url: token.url, headers: headers, output: self, resource: resource, onChange: onChange, hashes: wantsHash,
-            stallTimeout: options.transport.stallTimeout, path: d.path, announced: earlier?.announced ?? false, events: events)
+        fetch = Fetch(url: token.url, headers: headers, output: self, resource: resource, onChange: onChange,
+            hashes: options.computeSHA256 || d.expectedSHA256 != nil, stallTimeout: options.transport.stallTimeout,
+            path: d.path, announced: earlier?.announced ?? false, events: events)
     }
 
     func run() throws(TransferError) -> DownloadResult {
+        part = try PartFile.opening(download.partPath, keeping: download.committedBytes)
         do {
-            return try runAttempts()
+            defer {
+                committer.waitIdle()  // a checkpoint in flight still uses the descriptor
+                if !handedOver { part.close() }
+            }
+            // A download whose events name its id (`--json`) writes its token before the first of them, so that an
+            // announced id always resumes (written then, it holds the validator and length). Others, and a list's
+            // files, wait for the first checkpoint or a stop: most small files end before it, and the same command
+            // (or the list) continues them after a kill. Meanwhile the `.part`'s lock keeps a second process out.
+            if part.committed < download.committedBytes {
+                emit(.note("\(download.partPath) holds \(part.committed) of \(download.committedBytes) recorded bytes; continuing from \(part.committed)"))
+                try commit()
+            }
+            // A typo'd host on a fresh start fails at once; a known host that stops resolving is the network.
+            return try Retrier.run(options, cancellation: cancellation, events: emit, fresh: { RetryRules.isFresh(held: part.committed, known: fetch.machine.resource != nil) }, stopped: "", explain: explain, restart: restartFromZero) { () throws(TransferError) in
+                if let reason = cancellation.reason { throw try stop(reason) }
+                // A list's first pass counts as an exchange: a refusal fails, a fault is counted and waited for.
+                let verdict = if let earlier { earlier } else { try attempt() }
+                earlier = nil
+                switch verdict {
+                case .done:
+                    return .done(try finish())
+                case .refetchFromZero(let reason):
+                    return .restart(reason)
+                case .again:
+                    return .next
+                case .fail(let failure):
+                    throw fail(failure)
+                case .fault(let fault):
+                    if case .fatal = fault {} else { try commit() }
+                    return .failed(fault, progressMade: fetch.received > 0)
+                }
+            }
         } catch {
             // A failure nothing can resume leaves no empty `.part` or token behind.
-            if error.tokenID == nil, let part, part.length == 0 {
+            if error.tokenID == nil, part.length == 0 {
                 unlink(part.path)
                 store.remove(id: token.id)
             }
             throw error
-        }
-    }
-
-    private func runAttempts() throws(TransferError) -> DownloadResult {
-        part = try PartFile.opening(download.partPath, keeping: download.committedBytes)
-        defer {
-            committer.waitIdle()  // a checkpoint in flight still uses the descriptor
-            if !handedOver { part.close() }
-        }
-        // A download whose events name its id (`--json`) writes its token before the first of them, so that an
-        // announced id always resumes (written then, it holds the validator and length). Others, and a list's
-        // files, wait for the first checkpoint or a stop: most small files end before it, and the same command
-        // (or the list) continues them after a kill. Meanwhile the `.part`'s lock keeps a second process out.
-        if part.committed < download.committedBytes {
-            emit(.note("\(download.partPath) holds \(part.committed) of \(download.committedBytes) recorded bytes; continuing from \(part.committed)"))
-            try commit()
-        }
-        // A typo'd host on a fresh start fails at once; a known host that stops resolving is the network.
-        return try Retrier.run(options, cancellation: cancellation, events: emit, fresh: { RetryRules.isFresh(held: part.committed, known: fetch.machine.resource != nil) }, stopped: "", explain: explain, restart: restartFromZero) { () throws(TransferError) in
-            if let reason = cancellation.reason { throw try stop(reason) }
-            let verdict: DownloadStateMachine.Verdict
-            if let earlier {
-                // Settled like an exchange of its own: a refusal fails, a fault is counted and waited for.
-                verdict = earlier
-                self.earlier = nil
-            } else {
-                verdict = try attempt()
-            }
-            switch verdict {
-            case .done:
-                return .done(try finish())
-            case .refetchFromZero(let reason):
-                return .restart(reason)
-            case .again:
-                return .next
-            case .fail(let failure):
-                throw fail(failure)
-            case .fault(let fault):
-                if case .fatal = fault {} else { try commit() }
-                return .failed(fault, progressMade: fetch.received > 0)
-            }
         }
     }
 
@@ -193,7 +183,7 @@ final class DownloadOperation: FetchOutput {
     private func checkpointInBackground() throws(TransferError) {
         if let error = committer.error { throw TransferError(.localIO, error, tokenID: tokenOnDisk ? token.id : nil) }
         if !tokenOnDisk { try lock.hold() }
-        try flushPart()
+        do { try part.flush() } catch { throw localIO("write", error) }  // before another thread syncs the descriptor
         var committed = download
         committed.committedBytes = part.length
         let snapshot = header.with(.download(committed))
@@ -214,16 +204,6 @@ final class DownloadOperation: FetchOutput {
         tokenOnDisk = true
     }
 
-    /// Writes what the `.part` file still gathers, before its descriptor is used elsewhere.
-    private func flushPart() throws(TransferError) {
-        do { try part.flush() } catch { throw localIO("write", error) }
-    }
-
-    private func syncData() throws(TransferError) {
-        committer.waitIdle()
-        do { try part.sync() } catch { throw localIO("write", error) }
-    }
-
     private func restartFromZero(_ reason: String) throws(TransferError) {
         do { try part.truncate(to: 0) } catch { throw localIO("truncate", error) }
         try commit()  // before the event that names the id
@@ -232,24 +212,22 @@ final class DownloadOperation: FetchOutput {
 
     private func finish() throws(TransferError) -> DownloadResult {
         var digest: String?
-        if wantsHash || download.expectedSHA256 != nil {
+        if options.computeSHA256 || download.expectedSHA256 != nil {
             do { digest = try fetch.digest() } catch { throw localIO("read", error) }
         }
-        try flushPart()
+        do { try part.flush() } catch { throw localIO("write", error) }  // a list's publisher syncs the descriptor
         let finished = Publish.Finished(
             download: download, tokenID: token.id, url: token.url, tokenOnDisk: tokenOnDisk, bytes: part.length, sha256: digest, emit: emit)
         try Publish.verify(finished) { () throws(TransferError) in try commit() }
-        if let batch, !tokenOnDisk {
-            // A list's small file: the batch syncs it with others and renames it (see BatchPublisher).
-            committer.waitIdle()
-            let synced = batch.syncsAlone
-            if synced { try syncData() }
-            batch.submit(finished, part: part, synced: synced)
-            handedOver = true
-            return finished.result
-        }
-        try syncData()
-        return try Publish.place(finished, store: store)
+        committer.waitIdle()
+        // A list's small file: the batch syncs it with others (or has it synced here) and renames it.
+        let batch = tokenOnDisk ? nil : self.batch
+        let synced = batch?.syncsAlone ?? true
+        if synced { do { try part.sync() } catch { throw localIO("write", error) } }
+        guard let batch else { return try Publish.place(finished, store: store) }
+        batch.submit(finished, part: part, synced: synced)
+        handedOver = true
+        return finished.result
     }
 
     /// "cannot `verb` the `.part`", naming the token when `keep` and it is on disk: an id with no token

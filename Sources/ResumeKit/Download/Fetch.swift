@@ -68,9 +68,8 @@ final class Fetch: ExchangeDelegate {
 
     /// `started` was said (by this fetch or, for a list's file, by the pass before it).
     private(set) var announced: Bool
-    /// SHA-256 of the bytes from 0 up to `hashedUpTo`, when the job wants one or the server sent `Repr-Digest`.
-    private var hasher: MessageDigest?
-    private var hashedUpTo: Int64 = 0
+    /// SHA-256 of the bytes from 0 up to `upTo`, when the job wants one or the server sent `Repr-Digest`.
+    private var hash: (sha256: MessageDigest, upTo: Int64)?
     private let hashes: Bool
     private var pacer = ProgressPacer()
 
@@ -94,13 +93,7 @@ final class Fetch: ExchangeDelegate {
     /// The request for what the output lacks, or the failure the plan is (a resume no validator can check,
     /// when changes fail).
     func request() throws(DownloadStateMachine.Failure) -> TransferRequest {
-        let plan: DownloadStateMachine.Plan
-        if let bound {
-            plan = machine.plan(committed: output.held - bound.lowerBound, within: bound)
-        } else {
-            plan = machine.plan(committed: output.held)
-        }
-        switch plan {
+        switch bound.map({ machine.plan(committed: heldInBound, within: $0) }) ?? machine.plan(committed: heldInBound) {
         case .fail(let failure):
             throw failure
         case .fetch(let offset, let range):
@@ -117,6 +110,9 @@ final class Fetch: ExchangeDelegate {
         }
     }
 
+    /// The bytes the output holds, counted from the segment's first one.
+    private var heldInBound: Int64 { output.held - (bound?.lowerBound ?? 0) }
+
     /// Sends the planned request and waits for its end.
     func perform(
         _ request: TransferRequest, on session: any TransportSession, settings: TransportSettings, cancellation: Cancellation
@@ -128,27 +124,23 @@ final class Fetch: ExchangeDelegate {
     func settle(_ result: ExchangeResult) throws(TransferError) -> DownloadStateMachine.Verdict {
         if let url = result.effectiveURL { effectiveURL = url }
         if let failure { throw failure }
-        let held = bound.map { output.held - $0.lowerBound } ?? output.held
-        return machine.verdict(result.outcome, decision, held: held, expected: bound.map { $0.upperBound - $0.lowerBound + 1 },
-            stallTimeout: stallTimeout)
+        return machine.verdict(result.outcome, decision, held: heldInBound,
+            expected: bound.map { $0.upperBound - $0.lowerBound + 1 }, stallTimeout: stallTimeout)
     }
 
     /// The SHA-256 of everything held, reading back what arrived before this run began.
     func digest() throws -> String {
-        if hasher == nil {
-            hasher = MessageDigest(.sha256)
-            hashedUpTo = 0
-        }
+        var (sha256, upTo) = hash ?? (MessageDigest(.sha256), 0)
         let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 256 << 10, alignment: 16)  // as fast as 1 MiB, a quarter of the pages
         defer { buffer.deallocate() }
-        while hashedUpTo < output.held {
-            let n = try output.read(at: hashedUpTo, into: buffer)
+        while upTo < output.held {
+            let n = try output.read(at: upTo, into: buffer)
             guard n > 0 else { throw Errno.ioError }
-            let take = Int(min(Int64(n), output.held - hashedUpTo))
-            hasher!.update(bufferPointer: UnsafeRawBufferPointer(rebasing: buffer[0..<take]))
-            hashedUpTo += Int64(take)
+            let take = Int(min(Int64(n), output.held - upTo))
+            sha256.update(bufferPointer: UnsafeRawBufferPointer(rebasing: buffer[0..<take]))
+            upTo += Int64(take)
         }
-        return hasher!.finalize().hex
+        return sha256.finalize().hex
     }
 
     // MARK: ExchangeDelegate
@@ -197,11 +189,9 @@ final class Fetch: ExchangeDelegate {
         // Hashed as it arrives when it starts at zero; a resumed file is hashed from its start at the end,
         // so its first new byte does not wait for the data already held to be read back.
         if from == 0, hashes || machine.resource?.reprDigestSHA256 != nil {
-            hasher = MessageDigest(.sha256)
-            hashedUpTo = 0
-        } else if from != hashedUpTo {
-            hasher = nil
-            hashedUpTo = 0
+            hash = (MessageDigest(.sha256), 0)
+        } else if from != hash?.upTo {
+            hash = nil
         }
         if !announced, let emit {
             announced = true
@@ -242,9 +232,9 @@ final class Fetch: ExchangeDelegate {
             failure = error
             return false
         }
-        if hasher != nil, hashedUpTo == at {
-            hasher!.update(bufferPointer: body)
-            hashedUpTo += Int64(body.count)
+        if hash?.upTo == at {
+            hash!.sha256.update(bufferPointer: body)
+            hash!.upTo += Int64(body.count)
         }
         self.received += Int64(body.count)
         progress(Monotonic.now)

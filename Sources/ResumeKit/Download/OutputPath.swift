@@ -11,12 +11,8 @@ public enum OutputPath {
     }
 
     static func resolve(url: String, output: String?) throws(TransferError) -> String {
-        var path: String
-        if let output, output.hasPrefix("/") {
-            path = output
-        } else {
-            path = FileManager.default.currentDirectoryPath + "/" + (output ?? defaultName(url: url))
-        }
+        let name = output ?? defaultName(url: url)  // never absolute: a URL's name has no slash
+        var path = name.hasPrefix("/") ? name : FileManager.default.currentDirectoryPath + "/" + name
         if output?.hasSuffix("/") == true {
             path += defaultName(url: url)
         } else if isFolder(path) {

@@ -99,15 +99,13 @@ final class PartFile {
         if let gatherer { written += Int64(try gatherer.write(to: fd.rawValue, at: written)) }
     }
 
-    /// Makes everything received so far durable and returns the new committed length. Nothing written since
-    /// the last sync needs none: a missing or longer file is cut back to `committed` anyway.
-    @discardableResult
-    func sync() throws -> Int64 {
+    /// Makes everything received so far durable. Nothing written since the last sync needs none: a missing or
+    /// longer file is cut back to `committed` anyway.
+    func sync() throws {
         try flush()
-        guard written != committed else { return committed }
+        guard written != committed else { return }
         if fdatasync(fd.rawValue) != 0 { throw Errno(rawValue: errno) }
         committed = written
-        return committed
     }
 
     /// Reads `count` bytes at `offset` (for hashing data already on disk).

@@ -11,7 +11,6 @@ final class SegmentWorker: FetchOutput, @unchecked Sendable {
         case failed(TransferError)
     }
 
-    let index: Int
     let start: Int64
     private let end: Int64
     private let fd: Int32
@@ -33,12 +32,11 @@ final class SegmentWorker: FetchOutput, @unchecked Sendable {
     private var fetch: Fetch!
 
     init(
-        index: Int, segment: ResumeToken.Segment, url: String, headers: [String], resource: DownloadStateMachine.Resource, fd: Int32, path: String,
+        segment: ResumeToken.Segment, url: String, headers: [String], resource: DownloadStateMachine.Resource, fd: Int32, path: String,
         transport: any HTTPTransport, options: TransferOptions, connections: Int, stop: Cancellation, ended: DispatchSemaphore,
         budget: RetryBudget?
     ) {
         self.budget = budget
-        self.index = index
         self.start = segment.start
         self.end = segment.end
         self.fd = fd
@@ -46,8 +44,7 @@ final class SegmentWorker: FetchOutput, @unchecked Sendable {
         self.session = transport.makeSession()
         // The connections share one transfer's worth of buffers (at least 64 KiB each).
         var options = options
-        let share = max(64 << 10, options.transport.receiveBufferSize / max(1, connections))
-        options.transport.receiveBufferSize = share
+        options.transport.receiveBufferSize = max(64 << 10, options.transport.receiveBufferSize / max(1, connections))
         self.options = options
         self.stop = stop
         self.ended = ended
@@ -92,7 +89,7 @@ final class SegmentWorker: FetchOutput, @unchecked Sendable {
             // A bounded plan always asks (the segment's validator is known).
             failure = TransferError(.failed, "\(error)")
         }
-        if let error = flush(), failure == nil { failure = TransferError(.localIO, error) }
+        do { try flush() } catch { failure = failure ?? error }
         if isDone { return .done(()) }
         if let failure { return .done(report(.failed(failure))) }
         switch verdict! {
@@ -124,22 +121,18 @@ final class SegmentWorker: FetchOutput, @unchecked Sendable {
     }
 
     func write(_ body: UnsafeRawBufferPointer) throws(TransferError) {
-        do throws(Errno) {
-            progress.store(written + Int64(try gatherer.append(body, to: fd, at: start + written)), ordering: .releasing)
-        } catch {
-            throw TransferError(.localIO, message(error))
-        }
+        try advance { () throws(Errno) in try gatherer.append(body, to: fd, at: start + written) }
     }
 
-    /// Writes the gathered bytes after the segment's written ones; the error message, if any.
-    private func flush() -> String? {
-        do throws(Errno) {
-            progress.store(written + Int64(try gatherer.write(to: fd, at: start + written)), ordering: .releasing)
-            return nil
-        } catch {
-            return message(error)
-        }
+    /// Writes the gathered bytes after the segment's written ones.
+    private func flush() throws(TransferError) {
+        try advance { () throws(Errno) in try gatherer.write(to: fd, at: start + written) }
     }
 
-    private func message(_ error: Errno) -> String { "cannot write \(path): \(String(cString: strerror(error.rawValue)))" }
+    /// Counts what `write` put in the file as written: only that is ever committed.
+    private func advance(_ write: () throws(Errno) -> Int) throws(TransferError) {
+        do throws(Errno) { progress.store(written + Int64(try write()), ordering: .releasing) } catch {
+            throw TransferError(.localIO, "cannot write \(path): \(String(cString: strerror(error.rawValue)))")
+        }
+    }
 }

@@ -24,18 +24,16 @@ final class SegmentedDownload {
     private let options: TransferOptions
     private let cancellation: Cancellation
     private let emit: EventHandler
-    private let connections: Int
 
     init(
-        token: ResumeToken, store: TokenStore, transport: any HTTPTransport, options: TransferOptions, connections: Int,
-        cancellation: Cancellation, events: @escaping EventHandler
+        token: ResumeToken, store: TokenStore, transport: any HTTPTransport, options: TransferOptions, cancellation: Cancellation,
+        events: @escaping EventHandler
     ) throws(TransferError) {
         header = token
         download = try token.downloadPart()
         self.store = store
         self.transport = transport
         self.options = options
-        self.connections = connections
         self.cancellation = cancellation
         self.emit = events
     }
@@ -52,7 +50,7 @@ final class SegmentedDownload {
         let part = try PartFile.opening(download.partPath, keeping: .max, tokenID: store.exists(id: token.id) ? token.id : nil)
         defer { part.close() }
         let fd = part.fileDescriptor
-        try save()  // the plan, before any data: whatever fails next, a resume knows the segments
+        try store.write(token, keeping: true)  // the plan, before any data: whatever fails next, a resume knows the segments
         // Holes where nothing is committed yet; a longer file (garbage after a crash) is cut back. Reserved up front,
         // segments write into allocated space instead of interleaving their allocations (unthrottled 1 GiB, 4
         // connections: 0.93 of one connection's time instead of 1.15), and a disk too small fails now.
@@ -67,8 +65,8 @@ final class SegmentedDownload {
         let stop = Cancellation()
         let ended = DispatchSemaphore(value: 0)
         let budget = RetryBudget.forSegments(options.retry, count: segments.count)
-        let workers = segments.enumerated().map { index, segment in
-            SegmentWorker(index: index, segment: segment, url: token.url, headers: token.headers, resource: resource, fd: fd, path: download.partPath,
+        let workers = segments.map { segment in
+            SegmentWorker(segment: segment, url: token.url, headers: token.headers, resource: resource, fd: fd, path: download.partPath,
                 transport: transport, options: options, connections: segments.count, stop: stop, ended: ended, budget: budget)
         }
         emit(.started(kind: .download, url: token.url, path: download.path,
@@ -123,7 +121,7 @@ final class SegmentedDownload {
         case nil:
             break
         }
-        return try finish(fd: fd, total: total)
+        return try finish(total: total)
     }
 
     /// How a segmented download ended: finished, or handed to one connection with the token to go on from.
@@ -140,7 +138,7 @@ final class SegmentedDownload {
     ) throws(TransferError) -> Ending {
         do {
             return .finished(try SegmentedDownload(token: token, store: store, transport: transport, options: options,
-                connections: options.connections, cancellation: cancellation, events: events).run())
+                cancellation: cancellation, events: events).run())
         } catch let error as TransferError {
             throw error
         } catch Handover.unsupported(let why) {
@@ -187,7 +185,7 @@ final class SegmentedDownload {
             }
             throw Handover.unsupported(refusal.description)
         case .success(let resource):
-            let segments = SegmentRules.split(total: resource.totalBytes!, connections: connections)
+            let segments = SegmentRules.split(total: resource.totalBytes!, connections: options.connections)
             guard segments.count > 1 else { throw Handover.unsupported("the file is too small to split") }
             download.adopt(resource, effectiveURL: result.effectiveURL)
             download.segments = segments
@@ -201,14 +199,10 @@ final class SegmentedDownload {
             throw TransferError(.localIO, "cannot write \(download.partPath): \(String(cString: strerror(errno)))", tokenID: token.id)
         }
         for (i, bytes) in written.enumerated() { download.segments?[i].committed = bytes }
-        try save()
-    }
-
-    private func save() throws {
         try store.write(token, keeping: true)
     }
 
-    private func finish(fd: Int32, total: Int64) throws -> DownloadResult {
+    private func finish(total: Int64) throws -> DownloadResult {
         var digest: String?
         if options.computeSHA256 || download.expectedSHA256 != nil {
             digest = try FileDigest.sha256(path: download.partPath)

@@ -51,11 +51,6 @@ final class SmallFilePass: @unchecked Sendable {
         tokens = client.store.ids()
     }
 
-    /// Not with several connections a file: a fresh file then plans segments.
-    static func applies(to options: TransferOptions) -> Bool {
-        options.connections <= 1
-    }
-
     /// Runs the pass, a file at a time on each session; returns the files it left to the workers, in list order.
     func run(on sessions: [any StartingSession]) -> [Left] {
         for session in sessions {
@@ -123,16 +118,12 @@ final class SmallFilePass: @unchecked Sendable {
             queue.finish(fetch.index, .success(finished.result))
         case .left(let verdict):
             if fetch.outgrown { ended.store(true, ordering: .relaxed) }
-            discard(fetch.part)
+            // The pass created the `.part` (and still locks it): nothing of it was promised to anyone.
+            unlink(fetch.part.path)
+            fetch.part.close()
             let earlier = EarlierAttempt(verdict: verdict, announced: fetch.fetch.announced)
             left.withLock { $0.append(Left(index: fetch.index, earlier: earlier)) }
         }
-    }
-
-    /// Drops a `.part` this pass created (and still locks): nothing of it was promised to anyone.
-    private func discard(_ part: PartFile) {
-        unlink(part.path)
-        part.close()
     }
 }
 
@@ -150,7 +141,6 @@ struct EarlierAttempt: Sendable {
 final class SmallFileFetch: FetchOutput {
     let index: Int
     let id: String
-    let url: String
     /// What a token of the file would hold: its path, and once the head is in, what the server said.
     private var download: ResumeToken.DownloadPart
     let part: PartFile
@@ -168,7 +158,6 @@ final class SmallFileFetch: FetchOutput {
     ) {
         self.index = index
         self.id = id
-        self.url = url
         self.download = download
         self.part = part
         self.options = options
@@ -222,7 +211,7 @@ final class SmallFileFetch: FetchOutput {
         case .done:
             download.adopt(fetch.machine.resource, effectiveURL: result.effectiveURL)
             let digest = options.computeSHA256 ? try? fetch.digest() : nil
-            return .finished(Publish.Finished(download: download, tokenID: id, url: url, tokenOnDisk: false,
+            return .finished(Publish.Finished(download: download, tokenID: id, url: fetch.url, tokenOnDisk: false,
                 bytes: part.written, sha256: digest, emit: emit))
         case .fail, .fault:
             return .left(verdict)

@@ -43,7 +43,9 @@ final class StreamDownload: FetchOutput {
             case .again: return .next
             case .fault(let fault): return .failed(fault, progressMade: fetch.received > 0)
             case .fail(.status(let status, let reason)): throw TransferError.refused(status, reason, url: fetch.url)
-            case .fail(.changed(let reason)), .refetchFromZero(let reason): throw changed(reason)
+            case .fail(.changed(let reason)), .refetchFromZero(let reason):
+                throw TransferError(.sourceChanged,
+                    "\(reason); \(written) bytes already went to stdout and cannot be taken back")
             }
         }
     }
@@ -61,10 +63,6 @@ final class StreamDownload: FetchOutput {
         case .retriesExhausted: return TransferError(.retriesExhausted, "\(error.message), \(written) bytes written to stdout")
         default: return error
         }
-    }
-
-    private func changed(_ reason: String) -> TransferError {
-        TransferError(.sourceChanged, "\(reason); \(written) bytes already went to stdout and cannot be taken back")
     }
 
     private func finish() throws(TransferError) -> DownloadResult {

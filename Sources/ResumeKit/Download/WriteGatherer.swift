@@ -38,7 +38,6 @@ final class WriteGatherer {
 
     /// Writes what is gathered to `fd` at `offset`, returning the count, and empties the buffer also on a
     /// failure (a full disk): the gathered bytes were never committed, and the file must stay committable.
-    @discardableResult
     func write(to fd: Int32, at offset: Int64) throws(Errno) -> Int {
         let n = count
         count = 0
