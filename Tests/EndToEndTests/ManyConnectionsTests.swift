@@ -69,6 +69,27 @@ import Testing
         #expect(events(r.stdout).first("restarted")?["reason"] as? String == "the file changed on the server")
     }
 
+    /// The `--on-change` of the command given now decides, with segments as with one connection (the token's
+    /// value is the earlier command's).
+    @Test(arguments: [("fail", "restart", Int32(0)), ("restart", "fail", Int32(1))])
+    func segmentedDownloadOfAChangedFileFollowsTheOnChangeGivenNow(earlier: String, now: String, status: Int32) async throws {
+        let w = try Workspace()
+        let first = randomBytes(count: 4_000_000, seed: 36)
+        let server = try await MisbehavingServer(content: first, behaviors: [.cutsEveryResponse(afterBytes: 400_000)])
+        let cut = try await w.run(["download", server.url(), "-o", "c.bin", "--connections", "4", "--retries", "0", "--on-change", earlier])
+        #expect(cut.status == 75, "\(cut)")
+        let second = randomBytes(count: 4_000_000, seed: 37)
+        server.replaceContent(second)
+        let r = try await w.run(["download", server.url(), "-o", "c.bin", "--connections", "4", "--retry-delay", "0.01", "--on-change", now])
+        #expect(r.status == status, "\(r)")
+        if status == 0 {
+            #expect(try sha256(file: w.out + "/c.bin") == sha256(second))
+        } else {
+            #expect(r.stderr.contains("changed") && r.stderr.contains("--on-change fail"), "\(r)")
+            #expect(!FileManager.default.fileExists(atPath: w.out + "/c.bin"))
+        }
+    }
+
     @Test(arguments: ["0", "17", "x"])
     func badConnectionCountsAreUsageErrors(value: String) async throws {
         let w = try Workspace()

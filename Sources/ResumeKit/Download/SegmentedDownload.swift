@@ -112,9 +112,6 @@ final class SegmentedDownload {
         }
         switch outcome {
         case .changed(let reason)?:
-            if DownloadStateMachine.OnChange(rawValue: download.onChange ?? "") == .fail {
-                throw TransferError.changed(reason, tokenID: token.id)
-            }
             throw Handover.changed(reason)
         case .failed(let error)?:
             throw TransferError(error.code, error.message, tokenID: token.id)
