@@ -65,7 +65,7 @@ extension TransferClient {
         if Route.isS3(request.url) { (request, s3) = try s3Object(request) }
         try URLCheck.validate(request.url)
         if request.outputPath == "-" { return (request, s3, "-", "") }
-        let path = try OutputPath.resolve(url: request.url, output: request.outputPath)
+        let path = OutputPath.resolve(url: request.url, output: request.outputPath)
         return (request, s3, path, TokenStore.makeID(kind: .download, url: request.url, path: path))
     }
 

@@ -197,7 +197,7 @@ extension TransferClient {
         }
         let token = try? store.load(id)
         let path = token?.download?.path ?? token?.upload?.source.path ?? source.map(OutputPath.absolute)
-            ?? (kind == .download ? try? OutputPath.resolve(url: url, output: nil) : nil)
+            ?? (kind == .download ? OutputPath.resolve(url: url, output: nil) : nil)
         let bytes = token.map { t in t.download?.heldBytes ?? t.upload?.acknowledgedBytes ?? 0 }
         let outcome: TransferRecord.Outcome = if case .stopped = error.code { .paused } else { .failed }
         try? results.save(TransferRecord(

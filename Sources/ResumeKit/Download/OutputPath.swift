@@ -10,7 +10,7 @@ public enum OutputPath {
         }
     }
 
-    static func resolve(url: String, output: String?) throws(TransferError) -> String {
+    static func resolve(url: String, output: String?) -> String {
         let name = output ?? defaultName(url: url)  // never absolute: a URL's name has no slash
         var path = name.hasPrefix("/") ? name : FileManager.default.currentDirectoryPath + "/" + name
         if output?.hasSuffix("/") == true {

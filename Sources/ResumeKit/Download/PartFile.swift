@@ -108,7 +108,7 @@ final class PartFile {
         committed = written
     }
 
-    /// Reads `count` bytes at `offset` (for hashing data already on disk).
+    /// Reads up to `buffer.count` bytes at `offset` (for hashing data already on disk).
     func read(at offset: Int64, into buffer: UnsafeMutableRawBufferPointer) throws -> Int {
         try flush()
         return try fd.read(fromAbsoluteOffset: offset, into: buffer)

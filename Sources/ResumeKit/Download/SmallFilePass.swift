@@ -82,9 +82,8 @@ final class SmallFilePass: @unchecked Sendable {
     /// The file's new `.part` and its request; nil when the file is not the pass's to take.
     private func open(_ i: Int) -> SmallFileFetch? {
         let request = requests[i]
-        guard request.expectedSHA256 == nil, !Route.isS3(request.url), (request.listedSize ?? 0) <= SmallFilePass.limit,
-            let path = try? OutputPath.resolve(url: request.url, output: request.outputPath)
-        else { return nil }
+        guard request.expectedSHA256 == nil, !Route.isS3(request.url), (request.listedSize ?? 0) <= SmallFilePass.limit else { return nil }
+        let path = OutputPath.resolve(url: request.url, output: request.outputPath)
         let id = TokenStore.makeID(kind: .download, url: request.url, path: path)
         // A token, an earlier `.part` or a file in the way: the workers continue, resume or report it.
         guard !tokens.contains(id), OutputPath.occupant(path) == .nothing, let (options, headers) = settings(for: request) else { return nil }
