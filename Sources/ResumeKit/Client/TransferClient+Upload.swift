@@ -14,29 +14,32 @@ extension TransferClient {
     }
 
     /// Uploads a file (to a URL or `s3://BUCKET/KEY`) or a stream, continuing this request's earlier attempt.
-    func runUpload(_ request: UploadRequest, cancellation: Cancellation, events: @escaping EventHandler) throws(TransferError) -> UploadResult {
-        guard case .opened(var opened) = try open(.upload(request), events: events) else { throw TransferError(.usage, "no upload") }
+    /// `smallFile`: a folder batch's small file over the worker's connection, with its token in memory only (no
+    /// lock, no token, no result record); retries go on within this run, a kill sends it again.
+    func runUpload(
+        _ request: UploadRequest, smallFile session: (any TransportSession)? = nil, cancellation: Cancellation,
+        events: @escaping EventHandler
+    ) throws(TransferError) -> UploadResult {
+        let small = session != nil
+        guard case .opened(var opened) = try open(.upload(request, batchFile: small), events: events) else {
+            throw TransferError(.usage, "no upload")
+        }
         defer { opened.lock.release() }
         var probe = request.probed
-        // A new token, or one written by `--detach` before anything was sent, has no protocol yet: choose it now.
-        try decideProtocol(&opened.token, request, probe: &probe, cancellation: cancellation, events: events)
+        var part = try opened.token.uploadPart()
+        if part.wire == .undecided {
+            // A new token, or one written by `--detach` before anything was sent, has no protocol yet: choose it now.
+            part.wire = try chooseProtocol(request, probe: &probe, cancellation: cancellation, events: events)
+            opened.token = opened.token.with(.upload(part))
+        }
         guard let source = opened.source else {
             return try runStreamUpload(request, opened: opened, probe: probe, cancellation: cancellation, events: events)
         }
-        try store.write(opened.token)
+        if !small { try store.write(opened.token) }
         return try runUploadOperation(
             opened.token, source: source, options: opened.options, versionPinned: request.interopVersion != nil, chunkSize: request.chunkSize,
-            capabilities: try tusCapabilities(probe, size: source.identity.size, id: opened.token.id), cancellation: cancellation, events: events)
-    }
-
-    /// Sets an undecided upload's protocol: the one pinned, else what one OPTIONS probe finds (`probe` keeps its answer).
-    func decideProtocol(
-        _ token: inout ResumeToken, _ request: UploadRequest, probe: inout ProtocolProbe?, cancellation: Cancellation, events: @escaping EventHandler
-    ) throws(TransferError) {
-        var part = try token.uploadPart()
-        guard part.wire == .undecided else { return }
-        part.wire = try chooseProtocol(request, probe: &probe, cancellation: cancellation, events: events)
-        token = token.with(.upload(part))
+            capabilities: try tusCapabilities(probe, size: source.identity.size, id: opened.token.id), durable: !small, session: session,
+            cancellation: cancellation, events: events)
     }
 
     /// The protocol of a new upload: the one pinned, else what one OPTIONS probe finds (`probe` keeps its answer).
