@@ -289,12 +289,7 @@ public struct TusStateMachine: StreamingUploadMachine {
 
     /// The server holds `offset` bytes: done once that is all of them and it knows that it is.
     private mutating func reached(_ offset: Int64) -> UploadDecision {
-        offset == size && lengthKnown && lengthDeclared ? complete() : .proceed
-    }
-
-    private mutating func complete() -> UploadDecision {
-        state = .done
-        return .completed
+        offset == size && lengthKnown && lengthDeclared ? state.complete() : .proceed
     }
 
     private mutating func restart(_ reason: String) -> UploadDecision {
