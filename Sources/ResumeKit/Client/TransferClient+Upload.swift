@@ -28,8 +28,17 @@ extension TransferClient {
         var probe = request.probed
         var part = try opened.token.uploadPart()
         if part.wire == .undecided {
-            // A new token, or one written by `--detach` before anything was sent, has no protocol yet: choose it now.
-            part.wire = try chooseProtocol(request, probe: &probe, cancellation: cancellation, events: events)
+            // A new token, or one written by `--detach` before anything was sent, has no protocol yet: the one
+            // pinned, else what one OPTIONS probe finds (`probe` keeps its answer).
+            if request.pinnedWire == nil, probe == nil {
+                probe = try self.probe(request.url, headers: request.headers, cancellation: cancellation, events: events)
+            }
+            part.wire = switch (request.pinnedWire, probe) {
+            case (let pinned?, _): pinned
+            case (nil, .tus?): .tus(expires: nil, checksum: nil)
+            case (nil, .ietf(let named)?): .ietf(named ?? request.interopVersion ?? .newest)
+            default: .ietf(request.interopVersion ?? .newest)
+            }
             opened.token = opened.token.with(.upload(part))
         }
         guard let source = opened.source else {
@@ -40,23 +49,6 @@ extension TransferClient {
             opened.token, source: source, options: opened.options, versionPinned: request.interopVersion != nil, chunkSize: request.chunkSize,
             capabilities: try tusCapabilities(probe, size: source.identity.size, id: opened.token.id), durable: !small, session: session,
             cancellation: cancellation, events: events)
-    }
-
-    /// The protocol of a new upload: the one pinned, else what one OPTIONS probe finds (`probe` keeps its answer).
-    func chooseProtocol(
-        _ request: UploadRequest, probe: inout ProtocolProbe?, cancellation: Cancellation, events: @escaping EventHandler
-    ) throws(TransferError) -> ResumeToken.UploadPart.Wire {
-        if let pinned = request.pinnedWire { return pinned }
-        let found: ProtocolProbe
-        if let known = request.probed { found = known } else {
-            found = try self.probe(request.url, headers: request.headers, cancellation: cancellation, events: events)
-        }
-        probe = found
-        switch found {
-        case .tus: return .tus(expires: nil, checksum: nil)
-        case .ietf(let named): return .ietf(named ?? request.interopVersion ?? .newest)
-        case .unknown: return .ietf(request.interopVersion ?? .newest)
-        }
     }
 
     /// What a tus server's OPTIONS said (nil: not asked, or no tus); throws when it cannot take `size` bytes.
@@ -99,7 +91,7 @@ extension TransferClient {
     /// One OPTIONS to the creation URL, never with the body: which protocol does the server speak? A busy
     /// server (429, 503) or a lost connection is asked again under the transfer's retry rules, so that a
     /// tus server that was briefly busy is not taken for one that speaks no tus.
-    private func probe(_ url: String, headers given: [String], cancellation: Cancellation, events: @escaping EventHandler)
+    func probe(_ url: String, headers given: [String], cancellation: Cancellation, events: @escaping EventHandler)
         throws(TransferError) -> ProtocolProbe
     {
         var headers = (try? HeaderLines.parse(given)) ?? [:]

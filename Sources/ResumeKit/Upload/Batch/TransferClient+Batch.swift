@@ -72,11 +72,7 @@ extension TransferClient {
             if template.uploadProtocol == .tus {
                 template.probed = tusProbe(BatchNaming.target(request.target, relative: first.relative), template.headers, cancellation)
             } else if template.pinnedWire == nil {
-                var probe: ProtocolProbe?
-                var asked = template
-                asked.url = request.target
-                _ = try chooseProtocol(asked, probe: &probe, cancellation: cancellation, events: { _ in })
-                template.probed = probe
+                template.probed = try probe(request.target, headers: template.headers, cancellation: cancellation, events: { _ in })
             }
         }
         let earlier = BatchLedger.earlier(state: state, id: id)
