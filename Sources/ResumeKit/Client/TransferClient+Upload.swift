@@ -168,12 +168,6 @@ extension TransferClient {
 
     // MARK: Streams
 
-    /// Where stream uploads keep their spools: `STATE/spool/<id>` (folder 0700, files 0600).
-    func spoolPath(id: String) throws(TransferError) -> String {
-        try store.state.make(store.state.spool)
-        return store.state.spool(id)
-    }
-
     /// `producer | resumectl upload - URL`: the IETF draft, tus or S3 multipart with the length unknown until
     /// stdin ends; the same stream again continues a cut upload. `probe`: what the protocol's choice found.
     func runStreamUpload(
@@ -195,7 +189,8 @@ extension TransferClient {
                 options: opened.options, cancellation: cancellation, emit: events
             ).run()
         }
-        let spool = try Spool.create(path: try spoolPath(id: token.id))
+        try store.state.make(store.state.spool)
+        let spool = try Spool.create(path: store.state.spool(token.id))
         part.stream = .init(spool: spool.path, start: 0, durable: 0, ended: false, spoolMax: spoolMax,
             ledger: StreamLedger(blockSize: StreamLedger.blockSize(spoolMax: spoolMax)), synced: 0)
         token = token.with(.upload(part))
@@ -218,11 +213,8 @@ extension TransferClient {
                 "the stream of \(token.id) was cut before its end: pipe the same stream in again (producer | resumectl resume \(token.id))")
         }
         let spool = try Spool.reopen(path: stream.spool, start: stream.start, synced: stream.synced ?? stream.durable)
-        if stream.ended {
-            events(.note("the stream ended before; sending the rest from the spool"))
-        } else {
-            events(.note("checking the replayed stream against the \(stream.durable) bytes already read"))
-        }
+        events(.note(stream.ended ? "the stream ended before; sending the rest from the spool"
+            : "checking the replayed stream against the \(stream.durable) bytes already read"))
         return try runStream(token, spool: spool, versionPinned: part.uploadURL != nil, capabilities: nil, replay: !stream.ended,
             options: opened.options, cancellation: cancellation, events: events)
     }

@@ -199,10 +199,7 @@ public struct TusStateMachine: StreamingUploadMachine {
             guard let url = resolveLocation(head.headers["Location"], against: creationURL) else {
                 return state.fail("the server did not say where the upload lives (no Location)")
             }
-            guard sent > 0 else {
-                state = .append(url: url, offset: 0)
-                return reached(0)
-            }
+            guard sent > 0 else { return reached(0, at: url) }
             if let offset = Self.offset(head), offset > sent {
                 return state.fail("the server acknowledged \(offset) bytes of a creation that carried \(sent)")
             }
@@ -210,8 +207,7 @@ public struct TusStateMachine: StreamingUploadMachine {
                 state = .queryOffset(url: url)
                 return .step(reason: "the server did not say how much of the creation it kept")
             }
-            state = .append(url: url, offset: offset)
-            return reached(offset)
+            return reached(offset, at: url)
         case 413:
             return state.fail("the server refused the upload as too large (413)")
         case 460:
@@ -233,8 +229,7 @@ public struct TusStateMachine: StreamingUploadMachine {
             }
             lengthDeclared = length != nil
             guard offset <= size else { return state.fail("the server holds \(offset) bytes, more than the file's \(size)") }
-            state = .append(url: url, offset: offset)
-            return reached(offset)
+            return reached(offset, at: url)
         case 403, 404, 410:
             return restart("the server no longer has the upload (\(head.status))")
         default:
@@ -254,8 +249,7 @@ public struct TusStateMachine: StreamingUploadMachine {
                 state = .queryOffset(url: url)
                 return .step(reason: "the server did not acknowledge \(end)")
             }
-            state = .append(url: url, offset: acknowledged)
-            return reached(acknowledged)
+            return reached(acknowledged, at: url)
         case 409:
             state = .queryOffset(url: url)
             return .step(reason: "the server has another offset")
@@ -287,9 +281,10 @@ public struct TusStateMachine: StreamingUploadMachine {
         return state.fail("the server answered \(head.status) \(head.reason) while \(what)")
     }
 
-    /// The server holds `offset` bytes: done once that is all of them and it knows that it is.
-    private mutating func reached(_ offset: Int64) -> UploadDecision {
-        offset == size && lengthKnown && lengthDeclared ? state.complete() : .proceed
+    /// The server holds `offset` bytes of the upload at `url`: done once that is all of them and it knows that it is.
+    private mutating func reached(_ offset: Int64, at url: String) -> UploadDecision {
+        state = .append(url: url, offset: offset)
+        return offset == size && lengthKnown && lengthDeclared ? state.complete() : .proceed
     }
 
     private mutating func restart(_ reason: String) -> UploadDecision {
