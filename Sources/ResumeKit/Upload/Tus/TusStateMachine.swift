@@ -41,18 +41,12 @@ public struct TusStateMachine: StreamingUploadMachine {
     private let metadata: String
     private let chunkSize: Int64?
 
-    /// - Parameters:
-    ///   - size: the upload's length (for a stream, the bytes known so far).
-    ///   - creationURL: the endpoint a POST creates uploads at; relative `Location`s resolve against it.
-    ///   - filename: sent base64 in `Upload-Metadata` with `filetype` (tuspyserver requires both).
-    ///   - filetype: the media type sent beside the name.
-    ///   - capabilities: from an OPTIONS already made (the `auto` probe); nil → the machine asks.
-    ///   - uploadURL: from a token: the machine asks for the offset first.
-    ///   - checksum: the `Upload-Checksum` algorithm a token chose before; nil → chosen from the server's list.
-    ///   - expires: the server's `Upload-Expires` as a token kept it.
-    ///   - chunkSize: the most bytes a PATCH carries; nil → the rest of the file in one (``checksummedPiece``
-    ///     when appends carry a checksum).
-    ///   - lengthKnown: false for a stream whose end was not read: created with `Upload-Defer-Length`.
+    /// `creationURL`: where a POST creates uploads; relative `Location`s resolve against it. `filename` goes
+    /// base64 in `Upload-Metadata` with `filetype` (tuspyserver requires both). `capabilities`: from an OPTIONS
+    /// already made (the `auto` probe); nil → the machine asks. `uploadURL`, `checksum`, `expires`: what a token
+    /// kept (with an upload URL, the machine asks for the offset first; without a checksum it chooses from the
+    /// server's list). `chunkSize`: the most bytes a PATCH carries; nil → the rest of the file in one
+    /// (``checksummedPiece`` when appends carry a checksum).
     public init(
         size: Int64, creationURL: String, filename: String, filetype: String = "application/octet-stream",
         capabilities: TusCapabilities? = nil, uploadURL: String? = nil, checksum: DigestAlgorithm? = nil,
