@@ -133,8 +133,7 @@ public struct TusStateMachine: StreamingUploadMachine {
 
     public func record(into part: inout ResumeToken.UploadPart) {
         part.wire = .tus(expires: expires, checksum: checksum)
-        if let url = uploadURL { part.uploadURL = url }
-        if state == .create || state == .discover { part.uploadURL = nil }
+        if state != .done { part.uploadURL = uploadURL }
         if case .append(_, let offset) = state { part.acknowledgedBytes = offset }
     }
 
