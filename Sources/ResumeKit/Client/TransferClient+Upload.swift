@@ -47,18 +47,7 @@ extension TransferClient {
         if !small { try store.write(opened.token) }
         return try runUploadOperation(
             opened.token, source: source, options: opened.options, versionPinned: request.interopVersion != nil, chunkSize: request.chunkSize,
-            capabilities: try tusCapabilities(probe, size: source.identity.size, id: opened.token.id), durable: !small, session: session,
-            cancellation: cancellation, events: events)
-    }
-
-    /// What a tus server's OPTIONS said (nil: not asked, or no tus); throws when it cannot take `size` bytes.
-    func tusCapabilities(_ probe: ProtocolProbe?, size: Int64, id: String) throws(TransferError) -> TusCapabilities? {
-        guard case .tus(let found) = probe else { return nil }
-        if let refusal = TusStateMachine.refusal(found, size: size) {
-            store.remove(id: id)
-            throw TransferError(.failed, refusal)
-        }
-        return found
+            capabilities: probe?.tusCapabilities, durable: !small, session: session, cancellation: cancellation, events: events)
     }
 
     /// Picks the token's protocol machine and runs it; not `durable` (a batch's small file), the token is never written.
@@ -79,7 +68,10 @@ extension TransferClient {
                 ).runToEnd()
             }
         }
-        do {
+        do throws(TransferError) {
+            if let capabilities, let refusal = TusStateMachine.refusal(capabilities, size: source.identity.size) {
+                throw TransferError(.failed, refusal)
+            }
             return try run(machine)
         } catch {
             // Nothing can continue an upload refused for good (on S3: before an upload id): its token would only clutter `list`.
@@ -198,9 +190,8 @@ extension TransferClient {
             spool.remove()
             throw TransferError(.localIO, "\(error)")
         }
-        let capabilities: TusCapabilities? = if case .tus(let found) = probe { found } else { nil }
-        return try runStream(token, spool: spool, versionPinned: request.interopVersion != nil, capabilities: capabilities, replay: false,
-            options: opened.options, cancellation: cancellation, events: events)
+        return try runStream(token, spool: spool, versionPinned: request.interopVersion != nil, capabilities: probe?.tusCapabilities,
+            replay: false, options: opened.options, cancellation: cancellation, events: events)
     }
 
     /// A stream upload's token: from the spool once its stream ended, else from the same stream piped again.
