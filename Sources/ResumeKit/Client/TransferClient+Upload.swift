@@ -153,8 +153,21 @@ extension TransferClient {
                 checksum: checksum, expires: expires, chunkSize: chunkSize, lengthKnown: lengthKnown), options)
         case .plain:
             return (PlainUploadMachine(size: size), options)  // not for a stream: see runStream
-        case .s3:
-            return try s3Machine(token, options: options)
+        case .s3(let state):
+            // Signed, and `--limit-rate` shared by the parts in flight.
+            let target = try S3Target(state)
+            let parallel = Int64(max(1, state.parallel ?? S3Options().parallel))
+            var signed = options
+            signed.transport = target.signing(options.transport)
+            if signed.transport.maxSendRate > 0 { signed.transport.maxSendRate = max(1, signed.transport.maxSendRate / parallel) }
+            // S3 answers a part with a head and no body: libcurl's default receive buffer is plenty.
+            signed.transport.receiveBufferSize = 16 * 1024
+            // Parts go several at once: 256 KiB a connection sends as fast over loopback as 512, within 32 MiB.
+            signed.transport.uploadBufferSize = 256 * 1024
+            let machine = S3MultipartMachine(
+                state: state, size: part.source.size, final: lengthKnown, stream: stream != nil,
+                headers: (try? HeaderLines.parse(token.headers)) ?? [:], endpoint: target.endpoint, answers: try requireS3Answers())
+            return (machine, signed)
         }
     }
 
@@ -261,25 +274,5 @@ extension TransferClient {
         var part = ResumeToken.UploadPart(source: source, wire: .s3(state))
         part.batch = request.batch
         return ResumeToken(id: id, url: location.description, headers: request.headers, transfer: .upload(part))
-    }
-
-    /// The machine of an S3 upload's token (a file's, or a stream's at the bytes its spool made durable), and
-    /// the settings its requests go with: signed, and `--limit-rate` shared by the parts in flight.
-    func s3Machine(_ token: ResumeToken, options: TransferOptions) throws(TransferError) -> (S3MultipartMachine, TransferOptions) {
-        let part = try token.uploadPart()
-        guard let state = part.s3 else { throw TransferError(.badToken, "token \(token.id) is not an S3 upload") }
-        let target = try S3Target(state)
-        let parallel = Int64(max(1, state.parallel ?? S3Options().parallel))
-        var signed = options
-        signed.transport = target.signing(options.transport)
-        if signed.transport.maxSendRate > 0 { signed.transport.maxSendRate = max(1, signed.transport.maxSendRate / parallel) }
-        // S3 answers a part with a head and no body: libcurl's default receive buffer is plenty.
-        signed.transport.receiveBufferSize = 16 * 1024
-        // Parts go several at once: 256 KiB a connection sends as fast over loopback as 512, within 32 MiB.
-        signed.transport.uploadBufferSize = 256 * 1024
-        let machine = S3MultipartMachine(
-            state: state, size: part.source.size, final: part.stream?.ended ?? true, stream: part.stream != nil,
-            headers: (try? HeaderLines.parse(token.headers)) ?? [:], endpoint: target.endpoint, answers: try requireS3Answers())
-        return (machine, signed)
     }
 }
