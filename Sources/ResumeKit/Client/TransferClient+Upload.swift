@@ -14,56 +14,40 @@ extension TransferClient {
     }
 
     /// Uploads a file (to a URL or `s3://BUCKET/KEY`) or a stream, continuing this request's earlier attempt.
-    func runUpload(_ request: UploadRequest, cancellation: Cancellation, events: @escaping EventHandler) throws(TransferError) -> UploadResult {
-        guard case .opened(var opened) = try open(.upload(request), events: events) else { throw TransferError(.usage, "no upload") }
+    /// `smallFile`: a folder batch's small file over the worker's connection, with its token in memory only (no
+    /// lock, no token, no result record); retries go on within this run, a kill sends it again.
+    func runUpload(
+        _ request: UploadRequest, smallFile session: (any TransportSession)? = nil, cancellation: Cancellation,
+        events: @escaping EventHandler
+    ) throws(TransferError) -> UploadResult {
+        let small = session != nil
+        guard case .opened(var opened) = try open(.upload(request, batchFile: small), events: events) else {
+            throw TransferError(.usage, "no upload")
+        }
         defer { opened.lock.release() }
         var probe = request.probed
-        // A new token, or one written by `--detach` before anything was sent, has no protocol yet: choose it now.
-        try decideProtocol(&opened.token, request, probe: &probe, cancellation: cancellation, events: events)
+        var part = try opened.token.uploadPart()
+        if part.wire == .undecided {
+            // A new token, or one written by `--detach` before anything was sent, has no protocol yet: the one
+            // pinned, else what one OPTIONS probe finds (`probe` keeps its answer).
+            if request.pinnedWire == nil, probe == nil {
+                probe = try self.probe(request.url, headers: request.headers, cancellation: cancellation, events: events)
+            }
+            part.wire = switch (request.pinnedWire, probe) {
+            case (let pinned?, _): pinned
+            case (nil, .tus?): .tus(expires: nil, checksum: nil)
+            case (nil, .ietf(let named)?): .ietf(named ?? request.interopVersion ?? .newest)
+            default: .ietf(request.interopVersion ?? .newest)
+            }
+            opened.token = opened.token.with(.upload(part))
+        }
         guard let source = opened.source else {
             return try runStreamUpload(request, opened: opened, probe: probe, cancellation: cancellation, events: events)
         }
-        try store.write(opened.token)
+        if !small { try store.write(opened.token) }
         return try runUploadOperation(
             opened.token, source: source, options: opened.options, versionPinned: request.interopVersion != nil, chunkSize: request.chunkSize,
-            capabilities: try tusCapabilities(probe, size: source.identity.size, id: opened.token.id), cancellation: cancellation, events: events)
-    }
-
-    /// Sets an undecided upload's protocol: the one pinned, else what one OPTIONS probe finds (`probe` keeps its answer).
-    func decideProtocol(
-        _ token: inout ResumeToken, _ request: UploadRequest, probe: inout ProtocolProbe?, cancellation: Cancellation, events: @escaping EventHandler
-    ) throws(TransferError) {
-        var part = try token.uploadPart()
-        guard part.wire == .undecided else { return }
-        part.wire = try chooseProtocol(request, probe: &probe, cancellation: cancellation, events: events)
-        token = token.with(.upload(part))
-    }
-
-    /// The protocol of a new upload: the one pinned, else what one OPTIONS probe finds (`probe` keeps its answer).
-    func chooseProtocol(
-        _ request: UploadRequest, probe: inout ProtocolProbe?, cancellation: Cancellation, events: @escaping EventHandler
-    ) throws(TransferError) -> ResumeToken.UploadPart.Wire {
-        if let pinned = request.pinnedWire { return pinned }
-        let found: ProtocolProbe
-        if let known = request.probed { found = known } else {
-            found = try self.probe(request.url, headers: request.headers, cancellation: cancellation, events: events)
-        }
-        probe = found
-        switch found {
-        case .tus: return .tus(expires: nil, checksum: nil)
-        case .ietf(let named): return .ietf(named ?? request.interopVersion ?? .newest)
-        case .unknown: return .ietf(request.interopVersion ?? .newest)
-        }
-    }
-
-    /// What a tus server's OPTIONS said (nil: not asked, or no tus); throws when it cannot take `size` bytes.
-    func tusCapabilities(_ probe: ProtocolProbe?, size: Int64, id: String) throws(TransferError) -> TusCapabilities? {
-        guard case .tus(let found) = probe else { return nil }
-        if let refusal = TusStateMachine.refusal(found, size: size) {
-            store.remove(id: id)
-            throw TransferError(.failed, refusal)
-        }
-        return found
+            capabilities: probe?.tusCapabilities, durable: !small, session: session, cancellation: cancellation, events: events)
     }
 
     /// Picks the token's protocol machine and runs it; not `durable` (a batch's small file), the token is never written.
@@ -84,7 +68,10 @@ extension TransferClient {
                 ).runToEnd()
             }
         }
-        do {
+        do throws(TransferError) {
+            if let capabilities, let refusal = TusStateMachine.refusal(capabilities, size: source.identity.size) {
+                throw TransferError(.failed, refusal)
+            }
             return try run(machine)
         } catch {
             // Nothing can continue an upload refused for good (on S3: before an upload id): its token would only clutter `list`.
@@ -96,7 +83,7 @@ extension TransferClient {
     /// One OPTIONS to the creation URL, never with the body: which protocol does the server speak? A busy
     /// server (429, 503) or a lost connection is asked again under the transfer's retry rules, so that a
     /// tus server that was briefly busy is not taken for one that speaks no tus.
-    private func probe(_ url: String, headers given: [String], cancellation: Cancellation, events: @escaping EventHandler)
+    func probe(_ url: String, headers given: [String], cancellation: Cancellation, events: @escaping EventHandler)
         throws(TransferError) -> ProtocolProbe
     {
         var headers = (try? HeaderLines.parse(given)) ?? [:]
@@ -166,18 +153,25 @@ extension TransferClient {
                 checksum: checksum, expires: expires, chunkSize: chunkSize, lengthKnown: lengthKnown), options)
         case .plain:
             return (PlainUploadMachine(size: size), options)  // not for a stream: see runStream
-        case .s3:
-            return try s3Machine(token, options: options)
+        case .s3(let state):
+            // Signed, and `--limit-rate` shared by the parts in flight.
+            let target = try S3Target(state)
+            let parallel = Int64(max(1, state.parallel ?? S3Options().parallel))
+            var signed = options
+            signed.transport = target.signing(options.transport)
+            if signed.transport.maxSendRate > 0 { signed.transport.maxSendRate = max(1, signed.transport.maxSendRate / parallel) }
+            // S3 answers a part with a head and no body: libcurl's default receive buffer is plenty.
+            signed.transport.receiveBufferSize = 16 * 1024
+            // Parts go several at once: 256 KiB a connection sends as fast over loopback as 512, within 32 MiB.
+            signed.transport.uploadBufferSize = 256 * 1024
+            let machine = S3MultipartMachine(
+                state: state, size: part.source.size, final: lengthKnown, stream: stream != nil,
+                headers: (try? HeaderLines.parse(token.headers)) ?? [:], endpoint: target.endpoint, answers: try requireS3Answers())
+            return (machine, signed)
         }
     }
 
     // MARK: Streams
-
-    /// Where stream uploads keep their spools: `STATE/spool/<id>` (folder 0700, files 0600).
-    func spoolPath(id: String) throws(TransferError) -> String {
-        try store.state.make(store.state.spool)
-        return store.state.spool(id)
-    }
 
     /// `producer | resumectl upload - URL`: the IETF draft, tus or S3 multipart with the length unknown until
     /// stdin ends; the same stream again continues a cut upload. `probe`: what the protocol's choice found.
@@ -200,7 +194,8 @@ extension TransferClient {
                 options: opened.options, cancellation: cancellation, emit: events
             ).run()
         }
-        let spool = try Spool.create(path: try spoolPath(id: token.id))
+        try store.state.make(store.state.spool)
+        let spool = try Spool.create(path: store.state.spool(token.id))
         part.stream = .init(spool: spool.path, start: 0, durable: 0, ended: false, spoolMax: spoolMax,
             ledger: StreamLedger(blockSize: StreamLedger.blockSize(spoolMax: spoolMax)), synced: 0)
         token = token.with(.upload(part))
@@ -208,9 +203,8 @@ extension TransferClient {
             spool.remove()
             throw TransferError(.localIO, "\(error)")
         }
-        let capabilities: TusCapabilities? = if case .tus(let found) = probe { found } else { nil }
-        return try runStream(token, spool: spool, versionPinned: request.interopVersion != nil, capabilities: capabilities, replay: false,
-            options: opened.options, cancellation: cancellation, events: events)
+        return try runStream(token, spool: spool, versionPinned: request.interopVersion != nil, capabilities: probe?.tusCapabilities,
+            replay: false, options: opened.options, cancellation: cancellation, events: events)
     }
 
     /// A stream upload's token: from the spool once its stream ended, else from the same stream piped again.
@@ -223,11 +217,8 @@ extension TransferClient {
                 "the stream of \(token.id) was cut before its end: pipe the same stream in again (producer | resumectl resume \(token.id))")
         }
         let spool = try Spool.reopen(path: stream.spool, start: stream.start, synced: stream.synced ?? stream.durable)
-        if stream.ended {
-            events(.note("the stream ended before; sending the rest from the spool"))
-        } else {
-            events(.note("checking the replayed stream against the \(stream.durable) bytes already read"))
-        }
+        events(.note(stream.ended ? "the stream ended before; sending the rest from the spool"
+            : "checking the replayed stream against the \(stream.durable) bytes already read"))
         return try runStream(token, spool: spool, versionPinned: part.uploadURL != nil, capabilities: nil, replay: !stream.ended,
             options: opened.options, cancellation: cancellation, events: events)
     }
@@ -283,25 +274,5 @@ extension TransferClient {
         var part = ResumeToken.UploadPart(source: source, wire: .s3(state))
         part.batch = request.batch
         return ResumeToken(id: id, url: location.description, headers: request.headers, transfer: .upload(part))
-    }
-
-    /// The machine of an S3 upload's token (a file's, or a stream's at the bytes its spool made durable), and
-    /// the settings its requests go with: signed, and `--limit-rate` shared by the parts in flight.
-    func s3Machine(_ token: ResumeToken, options: TransferOptions) throws(TransferError) -> (S3MultipartMachine, TransferOptions) {
-        let part = try token.uploadPart()
-        guard let state = part.s3 else { throw TransferError(.badToken, "token \(token.id) is not an S3 upload") }
-        let target = try S3Target(state)
-        let parallel = Int64(max(1, state.parallel ?? S3Options().parallel))
-        var signed = options
-        signed.transport = target.signing(options.transport)
-        if signed.transport.maxSendRate > 0 { signed.transport.maxSendRate = max(1, signed.transport.maxSendRate / parallel) }
-        // S3 answers a part with a head and no body: libcurl's default receive buffer is plenty.
-        signed.transport.receiveBufferSize = 16 * 1024
-        // Parts go several at once: 256 KiB a connection sends as fast over loopback as 512, within 32 MiB.
-        signed.transport.uploadBufferSize = 256 * 1024
-        let machine = S3MultipartMachine(
-            state: state, size: part.source.size, final: part.stream?.ended ?? true, stream: part.stream != nil,
-            headers: (try? HeaderLines.parse(token.headers)) ?? [:], endpoint: target.endpoint, answers: try requireS3Answers())
-        return (machine, signed)
     }
 }

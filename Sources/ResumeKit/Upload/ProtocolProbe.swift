@@ -10,6 +10,9 @@ public enum ProtocolProbe: Sendable, Equatable {
     /// The headers of the probe: our newest interop version, so a draft server answers with its own.
     public static var requestHeaders: HeaderFields { [InteropVersion.header: String(InteropVersion.newest.rawValue)] }
 
+    /// A tus server's capabilities, when that is what the answer showed.
+    var tusCapabilities: TusCapabilities? { if case .tus(let found) = self { found } else { nil } }
+
     /// Reads the probe's answer; nil (no answer at all) is `unknown`.
     public static func decide(_ head: ResponseHead?) -> ProtocolProbe {
         guard let head else { return .unknown }

@@ -94,6 +94,11 @@ public enum ResumableUploadState: Sendable, Equatable {
         }
     }
 
+    mutating func complete() -> UploadDecision {
+        self = .done
+        return .completed
+    }
+
     /// Ends the upload with `reason`.
     mutating func fail(_ reason: String) -> UploadDecision {
         self = .done

@@ -28,6 +28,8 @@ final class UploadOperation<Machine: UploadMachine>: @unchecked Sendable {
     private let durable: Bool
     /// Concurrent requests shared with the other files of a batch: each exchange holds one while it runs.
     private let budget: RequestBudget?
+    /// What a pause says after "paused" instead of the machine's note: a stream's, whatever the protocol.
+    private let pauseNote: String?
 
     /// Sessions not in use: one exchange at a time goes over the connection libcurl already holds.
     private var idle: [any TransportSession] = []
@@ -63,11 +65,12 @@ final class UploadOperation<Machine: UploadMachine>: @unchecked Sendable {
         token: ResumeToken, source: any UploadSource, machine: Machine, store: TokenStore, transport: any HTTPTransport,
         options: TransferOptions, cancellation: Cancellation, events: @escaping EventHandler, streamOpen: Bool = false,
         announced: Bool = false, session: (any TransportSession)? = nil, growth: BodyGrowth? = nil, durable: Bool = true,
-        budget: RequestBudget? = nil
+        budget: RequestBudget? = nil, pauseNote: String? = nil
     ) throws(TransferError) {
         header = token
         self.durable = durable
         self.budget = budget
+        self.pauseNote = pauseNote
         upload = try token.uploadPart()
         self.growth = streamOpen ? growth : nil
         if let session { idle = [session] }
@@ -357,7 +360,7 @@ final class UploadOperation<Machine: UploadMachine>: @unchecked Sendable {
     private func stop(_ reason: StopReason) -> TransferError {
         try? save()
         emit(.paused(offset: upload.acknowledgedBytes))
-        return .stopped(reason, machine.pauseNote, tokenID: token.id)
+        return .stopped(reason, pauseNote ?? machine.pauseNote, tokenID: token.id)
     }
 }
 

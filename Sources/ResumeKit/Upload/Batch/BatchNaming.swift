@@ -13,15 +13,14 @@ enum BatchNaming {
 
     /// Checks that `target` names a folder: `s3://BUCKET/PREFIX/` or an http(s) URL ending in `/`.
     static func checkTarget(_ target: String) throws(TransferError) {
+        let isFolder: Bool
         if Route.isS3(target) {
-            let location = try S3Location.parse(target)
-            guard location.isPrefix else { throw TransferError(.usage, "\(target) must end in / to take a folder") }
-            return
+            isFolder = try S3Location.parse(target).isPrefix
+        } else {
+            try URLCheck.validate(target)
+            isFolder = target.hasSuffix("/") && !target.contains("?") && !target.contains("#")
         }
-        try URLCheck.validate(target)
-        guard target.hasSuffix("/"), !target.contains("?"), !target.contains("#") else {
-            throw TransferError(.usage, "\(target) must end in / to take a folder")
-        }
+        guard isFolder else { throw TransferError(.usage, "\(target) must end in / to take a folder") }
     }
 
     /// The target of the file at `relative`: on S3 as it is, else each segment percent-encoded.

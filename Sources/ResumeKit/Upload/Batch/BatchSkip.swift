@@ -33,17 +33,13 @@ enum BatchSkip {
             if parts.count > 1, count == nil || count == parts.count, value == base64(try combined(.crc32c)) { return true }
         }
         let repr = StructuredField.byteSequenceDictionary(h["Repr-Digest"])
-        if let sha = repr["sha-256"], sha == (try digest(.sha256, whole)) { return true }
-        if let sha = repr["sha-512"], sha == (try digest(.sha512, whole)) { return true }
-        for member in (h["Digest"] ?? "").split(separator: ",") {
-            let pair = member.split(separator: "=", maxSplits: 1)
-            guard pair.count == 2 else { continue }
-            let algorithm: DigestAlgorithm? = switch pair[0].trimmingSpaces().lowercased() {
-            case "sha-256": .sha256
-            case "sha-512": .sha512
-            default: nil
-            }
-            if let algorithm, String(pair[1]).trimmingSpaces() == base64(try digest(algorithm, whole)) { return true }
+        let members = (h["Digest"] ?? "").split(separator: ",").map { $0.split(separator: "=", maxSplits: 1) }
+        for (name, algorithm) in [("sha-256", DigestAlgorithm.sha256), ("sha-512", .sha512)] {
+            let listed = members.filter { $0.count == 2 && $0[0].trimmingSpaces().lowercased() == name }
+                .map { $0[1].trimmingSpaces() }
+            guard repr[name] != nil || !listed.isEmpty else { continue }
+            let sum = try digest(algorithm, whole)
+            if repr[name] == sum || listed.contains(base64(sum)) { return true }
         }
         // An ETag is an MD5 on S3 only (a single PUT's, or `MD5(part MD5s)-N` of a multipart upload).
         if h["x-amz-request-id"] != nil || h["x-amz-id-2"] != nil || h["x-amzn-requestid"] != nil, let etag = h["ETag"] {

@@ -72,11 +72,7 @@ extension TransferClient {
             if template.uploadProtocol == .tus {
                 template.probed = tusProbe(BatchNaming.target(request.target, relative: first.relative), template.headers, cancellation)
             } else if template.pinnedWire == nil {
-                var probe: ProtocolProbe?
-                var asked = template
-                asked.url = request.target
-                _ = try chooseProtocol(asked, probe: &probe, cancellation: cancellation, events: { _ in })
-                template.probed = probe
+                template.probed = try probe(request.target, headers: template.headers, cancellation: cancellation, events: { _ in })
             }
         }
         let earlier = BatchLedger.earlier(state: state, id: id)
@@ -163,11 +159,7 @@ extension TransferClient {
             }
         }
         do {
-            if small {
-                _ = try sendSmallFile(upload, session: session, cancellation: cancellation, events: forward)
-            } else {
-                _ = try runUpload(upload, cancellation: cancellation, events: forward)
-            }
+            _ = try runUpload(upload, smallFile: small ? session : nil, cancellation: cancellation, events: forward)
         } catch where error.code == .sourceChanged {
             let old = uploadTokenID(upload)
             if let token = try? store.load(old), case .opened(let opened)? = try? open(.cancel(token)) {
@@ -186,22 +178,6 @@ extension TransferClient {
         try ledger.add(file.relative, file.stamp, now: file.size >= Self.batchLargeFile)
         events(.file(item, .completed(bytes: file.size)))
         return true
-    }
-
-    /// A small file's upload: the engine's, with its token in memory only (no lock, no token, no result
-    /// record), over the worker's connection. Retries go on within this run; a kill sends it again.
-    private func sendSmallFile(_ upload: UploadRequest, session: any TransportSession, cancellation: Cancellation, events: @escaping EventHandler)
-        throws(TransferError) -> UploadResult
-    {
-        guard case .opened(var opened) = try open(.upload(upload, batchFile: true), events: events), let source = opened.source else {
-            throw TransferError(.inputMissing, "\(upload.filePath) is no file")
-        }
-        var probe = upload.probed
-        try decideProtocol(&opened.token, upload, probe: &probe, cancellation: cancellation, events: events)
-        let capabilities = try tusCapabilities(probe, size: source.identity.size, id: opened.token.id)
-        return try runUploadOperation(
-            opened.token, source: source, options: opened.options, versionPinned: upload.interopVersion != nil, chunkSize: upload.chunkSize,
-            capabilities: capabilities, durable: false, session: session, cancellation: cancellation, events: events)
     }
 
     /// tus's capabilities from one OPTIONS; nil (each file then asks) when the answer names none.

@@ -59,30 +59,25 @@ public struct IETFStateMachine: StreamingUploadMachine {
 
     public func plan() -> Plan {
         var headers: HeaderFields = [InteropVersion.header: String(version.rawValue)]
+        let offset: Int64
         switch state {
-        case .create, .discover:
-            // Only a whole-file creation is safe before the server showed support: an unaware server
-            // would store a first chunk as the complete file.
-            let length = serverSupportsDraft ? min(size, maxAppendSize ?? size) : size
-            let complete = lengthKnown && length == size
-            let field = version.completionField(complete: complete)
-            headers.append(field.name, field.value)
-            if version.sendsUploadLength, lengthKnown { headers.append("Upload-Length", String(size)) }
-            return .create(headers: headers, length: length, complete: complete)
-        case .queryOffset(let url):
-            return .queryOffset(url: url, headers: headers)
-        case .append(let url, let offset):
-            let length = min(size - offset, maxAppendSize ?? (size - offset))
-            let complete = lengthKnown && offset + length == size
-            let field = version.completionField(complete: complete)
-            headers.append(field.name, field.value)
-            headers.append("Upload-Offset", String(offset))
-            if version.sendsUploadLength, lengthKnown { headers.append("Upload-Length", String(size)) }
-            headers.append("Content-Type", version.appendContentType)
-            return .append(url: url, headers: headers, offset: offset, length: length, complete: complete)
-        case .done:
-            return .finished
+        case .create, .discover: offset = 0
+        case .queryOffset(let url): return .queryOffset(url: url, headers: headers)
+        case .append(_, let at): offset = at
+        case .done: return .finished
         }
+        let url = state.uploadURL
+        // Only a whole-file creation is safe before the server showed support: an unaware server
+        // would store a first chunk as the complete file.
+        let length = url == nil && !serverSupportsDraft ? size : min(size - offset, maxAppendSize ?? (size - offset))
+        let complete = lengthKnown && offset + length == size
+        let field = version.completionField(complete: complete)
+        headers.append(field.name, field.value)
+        if url != nil { headers.append("Upload-Offset", String(offset)) }
+        if version.sendsUploadLength, lengthKnown { headers.append("Upload-Length", String(size)) }
+        guard let url else { return .create(headers: headers, length: length, complete: complete) }
+        headers.append("Content-Type", version.appendContentType)
+        return .append(url: url, headers: headers, offset: offset, length: length, complete: complete)
     }
 
     /// A 1xx during creation: a 104 of our version carries the upload URL to persist at once.
@@ -145,13 +140,10 @@ public struct IETFStateMachine: StreamingUploadMachine {
     }
 
     public mutating func exchangeFailed(_ reason: String, during plan: Plan) -> UploadDecision {
-        if let url = uploadURLFromInformational ?? uploadURL {
-            state = .queryOffset(url: url)
-            return .retry(reason: reason, retryAfter: nil)
-        }
-        state = .create
-        return .retry(reason: reason + (serverSupportsDraft ? "" : "; the server cannot resume uploads, so the whole file is sent again"),
-            retryAfter: nil)
+        let url = uploadURLFromInformational ?? uploadURL
+        state = url.map { .queryOffset(url: $0) } ?? .create
+        let note = url != nil || serverSupportsDraft ? "" : "; the server cannot resume uploads, so the whole file is sent again"
+        return .retry(reason: reason + note, retryAfter: nil)
     }
 
     private mutating func creationResponse(_ head: ResponseHead, length: Int64, complete: Bool) -> UploadDecision {
@@ -164,8 +156,7 @@ public struct IETFStateMachine: StreamingUploadMachine {
                 if let offset = StructuredField.integer(head.headers["Upload-Offset"]), offset != size {
                     return state.fail("the server acknowledged \(offset) of \(size) bytes")
                 }
-                state = .done
-                return .completed
+                return state.complete()
             }
             guard let url = location else { return state.fail("the server did not say where the upload lives") }
             serverSupportsDraft = true
@@ -201,10 +192,7 @@ public struct IETFStateMachine: StreamingUploadMachine {
             guard offset <= size else {
                 return state.fail("the server holds \(offset) bytes, more than the file's \(size)")
             }
-            if offset == size, version.isComplete(head.headers) == true {
-                state = .done
-                return .completed
-            }
+            if offset == size, version.isComplete(head.headers) == true { return state.complete() }
             state = .append(url: url, offset: offset)
             return .proceed
         case 404, 410:
@@ -224,10 +212,7 @@ public struct IETFStateMachine: StreamingUploadMachine {
                 state = .queryOffset(url: url)
                 return .step(reason: "the server acknowledged \(acknowledged), not \(end)")
             }
-            if complete {
-                state = .done
-                return .completed
-            }
+            if complete { return state.complete() }
             state = .append(url: url, offset: end)
             return .proceed
         case 409:

@@ -197,20 +197,14 @@ final class StreamUpload: @unchecked Sendable {
         let operation = try UploadOperation(
             token: token, source: source, machine: machine, store: store, transport: transport, options: options,
             cancellation: cancellation, events: emit, streamOpen: !ended, announced: announced, session: session,
-            growth: { [unowned self] in grow(sentUpTo: $0) })
+            growth: { [unowned self] in grow(sentUpTo: $0) }, pauseNote: "; " + resumeHint)
         defer {
             upload = operation.upload
             stream = upload.stream ?? stream
             sender = operation.machine
             session = operation.currentSession
         }
-        do {
-            return try operation.run()
-        } catch {
-            // What a resume needs is the stream's to say, whatever the protocol.
-            guard case .stopped(let reason) = error.code else { throw error }
-            throw TransferError.stopped(reason, "; " + resumeHint, tokenID: token.id)
-        }
+        return try operation.run()
     }
 
     /// The connection is kept from one append to the next.

@@ -41,18 +41,12 @@ public struct TusStateMachine: StreamingUploadMachine {
     private let metadata: String
     private let chunkSize: Int64?
 
-    /// - Parameters:
-    ///   - size: the upload's length (for a stream, the bytes known so far).
-    ///   - creationURL: the endpoint a POST creates uploads at; relative `Location`s resolve against it.
-    ///   - filename: sent base64 in `Upload-Metadata` with `filetype` (tuspyserver requires both).
-    ///   - filetype: the media type sent beside the name.
-    ///   - capabilities: from an OPTIONS already made (the `auto` probe); nil → the machine asks.
-    ///   - uploadURL: from a token: the machine asks for the offset first.
-    ///   - checksum: the `Upload-Checksum` algorithm a token chose before; nil → chosen from the server's list.
-    ///   - expires: the server's `Upload-Expires` as a token kept it.
-    ///   - chunkSize: the most bytes a PATCH carries; nil → the rest of the file in one (``checksummedPiece``
-    ///     when appends carry a checksum).
-    ///   - lengthKnown: false for a stream whose end was not read: created with `Upload-Defer-Length`.
+    /// `creationURL`: where a POST creates uploads; relative `Location`s resolve against it. `filename` goes
+    /// base64 in `Upload-Metadata` with `filetype` (tuspyserver requires both). `capabilities`: from an OPTIONS
+    /// already made (the `auto` probe); nil → the machine asks. `uploadURL`, `checksum`, `expires`: what a token
+    /// kept (with an upload URL, the machine asks for the offset first; without a checksum it chooses from the
+    /// server's list). `chunkSize`: the most bytes a PATCH carries; nil → the rest of the file in one
+    /// (``checksummedPiece`` when appends carry a checksum).
     public init(
         size: Int64, creationURL: String, filename: String, filetype: String = "application/octet-stream",
         capabilities: TusCapabilities? = nil, uploadURL: String? = nil, checksum: DigestAlgorithm? = nil,
@@ -139,8 +133,7 @@ public struct TusStateMachine: StreamingUploadMachine {
 
     public func record(into part: inout ResumeToken.UploadPart) {
         part.wire = .tus(expires: expires, checksum: checksum)
-        if let url = uploadURL { part.uploadURL = url }
-        if state == .create || state == .discover { part.uploadURL = nil }
+        if state != .done { part.uploadURL = uploadURL }
         if case .append(_, let offset) = state { part.acknowledgedBytes = offset }
     }
 
@@ -199,10 +192,7 @@ public struct TusStateMachine: StreamingUploadMachine {
             guard let url = resolveLocation(head.headers["Location"], against: creationURL) else {
                 return state.fail("the server did not say where the upload lives (no Location)")
             }
-            guard sent > 0 else {
-                state = .append(url: url, offset: 0)
-                return reached(0)
-            }
+            guard sent > 0 else { return reached(0, at: url) }
             if let offset = Self.offset(head), offset > sent {
                 return state.fail("the server acknowledged \(offset) bytes of a creation that carried \(sent)")
             }
@@ -210,8 +200,7 @@ public struct TusStateMachine: StreamingUploadMachine {
                 state = .queryOffset(url: url)
                 return .step(reason: "the server did not say how much of the creation it kept")
             }
-            state = .append(url: url, offset: offset)
-            return reached(offset)
+            return reached(offset, at: url)
         case 413:
             return state.fail("the server refused the upload as too large (413)")
         case 460:
@@ -233,8 +222,7 @@ public struct TusStateMachine: StreamingUploadMachine {
             }
             lengthDeclared = length != nil
             guard offset <= size else { return state.fail("the server holds \(offset) bytes, more than the file's \(size)") }
-            state = .append(url: url, offset: offset)
-            return reached(offset)
+            return reached(offset, at: url)
         case 403, 404, 410:
             return restart("the server no longer has the upload (\(head.status))")
         default:
@@ -254,8 +242,7 @@ public struct TusStateMachine: StreamingUploadMachine {
                 state = .queryOffset(url: url)
                 return .step(reason: "the server did not acknowledge \(end)")
             }
-            state = .append(url: url, offset: acknowledged)
-            return reached(acknowledged)
+            return reached(acknowledged, at: url)
         case 409:
             state = .queryOffset(url: url)
             return .step(reason: "the server has another offset")
@@ -287,14 +274,10 @@ public struct TusStateMachine: StreamingUploadMachine {
         return state.fail("the server answered \(head.status) \(head.reason) while \(what)")
     }
 
-    /// The server holds `offset` bytes: done once that is all of them and it knows that it is.
-    private mutating func reached(_ offset: Int64) -> UploadDecision {
-        offset == size && lengthKnown && lengthDeclared ? complete() : .proceed
-    }
-
-    private mutating func complete() -> UploadDecision {
-        state = .done
-        return .completed
+    /// The server holds `offset` bytes of the upload at `url`: done once that is all of them and it knows that it is.
+    private mutating func reached(_ offset: Int64, at url: String) -> UploadDecision {
+        state = .append(url: url, offset: offset)
+        return offset == size && lengthKnown && lengthDeclared ? state.complete() : .proceed
     }
 
     private mutating func restart(_ reason: String) -> UploadDecision {
