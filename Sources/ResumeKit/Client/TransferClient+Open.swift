@@ -103,7 +103,7 @@ extension TransferClient {
     }
 
     /// An upload's checks, source, lock and token: the one on disk (an upload of the same kind and, for a file,
-    /// of the same file), else a new one whose protocol is left open unless pinned (see `chooseProtocol`).
+    /// of the same file), else a new one whose protocol is left open unless pinned (see `runUpload`).
     private func openUpload(_ request: UploadRequest, batchFile: Bool, events: EventHandler) throws(TransferError) -> Opened {
         let s3 = Route.isS3(request.url)
         let stream = request.filePath == "-"
