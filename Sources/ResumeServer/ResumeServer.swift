@@ -121,7 +121,7 @@ public final class ResumeServer: Sendable {
             if swept > 0 { log?("removed \(swept) unfinished upload file(s) left by an earlier release") }
             store = opened
         }
-        let group = MultiThreadedEventLoopGroup(numberOfThreads: System.coreCount)
+        let group = MultiThreadedEventLoopGroup(numberOfThreads: configuration.threads ?? System.coreCount)
         let admission = UploadAdmission(
             root: s3 == nil ? root : nil,
             maxUploadSize: configuration.maxUploadSize,

@@ -33,6 +33,8 @@ public struct ServerConfiguration: Sendable {
     /// The most connections open at once; one more is answered 503 and closed. `nil`: half of the
     /// descriptors the process may open beyond its own (the other half is room for files).
     public var maxConnections: Int? = nil
+    /// Event-loop threads; `nil`: one a CPU core.
+    public var threads: Int? = nil
     /// A connection whose client takes no byte of an answer for this long is dropped.
     public var sendTimeout: Duration = .seconds(60)
     /// Answer `GET /.resumectl/metrics` (Prometheus text).

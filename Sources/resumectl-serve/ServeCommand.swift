@@ -114,6 +114,9 @@ struct Serve: AsyncParsableCommand {
     @Option(help: ArgumentHelp("Seconds a client may take no byte of an answer before its connection is dropped.", valueName: "seconds"))
     var sendTimeout: Double = 60
 
+    @Option(help: ArgumentHelp("Event-loop threads that answer connections (default: one a CPU core).", valueName: "n"))
+    var threads: Int?
+
     @Flag(help: "Do not answer GET /.resumectl/metrics (Prometheus text format).")
     var noMetrics: Bool = false
 
@@ -188,6 +191,9 @@ struct Serve: AsyncParsableCommand {
         if let maxConnections, maxConnections < 1 {
             throw ValidationError("--max-connections must be at least 1.")
         }
+        if let threads, !(1...256).contains(threads) {
+            throw ValidationError("--threads must be between 1 and 256.")
+        }
         if metricsPublic && (htpasswd == nil || noMetrics) {
             throw ValidationError("--metrics-public goes with --htpasswd (and not with --no-metrics).")
         }
@@ -223,6 +229,7 @@ struct Serve: AsyncParsableCommand {
         configuration.htpasswd = htpasswd
         configuration.publicRead = publicRead
         configuration.maxConnections = maxConnections
+        configuration.threads = threads
         configuration.sendTimeout = .milliseconds(Int64(sendTimeout * 1000))
         configuration.metrics = !noMetrics
         configuration.metricsPublic = metricsPublic

@@ -173,10 +173,10 @@ struct ServeLimitsTests {
 /// The limits as the command line takes them (`resumectl serve`, the binary).
 @Suite("serve limit options")
 struct ServeLimitOptionsTests {
-    @Test("--max-upload-size takes suffixes (1K = 1024 bytes); a bad size or --max-uploads 0 is a usage error")
+    @Test("--max-upload-size takes suffixes (1K = 1024 bytes); --threads 1 serves; a bad size, --max-uploads 0 or --threads 0 is a usage error")
     func options() async throws {
         let w = try Workspace()
-        let serve = try RunningProcess(resumectlBinary, ["serve", w.path("www"), "--port", "0", "--max-upload-size", "1K"])
+        let serve = try RunningProcess(resumectlBinary, ["serve", w.path("www"), "--port", "0", "--max-upload-size", "1K", "--threads", "1"])
         defer { serve.send(signal: SIGTERM) }
         let line = try await serve.waitForLine { $0.hasPrefix("listening on ") }
         let url = String(line.dropFirst("listening on ".count))
@@ -186,7 +186,7 @@ struct ServeLimitOptionsTests {
         #expect(tooBig.status == 413)
         #expect(!FileManager.default.fileExists(atPath: w.path("www/big.txt")))
 
-        for bad in [["--max-upload-size", "lots"], ["--max-uploads", "0"], ["--tls-cert", "x.pem"], ["--public-read"]] {
+        for bad in [["--max-upload-size", "lots"], ["--max-uploads", "0"], ["--tls-cert", "x.pem"], ["--public-read"], ["--threads", "0"]] {
             let r = try await runProcess(resumectlBinary, ["serve", w.path("www"), "--port", "0"] + bad)
             #expect(r.status == 64, "\(bad): \(r)")
             #expect(r.stderr.split(separator: "\n").count == 1, "\(bad): \(r.stderr)")
