@@ -105,14 +105,14 @@ struct Download: AsyncParsableCommand {
     @MainActor
     func run() async throws {
         guard let given = url else { return try await runList(inputFile!) }
-        if isFolder { return try await runFolder(given) }
         let (taken, url) = options.client(taking: given)
         var configured = taken
+        configured.options.connections = connections
+        let client = background.configured(configured)
+        if isFolder { return try await runFolder(url.hasSuffix("/") ? url : url + "/", client: client) }
         let request = DownloadRequest(
             url: url, outputPath: output, headers: options.header, expectedSHA256: try checksum.map(Checksum.parse),
             onChange: onChange, force: force, s3: s3.options())
-        configured.options.connections = connections
-        let client = background.configured(configured)
         if output == "-" { return try runToStdout(request, client: client) }
         try background.detachIfAsked(client: client, json: options.json) { () throws(TransferError) in try client.prepare(request) }
         let id = client.downloadTokenID(request)
@@ -150,16 +150,11 @@ extension Download {
     }
 
     /// `URL/ -o DIR`: every file under the folder (or the S3 prefix) as one batch, announced before any byte.
-    func runFolder(_ given: String) async throws {
-        var (configured, url) = options.client(taking: given)
-        if !url.hasSuffix("/") { url += "/" }
-        configured.options.connections = connections
-        let client = background.configured(configured)
+    func runFolder(_ url: String, client: TransferClient) async throws {
         let folder = output ?? FolderRequest.defaultFolder(url: url)
         let template = DownloadRequest(url: url, headers: options.header, onChange: onChange, force: force, s3: s3.options())
         let request = FolderRequest(url: url, folder: folder, template: template, parallel: parallel, depth: depth, include: include,
             exclude: exclude, skipExisting: skipExisting)
-        try background.detachIfAsked(client: client) { request.id }
         try await BatchRun.run(id: request.id, target: url, download: true, client: client, options: options, background: background) {
             cancellation, events throws(TransferError) in
             try await client.downloadFolder(request, cancellation: cancellation, events: events)

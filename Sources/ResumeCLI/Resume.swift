@@ -91,7 +91,6 @@ extension Resume {
             throw Runner.fail(TransferError(.inputMissing, "no batch named '\(id)'"), json: options.json)
         }
         if url != nil { throw Runner.fail(TransferError(.usage, "--url applies to one download, not to a batch"), json: options.json) }
-        try background.detachIfAsked(client: client) { id }
         let headers = options.header
         try await BatchRun.run(id: id, target: record.target, download: record.download != nil, client: client, options: options, background: background) {
             cancellation, events throws(TransferError) in

@@ -109,7 +109,16 @@ struct Upload: AsyncParsableCommand {
             chunkSize: chunkSize?.bytesPerSecond, uploadProtocol: uploadProtocol,
             s3: s3.options(partSize: partSize?.bytesPerSecond, parallel: parallel, checksum: s3Checksum), spoolMax: spoolMax?.bytesPerSecond)
         let client = background.configured(taken)
-        if file != "-", BatchRequest.isFolder(file) { return try await runBatch(request, client: client) }
+        if file != "-", BatchRequest.isFolder(file) {
+            // The folder is one batch; its id is announced before any byte is sent.
+            let batch = BatchRequest(folder: file, target: url, upload: request, parallel: parallel,
+                followSymlinks: followSymlinks, skipExisting: skipExisting)
+            return try await BatchRun.run(
+                id: batch.id, target: url, client: client, options: options, background: background
+            ) { cancellation, events throws(TransferError) in
+                try await client.uploadBatch(batch, cancellation: cancellation, events: events)
+            }
+        }
         try background.detachIfAsked(client: client, json: options.json) { () throws(TransferError) in try client.prepare(request) }
         let id = client.uploadTokenID(request)
         let reporter = Reporter(json: options.json, quiet: options.quiet, tokenID: id)
