@@ -24,14 +24,9 @@ extension Download {
             DownloadRequest(url: entry.url, outputPath: folder + "/" + (entry.name ?? ""), headers: options.header,
                 onChange: onChange, force: force)
         }
-        try await runAll(requests, problems: list.problems.count)
-    }
-
-    /// Runs `requests`, `parallel` at a time; `problems` lines of the list named no usable download.
-    private func runAll(_ requests: [DownloadRequest], problems: Int) async throws {
         var configured = options.client()
         configured.options.connections = connections
-        let (client, json, quiet) = (configured, options.json, options.quiet)
+        let (client, quiet, problems) = (configured, options.quiet, list.problems.count)
         // Only JSON events carry the token id; working it out costs a path resolution and a hash per file.
         let store = client.store
         let records = client.results
