@@ -19,26 +19,21 @@ struct Cancel: AsyncParsableCommand {
 
     func run() async throws {
         let client = state.client
-        let keepParts = self.keepParts
-        let reference = token
-        let isBatch = client.batchRecord(reference) != nil
+        let isBatch = client.batchRecord(token) != nil
         // A running (or scheduled, or detached) transfer is stopped first, as `pause` would.
-        if let id = isBatch ? reference : try? client.loadToken(reference).id,
+        if let id = isBatch ? token : try? client.loadToken(token).id,
             case .stillRunning(let pid) = Jobs.stop(id: id, store: client.store, within: 30)
         {
             throw Runner.fail(TransferError(.busy, "pid \(pid) has not stopped after 30 s"), json: false)
         }
-        if isBatch {
-            do { Output.stderr("resumectl: \(try await client.cancelBatch(reference, keepParts: keepParts))\n") } catch { throw Runner.fail(error, json: false) }
-            return
-        }
         do {
-            let message = try await client.cancel(reference, keepParts: keepParts)
+            let message = try await isBatch
+                ? client.cancelBatch(token, keepParts: keepParts) : client.cancel(token, keepParts: keepParts)
             Output.stderr("resumectl: \(message)\n")
-        } catch where error.code == .inputMissing && !reference.contains("/") {
+        } catch where !isBatch && error.code == .inputMissing && !token.contains("/") {
             // A finished transfer has nothing left to forget; only an id nothing knows is an error.
-            guard let record = client.record(reference) else { throw Runner.fail(error, json: false) }
-            Output.stderr("resumectl: \(reference) already ended (\(record.outcome.rawValue) at \(TransferRow.localTime(record.endedAt))); nothing to cancel\n")
+            guard let record = client.record(token) else { throw Runner.fail(error, json: false) }
+            Output.stderr("resumectl: \(token) already ended (\(record.outcome.rawValue) at \(TransferRow.localTime(record.endedAt))); nothing to cancel\n")
         } catch {
             throw Runner.fail(error, json: false)
         }

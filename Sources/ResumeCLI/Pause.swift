@@ -24,14 +24,12 @@ struct Pause: ParsableCommand {
         case .notRunning:
             if state.client.batchRecord(id) != nil {
                 Output.stderr("resumectl: \(id) is not running; resume with: resumectl resume \(id)\n")
-                return
-            }
-            if !store.exists(id: id), let record = state.client.record(id) {
+            } else if !store.exists(id: id), let record = state.client.record(id) {
                 Output.stderr("resumectl: \(id) already ended (\(record.outcome.rawValue) at \(TransferRow.localTime(record.endedAt)))\n")
-                return
+            } else {
+                _ = try state.load(token)
+                Output.stderr("resumectl: \(id) is not running\n")
             }
-            _ = try state.load(token)
-            Output.stderr("resumectl: \(id) is not running\n")
             return
         case .cannotSignal(let pid, let code):
             throw Runner.fail(TransferError(.failed, "cannot signal pid \(pid): \(String(cString: strerror(code)))"), json: false)
