@@ -22,7 +22,7 @@ struct List: ParsableCommand {
         // A folder upload's files are its batch's row, not rows of their own.
         var states = tokens.filter { $0.upload?.batch == nil }.compactMap { TransferState(id: $0.id, store: store, token: $0) }
         let batches = state.client.batchRecords()
-        for b in batches { Output.stdout(BatchRow(b, client: state.client).text(json: state.json) + "\n") }
+        for b in batches { Output.stdout(batchRow(b, client: state.client) + "\n") }
         if all {
             let known = Set(tokens.map(\.id) + batches.map(\.id))
             states += ResultStore(directory: store.directory).all().filter { !known.contains($0.id) }
@@ -30,5 +30,15 @@ struct List: ParsableCommand {
         }
         for s in states { Output.stdout((state.json ? TransferRow(s).json : TransferRow(s).line) + "\n") }
         for (file, reason) in broken { Output.stderr("resumectl: skipped \(file): \(reason)\n") }
+    }
+
+    /// The row of an unfinished folder upload or download (`b-…`).
+    private func batchRow(_ record: BatchRecord, client: TransferClient) -> String {
+        let row = TransferState(id: record.id, store: client.store).map(TransferRow.init)
+        let text = row?.stateText ?? "failed and resumable"
+        let (url, finished) = (Redact.url(record.target), client.batchFinishedCount(record.id))
+        guard state.json else { return "\(record.id)  batch  \(text)  \(finished) files finished  \(url)  \(record.folder)" }
+        return JSONLine.encode(["id": record.id, "kind": "batch", "state": text, "pid": row?.pid.map(Int.init),
+            "finished": finished, "url": url, "path": record.folder])
     }
 }
