@@ -10,25 +10,21 @@ public final class LiveStatusWriter: @unchecked Sendable {
     /// Another live process holds this transfer's lock (this one will be refused): its status is left alone.
     private let inert: Bool
 
-    public init(stateDir: String, id: String, phase: LiveStatus.Phase = .running, startAt: Date? = nil) {
+    public init(stateDir: String, id: String, phase: LiveStatus.Phase = .running) {
         folder = StateDirectory(stateDir).run
         file = StateDirectory(stateDir).status(id)
         // A running transfer's first status waits a second like every later one: a small download never writes
         // it, and `list` sees it by its lock meanwhile. Any other phase is written at once.
-        state = Mutex((LiveStatus(pid: getpid(), state: phase, startAt: startAt, updatedAt: Date()), Monotonic.now))
+        state = Mutex((LiveStatus(pid: getpid(), state: phase, updatedAt: Date()), Monotonic.now))
         let holder = TokenLock.holder(path: TokenStore(directory: stateDir).lockPath(forID: id))
         inert = holder != nil && holder != getpid()
-        guard !inert, phase != .running else { return }
-        state.withLock { write($0.status) }
+        if phase != .running { publish() }
     }
 
     /// Writes the status now: a background process is known to `wait` and `list` before it says ready.
     public func publish() {
         guard !inert else { return }
-        state.withLock {
-            $0.lastWrite = Monotonic.now
-            write($0.status)
-        }
+        state.withLock { write(&$0) }
     }
 
     public func set(phase: LiveStatus.Phase, startAt: Date? = nil) {
@@ -37,8 +33,7 @@ public final class LiveStatusWriter: @unchecked Sendable {
             guard $0.status.state != phase || $0.status.startAt != startAt else { return }
             $0.status.state = phase
             $0.status.startAt = startAt
-            $0.lastWrite = Monotonic.now
-            write($0.status)
+            write(&$0)
         }
     }
 
@@ -54,20 +49,18 @@ public final class LiveStatusWriter: @unchecked Sendable {
             }
             let phaseChanged = $0.status.state != phase
             $0.status.state = phase
-            let t = Monotonic.now
-            guard phaseChanged || t - $0.lastWrite >= 1 else { return }
-            $0.lastWrite = t
-            write($0.status)
+            guard phaseChanged || Monotonic.now - $0.lastWrite >= 1 else { return }
+            write(&$0)
         }
     }
 
     /// The transfer ended: nothing is live any more.
     public func finish() { if !inert { unlink(file) } }
 
-    private func write(_ status: LiveStatus) {
-        var status = status
-        status.updatedAt = Date()
-        guard let data = try? LiveStatus.encoder.encode(status) else { return }
+    private func write(_ current: inout (status: LiveStatus, lastWrite: Double)) {
+        current.lastWrite = Monotonic.now
+        current.status.updatedAt = Date()
+        guard let data = try? LiveStatus.encoder.encode(current.status) else { return }
         try? TokenStore.makeFolder(folder)
         try? TokenStore.writeDurably(data, to: file, folder: folder, sync: false)
     }
