@@ -25,17 +25,14 @@ public enum Detach {
         defer { close(log) }
         var fds: [Int32] = [-1, -1]
         guard pipe(&fds) == 0 else { throw TransferError(.localIO, "pipe: \(String(cString: strerror(errno)))") }
-        _ = fcntl(fds[0], F_SETFD, FD_CLOEXEC)
-        _ = fcntl(fds[1], F_SETFD, FD_CLOEXEC)
+        for fd in fds { _ = fcntl(fd, F_SETFD, FD_CLOEXEC) }
         defer { close(fds[0]) }
         let pid: pid_t
         do {
+            // Our copy of the write end goes at once: the read below ends when the child's does.
+            defer { close(fds[1]) }
             pid = try Spawner.spawn(arguments + ["--detached-child"], stdout: log, stderr: log, ready: fds[1], newSession: true)
-        } catch {
-            close(fds[1])
-            throw TransferError(.localIO, "\(error)")
-        }
-        close(fds[1])
+        } catch { throw TransferError(.localIO, "\(error)") }
         var buffer = [UInt8](repeating: 0, count: 16)
         var said: [UInt8] = []
         while true {
@@ -56,8 +53,7 @@ public enum Detach {
     public static func signalReady() {
         var st = stat()
         guard fstat(3, &st) == 0, (st.st_mode & S_IFMT) == S_IFIFO else { return }
-        let text = "ready\n"
-        _ = text.withCString { write(3, $0, 6) }
+        _ = write(3, "ready\n", 6)
         close(3)
     }
 
