@@ -36,8 +36,6 @@ public struct ResultStore: Sendable {
         return try? TokenStore.decoder.decode(TransferRecord.self, from: data)
     }
 
-    public func remove(id: String) { unlink(path(forID: id)) }
-
     /// Every readable record, oldest first.
     public func all() -> [TransferRecord] {
         pruneOnce()

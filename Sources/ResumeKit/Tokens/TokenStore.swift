@@ -80,7 +80,6 @@ public struct TokenStore: Sendable {
 
     static func decode(_ data: Data, path: String) throws -> ResumeToken {
         struct Versioned: Decodable { var version: Int }
-        let decoder = Self.decoder
         guard let versioned = try? decoder.decode(Versioned.self, from: data) else {
             throw TokenStoreError.unreadable(path, reason: "not a resumectl token (bad JSON)")
         }
