@@ -60,10 +60,8 @@ public struct TokenStore: Sendable {
     func loadChecked(_ reference: String) throws(TransferError) -> ResumeToken {
         do {
             return try load(reference)
-        } catch let error as TokenStoreError {
-            if case .notFound = error { throw TransferError(.inputMissing, "\(error)") }
-            throw TransferError(.badToken, "\(error)")
         } catch {
+            if case .notFound? = error as? TokenStoreError { throw TransferError(.inputMissing, "\(error)") }
             throw TransferError(.badToken, "\(error)")
         }
     }
@@ -86,20 +84,15 @@ public struct TokenStore: Sendable {
         guard versioned.version == ResumeToken.currentVersion else {
             throw TokenStoreError.unsupportedVersion(path, versioned.version)
         }
-        let token: ResumeToken
         do {
-            token = try decoder.decode(ResumeToken.self, from: data)
+            let token = try decoder.decode(ResumeToken.self, from: data)
+            try TokenValidation.check(token)
+            return token
         } catch let violation as TokenValidation.Violation {
             throw TokenStoreError.invalid(path, violation)
         } catch {
             throw TokenStoreError.unreadable(path, reason: "missing or malformed fields")
         }
-        do {
-            try TokenValidation.check(token)
-        } catch {
-            throw TokenStoreError.invalid(path, error)
-        }
-        return token
     }
 
     /// Writes a token atomically and durably.
