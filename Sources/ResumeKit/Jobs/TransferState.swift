@@ -39,12 +39,9 @@ public struct TransferState {
         // before it came and no process after made a finished download look killed.
         let live = LiveStatus.load(stateDir: store.directory, id: id)
         let holder = TokenLock.holder(path: store.lockPath(forID: id))
-        let results = ResultStore(directory: store.directory)
         let token = token ?? (try? store.load(id))
-        let record = results.load(id: id)
-        self.token = token
-        self.record = record
-        self.live = live
+        let record = ResultStore(directory: store.directory).load(id: id)
+        (self.token, self.record, self.live) = (token, record, live)
         // A folder upload (`b-…`) has no token: its record answers for it until it ended done.
         unfinishedBatch = token == nil && access(store.state.batch(id), F_OK) == 0
         if let pid = holder ?? live?.pid {
