@@ -12,18 +12,17 @@ enum S3Handoff {
         case let upload as Upload:
             return Route.isS3(upload.url)
         case let resume as Resume:
-            return resume.token.map { isS3Token($0, stateDir: resume.options.stateDir) } ?? false
+            return resume.token.map { isS3Token($0, store: resume.options.store) } ?? false
         case let cancel as Cancel:
-            return isS3Token(cancel.token, stateDir: cancel.state.stateDir)
+            return isS3Token(cancel.token, store: cancel.state.store)
         default:
             return false
         }
     }
 
-    private static func isS3Token(_ reference: String, stateDir: String?) -> Bool {
-        let store = TokenStore(directory: stateDir ?? TokenStore.defaultDirectory())
-        if let batch = TransferClient(store: store).batchRecord(reference) { return batch.s3 != nil || batch.download != nil }
-        guard let token = try? TransferClient(store: store).loadToken(reference) else { return false }
-        return token.s3 != nil
+    private static func isS3Token(_ reference: String, store: TokenStore) -> Bool {
+        let client = TransferClient(store: store)
+        if let batch = client.batchRecord(reference) { return batch.s3 != nil || batch.download != nil }
+        return (try? client.loadToken(reference))?.s3 != nil
     }
 }
