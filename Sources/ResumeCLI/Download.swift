@@ -113,7 +113,14 @@ struct Download: AsyncParsableCommand {
         let request = DownloadRequest(
             url: url, outputPath: output, headers: options.header, expectedSHA256: try checksum.map(Checksum.parse),
             onChange: onChange, force: force, s3: s3.options())
-        if output == "-" { return try runToStdout(request, client: client) }
+        if output == "-" {
+            // Progress and the failure line on stderr, the body alone on stdout.
+            let reporter = Reporter(json: false, quiet: options.quiet)
+            _ = try Runner.runBlocking(reporter: reporter) { cancellation throws(TransferError) in
+                try client.downloadBlocking(request, cancellation: cancellation) { reporter.handle($0) }
+            }
+            return
+        }
         try background.detachIfAsked(client: client, json: options.json) { () throws(TransferError) in try client.prepare(request) }
         let id = client.downloadTokenID(request)
         let reporter = Reporter(json: options.json, quiet: options.quiet, tokenID: id ?? "")
@@ -134,14 +141,6 @@ struct Download: AsyncParsableCommand {
 }
 
 extension Download {
-    /// `-o -`: progress and the failure line on stderr, the body alone on stdout.
-    func runToStdout(_ request: DownloadRequest, client: TransferClient) throws {
-        let reporter = Reporter(json: false, quiet: options.quiet)
-        _ = try Runner.runBlocking(reporter: reporter) { cancellation throws(TransferError) in
-            try client.downloadBlocking(request, cancellation: cancellation) { reporter.handle($0) }
-        }
-    }
-
     /// A folder URL (ending in `/`, or with `-r`) or an S3 prefix.
     var isFolder: Bool {
         guard let url, inputFile == nil else { return false }

@@ -30,12 +30,8 @@ struct Wait: AsyncParsableCommand {
     func run() async throws {
         var statuses: [String: Int32] = [:]
         let left = await Jobs.wait(tokens, store: state.store, timeout: timeout) { id, ended in
-            guard let ended else {
-                Output.stderr("resumectl: no transfer named '\(id)'\n")
-                statuses[id] = 66
-                return
-            }
-            statuses[id] = ended.exitStatus
+            statuses[id] = ended?.exitStatus ?? 66
+            guard let ended else { return Output.stderr("resumectl: no transfer named '\(id)'\n") }
             if ended.exitStatus == 0, let record = ended.record {
                 Output.stdout(record.resultLine + "\n")
             } else {
