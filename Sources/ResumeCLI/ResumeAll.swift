@@ -8,7 +8,17 @@ enum ResumeAll {
     static func run(client: TransferClient, parallel: Int, background: BackgroundOptions) throws {
         let store = client.store
         let ids = Supervisor.resumable(store: store)
-        let forwarded = forwardedArguments()
+        // The transfer options of this command line, for each `resume ID` (not `--all`, `--parallel`, `--detach`).
+        var forwarded: [String] = []
+        var skipNext = false
+        for arg in CommandLine.arguments.dropFirst(2) {
+            if skipNext { skipNext = false; continue }
+            switch arg {
+            case "--all", "--detach", "--detached-child": continue
+            case "--parallel": skipNext = true
+            default: if !arg.hasPrefix("--parallel=") { forwarded.append(arg) }
+            }
+        }
         if background.detach {
             guard !ids.isEmpty else { return }
             try BackgroundOptions.launch(id: "resume-all", announce: ids.joined(separator: "\n"), stateDir: store.directory,
@@ -21,20 +31,5 @@ enum ResumeAll {
             queuedAll: { if background.detachedChild { Detach.signalReady() } })
         let status = ExitStatus.combined(statuses)
         if status != 0 { throw ExitCode(status) }
-    }
-
-    /// The transfer options of this command line, for each `resume ID` (not `--all`, `--parallel`, `--detach`).
-    private static func forwardedArguments() -> [String] {
-        var args: [String] = []
-        var skipNext = false
-        for arg in CommandLine.arguments.dropFirst(2) {
-            if skipNext { skipNext = false; continue }
-            switch arg {
-            case "--all", "--detach", "--detached-child": continue
-            case "--parallel": skipNext = true
-            default: if !arg.hasPrefix("--parallel=") { args.append(arg) }
-            }
-        }
-        return args
     }
 }
