@@ -40,10 +40,8 @@ struct Pause: ParsableCommand {
         }
         if let batch = state.client.batchRecord(id) {
             Output.stderr("resumectl: paused \(batch.id) with \(state.client.batchFinishedCount(id)) files finished; resume with: resumectl resume \(id)\n")
-            return
-        }
-        let committed = (try? store.load(id)).map { t in t.download?.heldBytes ?? t.upload?.acknowledgedBytes ?? 0 }
-        if let committed {
+        } else if let saved = try? store.load(id) {
+            let committed = saved.download?.heldBytes ?? saved.upload?.acknowledgedBytes ?? 0
             Output.stdout("\(committed)\n")
             Output.stderr("resumectl: paused \(id) at \(committed) bytes; resume with: resumectl resume \(id)\n")
         } else {
