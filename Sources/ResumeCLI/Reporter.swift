@@ -139,10 +139,8 @@ final class Reporter: @unchecked Sendable {
         case .completed(let location, let bytes, let sha256):
             let key = location.hasPrefix("/") ? "path" : "url"
             writeJSON(["event": "completed", key: location, "bytes": bytes, "sha256": sha256])
-        case .warning(let warning):
-            Self.warnOnce(warning.message)
-        case .note(let text):
-            note(text)
+        case .warning, .note:
+            emitHuman(event)
         }
     }
 
