@@ -13,16 +13,14 @@ public struct TransferRow {
         if let token = state.token {
             kind = token.kind.rawValue
             url = Redact.url(token.url)
-            if let d = token.download {
-                (committed, total, location) = (d.heldBytes, d.totalBytes, d.path)
-            } else if let u = token.upload {
+            switch token.transfer {
+            case .download(let d): (committed, total, location) = (d.heldBytes, d.totalBytes, d.path)
+            case .upload(let u):
                 committed = u.acknowledgedBytes
                 // A stream's length is known only once stdin ended.
                 total = u.stream.map { $0.ended ? $0.durable : nil } ?? u.source.size
                 location = u.stream.map { $0.ended ? "- (stdin, ended; resume sends the rest from the spool)"
                     : "- (stdin, cut before its end; resume needs the same stream piped in)" } ?? u.source.path
-            } else {
-                (committed, total, location) = (nil, nil, "")
             }
         } else {
             kind = state.record?.kind.rawValue ?? ""
