@@ -64,12 +64,6 @@ final class EasyHandle {
         try rctl_setopt_slist(raw, option, list).check()
     }
 
-    func info(long option: CURLINFO) -> Int {
-        var value = 0
-        _ = rctl_getinfo_long(raw, option, &value)
-        return value
-    }
-
     func info(string option: CURLINFO) -> String? {
         var value: UnsafeMutablePointer<CChar>?
         guard rctl_getinfo_string(raw, option, &value) == CURLE_OK, let value else { return nil }
