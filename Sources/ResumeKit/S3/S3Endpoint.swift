@@ -36,8 +36,7 @@ public struct S3Endpoint: Sendable, Equatable {
 
     /// True when the endpoint is an IP address or carries a port: such hosts have no bucket subdomains.
     var isBareHost: Bool {
-        if authority.hasPrefix("[") { return true }
-        if authority.contains(":") { return true }
+        if authority.hasPrefix("[") || authority.contains(":") { return true }
         return authority.split(separator: ".").count == 4 && authority.allSatisfy { $0.isNumber || $0 == "." }
     }
 
