@@ -92,7 +92,7 @@ final class CurlSession: StartingSession {
                 unreachable: code == CURLE_COULDNT_CONNECT))
         }
         switch code {
-        case CURLE_OPERATION_TIMEDOUT where context.headDelivered || context.bodySent > 0:
+        case CURLE_OPERATION_TIMEDOUT where context.finalHead != nil || context.bodySent > 0:
             return .stalled
         case CURLE_COULDNT_RESOLVE_HOST, CURLE_COULDNT_RESOLVE_PROXY:
             return failed(.resolve)
