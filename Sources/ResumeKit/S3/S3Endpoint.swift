@@ -6,7 +6,9 @@ public struct S3Endpoint: Sendable, Equatable {
     /// Host name with its port, if any, as it goes into the `Host` header.
     public var authority: String
     public var forcePathStyle: Bool
+}
 
+extension S3Endpoint {
     /// - Parameters:
     ///   - endpoint: a user's endpoint URL, or nil for AWS's regional endpoint.
     ///   - region: the region requests are signed for (and AWS's endpoint is named after).
@@ -26,12 +28,6 @@ public struct S3Endpoint: Sendable, Equatable {
             throw TransferError(.usage, "endpoint \(endpoint) must name a host (and no user)")
         }
         self.init(scheme: scheme, authority: authority, forcePathStyle: forcePathStyle)
-    }
-
-    init(scheme: String, authority: String, forcePathStyle: Bool) {
-        self.scheme = scheme
-        self.authority = authority
-        self.forcePathStyle = forcePathStyle
     }
 
     /// True when the endpoint is an IP address or carries a port: such hosts have no bucket subdomains.
