@@ -30,14 +30,12 @@ extension S3Endpoint {
         self.init(scheme: scheme, authority: authority, forcePathStyle: forcePathStyle)
     }
 
-    /// True when the endpoint is an IP address or carries a port: such hosts have no bucket subdomains.
-    var isBareHost: Bool {
-        if authority.hasPrefix("[") || authority.contains(":") { return true }
-        return authority.split(separator: ".").count == 4 && authority.allSatisfy { $0.isNumber || $0 == "." }
-    }
-
     func usesPathStyle(for location: S3Location) -> Bool {
-        forcePathStyle || isBareHost || !location.isDNSCompatible || (scheme == "https" && location.bucket.contains("."))
+        // An IP address or a host with a port has no bucket subdomains.
+        let bareHost = authority.hasPrefix("[") || authority.contains(":")
+            || authority.split(separator: ".").count == 4 && authority.allSatisfy { $0.isNumber || $0 == "." }
+        return forcePathStyle || bareHost || !location.isDNSCompatible
+            || (scheme == "https" && location.bucket.contains("."))
     }
 
     /// The request target of an object (or of the bucket, with an empty key): host and encoded path.
