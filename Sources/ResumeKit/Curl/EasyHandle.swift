@@ -72,14 +72,13 @@ final class EasyHandle {
 
     /// Runs the transfer to its end on the calling thread.
     func perform() -> (CURLcode, String) {
-        errorBuffer[0] = 0
-        let code = curl_easy_perform(raw)
-        return (code, String(cString: errorBuffer))
+        clearError()
+        return (curl_easy_perform(raw), errorMessage)
     }
 
     func clearError() { errorBuffer[0] = 0 }
 
-    /// libcurl's message for the last failure, after a transfer driven by the multi interface.
+    /// libcurl's message for the last failure (empty when it wrote none).
     var errorMessage: String { String(cString: errorBuffer) }
 }
 
