@@ -17,13 +17,9 @@ final class TokenGuard {
         guard lock == nil else { return }
         do {
             try store.ensureDirectory()
-        } catch { throw TransferError(.localIO, "\(error)") }
-        do {
             lock = try TokenLock(path: store.lockPath(forID: id))
-        } catch let failure as TokenLock.Failure {
-            if case .held = failure { throw TransferError(.busy, "\(failure); not starting a second one") }
-            throw TransferError(.localIO, "\(failure)")
         } catch {
+            if case .held? = error as? TokenLock.Failure { throw TransferError(.busy, "\(error); not starting a second one") }
             throw TransferError(.localIO, "\(error)")
         }
     }

@@ -40,11 +40,10 @@ struct TransferCancel {
     func dropServerUpload(keepParts: Bool = false) throws(TransferError) -> String {
         var said = try abortS3Upload(keepParts: keepParts)
         if let u = token.upload, let url = u.uploadURL {
-            var headers: HeaderFields
-            switch u.wire {
-            case .tus: headers = TusStateMachine.deleteHeaders
-            case .ietf(let version): headers = [InteropVersion.header: String(version.rawValue)]
-            case .undecided, .plain, .s3: headers = [InteropVersion.header: String(InteropVersion.newest.rawValue)]
+            var headers: HeaderFields = switch u.wire {
+            case .tus: TusStateMachine.deleteHeaders
+            case .ietf(let version): [InteropVersion.header: String(version.rawValue)]
+            case .undecided, .plain, .s3: [InteropVersion.header: String(InteropVersion.newest.rawValue)]
             }
             if Origin.same(url, token.url), let stored = try? HeaderLines.parse(token.headers) {
                 for f in stored.fields { headers.append(f.name, f.value) }

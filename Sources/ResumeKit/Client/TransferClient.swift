@@ -191,10 +191,7 @@ extension TransferClient {
     /// Keeps the end of a transfer that was announced: refusals before it began and "running elsewhere" leave
     /// no record (the one running owns it).
     func recordFailure(_ error: TransferError, id: String, kind: ResumeToken.Kind, url: String, source: String? = nil) {
-        switch error.code {
-        case .usage, .busy, .inputMissing, .badToken: return
-        default: break
-        }
+        if [.usage, .busy, .inputMissing, .badToken].contains(error.code) { return }
         let token = try? store.load(id)
         let path = token?.download?.path ?? token?.upload?.source.path ?? source.map(OutputPath.absolute)
             ?? (kind == .download ? OutputPath.resolve(url: url, output: nil) : nil)

@@ -8,8 +8,7 @@ struct CurlError: Error, Sendable, CustomStringConvertible {
 
     init(_ code: CURLcode, detail: String = "") {
         self.code = Int(code.rawValue)
-        let generic = String(cString: curl_easy_strerror(code))
-        message = detail.isEmpty ? generic : detail
+        message = detail.isEmpty ? String(cString: curl_easy_strerror(code)) : detail
     }
 }
 

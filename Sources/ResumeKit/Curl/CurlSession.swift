@@ -16,15 +16,15 @@ final class CurlSession: StartingSession {
         _ request: TransferRequest, settings: TransportSettings, cancellation: Cancellation,
         delegate: any ExchangeDelegate
     ) -> ExchangeResult {
-        let (handle, context): (EasyHandle, ExchangeContext)
-        switch prepare(request, settings, cancellation, delegate) {
-        case .success(let prepared): (handle, context) = prepared
-        case .failure(let failed): return failed.result
+        do {
+            let (handle, context) = try prepare(request, settings, cancellation, delegate)
+            let (code, detail) = withExtendedLifetime(context) {
+                if let driver { driver.run(handle) } else { handle.perform() }
+            }
+            return ended(handle, context, code, detail)
+        } catch {
+            return Self.setupFailed(error)
         }
-        let (code, detail) = withExtendedLifetime(context) {
-            if let driver { driver.run(handle) } else { handle.perform() }
-        }
-        return ended(handle, context, code, detail)
     }
 
     /// See ``StartingSession``; without a multi handle the exchange runs here and now.
@@ -33,48 +33,40 @@ final class CurlSession: StartingSession {
         delegate: any ExchangeDelegate, done: @escaping (ExchangeResult) -> Void
     ) -> ExchangeResult? {
         guard let driver else { return perform(request, settings: settings, cancellation: cancellation, delegate: delegate) }
-        switch prepare(request, settings, cancellation, delegate) {
-        case .success(let (handle, context)):
+        do {
+            let (handle, context) = try prepare(request, settings, cancellation, delegate)
             // The closure keeps the context (the callbacks' target) alive until the end.
             driver.start(handle) { [self] code, detail in done(ended(handle, context, code, detail)) }
             return nil
-        case .failure(let failed):
-            return failed.result
+        } catch {
+            return Self.setupFailed(error)
         }
-    }
-
-    private struct SetupFailed: Error {
-        let result: ExchangeResult
     }
 
     private func prepare(
         _ request: TransferRequest, _ settings: TransportSettings, _ cancellation: Cancellation, _ delegate: any ExchangeDelegate
-    ) -> Result<(EasyHandle, ExchangeContext), SetupFailed> {
+    ) throws -> (EasyHandle, ExchangeContext) {
         var request = request
         settings.signing?.signer.sign(&request)
         let context = ExchangeContext(
             delegate: delegate, cancellation: cancellation, followRedirects: request.followRedirects,
             body: request.body, stallSeconds: settings.stallTimeout)
-        do {
-            let handle: EasyHandle
-            let recovering = handleFailed
-            if let existing = self.handle, !handleFailed {
-                existing.reset()
-                handle = existing
-            } else {
-                handle = try EasyHandle()
-                self.handle = handle
-            }
-            try handle.configure(for: request, settings)
-            // After a failure, a connection of its own: one in a multi handle's shared cache may be as dead as the
-            // one that just broke, and a body libcurl would have to send again means CURLE_SEND_FAIL_REWIND.
-            if recovering { try handle.set(CURLOPT_FRESH_CONNECT, 1) }
-            try context.install(on: handle)
-            return .success((handle, context))
-        } catch {
-            let message = (error as? CurlError)?.message ?? "\(error)"
-            return .failure(SetupFailed(result: ExchangeResult(outcome: .failed(TransportFailure(kind: .fatal, code: -1, message: message)))))
-        }
+        let recovering = handleFailed
+        let reused = recovering ? nil : self.handle
+        reused?.reset()
+        let handle = try reused ?? EasyHandle()
+        self.handle = handle
+        try handle.configure(for: request, settings)
+        // After a failure, a connection of its own: one in a multi handle's shared cache may be as dead as the
+        // one that just broke, and a body libcurl would have to send again means CURLE_SEND_FAIL_REWIND.
+        if recovering { try handle.set(CURLOPT_FRESH_CONNECT, 1) }
+        try context.install(on: handle)
+        return (handle, context)
+    }
+
+    /// libcurl refused an option (a CurlError, whose description is libcurl's message).
+    private static func setupFailed(_ error: any Error) -> ExchangeResult {
+        ExchangeResult(outcome: .failed(TransportFailure(kind: .fatal, code: -1, message: "\(error)")))
     }
 
     private func ended(_ handle: EasyHandle, _ context: ExchangeContext, _ code: CURLcode, _ detail: String) -> ExchangeResult {
@@ -95,40 +87,42 @@ final class CurlSession: StartingSession {
         let (code, detail) = context.stalled
             ? (CURLE_OPERATION_TIMEDOUT, "no progress for \(Int(context.stallSeconds)) s") : (code, detail)
         let error = CurlError(code, detail: detail)
+        func failed(_ kind: TransportFailure.Kind, _ message: String? = nil) -> ExchangeOutcome {
+            .failed(TransportFailure(kind: kind, code: error.code, message: message ?? error.message,
+                unreachable: code == CURLE_COULDNT_CONNECT))
+        }
         switch code {
-        case CURLE_OPERATION_TIMEDOUT where context.headDelivered || context.bodySent > 0:
+        case CURLE_OPERATION_TIMEDOUT where context.finalHead != nil || context.bodySent > 0:
             return .stalled
         case CURLE_COULDNT_RESOLVE_HOST, CURLE_COULDNT_RESOLVE_PROXY:
-            return .failed(TransportFailure(kind: .resolve, code: error.code, message: error.message))
+            return failed(.resolve)
         case CURLE_PEER_FAILED_VERIFICATION, CURLE_SSL_ISSUER_ERROR:
-            return .failed(TransportFailure(kind: .fatal, code: error.code,
-                message: "TLS: the server's certificate is not trusted (\(error.message)); give its CA with --cacert FILE"))
+            return failed(.fatal,
+                "TLS: the server's certificate is not trusted (\(error.message)); give its CA with --cacert FILE")
         case CURLE_SSL_PINNEDPUBKEYNOTMATCH, CURLE_SSL_CACERT_BADFILE, CURLE_SSL_CERTPROBLEM, CURLE_SSL_CRL_BADFILE:
-            return .failed(TransportFailure(kind: .fatal, code: error.code, message: "TLS: \(error.message)"))
+            return failed(.fatal, "TLS: \(error.message)")
         case CURLE_UNSUPPORTED_PROTOCOL where detail.contains("HTTP/0.9"):
-            return .failed(TransportFailure(kind: .fatal, code: error.code, message: "the server's answer is not HTTP (no status line)"))
+            return failed(.fatal, "the server's answer is not HTTP (no status line)")
         case CURLE_UNSUPPORTED_PROTOCOL:
             // Every URL we start from was checked (URLCheck): only a redirect can name another scheme.
-            return .failed(TransportFailure(kind: .fatal, code: error.code,
-                message: "the server redirected to a URL that is not http or https; only http and https are followed"))
+            return failed(.fatal,
+                "the server redirected to a URL that is not http or https; only http and https are followed")
         case CURLE_OUT_OF_MEMORY where detail.isEmpty:
             // libcurl 7.88 answers a header line beyond its 100 KiB limit this way, without a detail.
-            return .failed(TransportFailure(kind: .fatal, code: error.code,
-                message: "libcurl gave up on the response: out of memory, or a header line beyond its 100 KiB limit"))
+            return failed(.fatal,
+                "libcurl gave up on the response: out of memory, or a header line beyond its 100 KiB limit")
         case CURLE_URL_MALFORMAT, CURLE_TOO_MANY_REDIRECTS,
             CURLE_LOGIN_DENIED, CURLE_OUT_OF_MEMORY, CURLE_SSL_ENGINE_NOTFOUND, CURLE_SSL_CIPHER, CURLE_NOT_BUILT_IN, CURLE_BAD_FUNCTION_ARGUMENT,
             CURLE_UNKNOWN_OPTION, CURLE_FILESIZE_EXCEEDED:
-            return .failed(TransportFailure(kind: .fatal, code: error.code, message: error.message))
+            return failed(.fatal)
         case CURLE_SEND_FAIL_REWIND:
             // A reused connection died under the body before any answer, and the body was not sent again blind
             // (ExchangeContext.rewind): transient; the next attempt asks the offset on a new connection.
-            return .failed(TransportFailure(kind: .network, code: error.code, message: "the connection broke before the server answered"))
+            return failed(.network, "the connection broke before the server answered")
         case CURLE_READ_ERROR, CURLE_ABORTED_BY_CALLBACK:
-            return .failed(TransportFailure(kind: .localRead, code: error.code, message: error.message))
-        case CURLE_COULDNT_CONNECT:
-            return .failed(TransportFailure(kind: .network, code: error.code, message: error.message, unreachable: true))
+            return failed(.localRead)
         default:
-            return .failed(TransportFailure(kind: .network, code: error.code, message: error.message))
+            return failed(.network)
         }
     }
 }

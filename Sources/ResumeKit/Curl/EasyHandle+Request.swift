@@ -27,14 +27,11 @@ extension EasyHandle {
 
         var headers = request.headers
         switch request.method {
-        case "GET":
-            try set(CURLOPT_HTTPGET, 1)
-        case "HEAD":
-            try set(CURLOPT_NOBODY, 1)
+        case "GET": try set(CURLOPT_HTTPGET, 1)
+        case "HEAD": try set(CURLOPT_NOBODY, 1)
         default:
             try set(CURLOPT_CUSTOMREQUEST, request.method)
-        }
-        if request.method != "HEAD", request.method != "GET", request.body != nil || request.method == "PATCH" {
+            guard request.body != nil || request.method == "PATCH" else { break }
             // Upload mode streams the body from the read callback and keeps libcurl's form defaults out.
             try set(CURLOPT_UPLOAD, 1)
             // -1 (a stream, a growing body): libcurl sends the body chunked.

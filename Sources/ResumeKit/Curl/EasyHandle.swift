@@ -64,12 +64,6 @@ final class EasyHandle {
         try rctl_setopt_slist(raw, option, list).check()
     }
 
-    func info(long option: CURLINFO) -> Int {
-        var value = 0
-        _ = rctl_getinfo_long(raw, option, &value)
-        return value
-    }
-
     func info(string option: CURLINFO) -> String? {
         var value: UnsafeMutablePointer<CChar>?
         guard rctl_getinfo_string(raw, option, &value) == CURLE_OK, let value else { return nil }
@@ -78,14 +72,13 @@ final class EasyHandle {
 
     /// Runs the transfer to its end on the calling thread.
     func perform() -> (CURLcode, String) {
-        errorBuffer[0] = 0
-        let code = curl_easy_perform(raw)
-        return (code, String(cString: errorBuffer))
+        clearError()
+        return (curl_easy_perform(raw), errorMessage)
     }
 
     func clearError() { errorBuffer[0] = 0 }
 
-    /// libcurl's message for the last failure, after a transfer driven by the multi interface.
+    /// libcurl's message for the last failure (empty when it wrote none).
     var errorMessage: String { String(cString: errorBuffer) }
 }
 

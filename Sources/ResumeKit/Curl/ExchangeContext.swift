@@ -12,8 +12,8 @@ final class ExchangeContext {
     weak var handle: EasyHandle?
 
     var parser = ResponseHeadParser()
+    /// The head handed to the delegate: what follows is its body.
     var finalHead: ResponseHead?
-    var headDelivered = false
     var abortedByDelegate = false
     var cancelled = false
     var readFailure: Int32 = 0
@@ -91,12 +91,11 @@ final class ExchangeContext {
             return true  // libcurl follows it; the next head is the one that counts
         }
         finalHead = head
-        headDelivered = true
         return going(delegate.exchange(head: head, effectiveURL: handle?.info(string: CURLINFO_EFFECTIVE_URL) ?? ""))
     }
 
     private func write(_ bytes: UnsafeRawBufferPointer) -> Bool {
-        guard headDelivered else { return true }  // body of a response we skipped
+        guard finalHead != nil else { return true }  // body of a response we skipped
         return going(delegate.exchange(body: bytes))
     }
 

@@ -7,24 +7,10 @@ import Synchronization
 /// handle's callbacks then run on this thread while the session's thread sleeps, so nothing touches
 /// a transfer's state from two threads at once. All handles share the multi handle's connection cache.
 final class MultiDriver: @unchecked Sendable {
-    /// Handed from a session thread to the driver thread and back; the semaphore orders the accesses.
-    private final class Job: @unchecked Sendable {
+    /// Handed from a session thread to the driver thread; `onDone` runs on the driver thread.
+    private struct Job: @unchecked Sendable {
         let handle: EasyHandle
-        let done = DispatchSemaphore(value: 0)
-        var code = CURLE_OK
-        var message = ""
-        /// Set for a transfer nobody waits for: called on the driver thread instead of `done`.
-        let onDone: ((CURLcode, String) -> Void)?
-        init(handle: EasyHandle, onDone: ((CURLcode, String) -> Void)? = nil) {
-            self.handle = handle
-            self.onDone = onDone
-        }
-
-        func end(_ code: CURLcode, _ message: String) {
-            self.code = code
-            self.message = message
-            if let onDone { onDone(code, message) } else { done.signal() }
-        }
+        let onDone: (CURLcode, String) -> Void
     }
 
     private let multi: UnsafeMutableRawPointer
@@ -47,12 +33,15 @@ final class MultiDriver: @unchecked Sendable {
 
     /// Runs `handle`'s transfer on the multi handle and waits for its end.
     func run(_ handle: EasyHandle) -> (CURLcode, String) {
-        let job = Job(handle: handle)
-        handle.clearError()
-        queue.withLock { $0.pending.append(job) }
-        curl_multi_wakeup(multi)
-        job.done.wait()
-        return (job.code, job.message)
+        let done = DispatchSemaphore(value: 0)
+        var ended = (CURLE_OK, "")
+        // The semaphore orders the driver thread's write before this thread's read.
+        start(handle) { code, message in
+            ended = (code, message)
+            done.signal()
+        }
+        done.wait()
+        return ended
     }
 
     /// Starts `handle`'s transfer without waiting for it; `onDone` runs on the driver thread at its end, once
@@ -86,7 +75,7 @@ final class MultiDriver: @unchecked Sendable {
                 if added == CURLM_OK {
                     running[job.handle.raw] = job
                 } else {
-                    job.end(CURLE_FAILED_INIT, String(cString: curl_multi_strerror(added)))
+                    job.onDone(CURLE_FAILED_INIT, String(cString: curl_multi_strerror(added)))
                 }
             }
             if stopping && running.isEmpty { return }
@@ -99,7 +88,7 @@ final class MultiDriver: @unchecked Sendable {
                 else { continue }
                 let code = message.pointee.data.result
                 curl_multi_remove_handle(multi, easy)
-                job.end(code, job.handle.errorMessage)
+                job.onDone(code, job.handle.errorMessage)
             }
             // What an `onDone` started goes in at once, without a wait in poll.
             if queue.withLock({ !$0.pending.isEmpty }) { continue }

@@ -8,6 +8,6 @@ public enum ExchangeOutcome: Sendable, Equatable {
     case cancelled
     /// No progress for the stall timeout.
     case stalled
-    /// A transport failure; `retryable` says whether trying again may help.
+    /// A transport failure, sorted by what a retry can do about it.
     case failed(TransportFailure)
 }

@@ -9,7 +9,7 @@ public struct HeaderFields: Sendable, Equatable, ExpressibleByDictionaryLiteral 
         }
     }
 
-    public private(set) var fields: [Field]
+    public internal(set) var fields: [Field]
 
     public init(_ fields: [Field] = []) { self.fields = fields }
 

@@ -28,14 +28,11 @@ public struct ResponseHeadParser: Sendable {
         guard current != nil else { return nil }
         if let first = bytes.first, first == UInt8(ascii: " ") || first == UInt8(ascii: "\t") {
             // Obsolete line folding: append to the previous value.
-            if var last = current!.headers.fields.last {
+            if let last = current!.headers.fields.indices.last {
                 // One space between non-empty parts only: an empty field folded onto the next line gave
                 // ` "etag"`, with a space no comparison expects (found by FuzzResponseHead).
-                let more = Self.trimmed(bytes)
-                if !more.isEmpty { last.value += last.value.isEmpty ? more : " " + more }
-                var fields = current!.headers.fields
-                fields[fields.count - 1] = last
-                current!.headers = HeaderFields(fields)
+                let (value, more) = (current!.headers.fields[last].value, Self.trimmed(bytes))
+                if !more.isEmpty { current!.headers.fields[last].value = value.isEmpty ? more : value + " " + more }
             }
             return nil
         }

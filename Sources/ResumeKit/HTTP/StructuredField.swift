@@ -9,53 +9,44 @@ import RawStructuredFieldValues
 /// header (found by FuzzStructuredFields).
 public enum StructuredField {
     public static func boolean(_ value: String?) -> Bool? {
-        guard case .bool(let b)? = item(value)?.rfc9651BareItem else { return nil }
+        guard case .bool(let b)? = item(value) else { return nil }
         return b
     }
 
     public static func integer(_ value: String?) -> Int64? {
-        guard case .integer(let i)? = item(value)?.rfc9651BareItem else { return nil }
+        guard case .integer(let i)? = item(value) else { return nil }
         return i
     }
 
     /// The integer members of a dictionary field, such as `Upload-Limit`.
     public static func integerDictionary(_ value: String?) -> [String: Int64] {
-        guard let value, let map = try? dictionary(value) else { return [:] }
-        var result: [String: Int64] = [:]
-        for (key, member) in map {
-            if case .item(let item) = member, case .integer(let i) = item.rfc9651BareItem { result[key] = i }
-        }
-        return result
+        members(value) { if case .integer(let i) = $0 { i } else { nil } }
     }
 
     /// The byte-sequence members of a dictionary field, such as `Repr-Digest`, decoded from base64.
     public static func byteSequenceDictionary(_ value: String?) -> [String: [UInt8]] {
-        guard let value, let map = try? dictionary(value) else { return [:] }
-        var result: [String: [UInt8]] = [:]
-        for (key, member) in map {
-            if case .item(let item) = member, case .undecodedByteSequence(let b64) = item.rfc9651BareItem,
-                let data = Data(base64Encoded: b64)
-            {
-                result[key] = Array(data)
-            }
+        members(value) { item in
+            if case .undecodedByteSequence(let b64) = item { Data(base64Encoded: b64).map { Array($0) } } else { nil }
         }
-        return result
     }
 
     public static func serialize(_ value: Bool) -> String { value ? "?1" : "?0" }
 
-    private static func item(_ value: String?) -> Item? {
+    private static func item(_ value: String?) -> RFC9651BareItem? {
         guard let value else { return nil }
-        var p = parser(value)
-        return try? p.parseItemFieldValue()
+        var parser = StructuredFieldValueParser(Array(value.utf8))
+        return (try? parser.parseItemFieldValue())?.rfc9651BareItem
     }
 
-    private static func dictionary(_ value: String) throws -> OrderedMap<String, ItemOrInnerList> {
-        var p = parser(value)
-        return try p.parseDictionaryFieldValue()
-    }
-
-    private static func parser(_ value: String) -> StructuredFieldValueParser<[UInt8]> {
-        StructuredFieldValueParser(Array(value.utf8))
+    /// The members of a dictionary field that are items `read` takes.
+    private static func members<T>(_ value: String?, _ read: (RFC9651BareItem) -> T?) -> [String: T] {
+        guard let value else { return [:] }
+        var parser = StructuredFieldValueParser(Array(value.utf8))
+        guard let map = try? parser.parseDictionaryFieldValue() else { return [:] }
+        var result: [String: T] = [:]
+        for (key, member) in map {
+            if case .item(let item) = member, let v = read(item.rfc9651BareItem) { result[key] = v }
+        }
+        return result
     }
 }

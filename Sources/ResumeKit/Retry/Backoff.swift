@@ -30,6 +30,4 @@ struct Backoff {
 
     static let maxNetworkWait = 60.0
     private var networkWaits = 0
-
-    var retriesMade: Int { failures - 1 }
 }

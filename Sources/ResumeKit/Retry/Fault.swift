@@ -56,8 +56,7 @@ public enum Fault: Sendable, Equatable {
         switch self {
         case .unresolved: .unresolved(message)
         case .unreachable: .unreachable(message)
-        case .lost: .lost(message)
-        case .stalled: .lost(message)
+        case .lost, .stalled: .lost(message)
         case .status(let status, let after, _): .status(status, retryAfter: after, message: message)
         case .fatal: .fatal(message)
         }

@@ -44,7 +44,7 @@ struct Retrier {
         case .fail:
             return .failed(fault.message)
         case .exhausted:
-            return .exhausted("\(fault.message); gave up after \(backoff.retriesMade) retries")
+            return .exhausted("\(fault.message); gave up after \(backoff.failures - 1) retries")
         case .waitForNetwork(let delay):
             if announces { emit(.waitingForNetwork(delay: delay, error: fault.message)) }
             return sleep(delay)

@@ -24,9 +24,8 @@ final class RetryBudget: Sendable {
     /// Takes what a retry after `fault` costs; false (and nothing taken) when the bucket cannot pay it.
     /// - Parameter progressMade: the failed attempt moved bytes: the retry is paid back at once.
     func withdraw(after fault: Fault, progressMade: Bool) -> Bool {
-        let cost: Int
-        if case .stalled = fault { cost = Self.timeoutCost } else { cost = Self.retryCost }
         if progressMade { return true }
+        let cost = if case .stalled = fault { Self.timeoutCost } else { Self.retryCost }
         return tokens.withLock { tokens in
             guard tokens >= cost else { return false }
             tokens -= cost

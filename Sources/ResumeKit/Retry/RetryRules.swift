@@ -16,8 +16,7 @@ public enum RetryRules {
         if case .fatal = fault { return .fail }
         if waitForNetwork, fault.isNetworkDown { return .waitForNetwork(delay: backoff.networkWait(progressMade: progressMade)) }
         if case .unresolved = fault, fresh { return .fail }
-        var retryAfter: String?
-        if case .status(_, let after, _) = fault { retryAfter = after }
+        let retryAfter: String? = if case .status(_, let after, _) = fault { after } else { nil }
         guard let delay = backoff.next(progressMade: progressMade, retryAfter: retryAfter, now: now) else { return .exhausted }
         return .retry(delay: delay)
     }

@@ -18,25 +18,20 @@ public enum AWSConfiguration {
         let credentialsPath = nonEmpty(environment["AWS_SHARED_CREDENTIALS_FILE"]) ?? home + "/.aws/credentials"
         let configPath = nonEmpty(environment["AWS_CONFIG_FILE"]) ?? home + "/.aws/config"
         let profile = nonEmpty(choices.profile) ?? nonEmpty(environment["AWS_PROFILE"]) ?? "default"
-        let credentialsFile = readFile(credentialsPath).map(ProfileFile.init) ?? ProfileFile(sections: [:])
-        let configFile = readFile(configPath).map(ProfileFile.init) ?? ProfileFile(sections: [:])
-        let fromCredentials = credentialsFile.sections[profile] ?? [:]
-        let fromConfig = configFile.sections[profile == "default" ? "default" : "profile " + profile] ?? [:]
+        let configSection = profile == "default" ? "default" : "profile " + profile
+        let fromCredentials = ProfileFile(readFile(credentialsPath) ?? "").sections[profile] ?? [:]
+        let fromConfig = ProfileFile(readFile(configPath) ?? "").sections[configSection] ?? [:]
 
-        func fromProfile() -> AWSCredentials? {
-            for section in [fromCredentials, fromConfig] {
-                if let id = nonEmpty(section["aws_access_key_id"]), let secret = nonEmpty(section["aws_secret_access_key"]) {
-                    return AWSCredentials(accessKeyID: id, secretAccessKey: secret, sessionToken: nonEmpty(section["aws_session_token"]))
-                }
-            }
-            return nil
-        }
-        func fromEnvironment() -> AWSCredentials? {
-            guard let id = nonEmpty(environment["AWS_ACCESS_KEY_ID"]), let secret = nonEmpty(environment["AWS_SECRET_ACCESS_KEY"])
+        // A key pair by the files' names (`aws_access_key_id` …), which are the variables' in lower case.
+        func keyPair(_ value: (String) -> String?) -> AWSCredentials? {
+            guard let id = nonEmpty(value("aws_access_key_id")), let secret = nonEmpty(value("aws_secret_access_key"))
             else { return nil }
-            return AWSCredentials(accessKeyID: id, secretAccessKey: secret, sessionToken: nonEmpty(environment["AWS_SESSION_TOKEN"]))
+            return AWSCredentials(
+                accessKeyID: id, secretAccessKey: secret, sessionToken: nonEmpty(value("aws_session_token")))
         }
-        let found = nonEmpty(choices.profile) != nil ? (fromProfile() ?? fromEnvironment()) : (fromEnvironment() ?? fromProfile())
+        let fromProfile = keyPair { fromCredentials[$0] } ?? keyPair { fromConfig[$0] }
+        let fromEnvironment = keyPair { environment[$0.uppercased()] }
+        let found = nonEmpty(choices.profile) != nil ? fromProfile ?? fromEnvironment : fromEnvironment ?? fromProfile
         guard let credentials = found else {
             throw TransferError(
                 .failed,

@@ -3,8 +3,6 @@
 struct ProfileFile: Equatable {
     var sections: [String: [String: String]]
 
-    init(sections: [String: [String: String]]) { self.sections = sections }
-
     init(_ text: String) {
         var sections: [String: [String: String]] = [:]
         var current: String?

@@ -24,7 +24,6 @@ struct S3Call {
 
     /// The line a refusal ends with: S3's code and message, else the status.
     static func failure(_ status: Int, _ error: S3ErrorBody?, _ what: String) -> String {
-        if let error { return "\(what): \(error.line)" }
-        return "\(what): S3 answered \(status)"
+        "\(what): " + (error?.line ?? "S3 answered \(status)")
     }
 }

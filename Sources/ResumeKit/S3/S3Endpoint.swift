@@ -6,7 +6,9 @@ public struct S3Endpoint: Sendable, Equatable {
     /// Host name with its port, if any, as it goes into the `Host` header.
     public var authority: String
     public var forcePathStyle: Bool
+}
 
+extension S3Endpoint {
     /// - Parameters:
     ///   - endpoint: a user's endpoint URL, or nil for AWS's regional endpoint.
     ///   - region: the region requests are signed for (and AWS's endpoint is named after).
@@ -28,21 +30,12 @@ public struct S3Endpoint: Sendable, Equatable {
         self.init(scheme: scheme, authority: authority, forcePathStyle: forcePathStyle)
     }
 
-    init(scheme: String, authority: String, forcePathStyle: Bool) {
-        self.scheme = scheme
-        self.authority = authority
-        self.forcePathStyle = forcePathStyle
-    }
-
-    /// True when the endpoint is an IP address or carries a port: such hosts have no bucket subdomains.
-    var isBareHost: Bool {
-        if authority.hasPrefix("[") { return true }
-        if authority.contains(":") { return true }
-        return authority.split(separator: ".").count == 4 && authority.allSatisfy { $0.isNumber || $0 == "." }
-    }
-
     func usesPathStyle(for location: S3Location) -> Bool {
-        forcePathStyle || isBareHost || !location.isDNSCompatible || (scheme == "https" && location.bucket.contains("."))
+        // An IP address or a host with a port has no bucket subdomains.
+        let bareHost = authority.hasPrefix("[") || authority.contains(":")
+            || authority.split(separator: ".").count == 4 && authority.allSatisfy { $0.isNumber || $0 == "." }
+        return forcePathStyle || bareHost || !location.isDNSCompatible
+            || (scheme == "https" && location.bucket.contains("."))
     }
 
     /// The request target of an object (or of the bucket, with an empty key): host and encoded path.

@@ -39,9 +39,6 @@ public struct S3Target: Sendable {
         endpoint.url(S3Location(bucket: location.bucket, key: key ?? location.key), query: S3Encoding.canonicalQuery(query))
     }
 
-    /// The bucket's URL, for listings.
-    public func bucketURL(query: [(String, String)]) -> String { url(key: "", query: query) }
-
     public var signer: S3RequestSigner {
         S3RequestSigner(signer: SigV4Signer(credentials: settings.credentials, region: settings.region))
     }

@@ -60,13 +60,12 @@ public struct SigV4Signer: Sendable {
         if let token = credentials.sessionToken { headers.set("x-amz-security-token", token) }
 
         let query = S3Encoding.canonicalQuery(request.query)
-        var signing: [(name: String, value: String)] = [("host", request.host)]
-        for field in headers.fields where !field.name.caseInsensitiveEquals("host") {
-            signing.append((field.name.lowercased(), Self.trimmed(field.value)))
-        }
         // Repeated names are joined with commas, in the order given (SigV4's rule).
-        var merged: [String: String] = [:]
-        for (name, value) in signing { merged[name] = merged[name].map { $0 + "," + value } ?? value }
+        var merged = ["host": request.host]
+        for field in headers.fields where !field.name.caseInsensitiveEquals("host") {
+            let (name, value) = (field.name.lowercased(), Self.trimmed(field.value))
+            merged[name] = merged[name].map { $0 + "," + value } ?? value
+        }
         let names = merged.keys.sorted()
         let signedHeaders = names.joined(separator: ";")
         let canonical = [
