@@ -228,12 +228,11 @@ extension TransferClient {
         cancellation: Cancellation, events: @escaping EventHandler
     ) throws(TransferError) -> UploadResult {
         let part = try token.uploadPart()
-        guard let stream = part.stream else { throw TransferError(.badToken, "token \(token.id) has no stream state") }
         let (machine, options) = try uploadMachine(token, versionPinned: versionPinned, capabilities: capabilities, options: options)
         guard let sender = machine as? any StreamingUploadMachine else {
             throw TransferError(.badToken, "token \(token.id): a stream cannot go by \(part.uploadProtocol?.rawValue ?? "no protocol") here")
         }
-        let hashes = options.computeSHA256 && (stream.durable == 0 || replay)
+        let hashes = options.computeSHA256 && (part.stream?.durable == 0 || replay)
         do {
             // S3's parts go several at once through the session pool, as a file's do.
             return try withSessionPool(part.s3 != nil) { transport throws(TransferError) in

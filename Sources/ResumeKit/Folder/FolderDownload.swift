@@ -78,13 +78,7 @@ struct FolderDownload {
             tally.failed(fetched[j], item, error)
             if case .stopped = error.code {} else { events(.file(item, .failed(error))) }
         }
-        let closed: TransferError?
-        do { try ledger.close(); closed = nil } catch { closed = error }
-        let stop = cancellation.reason.map { TransferError.stopped($0, "; resume with: resumectl resume \(id)", tokenID: id) }
-        var summary = tally.summary(id: id, stopped: stop)
-        if let closed, summary.stopped == nil { summary.stopped = closed }
-        client.recordBatchEnd(summary, record: record)
-        return summary
+        return client.endBatch(record, ledger: ledger, tally: tally, stop: cancellation.reason)
     }
 
     private enum Choice: Equatable {
