@@ -262,9 +262,7 @@ extension TransferClient {
         guard !location.isPrefix else { throw TransferError(.usage, "\(request.url) names no object: give s3://BUCKET/KEY") }
         let target = try S3Target(location, choices: request.s3.choices, forcePathStyle: request.s3.forcePathStyle)
         let (partSize, raised) = try MultipartPlan.partSize(fileSize: source.size, requested: request.s3.partSize)
-        if raised {
-            events(.note("part size raised to \(partSize >> 20) MiB: S3 takes at most 10,000 parts"))
-        }
+        if raised { events(.note("part size raised to \(partSize >> 20) MiB: S3 takes at most 10,000 parts")) }
         var state = target.state
         state.partSize = partSize
         state.parallel = request.s3.parallel

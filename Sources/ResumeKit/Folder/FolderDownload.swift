@@ -110,9 +110,8 @@ struct FolderDownload {
                     cancellation: cancellation, events: { _ in })
         }
         let session = client.transport.makeSession()
-        var fields = try HeaderLines.parse(request.template.headers)
-        fields.set("Accept", "application/json, text/html;q=0.9, */*;q=0.1")
-        let headers = fields
+        var headers = try HeaderLines.parse(request.template.headers)
+        headers.set("Accept", "application/json, text/html;q=0.9, */*;q=0.1")
         return try FolderWalk(root: request.url, depth: request.depth, include: request.include, exclude: request.exclude, html: client.htmlLinks) {
             page throws(TransferError) in
             try Retrier.run(client.options, cancellation: cancellation, events: { _ in }, stopped: "stopped while listing \(page)") {
