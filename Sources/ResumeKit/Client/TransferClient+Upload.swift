@@ -228,12 +228,11 @@ extension TransferClient {
         cancellation: Cancellation, events: @escaping EventHandler
     ) throws(TransferError) -> UploadResult {
         let part = try token.uploadPart()
-        guard let stream = part.stream else { throw TransferError(.badToken, "token \(token.id) has no stream state") }
         let (machine, options) = try uploadMachine(token, versionPinned: versionPinned, capabilities: capabilities, options: options)
         guard let sender = machine as? any StreamingUploadMachine else {
             throw TransferError(.badToken, "token \(token.id): a stream cannot go by \(part.uploadProtocol?.rawValue ?? "no protocol") here")
         }
-        let hashes = options.computeSHA256 && (stream.durable == 0 || replay)
+        let hashes = options.computeSHA256 && (part.stream?.durable == 0 || replay)
         do {
             // S3's parts go several at once through the session pool, as a file's do.
             return try withSessionPool(part.s3 != nil) { transport throws(TransferError) in
@@ -263,9 +262,7 @@ extension TransferClient {
         guard !location.isPrefix else { throw TransferError(.usage, "\(request.url) names no object: give s3://BUCKET/KEY") }
         let target = try S3Target(location, choices: request.s3.choices, forcePathStyle: request.s3.forcePathStyle)
         let (partSize, raised) = try MultipartPlan.partSize(fileSize: source.size, requested: request.s3.partSize)
-        if raised {
-            events(.note("part size raised to \(partSize >> 20) MiB: S3 takes at most 10,000 parts"))
-        }
+        if raised { events(.note("part size raised to \(partSize >> 20) MiB: S3 takes at most 10,000 parts")) }
         var state = target.state
         state.partSize = partSize
         state.parallel = request.s3.parallel

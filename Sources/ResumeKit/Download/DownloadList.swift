@@ -30,9 +30,7 @@ public struct DownloadList: Sendable, Equatable {
             guard let first = parts.first else { continue }
             let url = String(Substring(first))
             let name = parts.count > 1 ? parts[1...].map { String(Substring($0)) }.joined(separator: " ") : nil
-            do throws(TransferError) {
-                try URLCheck.validate(url)
-            } catch {
+            do throws(TransferError) { try URLCheck.validate(url) } catch {
                 problems.append(Problem(line: i + 1, message: error.message))
                 continue
             }

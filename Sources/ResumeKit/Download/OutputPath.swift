@@ -95,16 +95,11 @@ public enum OutputPath {
 
     /// The folder must exist and take new files; checked before any byte is fetched.
     static func checkWritable(_ path: String, occupant: Occupant) throws(TransferError) {
-        if occupant == .folder {
-            throw TransferError(.cannotCreateOutput, "cannot create \(path): a folder is in the way")
-        }
+        func refusal(_ why: String) -> TransferError { .init(.cannotCreateOutput, "cannot create \(path): \(why)") }
+        if occupant == .folder { throw refusal("a folder is in the way") }
         let dir = Paths.parent(of: path)
-        guard isFolder(dir) else {
-            throw TransferError(.cannotCreateOutput, "cannot create \(path): folder \(dir) does not exist")
-        }
-        guard access(dir, W_OK | X_OK) == 0 else {
-            throw TransferError(.cannotCreateOutput, "cannot create \(path): folder \(dir) is not writable")
-        }
+        guard isFolder(dir) else { throw refusal("folder \(dir) does not exist") }
+        guard access(dir, W_OK | X_OK) == 0 else { throw refusal("folder \(dir) is not writable") }
     }
 
     enum Occupant { case nothing, file, folder }

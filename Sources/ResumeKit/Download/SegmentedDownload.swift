@@ -110,14 +110,8 @@ final class SegmentedDownload {
             emit(.paused(offset: committed))
             throw TransferError.stopped(reason, "at \(committed) bytes", tokenID: token.id)
         }
-        switch outcome {
-        case .changed(let reason)?:
-            throw Handover.changed(reason)
-        case .failed(let error)?:
-            throw TransferError(error.code, error.message, tokenID: token.id)
-        case nil:
-            break
-        }
+        if case .changed(let reason)? = outcome { throw Handover.changed(reason) }
+        if case .failed(let error)? = outcome { throw TransferError(error.code, error.message, tokenID: token.id) }
         return try finish(total: total)
     }
 
@@ -200,10 +194,8 @@ final class SegmentedDownload {
     }
 
     private func finish(total: Int64) throws -> DownloadResult {
-        var digest: String?
-        if options.computeSHA256 || download.expectedSHA256 != nil {
-            digest = try FileDigest.sha256(path: download.partPath)
-        }
+        let hashed = options.computeSHA256 || download.expectedSHA256 != nil
+        let digest = hashed ? try FileDigest.sha256(path: download.partPath) : nil
         // The token already holds every segment's committed bytes: it stays as it is on a mismatch.
         let finished = Publish.Finished(download: download, tokenID: token.id, url: token.url, tokenOnDisk: true, bytes: total, sha256: digest, emit: emit)
         try Publish.verify(finished) {}

@@ -24,10 +24,7 @@ final class SmallFilePass: @unchecked Sendable {
     private let cancellation: Cancellation
     private let events: @Sendable (Int, TransferEvent) -> Void
     /// A file left to the workers, with what its exchange in the pass leaves them.
-    struct Left: Sendable {
-        let index: Int
-        let earlier: EarlierAttempt
-    }
+    typealias Left = (index: Int, earlier: EarlierAttempt)
 
     private let left = Mutex<[Left]>([])
     /// The tokens on disk when the pass began, without a path lookup per file. One written later by another
@@ -65,7 +62,7 @@ final class SmallFilePass: @unchecked Sendable {
     private func next(on session: any StartingSession) {
         while !cancellation.isStopped, !ended.load(ordering: .relaxed), let i = queue.take() {
             guard let fetch = open(i) else {
-                left.withLock { $0.append(Left(index: i, earlier: EarlierAttempt())) }
+                left.withLock { $0.append((i, EarlierAttempt())) }
                 continue
             }
             let immediate = session.start(
@@ -121,7 +118,7 @@ final class SmallFilePass: @unchecked Sendable {
             unlink(fetch.part.path)
             fetch.part.close()
             let earlier = EarlierAttempt(verdict: verdict, announced: fetch.fetch.announced)
-            left.withLock { $0.append(Left(index: fetch.index, earlier: earlier)) }
+            left.withLock { $0.append((fetch.index, earlier)) }
         }
     }
 }

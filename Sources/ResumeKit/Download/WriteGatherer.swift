@@ -47,12 +47,8 @@ final class WriteGatherer {
     }
 
     private func writeAll(_ bytes: UnsafeRawBufferPointer, to fd: Int32, at offset: Int64) throws(Errno) {
-        do {
-            try FileDescriptor(rawValue: fd).writeAll(toAbsoluteOffset: offset, bytes)
-        } catch let error as Errno {
-            throw error
-        } catch {
-            throw Errno(rawValue: EIO)
+        do { try FileDescriptor(rawValue: fd).writeAll(toAbsoluteOffset: offset, bytes) } catch {
+            throw (error as? Errno) ?? Errno(rawValue: EIO)
         }
     }
 }

@@ -11,8 +11,7 @@ enum WritebackBacklog {
     /// Whether one `syncfs` per file system should make a group of `own` bytes durable, rather than an
     /// `fdatasync` per file: when the backlog is mostly the group's, or cannot be read.
     static func prefersSyncfs(own: Int64, backlog: Int64?) -> Bool {
-        guard let backlog else { return true }
-        return backlog <= own + tolerated
+        backlog.map { $0 <= own + tolerated } ?? true
     }
 
     /// The machine's backlog in bytes, or nil when /proc/meminfo cannot be read.

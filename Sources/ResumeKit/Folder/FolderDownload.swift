@@ -78,13 +78,7 @@ struct FolderDownload {
             tally.failed(fetched[j], item, error)
             if case .stopped = error.code {} else { events(.file(item, .failed(error))) }
         }
-        let closed: TransferError?
-        do { try ledger.close(); closed = nil } catch { closed = error }
-        let stop = cancellation.reason.map { TransferError.stopped($0, "; resume with: resumectl resume \(id)", tokenID: id) }
-        var summary = tally.summary(id: id, stopped: stop)
-        if let closed, summary.stopped == nil { summary.stopped = closed }
-        client.recordBatchEnd(summary, record: record)
-        return summary
+        return client.endBatch(record, ledger: ledger, tally: tally, stop: cancellation.reason)
     }
 
     private enum Choice: Equatable {
@@ -116,9 +110,8 @@ struct FolderDownload {
                     cancellation: cancellation, events: { _ in })
         }
         let session = client.transport.makeSession()
-        var fields = try HeaderLines.parse(request.template.headers)
-        fields.set("Accept", "application/json, text/html;q=0.9, */*;q=0.1")
-        let headers = fields
+        var headers = try HeaderLines.parse(request.template.headers)
+        headers.set("Accept", "application/json, text/html;q=0.9, */*;q=0.1")
         return try FolderWalk(root: request.url, depth: request.depth, include: request.include, exclude: request.exclude, html: client.htmlLinks) {
             page throws(TransferError) in
             try Retrier.run(client.options, cancellation: cancellation, events: { _ in }, stopped: "stopped while listing \(page)") {

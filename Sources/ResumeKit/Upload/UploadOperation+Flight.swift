@@ -48,8 +48,7 @@ extension UploadOperation {
             for field in planned.headers.fields { all.set(field.name, field.value) }
             let fd = operation.source.fd
             let grows = operation.growth != nil && operation.machine.canGrow(plan)
-            request = TransferRequest(
-                method: planned.method, url: url, headers: all, followRedirects: false,
+            request = TransferRequest(method: planned.method, url: url, headers: all, followRedirects: false,
                 body: planned.body.map { RequestBody(fileDescriptor: fd, offset: $0.offset, length: $0.length, grows: grows) }
                     ?? planned.document.map(RequestBody.init(bytes:)))
         }

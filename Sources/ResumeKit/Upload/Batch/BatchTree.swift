@@ -51,15 +51,11 @@ struct BatchTree: Sendable, Equatable {
             let child = relative.isEmpty ? name : relative + "/" + name
             var info = stat()
             guard lstat(path, &info) == 0 else { continue }  // gone meanwhile
-            if info.st_mode & S_IFMT == S_IFLNK {
-                guard follow else {
-                    skipped.append("\(path): skipped, a symbolic link (-L follows links)")
-                    continue
-                }
-                guard stat(path, &info) == 0 else {
-                    skipped.append("\(path): skipped, a link to nothing")
-                    continue
-                }
+            // A link is followed with -L (`info` then describes its target).
+            if info.st_mode & S_IFMT == S_IFLNK, !follow || stat(path, &info) != 0 {
+                let why = follow ? "a link to nothing" : "a symbolic link (-L follows links)"
+                skipped.append("\(path): skipped, \(why)")
+                continue
             }
             switch info.st_mode & S_IFMT {
             case S_IFDIR:

@@ -54,9 +54,8 @@ extension TransferClient {
         defer { lock.release() }
         let state = store.state
         // The command given again says its options again; the batch keeps its start (and its record, its files).
-        var given = BatchRecord(request)
-        if let earlier = BatchLedger.record(state: state, id: id) { given.createdAt = earlier.createdAt }
-        let record = given
+        var record = BatchRecord(request)
+        if let earlier = BatchLedger.record(state: state, id: id) { record.createdAt = earlier.createdAt }
         let tree = try BatchTree(root: record.folder, follow: request.followSymlinks)
         for line in tree.skipped + tree.refused { events(.leftOut(line)) }
         try BatchLedger.save(record, state: state)
@@ -79,17 +78,15 @@ extension TransferClient {
         let ledger = try BatchLedger(state: state, id: id, order: tree.files.map(\.relative))
         let tally = BatchTally(files: tree.files.count, total: tree.bytes)
         let queue = WorkQueue<Void>(count: tree.files.count)  // the tally keeps what each file came to
-        let perFile = template
         withSessionPool { pool in
             var pooled = self
             pooled.transport = pool
             pooled.requestBudget = budget
             pooled.options.computeSHA256 = false  // a file's events say no SHA-256: not read once more for it
-            let client = pooled
             let group = DispatchGroup()
             for _ in 0..<max(1, min(request.parallel, tree.files.count)) {
                 group.enter()
-                runOnBackgroundThread("batch") {
+                runOnBackgroundThread("batch") { [client = pooled, template, record] in
                     defer { group.leave() }
                     let session = pool.makeSession()
                     while !cancellation.isStopped, let i = queue.take() {
@@ -97,7 +94,7 @@ extension TransferClient {
                         let item = BatchFile(path: file.path, target: BatchNaming.target(request.target, relative: file.relative))
                         do throws(TransferError) {
                             let sent = try client.sendBatchFile(
-                                file, item, index: i, template: perFile, earlier: earlier, since: record.createdAt,
+                                file, item, index: i, template: template, earlier: earlier, since: record.createdAt,
                                 skipExisting: request.skipExisting, session: session, ledger: ledger, tally: tally, cancellation: cancellation, events: events)
                             if let progress = tally.finished(i, size: file.size, sent: sent) { events(progress) }
                         } catch {
@@ -109,12 +106,7 @@ extension TransferClient {
             }
             group.wait()
         }
-        var closed: TransferError?
-        do { try ledger.close() } catch { closed = error }
-        let stop = cancellation.reason.map { TransferError.stopped($0, "; resume with: resumectl resume \(id)", tokenID: id) }
-        let summary = tally.summary(id: id, stopped: stop ?? closed)  // a worker's stop first, then ours, then the log's
-        recordBatchEnd(summary, record: record)
-        return summary
+        return endBatch(record, ledger: ledger, tally: tally, stop: cancellation.reason)
     }
 
     /// One file: skipped when this batch sent it before (same size, mtime, inode) or `--skip-existing` (or, for
@@ -207,8 +199,14 @@ extension TransferClient {
             file, url: url, partSize: max(1, partSize), session: session, settings: settings, headers: headers, cancellation: cancellation)
     }
 
-    /// The batch's result record (what `wait`, `show` and `list --all` read); a batch that ended done forgets its record and log.
-    func recordBatchEnd(_ summary: BatchSummary, record: BatchRecord) {
+    /// Closes the batch's log and writes its result record (what `wait`, `show` and `list --all` read); a batch
+    /// that ended done forgets its record and log. Its stop: a worker's first, then ours, then the log's failure.
+    func endBatch(_ record: BatchRecord, ledger: BatchLedger, tally: BatchTally, stop: StopReason?) -> BatchSummary {
+        var closed: TransferError?
+        do { try ledger.close() } catch { closed = error }
+        let id = record.id
+        let stopped = stop.map { TransferError.stopped($0, "; resume with: resumectl resume \(id)", tokenID: id) }
+        let summary = tally.summary(id: id, stopped: stopped ?? closed)
         let status = summary.exitStatus
         let outcome: TransferRecord.Outcome = status == 0 ? .done : summary.stopped != nil ? .paused : .failed
         let error = summary.stopped?.message
@@ -217,6 +215,7 @@ extension TransferClient {
             id: summary.id, kind: record.download != nil ? .download : .upload, outcome: outcome, exit: status, resumable: status != 0, url: record.target, path: record.folder,
             bytes: summary.bytes, error: error))
         if status == 0 { BatchLedger.remove(state: store.state, id: summary.id) }
+        return summary
     }
 }
 

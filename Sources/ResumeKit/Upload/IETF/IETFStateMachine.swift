@@ -85,8 +85,7 @@ public struct IETFStateMachine: StreamingUploadMachine {
         guard head.status == 104, case .create = state else { return .nothing }
         // A 104 of another interop version is not for us (draft: ignore it).
         guard head.headers[InteropVersion.header].flatMap({ Int($0.trimmingSpaces()) }) == version.rawValue,
-            let location = head.headers["Location"],
-            let url = resolveLocation(location, against: requestURL)
+            let location = head.headers["Location"], let url = resolveLocation(location, against: requestURL)
         else { return .nothing }
         serverSupportsDraft = true
         let limits = StructuredField.integerDictionary(head.headers["Upload-Limit"])
