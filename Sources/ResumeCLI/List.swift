@@ -33,12 +33,12 @@ struct List: ParsableCommand {
     }
 
     /// The row of an unfinished folder upload or download (`b-…`).
-    private func batchRow(_ record: BatchRecord, client: TransferClient) -> String {
-        let row = TransferState(id: record.id, store: client.store).map(TransferRow.init)
+    private func batchRow(_ batch: BatchRecord, client: TransferClient) -> String {
+        let row = TransferState(id: batch.id, store: client.store).map(TransferRow.init)
         let text = row?.stateText ?? "failed and resumable"
-        let (url, finished) = (Redact.url(record.target), client.batchFinishedCount(record.id))
-        guard state.json else { return "\(record.id)  batch  \(text)  \(finished) files finished  \(url)  \(record.folder)" }
-        return JSONLine.encode(["id": record.id, "kind": "batch", "state": text, "pid": row?.pid.map(Int.init),
-            "finished": finished, "url": url, "path": record.folder])
+        let (url, files) = (Redact.url(batch.target), client.batchFinishedCount(batch.id))
+        guard state.json else { return "\(batch.id)  batch  \(text)  \(files) files finished  \(url)  \(batch.folder)" }
+        return JSONLine.encode(["id": batch.id, "kind": "batch", "state": text, "pid": row?.pid.map(Int.init),
+            "finished": files, "url": url, "path": batch.folder])
     }
 }

@@ -18,8 +18,7 @@ struct Log: AsyncParsableCommand {
 
     func run() async throws {
         let store = state.store
-        let path = store.state.log(token)
-        let fd = token.contains("/") ? -1 : open(path, O_RDONLY | O_CLOEXEC)
+        let fd = token.contains("/") ? -1 : open(store.state.log(token), O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else {
             let known = TransferState(id: token, store: store) != nil
             throw Runner.fail(TransferError(.inputMissing, known ? "\(token) has no log (only detached transfers keep one)" : "no log for '\(token)'"), json: false)

@@ -81,7 +81,8 @@ public final class TokenLock: @unchecked Sendable {
         let major = ((dev >> 8) & 0xfff) | ((dev >> 32) & ~0xfff)
         let minor = (dev & 0xff) | ((dev >> 12) & ~0xff)
         // "1: FLOCK  ADVISORY  WRITE 4242 fd:01:1234567 0 EOF"
-        let file = String(major, radix: 16).leftPadded(2) + ":" + String(minor, radix: 16).leftPadded(2) + ":\(st.st_ino)"
+        let hex = { (n: UInt64) in (n < 16 ? "0" : "") + String(n, radix: 16) }
+        let file = hex(major) + ":" + hex(minor) + ":\(st.st_ino)"
         for line in table.split(separator: "\n") {
             let fields = line.split(separator: " ")
             guard fields.count >= 6, fields[1] == "FLOCK", fields[5] == file else { continue }
@@ -89,8 +90,4 @@ public final class TokenLock: @unchecked Sendable {
         }
         return nil
     }
-}
-
-private extension String {
-    func leftPadded(_ width: Int) -> String { String(repeating: "0", count: max(0, width - count)) + self }
 }

@@ -56,10 +56,8 @@ public enum TokenValidation {
                 throw Violation(field: "download.committedBytes", reason: "is \(d.committedBytes), beyond download.totalBytes \(total)")
             }
         }
-        if let sum = d.expectedSHA256 {
-            guard sum.utf8.count == 64, sum.allSatisfy({ $0.isASCII && $0.isHexDigit }) else {
-                throw Violation(field: "download.expectedSHA256", reason: "must be 64 hex digits")
-            }
+        if let sum = d.expectedSHA256, sum.utf8.count != 64 || !sum.allSatisfy({ $0.isASCII && $0.isHexDigit }) {
+            throw Violation(field: "download.expectedSHA256", reason: "must be 64 hex digits")
         }
         if let onChange = d.onChange, DownloadStateMachine.OnChange(rawValue: onChange) == nil {
             throw Violation(field: "download.onChange", reason: "must be restart or fail, not '\(onChange.prefix(40))'")
