@@ -19,7 +19,9 @@ final class TokenGuard {
             try store.ensureDirectory()
             lock = try TokenLock(path: store.lockPath(forID: id))
         } catch {
-            if case .held? = error as? TokenLock.Failure { throw TransferError(.busy, "\(error); not starting a second one") }
+            if case .held? = error as? TokenLock.Failure {
+                throw TransferError(.busy, "\(error); not starting a second one")
+            }
             throw TransferError(.localIO, "\(error)")
         }
     }

@@ -17,7 +17,9 @@ extension EasyHandle {
         // Without -x libcurl reads http_proxy, https_proxy and no_proxy itself, by its own rules.
         if let v = connection.proxy { try set(CURLOPT_PROXY, v) }
         if let v = connection.connectTimeout { try set(CURLOPT_CONNECTTIMEOUT_MS, Int((v * 1000).rounded(.up))) }
-        if let v = connection.ipVersion { try set(CURLOPT_IPRESOLVE, Int(v == .v4 ? CURL_IPRESOLVE_V4 : CURL_IPRESOLVE_V6)) }
+        if let v = connection.ipVersion {
+            try set(CURLOPT_IPRESOLVE, Int(v == .v4 ? CURL_IPRESOLVE_V4 : CURL_IPRESOLVE_V6))
+        }
         if let v = connection.resolve, !v.isEmpty { try set(CURLOPT_RESOLVE, list: v) }
         switch connection.httpVersion {
         case .http1_1: try set(CURLOPT_HTTP_VERSION, CURL_HTTP_VERSION_1_1)

@@ -26,8 +26,9 @@ struct S3Listing {
         repeat {
             var query = [("list-type", "2"), ("prefix", location.key)]
             if let continuation { query.append(("continuation-token", continuation)) }
+            let pageURL = target.url(key: "", query: query)
             let body = try Retrier.run(options, cancellation: cancellation, events: events, fresh: { RetryRules.isFresh(held: Int64(objects.count), known: false) }, stopped: "stopped while listing \(url)") { () throws(TransferError) in
-                switch call.send(session, method: "GET", url: target.url(key: "", query: query), cancellation: cancellation) {
+                switch call.send(session, method: "GET", url: pageURL, cancellation: cancellation) {
                 case .ok(_, let body):
                     return .done(body)
                 case .refused(let status, let error, let after) where RetryPolicy.isRetryable(status: status, errorCode: error?.code):
