@@ -217,7 +217,7 @@ extension TransferClient {
         case .cancelled:
             throw TransferError(.inputMissing, "\(record.id) was cancelled; there is nothing to resume")
         case .failed, .paused:
-            throw TransferError(record.exit == 0 ? .failed : Self.code(forExit: record.exit),
+            throw TransferError(Self.code(forExit: record.exit),
                 "\(record.id) failed and cannot be resumed: \(record.error ?? "unknown error")")
         }
     }

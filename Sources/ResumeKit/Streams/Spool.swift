@@ -131,7 +131,7 @@ final class Spool {
         }
     }
 
-    /// Blocks the file occupies on disk, in bytes (for tests and `show`).
+    /// Blocks the file occupies on disk, in bytes (for tests: the punched holes really freed them).
     var diskUse: Int64 {
         var info = stat()
         guard fstat(fd.rawValue, &info) == 0 else { return 0 }
