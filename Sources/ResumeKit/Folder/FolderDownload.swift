@@ -71,8 +71,7 @@ struct FolderDownload {
             default: events(.transfer(item, event))
             }
         }
-        for (j, result) in results.enumerated() {
-            guard case .failure(let error) = result else { continue }
+        for case (let j, .failure(let error)) in results.enumerated() {
             let file = files[fetched[j]]
             let item = BatchFile(path: folder + "/" + file.relative, target: file.url)
             tally.failed(fetched[j], item, error)

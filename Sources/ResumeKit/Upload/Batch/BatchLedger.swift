@@ -131,8 +131,7 @@ final class BatchLedger: @unchecked Sendable {
         guard let data = FileManager.default.contents(atPath: state.batchLog(id)) else { return Earlier() }
         var earlier = Earlier()
         let decoder = JSONDecoder()
-        for line in data.split(separator: 10) {
-            guard let entry = try? decoder.decode(Line.self, from: Data(line)) else { continue }
+        for entry in data.split(separator: 10).compactMap({ try? decoder.decode(Line.self, from: Data($0)) }) {
             if let path = entry.path, let stamp = entry.stamp { earlier.done[path] = stamp }
             if let path = entry.path, let listed = entry.listed { earlier.listed[path] = listed }
             if let begun = entry.begun, earlier.begun.map({ begun > $0 }) ?? true { earlier.begun = begun }
