@@ -115,7 +115,9 @@ extension TransferClient {
         _ requests: [DownloadRequest], parallel: Int, cancellation: Cancellation = Cancellation(),
         events: @escaping @Sendable (Int, TransferEvent) -> Void = { _, _ in }
     ) async -> [Result<DownloadResult, TransferError>] {
-        do throws(TransferError) { try prepareStateDirectory() } catch {
+        do throws(TransferError) {
+            try prepareStateDirectory()
+        } catch {
             return requests.map { _ in .failure(error) }
         }
         let queue = WorkQueue<Result<DownloadResult, TransferError>>(count: requests.count)

@@ -166,7 +166,9 @@ final class Fetch: ExchangeDelegate {
         // A resume: the answer starts with bytes held. Compare them before anything is kept.
         let compareFrom = max(from, held - output.retained)
         skip = compareFrom - from
-        do { overlap = OverlapCheck(held: try output.heldBytes(from: compareFrom), from: compareFrom) } catch {
+        do {
+            overlap = OverlapCheck(held: try output.heldBytes(from: compareFrom), from: compareFrom)
+        } catch {
             failure = error
             return false
         }
@@ -178,7 +180,9 @@ final class Fetch: ExchangeDelegate {
     /// Takes the body from `from` on: the output is told, the hash starts or goes on, `started` is said.
     private func begin(at from: Int64, restarted: String?) -> Bool {
         pending = nil
-        do { try output.begin(at: from, restarted: restarted, machine: machine, effectiveURL: answeredFrom) } catch {
+        do {
+            try output.begin(at: from, restarted: restarted, machine: machine, effectiveURL: answeredFrom)
+        } catch {
             failure = error
             return false
         }

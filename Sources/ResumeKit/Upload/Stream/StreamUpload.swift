@@ -153,7 +153,9 @@ final class StreamUpload: @unchecked Sendable {
 
     func run() throws(TransferError) -> UploadResult {
         defer { releases.sync {} }
-        do { return try send() } catch {
+        do {
+            return try send()
+        } catch {
             // A spool that cannot be written (a full disk: 74) keeps its token: what the token recorded is
             // intact, and once there is room `resume` (with the stream piped again, if it had not ended) goes on.
             var error = error
@@ -331,7 +333,9 @@ final class StreamUpload: @unchecked Sendable {
                         shared.ended = true
                         return true
                     }
-                    do throws(TransferError) { try shared.spool.append(chunk) } catch {
+                    do throws(TransferError) {
+                        try shared.spool.append(chunk)
+                    } catch {
                         shared.failure = error
                         return true
                     }
