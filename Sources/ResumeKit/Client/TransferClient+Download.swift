@@ -129,11 +129,11 @@ extension TransferClient {
         let earlier = await withSessionPool(lanes: lanes) { pools in
             var earlier: [Int: EarlierAttempt] = [:]
             // Not with several connections a file: a fresh file then plans segments.
-            if options.connections <= 1, pools.allSatisfy({ $0 is any StartingTransport }) {
+            if options.connections <= 1, pools.allSatisfy({ $0 is CurlTransport }) {
                 let pass = SmallFilePass(client: self, requests: requests, queue: queue, publisher: publisher,
                     cancellation: cancellation, events: events)
                 let left = (try? await onOwnThread { () throws(TransferError) in
-                    pass.run(on: (0..<workers).compactMap { (pools[$0 % pools.count] as? any StartingTransport)?.makeStartingSession() })
+                    pass.run(on: (0..<workers).compactMap { (pools[$0 % pools.count] as? CurlTransport)?.makeStartingSession() })
                 }) ?? []
                 queue.putBack(left.map(\.index))
                 for file in left { earlier[file.index] = file.earlier }

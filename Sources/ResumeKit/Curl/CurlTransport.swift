@@ -2,7 +2,7 @@ import CCurl
 
 /// The real transport: libcurl's easy interface on the calling thread, or with ``multi()`` every exchange of
 /// all its sessions on one thread through libcurl's multi interface, sharing one connection cache.
-public struct CurlTransport: HTTPTransport, StartingTransport {
+public struct CurlTransport: HTTPTransport {
     public static let userAgent = "resumectl/\(ResumeKitVersion.string)"
 
     private let driver: MultiDriver?

@@ -16,8 +16,3 @@ protocol StartingSession: TransportSession {
         _ request: TransferRequest, settings: TransportSettings, cancellation: Cancellation,
         delegate: any ExchangeDelegate, done: @escaping (ExchangeResult) -> Void) -> ExchangeResult?
 }
-
-/// A transport whose sessions can start exchanges without waiting (see ``StartingSession``).
-protocol StartingTransport: HTTPTransport {
-    func makeStartingSession() -> (any StartingSession)?
-}

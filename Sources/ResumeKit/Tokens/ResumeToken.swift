@@ -231,9 +231,6 @@ public struct ResumeToken: Sendable, Equatable {
         self.updatedAt = now
     }
 
-    /// Drops the headers that carry credentials (``Redact/isSecretHeader(_:)``): the user passes them again to `resume`.
-    public static func storableHeaders(_ headers: [String]) -> [String] { Redact.storableHeaders(headers) }
-
     /// Withheld header names that `given` (this run's `-H` lines) does not give again; `Authorization` is
     /// also given by a login (`-u`, netrc).
     public func missingHeaders(given: [String], login: Bool) -> [String] {

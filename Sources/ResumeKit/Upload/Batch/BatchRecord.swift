@@ -55,7 +55,7 @@ public struct BatchRecord: Codable, Sendable, Equatable {
         self.parallel = parallel
         followSymlinks = false
         self.skipExisting = skipExisting
-        self.headers = ResumeToken.storableHeaders(headers)
+        self.headers = Redact.storableHeaders(headers)
         self.s3 = Route.isS3(target) ? S3(s3) : nil
         createdAt = Date()
     }
