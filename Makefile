@@ -243,7 +243,7 @@ clean:
 
 # libFuzzer targets for every parser of untrusted bytes (Fuzz/; docs/hostile-input.md). `make fuzz` runs
 # each for FUZZ_SECONDS from its seed corpus and fails on any crash or violated property; the input is
-# then in .build-fuzz/findings/<target>/. Fuzz/'s package builds with the sanitizers; serve's two pure
+# then in .build-fuzz/findings/<target>/. Fuzz/'s package builds with the sanitizers; serve's three pure
 # parsers are compiled straight from their sources, so the fuzzers need no NIO.
 FUZZ_SECONDS ?= 60
 FUZZ_BUILD := $(SWIFT) build --package-path Fuzz --scratch-path .build-fuzz -c release \
@@ -259,6 +259,7 @@ fuzz-build: deps-build
 		ln -sf "$$bin/$$t" .build-fuzz/bin/$$t; done
 	$(FUZZ_SWIFTC) Sources/ResumeServer/SafePath.swift Fuzz/Serve/FuzzServePath.swift -o .build-fuzz/bin/FuzzServePath
 	$(FUZZ_SWIFTC) Sources/ResumeServer/RangeRequest.swift Fuzz/Serve/FuzzServeRange.swift -o .build-fuzz/bin/FuzzServeRange
+	$(FUZZ_SWIFTC) Sources/ResumeServer/MethodOverride.swift Fuzz/Serve/FuzzServeMethod.swift -o .build-fuzz/bin/FuzzServeMethod
 
 fuzz: fuzz-build
 	scripts/fuzz.sh $(FUZZ_SECONDS)

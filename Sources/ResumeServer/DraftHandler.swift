@@ -165,7 +165,7 @@ final class DraftHandler: ChannelDuplexHandler {
     }
 
     private func reportOffset(context: ChannelHandlerContext, version: Int, id: String) {
-        settings.table.whenIdle(id, on: context.eventLoop) { found in
+        settings.table.whenIdle(id, owner: LoginGate.user(in: context), on: context.eventLoop) { found in
             let entry: UploadTable.Entry?
             do { entry = try found.get() } catch { return self.fail(context: context, UploadFailure(error)) }
             guard let entry, entry.record.kind == .ietf else {
@@ -207,7 +207,7 @@ final class DraftHandler: ChannelDuplexHandler {
     }
 
     private func cancel(context: ChannelHandlerContext, version: Int, id: String) {
-        settings.table.whenIdle(id, on: context.eventLoop) { found in
+        settings.table.whenIdle(id, owner: LoginGate.user(in: context), on: context.eventLoop) { found in
             let entry: UploadTable.Entry?
             do { entry = try found.get() } catch { return self.fail(context: context, UploadFailure(error)) }
             guard let entry, entry.record.kind == .ietf else {

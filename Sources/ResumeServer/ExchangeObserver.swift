@@ -14,6 +14,11 @@ import NIOHTTP1
 ///   a request only notes when the wait began (or that it ended), and the timer, when it fires, closes
 ///   the connection or sets itself for the rest of the wait (scheduling and cancelling a timer per
 ///   request cost 8 % of a keep-alive request's instructions: NIO finds a cancelled task by a scan).
+/// - **Body timeout.** A request body that sends nothing for `--body-timeout` while the server waits for it
+///   (a read was asked for: an upload writing to disk holds its reads, and that time is not the client's) is
+///   ended and its connection closed, as nginx's `client_body_timeout` does; the upload handlers then keep
+///   what arrived as after any cut. Without it, anyone allowed to upload holds a connection for ever.
+/// - **The method.** ``MethodOverride`` is applied to each head here, before any handler reads it.
 /// - **The log line**, `METHOD TARGET STATUS in=BYTES out=BYTES`, once the response's end is written
 ///   (`out` counts bytes handed to NIO, which a client may not have taken in full).
 /// - **The metrics**: each answered request by method and status, timed from its head to the end of
@@ -98,6 +103,7 @@ final class ExchangeObserver: ChannelDuplexHandler {
     }
 
     private let headLimit: TimeAmount
+    private let bodyLimit: TimeAmount
     private let log: (@Sendable (String) -> Void)?
     private let metrics: ServerMetrics?
     /// Requests whose head arrived and whose response has not ended, oldest first. Several only when a
@@ -106,12 +112,16 @@ final class ExchangeObserver: ChannelDuplexHandler {
     private var exchanges: [Exchange] = []
     /// A final response head was written and its end not yet.
     private var responseUnterminated = false
-    private var timer: Scheduled<Void>?
-    /// When the wait for the next head began; `nil` while a request is in progress.
-    private var waitingSince: NIODeadline?
+    private var timer: (task: Scheduled<Void>, deadline: NIODeadline)?
+    /// The wait the timer watches: for the next head (no request in progress), or for the next part of a
+    /// body the server asked to read; `nil` while neither.
+    private var waiting: (since: NIODeadline, limit: TimeAmount, body: Bool)?
+    /// A request's head arrived and its end has not.
+    private var receivingBody = false
 
-    init(headLimit: TimeAmount, log: (@Sendable (String) -> Void)?, metrics: ServerMetrics?) {
+    init(headLimit: TimeAmount, bodyLimit: TimeAmount, log: (@Sendable (String) -> Void)?, metrics: ServerMetrics?) {
         self.headLimit = headLimit
+        self.bodyLimit = bodyLimit
         self.log = log
         self.metrics = metrics
     }
@@ -119,30 +129,42 @@ final class ExchangeObserver: ChannelDuplexHandler {
     // MARK: Inbound
 
     func handlerAdded(context: ChannelHandlerContext) {
-        if context.channel.isActive { startWaiting(context: context, now: .now()) }
+        if context.channel.isActive { startWaiting(context: context, now: .now(), limit: headLimit) }
     }
 
     func channelActive(context: ChannelHandlerContext) {
-        startWaiting(context: context, now: .now())
+        startWaiting(context: context, now: .now(), limit: headLimit)
         context.fireChannelActive()
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         switch unwrapInboundIn(data) {
-        case .head(let head):
-            waitingSince = nil
+        case .head(var head):
+            waiting = nil
+            receivingBody = true
             exchanges.append(Exchange(method: head.method, target: head.uri, start: .now()))
+            if let override = head.headers.first(name: MethodOverride.headerName) {
+                let method = MethodOverride.effective(
+                    requestMethod: head.method.rawValue, override: override, isTus: head.headers.contains(name: "tus-resumable"))
+                if method != head.method.rawValue {
+                    head.method = HTTPMethod(rawValue: method)
+                    context.fireChannelRead(wrapInboundOut(.head(head)))
+                    return
+                }
+            }
         case .body(let body):
+            if waiting?.body == true { waiting = nil }
             if !exchanges.isEmpty { exchanges[exchanges.count - 1].received += body.readableBytes }
         case .end:
-            break
+            if waiting?.body == true { waiting = nil }
+            receivingBody = false
         }
         context.fireChannelRead(data)
     }
 
     func channelInactive(context: ChannelHandlerContext) {
-        waitingSince = nil
-        timer?.cancel()
+        waiting = nil
+        timer?.task.cancel()
         timer = nil
         if let log {
             for exchange in exchanges where !exchange.logged {
@@ -179,6 +201,11 @@ final class ExchangeObserver: ChannelDuplexHandler {
 
     // MARK: Outbound
 
+    func read(context: ChannelHandlerContext) {
+        if receivingBody && waiting == nil { startWaiting(context: context, now: .now(), limit: bodyLimit, body: true) }
+        context.read()
+    }
+
     func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
         switch unwrapOutboundIn(data) {
         case .head(let head) where head.status.code >= 200:
@@ -204,12 +231,12 @@ final class ExchangeObserver: ChannelDuplexHandler {
     private func ended(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
         let now = NIODeadline.now()
         guard !exchanges.isEmpty else {
-            startWaiting(context: context, now: now)
+            startWaiting(context: context, now: now, limit: headLimit)
             context.write(data, promise: promise)
             return
         }
         let done = exchanges.removeFirst()
-        if exchanges.isEmpty { startWaiting(context: context, now: now) }
+        if exchanges.isEmpty { startWaiting(context: context, now: now, limit: headLimit) }
         metrics?.request(method: done.method.rawValue, status: done.status, seconds: Double((now - done.start).nanoseconds) / 1e9)
         guard let log, !done.logged else {
             context.write(data, promise: promise)
@@ -223,23 +250,39 @@ final class ExchangeObserver: ChannelDuplexHandler {
         context.write(data, promise: written)
     }
 
-    // MARK: Head timeout
+    // MARK: Head and body timeouts
 
-    private func startWaiting(context: ChannelHandlerContext, now: NIODeadline) {
-        waitingSince = now
-        if timer == nil { schedule(context: context, at: now + headLimit) }
+    /// One timer serves both waits; it is moved earlier only when a wait ends before it fires (a body limit
+    /// shorter than the head's), never cancelled for a request that ends in time.
+    private func startWaiting(context: ChannelHandlerContext, now: NIODeadline, limit: TimeAmount, body: Bool = false) {
+        waiting = (now, limit, body)
+        if let timer {
+            guard now + limit < timer.deadline else { return }
+            timer.task.cancel()
+        }
+        schedule(context: context, at: now + limit)
     }
 
     private func schedule(context: ChannelHandlerContext, at deadline: NIODeadline) {
-        timer = context.eventLoop.assumeIsolated().scheduleTask(deadline: deadline) {
+        let task = context.eventLoop.assumeIsolated().scheduleTask(deadline: deadline) {
             self.timer = nil
             // A request in progress: the wait after its answer sets the timer again.
-            guard let since = self.waitingSince else { return }
-            if NIODeadline.now() >= since + self.headLimit {
-                context.channel.close(promise: nil)
-            } else {
-                self.schedule(context: context, at: since + self.headLimit)
+            guard let waiting = self.waiting else { return }
+            guard NIODeadline.now() >= waiting.since + waiting.limit else {
+                return self.schedule(context: context, at: waiting.since + waiting.limit)
             }
+            if waiting.body { self.bodyTimedOut() }
+            context.channel.close(promise: nil)
         }
+        timer = (task, deadline)
+    }
+
+    /// The request whose body stalled is logged as such (its connection's close would say only "closed").
+    private func bodyTimedOut() {
+        metrics?.bodyTimeouts.add(1, ordering: .relaxed)
+        guard let last = exchanges.indices.last, !exchanges[last].logged else { return }
+        exchanges[last].logged = true
+        let seconds = bodyLimit.nanoseconds / 1_000_000_000
+        log?(exchanges[last].line() + " (no body byte for \(seconds) s: closed, --body-timeout)")
     }
 }

@@ -106,9 +106,8 @@ final class LoginGate: ChannelDuplexHandler {
 
     private func admit(context: ChannelHandlerContext, head: HTTPRequestHead) {
         user = nil
-        // The method tus reads (X-HTTP-Method-Override), not the request line's: a GET must not create uploads unseen.
-        let method = TusMachine.method(head.method, head.headers)
-        let isRead = method == .GET || method == .HEAD || method == .OPTIONS
+        // The method every handler reads: ExchangeObserver has already applied MethodOverride to it.
+        let isRead = head.method == .GET || head.method == .HEAD || head.method == .OPTIONS
         if logins.publicRead && isRead && !uploadPrefixes.contains(where: { head.uri.hasPrefix($0) }) {
             pass(context: context, head: head)
             return

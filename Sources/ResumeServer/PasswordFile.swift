@@ -13,6 +13,9 @@ import CCrypt
 /// when the server starts, naming its line, instead of locking that user out at the first request.
 struct PasswordFile: Sendable {
     private let hashes: [String: String]
+    /// What an unknown user's password is checked against: the file's costliest entry, so that an unknown
+    /// name takes as long as the slowest known one and timing does not tell which users exist.
+    let decoy: String
 
     /// The prefixes of the formats accepted: bcrypt's variants, then SHA-256-crypt and SHA-512-crypt.
     static let acceptedPrefixes = ["$2y$", "$2b$", "$2a$", "$5$", "$6$"]
@@ -21,6 +24,17 @@ struct PasswordFile: Sendable {
 
     init(hashes: [String: String]) {
         self.hashes = hashes
+        decoy = hashes.values.max { Self.cost($0) < Self.cost($1) } ?? Self.fallbackDecoy
+    }
+
+    /// How costly a hash is to check, for ordering only: bcrypt over SHA-512-crypt over SHA-256-crypt, then
+    /// bcrypt's cost or SHA-crypt's `rounds=` (5,000 when absent, crypt(5)).
+    static func cost(_ hash: String) -> (Int, Int) {
+        let fields = hash.split(separator: "$", omittingEmptySubsequences: true)
+        guard let kind = fields.first else { return (0, 0) }
+        if kind.hasPrefix("2") { return (3, fields.count > 1 ? Int(fields[1]) ?? 0 : 0) }
+        let rounds = fields.count > 1 && fields[1].hasPrefix("rounds=") ? Int(fields[1].dropFirst(7)) ?? 0 : 5000
+        return (kind == "6" ? 2 : 1, rounds)
     }
 
     /// Reads and checks the file; blank lines and `#` comments are allowed.
@@ -84,8 +98,7 @@ struct PasswordFile: Sendable {
 
     /// Whether `password` is `user`'s. Blocking (bcrypt is slow on purpose): run it off the event loop.
     func verify(user: String, password: String) -> Bool {
-        // An unknown user costs a hash too, so that timing does not tell which users exist.
-        let hash = hashes[user] ?? Self.decoy
+        let hash = hashes[user] ?? decoy
         let data = UnsafeMutableRawPointer.allocate(byteCount: MemoryLayout<crypt_data>.size, alignment: 16)
         defer {
             data.initializeMemory(as: UInt8.self, repeating: 0, count: MemoryLayout<crypt_data>.size)
@@ -101,6 +114,6 @@ struct PasswordFile: Sendable {
         return difference == 0 && hashes[user] != nil
     }
 
-    /// A valid SHA-512-crypt hash of nothing anyone knows.
-    private static let decoy = "$6$resumectlDecoy$GYttSUzFTmSaJ3oGYpHpYu6WcXsVvPgdq1amC.DA5JJC7Fu0zhLrSMBjKixjSBNcpy3N6XDnuPbNJ0JFNFlQ4."
+    /// A valid SHA-512-crypt hash of nothing anyone knows, for a file without entries.
+    private static let fallbackDecoy = "$6$resumectlDecoy$GYttSUzFTmSaJ3oGYpHpYu6WcXsVvPgdq1amC.DA5JJC7Fu0zhLrSMBjKixjSBNcpy3N6XDnuPbNJ0JFNFlQ4."
 }

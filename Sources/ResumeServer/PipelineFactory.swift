@@ -43,7 +43,9 @@ struct PipelineFactory: Sendable {
             withDecoderLimitConfiguration: ExchangeObserver.decoderLimits
         )
         try sync.addHandler(
-            ExchangeObserver(headLimit: TimeAmount(configuration.headerTimeout), log: configuration.log, metrics: metrics))
+            ExchangeObserver(
+                headLimit: TimeAmount(configuration.headerTimeout), bodyLimit: TimeAmount(configuration.bodyTimeout),
+                log: configuration.log, metrics: metrics))
         let endpoint = metrics.map { MetricsEndpoint.Sources(metrics: $0, connections: connections, table: table) }
         if let endpoint, logins == nil || configuration.metricsPublic {
             try sync.addHandler(MetricsEndpoint(sources: endpoint))

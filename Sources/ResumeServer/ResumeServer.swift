@@ -74,6 +74,11 @@ public final class ResumeServer: Sendable {
     ///
     /// - Throws: ``ServeError`` when the folder is missing or the address cannot be bound.
     public static func start(_ configuration: ServerConfiguration) async throws -> ResumeServer {
+        var configuration = configuration
+        // Every line, whoever writes it, passes here once: what a client sent never breaks a line.
+        if let write = configuration.log {
+            configuration.log = { @Sendable line in write(LogLine.escaped(line)) }
+        }
         let metrics = configuration.metrics ? ServerMetrics() : nil
         // On S3 there is no folder: `root` stays empty and nothing reads the file system below it.
         let s3 = try configuration.s3.map { s3 throws(ServeError) in

@@ -22,6 +22,9 @@ public struct ServerConfiguration: Sendable {
     /// A request head must be complete within this long after the connection opened or the
     /// previous response ended, else the connection is closed (a slow head holds a connection).
     public var headerTimeout: Duration = .seconds(30)
+    /// A request body that sends nothing for this long while the server waits for it is ended and its
+    /// connection closed (what arrived of an upload stays, as after any cut).
+    public var bodyTimeout: Duration = .seconds(60)
     /// Serve HTTPS with this certificate chain (PEM, leaf first) and private key (PEM).
     public var tls: TLSFiles? = nil
     /// An htpasswd file (bcrypt or SHA-crypt entries): every request must log in with HTTP Basic.

@@ -15,6 +15,8 @@ final class ServerMetrics: Sendable {
     let bytesReceived = Atomic<Int>(0)
     let bytesSent = Atomic<Int>(0)
     let s3LockConflicts = Atomic<Int>(0)
+    /// Connections closed because a request body sent nothing for `--body-timeout`.
+    let bodyTimeouts = Atomic<Int>(0)
     /// fdatasync of an upload's data and the durable write of its record, together.
     let durableSync = Histogram(bounds: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5])
     /// From a request's head to its response's end.
@@ -68,6 +70,8 @@ final class ServerMetrics: Sendable {
         out.histogram("resumectl_durable_sync_seconds", "Making an upload's bytes and record durable (fdatasync, record write).", durableSync)
         out.family("resumectl_open_connections", "gauge", "Connections open now.")
         out.sample("resumectl_open_connections", [:], openConnections)
+        out.family("resumectl_body_timeouts_total", "counter", "Connections closed for a request body that sent nothing (--body-timeout).")
+        out.sample("resumectl_body_timeouts_total", [:], bodyTimeouts.load(ordering: .relaxed))
         out.family("resumectl_refused_connections_total", "counter", "Connections closed at once for --max-connections.")
         out.sample("resumectl_refused_connections_total", [:], refusedConnections)
         out.family("resumectl_s3_requests_total", "counter", "Requests the S3 store sent, by method.")

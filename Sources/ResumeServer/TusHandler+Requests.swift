@@ -35,7 +35,7 @@ extension TusHandler {
     /// The tus upload `id`, once no request is writing to it (one that is, is stopped first); when the
     /// store cannot be read, the request is answered here (503).
     private func whenIdle(context: ChannelHandlerContext, head: HTTPRequestHead, id: String, _ next: @escaping (UploadTable.Entry?) -> Void) {
-        settings.table.whenIdle(id, on: context.eventLoop) { found in
+        settings.table.whenIdle(id, owner: LoginGate.user(in: context), on: context.eventLoop) { found in
             switch found {
             case .success(let entry): next(entry?.record.kind == .tus ? entry : nil)
             case .failure(let failure): self.unavailable(context: context, head: head, failure)

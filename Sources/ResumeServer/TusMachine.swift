@@ -51,18 +51,8 @@ enum TusMachine {
 
     // MARK: Requests
 
-    /// The method a request asks for: core says `X-HTTP-Method-Override` "MUST be interpreted as the
-    /// request's method" (for clients behind proxies that pass GET and POST only).
-    static func method(_ method: HTTPMethod, _ headers: HTTPHeaders) -> HTTPMethod {
-        guard let raw = headers["x-http-method-override"].first?.trimmedSpaces, !raw.isEmpty else {
-            return method
-        }
-        return HTTPMethod(rawValue: raw.uppercased())
-    }
-
-    /// What `method target` with `headers` asks for (`method` as the request line has it).
-    static func classify(method requestMethod: HTTPMethod, target: String, headers: HTTPHeaders, maxSize: Int64?) -> Request {
-        let method = Self.method(requestMethod, headers)
+    /// What `method target` with `headers` asks for (`method` after ``MethodOverride``, as every handler sees it).
+    static func classify(method: HTTPMethod, target: String, headers: HTTPHeaders, maxSize: Int64?) -> Request {
         // Most requests are downloads: one look at the target's bytes settles those. (The prefix is ASCII,
         // which no other character is canonically equivalent to, so a target whose bytes do not start
         // with it does not start with it as Characters either.)

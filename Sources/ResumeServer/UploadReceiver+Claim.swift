@@ -17,12 +17,12 @@ extension UploadReceiver {
         case unavailable(UploadFailure)
     }
 
-    /// Makes this request the writer of upload `id`. One still writing (a client that retried before
+    /// Makes this request — its login's, see ``UploadTable`` — the writer of upload `id`. One still writing (a client that retried before
     /// the server saw its old connection die) is stopped, and its bytes settle, before the claim is
     /// asked again; `next` runs on the event loop. Only a `.claimed` upload is held by this request.
     func claim(_ id: String, context: ChannelHandlerContext, _ next: @escaping (Claimed) -> Void) {
         let (writer, promise) = writer(context)
-        table.claim(id, writer: writer, on: context.eventLoop) { claim in
+        table.claim(id, owner: LoginGate.user(in: context), writer: writer, on: context.eventLoop) { claim in
             if case .claimed(let record) = claim { return next(.claimed(record, settled: promise)) }
             promise.succeed()
             switch claim {

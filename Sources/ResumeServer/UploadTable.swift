@@ -7,6 +7,9 @@ import Synchronization
 /// shared store (S3, ``UploadRemote``) an entry is only a cache: it is read back before every answer,
 /// since another instance may have moved the upload on; the claim here keeps this process's requests
 /// apart, the store's lock keeps the instances apart.
+///
+/// An upload belongs to the login that created it (`record.user`; none without `--htpasswd`): to any other
+/// caller it is ``Claim/missing`` — no hint that it exists, and its writer is left alone.
 final class UploadTable: Sendable {
     /// The request appending to an upload right now.
     struct Writer: Sendable {
@@ -81,9 +84,11 @@ final class UploadTable: Sendable {
         if freed { slots?.release() }
     }
 
-    /// ``claim(_:writer:)`` on the upload as the shared store holds it now; `next` runs on `eventLoop`.
-    func claim(_ id: String, writer: Writer, on eventLoop: any EventLoop, _ next: @escaping (Claim) -> Void) {
-        refresh(id, on: eventLoop) { failure in next(failure.map(Claim.unavailable) ?? self.claim(id, writer: writer)) }
+    /// ``claim(_:owner:writer:)`` on the upload as the shared store holds it now; `next` runs on `eventLoop`.
+    func claim(_ id: String, owner: String?, writer: Writer, on eventLoop: any EventLoop, _ next: @escaping (Claim) -> Void) {
+        refresh(id, on: eventLoop) { failure in
+            next(failure.map(Claim.unavailable) ?? self.claim(id, owner: owner, writer: writer))
+        }
     }
 
     /// Adds an upload: a new one (its creation holds a slot of `--max-uploads`) or one found at start
@@ -96,10 +101,10 @@ final class UploadTable: Sendable {
         entries.withLock { $0[id] }
     }
 
-    /// Makes `writer` the upload's only writer, unless another one is.
-    func claim(_ id: String, writer: Writer) -> Claim {
+    /// Makes `writer` the upload's only writer, unless another one is or `owner` is not the upload's.
+    func claim(_ id: String, owner: String?, writer: Writer) -> Claim {
         entries.withLock { entries in
-            guard var entry = entries[id] else { return .missing }
+            guard var entry = entries[id], entry.record.user == owner else { return .missing }
             if entry.finished { return .finished(entry.record) }
             if let current = entry.writer { return .busy(current) }
             entry.writer = writer
@@ -177,15 +182,18 @@ final class UploadTable: Sendable {
         writer.settled.hop(to: eventLoop).assumeIsolated().whenComplete { _ in next() }
     }
 
-    /// Runs `next` on `eventLoop` with the upload `id` (`nil`: unknown) once no request writes to it:
-    /// one still writing is stopped first and waited for, so its bytes count before anyone answers.
-    /// With a shared store the upload is read back first (a failure to read it: see ``refresh(_:on:_:)``).
-    func whenIdle(_ id: String, on eventLoop: any EventLoop, _ next: @escaping (Result<Entry?, UploadFailure>) -> Void) {
+    /// Runs `next` on `eventLoop` with the upload `id` (`nil`: unknown, or not `owner`'s) once no request
+    /// writes to it: one still writing is stopped first and waited for, so its bytes count before anyone
+    /// answers. With a shared store the upload is read back first (a failure to read it: see
+    /// ``refresh(_:on:_:)``).
+    func whenIdle(
+        _ id: String, owner: String?, on eventLoop: any EventLoop, _ next: @escaping (Result<Entry?, UploadFailure>) -> Void
+    ) {
         refresh(id, on: eventLoop) { failure in
             if let failure { return next(.failure(failure)) }
-            guard let entry = self.lookup(id) else { return next(.success(nil)) }
+            guard let entry = self.lookup(id), entry.record.user == owner else { return next(.success(nil)) }
             guard let writer = entry.writer else { return next(.success(entry)) }
-            Self.afterStopping(writer, on: eventLoop) { self.whenIdle(id, on: eventLoop, next) }
+            Self.afterStopping(writer, on: eventLoop) { self.whenIdle(id, owner: owner, on: eventLoop, next) }
         }
     }
 }

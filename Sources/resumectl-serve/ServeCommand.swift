@@ -75,6 +75,9 @@ struct Serve: AsyncParsableCommand {
     @Option(help: ArgumentHelp("Seconds a client has to send a request head before its connection is closed.", valueName: "seconds"))
     var headerTimeout: Double = 30
 
+    @Option(help: ArgumentHelp("Seconds a request body may send nothing before its connection is closed (an upload keeps what arrived).", valueName: "seconds"))
+    var bodyTimeout: Double = 60
+
     @Option(help: ArgumentHelp("Serve HTTPS with this PEM certificate chain (the server's first, then intermediates).", valueName: "file"), completion: .file())
     var tlsCert: String?
 
@@ -185,6 +188,9 @@ struct Serve: AsyncParsableCommand {
         guard drainSeconds >= 0, drainSeconds <= 3600 else {
             throw ValidationError("--drain-seconds must be between 0 and 3600.")
         }
+        guard bodyTimeout > 0, bodyTimeout <= 3600 else {
+            throw ValidationError("--body-timeout must be a positive number of seconds, at most an hour.")
+        }
         guard sendTimeout > 0, sendTimeout <= 3600 else {
             throw ValidationError("--send-timeout must be a positive number of seconds, at most an hour.")
         }
@@ -223,6 +229,7 @@ struct Serve: AsyncParsableCommand {
         configuration.maxUploadSize = maxUploadSize?.bytes
         configuration.maxUploads = maxUploads
         configuration.headerTimeout = .milliseconds(Int64(headerTimeout * 1000))
+        configuration.bodyTimeout = .milliseconds(Int64(bodyTimeout * 1000))
         if let tlsCert, let tlsKey {
             configuration.tls = TLSFiles(certificateChain: tlsCert, privateKey: tlsKey)
         }
