@@ -2,9 +2,10 @@ import ArgumentParser
 import Glibc
 import ResumeKit
 
-/// Runs a transfer under the signal rules of DESIGN.md: SIGINT stops it as "interrupted" (exit 130),
-/// SIGTERM and SIGHUP as "paused" (exit 75); both commit first. A second signal during the commit
-/// changes nothing. SIGPIPE and SIGXFSZ are ignored so a closed pipe or a file-size limit is an error, not a death.
+/// Runs a transfer under the signal rules of docs/guarantees.md ("Tokens and processes"): SIGINT stops it
+/// as "interrupted" (exit 130), SIGTERM and SIGHUP as "paused" (exit 75); both commit first. A second signal
+/// during the commit changes nothing. SIGPIPE and SIGXFSZ are ignored so a closed pipe or a file-size limit
+/// is an error, not a death.
 enum Runner {
     static func run<T: Sendable>(
         reporter: Reporter, _ work: @escaping @Sendable (Cancellation) async throws(TransferError) -> T

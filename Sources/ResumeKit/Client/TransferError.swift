@@ -78,7 +78,7 @@ public struct TransferError: Error, Sendable, Equatable, CustomStringConvertible
         }
     }
 
-    /// The exit status of DESIGN.md §1.
+    /// The exit status of README.md ("Exit status").
     public var exitStatus: Int32 {
         switch code {
         case .stopped(.interrupt): 130

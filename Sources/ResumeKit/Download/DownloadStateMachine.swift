@@ -1,5 +1,6 @@
 /// The download protocol rules, with no I/O and no clock: which request to send for the bytes we
-/// have, and what a response head means for them (DESIGN.md §2, RFC 9110 §13.1.5, §14, §15.3.7).
+/// have, and what a response head means for them (docs/guarantees.md "Downloads", RFC 9110 §13.1.5, §14,
+/// §15.3.7).
 public struct DownloadStateMachine: Sendable, Equatable {
     /// What the server told us about the representation we are fetching.
     public struct Resource: Sendable, Equatable {

@@ -1,4 +1,5 @@
-/// What to do after a failed exchange: the one table of DESIGN.md §5, the same for every path.
+/// What to do after a failed exchange: the one table of docs/guarantees.md ("Faults: the same answer on
+/// every path"), the same for every path.
 public enum RetryDirective: Sendable, Equatable {
     /// Try again after `delay` seconds; the retry is counted.
     case retry(delay: Double)
