@@ -83,9 +83,8 @@ import Testing
         let folder = try w.dir.subdirectory("served")
         let serve = try RunningProcess(resumectlBinary, ["serve", folder, "--host", "::1", "--port", "0"])
         defer { serve.send(signal: SIGTERM) }
-        let line = try await serve.waitForLine { $0.hasPrefix("listening on ") }
-        let base = String(line.dropFirst("listening on ".count)).trimmingCharacters(in: .whitespaces)
-        #expect(base.hasPrefix("http://[::1]:"), "\(line)")
+        let base = try await ServeProcess.listening(serve).url
+        #expect(base.hasPrefix("http://[::1]:"), "\(base)")
         // Negotiated down from 8 (serve's 400 names 6 before it read the body; the retry takes a new connection).
         let up = try await w.run(["upload", w.out + "/f.bin", base + "/v6.bin", "-6", "--protocol", "ietf", "--stall-timeout", "5"])
         #expect(up.status == 0, "\(up)")

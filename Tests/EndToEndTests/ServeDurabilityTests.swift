@@ -10,10 +10,7 @@ import Testing
 struct ServeDurabilityTests {
     /// `resumectl serve FOLDER --port PORT`, started and waited for.
     static func startServe(folder: String, port: Int) async throws -> (RunningProcess, Int) {
-        let serve = try RunningProcess(resumectlBinary, ["serve", folder, "--port", "\(port)"])
-        let line = try await serve.waitForLine(where: { $0.hasPrefix("listening on ") })
-        let bound = try #require(Int(line.split(separator: ":").last ?? ""))
-        return (serve, bound)
+        try await ServeProcess.start(folder: folder, port: port)
     }
 
     /// Kills `serve` with SIGKILL (it must be alive then) and starts it again on the same port and folder;

@@ -96,8 +96,7 @@ struct ServeLimitsTests {
             folder, resumectlBinary,
         ])
         defer { serve.send(signal: SIGTERM) }
-        let line = try await serve.waitForLine { $0.hasPrefix("listening on ") }
-        let url = String(line.dropFirst("listening on ".count))
+        let url = try await ServeProcess.listening(serve).url
 
         // No length announced, so only the disk can say no.
         let full = try await CurlExchange.run(["-H", "Transfer-Encoding: chunked", "-T", w.path("www/six.bin"), url + "/six.bin"])
@@ -176,10 +175,9 @@ struct ServeLimitOptionsTests {
     @Test("--max-upload-size takes suffixes (1K = 1024 bytes); --threads 1 serves; a bad size, --max-uploads 0 or --threads 0 is a usage error")
     func options() async throws {
         let w = try Workspace()
-        let serve = try RunningProcess(resumectlBinary, ["serve", w.path("www"), "--port", "0", "--max-upload-size", "1K", "--threads", "1"])
+        let (serve, port) = try await ServeProcess.start(folder: w.path("www"), ["--max-upload-size", "1K", "--threads", "1"])
         defer { serve.send(signal: SIGTERM) }
-        let line = try await serve.waitForLine { $0.hasPrefix("listening on ") }
-        let url = String(line.dropFirst("listening on ".count))
+        let url = "http://127.0.0.1:\(port)"
         let fits = try await CurlExchange.run(["-X", "PUT", "--data-binary", String(repeating: "a", count: 1024), url + "/fits.txt"])
         #expect(fits.status == 201)
         let tooBig = try await CurlExchange.run(["-X", "PUT", "--data-binary", String(repeating: "a", count: 1025), url + "/big.txt"])

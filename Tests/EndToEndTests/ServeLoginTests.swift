@@ -149,15 +149,15 @@ struct ServeLoginTests {
 
         for extra in [["--read-only"], ["--allow-anonymous-uploads"]] {
             let serve = try RunningProcess(resumectlBinary, ["serve", w.path("www"), "--host", "0.0.0.0", "--port", "0"] + extra)
-            let line = try await serve.waitForLine { $0.hasPrefix("listening on ") }
-            #expect(line.hasPrefix("listening on http://0.0.0.0:"), "\(line)")
+            let url = try await ServeProcess.listening(serve).url
+            #expect(url.hasPrefix("http://0.0.0.0:"), "\(url)")
             serve.send(signal: SIGTERM)
             _ = try await serve.wait()
         }
 
         let htpasswd = try await Self.passwordFile(w)
         let serve = try RunningProcess(resumectlBinary, ["serve", w.path("www"), "--host", "0.0.0.0", "--port", "0", "--htpasswd", htpasswd])
-        _ = try await serve.waitForLine { $0.hasPrefix("listening on ") }
+        _ = try await ServeProcess.listening(serve)
         serve.send(signal: SIGTERM)
         let ended = try await serve.wait()
         #expect(ended.stderr.contains("warning: passwords cross the network in clear text"), "\(ended.stderr)")

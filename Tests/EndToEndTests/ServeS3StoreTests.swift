@@ -92,7 +92,7 @@ struct ServeS3StoreTests {
         let single = try RunningProcess(resumectlBinary, args + ["--single-instance"], environment: moto.environment(home: home.path),
                                         inheritEnvironment: false)
         defer { single.send(signal: SIGKILL) }
-        _ = try await single.waitForLine(timeout: .seconds(60)) { $0.hasPrefix("listening on ") }
+        _ = try await ServeProcess.listening(single, timeout: .seconds(60))
     }
 
     @Test("resumectl upload through three instances behind nginx round-robin, cut five times: the object is the file, every instance served",

@@ -80,7 +80,7 @@ struct ServeTLSTests {
         let serve = try RunningProcess(
             resumectlBinary, ["serve", w.path("www"), "--port", "0", "--tls-cert", pki.serverCertificate, "--tls-key", pki.serverKey])
         defer { serve.send(signal: SIGTERM) }
-        let line = try await serve.waitForLine { $0.hasPrefix("listening on ") }
-        #expect(line.hasPrefix("listening on https://127.0.0.1:"), "\(line)")
+        let url = try await ServeProcess.listening(serve).url
+        #expect(url.hasPrefix("https://127.0.0.1:"), "\(url)")
     }
 }

@@ -19,9 +19,8 @@ import Testing
     }
 
     func startServe(_ folder: String) async throws -> (RunningProcess, String) {
-        let serve = try RunningProcess(resumectlBinary, ["serve", folder, "--port", "0"])
-        let line = try await serve.waitForLine { $0.hasPrefix("listening on ") }
-        return (serve, String(line.dropFirst("listening on ".count)).trimmingCharacters(in: .whitespaces))
+        let (serve, port) = try await ServeProcess.start(folder: folder)
+        return (serve, "http://127.0.0.1:\(port)")
     }
 
     @Test func streamThroughCutsToNIOResumableUpload() async throws {

@@ -32,9 +32,8 @@ import Testing
 
     @Test func aStreamToResumectlServe() async throws {
         let w = try Workspace()
-        let serve = try RunningProcess(resumectlBinary, ["serve", w.path("www"), "--port", "0"], currentDirectory: w.out)
-        let listening = try await serve.waitForLine { $0.hasPrefix("listening on ") }
-        let base = String(listening.dropFirst("listening on ".count)).trimmingCharacters(in: .whitespaces)
+        let (serve, port) = try await ServeProcess.start(folder: w.path("www"), currentDirectory: w.out)
+        let base = "http://127.0.0.1:\(port)"
         let (r, code) = try await pipeline(
             w, producer: "head -c 20000000 /dev/urandom | tee >(sha256sum > \(w.path("sum")))", ["upload", "-", base + "/up/s.bin"])
         serve.send(signal: SIGTERM)
@@ -161,9 +160,7 @@ import Testing
     @Test("--protocol plain: the stream goes as one chunked POST, the user is told once that it cannot be resumed, no token or spool")
     func aStreamToAPlainServerGoesInOneRequest() async throws {
         let w = try Workspace()
-        let serve = try RunningProcess(resumectlBinary, ["serve", w.path("www"), "--port", "0"], currentDirectory: w.out)
-        let listening = try await serve.waitForLine { $0.hasPrefix("listening on ") }
-        let port = Int(listening.split(separator: ":").last!.trimmingCharacters(in: .whitespaces))!
+        let (serve, port) = try await ServeProcess.start(folder: w.path("www"), currentDirectory: w.out)
         let proxy = try FaultProxy(upstreamPort: port, plan: [])
         let (r, code) = try await pipeline(
             w, producer: "head -c 30000000 /dev/urandom | tee >(sha256sum > \(w.path("sum")))",

@@ -57,15 +57,12 @@ final class S3ServeCluster: @unchecked Sendable {
             ["serve", "--store", "s3://\(bucket)/inbox/", "--endpoint-url", endpoint ?? moto.endpoint, "--port", "\(port)",
              "--lock-seconds", "4", "--part-size", "5M"] + extra,
             environment: moto.environment(home: home), inheritEnvironment: false)
-        let line: String
+        let port: Int
         do {
-            line = try await process.waitForLine(timeout: .seconds(60)) { $0.hasPrefix("listening on ") }
+            port = try await ServeProcess.listening(process, timeout: .seconds(60)).port
         } catch {
             process.send(signal: SIGKILL)
             throw SupportError("serve --store did not start: \(error) \(process.stderrSoFar)")
-        }
-        guard let port = line.split(separator: ":").last.flatMap({ Int($0) }) else {
-            throw SupportError("serve printed no port: \(line)")
         }
         let id = process.stderrSoFar.split(separator: "\n").first { $0.contains(", instance ") }
             .map { String($0.split(separator: " ").last ?? "") } ?? ""

@@ -9,14 +9,21 @@ import Glibc
 enum ServeProcess {
     /// `resumectl serve FOLDER --port PORT EXTRA…`, through `sh -c 'ulimit -n N; exec …'` when
     /// `descriptors` is set (the shell lowers both limits; serve cannot raise them back).
-    static func start(folder: String, port: Int = 0, _ extra: [String] = [], descriptors: Int? = nil) async throws -> (RunningProcess, Int) {
+    static func start(
+        folder: String, port: Int = 0, _ extra: [String] = [], descriptors: Int? = nil, currentDirectory: String? = nil
+    ) async throws -> (RunningProcess, Int) {
         let arguments = ["serve", folder, "--port", "\(port)"] + extra
         let serve = try descriptors.map { limit in
             try RunningProcess("/bin/sh", ["-c", "ulimit -n \(limit) && exec \"$0\" \"$@\"", resumectlBinary] + arguments)
-        } ?? RunningProcess(resumectlBinary, arguments)
-        let line = try await serve.waitForLine(where: { $0.hasPrefix("listening on ") })
-        let bound = try #require(Int(line.split(separator: ":").last ?? ""))
-        return (serve, bound)
+        } ?? RunningProcess(resumectlBinary, arguments, currentDirectory: currentDirectory)
+        return (serve, try await listening(serve).port)
+    }
+
+    /// What a started `serve` printed once it listens: its base URL (`http://127.0.0.1:PORT`) and port.
+    static func listening(_ serve: RunningProcess, timeout: Duration = .seconds(30)) async throws -> (url: String, port: Int) {
+        let line = try await serve.waitForLine(timeout: timeout) { $0.hasPrefix("listening on ") }
+        let url = String(line.dropFirst("listening on ".count)).trimmingCharacters(in: .whitespaces)
+        return (url, try #require(Int(url.split(separator: ":").last ?? ""), "\(line)"))
     }
 
     /// User plus system CPU time the process has used so far, from /proc.
