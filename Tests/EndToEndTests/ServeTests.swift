@@ -128,7 +128,7 @@ struct ServeTests {
             defer { try? FileManager.default.removeItem(at: output) }
             async let download = Harness.curl(["--limit-rate", "2M", "-m", "60", server.url + "/shrinking.bin"], body: output)
             // curl's first byte took longer than 10 s once, beside the rest of `make test` on 2 cores.
-            try await Harness.eventually(timeout: .seconds(40)) {
+            try await eventually(timeout: .seconds(40)) {
                 ((try? FileManager.default.attributesOfItem(atPath: output.path)[.size] as? Int) ?? 0) > 0
             }
             try FileHandle(forWritingTo: path).truncate(atOffset: 1 << 20)
@@ -360,7 +360,7 @@ struct ServeTests {
             let plain = try await Harness.curl(["-T", source.path, "--limit-rate", "1M", "-m", "1", server.url + "/plain.bin"])
             #expect(plain.exit == 28)
 
-            try await Harness.eventually { try Harness.leftovers(folder).isEmpty }
+            try await eventually(timeout: .seconds(10)) { try Harness.leftovers(folder).isEmpty }
             #expect(!FileManager.default.fileExists(atPath: folder.appending(path: "draft.bin").path))
             #expect(!FileManager.default.fileExists(atPath: folder.appending(path: "plain.bin").path))
 
@@ -389,7 +389,7 @@ struct ServeTests {
             #expect(try Harness.leftovers(folder).count == 1)
             let delete = try await Harness.curl(Harness.draftHeaders + ["-X", "DELETE", location])
             #expect(delete.status == 204)
-            try await Harness.eventually { try Harness.leftovers(folder).isEmpty }
+            try await eventually(timeout: .seconds(10)) { try Harness.leftovers(folder).isEmpty }
             #expect(try await Harness.curl(Harness.draftHeaders + ["-I", location]).status == 404)
         }
     }
@@ -453,7 +453,7 @@ struct ServeTests {
         )
         async let plain = Harness.curl(["-T", source.path, "--limit-rate", "256K", server.url + "/p.bin"])
         async let download = Harness.curl(["--limit-rate", "256K", server.url + "/big.bin"])
-        try await Harness.eventually(timeout: .seconds(30)) { try Harness.leftovers(folder).count == 2 }
+        try await eventually(timeout: .seconds(30)) { try Harness.leftovers(folder).count == 2 }
         try await server.shutdown()
         // Cut off, or told 503 by a handler whose disk writes the shutdown stopped.
         for upload in try await [draft, plain] {
@@ -508,14 +508,14 @@ struct ServeTests {
 
     @Test("one log line per request")
     func accessLog() async throws {
-        let lines = Harness.Lines()
-        try await Harness.withServer(log: { lines.append($0) }) { server, folder in
+        let lines = Locked<[String]>([])
+        try await Harness.withServer(log: { line in lines.withLock { $0.append(line) } }) { server, folder in
             try Data("x".utf8).write(to: folder.appending(path: "x"))
             _ = try await Harness.curl([server.url + "/x"])
             _ = try await Harness.curl(["-r", "0-0", server.url + "/x"])
             _ = try await Harness.curl([server.url + "/missing"])
-            try await Harness.eventually { lines.all.count >= 3 }
-            #expect(lines.all == ["GET /x 200 in=0 out=1", "GET /x 206 in=0 out=1", "GET /missing 404 in=0 out=14"])
+            try await eventually(timeout: .seconds(10)) { lines.current.count >= 3 }
+            #expect(lines.current == ["GET /x 200 in=0 out=1", "GET /x 206 in=0 out=1", "GET /missing 404 in=0 out=14"])
         }
     }
 
@@ -687,30 +687,6 @@ private enum Harness {
         let head = try await curl(draftHeaders + ["-I", location])
         try #require(head.status == 204)
         return try #require(head["upload-offset"].flatMap { Int($0) })
-    }
-
-    static func eventually(
-        timeout: Duration = .seconds(10),
-        _ condition: () throws -> Bool
-    ) async throws {
-        let deadline = ContinuousClock.now + timeout
-        while try !condition() {
-            try #require(ContinuousClock.now < deadline, "condition not met within \(timeout)")
-            try await Task.sleep(for: .milliseconds(50))
-        }
-    }
-
-    final class Lines: Sendable {
-        private let lines = LockedLines()
-        var all: [String] { lines.get() }
-        func append(_ line: String) { lines.append(line) }
-    }
-
-    private final class LockedLines: @unchecked Sendable {
-        private let lock = NSLock()
-        private var lines: [String] = []
-        func append(_ line: String) { lock.withLock { lines.append(line) } }
-        func get() -> [String] { lock.withLock { lines } }
     }
 
     struct Head {
