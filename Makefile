@@ -22,7 +22,7 @@ AWSCLI_VERSION := 1.45.11
 all: build
 
 # Installs what is missing (Debian), in three parts, each installing only what its targets need:
-# - deps-build (build, release, demo, install, deb, fuzz): libcurl, libxml2 (resumectl-s3's XML reader), libcrypt
+# - deps-build (build, release, demo, install, deb, fuzz): libcurl, libxml2 (S3's XML and HTML listings), libcrypt
 #   (serve's logins), ISA-L (S3's hardware CRC32C) and libssl headers, pkg-config, curl. Nothing else: `make demo`
 #   on a machine with Swift installs these and builds.
 # - deps-test (test, test-unit, test-e2e, soak, soak-serve, bench): the peers of the end-to-end tests: nginx (TLS, HTTP/2),
@@ -127,7 +127,7 @@ release: deps-build
 	@mkdir -p $(STATIC_CXX); a=$$(gcc -print-file-name=libstdc++.a 2>/dev/null); \
 		if [ -f "$$a" ]; then ln -sf "$$a" $(STATIC_CXX)/libstdc++.a; else echo "no libstdc++.a: linking libstdc++ dynamically"; fi
 	@# SwiftPM does not relink for a changed order file.
-	@for p in resumectl resumectl-serve resumectl-s3; do [ scripts/link-order.txt -nt .build/release/$$p ] && rm -f .build/release/$$p; done; true
+	@for p in resumectl resumectl-serve; do [ scripts/link-order.txt -nt .build/release/$$p ] && rm -f .build/release/$$p; done; true
 	$(SWIFT) build $(RELEASE_FLAGS)
 
 # One build of everything, then both test targets in parallel.
@@ -177,7 +177,6 @@ install-files:
 	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(BASHCOMPDIR) $(DESTDIR)$(ZSHCOMPDIR) $(DESTDIR)$(FISHCOMPDIR)
 	install -m 755 .build/release/resumectl $(DESTDIR)$(BINDIR)/resumectl
 	install -m 755 .build/release/resumectl-serve $(DESTDIR)$(BINDIR)/resumectl-serve
-	install -m 755 .build/release/resumectl-s3 $(DESTDIR)$(BINDIR)/resumectl-s3
 	install -m 644 $(GEN)/resumectl.1 $(DESTDIR)$(MANDIR)/man1/resumectl.1
 	install -m 644 $(GEN)/resumectl-serve.1 $(DESTDIR)$(MANDIR)/man1/resumectl-serve.1
 	install -m 644 $(GEN)/resumectl.bash $(DESTDIR)$(BASHCOMPDIR)/resumectl
@@ -196,13 +195,13 @@ uninstall:
 	      $(DESTDIR)$(SYSTEMDSYSTEMDIR)/resumectl-serve.service
 
 # A Debian package of the static release build (the Swift runtime is inside; libcurl is needed, and libxml2
-# for resumectl-s3's XML reader).
+# for S3's XML and HTML folder listings, loaded when first read).
 DEB_ROOT := .build/deb/root
 deb: release generated
 	rm -rf .build/deb
 	$(MAKE) --no-print-directory install-files DESTDIR=$(DEB_ROOT) PREFIX=/usr ZSHCOMPDIR=/usr/share/zsh/vendor-completions
 	gzip -9n $(DEB_ROOT)/usr/share/man/man1/resumectl.1 $(DEB_ROOT)/usr/share/man/man1/resumectl-serve.1
-	strip --strip-unneeded $(DEB_ROOT)/usr/bin/resumectl $(DEB_ROOT)/usr/bin/resumectl-serve $(DEB_ROOT)/usr/bin/resumectl-s3
+	strip --strip-unneeded $(DEB_ROOT)/usr/bin/resumectl $(DEB_ROOT)/usr/bin/resumectl-serve
 	install -d $(DEB_ROOT)/DEBIAN
 	version=$$(.build/release/resumectl --version); arch=$$(dpkg --print-architecture); \
 	size=$$(du -sk --exclude=DEBIAN $(DEB_ROOT) | cut -f1); \

@@ -7,11 +7,10 @@ let package = Package(
     products: [
         .executable(name: "resumectl", targets: ["resumectl"]),
         .executable(name: "resumectl-serve", targets: ["resumectl-serve"]),
-        .executable(name: "resumectl-s3", targets: ["resumectl-s3"]),
         .library(name: "ResumeKit", targets: ["ResumeKit"]),
         .library(name: "ResumeServer", targets: ["ResumeServer"]),
-        // For the fuzz targets of Fuzz/ (S3's XML readers); linked into resumectl-s3 and resumectl-serve.
-        .library(name: "ResumeS3", targets: ["ResumeS3"]),
+        // For the fuzz targets of Fuzz/ (the XML and HTML readers).
+        .library(name: "ResumeMarkup", targets: ["ResumeMarkup"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
@@ -32,9 +31,12 @@ let package = Package(
             name: "CCurl",
             providers: [.apt(["libcurl4-openssl-dev"])]
         ),
-        // The libcurl, libcrypto and ISA-L functions ResumeKit calls, each loading its library on first use
-        // (dlopen): a command that moves no bytes (`--version`, `list`, `pause`) maps and relocates none of them.
-        .target(name: "CLibraryLoader"),
+        // The libcurl, libcrypto, ISA-L and libxml2 functions ResumeKit and ResumeMarkup call, each loading its
+        // library on first use (dlopen): a command that moves no bytes (`--version`, `list`, `pause`) maps and
+        // relocates none of them, and a plain download never maps libxml2. libxml2's headers live in their own
+        // folder below /usr/include (Debian's libxml2-dev), named here rather than through pkg-config, whose
+        // -lxml2 would link the library.
+        .target(name: "CLibraryLoader", cSettings: [.unsafeFlags(["-I/usr/include/libxml2"])]),
         // ISA-L (Debian's libisal-dev): hardware CRC32 and CRC32C for S3's part checksums. Headers only, as
         // CCurl: CLibraryLoader loads the library.
         .systemLibrary(
@@ -61,16 +63,17 @@ let package = Package(
                 .product(name: "SystemPackage", package: "swift-system"),
             ]
         ),
-        // libxml2, for S3's XML answers.
+        // libxml2's headers, for S3's XML answers and HTML folder listings. Headers only, as CCurl: CLibraryLoader
+        // loads the library.
         .systemLibrary(
             name: "CLibXML2",
-            pkgConfig: "libxml-2.0",
             providers: [.apt(["libxml2-dev"])]
         ),
-        // S3's XML answers, read with libxml2, live apart from ResumeKit: a plain HTTP transfer never loads them.
+        // The readers of markup: S3's XML answers and HTML folder listings, through libxml2's tree and HTML parsers.
         .target(
-            name: "ResumeS3",
-            dependencies: ["ResumeKit", "CLibXML2"]
+            name: "ResumeMarkup",
+            dependencies: ["ResumeKit", "CLibXML2", "CLibraryLoader"],
+            swiftSettings: [.unsafeFlags(["-Xcc", "-I/usr/include/libxml2"])]
         ),
         // libcrypt (Debian's libcrypt-dev): `serve --htpasswd` checks bcrypt and SHA-crypt entries with crypt_r.
         .systemLibrary(
@@ -98,14 +101,15 @@ let package = Package(
                 "UTCCalendar",
                 // `--store s3://`: the client's SigV4, AWS configuration and libcurl transport, and S3's XML readers.
                 "ResumeKit",
-                "ResumeS3",
+                "ResumeMarkup",
             ]
         ),
-        // The command line, shared by `resumectl` and `resumectl-s3`.
+        // The command line of `resumectl`.
         .target(
             name: "ResumeCLI",
             dependencies: [
                 "ResumeKit",
+                "ResumeMarkup",
                 "UTCCalendar",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
@@ -113,12 +117,6 @@ let package = Package(
         .executableTarget(
             name: "resumectl",
             dependencies: ["ResumeCLI"]
-        ),
-        // `resumectl` hands every s3:// transfer to this program: the same commands, plus S3's XML reader
-        // (libxml2), which a plain HTTP transfer then never loads.
-        .executableTarget(
-            name: "resumectl-s3",
-            dependencies: ["ResumeCLI", "ResumeS3"]
         ),
         // `resumectl serve` runs this binary: the server's NIO and Foundation stay out of every transfer.
         .executableTarget(
@@ -136,7 +134,7 @@ let package = Package(
         ),
         .testTarget(
             name: "ResumeKitTests",
-            dependencies: ["ResumeKit", "ResumeS3", .product(name: "Crypto", package: "swift-crypto")],
+            dependencies: ["ResumeKit", "ResumeMarkup", .product(name: "Crypto", package: "swift-crypto")],
             resources: [.copy("Fixtures")]
         ),
         // The command line's own readers, without a process: what a parsed command line asks of ResumeKit.

@@ -14,10 +14,10 @@ let package = Package(
         .target(name: "CLibFuzzer"),
         .target(name: "FuzzCheck", dependencies: ["CLibFuzzer"]),
         .executableTarget(name: "FuzzFolderListing", dependencies: [
-            "FuzzCheck", .product(name: "ResumeKit", package: "resumectl"), .product(name: "ResumeS3", package: "resumectl"),
+            "FuzzCheck", .product(name: "ResumeKit", package: "resumectl"), .product(name: "ResumeMarkup", package: "resumectl"),
         ]),
         .executableTarget(name: "FuzzS3XML", dependencies: [
-            "FuzzCheck", .product(name: "ResumeKit", package: "resumectl"), .product(name: "ResumeS3", package: "resumectl"),
+            "FuzzCheck", .product(name: "ResumeKit", package: "resumectl"), .product(name: "ResumeMarkup", package: "resumectl"),
         ]),
     ] + targets.map { name in
         .executableTarget(name: name, dependencies: ["FuzzCheck", .product(name: "ResumeKit", package: "resumectl")])

@@ -4,7 +4,7 @@
 // libssh2, nghttp2, brotli ...), and libcrypto alone has 4,000 symbol and 17,000 relative relocations: as
 // libraries of the executable they were most of what `resumectl --version`, `list`, `show` or `pause` cost
 // (libcrypto was 80 % of the dynamic loader's start-up work), and none of those needs them. So no program
-// links libcurl, libcrypto or ISA-L (their module maps have no `link`); they link these definitions of the
+// links libcurl, libcrypto, ISA-L or libxml2 (their module maps have no `link`); they link these definitions of the
 // functions ResumeKit calls, each of which makes sure its library is loaded and then calls the library's own
 // function. A function not listed here fails the link with an undefined symbol: add it to its library's list.
 //
@@ -20,6 +20,9 @@
 #include <curl/curl.h>
 #include <dlfcn.h>
 #include <isa-l/crc.h>
+#include <libxml/HTMLparser.h>
+#include <libxml/parser.h>
+#include <libxml/tree.h>
 // The one-algorithm digests are deprecated in OpenSSL 3 and kept through 3.x (MessageDigest.swift says why).
 #define OPENSSL_SUPPRESS_DEPRECATED
 #include <openssl/evp.h>
@@ -88,6 +91,14 @@ _Static_assert(sizeof(long) == sizeof(void *) && sizeof(curl_off_t) == sizeof(vo
     X(uint32_t, crc32_gzip_refl, (uint32_t crc, const unsigned char *buf, uint64_t len), (crc, buf, len)) \
     X(unsigned int, crc32_iscsi, (unsigned char *buf, int len, unsigned int crc), (buf, len, crc))
 
+// libxml2 reads S3's XML answers and HTML folder listings; a plain download never needs its 1.6 MB (and the ICU
+// it may bring), so it is loaded like the others, by the first listing or S3 answer read.
+#define RCTL_XML2_FUNCTIONS(X) \
+    X(xmlDocPtr, xmlReadMemory, (const char *b, int n, const char *url, const char *enc, int opts), (b, n, url, enc, opts)) \
+    X(htmlDocPtr, htmlReadMemory, (const char *b, int n, const char *url, const char *enc, int opts), (b, n, url, enc, opts)) \
+    X(xmlNodePtr, xmlDocGetRootElement, (const xmlDoc *doc), (doc)) \
+    X(void, xmlFreeDoc, (xmlDocPtr doc), (doc))
+
 #define RCTL_FIELD(ret, name, params, args) ret (*name) params;
 #define RCTL_VFIELD(ret, name, handle, option) ret (*name)(handle *, option, ...);
 static struct {
@@ -95,6 +106,7 @@ static struct {
     RCTL_CURL_VARIADIC(RCTL_VFIELD)
     RCTL_CRYPTO_FUNCTIONS(RCTL_FIELD)
     RCTL_ISAL_FUNCTIONS(RCTL_FIELD)
+    RCTL_XML2_FUNCTIONS(RCTL_FIELD)
 } real;
 
 static void fail(const char *library, const char *what) {
@@ -142,6 +154,13 @@ static void load_isal(void) {
     RCTL_ISAL_FUNCTIONS(RCTL_LOOKUP)
 }
 
+static pthread_once_t xml2_loaded = PTHREAD_ONCE_INIT;
+static void load_xml2(void) {
+    const char *soname = "libxml2.so.2";
+    void *library = open_library(soname);
+    RCTL_XML2_FUNCTIONS(RCTL_LOOKUP)
+}
+
 // Each definition loads its library once (`RCTL_ONCE`), then calls the library's own function.
 #define RCTL_DEFINE(ret, name, params, args) \
     ret name params { \
@@ -170,4 +189,8 @@ RCTL_CRYPTO_FUNCTIONS(RCTL_DEFINE)
 
 #define RCTL_ONCE isal_loaded, load_isal
 RCTL_ISAL_FUNCTIONS(RCTL_DEFINE)
+#undef RCTL_ONCE
+
+#define RCTL_ONCE xml2_loaded, load_xml2
+RCTL_XML2_FUNCTIONS(RCTL_DEFINE)
 #undef RCTL_ONCE

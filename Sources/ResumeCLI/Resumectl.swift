@@ -54,7 +54,6 @@ struct Resumectl: AsyncParsableCommand {
     static func main() async {
         do {
             var command = try parseNamed() ?? parseAsRoot()
-            if S3Support.answers == nil, S3Handoff.needed(command) { try Serve.execSibling("resumectl-s3", CommandLine.arguments, for: " for S3") }
             if let asyncCommand = command as? AsyncParsableCommand {
                 // The parsed command is this task's alone; a `run` on the main actor (download's) starts on this thread.
                 nonisolated(unsafe) var running = asyncCommand

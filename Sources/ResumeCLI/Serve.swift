@@ -19,11 +19,11 @@ struct Serve: ParsableCommand {
     }
 
     /// Becomes the program `name` in the same folder as the running `resumectl`, with `argv`.
-    static func execSibling(_ name: String, _ argv: [String], for purpose: String = "") throws -> Never {
+    private static func execSibling(_ name: String, _ argv: [String]) throws -> Never {
         let me = Spawner.executable()
         let program = me.lastIndex(of: "/").map { String(me[..<$0]) + "/" + name } ?? name
         var cArgs = argv.map { strdup($0) } + [nil]
         execv(program, &cArgs)
-        throw Runner.fail(TransferError(.inputMissing, "cannot run \(program)\(purpose): \(String(cString: strerror(errno)))"), json: false)
+        throw Runner.fail(TransferError(.inputMissing, "cannot run \(program): \(String(cString: strerror(errno)))"), json: false)
     }
 }

@@ -1,5 +1,6 @@
 import ArgumentParser
 import ResumeKit
+import ResumeMarkup
 
 /// Options of the commands that only look at tokens.
 struct StateOptions: ParsableArguments {
@@ -10,7 +11,7 @@ struct StateOptions: ParsableArguments {
     var json = false
 
     var store: TokenStore { TokenStore(directory: stateDir ?? TokenStore.defaultDirectory()) }
-    var client: TransferClient { TransferClient(store: store, s3Answers: S3Support.answers, htmlLinks: S3Support.html) }
+    var client: TransferClient { TransferClient(store: store, s3Answers: S3Responses(), htmlLinks: HTMLLinks()) }
 
     func load(_ reference: String) throws -> ResumeToken {
         do { return try client.loadToken(reference) } catch { throw Runner.fail(error, json: false) }

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Glibc
 import ResumeKit
+import ResumeMarkup
 
 /// The options every transfer command takes, and the client they make.
 struct TransferOptionGroup: ParsableArguments {
@@ -63,7 +64,7 @@ struct TransferOptionGroup: ParsableArguments {
         options.computeSHA256 = json
         options.announcesID = json
         options.checkpointInterval = checkpointInterval == 0 ? .infinity : checkpointInterval
-        return TransferClient(store: store, options: options, s3Answers: S3Support.answers, htmlLinks: S3Support.html)
+        return TransferClient(store: store, options: options, s3Answers: S3Responses(), htmlLinks: HTMLLinks())
     }
 
     /// The client for a new transfer of `url`, and the URL it runs: a password in the URL is a `-u` password

@@ -1,3 +1,3 @@
 import ResumeCLI
 
-await CommandLineTool.main(s3: nil)
+await CommandLineTool.main()

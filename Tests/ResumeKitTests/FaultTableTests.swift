@@ -3,7 +3,7 @@ import Glibc
 import Synchronization
 import Testing
 @testable import ResumeKit
-import ResumeS3
+import ResumeMarkup
 
 // The fault table of the README, run on every path the library drives, through a scripted transport:
 // no sockets, no sleeps (the clock records the delays it was asked for), milliseconds a case.

@@ -2,7 +2,7 @@ import Crypto
 import Foundation
 import Testing
 @testable import ResumeKit
-import ResumeS3
+import ResumeMarkup
 
 private let MiB: Int64 = 1 << 20
 private let endpoint = try! S3Endpoint(endpoint: "http://127.0.0.1:9000", region: "us-east-1")

@@ -2,7 +2,7 @@ import Foundation
 import Synchronization
 import Testing
 @testable import ResumeKit
-import ResumeS3
+import ResumeMarkup
 
 @Suite struct S3OperationTests {
     @Test func partsGoSeveralAtOnceAndACutPartIsRetried() throws {

@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 import ResumeKit
-@testable import ResumeS3
+@testable import ResumeMarkup
 
 /// Bodies as S3's API reference documents them, read by the XML parser.
 @Suite struct S3ResponsesTests {

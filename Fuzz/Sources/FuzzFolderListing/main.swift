@@ -1,6 +1,6 @@
 import FuzzCheck
 @testable import ResumeKit
-import ResumeS3
+import ResumeMarkup
 
 /// A folder listing (JSON, else HTML through libxml2) walked from one page. Properties: every file's URL is
 /// under the folder's, its relative path is made of plain names (none empty, `.` or `..`, no `/`, `\` or NUL

@@ -1,6 +1,6 @@
 import FuzzCheck
 import ResumeKit
-import ResumeS3
+import ResumeMarkup
 
 /// S3's XML answers (libxml2 underneath). Properties: a ListParts page never holds a part number twice,
 /// numbers lie in 1...10000 and sizes are not negative; listed objects have non-negative sizes.

@@ -182,10 +182,10 @@ extension TransferClient {
 
     // MARK: S3
 
-    /// The XML reader S3 calls need; only the `resumectl-s3` program links one.
+    /// The XML reader S3 calls need, as the program passed it in.
     func requireS3Answers() throws(TransferError) -> any S3Answers {
         guard let s3Answers else {
-            throw TransferError(.failed, "S3 transfers are handled by resumectl-s3, which this program was not given")
+            throw TransferError(.failed, "this program was built without an XML reader for S3's answers")
         }
         return s3Answers
     }

@@ -1,7 +1,7 @@
 import FoundationEssentials
 
-/// Reads the links of an HTML page. ResumeKit parses no HTML itself (libxml2 would cost every transfer):
-/// `resumectl-s3` passes a reader in (`ResumeS3`), and `resumectl` hands folder downloads to it.
+/// Reads the links of an HTML page. ResumeKit parses no HTML itself: a program passes a reader in
+/// (`ResumeMarkup.HTMLLinks`, over libxml2, which is loaded only when a page is read).
 public protocol HTMLLinkReader: Sendable {
     /// Each `<a href>` of the page in document order, with the text that follows it up to the next link;
     /// nil when the bytes are no HTML at all.
@@ -49,7 +49,7 @@ public enum FolderListing {
                     stamp: [item.size.map(String.init), mtime.map(String.init), item.etag].map { $0 ?? "" }.joined(separator: " "))
             }
         }
-        guard let html else { throw TransferError(.failed, "HTML folder listings are read by resumectl-s3, which this program was not given") }
+        guard let html else { throw TransferError(.failed, "this program was built without an HTML reader for folder listings") }
         guard let links = html.links(body) else { throw TransferError(.badListing, "the folder listing is neither JSON nor HTML") }
         return links.map { link in
             let words = link.after.split(whereSeparator: \.isWhitespace)

@@ -1,5 +1,5 @@
-/// Reads the XML bodies of the S3 calls resumectl makes. ResumeKit itself parses no XML (an XML parser
-/// costs every plain HTTP transfer memory): the `resumectl-s3` program passes one in (`ResumeS3`).
+/// Reads the XML bodies of the S3 calls resumectl makes. ResumeKit itself parses no XML: a program passes a
+/// reader in (`ResumeMarkup.S3Responses`, over libxml2, which is loaded only when an answer is read).
 public protocol S3Answers: Sendable {
     /// The `<Error>` in a body, if that is what it is. S3 may send one with a 200 (CompleteMultipartUpload).
     func error(_ body: [UInt8]) -> S3ErrorBody?

@@ -1,6 +1,6 @@
 import Crypto
 import ResumeKit
-import ResumeS3
+import ResumeMarkup
 import Synchronization
 
 /// The S3 store's requests: signed by the client's own SigV4 code for the endpoint, region and

@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 @testable import ResumeKit
-import ResumeS3
+import ResumeMarkup
 
 /// The folder walker over scripted listings: only down and only inside, each refusal a line, every folder
 /// read once, the limits kept; and the listing formats it reads (nginx's and serve's JSON, HTML pages).

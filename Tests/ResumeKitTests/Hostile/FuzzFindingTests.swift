@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 @testable import ResumeKit
-import ResumeS3
+import ResumeMarkup
 
 /// Every input a fuzz target (Fuzz/, `make fuzz`) found, replayed through the property it broke.
 /// The inputs are kept as found under Fixtures/fuzz/<target>/, minimized ones beside them.

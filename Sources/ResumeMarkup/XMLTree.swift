@@ -2,7 +2,7 @@ import CLibXML2
 
 /// An XML document as a small tree, read with libxml2's parser. S3 answers are a few kilobytes, so a tree
 /// is simpler than a streaming reader for every result type. libxml2 directly rather than Foundation's
-/// XMLParser (libxml2 again, beneath Foundation and ICU): the whole of Foundation would cost `resumectl-s3`
+/// XMLParser (libxml2 again, beneath Foundation and ICU): the whole of Foundation would cost `resumectl`
 /// about 5 MiB of resident memory for four small documents per upload.
 struct XMLTree: Equatable {
     var name: String

@@ -1,4 +1,0 @@
-import ResumeCLI
-import ResumeS3
-
-await CommandLineTool.main(s3: S3Responses(), html: HTMLLinks())
