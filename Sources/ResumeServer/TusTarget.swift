@@ -33,7 +33,7 @@ enum TusTarget {
                 throw Refusal(.forbidden)
             }
         }
-        let isFolder = head.uri.prefix { $0 != "?" }.hasSuffix("/") || type == S_IFDIR
+        let isFolder = head.uri.utf8.prefix { $0 != UInt8(ascii: "?") }.last == UInt8(ascii: "/") || type == S_IFDIR
         guard isFolder else { return target }
         let metadata = TusMetadata.parse(head.headers["upload-metadata"].first)
         // By bytes, as ``SafePath`` splits a request path: a `/` or `.` byte is one whatever follows it.
