@@ -1,4 +1,4 @@
-// openat2(2) for `serve`'s downloads, in C because glibc has no wrapper and syscall(2) is variadic
+// openat2(2) for `serve`'s downloads and uploads, in C because glibc has no wrapper and syscall(2) is variadic
 // (Swift cannot call it). Header only, no library.
 #ifndef RESUMECTL_COPENCACHED_H
 #define RESUMECTL_COPENCACHED_H
@@ -19,5 +19,18 @@ static inline int resumectl_open_cached(const char *path, int flags) {
         .resolve = RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS | RESOLVE_CACHED,
     };
     return (int)syscall(SYS_openat2, AT_FDCWD, path, &how, sizeof how);
+}
+
+/// Opens `path` (relative, made of plain names) below the folder `dirfd` with `flags` and `mode`, never
+/// leaving it (RESOLVE_BENEATH) and following no symbolic link on the way (RESOLVE_NO_SYMLINKS, the last
+/// component included, unless `flags` has O_PATH | O_NOFOLLOW: then the link itself is opened). -1 with
+/// errno set otherwise: ELOOP for a link, EXDEV for a path that would leave `dirfd`.
+static inline int resumectl_open_beneath(int dirfd, const char *path, int flags, unsigned int mode) {
+    struct open_how how = {
+        .flags = (unsigned long long)flags,
+        .mode = (flags & O_CREAT) ? (unsigned long long)mode : 0,
+        .resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS,
+    };
+    return (int)syscall(SYS_openat2, dirfd, path, &how, sizeof how);
 }
 #endif

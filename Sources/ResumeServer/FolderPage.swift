@@ -62,19 +62,25 @@ enum FolderPage {
         return String(decoding: (try? JSONEncoder().encode(items)) ?? Data("[]".utf8), as: UTF8.self)
     }
 
-    /// The served entries of `folder` (no dot-files, no temporary upload files); blocking.
-    static func entries(of folder: String) -> [Entry]? {
-        guard let dir = opendir(folder) else { return nil }
+    /// The served entries of the open folder `fd` (which this closes): no dot-names (by their first
+    /// byte, as ``SafePath`` refuses them), no names a request cannot spell (not UTF-8), no links (never
+    /// followed, so never served), no temporary upload files; blocking.
+    static func entries(of fd: CInt) -> [Entry]? {
+        guard let dir = fdopendir(fd) else {
+            close(fd)
+            return nil
+        }
         defer { closedir(dir) }
         var entries: [Entry] = []
         while let entry = readdir(dir) {
-            let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
-                String(decoding: raw.prefix { $0 != 0 }, as: UTF8.self)
+            let decoded = withUnsafeBytes(of: entry.pointee.d_name) { raw -> String? in
+                let bytes = raw.prefix { $0 != 0 }
+                guard bytes.first != UInt8(ascii: ".") else { return nil }
+                return String(validating: bytes, as: UTF8.self)
             }
-            if name.hasPrefix(".") { continue }
+            guard let name = decoded else { continue }
             var info = stat()
-            // stat, not lstat: a link is listed as what it points to; following it is SafePath's job.
-            guard stat(folder + "/" + name, &info) == 0 else { continue }
+            guard fstatat(dirfd(dir), name, &info, AT_SYMLINK_NOFOLLOW) == 0 else { continue }
             let kind = info.st_mode & S_IFMT
             guard kind == S_IFDIR || kind == S_IFREG else { continue }
             let identity = FileIdentity(

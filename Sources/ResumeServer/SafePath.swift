@@ -10,7 +10,8 @@ import Darwin
 enum PathRefusal: Error, Equatable, Sendable {
     /// Not a path this server can decode (bad percent-encoding, not UTF-8, not origin-form).
     case malformed
-    /// Would leave the served folder, or names a NUL byte, or the file system said no.
+    /// Would leave the served folder, names a NUL byte, runs through a symbolic link, is deeper than
+    /// ``SafePath/maxDepth``, or the file system said no.
     case forbidden
     /// A dot-file or dot-folder: never served (keeps `.git`, `.ssh` and our own upload temp files private).
     case hidden
@@ -21,58 +22,24 @@ enum PathRefusal: Error, Equatable, Sendable {
 
 /// Turns request targets into file-system paths that can never leave the served folder.
 ///
-/// Two stages: a lexical one (decode, split, refuse `..`), then a file-system one that resolves
-/// symbolic links and checks the result is still inside the folder's own canonical path.
+/// Two stages: a lexical one here (decode, split, refuse `..`, dot-names and depth), by bytes as the
+/// kernel reads a path; then a file-system one (SafePath+Beneath.swift) that opens every component
+/// relative to the served folder and never follows a symbolic link.
 enum SafePath {
+    /// The most components a request path may have. Deeper paths are refused before anything is
+    /// looked up or created, so a hostile upload cannot leave thousands of folders behind.
+    static let maxDepth = 64
+
     /// The decoded path components of a request target, relative to the served folder.
     ///
-    /// `..` is refused rather than resolved, so `/a/../b` is an error even though it stays inside.
+    /// Split at every `/` byte and judged by first bytes, as the kernel reads the path: a `/` or `.`
+    /// followed by a combining mark is still a separator or a dot-name to it. `..` is refused
+    /// rather than resolved, so `/a/../b` is an error even though it stays inside.
     static func components(ofTarget target: String) throws(PathRefusal) -> [String] {
         let bytes = try percentDecoded(pathPart(of: target))
         guard !bytes.contains(0) else { throw .forbidden }
-        if bytes.allSatisfy({ $0 < 0x80 }) { return try asciiComponents(bytes) }
-        guard let decoded = String(validating: bytes, as: UTF8.self) else { throw .malformed }
-
-        var components: [String] = []
-        for component in decoded.split(separator: "/", omittingEmptySubsequences: true) {
-            switch component {
-            case ".": continue
-            case "..": throw .forbidden
-            default:
-                if component.hasPrefix(".") { throw .hidden }
-                components.append(String(component))
-            }
-        }
-        return components
-    }
-
-    /// The path of a request target, without query or fragment, still percent-encoded.
-    private static func pathPart(of target: String) throws(PathRefusal) -> Substring.UTF8View {
-        // An ASCII target in origin-form (what clients send) by bytes: there every Character is one byte
-        // but CR LF, which is neither `/`, `?` nor `#`, so the cut is where the Characters below make it,
-        // without breaking the target into Characters first (half of this function's instructions).
-        let utf8 = Substring(target).utf8
-        if utf8.first == UInt8(ascii: "/") && utf8.allSatisfy({ $0 < 0x80 }) {
-            return utf8[..<(utf8.firstIndex { $0 == UInt8(ascii: "?") || $0 == UInt8(ascii: "#") } ?? utf8.endIndex)]
-        }
-        var path = Substring(target)
-        if !path.hasPrefix("/") {
-            // absolute-form (RFC 9112 §3.2.2): keep only the path.
-            let lower = path.lowercased()
-            guard lower.hasPrefix("http://") || lower.hasPrefix("https://") else { throw .malformed }
-            let afterScheme = path[path.index(path.firstIndex(of: ":")!, offsetBy: 3)...]
-            path = afterScheme.firstIndex(of: "/").map { afterScheme[$0...] } ?? "/"
-        }
-        if let end = path.firstIndex(where: { $0 == "?" || $0 == "#" }) {
-            path = path[..<end]
-        }
-        return path.utf8
-    }
-
-    /// ``components(ofTarget:)`` of a decoded path that is all ASCII, by bytes: there every Character
-    /// is one byte (CR LF aside, which holds no `/` and no `.`), so splitting and comparing bytes
-    /// finds exactly what splitting and comparing Characters finds, in a tenth of the instructions.
-    private static func asciiComponents(_ bytes: [UInt8]) throws(PathRefusal) -> [String] {
+        // `/` is ASCII and never part of a longer UTF-8 sequence: the pieces are valid when the whole is.
+        if !bytes.allSatisfy({ $0 < 0x80 }) && String(validating: bytes, as: UTF8.self) == nil { throw .malformed }
         let slash = UInt8(ascii: "/"), dot = UInt8(ascii: ".")
         var components: [String] = []
         var start = 0
@@ -87,58 +54,43 @@ enum SafePath {
                 if component.count == 2 && component.last == dot { throw .forbidden }
                 throw .hidden
             }
+            guard components.count < maxDepth else { throw .forbidden }
             components.append(String(decoding: component, as: UTF8.self))
         }
         return components
     }
 
-    /// The canonical path of an existing file below `root` (itself canonical).
-    static func existing(_ components: [String], root: String) throws(PathRefusal) -> String {
-        let joined = join(root, components)
-        guard let resolved = canonical(joined) else {
-            throw errno == EACCES ? .forbidden : .notFound
-        }
-        guard let relative = relativePath(of: resolved, inside: root) else { throw .forbidden }
-        // A link inside the folder may still point at one of its hidden files.
-        if relative.split(separator: "/").contains(where: { $0.hasPrefix(".") }) { throw .hidden }
-        return resolved
+    /// Whether `name` may be one component of a path below the served folder, by the rules of
+    /// ``components(ofTarget:)``: not empty, no `/` or NUL byte, not starting with a `.` byte.
+    static func isPlainName(_ name: String) -> Bool {
+        let bytes = name.utf8
+        guard let first = bytes.first, first != UInt8(ascii: ".") else { return false }
+        return !bytes.contains(UInt8(ascii: "/")) && !bytes.contains(0)
     }
 
-    /// The folder (canonical, created if needed) and file name an upload to `components` lands in.
-    static func uploadDestination(
-        _ components: [String],
-        root: String
-    ) throws(PathRefusal) -> (folder: String, name: String) {
-        guard let name = components.last else { throw .conflict }
-        var folder = root
-        for component in components.dropLast() {
-            let candidate = join(folder, [component])
-            var info = stat()
-            if lstat(candidate, &info) != 0 {
-                guard errno == ENOENT else { throw .forbidden }
-                if mkdir(candidate, 0o755) != 0 && errno != EEXIST { throw .forbidden }
-                // Re-examine: a concurrent upload may have created it, or something else did.
-                guard lstat(candidate, &info) == 0 else { throw .forbidden }
+    /// The path of a request target, without query or fragment, still percent-encoded. By bytes: `?`,
+    /// `#` and `/` are ASCII, so a byte with their value is always that character in UTF-8.
+    private static func pathPart(of target: String) throws(PathRefusal) -> Substring.UTF8View {
+        let utf8 = Substring(target).utf8
+        let slash = UInt8(ascii: "/"), question = UInt8(ascii: "?"), hash = UInt8(ascii: "#")
+        var start = utf8.startIndex
+        if utf8.first != slash {
+            // absolute-form (RFC 9112 §3.2.2): keep only the path, which starts at the authority's end.
+            guard let scheme = ["http://", "https://"].first(where: { hasPrefixIgnoringCase(utf8, $0) }) else {
+                throw .malformed
             }
-            switch info.st_mode & S_IFMT {
-            case S_IFDIR:
-                folder = candidate
-            case S_IFLNK:
-                guard let target = canonical(candidate), relativePath(of: target, inside: root) != nil else {
-                    throw .forbidden
-                }
-                var targetInfo = stat()
-                guard stat(target, &targetInfo) == 0, targetInfo.st_mode & S_IFMT == S_IFDIR else { throw .conflict }
-                folder = target
-            default:
-                throw .conflict
-            }
+            let authority = utf8.index(utf8.startIndex, offsetBy: scheme.utf8.count)
+            start = utf8[authority...].firstIndex { $0 == slash || $0 == question || $0 == hash } ?? utf8.endIndex
+            guard start < utf8.endIndex, utf8[start] == slash else { return Substring("/").utf8 }
         }
-        var info = stat()
-        if lstat(join(folder, [name]), &info) == 0, info.st_mode & S_IFMT == S_IFDIR {
-            throw .conflict
-        }
-        return (folder, name)
+        let end = utf8[start...].firstIndex { $0 == question || $0 == hash } ?? utf8.endIndex
+        return utf8[start..<end]
+    }
+
+    private static func hasPrefixIgnoringCase(_ utf8: Substring.UTF8View, _ prefix: String) -> Bool {
+        guard utf8.count >= prefix.utf8.count else { return false }
+        let letters = UInt8(ascii: "a")...UInt8(ascii: "z")
+        return zip(utf8, prefix.utf8).allSatisfy { letters.contains($1) ? $0 | 0x20 == $1 : $0 == $1 }
     }
 
     /// `realpath(3)`; `nil` with `errno` set when the path does not resolve.
@@ -148,12 +100,13 @@ enum SafePath {
         return String(cString: resolved)
     }
 
-    /// `path` relative to `root` when it is `root` itself or below it; both canonical.
+    /// `path` relative to `root` when it is `root` itself or below it; both canonical. By bytes: a name
+    /// starting with a combining mark makes one Character of the `/` before it.
     static func relativePath(of path: String, inside root: String) -> String? {
-        if path == root { return "" }
+        if path.utf8.elementsEqual(root.utf8) { return "" }
         let prefix = root.hasSuffix("/") ? root : root + "/"
-        guard path.hasPrefix(prefix) else { return nil }
-        return String(path.dropFirst(prefix.count))
+        guard path.utf8.starts(with: prefix.utf8) else { return nil }
+        return String(path.utf8.dropFirst(prefix.utf8.count))
     }
 
     static func join(_ root: String, _ components: [String]) -> String {

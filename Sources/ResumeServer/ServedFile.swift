@@ -16,13 +16,11 @@ struct ServedFile: Sendable {
     /// Asked for by a HEAD with `Want-Repr-Digest` (see ``ReprDigest``).
     var reprDigest: String?
 
-    /// Resolves and opens `components` below `root`; blocking, so it runs on the thread pool.
+    /// Opens `components` below `root`, following no symbolic link (``SafePath/openBeneath(_:root:flags:)``);
+    /// blocking, so it runs on the thread pool.
     static func resolve(_ components: [String], root: String) throws(PathRefusal) -> ServedFile {
-        let path = try SafePath.existing(components, root: root)
-        // O_NOFOLLOW: the canonical path has no links left, so a link now means it was swapped in.
         // O_NONBLOCK: opening a FIFO must not hang a thread; cleared again below for regular files.
-        let fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK)
-        guard fd >= 0 else { throw errno == EACCES ? .forbidden : .notFound }
+        let fd = try SafePath.openBeneath(components, root: root, flags: O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK)
         guard let file = opened(fd) else { throw .notFound }
         return file
     }
@@ -31,26 +29,16 @@ struct ServedFile: Sendable {
     /// ``SafePath/components(ofTarget:)``: no `..`, no dot-file, no NUL) below `root` (canonical) name a
     /// regular file, no component is a symbolic link, and every lookup is answered by the kernel's
     /// dentry cache (``resumectl_open_cached``). Then the path is inside `root` and holds no hidden
-    /// name by construction, the checks ``SafePath/existing(_:root:)`` makes after resolving links, and
-    /// the kernel made sure that no link was followed on the way, in the same call as the open.
-    /// `nil` for everything else (a link, a lookup that would read the disk, a folder, a missing
-    /// file, an older kernel): ``resolve(_:root:)`` then answers on the thread pool, as before.
+    /// name by construction, and the kernel made sure that no link was followed on the way, in the same
+    /// call as the open: the rule ``resolve(_:root:)`` keeps too. `nil` for everything else (a link, a
+    /// lookup that would read the disk, a folder, a missing file, an older kernel): ``resolve(_:root:)``
+    /// then answers on the thread pool.
     static func openCached(_ components: [String], root: String) -> ServedFile? {
-        // Each component one plain name to the kernel too, byte for byte: ``SafePath`` splits and
-        // compares by Character, so a `/` can hide inside a component (after a prepended mark, before a
-        // combining one) and a name can start with a `.` byte that it does not see as a dot-file.
-        // Such paths take the full resolution, whose checks see what the file system sees.
-        guard !components.isEmpty, components.allSatisfy(isPlainName) else { return nil }
+        guard !components.isEmpty else { return nil }
         // `withCString`: a `String` passed as a C string is first copied into an array of its bytes.
         let fd = SafePath.join(root, components).withCString { resumectl_open_cached($0, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK) }
         guard fd >= 0 else { return nil }
         return opened(fd)
-    }
-
-    private static func isPlainName(_ name: String) -> Bool {
-        let bytes = name.utf8
-        guard let first = bytes.first else { return false }
-        return first != UInt8(ascii: ".") && !bytes.contains(UInt8(ascii: "/"))
     }
 
     /// A regular file's descriptor opened with O_NONBLOCK (which must not hang on a FIFO), made a

@@ -51,7 +51,7 @@ extension StaticFileHandler {
             } catch let refusal as PathRefusal where refusal == .notFound && page != nil {
                 // A folder, asked for by a browser or as a listing: its page (at its URL with a final
                 // slash, so that relative links work).
-                let folder = try SafePath.existing(components, root: root)
+                let folder = try SafePath.openBeneath(components, root: root, flags: O_RDONLY | O_DIRECTORY | O_CLOEXEC)
                 guard let entries = FolderPage.entries(of: folder) else { throw PathRefusal.notFound }
                 guard let page, let format, page.hasSuffix("/") else { return .redirect((page ?? "/") + "/") }
                 let answer = FolderPage.answer(format, path: components, entries: entries, uploads: uploads)

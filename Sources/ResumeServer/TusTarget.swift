@@ -25,14 +25,22 @@ enum TusTarget {
         } catch {
             throw Refusal(error == .malformed ? .badRequest : .forbidden)
         }
-        var info = stat()
-        let path = root.map { SafePath.join($0, target) }
-        let isFolder = head.uri.prefix { $0 != "?" }.hasSuffix("/") || (path.map { stat($0, &info) == 0 } == true && info.st_mode & S_IFMT == S_IFDIR)
+        var type: mode_t?
+        if let root {
+            do {
+                type = try SafePath.fileType(target, root: root)
+            } catch {
+                throw Refusal(.forbidden)
+            }
+        }
+        let isFolder = head.uri.utf8.prefix { $0 != UInt8(ascii: "?") }.last == UInt8(ascii: "/") || type == S_IFDIR
         guard isFolder else { return target }
         let metadata = TusMetadata.parse(head.headers["upload-metadata"].first)
-        guard let name = metadata["filename"] ?? metadata["name"], !name.isEmpty, !name.contains("/"), name != ".."
+        // By bytes, as ``SafePath`` splits a request path: a `/` or `.` byte is one whatever follows it.
+        guard let name = metadata["filename"] ?? metadata["name"], !name.isEmpty,
+            !name.utf8.contains(UInt8(ascii: "/")), name != ".."
         else { throw Refusal(.badRequest) }
-        guard !name.hasPrefix("."), !name.contains("\0") else { throw Refusal(.forbidden) }
+        guard SafePath.isPlainName(name), target.count < SafePath.maxDepth else { throw Refusal(.forbidden) }
         return target + [name]
     }
 }

@@ -40,8 +40,19 @@ struct UploadAdmission: Sendable {
             let advertised = isDraft ? [("Upload-Limit", "max-size=\(limit)")] : []
             return Refusal(status: .payloadTooLarge, headers: advertised, reason: "\(size) bytes, more than --max-upload-size \(limit)")
         }
-        if let components, !overwrite, let root, Self.exists(SafePath.join(root, components)) {
-            return Refusal(status: .conflict, reason: "a file exists there (serve with --overwrite to replace files)")
+        if let components, let root {
+            // What is there, links not followed: a path through a link is refused before any byte is stored.
+            let type: mode_t?
+            do {
+                type = try SafePath.fileType(components, root: root)
+            } catch {
+                return Refusal(status: .forbidden, reason: "the path runs through a symbolic link or leaves the folder")
+            }
+            // A folder there gets its own 409 later.
+            if !overwrite, let type, type != S_IFDIR {
+                let reason = "a file exists there (serve with --overwrite to replace files)"
+                return Refusal(status: .conflict, reason: reason)
+            }
         }
         if let announced, let root, let free = Self.freeBytes(root), announced - offset > free {
             return Refusal(status: .insufficientStorage, reason: "\(announced - offset) bytes do not fit in the \(free) bytes free")
@@ -69,11 +80,5 @@ struct UploadAdmission: Sendable {
         var info = statvfs()
         guard statvfs(path, &info) == 0 else { return nil }
         return Int64(info.f_bavail) * Int64(info.f_frsize)
-    }
-
-    /// Whether something that is not a folder is at `path` (a folder gets its own 409 later).
-    private static func exists(_ path: String) -> Bool {
-        var info = stat()
-        return lstat(path, &info) == 0 && info.st_mode & S_IFMT != S_IFDIR
     }
 }

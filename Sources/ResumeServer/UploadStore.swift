@@ -144,29 +144,35 @@ struct UploadStore: Sendable {
             record.phase = .finishing
             try save(record)
         }
-        let destination: (folder: String, name: String)
+        let destination: (folder: CInt, name: String)
         do {
             destination = try SafePath.uploadDestination(record.target, root: root)
         } catch {
             throw UploadFailure(error)
         }
-        let final = SafePath.join(destination.folder, [destination.name])
+        // Relative to the destination's descriptor from here on: a folder on the way swapped for a link
+        // since it was opened cannot send the file elsewhere.
+        let (folderFD, name) = destination
+        defer { close(folderFD) }
+        let final = SafePath.join(root, record.target)
         let data = dataPath(record.id)
-        if retrying && access(data, F_OK) != 0 && access(final, F_OK) == 0 {
+        if retrying && access(data, F_OK) != 0 && faccessat(folderFD, name, F_OK, AT_SYMLINK_NOFOLLOW) == 0 {
             // Renamed into place (--overwrite), or its data unlinked, before a crash: only the rest is left to do.
         } else if replacing {
-            guard rename(data, final) == 0 else { throw UploadFailure(errno: errno, doing: "rename") }
-        } else if link(data, final) != 0 {
+            guard renameat(AT_FDCWD, data, folderFD, name) == 0 else {
+                throw UploadFailure(errno: errno, doing: "rename")
+            }
+        } else if linkat(AT_FDCWD, data, folderFD, name, 0) != 0 {
             // link(2) never replaces: a file that appeared since the upload began stays as it was
             // (unless it is this upload's own link, made before a crash).
             let code = errno
-            guard code == EEXIST, Self.sameFile(data, final) else {
+            guard code == EEXIST, Self.sameFile(data, folderFD, name) else {
                 throw code == EEXIST
                     ? UploadFailure(status: 409, "a file exists there (serve with --overwrite to replace files)")
                     : UploadFailure(errno: code, doing: "link")
             }
         }
-        syncFolder(destination.folder)
+        fsync(folderFD)
         let due = hooks?.makeDue(record, path: final)
         unlink(data)
         rename(recordPath(record.id), donePath(record.id))
@@ -174,10 +180,11 @@ struct UploadStore: Sendable {
         if let due { hooks?.run(due) }
     }
 
-    private static func sameFile(_ a: String, _ b: String) -> Bool {
+    private static func sameFile(_ path: String, _ folder: CInt, _ name: String) -> Bool {
         var first = stat()
         var second = stat()
-        return stat(a, &first) == 0 && stat(b, &second) == 0 && first.st_dev == second.st_dev && first.st_ino == second.st_ino
+        return stat(path, &first) == 0 && fstatat(folder, name, &second, AT_SYMLINK_NOFOLLOW) == 0
+            && first.st_dev == second.st_dev && first.st_ino == second.st_ino
     }
 
     func syncFolder(_ path: String) {

@@ -167,9 +167,10 @@ struct ServeTests {
             #expect(absolute.status == 404)
             let badEscape = try await Harness.curl(["--path-as-is", server.url + "/%zz"])
             #expect(badEscape.status == 400)
+            // Not followed either, though it stays inside: no GET or upload follows a link (issue #53).
             let linkInside = try await Harness.curl([server.url + "/in-link"])
-            #expect(linkInside.status == 200)
-            #expect(linkInside.body == Data("inside".utf8))
+            #expect(linkInside.status == 403)
+            #expect(linkInside.body != Data("inside".utf8))
 
             // Uploads are held to the same rules.
             let source = try Harness.file(Harness.randomBytes(1000))

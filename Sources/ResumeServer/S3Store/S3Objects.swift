@@ -55,15 +55,17 @@ struct S3Objects: Sendable {
             guard page.isSuccess else { throw UploadFailure(status: 502, "S3 answered \(page.status) to ListObjectsV2") }
             do {
                 let read = try client.answers.objects(page.body)
-                for object in read.objects where object.key.hasPrefix(prefix) {
-                    let rest = object.key.dropFirst(prefix.count)
-                    guard let first = rest.split(separator: "/", omittingEmptySubsequences: false).first, !first.isEmpty,
-                        !first.hasPrefix(".")
-                    else { continue }
+                // By bytes, as ``SafePath`` splits a request: a `/` or `.` byte counts whatever mark follows it.
+                for object in read.objects where object.key.utf8.starts(with: prefix.utf8) {
+                    let rest = object.key.utf8.dropFirst(prefix.utf8.count)
+                    let first = rest.prefix { $0 != UInt8(ascii: "/") }
+                    guard let byte = first.first, byte != UInt8(ascii: ".") else { continue }
+                    let name = String(decoding: first, as: UTF8.self)
                     if rest.count > first.count {
-                        folders.insert(String(first))
+                        folders.insert(name)
                     } else {
-                        files.append(FolderPage.Entry(name: String(first), isFolder: false, size: object.size, modified: 0, etag: object.etag))
+                        files.append(FolderPage.Entry(
+                            name: name, isFolder: false, size: object.size, modified: 0, etag: object.etag))
                     }
                 }
                 token = read.continuation
