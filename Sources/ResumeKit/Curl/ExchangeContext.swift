@@ -14,6 +14,8 @@ final class ExchangeContext {
     var parser = ResponseHeadParser()
     /// The head handed to the delegate: what follows is its body.
     var finalHead: ResponseHead?
+    /// The redirect this exchange answered with, when the request follows redirects.
+    private(set) var redirect: ResponseHead?
     var abortedByDelegate = false
     var cancelled = false
     var readFailure: Int32 = 0
@@ -88,7 +90,8 @@ final class ExchangeContext {
             return true
         }
         if followRedirects, head.isRedirect, head.headers["Location"] != nil {
-            return true  // libcurl follows it; the next head is the one that counts
+            redirect = head  // CurlSession follows it; the next exchange's head is the one that counts
+            return true
         }
         finalHead = head
         return going(delegate.exchange(head: head, effectiveURL: handle?.info(string: CURLINFO_EFFECTIVE_URL) ?? ""))
