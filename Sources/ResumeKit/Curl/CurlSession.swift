@@ -83,7 +83,7 @@ final class CurlSession: StartingSession {
         return (request, settings)
     }
 
-    /// Redirects a request may follow (libcurl's CURLOPT_MAXREDIRS was 10 when it followed them).
+    /// Redirects one request follows at most (``TransferRequest/followRedirects``); one more fails it.
     static let maxRedirects = 10
 
     private enum Hop {

@@ -72,8 +72,8 @@ final class ExchangeContext {
                 return ctx.read(into: UnsafeMutableRawBufferPointer(start: ptr, count: size * count))
             }.check()
             try handle.set(CURLOPT_READDATA, pointer: me)
-            // libcurl rewinds the body to send the request again: for a redirect or an auth round the server
-            // asked for, and on a new connection when a reused one died before any answer. See rewind(to:).
+            // libcurl rewinds the body to send the request again: for an auth round the server asked for, and
+            // on a new connection when a reused one died before any answer. See rewind(to:).
             try rctl_setopt_seek_cb(handle.raw, CURLOPT_SEEKFUNCTION) { userdata, offset, origin in
                 guard let ctx = ExchangeContext.from(userdata), origin == SEEK_SET else { return CURL_SEEKFUNC_FAIL }
                 return ctx.rewind(to: Int64(offset)) ? CURL_SEEKFUNC_OK : CURL_SEEKFUNC_CANTSEEK
