@@ -48,4 +48,65 @@ import Testing
         let others = peer.requests.filter { $0.method != "POST" }
         #expect(!others.isEmpty && others.allSatisfy { $0.header("Authorization") == nil }, "\(others)")
     }
+
+    /// Every header `Redact.isSecretHeader` marks (here X-Api-Key), not only Authorization and Cookie, stays
+    /// with the origin the user named when a redirect leads to another one (a server on another port).
+    @Test(arguments: [1, 4])
+    func redirectToAnotherOriginGetsNoSecretHeader(connections: Int) async throws {
+        let w = try Workspace()
+        let content = randomBytes(count: 3_000_000, seed: 47)
+        let target = try await MisbehavingServer(content: content)
+        let nginx = try await NginxServer(root: w.path("www"),
+            serverDirectives: "location = /redir { return 302 \(target.url(for: "file.bin")); }")
+        let r = try await w.run(["download", nginx.url(for: "redir"), "-o", "r.bin", "--connections", "\(connections)",
+            "-H", "X-Api-Key: s3cret", "-H", "X-Trace: 1"])
+        #expect(r.status == 0, "\(r)")
+        #expect(try sha256(file: w.out + "/r.bin") == sha256(content))
+        #expect(!target.requests.isEmpty)
+        #expect(target.requests.allSatisfy { $0.header("X-Api-Key") == nil }, "\(target.requests)")
+        #expect(target.requests.allSatisfy { $0.header("X-Trace") == "1" }, "\(target.requests)")
+    }
+
+    /// A tus creation whose `Location` names another origin (a proxy on another port): the PATCHes that go
+    /// there carry no X-Api-Key, but the harmless X-Trace.
+    @Test func tusUploadOnAnotherOriginGetsNoSecretHeader() async throws {
+        let w = try Workspace()
+        let digest = try makeRandomFile(path: w.path("src.bin"), size: 2_500_000, seed: 48)
+        let peer = try await ScriptedTusPeer()
+        let other = try FaultProxy(upstreamPort: peer.port)
+        defer { other.stop() }
+        peer.advertise(origin: other.baseURL)
+        let r = try await w.run(["upload", w.path("src.bin"), peer.endpoint, "--protocol", "tus", "--chunk-size", "1M",
+            "-H", "X-Api-Key: s3cret", "-H", "X-Trace: 1"])
+        #expect(r.status == 0, "\(r)")
+        #expect(peer.storedSHA256() == digest)
+        let post = try #require(peer.requests.first { $0.method == "POST" })
+        #expect(post.header("X-Api-Key") == "s3cret" && post.header("X-Trace") == "1", "\(post)")
+        let elsewhere = peer.requests.filter { $0.header("Host") == "127.0.0.1:\(other.port)" }
+        #expect(!elsewhere.isEmpty && elsewhere.allSatisfy { $0.method != "POST" }, "\(peer.requests)")
+        #expect(elsewhere.allSatisfy { $0.header("X-Api-Key") == nil && $0.header("X-Trace") == "1" }, "\(elsewhere)")
+    }
+
+    /// The draft's 104 names another origin (a proxy on another port); after a cut, HEAD and PATCH go there
+    /// without X-Api-Key, with X-Trace.
+    @Test func draftUploadOnAnotherOriginGetsNoSecretHeader() async throws {
+        let w = try Workspace()
+        let digest = try makeRandomFile(path: w.path("src.bin"), size: 3_000_000, seed: 49)
+        let peer = try await UploadPeer()
+        let named = try FaultProxy(upstreamPort: peer.port,
+            plan: [.cutAfterUpstream(bytes: 2_000_000).throttled(bytesPerSecond: 2_000_000)])
+        let other = try FaultProxy(upstreamPort: peer.port)
+        defer { named.stop(); other.stop() }
+        peer.advertise(origin: other.baseURL)
+        let r = try await w.run(["upload", w.path("src.bin"), named.url(for: "u.bin"), "--interop-version", "6",
+            "--retry-delay", "0.05", "-H", "X-Api-Key: s3cret", "-H", "X-Trace: 1"])
+        #expect(r.status == 0, "\(r)")
+        #expect(try peer.storedSHA256("u.bin") == digest)
+        let requests = peer.requests
+        #expect(requests.map(\.method) == ["POST", "HEAD", "PATCH"], "\(requests)")
+        #expect(requests.first?.header("X-Api-Key") == "s3cret")
+        #expect(other.connectionCount > 0)  // HEAD and PATCH went to the other origin
+        #expect(requests.dropFirst().allSatisfy { $0.header("X-Api-Key") == nil && $0.header("X-Trace") == "1" },
+            "\(requests)")
+    }
 }

@@ -45,8 +45,8 @@ struct TransferCancel {
             case .ietf(let version): [InteropVersion.header: String(version.rawValue)]
             case .undecided, .plain, .s3: [InteropVersion.header: String(InteropVersion.newest.rawValue)]
             }
-            if Origin.same(url, token.url), let stored = try? HeaderLines.parse(token.headers) {
-                for f in stored.fields { headers.append(f.name, f.value) }
+            if let stored = try? HeaderLines.parse(token.headers) {
+                for f in Origin.headers(stored, for: url, named: token.url).fields { headers.append(f.name, f.value) }
             }
             let result = client.transport.makeSession().headOnly(
                 TransferRequest(method: "DELETE", url: url, headers: headers), settings: options.transport, cancellation: Cancellation())

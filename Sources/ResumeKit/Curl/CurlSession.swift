@@ -16,14 +16,24 @@ final class CurlSession: StartingSession {
         _ request: TransferRequest, settings: TransportSettings, cancellation: Cancellation,
         delegate: any ExchangeDelegate
     ) -> ExchangeResult {
-        do {
-            let (handle, context) = try prepare(request, settings, cancellation, delegate)
-            let (code, detail) = withExtendedLifetime(context) {
-                if let driver { driver.run(handle) } else { handle.perform() }
+        let (first, settings) = signed(request, settings)
+        var (request, hops) = (first, 0)
+        while true {
+            let result: ExchangeResult
+            let context: ExchangeContext
+            do {
+                let (handle, prepared) = try prepare(request, settings, cancellation, delegate)
+                let (code, detail) = withExtendedLifetime(prepared) {
+                    if let driver { driver.run(handle) } else { handle.perform() }
+                }
+                (result, context) = (ended(handle, prepared, code, detail), prepared)
+            } catch {
+                return Self.setupFailed(error)
             }
-            return ended(handle, context, code, detail)
-        } catch {
-            return Self.setupFailed(error)
+            switch follow(result, context, of: request, first: first, hops: hops) {
+            case .next(let next): (request, hops) = (next, hops + 1)
+            case .ended(let result): return result
+            }
         }
     }
 
@@ -33,21 +43,81 @@ final class CurlSession: StartingSession {
         delegate: any ExchangeDelegate, done: @escaping (ExchangeResult) -> Void
     ) -> ExchangeResult? {
         guard let driver else { return perform(request, settings: settings, cancellation: cancellation, delegate: delegate) }
+        let (first, settings) = signed(request, settings)
+        return launch(first, first: first, hops: 0, driver, settings, cancellation, delegate, done)
+    }
+
+    /// Starts one hop of an exchange on the driver; its end starts the next hop (a redirect) or calls `done`.
+    private func launch(
+        _ request: TransferRequest, first: TransferRequest, hops: Int, _ driver: MultiDriver,
+        _ settings: TransportSettings,
+        _ cancellation: Cancellation, _ delegate: any ExchangeDelegate, _ done: @escaping (ExchangeResult) -> Void
+    ) -> ExchangeResult? {
         do {
             let (handle, context) = try prepare(request, settings, cancellation, delegate)
             // The closure keeps the context (the callbacks' target) alive until the end.
-            driver.start(handle) { [self] code, detail in done(ended(handle, context, code, detail)) }
+            driver.start(handle) { [self] code, detail in
+                switch follow(ended(handle, context, code, detail), context, of: request, first: first, hops: hops) {
+                case .ended(let result):
+                    done(result)
+                case .next(let next):
+                    let failed = launch(
+                        next, first: first, hops: hops + 1, driver, settings, cancellation, delegate, done)
+                    if let failed { done(failed) }
+                }
+            }
             return nil
         } catch {
             return Self.setupFailed(error)
         }
     }
 
+    /// The request as sent first: signed once (S3), as libcurl sent a signed request's headers on to a redirect;
+    /// `-u` goes to its origin only, as libcurl's own redirects did (CURLOPT_UNRESTRICTED_AUTH off).
+    private func signed(
+        _ request: TransferRequest, _ settings: TransportSettings
+    ) -> (TransferRequest, TransportSettings) {
+        var (request, settings) = (request, settings)
+        settings.signing?.signer.sign(&request)
+        if settings.credentialOrigin == nil { settings.credentialOrigin = request.url }
+        return (request, settings)
+    }
+
+    /// Redirects one request follows at most (``TransferRequest/followRedirects``); one more fails it.
+    static let maxRedirects = 10
+
+    private enum Hop {
+        case next(TransferRequest)
+        case ended(ExchangeResult)
+    }
+
+    /// Where a followed redirect leads. libcurl follows one with every header it was given but Authorization and
+    /// Cookie, which it keeps from another host, port or scheme (CURLOPT_UNRESTRICTED_AUTH(3)): an X-Api-Key
+    /// would go wherever the server points. Followed here, each hop carries what ``Origin/headers(_:for:named:)``
+    /// allows.
+    private func follow(
+        _ result: ExchangeResult, _ context: ExchangeContext, of request: TransferRequest, first: TransferRequest,
+        hops: Int
+    ) -> Hop {
+        guard let redirect = context.redirect, result.outcome == .completed,
+            let target = context.handle?.info(string: CURLINFO_REDIRECT_URL)
+        else { return .ended(result) }
+        guard hops < Self.maxRedirects else {
+            let failure = TransportFailure(kind: .fatal, code: Int(CURLE_TOO_MANY_REDIRECTS.rawValue),
+                message: "Maximum (\(Self.maxRedirects)) redirects followed")
+            return .ended(ExchangeResult(outcome: .failed(failure), effectiveURL: result.effectiveURL))
+        }
+        var next = request
+        next.url = target
+        next.headers = Origin.headers(first.headers, for: target, named: first.url)
+        // RFC 9110, 15.4.4: a 303 is answered with a GET (a HEAD stays a HEAD).
+        if redirect.status == 303, next.method != "HEAD" { (next.method, next.body) = ("GET", nil) }
+        return .next(next)
+    }
+
     private func prepare(
         _ request: TransferRequest, _ settings: TransportSettings, _ cancellation: Cancellation, _ delegate: any ExchangeDelegate
     ) throws -> (EasyHandle, ExchangeContext) {
-        var request = request
-        settings.signing?.signer.sign(&request)
         let context = ExchangeContext(
             delegate: delegate, cancellation: cancellation, followRedirects: request.followRedirects,
             body: request.body, stallSeconds: settings.stallTimeout)

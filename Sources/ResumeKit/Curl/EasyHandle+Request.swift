@@ -5,9 +5,7 @@ extension EasyHandle {
     func configure(for request: TransferRequest, _ settings: TransportSettings) throws {
         try set(CURLOPT_URL, request.url)
         try set(CURLOPT_PROTOCOLS_STR, "http,https")
-        try set(CURLOPT_REDIR_PROTOCOLS_STR, "http,https")
-        try set(CURLOPT_FOLLOWLOCATION, request.followRedirects ? 1 : 0)
-        try set(CURLOPT_MAXREDIRS, 10)
+        // Redirects are CurlSession's to follow (libcurl's FOLLOWLOCATION stays off): it strips credentials.
         try set(CURLOPT_USERAGENT, settings.connection.userAgent ?? CurlTransport.userAgent)
         try set(CURLOPT_SUPPRESS_CONNECT_HEADERS, 1)
         try set(CURLOPT_TCP_KEEPALIVE, 1)

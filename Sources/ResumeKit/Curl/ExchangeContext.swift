@@ -14,6 +14,8 @@ final class ExchangeContext {
     var parser = ResponseHeadParser()
     /// The head handed to the delegate: what follows is its body.
     var finalHead: ResponseHead?
+    /// The redirect this exchange answered with, when the request follows redirects.
+    private(set) var redirect: ResponseHead?
     var abortedByDelegate = false
     var cancelled = false
     var readFailure: Int32 = 0
@@ -70,8 +72,8 @@ final class ExchangeContext {
                 return ctx.read(into: UnsafeMutableRawBufferPointer(start: ptr, count: size * count))
             }.check()
             try handle.set(CURLOPT_READDATA, pointer: me)
-            // libcurl rewinds the body to send the request again: for a redirect or an auth round the server
-            // asked for, and on a new connection when a reused one died before any answer. See rewind(to:).
+            // libcurl rewinds the body to send the request again: for an auth round the server asked for, and
+            // on a new connection when a reused one died before any answer. See rewind(to:).
             try rctl_setopt_seek_cb(handle.raw, CURLOPT_SEEKFUNCTION) { userdata, offset, origin in
                 guard let ctx = ExchangeContext.from(userdata), origin == SEEK_SET else { return CURL_SEEKFUNC_FAIL }
                 return ctx.rewind(to: Int64(offset)) ? CURL_SEEKFUNC_OK : CURL_SEEKFUNC_CANTSEEK
@@ -88,7 +90,8 @@ final class ExchangeContext {
             return true
         }
         if followRedirects, head.isRedirect, head.headers["Location"] != nil {
-            return true  // libcurl follows it; the next head is the one that counts
+            redirect = head  // CurlSession follows it; the next exchange's head is the one that counts
+            return true
         }
         finalHead = head
         return going(delegate.exchange(head: head, effectiveURL: handle?.info(string: CURLINFO_EFFECTIVE_URL) ?? ""))

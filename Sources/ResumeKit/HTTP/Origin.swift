@@ -8,5 +8,12 @@ enum Origin {
             && (x.port ?? defaultPort(x.scheme)) == (y.port ?? defaultPort(y.scheme))
     }
 
+    /// The headers a request to `url` may carry when the user named `named`: all of them at that origin;
+    /// elsewhere (a tus or draft `Location`, a redirect) none that ``Redact/isSecretHeader(_:)`` marks as a
+    /// credential. A server may point anywhere: what the user gave one origin is not for another.
+    static func headers(_ headers: HeaderFields, for url: String, named: String) -> HeaderFields {
+        same(url, named) ? headers : HeaderFields(headers.fields.filter { !Redact.isSecretHeader($0.name) })
+    }
+
     private static func defaultPort(_ scheme: String?) -> Int { scheme?.lowercased() == "https" ? 443 : 80 }
 }

@@ -3,8 +3,9 @@ public struct TransferRequest: Sendable, Equatable {
     public var method: String
     public var url: String
     public var headers: HeaderFields
-    /// Follow redirects (at most 10, http and https only). Off for upload resources, whose
-    /// redirects the draft wants handled by the client.
+    /// Follow redirects (at most 10, http and https only; a hop to another origin without the headers that
+    /// ``Redact/isSecretHeader(_:)`` marks). Off for upload resources, whose redirects the draft wants handled
+    /// by the client.
     public var followRedirects: Bool
     /// The request body, read from a file at the time it is sent.
     public var body: RequestBody?

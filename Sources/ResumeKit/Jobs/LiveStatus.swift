@@ -15,6 +15,9 @@ public struct LiveStatus: Codable, Equatable, Sendable {
     }
 
     public var pid: Int32
+    /// ``processStart(_:)`` of `pid` when the status was first written: a pid alone may name another process
+    /// by the time the file is read (the transfer was killed, the machine rebooted), which `pause` would signal.
+    public var started: UInt64?
     public var state: Phase
     public var startAt: Date?
     public var bytes: Int64?
@@ -25,7 +28,8 @@ public struct LiveStatus: Codable, Equatable, Sendable {
     /// The status of a live process, or nil (no file, unreadable, or its process is gone).
     public static func load(stateDir: String, id: String) -> LiveStatus? {
         guard let data = FileManager.default.contents(atPath: StateDirectory(stateDir).status(id)),
-            let status = try? TokenStore.decoder.decode(LiveStatus.self, from: data), processIsAlive(status.pid)
+            let status = try? TokenStore.decoder.decode(LiveStatus.self, from: data), processIsAlive(status.pid),
+            let started = status.started, processStart(status.pid) == started
         else { return nil }
         return status
     }
@@ -48,4 +52,15 @@ func processIsAlive(_ pid: Int32) -> Bool {
         return stat[stat.index(after: close)...].first(where: { $0 != " " }) != "Z"
     }
     return false
+}
+
+/// When process `pid` started, in clock ticks after boot (field 22 of /proc/PID/stat, proc(5)); nil when it
+/// is gone. With the pid it names one process: a pid is reused once its process ended.
+func processStart(_ pid: Int32) -> UInt64? {
+    guard pid > 0, let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
+        let close = stat.lastIndex(of: ")")
+    else { return nil }
+    // After the command's closing parenthesis (it may hold spaces and parentheses) come fields 3 on.
+    let fields = stat[stat.index(after: close)...].split(separator: " ")
+    return fields.count > 19 ? UInt64(fields[19]) : nil
 }

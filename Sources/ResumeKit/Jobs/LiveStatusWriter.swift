@@ -15,7 +15,8 @@ public final class LiveStatusWriter: @unchecked Sendable {
         file = StateDirectory(stateDir).status(id)
         // A running transfer's first status waits a second like every later one: a small download never writes
         // it, and `list` sees it by its lock meanwhile. Any other phase is written at once.
-        state = Mutex((LiveStatus(pid: getpid(), state: phase, updatedAt: Date()), Monotonic.now))
+        let status = LiveStatus(pid: getpid(), started: processStart(getpid()), state: phase, updatedAt: Date())
+        state = Mutex((status, Monotonic.now))
         let holder = TokenLock.holder(path: TokenStore(directory: stateDir).lockPath(forID: id))
         inert = holder != nil && holder != getpid()
         if phase != .running { publish() }

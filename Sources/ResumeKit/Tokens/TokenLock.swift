@@ -1,6 +1,7 @@
 import Glibc
 
-/// The exclusive `flock` a running transfer holds on `tokens/<id>.lock`, a file holding its pid for `pause`.
+/// The exclusive `flock` a running transfer holds on `tokens/<id>.lock`, a file holding its pid for `pause`
+/// (and the process's start, which makes the pid name that process only: see ``holder(path:)``).
 /// The kernel drops the lock when the process dies, so a stale lock file is simply taken over.
 public final class TokenLock: @unchecked Sendable {
     public enum Failure: Error, Sendable, Equatable, CustomStringConvertible {
@@ -41,7 +42,7 @@ public final class TokenLock: @unchecked Sendable {
             break
         }
         _ = ftruncate(fd, 0)
-        let pid = "\(getpid())\n"
+        let pid = "\(getpid()) \(processStart(getpid()).map(String.init) ?? "")\n"
         _ = pid.utf8CString.withUnsafeBytes { pwrite(fd, $0.baseAddress, pid.utf8.count, 0) }
     }
 
@@ -57,7 +58,9 @@ public final class TokenLock: @unchecked Sendable {
         close(fd)
     }
 
-    /// The pid of the process holding the lock, or nil when nobody holds it.
+    /// The pid of the process holding the lock, or nil when nobody holds it. The pid the file names counts
+    /// only while the lock is held and that pid's process started when the file says: a file left by a process
+    /// gone (a reboot, or a lock just taken and not yet rewritten) may name a pid some other process has now.
     public static func holder(path: String) -> Int32? {
         let fd = open(path, O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else { return nil }
@@ -66,10 +69,13 @@ public final class TokenLock: @unchecked Sendable {
             flock(fd, LOCK_UN)
             return nil
         }
-        var buffer = [UInt8](repeating: 0, count: 32)
-        let n = read(fd, &buffer, 31)
+        var buffer = [UInt8](repeating: 0, count: 64)
+        let n = read(fd, &buffer, 63)
         guard n > 0 else { return nil }
-        return Int32(String(decoding: buffer[0..<n], as: UTF8.self).trimmingSpaces().filter { $0.isNumber })
+        let words = String(decoding: buffer[0..<n], as: UTF8.self).split(whereSeparator: { $0 == " " || $0 == "\n" })
+        guard words.count == 2, let pid = Int32(words[0]), let started = UInt64(words[1]), processStart(pid) == started
+        else { return nil }
+        return pid
     }
 
     /// The pid holding a `flock` on the file open at `fd`, read from `/proc/locks` (Linux), for the

@@ -40,11 +40,8 @@ extension UploadOperation {
             total = operation.total
             checksumField = planned.body == nil ? nil : planned.checksum
             let url = planned.url ?? operation.token.url
-            var all = planned.userHeaders ? (try? HeaderLines.parse(operation.token.headers)) ?? [:] : [:]
-            if !Origin.same(url, operation.token.url) {
-                // Credentials are for the origin the user named, not for wherever a Location points.
-                for name in ["Authorization", "Cookie", "Proxy-Authorization"] { all.remove(name) }
-            }
+            let given = planned.userHeaders ? (try? HeaderLines.parse(operation.token.headers)) ?? [:] : [:]
+            var all = Origin.headers(given, for: url, named: operation.token.url)
             for field in planned.headers.fields { all.set(field.name, field.value) }
             let fd = operation.source.fd
             let grows = operation.growth != nil && operation.machine.canGrow(plan)

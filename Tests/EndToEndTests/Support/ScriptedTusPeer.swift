@@ -34,6 +34,9 @@ public final class ScriptedTusPeer: Sendable {
     }
 
     public var endpoint: String { "http://127.0.0.1:\(port)/files/" }
+
+    /// Makes the upload URLs in `Location` absolute, on `origin` (e.g. a `FaultProxy` in front of this peer).
+    public func advertise(origin: String) { state.withLock { $0.origin = origin } }
     public var requests: [RecordedRequest] { state.withLock { $0.requests } }
 
     /// SHA-256 (hex) of the bytes stored for upload `n` (1-based, in creation order).
@@ -55,6 +58,8 @@ struct TusPeerState: Sendable {
     var uploads: [Int: Upload] = [:]
     var requests: [RecordedRequest] = []
     var patches = 0
+    /// Where `Location` points: nil for a relative one.
+    var origin: String?
 
     init(algorithms: [String], corruptPatches: Set<Int>) {
         self.algorithms = algorithms
@@ -86,7 +91,7 @@ struct TusPeerState: Sendable {
             else { return .badRequest }
             let n = uploads.count + 1
             uploads[n] = Upload(length: length)
-            headers.add(name: "Location", value: "/files/\(n)")  // relative on purpose
+            headers.add(name: "Location", value: (origin ?? "") + "/files/\(n)")  // relative on purpose, unless advertised
             return .created
         case (.HEAD, let n?):
             guard let upload = uploads[n] else { return .notFound }
