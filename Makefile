@@ -17,7 +17,7 @@ PROMETHEUS_CLIENT_VERSION := 0.26.0
 TEST_PIP_PKGS := tuspy==$(TUSPY_VERSION) selenium==$(SELENIUM_VERSION) prometheus_client==$(PROMETHEUS_CLIENT_VERSION)
 AWSCLI_VERSION := 1.45.11
 
-.PHONY: all deps deps-build deps-test deps-deb build release test test-unit test-e2e generated install install-files uninstall deb docs demo bench soak soak-serve clean fuzz fuzz-build
+.PHONY: all deps deps-build deps-test deps-deb build release test test-unit test-e2e lint generated install install-files uninstall deb docs demo bench soak soak-serve clean fuzz fuzz-build
 
 all: build
 
@@ -142,6 +142,12 @@ test: deps-build deps-test
 	$(SWIFT) build --build-tests
 	$(SWIFT) test --skip-build --skip '$(TIMED_SUITES)'
 	$(SWIFT) test --skip-build --parallel --experimental-maximum-parallelization-width $(TIMED_WIDTH) --filter '$(TIMED_SUITES)'
+
+# The toolchain's `swift format` with .swift-format (layout only, 120 columns), every line within 120 characters,
+# no comment citing a file outside the repository (scripts/lint.sh). `swift format format -i -r -p Sources Tests`
+# makes the layout; strings and comments over 120 are wrapped by hand.
+lint:
+	scripts/lint.sh
 
 test-unit: deps-build deps-test
 	$(SWIFT) test --filter ResumeKitTests

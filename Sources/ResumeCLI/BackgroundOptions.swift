@@ -7,10 +7,17 @@ struct BackgroundOptions: ParsableArguments {
     @Flag(help: "Run in a session of its own (log in STATE/logs/ID.log); print the token id and return.")
     var detach = false
 
-    @Option(name: .customLong("start-at"), help: "With --detach: hold the transfer until TIME (ISO 8601, or HH:MM local time).")
+    @Option(
+        name: .customLong("start-at"),
+        help: "With --detach: hold the transfer until TIME (ISO 8601, or HH:MM local time).")
     var startAt: StartTime?
 
-    @Flag(name: .customLong("wait-network"), help: "When the host does not resolve or refuses, wait for the network (up to 60 s between tries) without spending retries. On with --detach.")
+    @Flag(
+        name: .customLong("wait-network"),
+        help: ArgumentHelp(
+            "When the host does not resolve or refuses, wait for the network (up to 60 s between tries) without "
+                + "spending retries. On with --detach.")
+    )
     var waitNetwork = false
 
     /// The re-executed background process (see `Detach`).

@@ -15,13 +15,18 @@ extension Download {
         let folder = output ?? "."
         do { try OutputPath.makeFolders(folder) } catch { throw Runner.fail(error, json: json) }
         for problem in list.problems { Output.stderr("resumectl: \(listPath): \(problem)\n") }
-        // Nothing in it can be fetched (every line a non-http(s) URL or a bad name): a usage error, as on the command line.
+        // Nothing in it can be fetched (every line a non-http(s) URL or a bad name): a usage error, as on the command
+        // line.
         if list.entries.isEmpty, !list.problems.isEmpty { throw ExitCode(64) }
         if !options.quiet, !list.duplicates.isEmpty {
-            Output.stderr("resumectl: \(listPath): skipped repeated lines \(list.duplicates.map(String.init).joined(separator: ", "))\n")
+            Output.stderr(
+                "resumectl: \(listPath): skipped repeated lines "
+                    + "\(list.duplicates.map(String.init).joined(separator: ", "))\n"
+            )
         }
         let requests = list.entries.map { entry in
-            DownloadRequest(url: entry.url, outputPath: folder + "/" + (entry.name ?? ""), headers: options.header,
+            DownloadRequest(
+                url: entry.url, outputPath: folder + "/" + (entry.name ?? ""), headers: options.header,
                 onChange: onChange, force: force)
         }
         var configured = options.client()
@@ -30,12 +35,16 @@ extension Download {
         // Only JSON events carry the token id; working it out costs a path resolution and a hash per file.
         let store = client.store
         let records = client.results
-        let answers: @Sendable (String) -> Bool = { id in store.exists(id: id) || access(records.path(forID: id), F_OK) == 0 }
+        let answers: @Sendable (String) -> Bool = { id in
+            store.exists(id: id) || access(records.path(forID: id), F_OK) == 0
+        }
         let reporters = requests.map { request in
-            Reporter(json: json, quiet: true, tokenID: json ? client.downloadTokenID(request) ?? "" : "", answers: answers)
+            Reporter(
+                json: json, quiet: true, tokenID: json ? client.downloadTokenID(request) ?? "" : "", answers: answers)
         }
         let parallel = self.parallel
-        let results = try await Runner.run(reporter: Reporter(json: json, quiet: quiet)) { cancellation throws(TransferError) in
+        let results = try await Runner.run(reporter: Reporter(json: json, quiet: quiet)) {
+            cancellation throws(TransferError) in
             await client.downloadAll(requests, parallel: parallel, cancellation: cancellation) { i, event in
                 reporters[i].handle(event)
             }
@@ -60,7 +69,9 @@ extension Download {
         }
         if !paths.isEmpty { Output.stdout(paths) }
         if !statuses.isEmpty {
-            if !quiet { Output.stderr("resumectl: \(statuses.count) of \(requests.count + problems) downloads failed\n") }
+            if !quiet {
+                Output.stderr("resumectl: \(statuses.count) of \(requests.count + problems) downloads failed\n")
+            }
             throw ExitCode(ExitStatus.combined(statuses))
         }
     }

@@ -32,13 +32,20 @@ struct Download: AsyncParsableCommand {
     @Argument(help: "http or https URL (a folder when it ends in /), s3://BUCKET/KEY, or s3://BUCKET/PREFIX/.")
     var url: String?
 
-    @Option(name: [.short, .customLong("input-file")], help: "Download every URL listed in this file (one a line, optionally followed by an output name); -o names the folder.")
+    @Option(
+        name: [.short, .customLong("input-file")],
+        help: ArgumentHelp(
+            "Download every URL listed in this file (one a line, optionally followed by an output name); -o names the "
+                + "folder.")
+    )
     var inputFile: String?
 
     @Option(help: "With -i or a folder: how many files at once.")
     var parallel = 4
 
-    @Flag(name: [.short, .long], help: "Download the URL as a folder, following its subfolders (on for a URL ending in /).")
+    @Flag(
+        name: [.short, .long],
+        help: "Download the URL as a folder, following its subfolders (on for a URL ending in /).")
     var recursive = false
 
     @Option(help: "With a folder: how many levels of subfolders to follow (0: its own files only).")
@@ -53,7 +60,9 @@ struct Download: AsyncParsableCommand {
     @Flag(help: "With a folder: keep a file there with the listed size and time, fetch one that differs.")
     var skipExisting = false
 
-    @Option(name: [.short, .customLong("output")], help: "Where to write the file (default: the URL's last path segment here); - for stdout.")
+    @Option(
+        name: [.short, .customLong("output")],
+        help: "Where to write the file (default: the URL's last path segment here); - for stdout.")
     var output: String?
 
     @Option(help: "Verify the result: sha256=HEX.")
@@ -81,7 +90,8 @@ struct Download: AsyncParsableCommand {
         guard (1...64).contains(parallel) else { throw ValidationError("--parallel takes 1 to 64") }
         if let depth, depth < 0 { throw ValidationError("--depth takes 0 or more") }
         if !isFolder, depth != nil || !include.isEmpty || !exclude.isEmpty || skipExisting {
-            throw ValidationError("--depth, --include, --exclude and --skip-existing apply to a folder (a URL ending in /, or -r)")
+            throw ValidationError(
+                "--depth, --include, --exclude and --skip-existing apply to a folder (a URL ending in /, or -r)")
         }
         if isFolder, checksum != nil { throw ValidationError("--checksum applies to one file, not to a folder") }
         switch (url, inputFile) {
@@ -93,10 +103,14 @@ struct Download: AsyncParsableCommand {
         }
         if output == "-" {
             // stdout carries the body and nothing else.
-            if options.json { throw ValidationError("--json cannot share stdout with the body: drop it, or write to a file") }
+            if options.json {
+                throw ValidationError("--json cannot share stdout with the body: drop it, or write to a file")
+            }
             if inputFile != nil || isFolder { throw ValidationError("-o - takes one file, not -i LIST or a folder") }
             if connections > 1 { throw ValidationError("--connections needs a file to write ranges into, not stdout") }
-            if background.detach || background.startAt != nil { throw ValidationError("a download to stdout runs in the foreground") }
+            if background.detach || background.startAt != nil {
+                throw ValidationError("a download to stdout runs in the foreground")
+            }
         }
     }
 
@@ -121,12 +135,16 @@ struct Download: AsyncParsableCommand {
             }
             return
         }
-        try background.detachIfAsked(client: client, json: options.json) { () throws(TransferError) in try client.prepare(request) }
+        try background.detachIfAsked(client: client, json: options.json) { () throws(TransferError) in
+            try client.prepare(request)
+        }
         let id = client.downloadTokenID(request)
         let reporter = Reporter(json: options.json, quiet: options.quiet, tokenID: id ?? "")
         let result: DownloadResult
         if background.startAt != nil {
-            result = try await Foreground.run(id: id, kind: .download, url: url, client: client, background: background, reporter: reporter) {
+            result = try await Foreground.run(
+                id: id, kind: .download, url: url, client: client, background: background, reporter: reporter
+            ) {
                 cancellation, events throws(TransferError) in
                 try await client.download(request, cancellation: cancellation, events: events)
             }
@@ -151,10 +169,14 @@ extension Download {
     /// `URL/ -o DIR`: every file under the folder (or the S3 prefix) as one batch, announced before any byte.
     func runFolder(_ url: String, client: TransferClient) async throws {
         let folder = output ?? FolderRequest.defaultFolder(url: url)
-        let template = DownloadRequest(url: url, headers: options.header, onChange: onChange, force: force, s3: s3.options())
-        let request = FolderRequest(url: url, folder: folder, template: template, parallel: parallel, depth: depth, include: include,
+        let template = DownloadRequest(
+            url: url, headers: options.header, onChange: onChange, force: force, s3: s3.options())
+        let request = FolderRequest(
+            url: url, folder: folder, template: template, parallel: parallel, depth: depth, include: include,
             exclude: exclude, skipExisting: skipExisting)
-        try await BatchRun.run(id: request.id, target: url, download: true, client: client, options: options, background: background) {
+        try await BatchRun.run(
+            id: request.id, target: url, download: true, client: client, options: options, background: background
+        ) {
             cancellation, events throws(TransferError) in
             try await client.downloadFolder(request, cancellation: cancellation, events: events)
         }

@@ -4,7 +4,8 @@ import ResumeKit
 /// hold of `--start-at`, the "ready" of a background process, and the signal rules of `Runner`.
 enum Foreground {
     static func run<T: Sendable>(
-        id: String?, kind: ResumeToken.Kind, url: String, client: TransferClient, background: BackgroundOptions, reporter: Reporter,
+        id: String?, kind: ResumeToken.Kind, url: String, client: TransferClient, background: BackgroundOptions,
+        reporter: Reporter,
         _ work: @escaping @Sendable (Cancellation, @escaping EventHandler) async throws(TransferError) -> T
     ) async throws -> T {
         let (live, events) = wiring(id: id, client: client, reporter: reporter)
@@ -13,7 +14,9 @@ enum Foreground {
         let child = background.detachedChild
         return try await Runner.run(reporter: reporter) { cancellation throws(TransferError) in
             if let startAt, let id, let live {
-                try await Detach.hold(until: startAt, id: id, kind: kind, url: url, client: client, live: live, cancellation: cancellation)
+                try await Detach.hold(
+                    until: startAt, id: id, kind: kind, url: url, client: client, live: live, cancellation: cancellation
+                )
             } else if child {
                 ready(live)
             }
@@ -37,12 +40,17 @@ enum Foreground {
     }
 
     /// The transfer's events go to its live status and to the reporter.
-    private static func wiring(id: String?, client: TransferClient, reporter: Reporter) -> (LiveStatusWriter?, EventHandler) {
+    private static func wiring(id: String?, client: TransferClient, reporter: Reporter) -> (
+        LiveStatusWriter?, EventHandler
+    ) {
         let live = id.map { LiveStatusWriter(stateDir: client.store.directory, id: $0) }
-        return (live, { event in
-            live?.handle(event)
-            reporter.handle(event)
-        })
+        return (
+            live,
+            { event in
+                live?.handle(event)
+                reporter.handle(event)
+            }
+        )
     }
 
     /// A background process is known to `wait` and `list` before it tells its parent it is ready.

@@ -20,7 +20,9 @@ struct List: ParsableCommand {
         let store = state.store
         let (tokens, broken) = store.all()
         // A folder upload's files are its batch's row, not rows of their own.
-        var states = tokens.filter { $0.upload?.batch == nil }.compactMap { TransferState(id: $0.id, store: store, token: $0) }
+        var states = tokens.filter { $0.upload?.batch == nil }.compactMap {
+            TransferState(id: $0.id, store: store, token: $0)
+        }
         let batches = state.client.batchRecords()
         for b in batches { Output.stdout(batchRow(b, client: state.client) + "\n") }
         if all {
@@ -38,7 +40,9 @@ struct List: ParsableCommand {
         let text = row?.stateText ?? "failed and resumable"
         let (url, files) = (Redact.url(batch.target), client.batchFinishedCount(batch.id))
         guard state.json else { return "\(batch.id)  batch  \(text)  \(files) files finished  \(url)  \(batch.folder)" }
-        return JSONLine.encode(["id": batch.id, "kind": "batch", "state": text, "pid": row?.pid.map(Int.init),
-            "finished": files, "url": url, "path": batch.folder])
+        return JSONLine.encode([
+            "id": batch.id, "kind": "batch", "state": text, "pid": row?.pid.map(Int.init),
+            "finished": files, "url": url, "path": batch.folder,
+        ])
     }
 }

@@ -21,7 +21,11 @@ struct Log: AsyncParsableCommand {
         let fd = token.contains("/") ? -1 : open(store.state.log(token), O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else {
             let known = TransferState(id: token, store: store) != nil
-            throw Runner.fail(TransferError(.inputMissing, known ? "\(token) has no log (only detached transfers keep one)" : "no log for '\(token)'"), json: false)
+            throw Runner.fail(
+                TransferError(
+                    .inputMissing,
+                    known ? "\(token) has no log (only detached transfers keep one)" : "no log for '\(token)'"),
+                json: false)
         }
         defer { close(fd) }
         await Jobs.follow(fd, id: token, store: store, until: follow) { Output.stdout($0) }

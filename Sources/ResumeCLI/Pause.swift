@@ -25,21 +25,28 @@ struct Pause: ParsableCommand {
             if state.client.batchRecord(id) != nil {
                 Output.stderr("resumectl: \(id) is not running; resume with: resumectl resume \(id)\n")
             } else if !store.exists(id: id), let record = state.client.record(id) {
-                Output.stderr("resumectl: \(id) already ended (\(record.outcome.rawValue) at \(TransferRow.localTime(record.endedAt)))\n")
+                Output.stderr(
+                    "resumectl: \(id) already ended (\(record.outcome.rawValue) at "
+                        + "\(TransferRow.localTime(record.endedAt)))\n"
+                )
             } else {
                 _ = try state.load(token)
                 Output.stderr("resumectl: \(id) is not running\n")
             }
             return
         case .cannotSignal(let pid, let code):
-            throw Runner.fail(TransferError(.failed, "cannot signal pid \(pid): \(String(cString: strerror(code)))"), json: false)
+            throw Runner.fail(
+                TransferError(.failed, "cannot signal pid \(pid): \(String(cString: strerror(code)))"), json: false)
         case .stillRunning(let pid):
             throw Runner.fail(TransferError(.busy, "pid \(pid) has not stopped after \(wait) s"), json: false)
         case .stopped:
             break
         }
         if let batch = state.client.batchRecord(id) {
-            Output.stderr("resumectl: paused \(batch.id) with \(state.client.batchFinishedCount(id)) files finished; resume with: resumectl resume \(id)\n")
+            Output.stderr(
+                "resumectl: paused \(batch.id) with \(state.client.batchFinishedCount(id)) files finished; resume "
+                    + "with: resumectl resume \(id)\n"
+            )
         } else if let saved = try? store.load(id) {
             let committed = saved.download?.heldBytes ?? saved.upload?.acknowledgedBytes ?? 0
             Output.stdout("\(committed)\n")

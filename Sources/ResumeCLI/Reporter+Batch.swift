@@ -44,8 +44,14 @@ extension Reporter {
             object = ["event": "restarted", "reason": reason]
             if !json { note("starting over: \(reason)") }
         case .failed(let error):
-            object = ["event": "failed", "error": error.message, "exit": Int(error.exitStatus), "resumable": error.isResumable]
-            say(download ? "resumectl: \(file.target) → \(file.path): \(error.message)" : "resumectl: \(file.path) → \(file.target): \(error.message)")
+            object = [
+                "event": "failed", "error": error.message, "exit": Int(error.exitStatus),
+                "resumable": error.isResumable,
+            ]
+            say(
+                download
+                    ? "resumectl: \(file.target) → \(file.path): \(error.message)"
+                    : "resumectl: \(file.path) → \(file.target): \(error.message)")
         }
         guard json else { return }
         object["path"] = file.path
@@ -57,7 +63,10 @@ extension Reporter {
         switch event {
         case .retry(let attempt, let delay, let error):
             if json {
-                writeJSON(["event": "retry", "path": file.path, "url": file.target, "attempt": attempt, "delay": delay, "error": error])
+                writeJSON([
+                    "event": "retry", "path": file.path, "url": file.target, "attempt": attempt, "delay": delay,
+                    "error": error,
+                ])
             } else {
                 note("\(file.path): \(error); retry \(attempt) in \(Self.oneDecimal(delay)) s")
             }
@@ -74,10 +83,14 @@ extension Reporter {
     func summary(_ s: BatchSummary) {
         lock.withLock { _ in
             if json {
-                writeJSON(["event": "batch", "files": s.files, "sent": s.sent, "skipped": s.skipped, "failed": s.failed.count,
-                    "bytes": s.bytes, "exit": Int(s.exitStatus), "resumable": s.exitStatus != 0 && s.isResumable])
+                writeJSON([
+                    "event": "batch", "files": s.files, "sent": s.sent, "skipped": s.skipped, "failed": s.failed.count,
+                    "bytes": s.bytes, "exit": Int(s.exitStatus), "resumable": s.exitStatus != 0 && s.isResumable,
+                ])
             }
-            let counts = "\(download ? "fetched" : "sent") \(s.sent), skipped \(s.skipped), failed \(s.failed.count) of \(s.files) files"
+            let counts =
+                "\(download ? "fetched" : "sent") \(s.sent), skipped \(s.skipped), failed \(s.failed.count) of "
+                + "\(s.files) files"
             if let stopped = s.stopped {
                 say("resumectl: \(stopped.message) (\(counts)); resume with: resumectl resume \(tokenID)")
             } else if !s.failed.isEmpty {

@@ -18,7 +18,10 @@ final class Reporter: @unchecked Sendable {
     private let answers: (@Sendable (String) -> Bool)?
     private var lastLineLength = 0
 
-    init(json: Bool, quiet: Bool, tokenID: String = "", answers: (@Sendable (String) -> Bool)? = nil, download: Bool = false) {
+    init(
+        json: Bool, quiet: Bool, tokenID: String = "", answers: (@Sendable (String) -> Bool)? = nil,
+        download: Bool = false
+    ) {
         self.json = json
         self.quiet = quiet
         self.tokenID = tokenID
@@ -49,10 +52,13 @@ final class Reporter: @unchecked Sendable {
     func failure(_ error: TransferError) {
         lock.withLock { _ in
             if json {
-                writeJSON(["event": "failed", "token": error.tokenID ?? announcedID, "error": error.message,
-                    "exit": Int(error.exitStatus), "resumable": error.isResumable])
+                writeJSON([
+                    "event": "failed", "token": error.tokenID ?? announcedID, "error": error.message,
+                    "exit": Int(error.exitStatus), "resumable": error.isResumable,
+                ])
             }
-            let hint = error.isResumable ? "; resume with: resumectl resume \(error.tokenID ?? "")" : ""  // resumable: it has a token
+            // resumable: it has a token
+            let hint = error.isResumable ? "; resume with: resumectl resume \(error.tokenID ?? "")" : ""
             say("resumectl: \(error.message)\(hint)")
         }
     }
@@ -97,7 +103,9 @@ final class Reporter: @unchecked Sendable {
             let filled = Int(fraction * Double(width))
             let bar = String(repeating: "#", count: filled) + String(repeating: "-", count: width - filled)
             let percent = Self.oneDecimal(fraction * 100)
-            line = "[\(bar)] \(String(repeating: " ", count: max(0, 5 - percent.count)))\(percent)% \(Self.size(bytes)) / \(Self.size(total)) \(Self.size(Int64(rate)))/s"
+            line =
+                "[\(bar)] \(String(repeating: " ", count: max(0, 5 - percent.count)))\(percent)% \(Self.size(bytes)) / "
+                + "\(Self.size(total)) \(Self.size(Int64(rate)))/s"
             if rate > 0 {
                 let eta = Double(total - bytes) / rate
                 let seconds = Int(eta) % 60
@@ -124,8 +132,10 @@ final class Reporter: @unchecked Sendable {
     private func emitJSON(_ event: TransferEvent) {
         switch event {
         case .started(let kind, let url, let path, let offset, let total):
-            writeJSON(["event": "started", "kind": kind.rawValue, "url": url, "path": path,
-                "offset": offset, "total": total])
+            writeJSON([
+                "event": "started", "kind": kind.rawValue, "url": url, "path": path,
+                "offset": offset, "total": total,
+            ])
         case .progress(let bytes, let total, let rate):
             writeJSON(["event": "progress", "bytes": bytes, "total": total, "rate": Int64(rate)])
         case .retry(let attempt, let delay, let error):

@@ -27,7 +27,8 @@ struct Resume: AsyncParsableCommand {
     @Argument(help: "Token id (d-…, u-…, or b-… for a folder) or the path of a token file.")
     var token: String?
 
-    @Option(help: "A replacement URL (e.g. a fresh signed link); a download accepts it only if it serves the same file.")
+    @Option(
+        help: "A replacement URL (e.g. a fresh signed link); a download accepts it only if it serves the same file.")
     var url: String?
 
     @Flag(help: "Every paused or resumable-failed transfer.")
@@ -54,22 +55,31 @@ struct Resume: AsyncParsableCommand {
         // A token whose URL names a user asks for the password (never stored) before anything runs.
         let known = token.flatMap { $0.hasPrefix("b-") ? nil : try? TransferClient(store: options.store).loadToken($0) }
         let client = background.configured(try options.client(resuming: known?.url))
-        guard let reference = token else { return try ResumeAll.run(client: client, parallel: parallel, background: background) }
+        guard let reference = token else {
+            return try ResumeAll.run(client: client, parallel: parallel, background: background)
+        }
         if reference.hasPrefix("b-") { return try await resumeBatch(reference, client: client) }
         if background.detach {
-            guard let known else { throw Runner.fail(TransferError(.inputMissing, "no token named '\(reference)'"), json: options.json) }
+            guard let known else {
+                throw Runner.fail(TransferError(.inputMissing, "no token named '\(reference)'"), json: options.json)
+            }
             if let pid = TokenLock.holder(path: client.store.lockPath(forID: known.id)) {
-                throw Runner.fail(TransferError(.busy, "\(TokenLock.Failure.held(pid: pid)); not starting a second one"), json: options.json)
+                throw Runner.fail(
+                    TransferError(.busy, "\(TokenLock.Failure.held(pid: pid)); not starting a second one"),
+                    json: options.json)
             }
             try background.detachIfAsked(client: client) { known.id }
         }
-        let reporter = Reporter(json: options.json, quiet: options.quiet, tokenID: known?.id ?? (reference.contains("/") ? "" : reference))
+        let reporter = Reporter(
+            json: options.json, quiet: options.quiet, tokenID: known?.id ?? (reference.contains("/") ? "" : reference))
         let newURL = url
         let headers = options.header
         let result = try await Foreground.run(
-            id: known?.id, kind: known?.kind ?? .download, url: known?.url ?? "", client: client, background: background, reporter: reporter
+            id: known?.id, kind: known?.kind ?? .download, url: known?.url ?? "", client: client,
+            background: background, reporter: reporter
         ) { cancellation, events throws(TransferError) in
-            try await client.resume(reference, newURL: newURL, headers: headers, cancellation: cancellation, events: events)
+            try await client.resume(
+                reference, newURL: newURL, headers: headers, cancellation: cancellation, events: events)
         }
         switch result {
         case .downloaded(let d): reporter.result(d.path)
@@ -84,15 +94,23 @@ extension Resume {
     func resumeBatch(_ id: String, client: TransferClient) async throws {
         guard let record = client.batchRecord(id) else {
             if let record = client.record(id), record.outcome == .done {
-                let place = record.kind == .download ? "\(record.url) is in \(record.path ?? "")" : "\(record.path ?? "") is at \(record.url)"
+                let place =
+                    record.kind == .download
+                    ? "\(record.url) is in \(record.path ?? "")" : "\(record.path ?? "") is at \(record.url)"
                 if !options.quiet { Output.stderr("resumectl: \(id) already finished: every file of \(place)\n") }
                 return
             }
             throw Runner.fail(TransferError(.inputMissing, "no batch named '\(id)'"), json: options.json)
         }
-        if url != nil { throw Runner.fail(TransferError(.usage, "--url applies to one download, not to a batch"), json: options.json) }
+        if url != nil {
+            throw Runner.fail(
+                TransferError(.usage, "--url applies to one download, not to a batch"), json: options.json)
+        }
         let headers = options.header
-        try await BatchRun.run(id: id, target: record.target, download: record.download != nil, client: client, options: options, background: background) {
+        try await BatchRun.run(
+            id: id, target: record.target, download: record.download != nil, client: client, options: options,
+            background: background
+        ) {
             cancellation, events throws(TransferError) in
             try await client.resumeBatch(id, headers: headers, cancellation: cancellation, events: events)
         }

@@ -21,7 +21,8 @@ enum ResumeAll {
         }
         if background.detach {
             guard !ids.isEmpty else { return }
-            try BackgroundOptions.launch(id: "resume-all", announce: ids.joined(separator: "\n"), stateDir: store.directory,
+            try BackgroundOptions.launch(
+                id: "resume-all", announce: ids.joined(separator: "\n"), stateDir: store.directory,
                 arguments: ["resume", "--all", "--parallel", String(parallel)] + Detach.backgroundDefaults(forwarded))
         }
         let statuses = Supervisor.run(

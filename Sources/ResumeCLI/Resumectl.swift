@@ -43,7 +43,8 @@ struct Resumectl: AsyncParsableCommand {
             """,
         version: "0.1.0",
         subcommands: [
-            Download.self, Upload.self, Pause.self, Resume.self, Wait.self, List.self, Show.self, Log.self, Cancel.self, Serve.self,
+            Download.self, Upload.self, Pause.self, Resume.self, Wait.self, List.self, Show.self, Log.self, Cancel.self,
+            Serve.self,
         ]
     )
 
@@ -55,7 +56,8 @@ struct Resumectl: AsyncParsableCommand {
         do {
             var command = try parseNamed() ?? parseAsRoot()
             if let asyncCommand = command as? AsyncParsableCommand {
-                // The parsed command is this task's alone; a `run` on the main actor (download's) starts on this thread.
+                // The parsed command is this task's alone; a `run` on the main actor (download's) starts on this
+                // thread.
                 nonisolated(unsafe) var running = asyncCommand
                 try await running.run()
             } else {

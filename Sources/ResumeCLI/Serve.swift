@@ -8,10 +8,17 @@ import ResumeKit
 struct Serve: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "serve", _superCommandName: Resumectl.name,
-        abstract: "Serve a folder over HTTP(S): ranged downloads, resumable uploads (IETF draft, tus), logins, limits, a folder page.",
-        discussion: "The server is a program of its own, resumectl-serve: 'resumectl serve --help' (or 'man resumectl-serve') lists its options.")
+        abstract:
+            "Serve a folder over HTTP(S): ranged downloads, resumable uploads (IETF draft, tus), logins, limits, a "
+            + "folder page.",
+        discussion:
+            "The server is a program of its own, resumectl-serve: 'resumectl serve --help' (or 'man resumectl-serve') "
+            + "lists its options."
+    )
 
-    @Argument(parsing: .captureForPassthrough, help: "The folder to serve, then the server's options ('resumectl serve --help').")
+    @Argument(
+        parsing: .captureForPassthrough,
+        help: "The folder to serve, then the server's options ('resumectl serve --help').")
     var arguments: [String] = []
 
     func run() throws {
@@ -24,6 +31,7 @@ struct Serve: ParsableCommand {
         let program = me.lastIndex(of: "/").map { String(me[..<$0]) + "/" + name } ?? name
         var cArgs = argv.map { strdup($0) } + [nil]
         execv(program, &cArgs)
-        throw Runner.fail(TransferError(.inputMissing, "cannot run \(program): \(String(cString: strerror(errno)))"), json: false)
+        throw Runner.fail(
+            TransferError(.inputMissing, "cannot run \(program): \(String(cString: strerror(errno)))"), json: false)
     }
 }

@@ -3,7 +3,9 @@ import Glibc
 import ResumeKit
 
 struct Show: ParsableCommand {
-    static let configuration = CommandConfiguration(commandName: "show", _superCommandName: Resumectl.name, abstract: "Print a token's JSON, or the record of a transfer that ended.")
+    static let configuration = CommandConfiguration(
+        commandName: "show", _superCommandName: Resumectl.name,
+        abstract: "Print a token's JSON, or the record of a transfer that ended.")
 
     @Argument(help: "Token id or token file path.")
     var token: String
@@ -19,7 +21,9 @@ struct Show: ParsableCommand {
         do {
             Output.stdout(TokenStore.json(try state.client.loadToken(token)) + "\n")
         } catch {
-            guard error.code == .inputMissing, let record = state.client.record(token) else { throw Runner.fail(error, json: false) }
+            guard error.code == .inputMissing, let record = state.client.record(token) else {
+                throw Runner.fail(error, json: false)
+            }
             Output.stdout(TokenStore.json(record) + "\n")
         }
     }

@@ -28,20 +28,26 @@ struct StartTime: ExpressibleByArgument {
             return Date(timeIntervalSince1970: at)
         }
         let iso = /(\d{4})-(\d\d)-(\d\d)[T ](\d\d):(\d\d)(?::(\d\d))?(?:\.\d*)?([Zz]|[+-]\d\d:?\d\d)?/.asciiOnlyDigits()
-        guard let f = text.wholeMatch(of: iso), let year = Int(f.1), let month = Int(f.2), let day = Int(f.3), let hour = Int(f.4),
-            let minute = Int(f.5), let second = Int(f.6 ?? "0"), (1...12).contains(month), (1...31).contains(day), hour < 24, minute < 60,
+        guard let f = text.wholeMatch(of: iso), let year = Int(f.1), let month = Int(f.2), let day = Int(f.3),
+            let hour = Int(f.4),
+            let minute = Int(f.5), let second = Int(f.6 ?? "0"), (1...12).contains(month), (1...31).contains(day),
+            hour < 24, minute < 60,
             second < 61
         else { return nil }
         guard let zone = f.7 else {
             // Local time: the zone's rules are the C library's.
-            var tm = tm(tm_sec: Int32(second), tm_min: Int32(minute), tm_hour: Int32(hour), tm_mday: Int32(day), tm_mon: Int32(month - 1),
+            var tm = tm(
+                tm_sec: Int32(second), tm_min: Int32(minute), tm_hour: Int32(hour), tm_mday: Int32(day),
+                tm_mon: Int32(month - 1),
                 tm_year: Int32(year - 1900), tm_wday: 0, tm_yday: 0, tm_isdst: -1, tm_gmtoff: 0, tm_zone: nil)
             return Date(timeIntervalSince1970: Double(mktime(&tm)))
         }
-        guard let utc = CivilTime(year: year, month: month, day: day, hour: hour, minute: minute, second: second).seconds
+        guard
+            let utc = CivilTime(year: year, month: month, day: day, hour: hour, minute: minute, second: second).seconds
         else { return nil }
         let hhmm = zone.filter(\.isNumber)  // empty for Z
-        let offset = hhmm.isEmpty ? 0 : (Int(hhmm.prefix(2))! * 3600 + Int(hhmm.suffix(2))! * 60) * (zone.first == "-" ? -1 : 1)
+        let offset =
+            hhmm.isEmpty ? 0 : (Int(hhmm.prefix(2))! * 3600 + Int(hhmm.suffix(2))! * 60) * (zone.first == "-" ? -1 : 1)
         return Date(timeIntervalSince1970: Double(utc - Int64(offset)))
     }
 }

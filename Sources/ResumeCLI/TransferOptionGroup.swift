@@ -20,7 +20,12 @@ struct TransferOptionGroup: ParsableArguments {
     @Option(name: .customLong("limit-rate"), help: "Maximum rate in bytes a second (suffix k or M).")
     var limitRate: ByteRate?
 
-    @Option(name: .customLong("checkpoint-interval"), help: "Seconds between checkpoints of a download (fsync, then token); 0 checkpoints only when stopping. A crash loses at most this much.")
+    @Option(
+        name: .customLong("checkpoint-interval"),
+        help: ArgumentHelp(
+            "Seconds between checkpoints of a download (fsync, then token); 0 checkpoints only when stopping. A crash "
+                + "loses at most this much.")
+    )
     var checkpointInterval: Double = 1
 
     @Flag(help: "Newline-delimited JSON events on stdout instead of the result line.")
@@ -32,7 +37,9 @@ struct TransferOptionGroup: ParsableArguments {
     @Flag(name: [.short, .long], help: "Show libcurl's protocol trace on stderr.")
     var verbose = false
 
-    @Option(name: .customLong("state-dir"), help: "Where tokens live (default: $RESUMECTL_STATE_DIR, $XDG_STATE_HOME/resumectl, ~/.local/state/resumectl).")
+    @Option(
+        name: .customLong("state-dir"),
+        help: "Where tokens live (default: $RESUMECTL_STATE_DIR, $XDG_STATE_HOME/resumectl, ~/.local/state/resumectl).")
     var stateDir: String?
 
     @OptionGroup(title: "TLS, authentication and network (as in curl)")
@@ -41,7 +48,9 @@ struct TransferOptionGroup: ParsableArguments {
     func validate() throws {
         if retryDelay < 0 || !retryDelay.isFinite { throw ValidationError("--retry-delay must be 0 or more") }
         if stallTimeout < 1 { throw ValidationError("--stall-timeout must be at least 1 second") }
-        if checkpointInterval < 0 || !checkpointInterval.isFinite { throw ValidationError("--checkpoint-interval must be 0 or more") }
+        if checkpointInterval < 0 || !checkpointInterval.isFinite {
+            throw ValidationError("--checkpoint-interval must be 0 or more")
+        }
         _ = try HeaderLines.parse(header)
         try connection.validate()
     }
@@ -71,7 +80,9 @@ struct TransferOptionGroup: ParsableArguments {
     /// (the URL, which the token keeps, loses it, and `resume` asks for it again); `-u` wins over it.
     func client(taking url: String) -> (TransferClient, url: String) {
         var credentials = connection.credentials
-        guard let login = Redact.login(in: url), let password = login.password else { return (client(credentials), url) }
+        guard let login = Redact.login(in: url), let password = login.password else {
+            return (client(credentials), url)
+        }
         if credentials.user == nil {
             credentials.user = login.user
             credentials.password = password
@@ -85,8 +96,12 @@ struct TransferOptionGroup: ParsableArguments {
         var credentials = connection.credentials
         if let url, let login = Redact.login(in: url), login.password == nil, !credentials.authenticates {
             guard isatty(0) != 0 else {
-                throw Runner.fail(TransferError(.usage,
-                    "the token's URL names user '\(login.user)', whose password is never stored, and stdin is not a terminal to ask for it: give -u \(login.user):PASSWORD or --netrc"),
+                throw Runner.fail(
+                    TransferError(
+                        .usage,
+                        "the token's URL names user '\(login.user)', whose password is never stored, and stdin is not "
+                            + "a terminal to ask for it: give -u \(login.user):PASSWORD or --netrc"
+                    ),
                     json: json)
             }
             credentials.user = login.user

@@ -7,7 +7,9 @@ extension TransferRow {
     var stateText: String {
         switch state.phase {
         case .running(let pid, let phase):
-            if phase == .scheduled, let at = state.live?.startAt { return "scheduled for \(Self.localTime(at)) (pid \(pid))" }
+            if phase == .scheduled, let at = state.live?.startAt {
+                return "scheduled for \(Self.localTime(at)) (pid \(pid))"
+            }
             return "\(phase.rawValue) (pid \(pid))"
         default:
             return state.phase.name
@@ -43,6 +45,8 @@ extension TransferRow {
         var tm = tm()
         localtime_r(&t, &tm)
         let two = { (v: Int32) in v < 10 ? "0\(v)" : "\(v)" }
-        return "\(tm.tm_year + 1900)-\(two(tm.tm_mon + 1))-\(two(tm.tm_mday)) \(two(tm.tm_hour)):\(two(tm.tm_min)):\(two(tm.tm_sec))"
+        return
+            "\(tm.tm_year + 1900)-\(two(tm.tm_mon + 1))-\(two(tm.tm_mday)) "
+            + "\(two(tm.tm_hour)):\(two(tm.tm_min)):\(two(tm.tm_sec))"
     }
 }

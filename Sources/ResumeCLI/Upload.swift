@@ -23,7 +23,8 @@ struct Upload: AsyncParsableCommand {
             To s3://BUCKET/KEY a file of one part goes as one signed PUT, a larger one as a multipart \
             upload, --parallel parts at a time, each with a CRC32C S3 checks (--s3-checksum). The token keeps \
             every finished part: 'resumectl resume' (or the same command) lists what S3 holds, keeps parts \
-            whose ETag or checksum matches and sends the rest. Credentials, region and endpoint are read as the AWS CLI reads them.
+            whose ETag or checksum matches and sends the rest. Credentials, region and endpoint are read as the AWS \
+            CLI reads them.
 
             A folder (upload DIR TARGET/, TARGET an s3://BUCKET/PREFIX/ or a URL ending in /) is one batch: \
             every regular file below it goes to TARGET plus its path in the folder, --parallel files at once, \
@@ -44,37 +45,63 @@ struct Upload: AsyncParsableCommand {
               resumectl upload a.tar s3://bucket/a.tar --endpoint-url http://127.0.0.1:9000
             """)
 
-    @Argument(help: "The file to send, a folder (every file below it, as one batch), or - for stdin (a stream: the IETF draft, resumable through a spool).")
+    @Argument(
+        help: ArgumentHelp(
+            "The file to send, a folder (every file below it, as one batch), or - for stdin (a stream: the IETF draft, "
+                + "resumable through a spool).")
+    )
     var file: String
 
-    @Argument(help: "http or https URL that accepts the upload, or s3://BUCKET/KEY; for a folder, a URL or s3://BUCKET/PREFIX/ ending in /.")
+    @Argument(
+        help: ArgumentHelp(
+            "http or https URL that accepts the upload, or s3://BUCKET/KEY; for a folder, a URL or s3://BUCKET/PREFIX/ "
+                + "ending in /.")
+    )
     var url: String
 
     @Option(name: .customLong("protocol"), help: "The upload protocol; auto: the token's, else one OPTIONS probe.")
     var uploadProtocol: UploadProtocolChoice = .auto
 
-    @Option(name: .customLong("interop-version"), help: "Pin the draft interop version (3, 5, 6 or 8) instead of negotiating.")
+    @Option(
+        name: .customLong("interop-version"),
+        help: "Pin the draft interop version (3, 5, 6 or 8) instead of negotiating.")
     var interopVersion: Int?
 
-    @Option(name: .customLong("chunk-size"), help: "Send the file in appends of at most this many bytes (suffix k, M or G).")
+    @Option(
+        name: .customLong("chunk-size"), help: "Send the file in appends of at most this many bytes (suffix k, M or G)."
+    )
     var chunkSize: ByteRate?
 
-    @Option(name: .customLong("spool-max"), help: "With -: the most stdin bytes kept on disk until the server has them (default 1G).")
+    @Option(
+        name: .customLong("spool-max"),
+        help: "With -: the most stdin bytes kept on disk until the server has them (default 1G).")
     var spoolMax: ByteRate?
 
-    @Option(name: .customLong("part-size"), help: "S3: bytes a part (5M to 5G; default 8M, raised to fit 10,000 parts).")
+    @Option(
+        name: .customLong("part-size"), help: "S3: bytes a part (5M to 5G; default 8M, raised to fit 10,000 parts).")
     var partSize: ByteRate?
 
-    @Option(help: "S3: parts sent at once; for a folder, files sent at once (1-64), all sharing max(8, N) requests in flight.")
+    @Option(
+        help:
+            "S3: parts sent at once; for a folder, files sent at once (1-64), all sharing max(8, N) requests in flight."
+    )
     var parallel = 4
 
-    @Flag(name: [.customShort("L"), .customLong("follow-symlinks")], help: "With a folder: follow symbolic links instead of skipping them.")
+    @Flag(
+        name: [.customShort("L"), .customLong("follow-symlinks")],
+        help: "With a folder: follow symbolic links instead of skipping them.")
     var followSymlinks = false
 
-    @Flag(name: .customLong("skip-existing"), help: "With a folder: skip each file the target holds already (same size and checksum).")
+    @Flag(
+        name: .customLong("skip-existing"),
+        help: "With a folder: skip each file the target holds already (same size and checksum).")
     var skipExisting = false
 
-    @Option(name: .customLong("s3-checksum"), help: "S3: what each part carries for S3 to check: crc32c, crc32 (flexible checksums), md5 (Content-MD5) or none.")
+    @Option(
+        name: .customLong("s3-checksum"),
+        help:
+            "S3: what each part carries for S3 to check: crc32c, crc32 (flexible checksums), md5 (Content-MD5) or none."
+    )
     var s3Checksum: S3Checksum = .crc32c
 
     @OptionGroup(title: "S3 (for s3://BUCKET/KEY)")
@@ -87,7 +114,9 @@ struct Upload: AsyncParsableCommand {
     func validate() throws {
         guard (1...64).contains(parallel) else { throw ValidationError("--parallel takes 1 to 64") }
         if file == "-" {
-            if background.detach || background.startAt != nil { throw ValidationError("a stream (upload -) reads stdin: it runs in the foreground") }
+            if background.detach || background.startAt != nil {
+                throw ValidationError("a stream (upload -) reads stdin: it runs in the foreground")
+            }
         } else if spoolMax != nil {
             throw ValidationError("--spool-max applies to a stream (upload - URL)")
         }
@@ -98,20 +127,26 @@ struct Upload: AsyncParsableCommand {
             throw ValidationError("--interop-version applies to --protocol ietf only")
         }
         if let v = interopVersion, InteropVersion(rawValue: v) == nil {
-            throw ValidationError("--interop-version takes one of \(InteropVersion.allCases.map { String($0.rawValue) }.joined(separator: ", "))")
+            throw ValidationError(
+                "--interop-version takes one of "
+                    + "\(InteropVersion.allCases.map { String($0.rawValue) }.joined(separator: ", "))"
+            )
         }
     }
 
     func run() async throws {
         let (taken, url) = options.client(taking: self.url)
         let request = UploadRequest(
-            filePath: file, url: url, headers: options.header, interopVersion: interopVersion.flatMap(InteropVersion.init),
+            filePath: file, url: url, headers: options.header,
+            interopVersion: interopVersion.flatMap(InteropVersion.init),
             chunkSize: chunkSize?.bytesPerSecond, uploadProtocol: uploadProtocol,
-            s3: s3.options(partSize: partSize?.bytesPerSecond, parallel: parallel, checksum: s3Checksum), spoolMax: spoolMax?.bytesPerSecond)
+            s3: s3.options(partSize: partSize?.bytesPerSecond, parallel: parallel, checksum: s3Checksum),
+            spoolMax: spoolMax?.bytesPerSecond)
         let client = background.configured(taken)
         if file != "-", BatchRequest.isFolder(file) {
             // The folder is one batch; its id is announced before any byte is sent.
-            let batch = BatchRequest(folder: file, target: url, upload: request, parallel: parallel,
+            let batch = BatchRequest(
+                folder: file, target: url, upload: request, parallel: parallel,
                 followSymlinks: followSymlinks, skipExisting: skipExisting)
             return try await BatchRun.run(
                 id: batch.id, target: url, client: client, options: options, background: background
@@ -119,10 +154,14 @@ struct Upload: AsyncParsableCommand {
                 try await client.uploadBatch(batch, cancellation: cancellation, events: events)
             }
         }
-        try background.detachIfAsked(client: client, json: options.json) { () throws(TransferError) in try client.prepare(request) }
+        try background.detachIfAsked(client: client, json: options.json) { () throws(TransferError) in
+            try client.prepare(request)
+        }
         let id = client.uploadTokenID(request)
         let reporter = Reporter(json: options.json, quiet: options.quiet, tokenID: id)
-        let result = try await Foreground.run(id: id, kind: .upload, url: url, client: client, background: background, reporter: reporter) {
+        let result = try await Foreground.run(
+            id: id, kind: .upload, url: url, client: client, background: background, reporter: reporter
+        ) {
             cancellation, events throws(TransferError) in
             try await client.upload(request, cancellation: cancellation, events: events)
         }

@@ -9,7 +9,9 @@ public struct HTMLLinks: HTMLLinkReader {
     public func links(_ html: [UInt8]) -> [(href: String, after: String)]? {
         guard !html.isEmpty, html.count < Int(Int32.max) else { return html.isEmpty ? [] : nil }
         // No network, no entities fetched, no error output: a listing cannot make the parser do anything.
-        let options = Int32(HTML_PARSE_NONET.rawValue | HTML_PARSE_NOERROR.rawValue | HTML_PARSE_NOWARNING.rawValue | HTML_PARSE_RECOVER.rawValue)
+        let options = Int32(
+            HTML_PARSE_NONET.rawValue | HTML_PARSE_NOERROR.rawValue | HTML_PARSE_NOWARNING.rawValue
+                | HTML_PARSE_RECOVER.rawValue)
         let document = html.withUnsafeBufferPointer { buffer in
             buffer.baseAddress!.withMemoryRebound(to: CChar.self, capacity: buffer.count) {
                 htmlReadMemory($0, Int32(buffer.count), nil, "UTF-8", options)
@@ -21,9 +23,13 @@ public struct HTMLLinks: HTMLLinkReader {
         var node = xmlDocGetRootElement(document)
         // Depth-first in document order, without recursion: a page of deeply nested elements cannot exhaust the stack.
         while let current = node {
-            if current.pointee.type == XML_ELEMENT_NODE, Self.name(current) == "a", let href = Self.attribute(current, "href") {
+            if current.pointee.type == XML_ELEMENT_NODE, Self.name(current) == "a",
+                let href = Self.attribute(current, "href")
+            {
                 found.append((href, ""))
-            } else if current.pointee.type == XML_TEXT_NODE, !found.isEmpty, let text = current.pointee.content, !Self.inside(current, "a") {
+            } else if current.pointee.type == XML_TEXT_NODE, !found.isEmpty, let text = current.pointee.content,
+                !Self.inside(current, "a")
+            {
                 found[found.count - 1].after += String(cString: text) + " "
             }
             if let child = current.pointee.children, current.pointee.type == XML_ELEMENT_NODE {
@@ -31,13 +37,17 @@ public struct HTMLLinks: HTMLLinkReader {
                 continue
             }
             var up: xmlNodePtr? = current
-            while let at = up, at.pointee.next == nil { up = at.pointee.parent.flatMap { $0.pointee.type == XML_ELEMENT_NODE ? $0 : nil } }
+            while let at = up, at.pointee.next == nil {
+                up = at.pointee.parent.flatMap { $0.pointee.type == XML_ELEMENT_NODE ? $0 : nil }
+            }
             node = up?.pointee.next
         }
         return found
     }
 
-    private static func name(_ node: xmlNodePtr) -> String { node.pointee.name.map { String(cString: $0).lowercased() } ?? "" }
+    private static func name(_ node: xmlNodePtr) -> String {
+        node.pointee.name.map { String(cString: $0).lowercased() } ?? ""
+    }
 
     /// An attribute's text, read from the tree in place (nothing allocated to free).
     private static func attribute(_ node: xmlNodePtr, _ wanted: String) -> String? {

@@ -11,7 +11,9 @@ public struct S3Responses: S3Answers {
 
     public func uploadID(_ body: [UInt8]) throws(TransferError) -> String {
         let tree = try document(body, "InitiateMultipartUploadResult")
-        guard let id = tree["UploadId"], !id.isEmpty else { throw malformed("InitiateMultipartUploadResult without an UploadId") }
+        guard let id = tree["UploadId"], !id.isEmpty else {
+            throw malformed("InitiateMultipartUploadResult without an UploadId")
+        }
         return id
     }
 
@@ -25,7 +27,9 @@ public struct S3Responses: S3Answers {
             else { throw malformed("a Part of ListPartsResult lacks its number, size or ETag") }
             // A part listed twice, out of S3's 1...10000 or of negative size cannot be trusted to skip
             // uploading it (found by FuzzS3XML's property).
-            guard (1...10_000).contains(number), size >= 0 else { throw malformed("a Part of ListPartsResult numbered \(number) of \(size) bytes") }
+            guard (1...10_000).contains(number), size >= 0 else {
+                throw malformed("a Part of ListPartsResult numbered \(number) of \(size) bytes")
+            }
             guard numbers.insert(number).inserted else { throw malformed("part \(number) twice in ListPartsResult") }
             var checksums: [String: String] = [:]
             for name in ["CRC32C", "CRC32"] { if let value = part["Checksum" + name] { checksums[name] = value } }
@@ -55,7 +59,9 @@ public struct S3Responses: S3Answers {
     }
 
     private func document(_ body: [UInt8], _ root: String) throws(TransferError) -> XMLTree {
-        guard let tree = XMLTree.parse(body) else { throw malformed("an answer that is not XML where \(root) was expected") }
+        guard let tree = XMLTree.parse(body) else {
+            throw malformed("an answer that is not XML where \(root) was expected")
+        }
         if tree.name == "Error" {
             let error = S3ErrorBody(code: tree["Code"] ?? "UnknownError", message: tree["Message"] ?? "")
             throw TransferError(.failed, error.line)

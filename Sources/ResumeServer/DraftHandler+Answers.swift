@@ -80,7 +80,12 @@ extension DraftHandler {
             if status != 204 && status != 304 { headers.add(name: "Content-Length", value: "0") }
             if close { headers.add(name: "Connection", value: "close") }
         }
-        let code = status == 104 ? HTTPResponseStatus(statusCode: 104, reasonPhrase: "Upload Resumption Supported") : HTTPResponseStatus(statusCode: status)
-        context.write(wrapOutboundOut(.head(HTTPResponseHead(version: current.head.version, status: code, headers: headers))), promise: nil)
+        let code =
+            status == 104
+            ? HTTPResponseStatus(statusCode: 104, reasonPhrase: "Upload Resumption Supported")
+            : HTTPResponseStatus(statusCode: status)
+        context.write(
+            wrapOutboundOut(.head(HTTPResponseHead(version: current.head.version, status: code, headers: headers))),
+            promise: nil)
     }
 }

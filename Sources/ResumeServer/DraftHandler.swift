@@ -48,7 +48,8 @@ final class DraftHandler: ChannelDuplexHandler {
 
     init(settings: Settings) {
         self.settings = settings
-        receiver = UploadReceiver(store: settings.store, table: settings.table, threadPool: settings.threadPool, expiry: settings.expiry)
+        receiver = UploadReceiver(
+            store: settings.store, table: settings.table, threadPool: settings.threadPool, expiry: settings.expiry)
     }
 
     // MARK: Inbound
@@ -109,8 +110,9 @@ final class DraftHandler: ChannelDuplexHandler {
         switch DraftMachine.classify(method: head.method, target: head.uri, headers: head.headers) {
         case .notDraft:
             if head.method == .PUT || head.method == .POST {
-                create(context: context, head: head, kind: .plain, version: 0, complete: true,
-                       length: head.headers["content-length"].first.flatMap(DraftMachine.integer))
+                create(
+                    context: context, head: head, kind: .plain, version: 0, complete: true,
+                    length: head.headers["content-length"].first.flatMap(DraftMachine.integer))
             } else {
                 // OPTIONS never gets here: without the draft's field the tus handler answers it.
                 answer(context: context, status: 405, fields: [("Allow", StaticFileHandler.allowed)])
@@ -132,7 +134,10 @@ final class DraftHandler: ChannelDuplexHandler {
         }
     }
 
-    private func create(context: ChannelHandlerContext, head: HTTPRequestHead, kind: UploadRecord.Kind, version: Int, complete: Bool, length: Int64?) {
+    private func create(
+        context: ChannelHandlerContext, head: HTTPRequestHead, kind: UploadRecord.Kind, version: Int, complete: Bool,
+        length: Int64?
+    ) {
         let target: [String]
         do {
             target = try SafePath.components(ofTarget: head.uri)
@@ -148,13 +153,18 @@ final class DraftHandler: ChannelDuplexHandler {
         let record = UploadRecord(
             id: UploadStore.newID(), kind: kind, interop: kind == .ietf ? version : nil, target: target,
             length: length, user: LoginGate.user(in: context), expires: WallClock.millis() + settings.expiry)
-        modify { $0.kind = kind; $0.version = version; $0.created = true; $0.completes = complete }
+        modify {
+            $0.kind = kind; $0.version = version; $0.created = true; $0.completes = complete
+        }
         receiver.create(record, slots: settings.slots, context: context) { result in
             switch result {
             case .success(let promise):
                 if kind == .ietf && head.version != .http1_0 {
-                    let interim = DraftMachine.informational(version: version, id: record.id, maxSize: self.settings.maxUploadSize)
-                    self.writeHead(context: context, status: interim.status, fields: interim.fields.map { ($0.name, $0.value) }, close: false)
+                    let interim = DraftMachine.informational(
+                        version: version, id: record.id, maxSize: self.settings.maxUploadSize)
+                    self.writeHead(
+                        context: context, status: interim.status, fields: interim.fields.map { ($0.name, $0.value) },
+                        close: false)
                     context.flush()
                 }
                 self.receive(context: context, record: record, settled: promise)
@@ -171,12 +181,17 @@ final class DraftHandler: ChannelDuplexHandler {
             guard let entry, entry.record.kind == .ietf else {
                 return self.answer(context: context, DraftMachine.notFound(version: version))
             }
-            self.answer(context: context, DraftMachine.offset(
-                version: version, record: entry.record, finished: entry.finished, maxSize: self.settings.maxUploadSize))
+            self.answer(
+                context: context,
+                DraftMachine.offset(
+                    version: version, record: entry.record, finished: entry.finished,
+                    maxSize: self.settings.maxUploadSize))
         }
     }
 
-    private func append(context: ChannelHandlerContext, version: Int, id: String, offset: Int64, complete: Bool, length: Int64?) {
+    private func append(
+        context: ChannelHandlerContext, version: Int, id: String, offset: Int64, complete: Bool, length: Int64?
+    ) {
         let contentLength = exchange?.head.headers["content-length"].first.flatMap(DraftMachine.integer)
         receiver.claim(id, context: context) { claimed in
             switch claimed {
@@ -185,22 +200,28 @@ final class DraftHandler: ChannelDuplexHandler {
             case .unavailable(let failure):
                 self.fail(context: context, failure)
             case .finished(let record):
-                self.answer(context: context, DraftMachine.admit(
-                    version: version, offset: offset, length: length, contentLength: contentLength, record: record, finished: true)
-                    ?? DraftMachine.conflict(version: version, record: record, finished: true))
+                self.answer(
+                    context: context,
+                    DraftMachine.admit(
+                        version: version, offset: offset, length: length, contentLength: contentLength, record: record,
+                        finished: true)
+                        ?? DraftMachine.conflict(version: version, record: record, finished: true))
             case .claimed(var record, let settled):
                 let refusal =
                     record.kind != .ietf
                     ? DraftMachine.notFound(version: version)
                     : DraftMachine.admit(
-                        version: version, offset: offset, length: length, contentLength: contentLength, record: record, finished: false)
+                        version: version, offset: offset, length: length, contentLength: contentLength, record: record,
+                        finished: false)
                 if let refusal {
                     self.receiver.release(record, settled: settled)
                     self.answer(context: context, refusal)
                     return
                 }
                 record.length = record.length ?? length
-                self.modify { $0.kind = .ietf; $0.version = version; $0.completes = complete }
+                self.modify {
+                    $0.kind = .ietf; $0.version = version; $0.completes = complete
+                }
                 self.receive(context: context, record: record, settled: settled)
             }
         }
@@ -230,7 +251,8 @@ final class DraftHandler: ChannelDuplexHandler {
         current.lengthKnown = record.length != nil
         exchange = current
         let opened = receiver.open(
-            record, limit: record.length ?? settings.maxUploadSize.map { max($0, record.offset) }, checkpoints: current.kind != .plain,
+            record, limit: record.length ?? settings.maxUploadSize.map { max($0, record.offset) },
+            checkpoints: current.kind != .plain,
             settled: settled, context: context
         ) { [weak self, weak context] failure in if let context { self?.failMidBody(context: context, failure) } }
         guard opened else {
@@ -259,8 +281,11 @@ final class DraftHandler: ChannelDuplexHandler {
                     receiver.drop(record.id)
                     answer(context: context, status: 400, fields: [])
                 } else {
-                    answer(context: context, DraftMachine.progress(
-                        version: current.version, record: record, created: current.created, maxSize: settings.maxUploadSize))
+                    answer(
+                        context: context,
+                        DraftMachine.progress(
+                            version: current.version, record: record, created: current.created,
+                            maxSize: settings.maxUploadSize))
                 }
                 return
             }
@@ -276,7 +301,9 @@ final class DraftHandler: ChannelDuplexHandler {
                 if current.kind == .plain {
                     self.answer(context: context, status: 201, fields: [])
                 } else {
-                    self.answer(context: context, DraftMachine.done(version: current.version, record: record, created: current.created))
+                    self.answer(
+                        context: context,
+                        DraftMachine.done(version: current.version, record: record, created: current.created))
                 }
             case .failure(let failure):
                 if current.kind == .plain { self.receiver.drop(record.id) }

@@ -54,7 +54,8 @@ enum DraftMachine {
         guard underPrefix else {
             guard let complete else { return .notDraft }
             guard method == .POST || method == .PUT else {
-                return .answer(Answer(status: 405, fields: [Field(interopName, "\(version)"), Field("Allow", "POST, PUT")]))
+                return .answer(
+                    Answer(status: 405, fields: [Field(interopName, "\(version)"), Field("Allow", "POST, PUT")]))
             }
             if let offset, offset != 0 { return .answer(bad) }
             var total = length
@@ -86,7 +87,8 @@ enum DraftMachine {
             }
             return .append(version: version, id: id, offset: offset, complete: completes, length: total)
         default:
-            return .answer(Answer(status: 405, fields: [Field(interopName, "\(version)"), Field("Allow", "HEAD, PATCH, DELETE")]))
+            return .answer(
+                Answer(status: 405, fields: [Field(interopName, "\(version)"), Field("Allow", "HEAD, PATCH, DELETE")]))
         }
     }
 
@@ -152,9 +154,12 @@ enum DraftMachine {
 
     /// An append at another offset than the upload's: the client asks again and continues from there.
     static func conflict(version: Int, record: UploadRecord, finished: Bool) -> Answer {
-        Answer(status: 409, fields: [
-            Field(interopName, "\(version)"), flag(version, complete: finished), Field("Upload-Offset", "\(record.offset)"),
-        ])
+        Answer(
+            status: 409,
+            fields: [
+                Field(interopName, "\(version)"), flag(version, complete: finished),
+                Field("Upload-Offset", "\(record.offset)"),
+            ])
     }
 
     static func notFound(version: Int) -> Answer {

@@ -145,7 +145,8 @@ final class ExchangeObserver: ChannelDuplexHandler {
             exchanges.append(Exchange(method: head.method, target: head.uri, start: .now()))
             if let override = head.headers.first(name: MethodOverride.headerName) {
                 let method = MethodOverride.effective(
-                    requestMethod: head.method.rawValue, override: override, isTus: head.headers.contains(name: "tus-resumable"))
+                    requestMethod: head.method.rawValue, override: override,
+                    isTus: head.headers.contains(name: "tus-resumable"))
                 if method != head.method.rawValue {
                     head.method = HTTPMethod(rawValue: method)
                     context.fireChannelRead(wrapInboundOut(.head(head)))
@@ -184,7 +185,9 @@ final class ExchangeObserver: ChannelDuplexHandler {
         // Only when no response is half written; the decoder closes the connection after this.
         if !responseUnterminated {
             let headers = HTTPHeaders([("Connection", "close"), ("Content-Length", "0")])
-            context.write(wrapOutboundOut(.head(HTTPResponseHead(version: .http1_1, status: status, headers: headers))), promise: nil)
+            context.write(
+                wrapOutboundOut(.head(HTTPResponseHead(version: .http1_1, status: status, headers: headers))),
+                promise: nil)
             context.writeAndFlush(wrapOutboundOut(.end(nil)), promise: nil)
         }
         // A body cut short also surfaces as a parser error; `channelInactive` reports that one.
@@ -237,7 +240,8 @@ final class ExchangeObserver: ChannelDuplexHandler {
         }
         let done = exchanges.removeFirst()
         if exchanges.isEmpty { startWaiting(context: context, now: now, limit: headLimit) }
-        metrics?.request(method: done.method.rawValue, status: done.status, seconds: Double((now - done.start).nanoseconds) / 1e9)
+        metrics?.request(
+            method: done.method.rawValue, status: done.status, seconds: Double((now - done.start).nanoseconds) / 1e9)
         guard let log, !done.logged else {
             context.write(data, promise: promise)
             return

@@ -15,8 +15,11 @@ enum ExpirySweep {
             if let s3 {
                 // What S3 holds is the truth: any instance aborts an expired upload nobody is writing.
                 threadPool.submit { _ in
-                    for target in s3.sweepExpired(now: now) { log?("upload \(target) expired, its multipart upload aborted") }
-                    // The sweep's own requests keep one session warm; the rest of a burst's go after a sweep without use.
+                    for target in s3.sweepExpired(now: now) {
+                        log?("upload \(target) expired, its multipart upload aborted")
+                    }
+                    // The sweep's own requests keep one session warm; the rest of a burst's go after a sweep without
+                    // use.
                     s3.store.client.closeIdleSessions(unusedFor: .nanoseconds(every.nanoseconds))
                 }
                 return
@@ -25,7 +28,12 @@ enum ExpirySweep {
             threadPool.submit { _ in
                 for entry in expired {
                     store.remove(entry.record.id)
-                    if !entry.finished { log?("upload /\(entry.record.target.joined(separator: "/")) expired after \(entry.record.offset) bytes") }
+                    if !entry.finished {
+                        log?(
+                            "upload /\(entry.record.target.joined(separator: "/")) expired after "
+                                + "\(entry.record.offset) bytes"
+                        )
+                    }
                 }
             }
         }

@@ -1,9 +1,9 @@
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Musl)
-import Musl
+    import Musl
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 import FoundationEssentials
 import ResumeKit
@@ -38,7 +38,9 @@ enum FolderPage {
     }
 
     /// The listing in `format`, and its content type.
-    static func answer(_ format: Format, path: [String], entries: [Entry], uploads: Bool) -> (body: String, contentType: String) {
+    static func answer(_ format: Format, path: [String], entries: [Entry], uploads: Bool) -> (
+        body: String, contentType: String
+    ) {
         switch format {
         case .html: (render(path: path, entries: entries, uploads: uploads), "text/html; charset=utf-8")
         case .json: (json(entries), "application/json")
@@ -56,7 +58,9 @@ enum FolderPage {
             var etag: String?
         }
         let items = entries.map {
-            Item(name: $0.name, type: $0.isFolder ? "directory" : "file", mtime: IMFDate.format(epochSeconds: $0.modified),
+            Item(
+                name: $0.name, type: $0.isFolder ? "directory" : "file",
+                mtime: IMFDate.format(epochSeconds: $0.modified),
                 size: $0.isFolder ? nil : $0.size, etag: $0.etag)
         }
         return String(decoding: (try? JSONEncoder().encode(items)) ?? Data("[]".utf8), as: UTF8.self)
@@ -86,8 +90,10 @@ enum FolderPage {
             let identity = FileIdentity(
                 inode: UInt64(info.st_ino), size: Int64(info.st_size), modifiedSeconds: Int64(info.st_mtim.tv_sec),
                 modifiedNanoseconds: Int64(info.st_mtim.tv_nsec))
-            entries.append(Entry(name: name, isFolder: kind == S_IFDIR, size: identity.size, modified: identity.modifiedSeconds,
-                etag: kind == S_IFDIR ? nil : identity.etag))
+            entries.append(
+                Entry(
+                    name: name, isFolder: kind == S_IFDIR, size: identity.size, modified: identity.modifiedSeconds,
+                    etag: kind == S_IFDIR ? nil : identity.etag))
         }
         return entries.sorted { a, b in
             a.isFolder != b.isFolder ? a.isFolder : a.name.lowercased() < b.name.lowercased()
@@ -105,7 +111,8 @@ enum FolderPage {
             let link = FolderListing.percentEncoded(entry.name) + (entry.isFolder ? "/" : "")
             let shown = escaped(entry.name) + (entry.isFolder ? "/" : "")
             let size = entry.isFolder ? "" : "\(entry.size)"
-            rows += "<tr><td><a href=\"\(escaped(link))\">\(shown)</a></td><td class=\"size\">\(size)</td>"
+            rows +=
+                "<tr><td><a href=\"\(escaped(link))\">\(shown)</a></td><td class=\"size\">\(size)</td>"
                 + "<td>\(IMFDate.format(epochSeconds: entry.modified))</td></tr>\n"
         }
         let uploadArea =

@@ -26,7 +26,8 @@ enum FolderPageAssets {
         .drop { margin-top: 2em; padding: 1em; border: 2px dashed #bbb; border-radius: .5em; }
         .drop.over { border-color: #36c; background: #f3f7ff; }
         #uploads { list-style: none; padding: 0; }
-        #uploads li { display: grid; grid-template-columns: 1fr 12em 10em 6em; gap: .5em; align-items: center; margin: .3em 0; }
+        #uploads li { display: grid; grid-template-columns: 1fr 12em 10em 6em; gap: .5em; align-items: center; \
+        margin: .3em 0; }
         #uploads progress { width: 100%; }
         """
 
@@ -39,7 +40,8 @@ enum FolderPageAssets {
           const picker = document.getElementById("picker");
           const area = document.getElementById("upload");
           const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
-          const storageKey = (file) => "resumectl-upload|" + folder + "|" + file.name + "|" + file.size + "|" + file.lastModified;
+          const storageKey = (file) => "resumectl-upload|" + folder + "|" + file.name + "|" + file.size + "|" + \
+        file.lastModified;
           const base64 = (text) => btoa(String.fromCharCode(...new TextEncoder().encode(text)));
 
           class Fatal extends Error {}

@@ -1,7 +1,7 @@
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Musl)
-import Musl
+    import Musl
 #endif
 import CHookSpawn
 import Crypto
@@ -40,7 +40,8 @@ enum HookProcess {
         close(pipeEnds[1])
         defer { close(pipeEnds[0]) }
         guard pid > 0 else {
-            return Outcome(result: "failed", summary: "cannot start: \(String(cString: strerror(spawnError)))", stderr: "")
+            return Outcome(
+                result: "failed", summary: "cannot start: \(String(cString: strerror(spawnError)))", stderr: "")
         }
         let (stderr, timedOut) = collect(pipeEnds[0], until: start + timeout)
         if timedOut { kill(-pid, SIGKILL) }
@@ -115,7 +116,9 @@ enum HookProcess {
             total += Int64(n)
         }
         guard total == size else { return nil }
-        return hasher.finalize().map { String($0, radix: 16).count == 1 ? "0" + String($0, radix: 16) : String($0, radix: 16) }.joined()
+        return hasher.finalize().map {
+            String($0, radix: 16).count == 1 ? "0" + String($0, radix: 16) : String($0, radix: 16)
+        }.joined()
     }
 
     /// A NULL-terminated `char *` array of `strings` for the duration of `body`.

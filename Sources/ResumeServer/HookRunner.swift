@@ -1,7 +1,7 @@
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Musl)
-import Musl
+    import Musl
 #endif
 import FoundationEssentials
 import NIOPosix
@@ -56,7 +56,8 @@ final class HookRunner: Sendable {
 
     /// Records, durably, that the hook is due for `record`, whose file is now at `path`. Blocks.
     func makeDue(_ record: UploadRecord, path: String) -> Due {
-        let due = Due(id: record.id, path: path, size: record.length ?? record.offset, kind: record.kind, user: record.user)
+        let due = Due(
+            id: record.id, path: path, size: record.length ?? record.offset, kind: record.kind, user: record.user)
         guard let folder, let bytes = try? JSONEncoder().encode(due) else { return due }
         let final = duePath(folder, record.id)
         let temp = final + ".tmp"
@@ -93,7 +94,9 @@ final class HookRunner: Sendable {
         var due: [Due] = []
         for name in UploadStore.names(in: folder).sorted() {
             let path = folder + "/" + name
-            if let bytes = UploadStore.contents(of: path), let one = try? JSONDecoder().decode(Due.self, from: bytes), one.id + ".json" == name {
+            if let bytes = UploadStore.contents(of: path), let one = try? JSONDecoder().decode(Due.self, from: bytes),
+                one.id + ".json" == name
+            {
                 due.append(one)
             } else {
                 unlink(path)  // a temp file, or a record cut short before its rename

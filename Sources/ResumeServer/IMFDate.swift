@@ -14,7 +14,9 @@ enum IMFDate {
     static func format(epochSeconds: Int64) -> String {
         let t = CivilTime(epochSeconds)
         guard (0...9999).contains(t.year) else {
-            return "\(name(weekdays, t.weekday)), \(t.date(separator: "-").suffix(2)) \(name(months, t.month - 1)) \(t.year) \(t.time(separator: ":")) GMT"
+            return
+                "\(name(weekdays, t.weekday)), \(t.date(separator: "-").suffix(2)) \(name(months, t.month - 1)) "
+                + "\(t.year) \(t.time(separator: ":")) GMT"
         }
         return String(unsafeUninitializedCapacity: 29) { out in
             var i = 0

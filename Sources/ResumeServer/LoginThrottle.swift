@@ -44,7 +44,9 @@ final class LoginThrottle: Sendable {
                 record.failures += 1
                 records[address] = record
             } else {
-                if records.count >= Self.capacity, let oldest = records.min(by: { $0.value.windowStart < $1.value.windowStart }) {
+                if records.count >= Self.capacity,
+                    let oldest = records.min(by: { $0.value.windowStart < $1.value.windowStart })
+                {
                     records[oldest.key] = nil
                 }
                 records[address] = Record(failures: 1, windowStart: now)

@@ -45,21 +45,27 @@ final class MetricsEndpoint: ChannelInboundHandler {
 
     private func answer(context: ChannelHandlerContext, head: HTTPRequestHead) {
         let allowed = head.method == .GET || head.method == .HEAD
-        let body = allowed
+        let body =
+            allowed
             ? sources.metrics.text(
                 openConnections: sources.connections.count, refusedConnections: sources.connections.refused,
                 inProgress: sources.table.inProgress())
             : "only GET and HEAD\n"
         var headers = HTTPHeaders()
-        headers.add(name: "Content-Type", value: allowed ? "text/plain; version=0.0.4; charset=utf-8" : "text/plain; charset=utf-8")
+        headers.add(
+            name: "Content-Type",
+            value: allowed ? "text/plain; version=0.0.4; charset=utf-8" : "text/plain; charset=utf-8")
         headers.add(name: "Content-Length", value: "\(body.utf8.count)")
         headers.add(name: "Cache-Control", value: "no-store")
         if !allowed { headers.add(name: "Allow", value: "GET, HEAD") }
         if !head.isKeepAlive { headers.add(name: "Connection", value: "close") }
         let status: HTTPResponseStatus = allowed ? .ok : .methodNotAllowed
-        context.write(wrapOutboundOut(.head(HTTPResponseHead(version: head.version, status: status, headers: headers))), promise: nil)
+        context.write(
+            wrapOutboundOut(.head(HTTPResponseHead(version: head.version, status: status, headers: headers))),
+            promise: nil)
         if head.method != .HEAD {
-            context.write(wrapOutboundOut(.body(.byteBuffer(context.channel.allocator.buffer(string: body)))), promise: nil)
+            context.write(
+                wrapOutboundOut(.body(.byteBuffer(context.channel.allocator.buffer(string: body)))), promise: nil)
         }
         let keepAlive = head.isKeepAlive
         let channel = context.channel

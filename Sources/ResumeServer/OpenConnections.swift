@@ -59,7 +59,8 @@ final class OpenConnections: Sendable {
 final class ConnectionRefusal: ChannelInboundHandler {
     typealias InboundIn = ByteBuffer
 
-    private static let answer = "HTTP/1.1 503 Service Unavailable\r\nRetry-After: 1\r\nConnection: close\r\nContent-Length: 0\r\n\r\n"
+    private static let answer =
+        "HTTP/1.1 503 Service Unavailable\r\nRetry-After: 1\r\nConnection: close\r\nContent-Length: 0\r\n\r\n"
     private let plain: Bool
 
     /// `plain`: `false` over TLS, where no answer can be sent before a handshake (the close says it).

@@ -1,7 +1,7 @@
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Musl)
-import Musl
+    import Musl
 #endif
 import CCrypt
 
@@ -69,7 +69,8 @@ struct PasswordFile: Sendable {
                 throw .badPasswordFile(
                     path: path,
                     line: number,
-                    reason: "the entry for \(user) is neither bcrypt (htpasswd -B) nor SHA-crypt (openssl passwd -5 or -6)"
+                    reason:
+                        "the entry for \(user) is neither bcrypt (htpasswd -B) nor SHA-crypt (openssl passwd -5 or -6)"
                 )
             }
             // libcrypt's own verdict on the setting: a malformed or disabled hash is refused now.
@@ -115,5 +116,6 @@ struct PasswordFile: Sendable {
     }
 
     /// A valid SHA-512-crypt hash of nothing anyone knows, for a file without entries.
-    private static let fallbackDecoy = "$6$resumectlDecoy$GYttSUzFTmSaJ3oGYpHpYu6WcXsVvPgdq1amC.DA5JJC7Fu0zhLrSMBjKixjSBNcpy3N6XDnuPbNJ0JFNFlQ4."
+    private static let fallbackDecoy =
+        "$6$resumectlDecoy$GYttSUzFTmSaJ3oGYpHpYu6WcXsVvPgdq1amC.DA5JJC7Fu0zhLrSMBjKixjSBNcpy3N6XDnuPbNJ0JFNFlQ4."
 }

@@ -30,7 +30,8 @@ struct PipelineFactory: Sendable {
             try sync.addHandler(ConnectionRefusal(plain: tls == nil))
             return
         }
-        try sync.addHandler(SendTimeout(limit: TimeAmount(configuration.sendTimeout), log: configuration.log, metrics: metrics))
+        try sync.addHandler(
+            SendTimeout(limit: TimeAmount(configuration.sendTimeout), log: configuration.log, metrics: metrics))
         if let tls {
             try channel.syncOptions?.setOption(ChannelOptions.autoRead, value: false)
             try sync.addHandler(ReadOnActive())
@@ -54,14 +55,16 @@ struct PipelineFactory: Sendable {
             // The metrics path is listed so that `--public-read` does not open it: it is not a download.
             try sync.addHandler(
                 LoginGate(
-                    logins: logins, threadPool: threadPool, uploadPrefixes: [DraftMachine.prefix, TusHandler.prefix, MetricsEndpoint.path]))
+                    logins: logins, threadPool: threadPool,
+                    uploadPrefixes: [DraftMachine.prefix, TusHandler.prefix, MetricsEndpoint.path]))
             if let endpoint, !configuration.metricsPublic { try sync.addHandler(MetricsEndpoint(sources: endpoint)) }
         }
         if let store {
             try sync.addHandler(
                 TusHandler(
                     settings: .init(
-                        root: objects == nil ? root : nil, store: store, table: table, admission: admission, threadPool: threadPool,
+                        root: objects == nil ? root : nil, store: store, table: table, admission: admission,
+                        threadPool: threadPool,
                         expiry: expiry, log: configuration.log
                     )
                 )
@@ -92,4 +95,3 @@ struct PipelineFactory: Sendable {
         )
     }
 }
-

@@ -10,7 +10,8 @@ struct RangedAnswer {
     var fields: [(String, String)]
 
     init(
-        method: HTTPMethod, headers request: HTTPHeaders, size: Int64, etag: String, lastModified: String, lastModifiedIsStrong: Bool,
+        method: HTTPMethod, headers request: HTTPHeaders, size: Int64, etag: String, lastModified: String,
+        lastModifiedIsStrong: Bool,
         after connectionFields: consuming [(String, String)]
     ) {
         let decision =

@@ -1,11 +1,11 @@
 import Crypto
 import FoundationEssentials
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Musl)
-import Musl
+    import Musl
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 
 /// RFC 9530's `Repr-Digest` of a served file, computed only when a HEAD asks for it with
@@ -15,7 +15,9 @@ enum ReprDigest {
     /// True when `Want-Repr-Digest` names sha-256 with a non-zero preference.
     static func wanted(_ values: [String]) -> Bool {
         values.joined(separator: ",").split(separator: ",").contains { member in
-            let parts = member.split(separator: "=", maxSplits: 1).map { $0.filter { $0 != " " && $0 != "\t" }.lowercased() }
+            let parts = member.split(separator: "=", maxSplits: 1).map {
+                $0.filter { $0 != " " && $0 != "\t" }.lowercased()
+            }
             return parts.first == "sha-256" && parts.last != "0"
         }
     }

@@ -1,9 +1,9 @@
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Musl)
-import Musl
+    import Musl
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 import NIOCore
 import NIOHTTP1
@@ -83,16 +83,21 @@ public final class ResumeServer: Sendable {
         // On S3 there is no folder: `root` stays empty and nothing reads the file system below it.
         let s3 = try configuration.s3.map { s3 throws(ServeError) in
             try S3StoreSetup.open(
-                s3, readOnly: configuration.readOnly, overwrite: configuration.overwrite, hook: configuration.completionHook,
+                s3, readOnly: configuration.readOnly, overwrite: configuration.overwrite,
+                hook: configuration.completionHook,
                 metrics: metrics, log: configuration.log)
         }
         let root = s3 == nil ? try canonicalDirectory(configuration.directory) : ""
         let tls = try configuration.tls.map { files throws(ServeError) in try ServerTLS.context(files) }
         let logins = try configuration.htpasswd.map { path throws(ServeError) in
-            Logins(passwords: try PasswordFile.load(path: path), publicRead: configuration.publicRead, log: configuration.log)
+            Logins(
+                passwords: try PasswordFile.load(path: path), publicRead: configuration.publicRead,
+                log: configuration.log)
         }
-        let expiry = max(Int64(1), Int64(configuration.uploadTimeout.components.seconds) * 1000
-            + configuration.uploadTimeout.components.attoseconds / 1_000_000_000_000_000)
+        let expiry = max(
+            Int64(1),
+            Int64(configuration.uploadTimeout.components.seconds) * 1000
+                + configuration.uploadTimeout.components.attoseconds / 1_000_000_000_000_000)
         let slots = configuration.maxUploads.map(UploadSlots.init(limit:))
         let descriptors = DescriptorLimit.raise()
         var cap = configuration.maxConnections ?? DescriptorLimit.defaultConnections(limit: descriptors)
@@ -118,7 +123,8 @@ public final class ResumeServer: Sendable {
             let opened = try UploadStore(root: root, metrics: metrics, hooks: hooks)
             // The hooks left due first: finishing a record below makes (and queues) new ones.
             hooks?.resumeDue()
-            for record in opened.recover(now: WallClock.millis(), replacing: configuration.overwrite, log: { log?($0) }) {
+            for record in opened.recover(now: WallClock.millis(), replacing: configuration.overwrite, log: { log?($0) })
+            {
                 table.insert(record)
             }
             for record in opened.finishedUploads(now: WallClock.millis()) { table.insert(record, finished: true) }
@@ -147,14 +153,20 @@ public final class ResumeServer: Sendable {
             connections: connections,
             metrics: metrics
         )
-        if let store { ExpirySweep.schedule(on: group.next(), table: table, store: store, threadPool: threadPool, expiry: expiry, log: configuration.log) }
+        if let store {
+            ExpirySweep.schedule(
+                on: group.next(), table: table, store: store, threadPool: threadPool, expiry: expiry,
+                log: configuration.log)
+        }
 
         let bootstrap = ServerBootstrap(group: group)
             .serverChannelOption(ChannelOptions.backlog, value: 256)
             .serverChannelOption(ChannelOptions.socketOption(.so_reuseaddr), value: 1)
             // Past the descriptor limit `accept` fails with EMFILE: wait a moment instead of spinning on it.
             .serverChannelInitializer { channel in
-                channel.eventLoop.makeCompletedFuture { try channel.pipeline.syncOperations.addHandler(AcceptBackoffHandler()) }
+                channel.eventLoop.makeCompletedFuture {
+                    try channel.pipeline.syncOperations.addHandler(AcceptBackoffHandler())
+                }
             }
             .childChannelOption(ChannelOptions.tcpOption(.tcp_nodelay), value: 1)
             .childChannelInitializer { channel in
@@ -164,7 +176,8 @@ public final class ResumeServer: Sendable {
             }
 
         let parts = Parts(
-            configuration: configuration, secure: tls != nil, group: group, threadPool: threadPool, store: store, table: table,
+            configuration: configuration, secure: tls != nil, group: group, threadPool: threadPool, store: store,
+            table: table,
             connections: connections, hooks: hooks)
         let listener: any Channel
         do {
@@ -201,7 +214,9 @@ public final class ResumeServer: Sendable {
             while connections.count > 0 && ContinuousClock.now < deadline {
                 try? await Task.sleep(for: .milliseconds(50))
             }
-            if connections.count > 0 { log?("stopping: \(connections.count) connection(s) still busy after the drain time, closed") }
+            if connections.count > 0 {
+                log?("stopping: \(connections.count) connection(s) still busy after the drain time, closed")
+            }
         }
         connections.closeAll()
         // Each closed upload request settles on the thread pool: wait for that before stopping the pool.

@@ -1,7 +1,7 @@
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Musl)
-import Musl
+    import Musl
 #endif
 import NIOCore
 
@@ -69,7 +69,10 @@ final class SendTimeout: ChannelDuplexHandler {
             guard channel.isActive, !channel.isWritable else { return }
             let idle = Int64(info.tcpi_last_data_sent)
             if idle >= limitMillis {
-                self.log?("connection \(channel.remoteAddress?.description ?? "-") dropped: no byte taken for \(idle / 1000) s (--send-timeout)")
+                self.log?(
+                    "connection \(channel.remoteAddress?.description ?? "-") dropped: no byte taken for \(idle / 1000) "
+                        + "s (--send-timeout)"
+                )
                 socket.setSoLinger(linger(l_onoff: 1, l_linger: 0)).whenComplete { _ in channel.close(promise: nil) }
             } else {
                 self.schedule(context: context, in: .milliseconds(max(limitMillis - idle, 50)))

@@ -46,7 +46,8 @@ public enum ServeError: Error, Equatable, CustomStringConvertible, Sendable {
         case .storeUnreachable(let store, let reason):
             "cannot keep uploads in \(store): \(reason)"
         case .noConditionalWrites(let store):
-            "\(store) ignores conditional writes (If-None-Match: *), on which the locks between instances rest: use an endpoint that supports them, or --single-instance if this is the only instance"
+            "\(store) ignores conditional writes (If-None-Match: *), on which the locks between instances rest: use an "
+                + "endpoint that supports them, or --single-instance if this is the only instance"
         }
     }
 

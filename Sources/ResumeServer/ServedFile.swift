@@ -1,9 +1,9 @@
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Musl)
-import Musl
+    import Musl
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 import COpenCached
 import NIOCore
@@ -36,7 +36,9 @@ struct ServedFile: Sendable {
     static func openCached(_ components: [String], root: String) -> ServedFile? {
         guard !components.isEmpty else { return nil }
         // `withCString`: a `String` passed as a C string is first copied into an array of its bytes.
-        let fd = SafePath.join(root, components).withCString { resumectl_open_cached($0, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK) }
+        let fd = SafePath.join(root, components).withCString {
+            resumectl_open_cached($0, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK)
+        }
         guard fd >= 0 else { return nil }
         return opened(fd)
     }

@@ -54,33 +54,48 @@ final class ServerMetrics: Sendable {
     func text(openConnections: Int, refusedConnections: Int, inProgress: [UploadRecord.Kind: Int]) -> String {
         var out = PrometheusText()
         out.family("resumectl_uploads_in_progress", "gauge", "Unfinished uploads this instance holds, by protocol.")
-        for kind in Self.protocols { out.sample("resumectl_uploads_in_progress", ["protocol": kind.rawValue], inProgress[kind] ?? 0) }
+        for kind in Self.protocols {
+            out.sample("resumectl_uploads_in_progress", ["protocol": kind.rawValue], inProgress[kind] ?? 0)
+        }
         let finished = finished.withLock { $0 }
         out.family("resumectl_uploads_finished_total", "counter", "Uploads whose file was put in place, by protocol.")
-        for kind in Self.protocols { out.sample("resumectl_uploads_finished_total", ["protocol": kind.rawValue], finished[kind] ?? 0) }
+        for kind in Self.protocols {
+            out.sample("resumectl_uploads_finished_total", ["protocol": kind.rawValue], finished[kind] ?? 0)
+        }
         out.family("resumectl_received_bytes_total", "counter", "Bytes read from connections (TLS records included).")
         out.sample("resumectl_received_bytes_total", [:], bytesReceived.load(ordering: .relaxed))
         out.family("resumectl_sent_bytes_total", "counter", "Bytes handed to connections to send.")
         out.sample("resumectl_sent_bytes_total", [:], bytesSent.load(ordering: .relaxed))
         out.family("resumectl_http_requests_total", "counter", "Answered requests, by method and status.")
-        for (key, count) in requests.withLock({ $0 }).sorted(by: { ($0.key.method, $0.key.status) < ($1.key.method, $1.key.status) }) {
+        for (key, count) in requests.withLock({ $0 }).sorted(by: {
+            ($0.key.method, $0.key.status) < ($1.key.method, $1.key.status)
+        }) {
             out.sample("resumectl_http_requests_total", ["method": key.method, "status": String(key.status)], count)
         }
-        out.histogram("resumectl_http_request_duration_seconds", "From a request's head to the end of its answer.", requestDuration)
-        out.histogram("resumectl_durable_sync_seconds", "Making an upload's bytes and record durable (fdatasync, record write).", durableSync)
+        out.histogram(
+            "resumectl_http_request_duration_seconds", "From a request's head to the end of its answer.",
+            requestDuration)
+        out.histogram(
+            "resumectl_durable_sync_seconds", "Making an upload's bytes and record durable (fdatasync, record write).",
+            durableSync)
         out.family("resumectl_open_connections", "gauge", "Connections open now.")
         out.sample("resumectl_open_connections", [:], openConnections)
-        out.family("resumectl_body_timeouts_total", "counter", "Connections closed for a request body that sent nothing (--body-timeout).")
+        out.family(
+            "resumectl_body_timeouts_total", "counter",
+            "Connections closed for a request body that sent nothing (--body-timeout).")
         out.sample("resumectl_body_timeouts_total", [:], bodyTimeouts.load(ordering: .relaxed))
-        out.family("resumectl_refused_connections_total", "counter", "Connections closed at once for --max-connections.")
+        out.family(
+            "resumectl_refused_connections_total", "counter", "Connections closed at once for --max-connections.")
         out.sample("resumectl_refused_connections_total", [:], refusedConnections)
         out.family("resumectl_s3_requests_total", "counter", "Requests the S3 store sent, by method.")
         for (method, count) in s3Requests.withLock({ $0 }).sorted(by: { $0.key < $1.key }) {
             out.sample("resumectl_s3_requests_total", ["method": method], count)
         }
-        out.family("resumectl_s3_lock_conflicts_total", "counter", "Upload locks on S3 another writer held (412 or 409).")
+        out.family(
+            "resumectl_s3_lock_conflicts_total", "counter", "Upload locks on S3 another writer held (412 or 409).")
         out.sample("resumectl_s3_lock_conflicts_total", [:], s3LockConflicts.load(ordering: .relaxed))
-        out.family("resumectl_hook_runs_total", "counter", "--on-upload-complete runs, by result (ok, failed, timeout).")
+        out.family(
+            "resumectl_hook_runs_total", "counter", "--on-upload-complete runs, by result (ok, failed, timeout).")
         for (result, count) in hooks.withLock({ $0 }).sorted(by: { $0.key < $1.key }) {
             out.sample("resumectl_hook_runs_total", ["result": result], count)
         }
@@ -111,7 +126,11 @@ final class Histogram: Sendable {
     var snapshot: (cumulative: [Int], sum: Double, count: Int) {
         let (buckets, sum, count) = state.withLock { $0 }
         var running = 0
-        return (buckets.map { running += $0; return running }, sum, count)
+        return (
+            buckets.map {
+                running += $0; return running
+            }, sum, count
+        )
     }
 }
 

@@ -1,9 +1,9 @@
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Musl)
-import Musl
+    import Musl
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 import NIOSSL
 
@@ -40,7 +40,9 @@ enum ServerTLS {
             // BoringSSL checks here that the key belongs to the first certificate.
             return try NIOSSLContext(configuration: configuration)
         } catch {
-            throw .badTLS(reason: "the key in \(files.privateKey) does not belong to the certificate in \(files.certificateChain)")
+            throw .badTLS(
+                reason: "the key in \(files.privateKey) does not belong to the certificate in \(files.certificateChain)"
+            )
         }
     }
 }

@@ -1,9 +1,9 @@
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Musl)
-import Musl
+    import Musl
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 import NIOCore
 import NIOHTTP1
@@ -20,7 +20,9 @@ extension StaticFileHandler {
                 respond(context: context, head: head, status: .notFound)
                 return
             }
-            respond(context: context, head: head, status: .ok, extra: Self.pageHeaders, text: asset.body, contentType: asset.contentType)
+            respond(
+                context: context, head: head, status: .ok, extra: Self.pageHeaders, text: asset.body,
+                contentType: asset.contentType)
             return
         }
         let components: [String]
@@ -46,7 +48,9 @@ extension StaticFileHandler {
         threadPool.runIfActive(eventLoop: context.eventLoop) { () throws -> Served in
             do {
                 var file = try ServedFile.resolve(components, root: root)
-                if digest { file.reprDigest = (try? file.handle.withUnsafeFileDescriptor { ReprDigest.sha256(fd: $0) }) ?? nil }
+                if digest {
+                    file.reprDigest = (try? file.handle.withUnsafeFileDescriptor { ReprDigest.sha256(fd: $0) }) ?? nil
+                }
                 return .file(file)
             } catch let refusal as PathRefusal where refusal == .notFound && page != nil {
                 // A folder, asked for by a browser or as a listing: its page (at its URL with a final
@@ -62,7 +66,8 @@ extension StaticFileHandler {
             case .success(.file(let file)):
                 self.respond(context: context, head: head, file: file)
             case .success(.page(let body, let type)):
-                self.respond(context: context, head: head, status: .ok, extra: Self.pageHeaders, text: body, contentType: type)
+                self.respond(
+                    context: context, head: head, status: .ok, extra: Self.pageHeaders, text: body, contentType: type)
             case .success(.redirect(let location)):
                 self.respond(context: context, head: head, status: .movedPermanently, extra: [("Location", location)])
             case .failure(let refusal as PathRefusal):
@@ -96,7 +101,8 @@ extension StaticFileHandler {
         if lastETag?.identity != identity { lastETag = (identity, identity.etag) }
         let answer = RangedAnswer(
             method: head.method, headers: head.headers, size: identity.size, etag: lastETag?.etag ?? identity.etag,
-            lastModified: modifiedDates.format(epochSeconds: identity.modifiedSeconds), lastModifiedIsStrong: identity.lastModifiedIsStrong(now: now),
+            lastModified: modifiedDates.format(epochSeconds: identity.modifiedSeconds),
+            lastModifiedIsStrong: identity.lastModifiedIsStrong(now: now),
             after: connectionFields(now: now))
         let (status, bytes) = (answer.status, answer.bytes)
         var fields = answer.fields

@@ -1,9 +1,9 @@
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Musl)
-import Musl
+    import Musl
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 import NIOCore
 import NIOHTTP1
@@ -29,7 +29,8 @@ final class StaticFileHandler: ChannelDuplexHandler {
         var admission: UploadAdmission
         /// Behind TLS, where a `FileRegion` cannot go: file bodies are read into buffers instead.
         var secure: Bool = false
-        /// With `--store s3://`: objects are served instead of files (``serveObject(context:head:components:objects:)``).
+        /// With `--store s3://`: objects are served instead of files
+        /// (``serveObject(context:head:components:objects:)``).
         var objects: S3Objects? = nil
     }
 

@@ -1,9 +1,9 @@
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Musl)
-import Musl
+    import Musl
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 import NIOCore
 
@@ -35,10 +35,11 @@ final class TruncationWatch {
             self.scheduled = false
             guard !self.files.isEmpty, context.channel.isActive else { return }
             for (handle, end) in self.files {
-                let size = (try? handle.withUnsafeFileDescriptor { fd -> Int64 in
-                    var info = stat()
-                    return fstat(fd, &info) == 0 ? Int64(info.st_size) : -1
-                }) ?? -1
+                let size =
+                    (try? handle.withUnsafeFileDescriptor { fd -> Int64 in
+                        var info = stat()
+                        return fstat(fd, &info) == 0 ? Int64(info.st_size) : -1
+                    }) ?? -1
                 if size < end {
                     context.close(promise: nil)
                     return

@@ -1,11 +1,11 @@
 import NIOCore
 import NIOHTTP1
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Musl)
-import Musl
+    import Musl
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 
 /// How ``TusHandler`` puts ``TusMachine``'s answers on the wire: no body, a `Date`, and whether the
@@ -16,12 +16,14 @@ extension TusHandler {
         guard head.version == .http1_1,
             head.headers["expect"].contains(where: { $0.lowercased() == "100-continue" })
         else { return }
-        context.writeAndFlush(wrapOutboundOut(.head(HTTPResponseHead(version: head.version, status: .continue))), promise: nil)
+        context.writeAndFlush(
+            wrapOutboundOut(.head(HTTPResponseHead(version: head.version, status: .continue))), promise: nil)
     }
 
     /// Answers a request whose head was just read: it has no body we want.
     func answer(context: ChannelHandlerContext, head: HTTPRequestHead, _ answer: TusMachine.Answer) {
-        let hasBody = head.headers["content-length"].first.map { $0 != "0" } ?? !head.headers["transfer-encoding"].isEmpty
+        let hasBody =
+            head.headers["content-length"].first.map { $0 != "0" } ?? !head.headers["transfer-encoding"].isEmpty
         state = .answered(requestEnded: false, close: hasBody)
         write(context: context, answer, close: hasBody, bodyless: head.method == .HEAD)
     }
@@ -43,12 +45,14 @@ extension TusHandler {
         guard context.channel.isActive else { return }
         let status =
             answer.status == 460
-            ? HTTPResponseStatus(statusCode: 460, reasonPhrase: "Checksum Mismatch") : HTTPResponseStatus(statusCode: answer.status)
+            ? HTTPResponseStatus(statusCode: 460, reasonPhrase: "Checksum Mismatch")
+            : HTTPResponseStatus(statusCode: answer.status)
         var headers = HTTPHeaders(answer.pairs)
         headers.add(name: "Date", value: IMFDate.format(epochSeconds: Int64(time(nil))))
         if status != .noContent && !bodyless || status == .ok { headers.add(name: "Content-Length", value: "0") }
         if close { headers.add(name: "Connection", value: "close") }
-        context.write(wrapOutboundOut(.head(HTTPResponseHead(version: version, status: status, headers: headers))), promise: nil)
+        context.write(
+            wrapOutboundOut(.head(HTTPResponseHead(version: version, status: status, headers: headers))), promise: nil)
         context.writeAndFlush(wrapOutboundOut(.end(nil)), promise: nil)
     }
 

@@ -16,7 +16,9 @@ extension TusHandler {
             create(context: context, head: head, creation)
         case .offset(let id):
             whenIdle(context: context, head: head, id: id) { entry in
-                guard let entry else { return self.answer(context: context, head: head, TusMachine.notFound(head: true)) }
+                guard let entry else {
+                    return self.answer(context: context, head: head, TusMachine.notFound(head: true))
+                }
                 self.answer(context: context, head: head, TusMachine.offset(entry.record, finished: entry.finished))
             }
         case .append(let append):
@@ -25,7 +27,9 @@ extension TusHandler {
             whenIdle(context: context, head: head, id: id) { entry in
                 guard let entry else { return self.answer(context: context, head: head, TusMachine.notFound()) }
                 let target = "/" + entry.record.target.joined(separator: "/")
-                self.settings.log?(entry.finished ? "tus upload \(target): its URL retired, the file stays" : "tus upload \(target) terminated")
+                self.settings.log?(
+                    entry.finished
+                        ? "tus upload \(target): its URL retired, the file stays" : "tus upload \(target) terminated")
                 self.receiver.drop(id)
                 self.answer(context: context, head: head, TusMachine.terminated())
             }
@@ -34,7 +38,10 @@ extension TusHandler {
 
     /// The tus upload `id`, once no request is writing to it (one that is, is stopped first); when the
     /// store cannot be read, the request is answered here (503).
-    private func whenIdle(context: ChannelHandlerContext, head: HTTPRequestHead, id: String, _ next: @escaping (UploadTable.Entry?) -> Void) {
+    private func whenIdle(
+        context: ChannelHandlerContext, head: HTTPRequestHead, id: String,
+        _ next: @escaping (UploadTable.Entry?) -> Void
+    ) {
         settings.table.whenIdle(id, owner: LoginGate.user(in: context), on: context.eventLoop) { found in
             switch found {
             case .success(let entry): next(entry?.record.kind == .tus ? entry : nil)
@@ -53,16 +60,21 @@ extension TusHandler {
         }
         if let refusal = settings.admission.check(head, components: components) {
             settings.log?("tus upload \(head.uri) refused: \(refusal.reason)")
-            answer(context: context, head: head, TusMachine.answer(Int(refusal.status.code), refusal.headers.map { .init($0.0, $0.1) }))
+            answer(
+                context: context, head: head,
+                TusMachine.answer(Int(refusal.status.code), refusal.headers.map { .init($0.0, $0.1) }))
             return
         }
         if let slots = settings.admission.slots, !slots.acquire() {
-            answer(context: context, head: head, TusMachine.failed(status: 503, retryAfter: UploadAdmission.retryAfterBusy))
+            answer(
+                context: context, head: head, TusMachine.failed(status: 503, retryAfter: UploadAdmission.retryAfterBusy)
+            )
             return
         }
         let record = UploadRecord(
             id: UploadStore.newID(), kind: .tus, target: components, length: creation.length,
-            metadata: creation.metadata, user: LoginGate.user(in: context), expires: WallClock.millis() + settings.expiry)
+            metadata: creation.metadata, user: LoginGate.user(in: context),
+            expires: WallClock.millis() + settings.expiry)
         state = .appending(Append(checksum: creation.checksum.flatMap(TusChecksum.init(header:)), created: true))
         continueIfAsked(context: context, head: head)
         receiver.create(record, slots: settings.admission.slots, context: context) { result in
@@ -89,7 +101,9 @@ extension TusHandler {
             case .unavailable(let failure):
                 self.unavailable(context: context, head: nil, failure)
             case .finished(let record):
-                let again = TusMachine.admit(append, contentLength: contentLength, record: record, finished: true, maxSize: maxSize)
+                let again =
+                    TusMachine.admit(
+                        append, contentLength: contentLength, record: record, finished: true, maxSize: maxSize)
                     ?? TusMachine.conflict(record)
                 if again.status == 204 {
                     self.answer(context: context, again, close: false)
@@ -97,7 +111,9 @@ extension TusHandler {
                     self.refuse(context: context, again)
                 }
             case .claimed(var record, let settled):
-                if let refusal = TusMachine.admit(append, contentLength: contentLength, record: record, finished: false, maxSize: maxSize) {
+                if let refusal = TusMachine.admit(
+                    append, contentLength: contentLength, record: record, finished: false, maxSize: maxSize)
+                {
                     self.receiver.release(record, settled: settled)
                     self.refuse(context: context, refusal)
                     return
@@ -116,9 +132,13 @@ extension TusHandler {
             return
         }
         let limit = record.length ?? settings.admission.maxUploadSize.map { max($0, record.offset) }
-        let opened = receiver.open(record, limit: limit, checkpoints: append.checksum == nil, settled: settled, context: context) {
+        let opened = receiver.open(
+            record, limit: limit, checkpoints: append.checksum == nil, settled: settled, context: context
+        ) {
             [weak self, weak context] failure in
-            guard let self, let context, case .appending(var append) = self.state, !append.failed, !append.ended else { return }
+            guard let self, let context, case .appending(var append) = self.state, !append.failed, !append.ended else {
+                return
+            }
             self.settings.log?("tus upload failed: \(failure.reason)")
             self.fail(context: context, &append, status: failure.status)
         }
@@ -141,16 +161,22 @@ extension TusHandler {
         switch ending {
         case .failed(let failure, _):
             settings.log?("tus upload failed: \(failure.reason)")
-            answer(context: context, TusMachine.failed(status: failure.status, retryAfter: UploadAdmission.retryAfterBusy), close: false)
+            answer(
+                context: context, TusMachine.failed(status: failure.status, retryAfter: UploadAdmission.retryAfterBusy),
+                close: false)
         case .settled(let record):
             guard checksumMatched else { return answer(context: context, TusMachine.checksumMismatch(), close: false) }
             guard record.isComplete else {
-                return answer(context: context, TusMachine.appended(record, created: append.created, finished: false), close: false)
+                return answer(
+                    context: context, TusMachine.appended(record, created: append.created, finished: false),
+                    close: false)
             }
             receiver.finish(record, replacing: settings.admission.overwrite, context: context) { result in
                 switch result {
                 case .success:
-                    self.answer(context: context, TusMachine.appended(record, created: append.created, finished: true), close: false)
+                    self.answer(
+                        context: context, TusMachine.appended(record, created: append.created, finished: true),
+                        close: false)
                 case .failure(let failure):
                     self.settings.log?("tus upload /\(record.target.joined(separator: "/")) failed: \(failure.reason)")
                     self.answer(context: context, TusMachine.answer(failure.status), close: false)

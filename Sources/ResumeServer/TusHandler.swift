@@ -52,7 +52,8 @@ final class TusHandler: ChannelDuplexHandler {
 
     init(settings: Settings) {
         self.settings = settings
-        receiver = UploadReceiver(store: settings.store, table: settings.table, threadPool: settings.threadPool, expiry: settings.expiry)
+        receiver = UploadReceiver(
+            store: settings.store, table: settings.table, threadPool: settings.threadPool, expiry: settings.expiry)
     }
 
     // MARK: Inbound

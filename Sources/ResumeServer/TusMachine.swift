@@ -60,7 +60,8 @@ enum TusMachine {
         let path = target.prefix { $0 != "?" && $0 != "#" }
         let underPrefix = path.hasPrefix(prefix)
         let isDraft = !headers["upload-draft-interop-version"].isEmpty
-        guard underPrefix || (method == .OPTIONS && !isDraft) || (method == .POST && !headers["tus-resumable"].isEmpty) else {
+        guard underPrefix || (method == .OPTIONS && !isDraft) || (method == .POST && !headers["tus-resumable"].isEmpty)
+        else {
             return .notTus
         }
         // Core: OPTIONS is answered whatever its Tus-Resumable says ("the Server MUST ignore the header").
@@ -128,7 +129,9 @@ enum TusMachine {
 
     /// Whether a PATCH may store its body in `record` (`nil`: it may, from the record's offset, with
     /// ``length(of:_:)`` as the upload's length); otherwise the answer, the upload untouched.
-    static func admit(_ append: Append, contentLength: Int64?, record: UploadRecord, finished: Bool, maxSize: Int64?) -> Answer? {
+    static func admit(_ append: Append, contentLength: Int64?, record: UploadRecord, finished: Bool, maxSize: Int64?)
+        -> Answer?
+    {
         guard record.kind == .tus else { return notFound() }
         guard append.offset == record.offset else { return conflict(record) }
         if let given = append.length {
@@ -139,7 +142,8 @@ enum TusMachine {
         }
         if finished {
             // Asked again at its final offset: the answer the client may have lost.
-            return contentLength == 0 || contentLength == nil ? appended(record, created: false, finished: true) : answer(400)
+            return contentLength == 0 || contentLength == nil
+                ? appended(record, created: false, finished: true) : answer(400)
         }
         if let known = length(of: append, record), let contentLength, record.offset + contentLength > known {
             return answer(400)

@@ -1,9 +1,9 @@
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Musl)
-import Musl
+    import Musl
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 import NIOHTTP1
 
@@ -36,9 +36,13 @@ struct UploadAdmission: Sendable {
         let announced = Self.integer(headers["upload-length"].first) ?? contentLength.map { offset + $0 }
         let isDraft = !headers["upload-draft-interop-version"].isEmpty
 
-        if let limit = maxUploadSize, let size = [announced, contentLength.map { offset + $0 }].compactMap({ $0 }).max(), size > limit {
+        if let limit = maxUploadSize,
+            let size = [announced, contentLength.map { offset + $0 }].compactMap({ $0 }).max(), size > limit
+        {
             let advertised = isDraft ? [("Upload-Limit", "max-size=\(limit)")] : []
-            return Refusal(status: .payloadTooLarge, headers: advertised, reason: "\(size) bytes, more than --max-upload-size \(limit)")
+            return Refusal(
+                status: .payloadTooLarge, headers: advertised,
+                reason: "\(size) bytes, more than --max-upload-size \(limit)")
         }
         if let components, let root {
             // What is there, links not followed: a path through a link is refused before any byte is stored.
@@ -55,7 +59,9 @@ struct UploadAdmission: Sendable {
             }
         }
         if let announced, let root, let free = Self.freeBytes(root), announced - offset > free {
-            return Refusal(status: .insufficientStorage, reason: "\(announced - offset) bytes do not fit in the \(free) bytes free")
+            return Refusal(
+                status: .insufficientStorage, reason: "\(announced - offset) bytes do not fit in the \(free) bytes free"
+            )
         }
         if components != nil, let slots, slots.isFull {
             return Refusal(

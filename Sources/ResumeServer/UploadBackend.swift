@@ -15,7 +15,8 @@ protocol UploadBackend: Sendable {
 extension UploadStore: UploadBackend {
     func makeSink(_ setup: UploadSinkSetup) -> any UploadSink {
         UploadAppender(
-            record: setup.record, store: self, table: setup.table, threadPool: setup.threadPool, eventLoop: setup.eventLoop,
+            record: setup.record, store: self, table: setup.table, threadPool: setup.threadPool,
+            eventLoop: setup.eventLoop,
             limit: setup.limit, checkpoints: setup.checkpoints, expiry: setup.expiry, settled: setup.settled)
     }
 }

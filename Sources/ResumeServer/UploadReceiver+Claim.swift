@@ -17,7 +17,8 @@ extension UploadReceiver {
         case unavailable(UploadFailure)
     }
 
-    /// Makes this request — its login's, see ``UploadTable`` — the writer of upload `id`. One still writing (a client that retried before
+    /// Makes this request — its login's, see ``UploadTable`` — the writer of upload `id`. One still writing (a client
+    /// that retried before
     /// the server saw its old connection die) is stopped, and its bytes settle, before the claim is
     /// asked again; `next` runs on the event loop. Only a `.claimed` upload is held by this request.
     func claim(_ id: String, context: ChannelHandlerContext, _ next: @escaping (Claimed) -> Void) {

@@ -85,7 +85,8 @@ final class UploadReceiver {
     ) {
         let store = store
         let (writer, promise) = writer(context)
-        threadPool.runIfActive(eventLoop: context.eventLoop) { try store.create(record) }.assumeIsolated().whenComplete { result in
+        threadPool.runIfActive(eventLoop: context.eventLoop) { try store.create(record) }.assumeIsolated().whenComplete
+        { result in
             switch result {
             case .success:
                 self.table.insert(record, writer: writer, holdsSlot: slots != nil)
@@ -101,12 +102,14 @@ final class UploadReceiver {
     /// Opens the store's sink for `record`, from its offset, and hands it the parts kept so far;
     /// `false` as soon as it refuses one.
     func open(
-        _ record: UploadRecord, limit: Int64?, checkpoints: Bool, settled: EventLoopPromise<Void>, context: ChannelHandlerContext,
+        _ record: UploadRecord, limit: Int64?, checkpoints: Bool, settled: EventLoopPromise<Void>,
+        context: ChannelHandlerContext,
         onFailure: @escaping (UploadFailure) -> Void
     ) -> Bool {
-        let sink = store.makeSink(UploadSinkSetup(
-            record: record, table: table, threadPool: threadPool, eventLoop: context.eventLoop, limit: limit,
-            checkpoints: checkpoints, expiry: expiry, settled: settled))
+        let sink = store.makeSink(
+            UploadSinkSetup(
+                record: record, table: table, threadPool: threadPool, eventLoop: context.eventLoop, limit: limit,
+                checkpoints: checkpoints, expiry: expiry, settled: settled))
         sink.resumeReading = { [weak self, weak context] in if let context { self?.resume(context: context) } }
         sink.onFailure = onFailure
         sink.open()

@@ -1,9 +1,9 @@
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Musl)
-import Musl
+    import Musl
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 import FoundationEssentials
 
@@ -160,7 +160,9 @@ extension UploadStore {
                 guard lstat(path, &info) == 0 else { continue }
                 if info.st_mode & S_IFMT == S_IFDIR {
                     folders.append(path)
-                } else if info.st_mode & S_IFMT == S_IFREG, name.hasPrefix("."), name.contains(".upload-"), unlink(path) == 0 {
+                } else if info.st_mode & S_IFMT == S_IFREG, name.hasPrefix("."), name.contains(".upload-"),
+                    unlink(path) == 0
+                {
                     removed += 1
                 }
             }

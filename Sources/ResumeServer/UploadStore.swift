@@ -1,9 +1,9 @@
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Musl)
-import Musl
+    import Musl
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 import FoundationEssentials
 import NIOCore
@@ -30,7 +30,9 @@ struct UploadStore: Sendable {
     let bodyMemory: BodyMemory
 
     /// Opens (creating if needed) the store of `root`.
-    init(root: String, metrics: ServerMetrics? = nil, hooks: HookRunner? = nil, bodyMemory: BodyMemory = BodyMemory()) throws(ServeError) {
+    init(root: String, metrics: ServerMetrics? = nil, hooks: HookRunner? = nil, bodyMemory: BodyMemory = BodyMemory())
+        throws(ServeError)
+    {
         self.root = root
         self.metrics = metrics
         self.hooks = hooks

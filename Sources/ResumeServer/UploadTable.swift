@@ -85,7 +85,9 @@ final class UploadTable: Sendable {
     }
 
     /// ``claim(_:owner:writer:)`` on the upload as the shared store holds it now; `next` runs on `eventLoop`.
-    func claim(_ id: String, owner: String?, writer: Writer, on eventLoop: any EventLoop, _ next: @escaping (Claim) -> Void) {
+    func claim(
+        _ id: String, owner: String?, writer: Writer, on eventLoop: any EventLoop, _ next: @escaping (Claim) -> Void
+    ) {
         refresh(id, on: eventLoop) { failure in
             next(failure.map(Claim.unavailable) ?? self.claim(id, owner: owner, writer: writer))
         }
@@ -94,7 +96,9 @@ final class UploadTable: Sendable {
     /// Adds an upload: a new one (its creation holds a slot of `--max-uploads`) or one found at start
     /// (`finished`: only its URL is left, answering until it expires).
     func insert(_ record: UploadRecord, writer: Writer? = nil, holdsSlot: Bool = false, finished: Bool = false) {
-        entries.withLock { $0[record.id] = Entry(record: record, writer: writer, holdsSlot: holdsSlot, finished: finished) }
+        entries.withLock {
+            $0[record.id] = Entry(record: record, writer: writer, holdsSlot: holdsSlot, finished: finished)
+        }
     }
 
     func lookup(_ id: String) -> Entry? {
@@ -161,7 +165,9 @@ final class UploadTable: Sendable {
     /// Unfinished uploads by protocol, for the metrics.
     func inProgress() -> [UploadRecord.Kind: Int] {
         entries.withLock { entries in
-            entries.values.reduce(into: [:]) { counts, entry in if !entry.finished { counts[entry.record.kind, default: 0] += 1 } }
+            entries.values.reduce(into: [:]) { counts, entry in
+                if !entry.finished { counts[entry.record.kind, default: 0] += 1 }
+            }
         }
     }
 
@@ -187,7 +193,8 @@ final class UploadTable: Sendable {
     /// answers. With a shared store the upload is read back first (a failure to read it: see
     /// ``refresh(_:on:_:)``).
     func whenIdle(
-        _ id: String, owner: String?, on eventLoop: any EventLoop, _ next: @escaping (Result<Entry?, UploadFailure>) -> Void
+        _ id: String, owner: String?, on eventLoop: any EventLoop,
+        _ next: @escaping (Result<Entry?, UploadFailure>) -> Void
     ) {
         refresh(id, on: eventLoop) { failure in
             if let failure { return next(.failure(failure)) }

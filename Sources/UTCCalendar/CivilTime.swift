@@ -6,7 +6,9 @@ public struct CivilTime: Equatable, Sendable {
     public var year, month, day, hour, minute, second: Int
 
     public init(year: Int, month: Int, day: Int, hour: Int, minute: Int, second: Int) {
-        (self.year, self.month, self.day, self.hour, self.minute, self.second) = (year, month, day, hour, minute, second)
+        (self.year, self.month, self.day, self.hour, self.minute, self.second) = (
+            year, month, day, hour, minute, second
+        )
     }
 
     public init(_ seconds: Int64) {
@@ -27,7 +29,8 @@ public struct CivilTime: Equatable, Sendable {
     /// Seconds since 1970; nil for a field out of range (a leap second counts as the next second).
     public var seconds: Int64? {
         guard (1...12).contains(month), (1...31).contains(day), (0...23).contains(hour), (0...59).contains(minute),
-            (0...60).contains(second), (1970...9999).contains(year)  // four digits: a longer year overflowed the seconds
+            // four digits: a longer year overflowed the seconds
+            (0...60).contains(second), (1970...9999).contains(year)
         else { return nil }
         let y = month <= 2 ? year - 1 : year
         let era = y / 400

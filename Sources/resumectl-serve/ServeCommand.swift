@@ -3,11 +3,11 @@ import FoundationEssentials
 import ResumeServer
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Musl)
-import Musl
+    import Musl
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 
 /// `resumectl serve [DIR]`: ranged downloads and resumable uploads for one folder.
@@ -34,7 +34,11 @@ struct Serve: AsyncParsableCommand {
     static func main() async {
         do {
             var command = try parseAsRoot()
-            if var asyncCommand = command as? AsyncParsableCommand { try await asyncCommand.run() } else { try command.run() }
+            if var asyncCommand = command as? AsyncParsableCommand {
+                try await asyncCommand.run()
+            } else {
+                try command.run()
+            }
         } catch {
             let code = exitCode(for: error)
             let message = fullMessage(for: error)
@@ -69,22 +73,34 @@ struct Serve: AsyncParsableCommand {
     @Option(help: ArgumentHelp("Refuse uploads larger than this (413), e.g. 500M or 20G.", valueName: "size"))
     var maxUploadSize: ByteSize?
 
-    @Option(help: ArgumentHelp("Uploads that may be in progress at once (503 with Retry-After beyond).", valueName: "n"))
+    @Option(
+        help: ArgumentHelp("Uploads that may be in progress at once (503 with Retry-After beyond).", valueName: "n"))
     var maxUploads: Int?
 
-    @Option(help: ArgumentHelp("Seconds a client has to send a request head before its connection is closed.", valueName: "seconds"))
+    @Option(
+        help: ArgumentHelp(
+            "Seconds a client has to send a request head before its connection is closed.", valueName: "seconds"))
     var headerTimeout: Double = 30
 
-    @Option(help: ArgumentHelp("Seconds a request body may send nothing before its connection is closed (an upload keeps what arrived).", valueName: "seconds"))
+    @Option(
+        help: ArgumentHelp(
+            "Seconds a request body may send nothing before its connection is closed (an upload keeps what arrived).",
+            valueName: "seconds"))
     var bodyTimeout: Double = 60
 
-    @Option(help: ArgumentHelp("Serve HTTPS with this PEM certificate chain (the server's first, then intermediates).", valueName: "file"), completion: .file())
+    @Option(
+        help: ArgumentHelp(
+            "Serve HTTPS with this PEM certificate chain (the server's first, then intermediates).", valueName: "file"),
+        completion: .file())
     var tlsCert: String?
 
     @Option(help: ArgumentHelp("The PEM private key of --tls-cert.", valueName: "file"), completion: .file())
     var tlsKey: String?
 
-    @Option(help: ArgumentHelp("Ask every request for an HTTP Basic login from this file (htpasswd -B or openssl passwd -5/-6 entries).", valueName: "file"), completion: .file())
+    @Option(
+        help: ArgumentHelp(
+            "Ask every request for an HTTP Basic login from this file (htpasswd -B or openssl passwd -5/-6 entries).",
+            valueName: "file"), completion: .file())
     var htpasswd: String?
 
     @Flag(help: "With --htpasswd: downloads need no login, uploads still do.")
@@ -93,28 +109,51 @@ struct Serve: AsyncParsableCommand {
     @Flag(help: "Beyond loopback, accept uploads from anyone without --htpasswd.")
     var allowAnonymousUploads: Bool = false
 
-    @Option(help: ArgumentHelp("Serve and keep uploads in s3://BUCKET/PREFIX/ instead of <dir>: any number of instances may share it (credentials, region and endpoint as for the S3 commands).", valueName: "url"))
+    @Option(
+        help: ArgumentHelp(
+            "Serve and keep uploads in s3://BUCKET/PREFIX/ instead of <dir>: any number of instances may share it "
+                + "(credentials, region and endpoint as for the S3 commands).",
+            valueName: "url"))
     var store: String?
 
     @Option(help: ArgumentHelp("With --store: the S3 endpoint (MinIO, Ceph, R2…).", valueName: "url"))
     var endpointURL: String?
 
-    @Flag(help: "With --store: this is the only instance serving the prefix (uploads are locked in memory; the endpoint need not support conditional writes).")
+    @Flag(
+        help: ArgumentHelp(
+            "With --store: this is the only instance serving the prefix (uploads are locked in memory; the endpoint "
+                + "need not support conditional writes).")
+    )
     var singleInstance: Bool = false
 
-    @Option(help: ArgumentHelp("With --store: seconds an upload's lock on S3 lasts unless renewed (a dead instance's uploads wait this long).", valueName: "seconds"))
+    @Option(
+        help: ArgumentHelp(
+            "With --store: seconds an upload's lock on S3 lasts unless renewed (a dead instance's uploads wait this "
+                + "long).",
+            valueName: "seconds"))
     var lockSeconds: Double = 30
 
-    @Option(help: ArgumentHelp("With --store: the size of the parts uploads are stored in (at least 5M).", valueName: "size"))
+    @Option(
+        help: ArgumentHelp(
+            "With --store: the size of the parts uploads are stored in (at least 5M).", valueName: "size"))
     var partSize: ByteSize?
 
-    @Option(help: ArgumentHelp("Seconds a stop (SIGTERM, SIGINT) lets requests in progress go on before it closes their connections.", valueName: "seconds"))
+    @Option(
+        help: ArgumentHelp(
+            "Seconds a stop (SIGTERM, SIGINT) lets requests in progress go on before it closes their connections.",
+            valueName: "seconds"))
     var drainSeconds: Double = 10
 
-    @Option(help: ArgumentHelp("Connections open at once; one more is answered 503 and closed (default: half the descriptor limit, the rest is room for files).", valueName: "n"))
+    @Option(
+        help: ArgumentHelp(
+            "Connections open at once; one more is answered 503 and closed (default: half the descriptor limit, the "
+                + "rest is room for files).",
+            valueName: "n"))
     var maxConnections: Int?
 
-    @Option(help: ArgumentHelp("Seconds a client may take no byte of an answer before its connection is dropped.", valueName: "seconds"))
+    @Option(
+        help: ArgumentHelp(
+            "Seconds a client may take no byte of an answer before its connection is dropped.", valueName: "seconds"))
     var sendTimeout: Double = 60
 
     @Option(help: ArgumentHelp("Event-loop threads that answer connections (default: one a CPU core).", valueName: "n"))
@@ -126,7 +165,12 @@ struct Serve: AsyncParsableCommand {
     @Flag(help: "With --htpasswd: the metrics need no login.")
     var metricsPublic: Bool = false
 
-    @Option(help: ArgumentHelp("Run this command (no shell; split like a command line) after each upload's file is in place, with RESUMECTL_PATH, RESUMECTL_SIZE, RESUMECTL_PROTOCOL, RESUMECTL_UPLOAD_ID, RESUMECTL_USER and RESUMECTL_SHA256 in its environment; at least once per upload, also across restarts.", valueName: "command"))
+    @Option(
+        help: ArgumentHelp(
+            "Run this command (no shell; split like a command line) after each upload's file is in place, with "
+                + "RESUMECTL_PATH, RESUMECTL_SIZE, RESUMECTL_PROTOCOL, RESUMECTL_UPLOAD_ID, RESUMECTL_USER and "
+                + "RESUMECTL_SHA256 in its environment; at least once per upload, also across restarts.",
+            valueName: "command"))
     var onUploadComplete: String?
 
     @Option(help: ArgumentHelp("Completion hooks that may run at once.", valueName: "n"))
@@ -242,7 +286,8 @@ struct Serve: AsyncParsableCommand {
         configuration.metricsPublic = metricsPublic
         configuration.completionHook = hook
         if let store {
-            var s3 = S3StoreConfiguration(url: store, endpoint: endpointURL, environment: ProcessInfo.processInfo.environment)
+            var s3 = S3StoreConfiguration(
+                url: store, endpoint: endpointURL, environment: ProcessInfo.processInfo.environment)
             s3.singleInstance = singleInstance
             s3.lockLifetime = .milliseconds(Int64(lockSeconds * 1000))
             if let partSize { s3.partSize = partSize.bytes }

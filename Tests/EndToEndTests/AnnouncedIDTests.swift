@@ -33,7 +33,9 @@ import Testing
             return
         }
         // The id answers: a token, or (when the kill came after the end on a loaded machine) a result record.
-        #expect(try w.tokens().contains(id) || w.exists(w.state + "/results/\(id).json"), "the announced id \(id) is on disk")
+        #expect(
+            try w.tokens().contains(id) || w.exists(w.state + "/results/\(id).json"),
+            "the announced id \(id) is on disk")
         let r = try await w.run(["resume", id])
         #expect(r.status == 0, "\(r)")
         #expect(r.stdoutLines == [w.out + "/f.bin"])
@@ -45,19 +47,25 @@ import Testing
         let w = try Workspace()
         let digest = try makeRandomFile(path: w.path("www/src.bin"), size: Self.size, seed: UInt64(delay) + 1)
         let peer = try await UploadPeer()
-        let args = ["upload", w.path("www/src.bin"), peer.url(for: "k.bin"), "--interop-version", "6", "--limit-rate", "2M", "--json"]
+        let args = [
+            "upload", w.path("www/src.bin"), peer.url(for: "k.bin"), "--interop-version", "6", "--limit-rate", "2M",
+            "--json",
+        ]
         let p = try w.start(args)
         try await Task.sleep(for: .milliseconds(delay))
         p.send(signal: SIGKILL)
         let killed = try await p.wait()
         guard let id = announcedID(killed.stdout) else {
-            // Killed before it said anything (a loaded machine starts a debug build slowly): the same command carries on.
+            // Killed before it said anything (a loaded machine starts a debug build slowly): the same command carries
+            // on.
             let again = try await w.run(args.filter { $0 != "--json" })
             #expect(again.status == 0, "\(again)")
             #expect(try peer.storedSHA256("k.bin") == digest)
             return
         }
-        #expect(try w.tokens().contains(id) || w.exists(w.state + "/results/\(id).json"), "the announced id \(id) is on disk")
+        #expect(
+            try w.tokens().contains(id) || w.exists(w.state + "/results/\(id).json"),
+            "the announced id \(id) is on disk")
         let r = try await w.run(["resume", id])
         #expect(r.status == 0, "\(r)")
         #expect(try peer.storedSHA256("k.bin") == digest)
@@ -100,7 +108,8 @@ import Testing
         _ = try makeRandomFile(path: w.path("www/big.bin"), size: 3_000_000, seed: 99)
         lines.append("big.bin")
         let nginx = try await NginxServer(root: w.path("www"), limitRate: 1_500_000)
-        try lines.map { nginx.url(for: $0) }.joined(separator: "\n").write(toFile: w.path("list.txt"), atomically: true, encoding: .utf8)
+        try lines.map { nginx.url(for: $0) }.joined(separator: "\n").write(
+            toFile: w.path("list.txt"), atomically: true, encoding: .utf8)
         let r = try await w.run(["download", "-i", w.path("list.txt"), "-o", w.out, "--json"])
         #expect(r.status == 0, "\(r)")
         let all = events(r.stdout)
@@ -118,8 +127,11 @@ import Testing
         let w = try Workspace()
         let first = randomBytes(count: 3_000_000, seed: 5)
         let second = randomBytes(count: 3_000_000, seed: 6)
-        let server = try await MisbehavingServer(content: first, behaviors: [.lyingValidators, .cutsEveryResponse(afterBytes: 1_000_000)])
-        let cut = try await w.run(["download", server.url(), "-o", "f.bin", "--retries", "0", "--on-change", onChange, "--json"])
+        let server = try await MisbehavingServer(
+            content: first, behaviors: [.lyingValidators, .cutsEveryResponse(afterBytes: 1_000_000)])
+        let cut = try await w.run([
+            "download", server.url(), "-o", "f.bin", "--retries", "0", "--on-change", onChange, "--json",
+        ])
         #expect(cut.status == 75, "\(cut)")
         let id = try #require(try w.tokens().first)
         server.replaceContent(second)
@@ -148,7 +160,8 @@ import Testing
         let p = try w.start(["download", nginx.url(for: "a.bin"), "-o", "f.bin", "--json"])
         // Paused once past 200 kB, however slowly a loaded machine runs the test.
         _ = try await p.waitForLine { line in
-            guard line.contains("\"progress\""), let object = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any]
+            guard line.contains("\"progress\""),
+                let object = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any]
             else { return false }
             return (object["bytes"] as? Int ?? 0) > 200_000
         }
@@ -177,8 +190,14 @@ import Testing
         let nginx = try await NginxServer(root: w.path("www"))
         try "{not json".write(toFile: w.path("broken.json"), atomically: true, encoding: .utf8)
         let cases: [(args: [String], state: String, status: Int32, words: String)] = [
-            (["download", nginx.url(for: "f.bin")], "/proc/nope", 74, "cannot create the state folder /proc/nope: No such file or directory"),
-            (["download", nginx.url(for: "f.bin")], w.path("www/f.bin") + "/state", 74, "cannot create the state folder \(w.path("www/f.bin"))/state: Not a directory"),
+            (
+                ["download", nginx.url(for: "f.bin")], "/proc/nope", 74,
+                "cannot create the state folder /proc/nope: No such file or directory"
+            ),
+            (
+                ["download", nginx.url(for: "f.bin")], w.path("www/f.bin") + "/state", 74,
+                "cannot create the state folder \(w.path("www/f.bin"))/state: Not a directory"
+            ),
             (["download", nginx.url(for: "f.bin"), "-o", w.path("missing/f.bin")], w.state, 73, w.path("missing")),
             (["resume", w.path("broken.json")], w.state, 65, w.path("broken.json")),
         ]
@@ -197,17 +216,24 @@ import Testing
             readOnly = "/sys/kernel"
         } else {
             readOnly = w.path("ro")
-            try FileManager.default.createDirectory(atPath: readOnly, withIntermediateDirectories: false,
+            try FileManager.default.createDirectory(
+                atPath: readOnly, withIntermediateDirectories: false,
                 attributes: [.posixPermissions: 0o555])
         }
         let refused = try await w.run(["download", nginx.url(for: "f.bin"), "-o", readOnly + "/f.bin"])
         #expect(refused.status == 73, "\(refused)")
         #expect(refused.stderr.split(separator: "\n").count == 1, "\(refused)")
         #expect(refused.stderr.contains(readOnly + "/f.bin"), "\(refused)")
-        for dump in ["Error(", "code:", "NSUnderlying", "userInfo"] { #expect(!refused.stderr.contains(dump), "\(refused)") }
+        for dump in ["Error(", "code:", "NSUnderlying", "userInfo"] {
+            #expect(!refused.stderr.contains(dump), "\(refused)")
+        }
         #expect(try w.tokens().isEmpty, "no token is left for a download that could not create its file")
-        let full = try await runProcess("/usr/bin/prlimit", ["--fsize=50000", resumectlBinary, "download", nginx.url(for: "f.bin"),
-            "--state-dir", w.state], currentDirectory: w.out)
+        let full = try await runProcess(
+            "/usr/bin/prlimit",
+            [
+                "--fsize=50000", resumectlBinary, "download", nginx.url(for: "f.bin"),
+                "--state-dir", w.state,
+            ], currentDirectory: w.out)
         #expect(full.status == 74, "\(full)")
         #expect(full.stderr.contains(w.out + "/f.bin.part"), "\(full)")
         #expect(full.stderr.contains("File too large"), "\(full)")

@@ -2,7 +2,7 @@ import Foundation
 import Testing
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// Transfers that outlive the terminal (`--detach`, `wait`, `list`, `log`, `--start-at`, waiting for the
@@ -90,7 +90,8 @@ import Glibc
         let nginx = try await NginxServer(root: w.path("www"), limitRate: 500_000)
         // A shell in a session of its own stands in for a terminal: it detaches a download, then waits.
         let script = "\"$0\" download \"$1\" --detach --state-dir \"$2\"; exec sleep 60"
-        let shell = try RunningProcess("/usr/bin/setsid", ["sh", "-c", script, resumectlBinary, nginx.url(for: "f.bin"), w.state],
+        let shell = try RunningProcess(
+            "/usr/bin/setsid", ["sh", "-c", script, resumectlBinary, nginx.url(for: "f.bin"), w.state],
             currentDirectory: w.out)
         let id = try #require(try await shell.nextLine(timeout: .seconds(20)))
         #expect(getpgid(shell.pid) == shell.pid)
@@ -159,7 +160,9 @@ import Glibc
         #expect(waited.status == 0, "\(waited)")
         #expect(try sha256(file: w.out + "/f.bin") == digest)
         let log = try String(contentsOfFile: w.state + "/logs/\(id).log", encoding: .utf8)
-        #expect(names(events(log.split(separator: "\n").filter { $0.hasPrefix("{") }.joined(separator: "\n"))).contains("waiting"))
+        #expect(
+            names(events(log.split(separator: "\n").filter { $0.hasPrefix("{") }.joined(separator: "\n"))).contains(
+                "waiting"))
         #expect(!log.contains("gave up"))
         _ = nginx
     }
@@ -195,7 +198,8 @@ import Glibc
         #expect(pause.status == 0, "\(pause)")
         #expect(try await list(w)[id]?["state"] as? String == "paused")
         #expect(try await w.run(["wait", id]).status == 75)
-        let id2 = try await detach(w, ["download", nginx.url(for: "f.bin"), "-o", "g.bin", "--start-at", "2099-01-01T00:00:00Z"])
+        let id2 = try await detach(
+            w, ["download", nginx.url(for: "f.bin"), "-o", "g.bin", "--start-at", "2099-01-01T00:00:00Z"])
         let cancel = try await w.run(["cancel", id2])
         #expect(cancel.status == 0, "\(cancel)")
         #expect(try await list(w, all: true)[id2]?["state"] as? String == "cancelled")
@@ -214,7 +218,8 @@ import Glibc
         let timedOut = try await w.run(["wait", slow, "--timeout", "1"])
         #expect(timedOut.status == 75, "\(timedOut)")
         #expect(timedOut.stderr.contains(slow))
-        #expect(try await list(w)[slow]?["state"] as? String == "running", "wait gave up before the 27 s transfer ended")
+        #expect(
+            try await list(w)[slow]?["state"] as? String == "running", "wait gave up before the 27 s transfer ended")
         #expect(try await w.run(["pause", slow]).status == 0)
 
         let good = try await detach(w, ["download", nginx.url(for: "f.bin")])
@@ -252,7 +257,8 @@ import Glibc
         defer { reaper.stopAll() }
         let digest = try makeRandomFile(path: w.path("www/src.bin"), size: 1_000_000, seed: 30)
         let peer = try await UploadPeer()
-        let id = try await detach(w, ["upload", w.path("www/src.bin"), peer.url(for: "k.bin"), "--interop-version", "6"])
+        let id = try await detach(
+            w, ["upload", w.path("www/src.bin"), peer.url(for: "k.bin"), "--interop-version", "6"])
         #expect(id.hasPrefix("u-"))
         let waited = try await w.run(["wait", id], timeout: .seconds(60))
         #expect(waited.status == 0, "\(waited)")
@@ -321,7 +327,9 @@ import Glibc
         #expect(try sha256(file: w.out + "/b.bin") == second)
         for id in ids {
             let log = try await w.run(["log", id])
-            #expect(names(events(log.stdout.split(separator: "\n").filter { $0.hasPrefix("{") }.joined(separator: "\n"))).contains("completed"), "\(log)")
+            #expect(
+                names(events(log.stdout.split(separator: "\n").filter { $0.hasPrefix("{") }.joined(separator: "\n")))
+                    .contains("completed"), "\(log)")
         }
     }
 
@@ -334,7 +342,9 @@ import Glibc
         defer { reaper.stopAll() }
         let port = try freePort()
         for i in 0..<10 {
-            let p = try w.start(["download", "http://127.0.0.1:\(port)/f.bin", "-o", "f\(i).bin", "--wait-network", "--retries", "0"])
+            let p = try w.start([
+                "download", "http://127.0.0.1:\(port)/f.bin", "-o", "f\(i).bin", "--wait-network", "--retries", "0",
+            ])
             try await Task.sleep(for: .milliseconds(i * 5))
             p.send(signal: SIGTERM)
             let r = try await p.wait(timeout: .seconds(20))
@@ -349,7 +359,10 @@ import Glibc
         let digest = try makeRandomFile(path: w.path("www/f.bin"), size: 300_000, seed: 36)
         let port = try freePort()
         // Nothing listens yet: connection refused, again and again, with no retries to spend.
-        let p = try w.start(["download", "http://127.0.0.1:\(port)/f.bin", "--wait-network", "--retries", "0", "--retry-delay", "0.2", "--json"])
+        let p = try w.start([
+            "download", "http://127.0.0.1:\(port)/f.bin", "--wait-network", "--retries", "0", "--retry-delay", "0.2",
+            "--json",
+        ])
         _ = try await p.waitForLine(timeout: .seconds(20), where: { $0.contains("\"waiting\"") })
         try await Task.sleep(for: .seconds(2))
         #expect(p.isRunning)
@@ -361,7 +374,9 @@ import Glibc
         // Without it, a refused connection spends the retries as before.
         let plain = try await w.run(["download", "http://127.0.0.1:\(try freePort())/g.bin", "--retries", "0"])
         #expect(plain.status == 75, "\(plain)")
-        for bad in [["--start-at", "25:00", "--detach"], ["--start-at", "tomorrow", "--detach"], ["--start-at", "12:00"]] {
+        for bad in [
+            ["--start-at", "25:00", "--detach"], ["--start-at", "tomorrow", "--detach"], ["--start-at", "12:00"],
+        ] {
             let r = try await w.run(["download", nginx.url(for: "f.bin"), "-o", "x.bin"] + bad)
             #expect(r.status == 64, "\(bad): \(r)")
             #expect(r.stderr.split(separator: "\n").count == 1)

@@ -43,7 +43,10 @@ import Testing
         let digest = try makeRandomFile(path: w.path("www/src.bin"), size: Self.size, seed: 7)
         let peer = try await UploadPeer()
         var rng = SeededGenerator(seed: 7)
-        let args = ["upload", w.path("www/src.bin"), peer.url(for: "k.bin"), "--interop-version", "6", "--limit-rate", "2M", "-q"]
+        let args = [
+            "upload", w.path("www/src.bin"), peer.url(for: "k.bin"), "--interop-version", "6", "--limit-rate", "2M",
+            "-q",
+        ]
         for _ in 0..<3 {
             let p = try w.start(args)
             try await Task.sleep(for: .milliseconds(Int.random(in: 200...600, using: &rng)))
@@ -90,7 +93,11 @@ import Testing
         switch kind {
         case "zeros": broken = Data(repeating: 0, count: original.count)
         case "truncated": broken = original.prefix(original.count / 2)
-        default: broken = Data(String(decoding: original, as: UTF8.self).replacingOccurrences(of: "\"version\" : 1", with: "\"version\" : 2").utf8)
+        default:
+            broken = Data(
+                String(decoding: original, as: UTF8.self).replacingOccurrences(
+                    of: "\"version\" : 1", with: "\"version\" : 2"
+                ).utf8)
         }
         try broken.write(to: URL(fileURLWithPath: file))
         let partBefore = try sha256(file: w.out + "/f.bin.part")
@@ -109,7 +116,8 @@ import Testing
         _ = try makeRandomFile(path: w.path("www/f.bin"), size: 100_000, seed: 5)
         let nginx = try await NginxServer(root: w.path("www"))
         #expect(FileManager.default.createFile(atPath: w.path("plainfile"), contents: Data()))
-        let r = try await runProcess(resumectlBinary, ["download", nginx.url(for: "f.bin"), "--state-dir", w.path("plainfile/state")],
+        let r = try await runProcess(
+            resumectlBinary, ["download", nginx.url(for: "f.bin"), "--state-dir", w.path("plainfile/state")],
             currentDirectory: w.out)
         #expect(r.status == 74, "\(r)")
         #expect(r.stderr.split(separator: "\n").count == 1)
@@ -122,8 +130,12 @@ import Testing
         let digest = try makeRandomFile(path: w.path("www/f.bin"), size: Self.size, seed: extra.isEmpty ? 6 : 16)
         let nginx = try await NginxServer(root: w.path("www"))
         // A file-size limit makes write(2) fail as a full disk would.
-        let limited = try await runProcess("/usr/bin/prlimit", ["--fsize=1500000", resumectlBinary, "download", nginx.url(for: "f.bin"),
-            "--state-dir", w.state, "--json"] + extra, currentDirectory: w.out)
+        let limited = try await runProcess(
+            "/usr/bin/prlimit",
+            [
+                "--fsize=1500000", resumectlBinary, "download", nginx.url(for: "f.bin"),
+                "--state-dir", w.state, "--json",
+            ] + extra, currentDirectory: w.out)
         #expect(limited.status == 74, "\(limited)")
         #expect(limited.stderr.split(separator: "\n").count == 1, "\(limited)")
         #expect(events(limited.stdout).first("failed")?["resumable"] as? Bool == true)
@@ -251,7 +263,9 @@ import Testing
         let digest = try makeRandomFile(path: w.path("www/f.bin"), size: Self.size, seed: 12)
         let nginx = try await NginxServer(root: w.path("www"))
         let proxy = try FaultProxy(upstreamPort: nginx.port, plan: [.stallAfterDownstream(bytes: 1_000_000)])
-        let r = try await w.run(["download", proxy.url(for: "f.bin"), "--stall-timeout", "1", "--retry-delay", "0.05", "--json"])
+        let r = try await w.run([
+            "download", proxy.url(for: "f.bin"), "--stall-timeout", "1", "--retry-delay", "0.05", "--json",
+        ])
         #expect(r.status == 0, "\(r)")
         #expect(try sha256(file: w.out + "/f.bin") == digest)
         #expect((events(r.stdout).first("retry")?["error"] as? String)?.contains("no data") == true, "\(r.stdout)")
@@ -261,10 +275,13 @@ import Testing
         let w = try Workspace()
         let digest = try makeRandomFile(path: w.path("www/src.bin"), size: Self.size, seed: 13)
         let peer = try await UploadPeer()
-        let proxy = try FaultProxy(upstreamPort: peer.port, plan: [.stallAfterUpstream(bytes: 1_500_000).throttled(bytesPerSecond: 5_000_000)])
+        let proxy = try FaultProxy(
+            upstreamPort: peer.port, plan: [.stallAfterUpstream(bytes: 1_500_000).throttled(bytesPerSecond: 5_000_000)])
         peer.advertise(origin: proxy.baseURL)
-        let r = try await w.run(["upload", w.path("www/src.bin"), proxy.url(for: "s.bin"), "--interop-version", "6",
-            "--stall-timeout", "1", "--retry-delay", "0.05", "--json"])
+        let r = try await w.run([
+            "upload", w.path("www/src.bin"), proxy.url(for: "s.bin"), "--interop-version", "6",
+            "--stall-timeout", "1", "--retry-delay", "0.05", "--json",
+        ])
         #expect(r.status == 0, "\(r)")
         #expect(try peer.storedSHA256("s.bin") == digest)
         #expect(names(events(r.stdout)).contains("retry"))

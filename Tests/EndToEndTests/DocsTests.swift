@@ -3,7 +3,8 @@ import Testing
 
 /// README.md and docs/*.md checked against the tree and the built binary (issue 45): every relative link
 /// (and its `#anchor`) leads somewhere, every `resumectl …` line of a code block names a subcommand and long
-/// options that `resumectl help SUBCOMMAND` (or `resumectl SUBCOMMAND --help`) lists, the README's exit statuses are `resumectl --help`'s, and
+/// options that `resumectl help SUBCOMMAND` (or `resumectl SUBCOMMAND --help`) lists, the README's exit statuses are
+/// `resumectl --help`'s, and
 /// the files of the trace in docs/architecture.md exist under Sources/.
 @Suite struct DocsTests {
     /// The package's root: this file is Tests/EndToEndTests/DocsTests.swift.
@@ -27,7 +28,9 @@ import Testing
                 if target.contains("://") || target.hasPrefix("mailto:") { continue }
                 let parts = target.split(separator: "#", maxSplits: 1, omittingEmptySubsequences: false)
                 let file = String(parts[0]), anchor = parts.count > 1 ? String(parts[1]) : nil
-                let resolved = file.isEmpty ? Self.root.appendingPathComponent(page.path)
+                let resolved =
+                    file.isEmpty
+                    ? Self.root.appendingPathComponent(page.path)
                     : folder.appendingPathComponent(file).standardizedFileURL
                 guard FileManager.default.fileExists(atPath: resolved.path) else {
                     broken.append("\(page.path):\(line): \(target): no file \(resolved.path)")
@@ -70,7 +73,10 @@ import Testing
                         help = helps[sub]!
                     }
                     for option in Self.longOptions(in: command) where !Self.lists(help, option) {
-                        wrong.append("\(page.path):\(number): \(option) is not in `resumectl help \(words.dropFirst().first ?? "")`: \(line)")
+                        wrong.append(
+                            "\(page.path):\(number): \(option) is not in `resumectl help "
+                                + "\(words.dropFirst().first ?? "")`: \(line)"
+                        )
                     }
                 }
             }
@@ -81,12 +87,15 @@ import Testing
 
     @Test(.enabled(if: resumectlIsBuilt)) func exitStatusesAreTheHelps() async throws {
         let readme = try String(contentsOf: Self.root.appendingPathComponent("README.md"), encoding: .utf8)
-        let section = readme.components(separatedBy: "\n## Exit status\n").dropFirst().first?
+        let section =
+            readme.components(separatedBy: "\n## Exit status\n").dropFirst().first?
             .components(separatedBy: "\n## ").first ?? ""
-        let documented = Set(section.split(separator: "\n").compactMap { row -> Int? in
-            guard row.hasPrefix("|") else { return nil }
-            return Int(row.split(separator: "|", omittingEmptySubsequences: false)[1].trimmingCharacters(in: .whitespaces))
-        })
+        let documented = Set(
+            section.split(separator: "\n").compactMap { row -> Int? in
+                guard row.hasPrefix("|") else { return nil }
+                return Int(
+                    row.split(separator: "|", omittingEmptySubsequences: false)[1].trimmingCharacters(in: .whitespaces))
+            })
         let help = try await Self.help([])
         // The lines under EXIT STATUS: that start with a number, up to the first that does not.
         var told = Set<Int>()
@@ -104,7 +113,8 @@ import Testing
     @Test(.enabled(if: resumectlIsBuilt)) func helpFitsEightyColumns() async throws {
         let top = try await runProcess(resumectlBinary, ["--help"], environment: ["COLUMNS": "80"]).stdout
         for name in [""] + Self.subcommands(inHelp: top) {
-            let r = try await runProcess(resumectlBinary, name.isEmpty ? ["--help"] : ["help", name], environment: ["COLUMNS": "80"])
+            let r = try await runProcess(
+                resumectlBinary, name.isEmpty ? ["--help"] : ["help", name], environment: ["COLUMNS": "80"])
             let wide = r.stdout.split(separator: "\n").filter { $0.count > 80 }
             #expect(r.status == 0 && wide.isEmpty, "resumectl help \(name): \(wide)")
         }
@@ -118,8 +128,9 @@ import Testing
         #expect(paths.count >= 5, "no trace block under '## Trace of a retried download' in docs/architecture.md")
         for path in paths {
             #expect(path.hasPrefix("Sources/"), "a trace line starts with \(path), not a path under Sources/")
-            #expect(FileManager.default.fileExists(atPath: Self.root.appendingPathComponent(path).path),
-                    "docs/architecture.md's trace names \(path), which does not exist")
+            #expect(
+                FileManager.default.fileExists(atPath: Self.root.appendingPathComponent(path).path),
+                "docs/architecture.md's trace names \(path), which does not exist")
         }
     }
 
@@ -137,7 +148,9 @@ import Testing
         var names: [String] = []
         for line in section.split(separator: "\n", omittingEmptySubsequences: false) {
             if line.isEmpty, !names.isEmpty { break }
-            guard line.hasPrefix("  "), let word = line.split(separator: " ").first, !word.hasPrefix("-") else { continue }
+            guard line.hasPrefix("  "), let word = line.split(separator: " ").first, !word.hasPrefix("-") else {
+                continue
+            }
             names.append(String(word))
         }
         return names
@@ -147,7 +160,9 @@ import Testing
     /// trailing `# comment`.
     static func commands(in line: String) -> [String] {
         var text = line
-        if let comment = text.range(of: #"(^|\s)#"#, options: .regularExpression) { text = String(text[..<comment.lowerBound]) }
+        if let comment = text.range(of: #"(^|\s)#"#, options: .regularExpression) {
+            text = String(text[..<comment.lowerBound])
+        }
         return text.replacingOccurrences(of: "$(", with: "|").replacingOccurrences(of: "&&", with: "|")
             .replacingOccurrences(of: ";", with: "|")
             .split(separator: "|").map { $0.trimmingCharacters(in: .whitespaces) }
@@ -157,7 +172,9 @@ import Testing
     static func longOptions(in command: String) -> [String] {
         let regex = try! NSRegularExpression(pattern: #"(?<![\w-])--[A-Za-z0-9][A-Za-z0-9.-]*[A-Za-z0-9]"#)
         let range = NSRange(command.startIndex..., in: command)
-        return regex.matches(in: command, range: range).compactMap { Range($0.range, in: command).map { String(command[$0]) } }
+        return regex.matches(in: command, range: range).compactMap {
+            Range($0.range, in: command).map { String(command[$0]) }
+        }
     }
 
     /// Whether the help lists the option as a whole word (`--http1` is not `--http1.1`).
@@ -203,11 +220,13 @@ enum Markdown {
         var anchors = Set<String>()
         for (_, line) in codeLinesRemoved(text) where line.hasPrefix("#") {
             let title = line.drop(while: { $0 == "#" }).trimmingCharacters(in: .whitespaces)
-            let plain = title.replacingOccurrences(of: #"\[([^\]]*)\]\([^)]*\)"#, with: "$1", options: .regularExpression)
-            let slug = String(plain.lowercased().compactMap { c -> Character? in
-                if c == " " { return "-" }
-                return c.isLetter || c.isNumber || c == "-" || c == "_" ? c : nil
-            })
+            let plain = title.replacingOccurrences(
+                of: #"\[([^\]]*)\]\([^)]*\)"#, with: "$1", options: .regularExpression)
+            let slug = String(
+                plain.lowercased().compactMap { c -> Character? in
+                    if c == " " { return "-" }
+                    return c.isLetter || c.isNumber || c == "-" || c == "_" ? c : nil
+                })
             let count = seen[slug, default: 0]
             seen[slug] = count + 1
             anchors.insert(count == 0 ? slug : "\(slug)-\(count)")

@@ -42,7 +42,9 @@ import Testing
     @Test func connectionCutMidwayIsResumedWithIfRange() async throws {
         let h = try Workspace()
         let (nginx, digest) = try await nginxWithFile(h)
-        let proxy = try FaultProxy(upstreamPort: nginx.port, plan: [.cutAfterDownstream(bytes: 1_000_000), .cutAfterDownstream(bytes: 700_000, reset: true)])
+        let proxy = try FaultProxy(
+            upstreamPort: nginx.port,
+            plan: [.cutAfterDownstream(bytes: 1_000_000), .cutAfterDownstream(bytes: 700_000, reset: true)])
         let r = try await h.run(["download", proxy.url(for: "f.bin"), "--json", "--retry-delay", "0.05"])
         #expect(r.status == 0, "\(r)")
         #expect(try sha256(file: h.out + "/f.bin") == digest)
@@ -102,7 +104,8 @@ import Testing
 
     @Test func changedFileFailsWithOnChangeFail() async throws {
         let h = try Workspace()
-        let server = try await MisbehavingServer(content: randomBytes(count: 2_000_000, seed: 5), behaviors: [.cutsEveryResponse(afterBytes: 500_000)])
+        let server = try await MisbehavingServer(
+            content: randomBytes(count: 2_000_000, seed: 5), behaviors: [.cutsEveryResponse(afterBytes: 500_000)])
         let p = try await h.run(["download", server.url(), "-o", "c.bin", "--on-change", "fail", "--retries", "0"])
         #expect(p.status == 75, "\(p)")
         server.replaceContent(randomBytes(count: 2_000_000, seed: 6))
@@ -126,7 +129,9 @@ import Testing
     @Test func wrongChecksumKeepsThePartAndExits65() async throws {
         let h = try Workspace()
         let (nginx, _) = try await nginxWithFile(h)
-        let r = try await h.run(["download", nginx.url(for: "f.bin"), "--checksum", "sha256=" + String(repeating: "0", count: 64)])
+        let r = try await h.run([
+            "download", nginx.url(for: "f.bin"), "--checksum", "sha256=" + String(repeating: "0", count: 64),
+        ])
         #expect(r.status == 65, "\(r)")
         #expect(r.stderr.contains("checksum mismatch"))
         #expect(!h.exists(h.out + "/f.bin"))
@@ -141,7 +146,8 @@ import Testing
 
     @Test func wrongReprDigestIsCaught() async throws {
         let h = try Workspace()
-        let server = try await MisbehavingServer(content: randomBytes(count: 500_000, seed: 3), behaviors: [.wrongReprDigest])
+        let server = try await MisbehavingServer(
+            content: randomBytes(count: 500_000, seed: 3), behaviors: [.wrongReprDigest])
         let r = try await h.run(["download", server.url(), "-o", "d.bin"])
         #expect(r.status == 65, "\(r)")
         #expect(!h.exists(h.out + "/d.bin"))
@@ -150,7 +156,8 @@ import Testing
     @Test func rightReprDigestAcrossCuts() async throws {
         let h = try Workspace()
         let content = randomBytes(count: 2_000_000, seed: 4)
-        let server = try await MisbehavingServer(content: content, behaviors: [.reprDigest, .cutsEveryResponse(afterBytes: 600_000)])
+        let server = try await MisbehavingServer(
+            content: content, behaviors: [.reprDigest, .cutsEveryResponse(afterBytes: 600_000)])
         let r = try await h.run(["download", server.url(), "-o", "d.bin", "--retry-delay", "0.01"])
         #expect(r.status == 0, "\(r)")
         #expect(try sha256(file: h.out + "/d.bin") == sha256(content))
@@ -163,7 +170,9 @@ import Testing
         let content = randomBytes(count: 2_000_000, seed: 7)
         let server = try await MisbehavingServer(content: content, behaviors: [.ignoresRange])
         let proxy = try FaultProxy(upstreamPort: server.port, plan: [.cutAfterDownstream(bytes: 800_000)])
-        let r = try await h.run(["download", proxy.url(for: "file.bin"), "-o", "r.bin", "--json", "--retry-delay", "0.01"])
+        let r = try await h.run([
+            "download", proxy.url(for: "file.bin"), "-o", "r.bin", "--json", "--retry-delay", "0.01",
+        ])
         #expect(r.status == 0, "\(r)")
         #expect(try sha256(file: h.out + "/r.bin") == sha256(content))
         #expect(events(r.stdout).first("restarted")?["reason"] as? String == "the server ignored the range request")
@@ -184,7 +193,8 @@ import Testing
         let h = try Workspace()
         let first = randomBytes(count: 1_500_000, seed: 9)
         let second = randomBytes(count: 1_500_000, seed: 10)
-        let server = try await MisbehavingServer(content: first, behaviors: [.noValidator(contentProvider: { n in n == 0 ? first : second })])
+        let server = try await MisbehavingServer(
+            content: first, behaviors: [.noValidator(contentProvider: { n in n == 0 ? first : second })])
         let proxy = try FaultProxy(upstreamPort: server.port, plan: [.cutAfterDownstream(bytes: 700_000)])
         let r = try await h.run(["download", proxy.url(for: "file.bin"), "-o", "n.bin", "--retry-delay", "0.01"])
         #expect(r.status == 0, "\(r)")
@@ -215,7 +225,9 @@ import Testing
     @Test func unreachableServerRunsOutOfRetriesAndKeepsNothingBroken() async throws {
         let h = try Workspace()
         let port = try freePort()
-        let r = try await h.run(["download", "http://127.0.0.1:\(port)/f.bin", "--retries", "2", "--retry-delay", "0.01"])
+        let r = try await h.run([
+            "download", "http://127.0.0.1:\(port)/f.bin", "--retries", "2", "--retry-delay", "0.01",
+        ])
         #expect(r.status == 75, "\(r)")
         #expect(r.stderr.contains("gave up after 2 retries"))
     }

@@ -73,16 +73,20 @@ enum FaultMatrixTests {
             let lines = r.stderr.split(separator: "\n").filter { !$0.isEmpty }
             #expect(lines.count == (route == .list ? 2 : 1), "\(route): one line: \(r.stderr)")
         case .refused:
-            let r = try await scene.run(base: "http://127.0.0.1:\(try freePort())", extra: ["--retries", "2", "--retry-delay", "0.1"])
+            let r = try await scene.run(
+                base: "http://127.0.0.1:\(try freePort())", extra: ["--retries", "2", "--retry-delay", "0.1"])
             #expect(r.status == 75, "\(route): \(r)")
         case .goneFor4Seconds, .busyTwice, .stalled:
             let direction: Fault.Direction = route.isUpload ? .upstream : .downstream
-            let fault: Fault = switch trouble {
-            case .goneFor4Seconds: Fault.goneAfter(direction, bytes: 512 << 10, for: .seconds(4)).firingOnce()
-            // Finite: tuspyserver answers no HEAD while a PATCH of the upload hangs.
-            default: Fault(trigger: (direction, 512 << 10, .stall(.seconds(5)))).firingOnce()
-            }
-            var plan: [Fault] = trouble == .busyTwice ? [.busy(retryAfter: 1), .busy(retryAfter: 1)] : Array(repeating: fault, count: 64)
+            let fault: Fault =
+                switch trouble {
+                case .goneFor4Seconds: Fault.goneAfter(direction, bytes: 512 << 10, for: .seconds(4)).firingOnce()
+                // Finite: tuspyserver answers no HEAD while a PATCH of the upload hangs.
+                default: Fault(trigger: (direction, 512 << 10, .stall(.seconds(5)))).firingOnce()
+                }
+            var plan: [Fault] =
+                trouble == .busyTwice
+                ? [.busy(retryAfter: 1), .busy(retryAfter: 1)] : Array(repeating: fault, count: 64)
             // A list asks for its file in the small-file pass first and drops the answer after its head (4 MB is
             // not small): that connection passes; the fault meets the worker's download.
             if route == .list, trouble != .busyTwice { plan.insert(.pass, at: 0) }
@@ -90,16 +94,20 @@ enum FaultMatrixTests {
             defer { proxy.stop() }
             scene.advertise(proxy.baseURL)
             let started = ContinuousClock.now
-            let r = try await scene.run(base: proxy.baseURL, extra: trouble == .stalled ? ["--stall-timeout", "2"] : [])
+            let r = try await scene.run(
+                base: proxy.baseURL, extra: trouble == .stalled ? ["--stall-timeout", "2"] : [])
             #expect(r.status == 0, "\(route) \(trouble): \(r)")
             #expect(try await scene.delivered() == scene.digest, "\(route) \(trouble): bytes differ")
             let fired = proxy.connections.contains { $0.triggered }
-            let seen = proxy.connections.map { "\($0.refused ? "refused" : "\($0.requestLines)")" }.joined(separator: " ")
+            let seen = proxy.connections.map { "\($0.refused ? "refused" : "\($0.requestLines)")" }.joined(
+                separator: " ")
             switch trouble {
             case .goneFor4Seconds:
                 #expect(fired, "\(route): the server never went away")
                 #expect(ContinuousClock.now - started >= .seconds(4), "\(route): finished while the server was gone")
-                #expect(proxy.connections.contains { $0.refused }, "\(route): nothing knocked while the server was gone: \(seen) \(r.stderr)")
+                #expect(
+                    proxy.connections.contains { $0.refused },
+                    "\(route): nothing knocked while the server was gone: \(seen) \(r.stderr)")
             case .stalled:
                 #expect(fired, "\(route): nothing stalled")
             default:
@@ -109,7 +117,8 @@ enum FaultMatrixTests {
             if route == .ietf || route == .tus || route == .stdin, trouble != .busyTwice {
                 // The resume went through the proxy too: its HEAD (offset) and PATCH (the rest) were seen there.
                 let lines = proxy.connections.flatMap(\.requestLines)
-                #expect(lines.contains { $0.hasPrefix("HEAD ") } && lines.contains { $0.hasPrefix("PATCH ") },
+                #expect(
+                    lines.contains { $0.hasPrefix("HEAD ") } && lines.contains { $0.hasPrefix("PATCH ") },
                     "\(route): the resume went around the proxy: \(seen) \(r.stderr)")
             }
         }
@@ -142,7 +151,8 @@ enum FaultMatrixTests {
                 w = try Workspace()
             }
             let size = route.isS3 ? FaultMatrixTests.s3Size : FaultMatrixTests.size
-            digest = try makeRandomFile(path: w.path("www/f.bin"), size: size, seed: UInt64(7 + Route.allCases.firstIndex(of: route)!))
+            digest = try makeRandomFile(
+                path: w.path("www/f.bin"), size: size, seed: UInt64(7 + Route.allCases.firstIndex(of: route)!))
             switch route {
             case .download, .segmented, .stdout, .list:
                 nginx = try await NginxServer(root: w.path("www"))
@@ -178,7 +188,8 @@ enum FaultMatrixTests {
             let src = w.path("www/f.bin")
             switch route {
             case .download: return try await w.run(["download", base + "/f.bin", "-o", "f.bin"] + extra)
-            case .segmented: return try await w.run(["download", base + "/f.bin", "-o", "f.bin", "--connections", "4"] + extra)
+            case .segmented:
+                return try await w.run(["download", base + "/f.bin", "-o", "f.bin", "--connections", "4"] + extra)
             case .stdout:
                 return try await piped(["download", base + "/f.bin", "-o", "-"] + extra, into: "cat > f.bin")
             case .list:
@@ -192,7 +203,8 @@ enum FaultMatrixTests {
             case .plain: return try await w.run(["upload", src, base + "/f.bin", "--protocol", "plain"] + extra)
             case .tus: return try await w.run(["upload", src, base + "/files/"] + extra)
             case .s3Upload:
-                return try await s3!.run(["upload", src, s3!.url("f.bin"), "--part-size", "5M", "--endpoint-url", base] + extra)
+                return try await s3!.run(
+                    ["upload", src, s3!.url("f.bin"), "--part-size", "5M", "--endpoint-url", base] + extra)
             case .stdin:
                 return try await piped(["upload", "-", base + "/f.bin"] + extra, from: "cat '\(src)'")
             }
@@ -214,10 +226,15 @@ enum FaultMatrixTests {
 
         /// A stream route through the suites' one pipeline helper: resumectl's exit status, its stderr without the
         /// helper's `status=` line.
-        private func piped(_ args: [String], from producer: String? = nil, into consumer: String? = nil) async throws -> ProcessResult {
+        private func piped(_ args: [String], from producer: String? = nil, into consumer: String? = nil) async throws
+            -> ProcessResult
+        {
             let (r, status) = try await pipeline(w, producer: producer, args, into: consumer, timeout: .seconds(120))
-            let stderr = r.stderr.split(separator: "\n", omittingEmptySubsequences: false).filter { !$0.hasPrefix("status=") }
-            return ProcessResult(status: status, signaled: false, stdout: r.stdout, stderr: stderr.joined(separator: "\n"))
+            let stderr = r.stderr.split(separator: "\n", omittingEmptySubsequences: false).filter {
+                !$0.hasPrefix("status=")
+            }
+            return ProcessResult(
+                status: status, signaled: false, stdout: r.stdout, stderr: stderr.joined(separator: "\n"))
         }
 
     }

@@ -11,7 +11,8 @@ extension FolderUploadTests {
         for i in 0..<count {
             let relative = "d\(i % 3)/f \(i).bin"
             try FileManager.default.createDirectory(atPath: root + "/d\(i % 3)", withIntermediateDirectories: true)
-            files[relative] = try makeRandomFile(path: root + "/" + relative, size: i % 50 == 0 ? 0 : 4096, seed: UInt64(i + 1))
+            files[relative] = try makeRandomFile(
+                path: root + "/" + relative, size: i % 50 == 0 ? 0 : 4096, seed: UInt64(i + 1))
         }
         return files
     }
@@ -27,7 +28,9 @@ extension FolderUploadTests {
         return counts
     }
 
-    @Test(arguments: ["ietf", "tus"]) func smallFilesLeaveNothingOnDiskAndAKillResendsNoFinishedFile(choice: String) async throws {
+    @Test(arguments: ["ietf", "tus"]) func smallFilesLeaveNothingOnDiskAndAKillResendsNoFinishedFile(choice: String)
+        async throws
+    {
         let w = try Workspace()
         let root = w.path("www/small")
         let files = try Self.smallTree(root, count: 300)
@@ -46,16 +49,22 @@ extension FolderUploadTests {
         }
         // While the batch runs: no token, no lock, no result record for any of its files.
         #expect(try w.tokens().isEmpty)
-        let locks = ((try? FileManager.default.contentsOfDirectory(atPath: w.state + "/tokens")) ?? []).filter { $0.hasPrefix("u-") }
+        let locks = ((try? FileManager.default.contentsOfDirectory(atPath: w.state + "/tokens")) ?? []).filter {
+            $0.hasPrefix("u-")
+        }
         #expect(locks.isEmpty, "\(locks)")
         p.send(signal: SIGKILL)
         #expect(try await p.wait().signaled)
-        let records = ((try? FileManager.default.contentsOfDirectory(atPath: w.state + "/results")) ?? []).filter { $0.hasPrefix("u-") }
+        let records = ((try? FileManager.default.contentsOfDirectory(atPath: w.state + "/results")) ?? []).filter {
+            $0.hasPrefix("u-")
+        }
         #expect(records.isEmpty, "\(records)")
 
         let r = try await w.run(["resume", id, "--json"], timeout: .seconds(300))
         #expect(r.status == 0, "\(r)")
-        for (relative, digest) in files { #expect(try sha256(file: w.path("served/s/") + relative) == digest, "\(relative)") }
+        for (relative, digest) in files {
+            #expect(try sha256(file: w.path("served/s/") + relative) == digest, "\(relative)")
+        }
         // A file whose body passed the proxy twice was in flight at the kill (at most --parallel 4 of them);
         // one that had arrived but whose ledger line was not yet synced is asked about (HEAD), not sent.
         let twice = Self.bodies(proxy).filter { $0.value > 1 }
@@ -72,7 +81,8 @@ extension FolderUploadTests {
         // 25 MiB in 5 MiB parts, sent side by side within the batch's 8 requests.
         files["big.bin"] = try makeRandomFile(path: root + "/big.bin", size: 25 << 20, seed: 77)
         let proxy = try FaultProxy(upstreamPort: s.moto.port)
-        let r = try await s.run(["upload", root, s.url("m/"), "--endpoint-url", proxy.baseURL, "--part-size", "5M", "--parallel", "8"],
+        let r = try await s.run(
+            ["upload", root, s.url("m/"), "--endpoint-url", proxy.baseURL, "--part-size", "5M", "--parallel", "8"],
             timeout: .seconds(300))
         #expect(r.status == 0, "\(r)")
         let stored = try await s.moto.digests(s.bucket)
@@ -80,7 +90,9 @@ extension FolderUploadTests {
         let lines = proxy.connections.flatMap(\.requestLines)
         let puts = lines.filter { $0.hasPrefix("PUT ") && !$0.contains("uploadId=") }
         #expect(puts.count == files.count - 1, "one PutObject per small file: \(puts.count)")
-        #expect(lines.filter { $0.hasPrefix("POST ") && $0.contains("?uploads") }.count == 1, "a multipart upload for the large file only")
+        #expect(
+            lines.filter { $0.hasPrefix("POST ") && $0.contains("?uploads") }.count == 1,
+            "a multipart upload for the large file only")
         #expect(lines.filter { $0.contains("uploadId=") && $0.hasPrefix("PUT ") }.count == 5)
         #expect(try s.w.tokens().isEmpty)
     }

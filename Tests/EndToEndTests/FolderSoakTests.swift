@@ -21,7 +21,8 @@ struct FolderSoakTests {
                 let folders = (0..<(n % 5)).map { "\(names[($0 + n) % names.count]) \($0 % 3)" }
                 let relative = (folders + ["\(names[n % names.count]) \(n).bin"]).joined(separator: "/")
                 let path = root + "/" + relative
-                try FileManager.default.createDirectory(atPath: (path as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
+                try FileManager.default.createDirectory(
+                    atPath: (path as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
                 files[relative] = try makeRandomFile(path: path, size: size, seed: UInt64(n + 1))
                 bytes += size
                 n += 1
@@ -32,7 +33,9 @@ struct FolderSoakTests {
 
     /// Three runs killed at seeded moments, five cuts of every connection spread over them (retried without
     /// end), then a run to the end (with the default retries: a peer that died fails it instead of hanging).
-    static func run(_ start: () throws -> RunningProcess, finish: () async throws -> ProcessResult, proxy: FaultProxy, seed: UInt64)
+    static func run(
+        _ start: () throws -> RunningProcess, finish: () async throws -> ProcessResult, proxy: FaultProxy, seed: UInt64
+    )
         async throws -> (ProcessResult, kills: Int, cuts: Int)
     {
         var rng = SeededGenerator(seed: seed)
@@ -72,19 +75,27 @@ struct FolderSoakTests {
         if peer == "serve" {
             (serve, port) = try await ServeDurabilityTests.startServe(folder: w.path("www"), port: 0)
         } else {
-            nginx = try await NginxServer(root: w.path("www"), serverDirectives: peer == "nginx json" ? "autoindex on; autoindex_format json;" : "autoindex on;")
+            nginx = try await NginxServer(
+                root: w.path("www"),
+                serverDirectives: peer == "nginx json" ? "autoindex on; autoindex_format json;" : "autoindex on;")
             port = nginx!.port
         }
         // 8 MB/s a connection, at the proxy: a kill loses what came since the last checkpoint (one second,
         // and its sync), which at loopback speed would be most of a 40 MiB file in flight.
-        let proxy = try FaultProxy(upstreamPort: port, plan: Array(repeating: .throttle(bytesPerSecond: 8 << 20), count: 100_000))
+        let proxy = try FaultProxy(
+            upstreamPort: port, plan: Array(repeating: .throttle(bytesPerSecond: 8 << 20), count: 100_000))
         let args = ["download", proxy.url(for: "tree/"), "-o", w.path("dl"), "-q", "--retry-delay", "0.05"]
-        let (r, kills, cuts) = try await Self.run({ try w.start(args + ["--retries", "inf"]) },
+        let (r, kills, cuts) = try await Self.run(
+            { try w.start(args + ["--retries", "inf"]) },
             finish: { try await w.run(args, timeout: .seconds(3600)) }, proxy: proxy, seed: 46)
         var mismatches = 0
-        for (relative, digest) in files where (try? sha256(file: w.path("dl/") + relative)) != digest { mismatches += 1 }
+        for (relative, digest) in files where (try? sha256(file: w.path("dl/") + relative)) != digest {
+            mismatches += 1
+        }
         let stored = try filesBelow(w.path("dl"))
-        SoakTests.row("folder from \(peer), kill+cut", faults: kills + cuts, finished: r.status == 0, resent: proxy.bytesDownstream - bytes,
+        SoakTests.row(
+            "folder from \(peer), kill+cut", faults: kills + cuts, finished: r.status == 0,
+            resent: proxy.bytesDownstream - bytes,
             mismatch: mismatches > 0 || stored != Set(files.keys))
         #expect(r.status == 0, "\(r)")
         #expect(kills == 3 && cuts == 5, "kills \(kills), cuts \(cuts)")
@@ -106,13 +117,20 @@ struct FolderSoakTests {
         defer { serve.send(signal: SIGKILL) }
         let proxy = try FaultProxy(upstreamPort: port)
         let args = ["upload", root, proxy.url(for: "in/"), "-q", "--retry-delay", "0.05"]
-        let (r, kills, cuts) = try await Self.run({ try w.start(args + ["--retries", "inf"]) },
+        let (r, kills, cuts) = try await Self.run(
+            { try w.start(args + ["--retries", "inf"]) },
             finish: { try await w.run(args, timeout: .seconds(3600)) }, proxy: proxy, seed: 32)
         #expect(serve.isRunning, "serve ended: \(serve.stderrSoFar.suffix(2000))")
         var mismatches = 0
-        for (relative, digest) in files where (try? sha256(file: w.path("served/in/") + relative)) != digest { mismatches += 1 }
-        let stored = try FileManager.default.subpathsOfDirectory(atPath: w.path("served/in")).filter { $0.hasSuffix(".bin") }
-        SoakTests.row("folder to serve, kill+cut", faults: kills + cuts, finished: r.status == 0, resent: proxy.bytesUpstream - bytes,
+        for (relative, digest) in files where (try? sha256(file: w.path("served/in/") + relative)) != digest {
+            mismatches += 1
+        }
+        let stored = try FileManager.default.subpathsOfDirectory(atPath: w.path("served/in")).filter {
+            $0.hasSuffix(".bin")
+        }
+        SoakTests.row(
+            "folder to serve, kill+cut", faults: kills + cuts, finished: r.status == 0,
+            resent: proxy.bytesUpstream - bytes,
             mismatch: mismatches > 0 || Set(stored) != Set(files.keys))
         #expect(r.status == 0, "\(r)")
         #expect(kills == 3 && cuts == 5, "kills \(kills), cuts \(cuts)")
@@ -129,14 +147,19 @@ struct FolderSoakTests {
         let root = s.w.path("www/tree")
         let (files, bytes) = try Self.makeTree(root, names: FolderUploadTests.hardNames)
         let proxy = try FaultProxy(upstreamPort: s.moto.port)
-        let args = ["upload", root, s.url("in/"), "--endpoint-url", proxy.baseURL, "-q", "--retry-delay", "0.05",
-                    "--parallel", "8", "--part-size", "5M"]
-        let (r, kills, cuts) = try await Self.run({ try s.start(args + ["--retries", "inf"]) },
+        let args = [
+            "upload", root, s.url("in/"), "--endpoint-url", proxy.baseURL, "-q", "--retry-delay", "0.05",
+            "--parallel", "8", "--part-size", "5M",
+        ]
+        let (r, kills, cuts) = try await Self.run(
+            { try s.start(args + ["--retries", "inf"]) },
             finish: { try await s.run(args, timeout: .seconds(3600)) },
             proxy: proxy, seed: 33)
         let stored = try await s.moto.digests(s.bucket)
         let want = Dictionary(uniqueKeysWithValues: files.map { ("in/" + $0.key, $0.value) })
-        SoakTests.row("folder to moto, kill+cut", faults: kills + cuts, finished: r.status == 0, resent: proxy.bytesUpstream - bytes,
+        SoakTests.row(
+            "folder to moto, kill+cut", faults: kills + cuts, finished: r.status == 0,
+            resent: proxy.bytesUpstream - bytes,
             mismatch: stored != want)
         #expect(r.status == 0, "\(r)")
         #expect(kills == 3 && cuts == 5, "kills \(kills), cuts \(cuts)")

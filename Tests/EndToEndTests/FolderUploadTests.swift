@@ -13,11 +13,14 @@ import Testing
     static let hardNames = ["a b", "#hash", "50%", "x+y", "Grüße", "日本 語"]
 
     /// Makes the tree under `root`: relative path → SHA-256.
-    static func makeTree(_ root: String, names: [String] = hardNames, bigSize: Int, big: Int = 3) throws -> [String: String] {
+    static func makeTree(_ root: String, names: [String] = hardNames, bigSize: Int, big: Int = 3) throws -> [String:
+        String]
+    {
         var files: [String: String] = [:]
         func add(_ relative: String, size: Int, seed: Int) throws {
             let path = root + "/" + relative
-            try FileManager.default.createDirectory(atPath: (path as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
+            try FileManager.default.createDirectory(
+                atPath: (path as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
             files[relative] = try makeRandomFile(path: path, size: size, seed: UInt64(seed))
         }
         for i in 0..<57 {
@@ -33,7 +36,9 @@ import Testing
     }
 
     static func treeSize(_ root: String, _ files: [String: String]) -> Int {
-        files.keys.reduce(0) { $0 + ((try? FileManager.default.attributesOfItem(atPath: root + "/" + $1)[.size] as? Int) ?? 0) }
+        files.keys.reduce(0) {
+            $0 + ((try? FileManager.default.attributesOfItem(atPath: root + "/" + $1)[.size] as? Int) ?? 0)
+        }
     }
 
     /// Waits until the large files are under way, kills the batch (alive), and returns the announced batch id.
@@ -70,12 +75,17 @@ import Testing
         #expect(summary["files"] as? Int == files.count && summary["failed"] as? Int == 0, "\(summary)")
         let arrived = try FileManager.default.subpathsOfDirectory(atPath: w.path("served/dest")).filter {
             var dir: ObjCBool = false
-            return FileManager.default.fileExists(atPath: w.path("served/dest/") + $0, isDirectory: &dir) && !dir.boolValue
+            return FileManager.default.fileExists(atPath: w.path("served/dest/") + $0, isDirectory: &dir)
+                && !dir.boolValue
         }
         #expect(Set(arrived) == Set(files.keys), "none missing, none extra")
-        for (relative, digest) in files { #expect(try sha256(file: w.path("served/dest/") + relative) == digest, "\(relative)") }
+        for (relative, digest) in files {
+            #expect(try sha256(file: w.path("served/dest/") + relative) == digest, "\(relative)")
+        }
         #expect(proxy.bytesUpstream < size * 115 / 100, "\(proxy.bytesUpstream) bytes sent for a tree of \(size)")
-        #expect(r.stderr.contains("skipped, a symbolic link") && r.stderr.contains("skipped, not a regular file"), "\(r.stderr)")
+        #expect(
+            r.stderr.contains("skipped, a symbolic link") && r.stderr.contains("skipped, not a regular file"),
+            "\(r.stderr)")
 
         let before = proxy.bytesUpstream
         let again = try await w.run(["upload", root, target, "--skip-existing", "--json"])
@@ -96,7 +106,10 @@ import Testing
         let files = try Self.makeTree(root, bigSize: 36 * Self.MiB)
         let size = Self.treeSize(root, files)
         let proxy = try FaultProxy(upstreamPort: s.moto.port)
-        let args = ["upload", root, s.url("pre/"), "--endpoint-url", proxy.baseURL, "--json", "--parallel", "8", "--part-size", "5M"]
+        let args = [
+            "upload", root, s.url("pre/"), "--endpoint-url", proxy.baseURL, "--json", "--parallel", "8", "--part-size",
+            "5M",
+        ]
         let p = try s.start(args + ["--limit-rate", "3M"])
         let id = try await Self.killMidBatch(p)
         let r = try await s.run(args, timeout: .seconds(300))
@@ -111,7 +124,8 @@ import Testing
         let before = proxy.bytesUpstream
         let again = try await s.run(args + ["--skip-existing"])
         #expect(again.status == 0, "\(again)")
-        #expect(events(again.stdout).filter { $0["event"] as? String == "skipped" }.count == files.count, "\(again.stdout)")
+        #expect(
+            events(again.stdout).filter { $0["event"] as? String == "skipped" }.count == files.count, "\(again.stdout)")
         #expect(proxy.bytesUpstream - before < files.count * 2_000, "HEADs only: \(proxy.bytesUpstream - before) bytes")
     }
 
@@ -146,8 +160,12 @@ import Testing
         let root = w.path("www/tree")
         var files: [String: String] = [:]
         try FileManager.default.createDirectory(atPath: root + "/sub", withIntermediateDirectories: true)
-        for i in 0..<2 { files["big \(i).bin"] = try makeRandomFile(path: root + "/big \(i).bin", size: 6 << 20, seed: UInt64(i + 1)) }
-        for i in 0..<6 { files["sub/s\(i)"] = try makeRandomFile(path: root + "/sub/s\(i)", size: 10_000 + i, seed: UInt64(i + 10)) }
+        for i in 0..<2 {
+            files["big \(i).bin"] = try makeRandomFile(path: root + "/big \(i).bin", size: 6 << 20, seed: UInt64(i + 1))
+        }
+        for i in 0..<6 {
+            files["sub/s\(i)"] = try makeRandomFile(path: root + "/sub/s\(i)", size: 10_000 + i, seed: UInt64(i + 10))
+        }
         try w.dir.subdirectory("served")
         let (serve, port) = try await ServeDurabilityTests.startServe(folder: w.path("served"), port: 0)
         defer { serve.send(signal: SIGKILL) }
@@ -180,18 +198,25 @@ import Testing
         files["big 0.bin"] = try makeRandomFile(path: root + "/big 0.bin", size: (6 << 20) + 1, seed: 99)
         let resumed = try await w.run(["resume", id, "--json"], timeout: .seconds(120))
         #expect(resumed.status == 0, "\(resumed)")
-        #expect(events(resumed.stdout).contains { $0["event"] as? String == "restarted" && ($0["path"] as? String)?.hasSuffix("big 0.bin") == true },
+        #expect(
+            events(resumed.stdout).contains {
+                $0["event"] as? String == "restarted" && ($0["path"] as? String)?.hasSuffix("big 0.bin") == true
+            },
             "\(resumed.stdout)")
-        for (relative, digest) in files { #expect(try sha256(file: w.path("served/up/") + relative) == digest, "\(relative)") }
+        for (relative, digest) in files {
+            #expect(try sha256(file: w.path("served/up/") + relative) == digest, "\(relative)")
+        }
         // The changed file's first upload was dropped (DELETE), not left unfinished on the server.
-        let unfinished = try FileManager.default.contentsOfDirectory(atPath: w.path("served/.resumectl-uploads")).filter { $0.hasSuffix(".json") }
+        let unfinished = try FileManager.default.contentsOfDirectory(atPath: w.path("served/.resumectl-uploads")).filter
+        { $0.hasSuffix(".json") }
         #expect(unfinished.isEmpty, "\(unfinished)")
         #expect(try await w.run(["wait", id]).status == 0)
         #expect(try w.tokens().isEmpty)
 
         // cancel: a paused batch to another folder is forgotten, with its files' unfinished uploads.
         let q = try w.start(["upload", root, "http://127.0.0.1:\(port)/other/", "--json", "--limit-rate", "1M"])
-        let other = try #require(events(try await q.waitForLine { $0.contains("\"started\"") }).first?["token"] as? String)
+        let other = try #require(
+            events(try await q.waitForLine { $0.contains("\"started\"") }).first?["token"] as? String)
         _ = try await q.waitForLine { $0.contains("\"started\"") && $0.contains("big") }
         try await Task.sleep(for: .milliseconds(500))
         let cancelled = try await w.run(["cancel", other])
@@ -208,7 +233,9 @@ import Testing
         let root = w.path("www/tree")
         try FileManager.default.createDirectory(atPath: root + "/a", withIntermediateDirectories: true)
         var files: [String: String] = [:]
-        for i in 0..<5 { files["a/f\(i)"] = try makeRandomFile(path: root + "/a/f\(i)", size: 50_000 * i, seed: UInt64(i + 1)) }
+        for i in 0..<5 {
+            files["a/f\(i)"] = try makeRandomFile(path: root + "/a/f\(i)", size: 50_000 * i, seed: UInt64(i + 1))
+        }
         try w.dir.subdirectory("served")
         let (serve, port) = try await ServeDurabilityTests.startServe(folder: w.path("served"), port: 0)
         defer { serve.send(signal: SIGKILL) }
@@ -218,28 +245,35 @@ import Testing
         #expect(id.hasPrefix("b-"), "\(r)")
         let waited = try await w.run(["wait", id, "--timeout", "60"])
         #expect(waited.status == 0, "\(waited)")
-        for (relative, digest) in files { #expect(try sha256(file: w.path("served/d/") + relative) == digest, "\(relative)") }
+        for (relative, digest) in files {
+            #expect(try sha256(file: w.path("served/d/") + relative) == digest, "\(relative)")
+        }
         let log = try await w.run(["log", id])
         #expect(log.stdout.contains("\"event\":\"batch\"") && log.stdout.contains(id), "\(log)")
     }
 
     /// One OPTIONS for the whole batch (none when the draft is pinned), then one request per small file:
     /// the draft's complete POST, or tus's creation with the upload.
-    @Test(arguments: ["auto", "tus", "ietf"]) func theProtocolIsFoundOnceAndASmallFileCostsOneRequest(choice: String) async throws {
+    @Test(arguments: ["auto", "tus", "ietf"]) func theProtocolIsFoundOnceAndASmallFileCostsOneRequest(choice: String)
+        async throws
+    {
         let w = try Workspace()
         let root = w.path("www/tree")
         try FileManager.default.createDirectory(atPath: root + "/x y/z", withIntermediateDirectories: true)
         var files: [String: String] = [:]
         for i in 0..<10 {
             let relative = (i % 2 == 0 ? "x y/z/" : "") + "f \(i).bin"
-            files[relative] = try makeRandomFile(path: root + "/" + relative, size: i == 0 ? 0 : 3_000 * i, seed: UInt64(i + 1))
+            files[relative] = try makeRandomFile(
+                path: root + "/" + relative, size: i == 0 ? 0 : 3_000 * i, seed: UInt64(i + 1))
         }
         try w.dir.subdirectory("served")
         let (serve, port) = try await ServeDurabilityTests.startServe(folder: w.path("served"), port: 0)
         defer { serve.send(signal: SIGKILL) }
         let r = try await w.run(["upload", root, "http://127.0.0.1:\(port)/p/", "--protocol", choice])
         #expect(r.status == 0, "\(r)")
-        for (relative, digest) in files { #expect(try sha256(file: w.path("served/p/") + relative) == digest, "\(relative)") }
+        for (relative, digest) in files {
+            #expect(try sha256(file: w.path("served/p/") + relative) == digest, "\(relative)")
+        }
         let log = serve.stderrSoFar.split(separator: "\n").filter { $0.contains(" in=") }
         #expect(log.filter { $0.hasPrefix("OPTIONS ") }.count == (choice == "ietf" ? 0 : 1), "\(log)")
         #expect(log.filter { !$0.hasPrefix("OPTIONS ") }.count == files.count, "\(log)")

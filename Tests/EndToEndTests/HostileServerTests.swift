@@ -14,7 +14,9 @@ import Testing
         var testDescription: String { name }
     }
 
-    static func ok(_ headers: [String], body: [UInt8] = HostileServerTests.body) -> @Sendable (RawResponseServer.Request) -> [UInt8] {
+    static func ok(_ headers: [String], body: [UInt8] = HostileServerTests.body)
+        -> @Sendable (RawResponseServer.Request) -> [UInt8]
+    {
         { _ in rawResponse("HTTP/1.1 200 OK", headers + ["Connection: close"], body: body) }
     }
 
@@ -26,42 +28,97 @@ import Testing
         Case(name: "length list that disagrees", status: 75, respond: ok(["Content-Length: 1000, 999"])),
         Case(name: "body shorter than declared", status: 75, respond: ok(["Content-Length: 2000", "ETag: \"a\""])),
         Case(name: "body longer than declared", status: 0, respond: ok(["Content-Length: 1000"], body: body + body)),
-        Case(name: "206 without Content-Range", status: 1,
-            respond: { _ in rawResponse("HTTP/1.1 206 Partial Content", ["Content-Length: 1000", "Connection: close"], body: body) }),
-        Case(name: "overflowing Content-Range", status: 1,
-            respond: { _ in rawResponse("HTTP/1.1 206 Partial Content",
-                ["Content-Range: bytes 0-99999999999999999999/99999999999999999999", "Content-Length: 1000", "Connection: close"], body: body) }),
-        Case(name: "backwards Content-Range", status: 1,
-            respond: { _ in rawResponse("HTTP/1.1 206 Partial Content",
-                ["Content-Range: bytes 999-0/1000", "Content-Length: 1000", "Connection: close"], body: body) }),
-        Case(name: "Content-Range ending at the largest offset", status: 75,
-            respond: { _ in rawResponse("HTTP/1.1 206 Partial Content",
-                ["Content-Range: bytes 0-9223372036854775807/*", "Content-Length: 1000", "Connection: close"], body: body) }),
-        Case(name: "200 KB header line", status: 1, respond: ok(["X-Big: " + String(repeating: "a", count: 200_000), "Content-Length: 1000"])),
+        Case(
+            name: "206 without Content-Range", status: 1,
+            respond: { _ in
+                rawResponse("HTTP/1.1 206 Partial Content", ["Content-Length: 1000", "Connection: close"], body: body)
+            }),
+        Case(
+            name: "overflowing Content-Range", status: 1,
+            respond: { _ in
+                rawResponse(
+                    "HTTP/1.1 206 Partial Content",
+                    [
+                        "Content-Range: bytes 0-99999999999999999999/99999999999999999999", "Content-Length: 1000",
+                        "Connection: close",
+                    ], body: body)
+            }),
+        Case(
+            name: "backwards Content-Range", status: 1,
+            respond: { _ in
+                rawResponse(
+                    "HTTP/1.1 206 Partial Content",
+                    ["Content-Range: bytes 999-0/1000", "Content-Length: 1000", "Connection: close"], body: body)
+            }),
+        Case(
+            name: "Content-Range ending at the largest offset", status: 75,
+            respond: { _ in
+                rawResponse(
+                    "HTTP/1.1 206 Partial Content",
+                    ["Content-Range: bytes 0-9223372036854775807/*", "Content-Length: 1000", "Connection: close"],
+                    body: body)
+            }),
+        Case(
+            name: "200 KB header line", status: 1,
+            respond: ok(["X-Big: " + String(repeating: "a", count: 200_000), "Content-Length: 1000"])),
         Case(name: "5000 headers", status: 0, respond: ok((0..<5000).map { "X-H\($0): v" } + ["Content-Length: 1000"])),
-        Case(name: "100 KB ETag", status: 0, respond: ok(["ETag: \"" + String(repeating: "e", count: 100_000) + "\"", "Content-Length: 1000"])),
-        Case(name: "broken chunking", status: 75,
-            respond: { _ in rawResponse("HTTP/1.1 200 OK", ["Transfer-Encoding: chunked", "Connection: close"],
-                body: Array("zz\r\nhello\r\n0\r\n\r\n".utf8)) }),
-        Case(name: "chunks cut before the last", status: 75,
-            respond: { _ in rawResponse("HTTP/1.1 200 OK", ["Transfer-Encoding: chunked", "Connection: close"],
-                body: Array("3e8\r\n".utf8) + body.prefix(500)) }),
-        Case(name: "chunk size beyond 64 bits", status: 75,
-            respond: { _ in rawResponse("HTTP/1.1 200 OK", ["Transfer-Encoding: chunked", "Connection: close"],
-                body: Array("fffffffffffffffffffff\r\nab\r\n0\r\n\r\n".utf8)) }),
-        Case(name: "redirect loop", status: 1,
-            respond: { _ in rawResponse("HTTP/1.1 302 Found", ["Location: /loop", "Content-Length: 0", "Connection: close"]) }),
-        Case(name: "file redirect", status: 1,
-            respond: { _ in rawResponse("HTTP/1.1 302 Found", ["Location: file:///etc/passwd", "Content-Length: 0", "Connection: close"]) }),
-        Case(name: "NUL in a header", status: 75,
-            respond: { _ in Array("HTTP/1.1 200 OK\r\nX-A: a\u{0}b\r\nContent-Length: 1000\r\nConnection: close\r\n\r\n".utf8) + body }),
-        Case(name: "absurd Retry-After", status: 75,
-            respond: { _ in rawResponse("HTTP/1.1 503 Busy", ["Retry-After: 99999999999999999999999", "Content-Length: 0", "Connection: close"]) }),
-        Case(name: "status line without a status", status: 1,
+        Case(
+            name: "100 KB ETag", status: 0,
+            respond: ok(["ETag: \"" + String(repeating: "e", count: 100_000) + "\"", "Content-Length: 1000"])),
+        Case(
+            name: "broken chunking", status: 75,
+            respond: { _ in
+                rawResponse(
+                    "HTTP/1.1 200 OK", ["Transfer-Encoding: chunked", "Connection: close"],
+                    body: Array("zz\r\nhello\r\n0\r\n\r\n".utf8))
+            }),
+        Case(
+            name: "chunks cut before the last", status: 75,
+            respond: { _ in
+                rawResponse(
+                    "HTTP/1.1 200 OK", ["Transfer-Encoding: chunked", "Connection: close"],
+                    body: Array("3e8\r\n".utf8) + body.prefix(500))
+            }),
+        Case(
+            name: "chunk size beyond 64 bits", status: 75,
+            respond: { _ in
+                rawResponse(
+                    "HTTP/1.1 200 OK", ["Transfer-Encoding: chunked", "Connection: close"],
+                    body: Array("fffffffffffffffffffff\r\nab\r\n0\r\n\r\n".utf8))
+            }),
+        Case(
+            name: "redirect loop", status: 1,
+            respond: { _ in
+                rawResponse("HTTP/1.1 302 Found", ["Location: /loop", "Content-Length: 0", "Connection: close"])
+            }),
+        Case(
+            name: "file redirect", status: 1,
+            respond: { _ in
+                rawResponse(
+                    "HTTP/1.1 302 Found", ["Location: file:///etc/passwd", "Content-Length: 0", "Connection: close"])
+            }),
+        Case(
+            name: "NUL in a header", status: 75,
+            respond: { _ in
+                Array("HTTP/1.1 200 OK\r\nX-A: a\u{0}b\r\nContent-Length: 1000\r\nConnection: close\r\n\r\n".utf8)
+                    + body
+            }),
+        Case(
+            name: "absurd Retry-After", status: 75,
+            respond: { _ in
+                rawResponse(
+                    "HTTP/1.1 503 Busy",
+                    ["Retry-After: 99999999999999999999999", "Content-Length: 0", "Connection: close"])
+            }),
+        Case(
+            name: "status line without a status", status: 1,
             respond: { _ in rawResponse("HTTP/1.1 OK", ["Content-Length: 1000", "Connection: close"], body: body) }),
-        Case(name: "status 999", status: 1,
-            respond: { _ in rawResponse("HTTP/1.1 999 What", ["Content-Length: 1000", "Connection: close"], body: body) }),
-        Case(name: "endless 1xx", status: 75,
+        Case(
+            name: "status 999", status: 1,
+            respond: { _ in rawResponse("HTTP/1.1 999 What", ["Content-Length: 1000", "Connection: close"], body: body)
+            }),
+        Case(
+            name: "endless 1xx", status: 75,
             respond: { _ in Array(String(repeating: "HTTP/1.1 102 Processing\r\n\r\n", count: 20_000).utf8) }),
         Case(name: "no response at all", status: 75, respond: { _ in [] }),
         Case(name: "garbage instead of HTTP", status: 1, respond: { _ in Array("\u{1}\u{2}garbage\r\n\r\n".utf8) }),
@@ -72,7 +129,8 @@ import Testing
         let w = try Workspace()
         let server = try RawResponseServer(c.respond)
         defer { server.stop() }
-        let r = try await w.run(["download", server.url(for: "loop"), "-o", "r.bin", "--retries", "0", "-q"], timeout: .seconds(60))
+        let r = try await w.run(
+            ["download", server.url(for: "loop"), "-o", "r.bin", "--retries", "0", "-q"], timeout: .seconds(60))
         #expect(!r.signaled, "\(r)")
         // libcurl's bare words ("Out of memory", a redirect's "Protocol … not supported") are replaced by ours.
         #expect(!r.stderr.contains("Out of memory") && !r.stderr.contains("not supported or disabled"), "\(r)")
@@ -99,7 +157,8 @@ import Testing
     @Test func fileRedirectIsOurOwnSentence() async throws {
         let w = try Workspace()
         let server = try RawResponseServer { _ in
-            rawResponse("HTTP/1.1 302 Found", ["Location: file:///etc/passwd", "Content-Length: 0", "Connection: close"])
+            rawResponse(
+                "HTTP/1.1 302 Found", ["Location: file:///etc/passwd", "Content-Length: 0", "Connection: close"])
         }
         defer { server.stop() }
         let r = try await w.run(["download", server.url(), "-o", "r.bin", "--retries", "0", "-q"])
@@ -113,7 +172,9 @@ import Testing
         let w = try Workspace()
         let server = try RawResponseServer(Self.ok(["Content-Length: 99999999999999999999999", "ETag: \"x\""]))
         defer { server.stop() }
-        let r = try await w.run(["download", server.url(), "-o", "r.bin", "--retries", "1", "--retry-delay", "0.01", "-q"])
+        let r = try await w.run([
+            "download", server.url(), "-o", "r.bin", "--retries", "1", "--retry-delay", "0.01", "-q",
+        ])
         #expect(r.status == 75, "\(r)")
         #expect(r.stderr.contains("unusable Content-Length"), "\(r)")
         #expect(r.stderr.contains("resumectl resume"), "\(r)")
@@ -151,13 +212,15 @@ import Testing
         #expect(other.stderr.contains("only http and https"), "\(other)")
         let file = w.state + "/tokens/\(id).json"
         let text = try String(contentsOfFile: file, encoding: .utf8)
-        try text.replacingOccurrences(of: server.url(), with: "file:///etc/passwd").write(toFile: file, atomically: true, encoding: .utf8)
+        try text.replacingOccurrences(of: server.url(), with: "file:///etc/passwd").write(
+            toFile: file, atomically: true, encoding: .utf8)
         let r = try await w.run(["resume", id, "-q", "--retries", "0"])
         #expect(r.status == 65, "\(r)")
         #expect(r.stderr.contains("url is not an http or https URL"), "\(r)")
 
         // And a negative committed count is named as such, not an "Invalid argument" from the file system.
-        let negativeText = text.replacingOccurrences(of: #""committedBytes" : \d+"#, with: #""committedBytes" : -1"#, options: .regularExpression)
+        let negativeText = text.replacingOccurrences(
+            of: #""committedBytes" : \d+"#, with: #""committedBytes" : -1"#, options: .regularExpression)
         #expect(negativeText != text)
         try negativeText.write(toFile: file, atomically: true, encoding: .utf8)
         let negative = try await w.run(["resume", id, "-q", "--retries", "0"])
@@ -175,17 +238,26 @@ import Testing
         try Data(Self.body).write(to: URL(fileURLWithPath: w.path("www/src.bin")))
         let server = try RawResponseServer { request in
             guard request.method == "POST" else { return rawResponse("HTTP/1.1 404 Not Found", ["Content-Length: 0"]) }
-            return rawResponse("HTTP/1.1 104 Upload Resumption Supported", ["Upload-Draft-Interop-Version: 8", "Location: /u/1"])
-                + rawResponse("HTTP/1.1 201 Created", ["Upload-Draft-Interop-Version: 8", "Location: /u/1", "Upload-Complete: ?0",
-                    "Upload-Offset: \(offset)", "Content-Length: 0", "Connection: close"])
+            return rawResponse(
+                "HTTP/1.1 104 Upload Resumption Supported", ["Upload-Draft-Interop-Version: 8", "Location: /u/1"])
+                + rawResponse(
+                    "HTTP/1.1 201 Created",
+                    [
+                        "Upload-Draft-Interop-Version: 8", "Location: /u/1", "Upload-Complete: ?0",
+                        "Upload-Offset: \(offset)", "Content-Length: 0", "Connection: close",
+                    ])
         }
         defer { server.stop() }
-        let r = try await w.run(["upload", w.path("www/src.bin"), server.url(for: "files/src.bin"), "--protocol", "ietf",
-            "--interop-version", "8", "--retries", "0", "-q"])
+        let r = try await w.run([
+            "upload", w.path("www/src.bin"), server.url(for: "files/src.bin"), "--protocol", "ietf",
+            "--interop-version", "8", "--retries", "0", "-q",
+        ])
         #expect(r.status == 1, "\(r)")
         #expect(r.stdout.isEmpty, "\(r)")
         #expect(r.stderr.split(separator: "\n").count == 1, "\(r)")
-        #expect(r.stderr.contains("not a byte count") || r.stderr.contains("more than the 1000 sent") || r.stderr.contains("Upload-Complete: ?0"), "\(r)")
+        #expect(
+            r.stderr.contains("not a byte count") || r.stderr.contains("more than the 1000 sent")
+                || r.stderr.contains("Upload-Complete: ?0"), "\(r)")
     }
 
     @Test func tusOffsetBeyondWhatWasSentStops() async throws {
@@ -194,15 +266,22 @@ import Testing
         let server = try RawResponseServer { request in
             switch request.method {
             case "OPTIONS":
-                return rawResponse("HTTP/1.1 204 No Content", ["Tus-Resumable: 1.0.0", "Tus-Version: 1.0.0", "Tus-Extension: creation", "Connection: close"])
+                return rawResponse(
+                    "HTTP/1.1 204 No Content",
+                    ["Tus-Resumable: 1.0.0", "Tus-Version: 1.0.0", "Tus-Extension: creation", "Connection: close"])
             case "POST":
-                return rawResponse("HTTP/1.1 201 Created", ["Tus-Resumable: 1.0.0", "Location: /files/x", "Content-Length: 0", "Connection: close"])
+                return rawResponse(
+                    "HTTP/1.1 201 Created",
+                    ["Tus-Resumable: 1.0.0", "Location: /files/x", "Content-Length: 0", "Connection: close"])
             default:
-                return rawResponse("HTTP/1.1 204 No Content", ["Tus-Resumable: 1.0.0", "Upload-Offset: 5000", "Connection: close"])
+                return rawResponse(
+                    "HTTP/1.1 204 No Content", ["Tus-Resumable: 1.0.0", "Upload-Offset: 5000", "Connection: close"])
             }
         }
         defer { server.stop() }
-        let r = try await w.run(["upload", w.path("www/src.bin"), server.url(for: "files/"), "--protocol", "tus", "--retries", "0", "-q"])
+        let r = try await w.run([
+            "upload", w.path("www/src.bin"), server.url(for: "files/"), "--protocol", "tus", "--retries", "0", "-q",
+        ])
         #expect(r.status == 1, "\(r)")
         #expect(r.stderr.contains("the server acknowledged 5000 bytes, more than the 1000 sent"), "\(r)")
     }

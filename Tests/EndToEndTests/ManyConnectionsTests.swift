@@ -60,7 +60,9 @@ import Testing
         let w = try Workspace()
         let first = randomBytes(count: 4_000_000, seed: 34)
         let server = try await MisbehavingServer(content: first, behaviors: [.cutsEveryResponse(afterBytes: 400_000)])
-        #expect(try await w.run(["download", server.url(), "-o", "c.bin", "--connections", "4", "--retries", "0"]).status == 75)
+        #expect(
+            try await w.run(["download", server.url(), "-o", "c.bin", "--connections", "4", "--retries", "0"]).status
+                == 75)
         let second = randomBytes(count: 4_000_000, seed: 35)
         server.replaceContent(second)
         let r = try await w.run(["resume", try #require(try w.tokens().first), "--json", "--retry-delay", "0.01"])
@@ -72,15 +74,21 @@ import Testing
     /// The `--on-change` of the command given now decides, with segments as with one connection (the token's
     /// value is the earlier command's).
     @Test(arguments: [("fail", "restart", Int32(0)), ("restart", "fail", Int32(1))])
-    func segmentedDownloadOfAChangedFileFollowsTheOnChangeGivenNow(earlier: String, now: String, status: Int32) async throws {
+    func segmentedDownloadOfAChangedFileFollowsTheOnChangeGivenNow(earlier: String, now: String, status: Int32)
+        async throws
+    {
         let w = try Workspace()
         let first = randomBytes(count: 4_000_000, seed: 36)
         let server = try await MisbehavingServer(content: first, behaviors: [.cutsEveryResponse(afterBytes: 400_000)])
-        let cut = try await w.run(["download", server.url(), "-o", "c.bin", "--connections", "4", "--retries", "0", "--on-change", earlier])
+        let cut = try await w.run([
+            "download", server.url(), "-o", "c.bin", "--connections", "4", "--retries", "0", "--on-change", earlier,
+        ])
         #expect(cut.status == 75, "\(cut)")
         let second = randomBytes(count: 4_000_000, seed: 37)
         server.replaceContent(second)
-        let r = try await w.run(["download", server.url(), "-o", "c.bin", "--connections", "4", "--retry-delay", "0.01", "--on-change", now])
+        let r = try await w.run([
+            "download", server.url(), "-o", "c.bin", "--connections", "4", "--retry-delay", "0.01", "--on-change", now,
+        ])
         #expect(r.status == status, "\(r)")
         if status == 0 {
             #expect(try sha256(file: w.out + "/c.bin") == sha256(second))
@@ -102,7 +110,8 @@ import Testing
         try w.dir.subdirectory("www/many")
         var digests: [String: String] = [:]
         for i in 0..<40 {
-            digests["f\(i).bin"] = try makeRandomFile(path: w.path("www/many/f\(i).bin"), size: 50_000 + i, seed: UInt64(100 + i))
+            digests["f\(i).bin"] = try makeRandomFile(
+                path: w.path("www/many/f\(i).bin"), size: 50_000 + i, seed: UInt64(100 + i))
         }
         let nginx = try await NginxServer(root: w.path("www"))
         var lines = ["# a comment", ""]
@@ -131,18 +140,26 @@ import Testing
     @Test func listOfGoodURLsExitsZero() async throws {
         let w = try Workspace()
         try w.dir.subdirectory("www/few")
-        let sums = try (0..<5).map { try makeRandomFile(path: w.path("www/few/g\($0).bin"), size: 10_000, seed: UInt64($0)) }
+        let sums = try (0..<5).map {
+            try makeRandomFile(path: w.path("www/few/g\($0).bin"), size: 10_000, seed: UInt64($0))
+        }
         let nginx = try await NginxServer(root: w.path("www"))
-        try (0..<5).map { nginx.url(for: "few/g\($0).bin") }.joined(separator: "\n").write(toFile: w.path("l.txt"), atomically: true, encoding: .utf8)
+        try (0..<5).map { nginx.url(for: "few/g\($0).bin") }.joined(separator: "\n").write(
+            toFile: w.path("l.txt"), atomically: true, encoding: .utf8)
         try w.dir.subdirectory("dest")
         let r = try await w.run(["download", "-i", w.path("l.txt"), "-o", w.path("dest"), "--json"])
         #expect(r.status == 0, "\(r)")
         #expect(names(events(r.stdout)).filter { $0 == "completed" }.count == 5)
         // JSON results carry each file's SHA-256, worked out as its bytes arrived.
-        #expect(Set(events(r.stdout).filter { $0["event"] as? String == "completed" }.compactMap { $0["sha256"] as? String }) == Set(sums))
+        #expect(
+            Set(
+                events(r.stdout).filter { $0["event"] as? String == "completed" }.compactMap { $0["sha256"] as? String }
+            ) == Set(sums))
         #expect(r.stderr.isEmpty)
         // Published in a batch: every file in place, no `.part` left, no token or lock file ever made.
-        #expect(try FileManager.default.contentsOfDirectory(atPath: w.path("dest")).sorted() == (0..<5).map { "g\($0).bin" })
+        #expect(
+            try FileManager.default.contentsOfDirectory(atPath: w.path("dest")).sorted() == (0..<5).map { "g\($0).bin" }
+        )
         #expect(try FileManager.default.contentsOfDirectory(atPath: w.path("state/tokens")).isEmpty)
     }
 
@@ -156,7 +173,8 @@ import Testing
         try w.dir.subdirectory("dest")
         var digests: [String: String] = [:]
         for i in 0..<24 {
-            digests["s\(i).bin"] = try makeRandomFile(path: w.path("www/m/s\(i).bin"), size: 30_000 + i, seed: UInt64(500 + i))
+            digests["s\(i).bin"] = try makeRandomFile(
+                path: w.path("www/m/s\(i).bin"), size: 30_000 + i, seed: UInt64(500 + i))
         }
         digests["big.bin"] = try makeRandomFile(path: w.path("www/m/big.bin"), size: 3_000_000, seed: 77)
         let nginx = try await NginxServer(root: w.path("www"))
@@ -164,10 +182,15 @@ import Testing
         let proxy = try FaultProxy(upstreamPort: nginx.port, plan: [Fault.cutAfterDownstream(bytes: 10_000)])
         defer { proxy.stop() }
         try Data(repeating: 0x55, count: 1234).write(to: URL(fileURLWithPath: w.path("dest/s3.bin.part")))
-        let lines = (0..<12).map { proxy.baseURL + "/m/s\($0).bin" } + [proxy.baseURL + "/m/missing.bin", proxy.baseURL + "/m/big.bin"]
+        let lines =
+            (0..<12).map { proxy.baseURL + "/m/s\($0).bin" } + [
+                proxy.baseURL + "/m/missing.bin", proxy.baseURL + "/m/big.bin",
+            ]
             + (12..<24).map { proxy.baseURL + "/m/s\($0).bin" }
         try lines.joined(separator: "\n").write(toFile: w.path("l.txt"), atomically: true, encoding: .utf8)
-        let r = try await w.run(["download", "-i", w.path("l.txt"), "-o", w.path("dest"), "--parallel", "4", "--retry-delay", "0.1"])
+        let r = try await w.run([
+            "download", "-i", w.path("l.txt"), "-o", w.path("dest"), "--parallel", "4", "--retry-delay", "0.1",
+        ])
         #expect(r.status == 1, "\(r)")
         #expect(r.stderr.contains("missing.bin: the server answered 404"), "\(r.stderr)")
         for (name, digest) in digests { #expect(try sha256(file: w.path("dest/" + name)) == digest, "\(name)") }
@@ -179,7 +202,10 @@ import Testing
         #expect(asked("s3.bin") == 1)
         let first = try #require(proxy.connections.first)
         #expect(first.triggered, "the cut never happened")
-        let cut = try #require(first.requestLines.first?.split(separator: " ").dropFirst().first.map { String($0.split(separator: "/").last ?? "") })
+        let cut = try #require(
+            first.requestLines.first?.split(separator: " ").dropFirst().first.map {
+                String($0.split(separator: "/").last ?? "")
+            })
         for i in 0..<24 {
             #expect(asked("s\(i).bin") == ("s\(i).bin" == cut ? 2 : 1), "s\(i).bin (the cut one: \(cut))")
         }
@@ -199,12 +225,16 @@ import Testing
             try w.dir.subdirectory("dest")
             var digests: [String: String] = [:]
             for i in 0..<count {
-                digests["\(name)\(i).bin"] = try makeRandomFile(path: w.path("www/\(name)/\(name)\(i).bin"), size: 400_000, seed: seed + UInt64(i))
+                digests["\(name)\(i).bin"] = try makeRandomFile(
+                    path: w.path("www/\(name)/\(name)\(i).bin"), size: 400_000, seed: seed + UInt64(i))
             }
             nginx = try await NginxServer(root: w.path("www"), limitRate: 100_000)
             try (0..<count).map { [nginx] in nginx.url(for: "\(name)/\(name)\($0).bin") }.joined(separator: "\n")
                 .write(toFile: w.path("l.txt"), atomically: true, encoding: .utf8)
-            args = ["download", "-i", w.path("l.txt"), "-o", w.path("dest"), "--parallel", "\(parallel)", "--checkpoint-interval", "0"]
+            args = [
+                "download", "-i", w.path("l.txt"), "-o", w.path("dest"), "--parallel", "\(parallel)",
+                "--checkpoint-interval", "0",
+            ]
             self.digests = digests
             process = try w.start(args + ["--json"])
             _ = try await process.waitForLine { $0.contains("\"progress\"") }
@@ -221,7 +251,9 @@ import Testing
         let stopped = try await p.wait()
         #expect(stopped.status == 130, "\(stopped)")
         #expect(stopped.stderr.contains("stopped before its first checkpoint"), "\(stopped.stderr)")
-        #expect(try FileManager.default.contentsOfDirectory(atPath: w.path("dest")).filter { $0.hasSuffix(".part") }.isEmpty)
+        #expect(
+            try FileManager.default.contentsOfDirectory(atPath: w.path("dest")).filter { $0.hasSuffix(".part") }.isEmpty
+        )
         #expect(try w.tokens().isEmpty)
         let again = try await w.run(list.args)
         #expect(again.status == 0, "\(again)")
@@ -235,7 +267,9 @@ import Testing
         let list = try await ListInThePass(w, name: "k", count: 4, parallel: 4, seed: 720)
         let p = list.process
         let isPart: (String) -> Bool = { $0.hasSuffix(".part") }
-        #expect(try FileManager.default.contentsOfDirectory(atPath: w.path("dest")).allSatisfy(isPart), "only .part files while they run")
+        #expect(
+            try FileManager.default.contentsOfDirectory(atPath: w.path("dest")).allSatisfy(isPart),
+            "only .part files while they run")
         #expect(p.isRunning)
         p.send(signal: SIGKILL)
         _ = try await p.wait()
@@ -245,7 +279,9 @@ import Testing
         #expect(again.status == 0, "\(again)")
         for (name, digest) in list.digests { #expect(try sha256(file: w.path("dest/" + name)) == digest, "\(name)") }
         // Each file asked twice: cut by the kill, then whole (nginx logs a cut answer once it notices).
-        try await eventually(timeout: .seconds(10)) { list.nginx.accessLog().filter { $0.contains("GET /k/") }.count == 8 }
+        try await eventually(timeout: .seconds(10)) {
+            list.nginx.accessLog().filter { $0.contains("GET /k/") }.count == 8
+        }
         #expect(try FileManager.default.contentsOfDirectory(atPath: w.path("dest")).count == 4)
     }
 
@@ -256,11 +292,15 @@ import Testing
         let w = try Workspace()
         try w.dir.subdirectory("www/b")
         var sums: [String] = []
-        for i in 0..<40 { sums.append(try makeRandomFile(path: w.path("www/b/h\(i).bin"), size: 20_000, seed: UInt64(100 + i))) }
+        for i in 0..<40 {
+            sums.append(try makeRandomFile(path: w.path("www/b/h\(i).bin"), size: 20_000, seed: UInt64(100 + i)))
+        }
         let nginx = try await NginxServer(root: w.path("www"))
-        try (0..<40).map { nginx.url(for: "b/h\($0).bin") }.joined(separator: "\n").write(toFile: w.path("l.txt"), atomically: true, encoding: .utf8)
+        try (0..<40).map { nginx.url(for: "b/h\($0).bin") }.joined(separator: "\n").write(
+            toFile: w.path("l.txt"), atomically: true, encoding: .utf8)
         try w.dir.subdirectory("dest")
-        let backlog = try await runProcess("/bin/dd", ["if=/dev/zero", "of=" + w.path("backlog.bin"), "bs=1M", "count=160", "status=none"])
+        let backlog = try await runProcess(
+            "/bin/dd", ["if=/dev/zero", "of=" + w.path("backlog.bin"), "bs=1M", "count=160", "status=none"])
         #expect(backlog.status == 0, "\(backlog)")
         defer { unlink(w.path("backlog.bin")) }
         let r = try await w.run(["download", "-i", w.path("l.txt"), "-o", w.path("dest"), "--parallel", "8"])
@@ -277,14 +317,17 @@ import Testing
         try w.dir.subdirectory("dest")
         var digests: [String: String] = [:]
         for i in 0..<12 {
-            digests["k\(i).bin"] = try makeRandomFile(path: w.path("www/k/k\(i).bin"), size: 100_000 + i, seed: UInt64(300 + i))
+            digests["k\(i).bin"] = try makeRandomFile(
+                path: w.path("www/k/k\(i).bin"), size: 100_000 + i, seed: UInt64(300 + i))
         }
         // nginx sends one second's worth at once, then 50 KB/s: about a second a file.
         let nginx = try await NginxServer(root: w.path("www"), limitRate: 50_000)
         try (0..<12).map { nginx.url(for: "k/k\($0).bin") }.joined(separator: "\n")
             .write(toFile: w.path("l.txt"), atomically: true, encoding: .utf8)
         let args = ["download", "-i", w.path("l.txt"), "-o", w.path("dest"), "--parallel", "3"]
-        let finals = { try FileManager.default.contentsOfDirectory(atPath: w.path("dest")).filter { !$0.hasSuffix(".part") } }
+        let finals = {
+            try FileManager.default.contentsOfDirectory(atPath: w.path("dest")).filter { !$0.hasSuffix(".part") }
+        }
         let p = try w.start(args)
         try await eventually(timeout: .seconds(30)) { try finals().count >= 3 }
         p.send(signal: SIGKILL)

@@ -52,13 +52,15 @@ import Testing
         let url = "\(https ? "https" : "http")://127.0.0.1:\(cutter.port)/f.bin"
         let env = [https ? "https_proxy" : "http_proxy": proxy.url, "no_proxy": "", "NO_PROXY": ""]
         let ca = https ? ["--cacert", pki.caCertificate] : []
-        let cut = try await runProcess(resumectlBinary, ["download", url, "--retries", "0", "--state-dir", w.state] + ca,
+        let cut = try await runProcess(
+            resumectlBinary, ["download", url, "--retries", "0", "--state-dir", w.state] + ca,
             environment: env, currentDirectory: w.out)
         #expect(cut.status == 75, "\(cut)")
         let id = try #require(try w.tokens().first)
         // The environment is read anew on every run, never stored.
         #expect((try w.token(id)["connection"] as? [String: Any])?["proxy"] == nil)
-        let r = try await runProcess(resumectlBinary, ["resume", id, "--state-dir", w.state], environment: env, currentDirectory: w.out)
+        let r = try await runProcess(
+            resumectlBinary, ["resume", id, "--state-dir", w.state], environment: env, currentDirectory: w.out)
         #expect(r.status == 0, "\(r)")
         #expect(try sha256(file: w.out + "/f.bin") == digest)
         let through = https ? "CONNECT 127.0.0.1:\(cutter.port) " : "GET \(url) "
@@ -86,7 +88,9 @@ import Testing
         let base = try await ServeProcess.listening(serve).url
         #expect(base.hasPrefix("http://[::1]:"), "\(base)")
         // Negotiated down from 8 (serve's 400 names 6 before it read the body; the retry takes a new connection).
-        let up = try await w.run(["upload", w.out + "/f.bin", base + "/v6.bin", "-6", "--protocol", "ietf", "--stall-timeout", "5"])
+        let up = try await w.run([
+            "upload", w.out + "/f.bin", base + "/v6.bin", "-6", "--protocol", "ietf", "--stall-timeout", "5",
+        ])
         #expect(up.status == 0, "\(up)")
         #expect(try sha256(file: folder + "/v6.bin") == digest)
     }
@@ -97,9 +101,11 @@ import Testing
         let hash = try await runProcess("openssl", ["passwd", "-apr1", "s3cret-pass"])
         try "alice:\(hash.stdout.trimmingCharacters(in: .whitespacesAndNewlines))\n"
             .write(toFile: w.path("htpasswd"), atomically: true, encoding: .utf8)
-        let nginx = try await NginxServer(root: w.path("www"), serverDirectives: """
-            auth_basic "resumectl test"; auth_basic_user_file "\(w.path("htpasswd"))";
-            """)
+        let nginx = try await NginxServer(
+            root: w.path("www"),
+            serverDirectives: """
+                auth_basic "resumectl test"; auth_basic_user_file "\(w.path("htpasswd"))";
+                """)
         return (nginx, digest)
     }
 
@@ -136,26 +142,35 @@ import Testing
         try "alice:\(hash.stdout.trimmingCharacters(in: .whitespacesAndNewlines))\n"
             .write(toFile: w.path("htpasswd"), atomically: true, encoding: .utf8)
         // /elsewhere redirects to the same server under another name (localhost is another origin than 127.0.0.1).
-        let nginx = try await NginxServer(root: w.path("www"), serverDirectives: """
-            auth_basic "resumectl test"; auth_basic_user_file "\(w.path("htpasswd"))";
-            location = /elsewhere { auth_basic off; return 302 http://localhost:$server_port/f.bin; }
-            """)
+        let nginx = try await NginxServer(
+            root: w.path("www"),
+            serverDirectives: """
+                auth_basic "resumectl test"; auth_basic_user_file "\(w.path("htpasswd"))";
+                location = /elsewhere { auth_basic off; return 302 http://localhost:$server_port/f.bin; }
+                """)
         let same = try await w.run(["download", nginx.url(for: "f.bin"), "-u", "alice:s3cret-pass"])
         #expect(same.status == 0, "\(same)")
         #expect(try sha256(file: w.out + "/f.bin") == digest)
-        let moved = try await w.run(["download", nginx.url(for: "elsewhere"), "-o", "moved.bin", "-u", "alice:s3cret-pass"])
+        let moved = try await w.run([
+            "download", nginx.url(for: "elsewhere"), "-o", "moved.bin", "-u", "alice:s3cret-pass",
+        ])
         #expect(moved.status == 1 && moved.stderr.contains("401"), "\(moved)")
-        #expect(nginx.accessLog().last.map { $0.hasPrefix("401 GET /f.bin") && $0.contains("user=\"-\"") } == true, "\(nginx.accessLog())")
+        #expect(
+            nginx.accessLog().last.map { $0.hasPrefix("401 GET /f.bin") && $0.contains("user=\"-\"") } == true,
+            "\(nginx.accessLog())")
 
         // The upload's Location points at another origin (a pass-through proxy on another port): HEAD and PATCH
         // after the cut go there without the login; the POST to the named origin had it.
         let source = try makeRandomFile(path: w.path("src.bin"), size: Self.size, seed: 46)
         let peer = try await UploadPeer()
-        let named = try FaultProxy(upstreamPort: peer.port, plan: [.cutAfterUpstream(bytes: 2_000_000).throttled(bytesPerSecond: 2_000_000)])
+        let named = try FaultProxy(
+            upstreamPort: peer.port, plan: [.cutAfterUpstream(bytes: 2_000_000).throttled(bytesPerSecond: 2_000_000)])
         let other = try FaultProxy(upstreamPort: peer.port)
         peer.advertise(origin: other.baseURL)
-        let up = try await w.run(["upload", w.path("src.bin"), named.url(for: "u.bin"), "-u", "alice:s3cret-pass",
-            "--interop-version", "6", "--retry-delay", "0.05"])
+        let up = try await w.run([
+            "upload", w.path("src.bin"), named.url(for: "u.bin"), "-u", "alice:s3cret-pass",
+            "--interop-version", "6", "--retry-delay", "0.05",
+        ])
         #expect(up.status == 0, "\(up)")
         #expect(try peer.storedSHA256("u.bin") == source)
         let requests = peer.requests
@@ -168,10 +183,12 @@ import Testing
         let w = try Workspace()
         let (nginx, digest) = try await authNginx(w)
         let home = try w.dir.subdirectory("home")
-        try "machine 127.0.0.1 login alice password s3cret-pass\n".write(toFile: home + "/.netrc", atomically: true, encoding: .utf8)
+        try "machine 127.0.0.1 login alice password s3cret-pass\n".write(
+            toFile: home + "/.netrc", atomically: true, encoding: .utf8)
         chmod(home + "/.netrc", 0o600)
         func run(_ args: [String]) async throws -> ProcessResult {
-            try await runProcess(resumectlBinary, args + ["--state-dir", w.state], environment: ["HOME": home], currentDirectory: w.out)
+            try await runProcess(
+                resumectlBinary, args + ["--state-dir", w.state], environment: ["HOME": home], currentDirectory: w.out)
         }
         // As with curl, ~/.netrc is read only with --netrc.
         let plain = try await run(["download", nginx.url(for: "f.bin")])
@@ -179,7 +196,9 @@ import Testing
         let r = try await run(["download", nginx.url(for: "f.bin"), "--netrc"])
         #expect(r.status == 0, "\(r)")
         #expect(try sha256(file: w.out + "/f.bin") == digest)
-        let file = try await w.run(["download", nginx.url(for: "f.bin"), "-o", "g.bin", "--netrc-file", home + "/.netrc"])
+        let file = try await w.run([
+            "download", nginx.url(for: "f.bin"), "-o", "g.bin", "--netrc-file", home + "/.netrc",
+        ])
         #expect(file.status == 0, "\(file)")
         #expect(try sha256(file: w.out + "/g.bin") == digest)
         #expect(nginx.accessLog().suffix(2).allSatisfy { $0.contains("user=\"alice\"") }, "\(nginx.accessLog())")

@@ -27,16 +27,18 @@ import Testing
         let env = s.moto.environment(home: s.home)
         let digest = try makeRandomFile(path: s.w.path("www/src.bin"), size: 30_000_000, seed: 61)
         _ = try makeRandomFile(path: s.w.path("www/other.bin"), size: 30_000_000, seed: 62)
-        let id = try await killed(s.w, producer: "cat \(s.w.path("www/src.bin"))", url: s.url("r.bin"),
-            extra: ["--endpoint-url", s.moto.endpoint, "--part-size", "5M", "--spool-max", "16M"], environment: env)
-        { $0["ended"] as? Bool == false && ($0["start"] as? Int ?? 0) > 0 }
+        let id = try await killed(
+            s.w, producer: "cat \(s.w.path("www/src.bin"))", url: s.url("r.bin"),
+            extra: ["--endpoint-url", s.moto.endpoint, "--part-size", "5M", "--spool-max", "16M"], environment: env
+        ) { $0["ended"] as? Bool == false && ($0["start"] as? Int ?? 0) > 0 }
         let upload = try s.w.token(id)["upload"] as? [String: Any]
         #expect((upload?["s3"] as? [String: Any])?["uploadId"] != nil, "\(String(describing: upload))")
         let other = try await resume(s.w, id, stdin: contents(s.w.path("www/other.bin")), environment: env)
         #expect(other.status == 65, "\(other)")
         #expect(other.stderr.contains("differs"), "\(other)")
         #expect(try s.w.tokens() == [id], "the token stays for the right stream")
-        let r = try await resume(s.w, id, stdin: contents(s.w.path("www/src.bin")), environment: env, timeout: .seconds(120))
+        let r = try await resume(
+            s.w, id, stdin: contents(s.w.path("www/src.bin")), environment: env, timeout: .seconds(120))
         #expect(r.status == 0, "\(r)")
         #expect(try await s.moto.sha256(s.bucket, "r.bin") == digest)
         #expect(try s.w.tokens().isEmpty && spoolFiles(s.w).isEmpty)
@@ -46,8 +48,10 @@ import Testing
         let s = try await S3Scene()
         let env = s.moto.environment(home: s.home)
         let digest = try makeRandomFile(path: s.w.path("www/src.bin"), size: 12_000_000, seed: 63)
-        let id = try await killed(s.w, producer: "cat \(s.w.path("www/src.bin"))", url: s.url("e.bin"),
-            extra: ["--endpoint-url", s.moto.endpoint, "--part-size", "5M"], environment: env) { $0["ended"] as? Bool == true }
+        let id = try await killed(
+            s.w, producer: "cat \(s.w.path("www/src.bin"))", url: s.url("e.bin"),
+            extra: ["--endpoint-url", s.moto.endpoint, "--part-size", "5M"], environment: env
+        ) { $0["ended"] as? Bool == true }
         let r = try await resume(s.w, id, environment: env)
         #expect(r.status == 0, "\(r)")
         #expect(try await s.moto.sha256(s.bucket, "e.bin") == digest)

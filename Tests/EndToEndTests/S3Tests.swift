@@ -14,9 +14,14 @@ import Testing
     @Test func thePeerChecksSignaturesAndTheHelpersWork() async throws {
         let s = try await S3Scene()
         func curl(_ args: [String], secret: String? = nil) async throws -> ProcessResult {
-            try await runProcess(curlBinary, ["-sS", "--aws-sigv4", "aws:amz:us-east-1:s3", "-u", "\(s.moto.accessKey):\(secret ?? s.moto.secretKey)",
-                                              "-H", "x-amz-content-sha256: UNSIGNED-PAYLOAD", "-w", "\n%{http_code}"] + args,
-                                 environment: ["NO_PROXY": "*"])
+            try await runProcess(
+                curlBinary,
+                [
+                    "-sS", "--aws-sigv4", "aws:amz:us-east-1:s3", "-u",
+                    "\(s.moto.accessKey):\(secret ?? s.moto.secretKey)",
+                    "-H", "x-amz-content-sha256: UNSIGNED-PAYLOAD", "-w", "\n%{http_code}",
+                ] + args,
+                environment: ["NO_PROXY": "*"])
         }
         let base = "\(s.moto.endpoint)/\(s.bucket)/m.bin"
         let wrong = try await curl(["-X", "POST", base + "?uploads="], secret: "wrong")
@@ -39,7 +44,9 @@ import Testing
         #expect(try await s.moto.toolError("sha256", [s.bucket, "m.bin"]) == "NoSuchKey")
         let digest = try await s.moto.putRandom(s.bucket, "r.bin", size: 1000)
         #expect(try await s.moto.sha256(s.bucket, "r.bin") == digest)
-        let get = try await curl(["-o", s.w.path("out/r.bin"), "-H", "Range: bytes=0-", "\(s.moto.endpoint)/\(s.bucket)/r.bin"])
+        let get = try await curl([
+            "-o", s.w.path("out/r.bin"), "-H", "Range: bytes=0-", "\(s.moto.endpoint)/\(s.bucket)/r.bin",
+        ])
         #expect(get.stdout.hasSuffix("206"), "\(get)")
         #expect(try sha256(file: s.w.path("out/r.bin")) == digest)
     }
@@ -48,7 +55,9 @@ import Testing
         let s = try await S3Scene()
         let size = 20 * Self.MiB + 12_345
         let digest = try makeRandomFile(path: s.w.path("www/src.bin"), size: size, seed: 11)
-        let r = try await s.run(["upload", s.w.path("www/src.bin"), s.url("dir/big.bin"), "--endpoint-url", s.moto.endpoint])
+        let r = try await s.run([
+            "upload", s.w.path("www/src.bin"), s.url("dir/big.bin"), "--endpoint-url", s.moto.endpoint,
+        ])
         #expect(r.status == 0, "\(r)")
         #expect(r.stdout == s.url("dir/big.bin") + "\n", "\(r)")
         #expect(try await s.moto.sha256(s.bucket, "dir/big.bin") == digest)
@@ -60,27 +69,39 @@ import Testing
         #expect(try s.w.tokens().isEmpty)
     }
 
-    @Test("--s3-checksum md5, crc32 and none: each multipart upload is accepted with signatures checked, bytes equal", arguments: ["md5", "crc32", "none"])
+    @Test(
+        "--s3-checksum md5, crc32 and none: each multipart upload is accepted with signatures checked, bytes equal",
+        arguments: ["md5", "crc32", "none"])
     func everyChecksumChoiceUploads(choice: String) async throws {
         let s = try await S3Scene()
         let digest = try makeRandomFile(path: s.w.path("www/src.bin"), size: 12 * Self.MiB + 7, seed: 14)
-        let r = try await s.run(["upload", s.w.path("www/src.bin"), s.url("c.bin"), "--endpoint-url", s.moto.endpoint,
-                                 "--part-size", "5M", "--s3-checksum", choice])
+        let r = try await s.run([
+            "upload", s.w.path("www/src.bin"), s.url("c.bin"), "--endpoint-url", s.moto.endpoint,
+            "--part-size", "5M", "--s3-checksum", choice,
+        ])
         #expect(r.status == 0, "\(r)")
         #expect(try await s.moto.sha256(s.bucket, "c.bin") == digest)
-        #expect(try await s.moto.head(s.bucket, "c.bin").etag == (try multipartETag(file: s.w.path("www/src.bin"), partSize: 5 * Self.MiB)))
-        let bad = try await s.run(["upload", s.w.path("www/src.bin"), s.url("d.bin"), "--endpoint-url", s.moto.endpoint, "--s3-checksum", "sha1"])
+        #expect(
+            try await s.moto.head(s.bucket, "c.bin").etag
+                == (try multipartETag(file: s.w.path("www/src.bin"), partSize: 5 * Self.MiB)))
+        let bad = try await s.run([
+            "upload", s.w.path("www/src.bin"), s.url("d.bin"), "--endpoint-url", s.moto.endpoint, "--s3-checksum",
+            "sha1",
+        ])
         #expect(bad.status == 64, "\(bad)")
     }
 
     @Test func smallFileGoesAsOneSignedPut() async throws {
         let s = try await S3Scene()
         let digest = try makeRandomFile(path: s.w.path("www/small.bin"), size: 1_000_000, seed: 12)
-        let r = try await s.run(["upload", s.w.path("www/small.bin"), s.url("small.bin"), "--endpoint-url", s.moto.endpoint, "--json"])
+        let r = try await s.run([
+            "upload", s.w.path("www/small.bin"), s.url("small.bin"), "--endpoint-url", s.moto.endpoint, "--json",
+        ])
         #expect(r.status == 0, "\(r)")
         #expect(try await s.moto.sha256(s.bucket, "small.bin") == digest)
         // A plain PUT's ETag is the body's MD5, without the multipart "-N".
-        let md5 = lowercaseHex(Insecure.MD5.hash(data: try Data(contentsOf: URL(fileURLWithPath: s.w.path("www/small.bin")))))
+        let md5 = lowercaseHex(
+            Insecure.MD5.hash(data: try Data(contentsOf: URL(fileURLWithPath: s.w.path("www/small.bin")))))
         #expect(try await s.moto.head(s.bucket, "small.bin").etag == "\"\(md5)\"")
         #expect(events(r.stdout).first("completed") != nil, "\(r.stdout)")
     }
@@ -89,8 +110,10 @@ import Testing
         let s = try await S3Scene()
         let size = 12 * Self.MiB + 1
         let digest = try makeRandomFile(path: s.w.path("www/src.bin"), size: size, seed: 13)
-        let r = try await s.run(["upload", s.w.path("www/src.bin"), s.url("p.bin"), "--endpoint-url", s.moto.endpoint,
-                                 "--part-size", "5M", "--parallel", "2", "-q"])
+        let r = try await s.run([
+            "upload", s.w.path("www/src.bin"), s.url("p.bin"), "--endpoint-url", s.moto.endpoint,
+            "--part-size", "5M", "--parallel", "2", "-q",
+        ])
         #expect(r.status == 0, "\(r)")
         #expect(try await s.moto.sha256(s.bucket, "p.bin") == digest)
         let etag = try await s.moto.head(s.bucket, "p.bin").etag
@@ -101,7 +124,9 @@ import Testing
     @Test func partSizeBelowS3sMinimumIsAUsageError() async throws {
         let s = try await S3Scene()
         try makeRandomFile(path: s.w.path("www/src.bin"), size: 6 * Self.MiB, seed: 14)
-        let r = try await s.run(["upload", s.w.path("www/src.bin"), s.url("p.bin"), "--endpoint-url", s.moto.endpoint, "--part-size", "1M"])
+        let r = try await s.run([
+            "upload", s.w.path("www/src.bin"), s.url("p.bin"), "--endpoint-url", s.moto.endpoint, "--part-size", "1M",
+        ])
         #expect(r.status == 64, "\(r)")
         #expect(try await s.moto.keys(s.bucket).isEmpty)
     }
@@ -109,7 +134,9 @@ import Testing
     @Test func credentialsAndEndpointFromTheAWSFiles() async throws {
         let s = try await S3Scene()
         let digest = try makeRandomFile(path: s.w.path("www/src.bin"), size: 6 * Self.MiB, seed: 15)
-        try s.writeAWSFile("credentials", """
+        try s.writeAWSFile(
+            "credentials",
+            """
             [default]
             aws_access_key_id = AKIANOTTHEONEWEWANT0
             aws_secret_access_key = not-this-one
@@ -117,14 +144,17 @@ import Testing
             aws_access_key_id = \(s.moto.accessKey)
             aws_secret_access_key = \(s.moto.secretKey)
             """)
-        try s.writeAWSFile("config", """
+        try s.writeAWSFile(
+            "config",
+            """
             [profile other]
             region = us-east-1
             """)
         var env = s.moto.environment(home: s.home, credentials: false)
         env["AWS_ENDPOINT_URL_S3"] = s.moto.endpoint
         env["AWS_REGION"] = nil
-        let r = try await s.run(["upload", s.w.path("www/src.bin"), s.url("prof.bin"), "--profile", "other", "--part-size", "5M"], env: env)
+        let r = try await s.run(
+            ["upload", s.w.path("www/src.bin"), s.url("prof.bin"), "--profile", "other", "--part-size", "5M"], env: env)
         #expect(r.status == 0, "\(r)")
         #expect(try await s.moto.sha256(s.bucket, "prof.bin") == digest)
         // AWS_PROFILE picks it too, and AWS_ENDPOINT_URL serves when no S3-specific endpoint is set.
@@ -143,8 +173,10 @@ import Testing
         let plan = Fault.randomCuts(seed: 5, count: 5, direction: .upstream, bytes: 1_000_000...4_500_000)
             .map { $0.throttled(bytesPerSecond: 20_000_000) }
         let proxy = try FaultProxy(upstreamPort: s.moto.port, plan: plan)
-        let r = try await s.run(["upload", s.w.path("www/src.bin"), s.url("cut.bin"), "--endpoint-url", proxy.baseURL,
-                                 "--part-size", "5M", "--parallel", "2", "--retries", "20", "--retry-delay", "0.05", "--json"])
+        let r = try await s.run([
+            "upload", s.w.path("www/src.bin"), s.url("cut.bin"), "--endpoint-url", proxy.baseURL,
+            "--part-size", "5M", "--parallel", "2", "--retries", "20", "--retry-delay", "0.05", "--json",
+        ])
         #expect(r.status == 0, "\(r)")
         #expect(try await s.moto.sha256(s.bucket, "cut.bin") == digest)
         let cuts = proxy.connections.filter(\.triggered).count
@@ -160,9 +192,12 @@ import Testing
         let s = try await S3Scene()
         let size = 20 * Self.MiB
         let digest = try await s.moto.putRandom(s.bucket, "obj.bin", size: size)
-        let proxy = try FaultProxy(upstreamPort: s.moto.port, plan: Array(repeating: .cutAfterDownstream(bytes: 7_000_000), count: 4))
+        let proxy = try FaultProxy(
+            upstreamPort: s.moto.port, plan: Array(repeating: .cutAfterDownstream(bytes: 7_000_000), count: 4))
         let out = s.w.path("out/obj.bin")
-        let cut = try await s.run(["download", s.url("obj.bin"), "-o", out, "--endpoint-url", proxy.baseURL, "--retries", "0"])
+        let cut = try await s.run([
+            "download", s.url("obj.bin"), "-o", out, "--endpoint-url", proxy.baseURL, "--retries", "0",
+        ])
         #expect(cut.status == 75, "\(cut)")
         let id = try #require(try s.w.tokens().first)
         let token = try s.w.token(id)
@@ -189,11 +224,14 @@ import Testing
         let s = try await S3Scene()
         let size = 16 * Self.MiB
         let digest = try await s.moto.putRandom(s.bucket, "a/b/c.bin", size: size)
-        let proxy = try FaultProxy(upstreamPort: s.moto.port,
-                                   plan: Fault.randomCuts(seed: 9, count: 3, direction: .downstream, bytes: 1_000_000...5_000_000))
+        let proxy = try FaultProxy(
+            upstreamPort: s.moto.port,
+            plan: Fault.randomCuts(seed: 9, count: 3, direction: .downstream, bytes: 1_000_000...5_000_000))
         let out = s.w.path("out/c.bin")
-        let r = try await s.run(["download", s.url("a/b/c.bin"), "-o", out, "--endpoint-url", proxy.baseURL,
-                                 "--retry-delay", "0.05", "--json"])
+        let r = try await s.run([
+            "download", s.url("a/b/c.bin"), "-o", out, "--endpoint-url", proxy.baseURL,
+            "--retry-delay", "0.05", "--json",
+        ])
         #expect(r.status == 0, "\(r)")
         #expect(try sha256(file: out) == digest)
         let cuts = proxy.connections.filter(\.triggered).count
@@ -208,7 +246,9 @@ import Testing
         let digest = try await s.moto.putRandom(s.bucket, "seg.bin", size: size)
         let proxy = try FaultProxy(upstreamPort: s.moto.port)
         let out = s.w.path("out/seg.bin")
-        let r = try await s.run(["download", s.url("seg.bin"), "-o", out, "--endpoint-url", proxy.baseURL, "--connections", "4"])
+        let r = try await s.run([
+            "download", s.url("seg.bin"), "-o", out, "--endpoint-url", proxy.baseURL, "--connections", "4",
+        ])
         #expect(r.status == 0, "\(r)")
         #expect(r.stdout == out + "\n", "\(r)")
         #expect(try sha256(file: out) == digest)
@@ -222,7 +262,9 @@ import Testing
         _ = try await s.moto.putRandom(s.bucket, "chg.bin", size: size)
         let proxy = try FaultProxy(upstreamPort: s.moto.port, plan: [.cutAfterDownstream(bytes: 5_000_000)])
         let out = s.w.path("out/chg.bin")
-        let cut = try await s.run(["download", s.url("chg.bin"), "-o", out, "--endpoint-url", proxy.baseURL, "--retries", "0"])
+        let cut = try await s.run([
+            "download", s.url("chg.bin"), "-o", out, "--endpoint-url", proxy.baseURL, "--retries", "0",
+        ])
         #expect(cut.status == 75, "\(cut)")
         let id = try #require(try s.w.tokens().first)
         // Same size, other bytes: moto ignores If-Range, so the client's ETag check and overlap must catch it.
@@ -240,7 +282,9 @@ import Testing
         try await s.moto.putRandom(s.bucket, "prex.bin", size: 100)
         try await s.moto.putRandom(s.bucket, "other/pre/x.bin", size: 100)
         let dir = try s.w.dir.subdirectory("dl")
-        let r = try await s.run(["download", s.url("pre/"), "-o", dir, "--parallel", "8", "--endpoint-url", s.moto.endpoint])
+        let r = try await s.run([
+            "download", s.url("pre/"), "-o", dir, "--parallel", "8", "--endpoint-url", s.moto.endpoint,
+        ])
         #expect(r.status == 0, "\(r)")
         #expect(r.stdoutLines.count == 50, "\(r)")
         // Keys become paths relative to the prefix (as `aws s3 cp --recursive s3://B/pre/ DIR` lays them out).
@@ -249,11 +293,16 @@ import Testing
         for (rel, digest) in want {
             #expect(try sha256(file: dir + "/" + rel) == digest, "\(rel)")
         }
-        #expect(Set(try FileManager.default.contentsOfDirectory(atPath: s.w.dir.path)) == ["state", "out", "www", "home", "dl"])
+        #expect(
+            Set(try FileManager.default.contentsOfDirectory(atPath: s.w.dir.path)) == [
+                "state", "out", "www", "home", "dl",
+            ])
         #expect(try s.w.tokens().isEmpty)
         // The prefix is a batch like a folder: again with --skip-existing, every object is there with its
         // listed size and time (set from LastModified), and none is fetched.
-        let again = try await s.run(["download", s.url("pre/"), "-o", dir, "--skip-existing", "--json", "--endpoint-url", s.moto.endpoint])
+        let again = try await s.run([
+            "download", s.url("pre/"), "-o", dir, "--skip-existing", "--json", "--endpoint-url", s.moto.endpoint,
+        ])
         #expect(again.status == 0, "\(again)")
         let skipped = events(again.stdout).filter { $0["event"] as? String == "skipped" && $0["path"] != nil }
         #expect(skipped.count == 50 && events(again.stdout).first("completed") == nil, "\(again.stdout)")
@@ -272,14 +321,20 @@ import Testing
         let s = try await S3Scene()
         _ = try makeRandomFile(path: s.w.path("www/src.bin"), size: 6_000_000, seed: 77)
         // A typo'd endpoint on a fresh upload: one line naming the host, exit 1, no retries.
-        let r = try await s.run(["upload", s.w.path("www/src.bin"), s.url("x.bin"), "--endpoint-url", "http://nowhere.invalid:9000"])
+        let r = try await s.run([
+            "upload", s.w.path("www/src.bin"), s.url("x.bin"), "--endpoint-url", "http://nowhere.invalid:9000",
+        ])
         #expect(r.status == 1, "\(r)")
         #expect(r.stderr.contains("Could not resolve host: nowhere.invalid") && !r.stderr.contains("retry"), "\(r)")
         // With --wait-network it is waited for, try after try (each on a fresh handle: no libcurl "bad argument"),
         // until a pause stops it with the token kept.
-        let p = try s.start(["upload", s.w.path("www/src.bin"), s.url("y.bin"), "--endpoint-url", "http://nowhere.invalid:9000",
-            "--wait-network", "--retry-delay", "0.1"])
-        try await eventually(timeout: .seconds(30)) { p.stderrSoFar.components(separatedBy: "waiting for the network").count > 3 }
+        let p = try s.start([
+            "upload", s.w.path("www/src.bin"), s.url("y.bin"), "--endpoint-url", "http://nowhere.invalid:9000",
+            "--wait-network", "--retry-delay", "0.1",
+        ])
+        try await eventually(timeout: .seconds(30)) {
+            p.stderrSoFar.components(separatedBy: "waiting for the network").count > 3
+        }
         p.send(signal: SIGTERM)
         let stopped = try await p.wait()
         #expect(stopped.status == 75, "\(stopped)")
@@ -315,7 +370,10 @@ import Testing
         try await s.moto.putRandom(s.bucket, "there.bin", size: 1000)
         let wrong = "Wr0ngSecretWr0ngSecretWr0ngSecret+/xyz"
         let env = s.moto.environment(home: s.home, secret: wrong)
-        for args in [["upload", s.w.path("www/src.bin"), s.url("w.bin")], ["download", s.url("there.bin"), "-o", s.w.path("out/there.bin")]] {
+        for args in [
+            ["upload", s.w.path("www/src.bin"), s.url("w.bin")],
+            ["download", s.url("there.bin"), "-o", s.w.path("out/there.bin")],
+        ] {
             let r = try await s.run(args + ["--endpoint-url", s.moto.endpoint], env: env)
             #expect(r.status == 1, "\(r)")
             #expect(splitLines(r.stderr).count == 1, "\(r)")
@@ -333,7 +391,8 @@ import Testing
         try await s.moto.putRandom(s.bucket, "there.bin", size: 1000)
         var env = s.moto.environment(home: s.home)
         env["AWS_ACCESS_KEY_ID"] = "AKIAUNKNOWNUNKNOWN00"
-        let r = try await s.run(["download", s.url("there.bin"), "-o", s.w.path("out/t.bin"), "--endpoint-url", s.moto.endpoint], env: env)
+        let r = try await s.run(
+            ["download", s.url("there.bin"), "-o", s.w.path("out/t.bin"), "--endpoint-url", s.moto.endpoint], env: env)
         #expect(r.status == 1, "\(r)")
         #expect(r.stderr.contains("InvalidAccessKeyId"), "\(r)")
         #expect(!r.stderr.contains(s.moto.secretKey))
@@ -343,7 +402,10 @@ import Testing
         let s = try await S3Scene()
         try makeRandomFile(path: s.w.path("www/src.bin"), size: 100_000, seed: 18)
         let env = s.moto.environment(home: s.home, credentials: false)
-        for args in [["upload", s.w.path("www/src.bin"), s.url("n.bin")], ["download", s.url("n.bin"), "-o", s.w.path("out/n.bin")]] {
+        for args in [
+            ["upload", s.w.path("www/src.bin"), s.url("n.bin")],
+            ["download", s.url("n.bin"), "-o", s.w.path("out/n.bin")],
+        ] {
             let r = try await s.run(args + ["--endpoint-url", s.moto.endpoint], env: env)
             #expect(r.status == 1, "\(r)")
             #expect(splitLines(r.stderr).count == 1, "\(r)")
@@ -366,13 +428,17 @@ import Testing
 
     @Test func missingKeyAndBucketAreNamed() async throws {
         let s = try await S3Scene()
-        let r = try await s.run(["download", s.url("nope.bin"), "-o", s.w.path("out/nope.bin"), "--endpoint-url", s.moto.endpoint])
+        let r = try await s.run([
+            "download", s.url("nope.bin"), "-o", s.w.path("out/nope.bin"), "--endpoint-url", s.moto.endpoint,
+        ])
         #expect(r.status == 1, "\(r)")
         #expect(r.stderr.contains("NoSuchKey"), "\(r)")
         #expect(splitLines(r.stderr).count == 1, "\(r)")
         #expect(!s.w.exists(s.w.path("out/nope.bin")) && !s.w.exists(s.w.path("out/nope.bin.part")))
         try makeRandomFile(path: s.w.path("www/src.bin"), size: 1000, seed: 20)
-        let u = try await s.run(["upload", s.w.path("www/src.bin"), "s3://\(s.bucket)-missing/k.bin", "--endpoint-url", s.moto.endpoint])
+        let u = try await s.run([
+            "upload", s.w.path("www/src.bin"), "s3://\(s.bucket)-missing/k.bin", "--endpoint-url", s.moto.endpoint,
+        ])
         #expect(u.status == 1, "\(u)")
         #expect(u.stderr.contains("NoSuchBucket"), "\(u)")
     }
@@ -397,14 +463,19 @@ import Testing
     /// slowly, and kills it with SIGKILL once the token holds at least two finished parts.
     func killedUpload(_ s: S3Scene, key: String) async throws -> Killed {
         let proxy = try FaultProxy(upstreamPort: s.moto.port)
-        let p = try s.start(["upload", s.w.path("www/src.bin"), s.url(key), "--endpoint-url", proxy.baseURL,
-                             "--part-size", "5M", "--parallel", "1", "--limit-rate", "4M", "--json"])
+        let p = try s.start([
+            "upload", s.w.path("www/src.bin"), s.url(key), "--endpoint-url", proxy.baseURL,
+            "--part-size", "5M", "--parallel", "1", "--limit-rate", "4M", "--json",
+        ])
         var tokenS3: [String: Any] = [:]
         try await eventually(timeout: .seconds(60)) {
-            guard p.isRunning else { throw SupportError("the upload ended before the kill: \(p.stdoutSoFar) \(p.stderrSoFar)") }
+            guard p.isRunning else {
+                throw SupportError("the upload ended before the kill: \(p.stdoutSoFar) \(p.stderrSoFar)")
+            }
             guard let id = try s.w.tokens().first,
-                  let upload = try? s.w.token(id)["upload"] as? [String: Any],
-                  let s3 = upload["s3"] as? [String: Any], let parts = s3["parts"] as? [Any] else { return false }
+                let upload = try? s.w.token(id)["upload"] as? [String: Any],
+                let s3 = upload["s3"] as? [String: Any], let parts = s3["parts"] as? [Any]
+            else { return false }
             tokenS3 = s3
             return parts.count >= 2
         }
@@ -453,7 +524,9 @@ import Testing
         let r = try await s.run(["resume", k.id, "--json"])
         #expect(r.status == 0, "\(r)")
         #expect(try await s.moto.sha256(s.bucket, "k/obj.bin") == digest)
-        #expect(try await s.moto.head(s.bucket, "k/obj.bin").etag == (try multipartETag(file: s.w.path("www/src.bin"), partSize: Self.partSize)))
+        #expect(
+            try await s.moto.head(s.bucket, "k/obj.bin").etag
+                == (try multipartETag(file: s.w.path("www/src.bin"), partSize: Self.partSize)))
         #expect(try await s.moto.uploads(s.bucket).isEmpty)
         #expect(try s.w.tokens().isEmpty)
         let started = try #require(events(r.stdout).first("started"))
@@ -470,12 +543,15 @@ import Testing
         let digest = try source(s)
         let k = try await killedUpload(s, key: "e.bin")
         // Part 1 on the server now holds other bytes of the same size: its ETag differs from the token's.
-        let other = try await s.moto.uploadPart(s.bucket, "e.bin", uploadId: k.uploadId, number: 1, size: Self.partSize, seed: 99)
+        let other = try await s.moto.uploadPart(
+            s.bucket, "e.bin", uploadId: k.uploadId, number: 1, size: Self.partSize, seed: 99)
         #expect(other != k.parts.first { $0["number"] as? Int == 1 }?["etag"] as? String)
         let r = try await s.run(["resume", k.id])
         #expect(r.status == 0, "\(r)")
         #expect(try await s.moto.sha256(s.bucket, "e.bin") == digest)
-        #expect(try await s.moto.head(s.bucket, "e.bin").etag == (try multipartETag(file: s.w.path("www/src.bin"), partSize: Self.partSize)))
+        #expect(
+            try await s.moto.head(s.bucket, "e.bin").etag
+                == (try multipartETag(file: s.w.path("www/src.bin"), partSize: Self.partSize)))
     }
 
     @Test func changedSourceFailsTheResumeAndSendsNothing() async throws {
@@ -555,21 +631,27 @@ struct S3Scene {
         try w.dir.subdirectory("home")
         moto = try await SharedMoto.verifying.value
         var rng = SystemRandomNumberGenerator()
-        bucket = "rt-" + String((0..<12).map { _ in "0123456789abcdefghijklmnopqrstuvwxyz".randomElement(using: &rng)! })
+        bucket =
+            "rt-" + String((0..<12).map { _ in "0123456789abcdefghijklmnopqrstuvwxyz".randomElement(using: &rng)! })
         try await moto.createBucket(bucket)
     }
 
     func url(_ key: String) -> String { "s3://\(bucket)/\(key)" }
 
-    /// Runs `resumectl ARGS --state-dir STATE` to its end with `env` (default: the server's credentials) and nothing else.
-    func run(_ args: [String], env: [String: String]? = nil, timeout: Duration = .seconds(180)) async throws -> ProcessResult {
-        try await runProcess(resumectlBinary, args + ["--state-dir", w.state], environment: env ?? moto.environment(home: home),
-                             inheritEnvironment: false, currentDirectory: w.out, timeout: timeout)
+    /// Runs `resumectl ARGS --state-dir STATE` to its end with `env` (default: the server's credentials) and nothing
+    /// else.
+    func run(_ args: [String], env: [String: String]? = nil, timeout: Duration = .seconds(180)) async throws
+        -> ProcessResult
+    {
+        try await runProcess(
+            resumectlBinary, args + ["--state-dir", w.state], environment: env ?? moto.environment(home: home),
+            inheritEnvironment: false, currentDirectory: w.out, timeout: timeout)
     }
 
     func start(_ args: [String], env: [String: String]? = nil) throws -> RunningProcess {
-        try RunningProcess(resumectlBinary, args + ["--state-dir", w.state], environment: env ?? moto.environment(home: home),
-                           inheritEnvironment: false, currentDirectory: w.out)
+        try RunningProcess(
+            resumectlBinary, args + ["--state-dir", w.state], environment: env ?? moto.environment(home: home),
+            inheritEnvironment: false, currentDirectory: w.out)
     }
 
     /// Writes `home/.aws/NAME`.
@@ -591,7 +673,9 @@ func filesBelow(_ dir: String) throws -> Set<String> {
     guard let e = FileManager.default.enumerator(atPath: dir) else { throw SupportError("cannot list \(dir)") }
     while let rel = e.nextObject() as? String {
         var isDir: ObjCBool = false
-        if FileManager.default.fileExists(atPath: dir + "/" + rel, isDirectory: &isDir), !isDir.boolValue { out.insert(rel) }
+        if FileManager.default.fileExists(atPath: dir + "/" + rel, isDirectory: &isDir), !isDir.boolValue {
+            out.insert(rel)
+        }
     }
     return out
 }
@@ -623,7 +707,9 @@ func partCRC32Cs(file: String, partSize: Int) throws -> [String] {
         var crc: UInt32 = 0xFFFF_FFFF
         for byte in data { crc = table[Int((crc ^ UInt32(byte)) & 0xFF)] ^ (crc >> 8) }
         crc = ~crc
-        out.append(Data([UInt8(crc >> 24), UInt8(crc >> 16 & 0xFF), UInt8(crc >> 8 & 0xFF), UInt8(crc & 0xFF)]).base64EncodedString())
+        out.append(
+            Data([UInt8(crc >> 24), UInt8(crc >> 16 & 0xFF), UInt8(crc >> 8 & 0xFF), UInt8(crc & 0xFF)])
+                .base64EncodedString())
     }
     return out
 }

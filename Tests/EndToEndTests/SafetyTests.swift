@@ -8,10 +8,13 @@ import Testing
         let w = try Workspace()
         let content = randomBytes(count: 2_000_000, seed: 41)
         let target = try await MisbehavingServer(content: content, behaviors: [.cutsEveryResponse(afterBytes: 800_000)])
-        let nginx = try await NginxServer(root: w.path("www"),
+        let nginx = try await NginxServer(
+            root: w.path("www"),
             serverDirectives: "location = /redir { return 302 \(target.url(for: "file.bin")); }")
-        let r = try await w.run(["download", nginx.url(for: "redir"), "-o", "r.bin", "--retries", "0",
-            "-H", "Authorization: Bearer secret-token", "-H", "Cookie: session=abc", "-H", "X-Trace: 7"])
+        let r = try await w.run([
+            "download", nginx.url(for: "redir"), "-o", "r.bin", "--retries", "0",
+            "-H", "Authorization: Bearer secret-token", "-H", "Cookie: session=abc", "-H", "X-Trace: 7",
+        ])
         #expect(r.status == 75, "\(r)")
         let id = try #require(try w.tokens().first)
         let token = try w.token(id)
@@ -24,7 +27,9 @@ import Testing
         #expect(target.requests.allSatisfy { $0.header("X-Trace") == "7" })
 
         // A resume asks the given URL again and continues at the target with If-Range.
-        let resumed = try await w.run(["resume", id, "-H", "Authorization: Bearer secret-token", "--retry-delay", "0.01"])
+        let resumed = try await w.run([
+            "resume", id, "-H", "Authorization: Bearer secret-token", "--retry-delay", "0.01",
+        ])
         #expect(resumed.status == 0, "\(resumed)")
         #expect(try sha256(file: w.out + "/r.bin") == sha256(content))
         #expect(nginx.accessLog().filter { $0.contains("/redir") }.count >= 2)
@@ -38,9 +43,12 @@ import Testing
         let peer = try await UploadPeer()
         // The 104 names the same server under another host name: another origin.
         peer.advertise(origin: "http://localhost:\(peer.port)")
-        let proxy = try FaultProxy(upstreamPort: peer.port, plan: [.cutAfterUpstream(bytes: 2_000_000).throttled(bytesPerSecond: 2_000_000)])
-        let r = try await w.run(["upload", w.path("www/src.bin"), proxy.url(for: "o.bin"), "--interop-version", "6",
-            "--retry-delay", "0.05", "-H", "Authorization: Bearer secret-token"])
+        let proxy = try FaultProxy(
+            upstreamPort: peer.port, plan: [.cutAfterUpstream(bytes: 2_000_000).throttled(bytesPerSecond: 2_000_000)])
+        let r = try await w.run([
+            "upload", w.path("www/src.bin"), proxy.url(for: "o.bin"), "--interop-version", "6",
+            "--retry-delay", "0.05", "-H", "Authorization: Bearer secret-token",
+        ])
         #expect(r.status == 0, "\(r)")
         #expect(try peer.storedSHA256("o.bin") == digest)
         let post = try #require(peer.requests.first { $0.method == "POST" })
@@ -56,10 +64,13 @@ import Testing
         let w = try Workspace()
         let content = randomBytes(count: 3_000_000, seed: 47)
         let target = try await MisbehavingServer(content: content)
-        let nginx = try await NginxServer(root: w.path("www"),
+        let nginx = try await NginxServer(
+            root: w.path("www"),
             serverDirectives: "location = /redir { return 302 \(target.url(for: "file.bin")); }")
-        let r = try await w.run(["download", nginx.url(for: "redir"), "-o", "r.bin", "--connections", "\(connections)",
-            "-H", "X-Api-Key: s3cret", "-H", "X-Trace: 1"])
+        let r = try await w.run([
+            "download", nginx.url(for: "redir"), "-o", "r.bin", "--connections", "\(connections)",
+            "-H", "X-Api-Key: s3cret", "-H", "X-Trace: 1",
+        ])
         #expect(r.status == 0, "\(r)")
         #expect(try sha256(file: w.out + "/r.bin") == sha256(content))
         #expect(!target.requests.isEmpty)
@@ -76,8 +87,10 @@ import Testing
         let other = try FaultProxy(upstreamPort: peer.port)
         defer { other.stop() }
         peer.advertise(origin: other.baseURL)
-        let r = try await w.run(["upload", w.path("src.bin"), peer.endpoint, "--protocol", "tus", "--chunk-size", "1M",
-            "-H", "X-Api-Key: s3cret", "-H", "X-Trace: 1"])
+        let r = try await w.run([
+            "upload", w.path("src.bin"), peer.endpoint, "--protocol", "tus", "--chunk-size", "1M",
+            "-H", "X-Api-Key: s3cret", "-H", "X-Trace: 1",
+        ])
         #expect(r.status == 0, "\(r)")
         #expect(peer.storedSHA256() == digest)
         let post = try #require(peer.requests.first { $0.method == "POST" })
@@ -93,20 +106,24 @@ import Testing
         let w = try Workspace()
         let digest = try makeRandomFile(path: w.path("src.bin"), size: 3_000_000, seed: 49)
         let peer = try await UploadPeer()
-        let named = try FaultProxy(upstreamPort: peer.port,
+        let named = try FaultProxy(
+            upstreamPort: peer.port,
             plan: [.cutAfterUpstream(bytes: 2_000_000).throttled(bytesPerSecond: 2_000_000)])
         let other = try FaultProxy(upstreamPort: peer.port)
         defer { named.stop(); other.stop() }
         peer.advertise(origin: other.baseURL)
-        let r = try await w.run(["upload", w.path("src.bin"), named.url(for: "u.bin"), "--interop-version", "6",
-            "--retry-delay", "0.05", "-H", "X-Api-Key: s3cret", "-H", "X-Trace: 1"])
+        let r = try await w.run([
+            "upload", w.path("src.bin"), named.url(for: "u.bin"), "--interop-version", "6",
+            "--retry-delay", "0.05", "-H", "X-Api-Key: s3cret", "-H", "X-Trace: 1",
+        ])
         #expect(r.status == 0, "\(r)")
         #expect(try peer.storedSHA256("u.bin") == digest)
         let requests = peer.requests
         #expect(requests.map(\.method) == ["POST", "HEAD", "PATCH"], "\(requests)")
         #expect(requests.first?.header("X-Api-Key") == "s3cret")
         #expect(other.connectionCount > 0)  // HEAD and PATCH went to the other origin
-        #expect(requests.dropFirst().allSatisfy { $0.header("X-Api-Key") == nil && $0.header("X-Trace") == "1" },
+        #expect(
+            requests.dropFirst().allSatisfy { $0.header("X-Api-Key") == nil && $0.header("X-Trace") == "1" },
             "\(requests)")
     }
 }

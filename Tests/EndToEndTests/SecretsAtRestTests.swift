@@ -7,7 +7,9 @@ import Testing
 /// headers' names; a resume without such a header says which to give again, one without the password asks
 /// for it (or refuses without a terminal).
 @Suite struct SecretsAtRestTests {
-    static let headers = ["-H", "X-Api-Key: KEY123", "-H", "Authorization: Bearer TOK123", "-H", "Cookie: ck=SEC123", "-H", "X-Trace: 7"]
+    static let headers = [
+        "-H", "X-Api-Key: KEY123", "-H", "Authorization: Bearer TOK123", "-H", "Cookie: ck=SEC123", "-H", "X-Trace: 7",
+    ]
     static let secrets = ["pass123", "KEY123", "TOK123", "SEC123"]
     /// 2 MB take 50 s at this rate: the pause comes long before the end even when a loaded machine starves
     /// the test for tens of seconds (CI once was: at 400k every transfer had ended before its pause).
@@ -22,14 +24,16 @@ import Testing
     /// - Returns: the token's JSON as the pause left it.
     @discardableResult
     func transfer(
-        _ args: [String], withheld: [String], secrets: [String] = Self.secrets, env: [String: String]? = nil, home: Workspace? = nil
+        _ args: [String], withheld: [String], secrets: [String] = Self.secrets, env: [String: String]? = nil,
+        home: Workspace? = nil
     ) async throws -> [String: Any] {
         let w = try home ?? Workspace()
         let reaper = Reaper(w)
         defer { reaper.stopAll() }
         func run(_ a: [String]) async throws -> ProcessResult {
             guard let env else { return try await w.run(a) }
-            return try await runProcess(resumectlBinary, a + ["--state-dir", w.state], environment: env, inheritEnvironment: false,
+            return try await runProcess(
+                resumectlBinary, a + ["--state-dir", w.state], environment: env, inheritEnvironment: false,
                 currentDirectory: w.out, timeout: .seconds(120))
         }
         var seen: [String] = []
@@ -65,7 +69,9 @@ import Testing
     }
 
     /// Neither a file under the state folder nor any of `texts` holds any of `secrets`.
-    func expectNothingHolds(_ secrets: [String], _ w: Workspace, _ texts: [String], sourceLocation: SourceLocation = #_sourceLocation) {
+    func expectNothingHolds(
+        _ secrets: [String], _ w: Workspace, _ texts: [String], sourceLocation: SourceLocation = #_sourceLocation
+    ) {
         var files = 0
         let walker = FileManager.default.enumerator(atPath: w.state)
         while let name = walker?.nextObject() as? String {
@@ -89,7 +95,8 @@ import Testing
         let digest = try makeRandomFile(path: w.path("www/f.bin"), size: 2_000_000, seed: 71)
         let nginx = try await NginxServer(root: w.path("www"))
         let url = Self.login(nginx.url(for: "f.bin"))
-        let token = try await transfer(["download", url, "-o", "f.bin", "--limit-rate", Self.slow] + Self.headers,
+        let token = try await transfer(
+            ["download", url, "-o", "f.bin", "--limit-rate", Self.slow] + Self.headers,
             withheld: ["X-Api-Key", "Authorization", "Cookie"], home: w)
         #expect(token["url"] as? String == nginx.url(for: "f.bin").replacingOccurrences(of: "://", with: "://alice@"))
         #expect(try sha256(file: w.out + "/f.bin") == digest)
@@ -116,8 +123,11 @@ import Testing
         try await InProcessServe.with { served in
             let w = try Workspace()
             try makeRandomFile(path: w.path("www/src.bin"), size: 2_000_000, seed: 73)
-            try await transfer(["upload", w.path("www/src.bin"), Self.login(served.url + "/ietf.bin"), "--protocol", "ietf",
-                "--limit-rate", Self.slow] + Self.headers, withheld: ["X-Api-Key", "Authorization", "Cookie"], home: w)
+            try await transfer(
+                [
+                    "upload", w.path("www/src.bin"), Self.login(served.url + "/ietf.bin"), "--protocol", "ietf",
+                    "--limit-rate", Self.slow,
+                ] + Self.headers, withheld: ["X-Api-Key", "Authorization", "Cookie"], home: w)
         }
     }
 
@@ -125,8 +135,11 @@ import Testing
         try await InProcessServe.with { served in
             let w = try Workspace()
             try makeRandomFile(path: w.path("www/src.bin"), size: 2_000_000, seed: 74)
-            try await transfer(["upload", w.path("www/src.bin"), Self.login(served.url + "/plain.bin"), "--protocol", "plain",
-                "--limit-rate", Self.slow] + Self.headers, withheld: ["X-Api-Key", "Authorization", "Cookie"], home: w)
+            try await transfer(
+                [
+                    "upload", w.path("www/src.bin"), Self.login(served.url + "/plain.bin"), "--protocol", "plain",
+                    "--limit-rate", Self.slow,
+                ] + Self.headers, withheld: ["X-Api-Key", "Authorization", "Cookie"], home: w)
         }
     }
 
@@ -134,16 +147,25 @@ import Testing
         let server = try await TusServer()
         let w = try Workspace()
         try makeRandomFile(path: w.path("www/src.bin"), size: 2_000_000, seed: 75)
-        try await transfer(["upload", w.path("www/src.bin"), Self.login(server.endpoint), "--protocol", "tus", "--chunk-size", "256k",
-            "--limit-rate", Self.slow] + Self.headers, withheld: ["X-Api-Key", "Authorization", "Cookie"], home: w)
+        try await transfer(
+            [
+                "upload", w.path("www/src.bin"), Self.login(server.endpoint), "--protocol", "tus", "--chunk-size",
+                "256k",
+                "--limit-rate", Self.slow,
+            ] + Self.headers, withheld: ["X-Api-Key", "Authorization", "Cookie"], home: w)
     }
 
     /// S3 signs with keys from the environment; a `-H` credential header is withheld as for any URL.
     @Test func s3Upload() async throws {
         let s = try await S3Scene()
         try makeRandomFile(path: s.w.path("www/src.bin"), size: 12 << 20, seed: 76)
-        try await transfer(["upload", s.w.path("www/src.bin"), s.url("s.bin"), "--endpoint-url", s.moto.endpoint, "--part-size", "5M",
-            "--limit-rate", "256k", "-H", "X-Api-Key: KEY123", "-H", "X-Trace: 7"],
-            withheld: ["X-Api-Key"], secrets: ["KEY123", s.moto.secretKey], env: s.moto.environment(home: s.home), home: s.w)
+        try await transfer(
+            [
+                "upload", s.w.path("www/src.bin"), s.url("s.bin"), "--endpoint-url", s.moto.endpoint, "--part-size",
+                "5M",
+                "--limit-rate", "256k", "-H", "X-Api-Key: KEY123", "-H", "X-Trace: 7",
+            ],
+            withheld: ["X-Api-Key"], secrets: ["KEY123", s.moto.secretKey], env: s.moto.environment(home: s.home),
+            home: s.w)
     }
 }

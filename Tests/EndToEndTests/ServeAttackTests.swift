@@ -4,7 +4,7 @@ import Testing
 @testable import ResumeServer
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// The attacks an audit of `serve` found, each kept as a regression test against the server as a user runs
@@ -21,34 +21,55 @@ struct ServeAttackTests {
     func overrideIsOneMethod() async throws {
         let w = try Workspace()
         let htpasswd = try await ServeLoginTests.passwordFile(w)
-        try await InProcessServe.with({ $0.htpasswd = htpasswd; $0.publicRead = true }) { served in
+        try await InProcessServe.with({
+            $0.htpasswd = htpasswd; $0.publicRead = true
+        }) { served in
             // Before: the gate read GET or HEAD and let it by, the handler wrote what the request line said (201).
-            for (name, extra) in [("get.txt", ["-H", "\(Self.override): GET"]), ("get-tus.txt", ["-H", "\(Self.override): GET"] + Self.tus)] {
-                let put = try await CurlExchange.run(extra + ["-X", "PUT", "--data-binary", "owned", served.url + "/" + name])
+            for (name, extra) in [
+                ("get.txt", ["-H", "\(Self.override): GET"]),
+                ("get-tus.txt", ["-H", "\(Self.override): GET"] + Self.tus),
+            ] {
+                let put = try await CurlExchange.run(
+                    extra + ["-X", "PUT", "--data-binary", "owned", served.url + "/" + name])
                 #expect(put.status == 401, "\(name): \(put.heads)")
             }
             // OPTIONS anywhere, and HEAD on a tus request, are honoured: the whole request is then that, for the
             // gate and every handler alike, and nothing is written. (curl waits for a PUT's body that a HEAD lacks.)
-            let options = try await CurlExchange.run(["-H", "\(Self.override): OPTIONS", "-X", "PUT", "--data-binary", "owned",
-                                                      served.url + "/options.txt"])
+            let options = try await CurlExchange.run([
+                "-H", "\(Self.override): OPTIONS", "-X", "PUT", "--data-binary", "owned",
+                served.url + "/options.txt",
+            ])
             #expect(options.status == 204, "\(options.heads)")
-            let head = try await CurlExchange.run(["-m", "3", "-H", "\(Self.override): HEAD"] + Self.tus
-                + ["-X", "PUT", "--data-binary", "owned", served.url + "/head.txt"])
+            let head = try await CurlExchange.run(
+                ["-m", "3", "-H", "\(Self.override): HEAD"] + Self.tus
+                    + ["-X", "PUT", "--data-binary", "owned", served.url + "/head.txt"])
             #expect(head.status == 404, "\(head.heads)")
             let draftPost = try await CurlExchange.run(
-                Self.draft + ["-H", "\(Self.override): GET", "-H", "Upload-Complete: ?1", "-X", "POST", "--data-binary", "owned",
-                              served.url + "/draft.txt"])
+                Self.draft + [
+                    "-H", "\(Self.override): GET", "-H", "Upload-Complete: ?1", "-X", "POST", "--data-binary", "owned",
+                    served.url + "/draft.txt",
+                ])
             #expect(draftPost.status == 401)
             #expect(!draftPost.interim.contains { $0.status == 104 })
-            #expect(try FileManager.default.contentsOfDirectory(atPath: served.folder.path).sorted() == [".resumectl-uploads"])
+            #expect(
+                try FileManager.default.contentsOfDirectory(atPath: served.folder.path).sorted() == [
+                    ".resumectl-uploads"
+                ])
             #expect(try FileManager.default.contentsOfDirectory(atPath: served.path(".resumectl-uploads")).isEmpty)
             // tus's override still works where tus needs it, with a login.
-            let created = try await CurlExchange.run(["-u", "alice:bcrypt secret"] + Self.tus
-                + ["-X", "POST", "-H", "Upload-Length: 5", served.url + "/ok/"] + ["-H", "Upload-Metadata: filename b2suYmlu"])
+            let created = try await CurlExchange.run(
+                ["-u", "alice:bcrypt secret"] + Self.tus
+                    + ["-X", "POST", "-H", "Upload-Length: 5", served.url + "/ok/"] + [
+                        "-H", "Upload-Metadata: filename b2suYmlu",
+                    ])
             #expect(created.status == 201, "\(created.heads)")
             let url = served.url + (try #require(created["location"]))
-            let patched = try await CurlExchange.run(["-u", "alice:bcrypt secret"] + Self.tus + Self.tusBody
-                + ["-X", "POST", "-H", "\(Self.override): PATCH", "-H", "Upload-Offset: 0", "--data-binary", "hello", url])
+            let patched = try await CurlExchange.run(
+                ["-u", "alice:bcrypt secret"] + Self.tus + Self.tusBody
+                    + [
+                        "-X", "POST", "-H", "\(Self.override): PATCH", "-H", "Upload-Offset: 0", "--data-binary",
+                        "hello", url,
+                    ])
             #expect(patched.status == 204)
             #expect(try String(contentsOfFile: served.path("ok/ok.bin"), encoding: .utf8) == "hello")
         }
@@ -62,8 +83,9 @@ struct ServeAttackTests {
         let head = try await CurlExchange.run(bob + headers + ["-I", url])
         #expect(head.status == 404, "HEAD \(url): \(head.heads)")
         #expect(head["upload-offset"] == nil)
-        let patch = try await CurlExchange.run(bob + headers + body
-            + ["-X", "PATCH", "-H", "Upload-Offset: 4", "-H", "Upload-Complete: ?0", "--data-binary", "evil", url])
+        let patch = try await CurlExchange.run(
+            bob + headers + body
+                + ["-X", "PATCH", "-H", "Upload-Offset: 4", "-H", "Upload-Complete: ?0", "--data-binary", "evil", url])
         #expect(patch.status == 404, "PATCH \(url): \(patch.heads)")
         let delete = try await CurlExchange.run(bob + headers + ["-X", "DELETE", url])
         #expect(delete.status == 404, "DELETE \(url): \(delete.heads)")
@@ -71,7 +93,8 @@ struct ServeAttackTests {
 
     /// alice's own upload answers her with what she sent.
     static func ownerSees(_ url: String, tus isTus: Bool, offset: Int) async throws {
-        let head = try await CurlExchange.run(["-u", "alice:bcrypt secret"] + (isTus ? Self.tus : Self.draft) + ["-I", url])
+        let head = try await CurlExchange.run(
+            ["-u", "alice:bcrypt secret"] + (isTus ? Self.tus : Self.draft) + ["-I", url])
         #expect(head.status == (isTus ? 200 : 204), "\(head.heads)")
         #expect(head["upload-offset"] == "\(offset)")
     }
@@ -88,12 +111,17 @@ struct ServeAttackTests {
         let base = "http://127.0.0.1:\(port)"
         let alice = ["-u", "alice:bcrypt secret"]
 
-        let tus = try await CurlExchange.run(alice + Self.tus + Self.tusBody
-            + ["-X", "POST", "-H", "Upload-Length: 10", "--data-binary", "abcd", base + "/t.bin"])
+        let tus = try await CurlExchange.run(
+            alice + Self.tus + Self.tusBody
+                + ["-X", "POST", "-H", "Upload-Length: 10", "--data-binary", "abcd", base + "/t.bin"])
         #expect(tus.status == 201, "\(tus.heads)")
         let tusURL = base + (try #require(tus["location"]))
-        let draft = try await CurlExchange.run(alice + Self.draft
-            + ["-X", "POST", "-H", "Upload-Complete: ?0", "-H", "Upload-Length: 10", "--data-binary", "abcd", base + "/d.bin"])
+        let draft = try await CurlExchange.run(
+            alice + Self.draft
+                + [
+                    "-X", "POST", "-H", "Upload-Complete: ?0", "-H", "Upload-Length: 10", "--data-binary", "abcd",
+                    base + "/d.bin",
+                ])
         #expect(draft.status == 201, "\(draft.heads)")
         let draftURL = base + (try #require(draft["location"]))
 
@@ -110,11 +138,16 @@ struct ServeAttackTests {
             }
         }
         // The owner finishes both; the files hold only her bytes.
-        let tusEnd = try await CurlExchange.run(alice + Self.tus + Self.tusBody
-            + ["-X", "PATCH", "-H", "Upload-Offset: 4", "--data-binary", "efghij", tusURL])
+        let tusEnd = try await CurlExchange.run(
+            alice + Self.tus + Self.tusBody
+                + ["-X", "PATCH", "-H", "Upload-Offset: 4", "--data-binary", "efghij", tusURL])
         #expect(tusEnd.status == 204)
-        let draftEnd = try await CurlExchange.run(alice + Self.draft + ["-H", "Content-Type: application/partial-upload",
-            "-X", "PATCH", "-H", "Upload-Offset: 4", "-H", "Upload-Complete: ?1", "--data-binary", "efghij", draftURL])
+        let draftEnd = try await CurlExchange.run(
+            alice + Self.draft + [
+                "-H", "Content-Type: application/partial-upload",
+                "-X", "PATCH", "-H", "Upload-Offset: 4", "-H", "Upload-Complete: ?1", "--data-binary", "efghij",
+                draftURL,
+            ])
         #expect((200..<300).contains(draftEnd.status), "\(draftEnd.heads)")
         #expect(try String(contentsOfFile: folder + "/t.bin", encoding: .utf8) == "abcdefghij")
         #expect(try String(contentsOfFile: folder + "/d.bin", encoding: .utf8) == "abcdefghij")
@@ -126,8 +159,9 @@ struct ServeAttackTests {
         let htpasswd = try await ServeLoginTests.passwordFile(w)
         let cluster = try await S3ServeCluster(instances: 1, extra: ServeS3AccessTests.lock + ["--htpasswd", htpasswd])
         let base = "http://127.0.0.1:\(cluster.ports[0])"
-        let tus = try await CurlExchange.run(["-u", "alice:bcrypt secret"] + Self.tus + Self.tusBody
-            + ["-X", "POST", "-H", "Upload-Length: 10", "--data-binary", "abcd", base + "/t.bin"])
+        let tus = try await CurlExchange.run(
+            ["-u", "alice:bcrypt secret"] + Self.tus + Self.tusBody
+                + ["-X", "POST", "-H", "Upload-Length: 10", "--data-binary", "abcd", base + "/t.bin"])
         #expect(tus.status == 201, "\(tus.heads)")
         let tusURL = base + (try #require(tus["location"]))
         try await Self.strangerFinds404(tusURL, tus: true)
@@ -136,7 +170,12 @@ struct ServeAttackTests {
         try await Self.ownerSees(tusURL, tus: true, offset: 4)
     }
 
-    @Test("--body-timeout: a body that stalls is ended and its connection closed, what arrived stays; a slow steady one is not")
+    @Test(
+        """
+        --body-timeout: a body that stalls is ended and its connection closed, what arrived stays; a slow steady one \
+        is not
+        """
+    )
     func bodyTimeout() async throws {
         try await InProcessServe.with({ $0.bodyTimeout = .seconds(1) }) { served in
             // Before: nothing but the client ended such a connection.
@@ -150,7 +189,8 @@ struct ServeAttackTests {
                 "POST /d.bin HTTP/1.1\r\nHost: x\r\nUpload-Draft-Interop-Version: 6\r\nUpload-Complete: ?1\r\n"
                     + "Content-Length: 100\r\n\r\n" + String(repeating: "d", count: 40), wait: .seconds(15))
             #expect(draft.closed, "\(draft)")
-            let location = try #require(draft.0.split(separator: "\r\n").first { $0.lowercased().hasPrefix("location:") })
+            let location = try #require(
+                draft.0.split(separator: "\r\n").first { $0.lowercased().hasPrefix("location:") })
             let url = served.url + location.dropFirst("location:".count).trimmingCharacters(in: .whitespaces)
             let offset = try await CurlExchange.run(Self.draft + ["-I", url])
             #expect(offset["upload-offset"] == "40", "\(offset.heads)")
@@ -159,7 +199,9 @@ struct ServeAttackTests {
             let steady = try await RawHTTP.offPool { () throws -> (String, closed: Bool) in
                 let fd = try SocketFD.connect(port: served.port)
                 defer { close(fd) }
-                func put(_ text: String) { _ = Array(text.utf8).withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) } }
+                func put(_ text: String) {
+                    _ = Array(text.utf8).withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+                }
                 put("PUT /steady.bin HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n\r\n")
                 for byte in "12345" {
                     usleep(400_000)
@@ -193,7 +235,9 @@ struct ServeAttackTests {
         #expect(LogLine.escaped("hook for /x\nGET /forged 200") == "hook for /x\\x0AGET /forged 200")
         #expect(LogLine.escaped("a\u{1B}[31m\u{85}\u{2028}é") == "a\\x1B[31m\\x85\\u{2028}é")
         try await InProcessServe.with({ $0.completionHook = CompletionHookSettings(command: ["false"]) }) { served in
-            let put = try await CurlExchange.run(["-X", "PUT", "--data-binary", "x", served.url + "/a%0AGET%20%2Fforged%20200"])
+            let put = try await CurlExchange.run([
+                "-X", "PUT", "--data-binary", "x", served.url + "/a%0AGET%20%2Fforged%20200",
+            ])
             #expect(put.status == 201)
             try await eventually(timeout: .seconds(20)) { served.log.contains { $0.hasPrefix("hook for ") } }
             #expect(!served.log.contains { $0.hasPrefix("GET /forged") }, "\(served.log)")

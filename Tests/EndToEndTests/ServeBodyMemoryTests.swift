@@ -8,7 +8,12 @@ import Testing
 /// The request bodies of a server's uploads share one memory budget (``BodyMemory``): with the disk
 /// behind, `make soak-serve`'s 100 uploads each held their own 4 MiB mark, 378 MiB in all.
 @Suite struct ServeBodyMemoryTests {
-    @Test("while the disk is behind, uploads together hold at most the budget beyond one read each; it all comes back once written")
+    @Test(
+        """
+        while the disk is behind, uploads together hold at most the budget beyond one read each; it all comes back \
+        once written
+        """
+    )
     func uploadsShareOneBudget() async throws {
         let MiB = 1 << 20
         let root = try TempDirectory(prefix: "resumectl-bodymemory")
@@ -23,16 +28,18 @@ import Testing
         let gate = DispatchSemaphore(value: 0)
         pool.submit { _ in gate.wait() }
         let records = try (0..<4).map { i in
-            let record = UploadRecord(id: String(repeating: "\(i)", count: 32), kind: .tus, target: ["f\(i).bin"],
-                                      expires: WallClock.millis() + 60_000)
+            let record = UploadRecord(
+                id: String(repeating: "\(i)", count: 32), kind: .tus, target: ["f\(i).bin"],
+                expires: WallClock.millis() + 60_000)
             try store.create(record)
             return record
         }
         let box = NIOLoopBoundBox.makeEmptyBox(valueType: [UploadAppender].self, eventLoop: loop)
         let wants = try await loop.submit { () -> [Bool] in
             let appenders = records.map { record in
-                UploadAppender(record: record, store: store, table: table, threadPool: pool, eventLoop: loop, limit: nil,
-                               checkpoints: false, expiry: 60_000, settled: loop.makePromise())
+                UploadAppender(
+                    record: record, store: store, table: table, threadPool: pool, eventLoop: loop, limit: nil,
+                    checkpoints: false, expiry: 60_000, settled: loop.makePromise())
             }
             box.value = appenders
             for appender in appenders { appender.open() }

@@ -2,7 +2,7 @@ import Foundation
 import Testing
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// `serve`'s connection limits: past `--max-connections` (by default half of what the descriptor limit
@@ -10,8 +10,12 @@ import Glibc
 /// that takes no byte of a download for `--send-timeout` is dropped.
 @Suite("serve connection limits")
 struct ServeConnectionLimitTests {
-    @Test("ulimit -n 64, 150 connections: the ones past the cap are refused at once, serve answers afterwards and did not spin",
-          arguments: [nil, 1000] as [Int?])
+    @Test(
+        """
+        ulimit -n 64, 150 connections: the ones past the cap are refused at once, serve answers afterwards and did \
+        not spin
+        """,
+        arguments: [nil, 1000] as [Int?])
     func descriptorLimit(maxConnections: Int?) async throws {
         let w = try Workspace()
         let folder = try w.dir.subdirectory("served")
@@ -59,7 +63,8 @@ struct ServeConnectionLimitTests {
         var lastChange = start
         var chunk = [UInt8](repeating: 0, count: 512)
         while ContinuousClock.now < start + .seconds(20),
-            ContinuousClock.now < start + .seconds(3) || ContinuousClock.now < lastChange + .milliseconds(1500) {
+            ContinuousClock.now < start + .seconds(3) || ContinuousClock.now < lastChange + .milliseconds(1500)
+        {
             for (index, fd) in fds.enumerated() where !ended[index] {
                 let n = chunk.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
                 if n > 0 {

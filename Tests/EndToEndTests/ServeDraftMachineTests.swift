@@ -14,8 +14,9 @@ struct ServeDraftMachineTests {
     }
 
     static func record(offset: Int64, length: Int64?) -> UploadRecord {
-        UploadRecord(id: "0123456789abcdef0123456789abcdef", kind: .ietf, interop: 8, target: ["a.bin"],
-                     length: length, offset: offset, expires: 0)
+        UploadRecord(
+            id: "0123456789abcdef0123456789abcdef", kind: .ietf, interop: 8, target: ["a.bin"],
+            length: length, offset: offset, expires: 0)
     }
 
     static func field(_ answer: M.Answer, _ name: String) -> String? {
@@ -24,57 +25,108 @@ struct ServeDraftMachineTests {
 
     @Test("creations: the completion field of each version, lengths from Upload-Length or Content-Length")
     func creations() {
-        #expect(Self.classify(.POST, "/a.bin", [("Upload-Draft-Interop-Version", "8"), ("Upload-Complete", "?1"), ("Content-Length", "10")])
+        #expect(
+            Self.classify(
+                .POST, "/a.bin",
+                [("Upload-Draft-Interop-Version", "8"), ("Upload-Complete", "?1"), ("Content-Length", "10")])
                 == .create(version: 8, complete: true, length: 10))
-        #expect(Self.classify(.PUT, "/a.bin", [("Upload-Draft-Interop-Version", "6"), ("Upload-Complete", "?0"), ("Upload-Length", "99"), ("Content-Length", "10")])
+        #expect(
+            Self.classify(
+                .PUT, "/a.bin",
+                [
+                    ("Upload-Draft-Interop-Version", "6"), ("Upload-Complete", "?0"), ("Upload-Length", "99"),
+                    ("Content-Length", "10"),
+                ])
                 == .create(version: 6, complete: false, length: 99))
         // Interop 3 says the opposite, in another field.
-        #expect(Self.classify(.POST, "/a.bin", [("Upload-Draft-Interop-Version", "3"), ("Upload-Incomplete", "?0"), ("Content-Length", "4")])
+        #expect(
+            Self.classify(
+                .POST, "/a.bin",
+                [("Upload-Draft-Interop-Version", "3"), ("Upload-Incomplete", "?0"), ("Content-Length", "4")])
                 == .create(version: 3, complete: true, length: 4))
-        #expect(Self.classify(.POST, "/a.bin", [("Upload-Draft-Interop-Version", "5"), ("Upload-Complete", "?0")])
+        #expect(
+            Self.classify(.POST, "/a.bin", [("Upload-Draft-Interop-Version", "5"), ("Upload-Complete", "?0")])
                 == .create(version: 5, complete: false, length: nil))
         // No completion field: a plain upload, whatever else it says.
-        #expect(Self.classify(.POST, "/a.bin", [("Upload-Draft-Interop-Version", "6"), ("Content-Length", "4")]) == .notDraft)
+        #expect(
+            Self.classify(.POST, "/a.bin", [("Upload-Draft-Interop-Version", "6"), ("Content-Length", "4")])
+                == .notDraft)
         #expect(Self.classify(.PUT, "/a.bin", [("Content-Length", "4")]) == .notDraft)
         // A complete creation whose two lengths disagree, or one that starts past 0.
         let bad = M.Request.answer(M.Answer(status: 400, fields: [M.Field("Upload-Draft-Interop-Version", "8")]))
-        #expect(Self.classify(.POST, "/a.bin", [("Upload-Draft-Interop-Version", "8"), ("Upload-Complete", "?1"), ("Upload-Length", "5"), ("Content-Length", "4")]) == bad)
-        #expect(Self.classify(.POST, "/a.bin", [("Upload-Draft-Interop-Version", "8"), ("Upload-Complete", "?1"), ("Upload-Offset", "3")]) == bad)
+        #expect(
+            Self.classify(
+                .POST, "/a.bin",
+                [
+                    ("Upload-Draft-Interop-Version", "8"), ("Upload-Complete", "?1"), ("Upload-Length", "5"),
+                    ("Content-Length", "4"),
+                ]) == bad)
+        #expect(
+            Self.classify(
+                .POST, "/a.bin",
+                [("Upload-Draft-Interop-Version", "8"), ("Upload-Complete", "?1"), ("Upload-Offset", "3")]) == bad)
     }
 
     @Test("an unknown interop version is 400 naming the newest one spoken; so is a missing one below the upload prefix")
     func versions() {
         let newest = M.Request.answer(M.Answer(status: 400, fields: [M.Field("Upload-Draft-Interop-Version", "8")]))
         for version in ["4", "7", "9", "x", "-1"] {
-            #expect(Self.classify(.POST, "/a.bin", [("Upload-Draft-Interop-Version", version), ("Upload-Complete", "?1")]) == newest)
+            #expect(
+                Self.classify(.POST, "/a.bin", [("Upload-Draft-Interop-Version", version), ("Upload-Complete", "?1")])
+                    == newest)
         }
         #expect(Self.classify(.HEAD, M.prefix + "abc", []) == newest)
         for version in [3, 5, 6, 8] {
-            #expect(Self.classify(.HEAD, M.prefix + "abc", [("Upload-Draft-Interop-Version", "\(version)")]) == .offset(version: version, id: "abc"))
+            #expect(
+                Self.classify(.HEAD, M.prefix + "abc", [("Upload-Draft-Interop-Version", "\(version)")])
+                    == .offset(version: version, id: "abc"))
         }
     }
 
     @Test("appends: Upload-Offset required, the partial-upload type from 6 on, a missing flag completes")
     func appends() {
         let url = M.prefix + "abc"
-        #expect(Self.classify(.PATCH, url, [("Upload-Draft-Interop-Version", "8"), ("Upload-Complete", "?0"), ("Upload-Offset", "100"),
-                                             ("Content-Type", "application/partial-upload"), ("Content-Length", "50")])
+        #expect(
+            Self.classify(
+                .PATCH, url,
+                [
+                    ("Upload-Draft-Interop-Version", "8"), ("Upload-Complete", "?0"), ("Upload-Offset", "100"),
+                    ("Content-Type", "application/partial-upload"), ("Content-Length", "50"),
+                ])
                 == .append(version: 8, id: "abc", offset: 100, complete: false, length: nil))
-        #expect(Self.classify(.PATCH, url, [("Upload-Draft-Interop-Version", "6"), ("Upload-Complete", "?1"), ("Upload-Offset", "100"),
-                                             ("Content-Type", "application/partial-upload"), ("Content-Length", "50")])
+        #expect(
+            Self.classify(
+                .PATCH, url,
+                [
+                    ("Upload-Draft-Interop-Version", "6"), ("Upload-Complete", "?1"), ("Upload-Offset", "100"),
+                    ("Content-Type", "application/partial-upload"), ("Content-Length", "50"),
+                ])
                 == .append(version: 6, id: "abc", offset: 100, complete: true, length: 150))
-        #expect(Self.classify(.PATCH, url, [("Upload-Draft-Interop-Version", "5"), ("Upload-Offset", "7"), ("Content-Length", "3")])
+        #expect(
+            Self.classify(
+                .PATCH, url, [("Upload-Draft-Interop-Version", "5"), ("Upload-Offset", "7"), ("Content-Length", "3")])
                 == .append(version: 5, id: "abc", offset: 7, complete: true, length: 10))
-        let missingOffset = Self.classify(.PATCH, url, [("Upload-Draft-Interop-Version", "8"), ("Upload-Complete", "?1"), ("Content-Type", "application/partial-upload")])
+        let missingOffset = Self.classify(
+            .PATCH, url,
+            [
+                ("Upload-Draft-Interop-Version", "8"), ("Upload-Complete", "?1"),
+                ("Content-Type", "application/partial-upload"),
+            ])
         #expect(missingOffset == .answer(M.Answer(status: 400, fields: [M.Field("Upload-Draft-Interop-Version", "8")])))
-        let wrongType = Self.classify(.PATCH, url, [("Upload-Draft-Interop-Version", "6"), ("Upload-Offset", "0"), ("Content-Type", "application/octet-stream")])
+        let wrongType = Self.classify(
+            .PATCH, url,
+            [
+                ("Upload-Draft-Interop-Version", "6"), ("Upload-Offset", "0"),
+                ("Content-Type", "application/octet-stream"),
+            ])
         guard case .answer(let answer) = wrongType else {
             Issue.record("a v6 PATCH of another type was taken: \(wrongType)")
             return
         }
         #expect(answer.status == 415)
         // HEAD and DELETE carry none of the upload fields.
-        #expect(Self.classify(.HEAD, url, [("Upload-Draft-Interop-Version", "8"), ("Upload-Offset", "1")])
+        #expect(
+            Self.classify(.HEAD, url, [("Upload-Draft-Interop-Version", "8"), ("Upload-Offset", "1")])
                 == .answer(M.Answer(status: 400, fields: [M.Field("Upload-Draft-Interop-Version", "8")])))
         #expect(Self.classify(.DELETE, url, [("Upload-Draft-Interop-Version", "6")]) == .cancel(version: 6, id: "abc"))
         guard case .answer(let post) = Self.classify(.POST, url, [("Upload-Draft-Interop-Version", "6")]) else {
@@ -84,22 +136,34 @@ struct ServeDraftMachineTests {
         #expect(post.status == 405)
     }
 
-    @Test("admission of an append: the offset must match (409 with the server's), lengths must agree, a finished upload replays")
+    @Test(
+        """
+        admission of an append: the offset must match (409 with the server's), lengths must agree, a finished upload \
+        replays
+        """
+    )
     func admission() {
         let record = Self.record(offset: 100, length: 300)
-        #expect(M.admit(version: 8, offset: 100, length: nil, contentLength: 50, record: record, finished: false) == nil)
+        #expect(
+            M.admit(version: 8, offset: 100, length: nil, contentLength: 50, record: record, finished: false) == nil)
         let conflict = M.admit(version: 8, offset: 50, length: nil, contentLength: 50, record: record, finished: false)
         #expect(conflict?.status == 409)
         #expect(conflict.flatMap { Self.field($0, "Upload-Offset") } == "100")
         #expect(conflict.flatMap { Self.field($0, "Upload-Complete") } == "?0")
-        #expect(M.admit(version: 8, offset: 100, length: 400, contentLength: 50, record: record, finished: false)?.status == 400)
-        #expect(M.admit(version: 8, offset: 100, length: nil, contentLength: 201, record: record, finished: false)?.status == 400)
+        #expect(
+            M.admit(version: 8, offset: 100, length: 400, contentLength: 50, record: record, finished: false)?.status
+                == 400)
+        #expect(
+            M.admit(version: 8, offset: 100, length: nil, contentLength: 201, record: record, finished: false)?.status
+                == 400)
         // Its client lost the final answer: an empty append at the end gets it again, anything else 409.
         let finished = Self.record(offset: 300, length: 300)
         let replay = M.admit(version: 6, offset: 300, length: nil, contentLength: 0, record: finished, finished: true)
         #expect(replay?.status == 201)
         #expect(replay.flatMap { Self.field($0, "Upload-Complete") } == "?1")
-        #expect(M.admit(version: 6, offset: 0, length: nil, contentLength: 300, record: finished, finished: true)?.status == 409)
+        #expect(
+            M.admit(version: 6, offset: 0, length: nil, contentLength: 300, record: finished, finished: true)?.status
+                == 409)
     }
 
     @Test("answers: 104 with a path-only Location, HEAD with the durable offset, limits by version, v3's inverted flag")

@@ -33,8 +33,12 @@ struct ServeDurabilityTests {
         }
     }
 
-    @Test("resumectl upload (IETF and tus) while serve is killed with SIGKILL twice: the file arrives, and the client continued",
-          arguments: ["ietf", "tus"])
+    @Test(
+        """
+        resumectl upload (IETF and tus) while serve is killed with SIGKILL twice: the file arrives, and the client \
+        continued
+        """,
+        arguments: ["ietf", "tus"])
     func killedTwice(protocol name: String) async throws {
         let w = try Workspace()
         let size = 16 << 20
@@ -77,12 +81,14 @@ struct ServeDurabilityTests {
         let folder = try w.dir.subdirectory("served")
         var (serve, port) = try await Self.startServe(folder: folder, port: 0)
         defer { serve.send(signal: SIGKILL) }
-        let proxy = try FaultProxy(upstreamPort: port, plan: Array(repeating: Fault.pass.throttled(bytesPerSecond: 6 << 20), count: 256))
+        let proxy = try FaultProxy(
+            upstreamPort: port, plan: Array(repeating: Fault.pass.throttled(bytesPerSecond: 6 << 20), count: 256))
         let script = """
             import sys
             from tusclient import client
             c = client.TusClient(sys.argv[1])
-            u = c.uploader(sys.argv[2], chunk_size=1 << 20, metadata={"filename": "t.bin", "filetype": "application/octet-stream"},
+            u = c.uploader(sys.argv[2], chunk_size=1 << 20, metadata={"filename": "t.bin", "filetype": \
+            "application/octet-stream"},
                            retries=30, retry_delay=1)
             u.upload()
             print(u.url)
@@ -99,30 +105,32 @@ struct ServeDurabilityTests {
         #expect(proxy.bytesUpstream < size + 4 << 20, "\(proxy.bytesUpstream)")
     }
 
-    static let pageScript = ServeFolderPageTests.chromium + #"""
-        url, path = sys.argv[1], sys.argv[2]
-        result = {}
-        try:
-            driver.get(url)
-            driver.find_element(By.ID, "picker").send_keys(path)
-            progress = lambda: driver.execute_script("return document.querySelector('#uploads progress')?.value || 0") or 0
-            deadline = time.time() + 60
-            while time.time() < deadline and progress() < 8 * 1024 * 1024:
-                time.sleep(0.1)
-            result["progress_at_restart"] = progress()
-            print("midway", flush=True)
-            deadline = time.time() + 240
-            state = None
-            while time.time() < deadline:
-                state = driver.find_element(By.CSS_SELECTOR, "#uploads li").get_attribute("data-state")
-                if state == "done" or (state or "").startswith("failed"):
-                    break
-                time.sleep(0.25)
-            result["final"] = state
-        finally:
-            driver.quit()
-        print(json.dumps(result), flush=True)
-        """#
+    static let pageScript =
+        ServeFolderPageTests.chromium + #"""
+            url, path = sys.argv[1], sys.argv[2]
+            result = {}
+            try:
+                driver.get(url)
+                driver.find_element(By.ID, "picker").send_keys(path)
+                progress = lambda: (
+                    driver.execute_script("return document.querySelector('#uploads progress')?.value || 0") or 0)
+                deadline = time.time() + 60
+                while time.time() < deadline and progress() < 8 * 1024 * 1024:
+                    time.sleep(0.1)
+                result["progress_at_restart"] = progress()
+                print("midway", flush=True)
+                deadline = time.time() + 240
+                state = None
+                while time.time() < deadline:
+                    state = driver.find_element(By.CSS_SELECTOR, "#uploads li").get_attribute("data-state")
+                    if state == "done" or (state or "").startswith("failed"):
+                        break
+                    time.sleep(0.25)
+                result["final"] = state
+            finally:
+                driver.quit()
+            print(json.dumps(result), flush=True)
+            """#
 
     @Test("the folder page in chromium goes on by itself after serve was killed and started again mid-upload")
     func pageContinuesAfterRestart() async throws {
@@ -133,14 +141,17 @@ struct ServeDurabilityTests {
         try FileManager.default.createDirectory(atPath: folder + "/inbox", withIntermediateDirectories: true)
         var (serve, port) = try await Self.startServe(folder: folder, port: 0)
         defer { serve.send(signal: SIGKILL) }
-        let proxy = try FaultProxy(upstreamPort: port, plan: Array(repeating: Fault.pass.throttled(bytesPerSecond: 12 << 20), count: 64))
+        let proxy = try FaultProxy(
+            upstreamPort: port, plan: Array(repeating: Fault.pass.throttled(bytesPerSecond: 12 << 20), count: 64))
         try Self.pageScript.write(toFile: w.path("page.py"), atomically: true, encoding: .utf8)
-        let browser = try RunningProcess("python3", [w.path("page.py"), proxy.url(for: "inbox/"), w.path("www/clip.bin")])
+        let browser = try RunningProcess(
+            "python3", [w.path("page.py"), proxy.url(for: "inbox/"), w.path("www/clip.bin")])
         defer { browser.send(signal: SIGKILL) }
         _ = try await browser.waitForLine(timeout: .seconds(120), where: { $0 == "midway" })
         let firstLog = try await Self.killAndRestart(&serve, folder: folder, port: port)
         let r = try await browser.wait(timeout: .seconds(300))
-        let line = try #require(r.stdoutLines.last, "chromium, chromium-driver and selenium (make deps installs them): \(r)")
+        let line = try #require(
+            r.stdoutLines.last, "chromium, chromium-driver and selenium (make deps installs them): \(r)")
         let result = try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any], "\(r)")
         #expect(result["final"] as? String == "done", "\(result) \(serve.stderrSoFar)")
         #expect(try sha256(file: folder + "/inbox/clip.bin") == digest)
@@ -151,15 +162,24 @@ struct ServeDurabilityTests {
         #expect(Double(proxy.bytesUpstream) < 1.25 * Double(size), "\(proxy.bytesUpstream) bytes through the proxy")
     }
 
-    @Test("at start: bad records, data without a record, data past the record, expiry, a finished upload whose path is taken")
+    @Test(
+        """
+        at start: bad records, data without a record, data past the record, expiry, a finished upload whose path is \
+        taken
+        """
+    )
     func recovery() throws {
         let root = try TempDirectory(prefix: "resumectl-recover")
         let store = try UploadStore(root: root.path)
         let now: Int64 = 1_800_000_000_000
-        func record(_ id: String, offset: Int64, length: Int64? = 100, phase: UploadRecord.Phase = .receiving, expires: Int64 = now + 60_000,
-                    kind: UploadRecord.Kind = .ietf) -> UploadRecord {
-            UploadRecord(id: id, kind: kind, interop: 8, target: ["in", "\(id.prefix(4)).bin"], length: length, offset: offset,
-                         expires: expires, phase: phase)
+        func record(
+            _ id: String, offset: Int64, length: Int64? = 100, phase: UploadRecord.Phase = .receiving,
+            expires: Int64 = now + 60_000,
+            kind: UploadRecord.Kind = .ietf
+        ) -> UploadRecord {
+            UploadRecord(
+                id: id, kind: kind, interop: 8, target: ["in", "\(id.prefix(4)).bin"], length: length, offset: offset,
+                expires: expires, phase: phase)
         }
         func data(_ id: String, _ count: Int) throws {
             try Data(repeating: 7, count: count).write(to: URL(fileURLWithPath: store.dataPath(id)))
@@ -212,7 +232,12 @@ struct ServeDurabilityTests {
         #expect(try Data(contentsOf: URL(fileURLWithPath: root.path("in/7777.bin"))).count == 100)
     }
 
-    @Test("killed after a tus upload's last byte was durable, before its record said finishing: the start finishes it (make soak-serve found it)")
+    @Test(
+        """
+        killed after a tus upload's last byte was durable, before its record said finishing: the start finishes it \
+        (make soak-serve found it)
+        """
+    )
     func tusCompleteButNotFinishing() async throws {
         let root = try TempDirectory(prefix: "resumectl-recover-tus")
         let store = try UploadStore(root: root.path)
@@ -220,12 +245,16 @@ struct ServeDurabilityTests {
         let draftID = String(repeating: "f", count: 32)
         let expires = WallClock.millis() + 600_000
         // A HEAD at this point answers Upload-Offset = Upload-Length: a tus client is done and sends nothing more.
-        try store.create(UploadRecord(id: tusID, kind: .tus, target: ["in", "t.bin"], length: 5, offset: 5,
-                                      metadata: "filename dC5iaW4=", expires: expires))
+        try store.create(
+            UploadRecord(
+                id: tusID, kind: .tus, target: ["in", "t.bin"], length: 5, offset: 5,
+                metadata: "filename dC5iaW4=", expires: expires))
         try Data("12345".utf8).write(to: URL(fileURLWithPath: store.dataPath(tusID)))
         // The draft says when it is complete (Upload-Complete: ?1 on the request that ends it): kept for it.
-        try store.create(UploadRecord(id: draftID, kind: .ietf, interop: 8, target: ["in", "d.bin"], length: 5, offset: 5,
-                                      expires: expires))
+        try store.create(
+            UploadRecord(
+                id: draftID, kind: .ietf, interop: 8, target: ["in", "d.bin"], length: 5, offset: 5,
+                expires: expires))
         try Data("67890".utf8).write(to: URL(fileURLWithPath: store.dataPath(draftID)))
 
         let (serve, port) = try await Self.startServe(folder: root.path, port: 0)
@@ -235,21 +264,31 @@ struct ServeDurabilityTests {
         #expect(!FileManager.default.fileExists(atPath: root.path("in/d.bin")))
         #expect(FileManager.default.fileExists(atPath: store.dataPath(draftID)))
         // Its URL answers as a finished upload does, and the file is served.
-        let head = try await runProcess(curlBinary, ["-sI", "-H", "Tus-Resumable: 1.0.0", "http://127.0.0.1:\(port)/tus_upload/\(tusID)"])
-        #expect(head.stdout.hasPrefix("HTTP/1.1 200") && head.stdout.lowercased().contains("upload-offset: 5"), "\(head)")
+        let head = try await runProcess(
+            curlBinary, ["-sI", "-H", "Tus-Resumable: 1.0.0", "http://127.0.0.1:\(port)/tus_upload/\(tusID)"])
+        #expect(
+            head.stdout.hasPrefix("HTTP/1.1 200") && head.stdout.lowercased().contains("upload-offset: 5"), "\(head)")
         let get = try await runProcess(curlBinary, ["-sf", "http://127.0.0.1:\(port)/in/t.bin"])
         #expect(get.stdout == "12345", "\(get)")
     }
 
-    @Test("a finished upload's record stays as <id>.done until it expires, so its URL answers after a restart; a crash after the link finishes it")
+    @Test(
+        """
+        a finished upload's record stays as <id>.done until it expires, so its URL answers after a restart; a crash \
+        after the link finishes it
+        """
+    )
     func finishedRecords() throws {
         let root = try TempDirectory(prefix: "resumectl-finished")
         let store = try UploadStore(root: root.path)
         let now: Int64 = 1_800_000_000_000
         let ids = (0..<4).map { String(repeating: "abcd"[String.Index(utf16Offset: $0, in: "abcd")], count: 32) }
-        func record(_ id: String, expires: Int64 = now + 60_000, phase: UploadRecord.Phase = .receiving) -> UploadRecord {
-            UploadRecord(id: id, kind: .tus, target: ["\(id.prefix(4)).bin"], length: 3, offset: 3, metadata: "filename YS5iaW4=",
-                         expires: expires, phase: phase)
+        func record(_ id: String, expires: Int64 = now + 60_000, phase: UploadRecord.Phase = .receiving) -> UploadRecord
+        {
+            UploadRecord(
+                id: id, kind: .tus, target: ["\(id.prefix(4)).bin"], length: 3, offset: 3,
+                metadata: "filename YS5iaW4=",
+                expires: expires, phase: phase)
         }
         // 0: finished now: its file in place, its data gone, its record kept as .done.
         try store.create(record(ids[0]))
@@ -273,8 +312,9 @@ struct ServeDurabilityTests {
 
         var lines: [String] = []
         #expect(store.recover(now: now, replacing: false, log: { lines.append($0) }).isEmpty)
-        #expect(lines.count == 2 && lines.contains { $0.contains("cccc.bin: finished after a restart") }
-            && lines.contains { $0.contains("dddd.bin: finished after a restart") }, "\(lines)")
+        #expect(
+            lines.count == 2 && lines.contains { $0.contains("cccc.bin: finished after a restart") }
+                && lines.contains { $0.contains("dddd.bin: finished after a restart") }, "\(lines)")
         let finished = store.finishedUploads(now: now)
         #expect(finished.map(\.id).sorted() == [ids[0], ids[2], ids[3]])
         #expect(finished.first { $0.id == ids[0] }?.metadata == "filename YS5iaW4=")

@@ -40,7 +40,8 @@ struct ServeFolderPageTests {
         try await InProcessServe.with({ $0.readOnly = true }) { served in
             let page = try await CurlExchange.run(["-H", "Accept: text/html", served.url + "/"])
             #expect(page.status == 200)
-            #expect(!String(decoding: page.body, as: UTF8.self).contains("type=\"file\""), "no upload area when read-only")
+            #expect(
+                !String(decoding: page.body, as: UTF8.self).contains("type=\"file\""), "no upload area when read-only")
         }
     }
 
@@ -59,49 +60,58 @@ struct ServeFolderPageTests {
 
         """#
 
-    static let browserScript = chromium + #"""
-        url, path, name, reload_after = sys.argv[1], sys.argv[2], sys.argv[3], float(sys.argv[4])
-        result = {}
-        try:
-            driver.get(url)
-            driver.find_element(By.ID, "picker").send_keys(path)
-            # Reload once a few PATCHes are through (a loaded machine starts chromium slowly), then a bit later.
-            deadline = time.time() + 60
-            while time.time() < deadline and (driver.execute_script("return document.querySelector('#uploads progress')?.value || 0") or 0) < 8 * 1024 * 1024:
-                time.sleep(0.1)
-            time.sleep(reload_after)
-            row = driver.find_element(By.CSS_SELECTOR, "#uploads li")
-            result["before_reload"] = row.get_attribute("data-state")
-            result["progress_before_reload"] = driver.execute_script("return document.querySelector('#uploads progress').value")
-            driver.refresh()
-            result["stored_urls"] = driver.execute_script("return Object.keys(localStorage).length")
-            driver.find_element(By.ID, "picker").send_keys(path)
-            time.sleep(1)
-            button = driver.find_element(By.CSS_SELECTOR, "#uploads li button")
-            button.click()
-            time.sleep(0.5)
-            result["paused_state"] = driver.find_element(By.CSS_SELECTOR, "#uploads li").get_attribute("data-state")
-            progress = lambda: driver.execute_script("return document.querySelector('#uploads progress').value")
-            first = progress()
-            time.sleep(1.5)
-            result["moved_while_paused"] = progress() != first
-            button.click()
-            deadline = time.time() + 240
-            state = None
-            while time.time() < deadline:
-                state = driver.find_element(By.CSS_SELECTOR, "#uploads li").get_attribute("data-state")
-                if state == "done" or (state or "").startswith("failed"):
-                    break
-                time.sleep(0.25)
-            result["final"] = state
-            driver.get(url)
-            result["listed"] = name in [a.text for a in driver.find_elements(By.CSS_SELECTOR, "tbody a")]
-        finally:
-            driver.quit()
-        print(json.dumps(result))
-        """#
+    static let browserScript =
+        chromium + #"""
+            url, path, name, reload_after = sys.argv[1], sys.argv[2], sys.argv[3], float(sys.argv[4])
+            result = {}
+            try:
+                driver.get(url)
+                driver.find_element(By.ID, "picker").send_keys(path)
+                # Reload once a few PATCHes are through (a loaded machine starts chromium slowly), then a bit later.
+                deadline = time.time() + 60
+                progress = lambda: (
+                    driver.execute_script("return document.querySelector('#uploads progress')?.value || 0") or 0)
+                while time.time() < deadline and progress() < 8 * 1024 * 1024:
+                    time.sleep(0.1)
+                time.sleep(reload_after)
+                row = driver.find_element(By.CSS_SELECTOR, "#uploads li")
+                result["before_reload"] = row.get_attribute("data-state")
+                result["progress_before_reload"] = driver.execute_script(
+                    "return document.querySelector('#uploads progress').value")
+                driver.refresh()
+                result["stored_urls"] = driver.execute_script("return Object.keys(localStorage).length")
+                driver.find_element(By.ID, "picker").send_keys(path)
+                time.sleep(1)
+                button = driver.find_element(By.CSS_SELECTOR, "#uploads li button")
+                button.click()
+                time.sleep(0.5)
+                result["paused_state"] = driver.find_element(By.CSS_SELECTOR, "#uploads li").get_attribute("data-state")
+                progress = lambda: driver.execute_script("return document.querySelector('#uploads progress').value")
+                first = progress()
+                time.sleep(1.5)
+                result["moved_while_paused"] = progress() != first
+                button.click()
+                deadline = time.time() + 240
+                state = None
+                while time.time() < deadline:
+                    state = driver.find_element(By.CSS_SELECTOR, "#uploads li").get_attribute("data-state")
+                    if state == "done" or (state or "").startswith("failed"):
+                        break
+                    time.sleep(0.25)
+                result["final"] = state
+                driver.get(url)
+                result["listed"] = name in [a.text for a in driver.find_elements(By.CSS_SELECTOR, "tbody a")]
+            finally:
+                driver.quit()
+            print(json.dumps(result))
+            """#
 
-    @Test("chromium uploads 96 MiB through a throttled, cutting proxy, is reloaded midway, continues when the file is chosen again, pauses and resumes")
+    @Test(
+        """
+        chromium uploads 96 MiB through a throttled, cutting proxy, is reloaded midway, continues when the file is \
+        chosen again, pauses and resumes
+        """
+    )
     func browserUploadResumesAfterReload() async throws {
         let w = try Workspace()
         let size = 96 << 20
@@ -112,23 +122,28 @@ struct ServeFolderPageTests {
             // upload get that far, and the page has to retry what was cut.
             let proxy = try FaultProxy(
                 upstreamPort: served.port,
-                plan: Array(repeating: Fault.cutAfterUpstream(bytes: 40 << 20).throttled(bytesPerSecond: 12 << 20), count: 64))
+                plan: Array(
+                    repeating: Fault.cutAfterUpstream(bytes: 40 << 20).throttled(bytesPerSecond: 12 << 20), count: 64))
             try Self.browserScript.write(toFile: w.path("browser.py"), atomically: true, encoding: .utf8)
             let r = try await runProcess(
                 "python3", [w.path("browser.py"), proxy.url(for: "inbox/"), w.path("www/movie.bin"), "movie.bin", "1"],
                 timeout: .seconds(300))
             #expect(r.status == 0, "chromium, chromium-driver and selenium (make deps installs them): \(r)")
-            let result = try #require(try JSONSerialization.jsonObject(with: Data(r.stdout.utf8)) as? [String: Any], "\(r)")
+            let result = try #require(
+                try JSONSerialization.jsonObject(with: Data(r.stdout.utf8)) as? [String: Any], "\(r)")
             #expect(result["final"] as? String == "done", "\(result) \(served.log.suffix(20))")
             #expect(result["stored_urls"] as? Int == 1, "the upload URL was kept across the reload: \(result)")
-            let before = (result["progress_before_reload"] as? Double) ?? Double((result["progress_before_reload"] as? Int) ?? 0)
+            let before =
+                (result["progress_before_reload"] as? Double) ?? Double((result["progress_before_reload"] as? Int) ?? 0)
             #expect(before > 0 && before < Double(size), "the reload came midway: \(result)")
             #expect(try sha256(file: served.path("inbox/movie.bin")) == digest)
             #expect(Double(proxy.bytesUpstream) < 1.25 * Double(size), "\(proxy.bytesUpstream) bytes through the proxy")
             let cuts = proxy.connections.filter(\.triggered).count
             #expect(cuts >= 1, "a connection was cut and the page went on")
             #expect(result["listed"] as? Bool == true)
-            #expect(result["paused_state"] as? String == "paused" && result["moved_while_paused"] as? Bool == false, "\(result)")
+            #expect(
+                result["paused_state"] as? String == "paused" && result["moved_while_paused"] as? Bool == false,
+                "\(result)")
             // One creation: the second choice continued the first upload.
             #expect(served.log.filter { $0.hasPrefix("POST /inbox/ 201") }.count == 1, "\(served.log)")
         }

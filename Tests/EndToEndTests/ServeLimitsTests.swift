@@ -21,7 +21,9 @@ struct ServeLimitsTests {
             let put = try await CurlExchange.run(["-T", w.path("www/new.bin"), served.url + "/kept.bin"])
             #expect(put.status == 409)
             let draft = try await CurlExchange.run(
-                Self.draft + ["-H", "Upload-Complete: ?1", "-X", "POST", "-T", w.path("www/new.bin"), served.url + "/kept.bin"])
+                Self.draft + [
+                    "-H", "Upload-Complete: ?1", "-X", "POST", "-T", w.path("www/new.bin"), served.url + "/kept.bin",
+                ])
             #expect(draft.status == 409)
             #expect(!draft.interim.contains { $0.status == 104 }, "refused before resumption was promised")
             #expect(try Data(contentsOf: URL(fileURLWithPath: served.path("kept.bin"))) == Data("old".utf8))
@@ -35,7 +37,12 @@ struct ServeLimitsTests {
         }
     }
 
-    @Test("--max-upload-size: 413 for a sized, a chunked and an IETF upload, nothing kept; IETF clients are told the limit")
+    @Test(
+        """
+        --max-upload-size: 413 for a sized, a chunked and an IETF upload, nothing kept; IETF clients are told the \
+        limit
+        """
+    )
     func maxUploadSize() async throws {
         let w = try Workspace()
         _ = try makeRandomFile(path: w.path("www/big.bin"), size: 3_000_000, seed: 4)
@@ -50,7 +57,9 @@ struct ServeLimitsTests {
             #expect(chunked.status == 413 || chunked.exit != 0, "\(chunked.status) \(chunked.exit)")
 
             let draft = try await CurlExchange.run(
-                Self.draft + ["-H", "Upload-Complete: ?1", "-X", "POST", "-T", w.path("www/big.bin"), served.url + "/draft.bin"])
+                Self.draft + [
+                    "-H", "Upload-Complete: ?1", "-X", "POST", "-T", w.path("www/big.bin"), served.url + "/draft.bin",
+                ])
             #expect(draft.status == 413)
             #expect(draft["upload-limit"] == "max-size=1000000")
             #expect(!draft.interim.contains { $0.status == 104 })
@@ -62,7 +71,9 @@ struct ServeLimitsTests {
 
             // Within the limit: accepted, and the 104 names the limit.
             let small = try await CurlExchange.run(
-                Self.draft + ["-H", "Upload-Complete: ?1", "-X", "POST", "-T", w.path("www/small.bin"), served.url + "/small.bin"])
+                Self.draft + [
+                    "-H", "Upload-Complete: ?1", "-X", "POST", "-T", w.path("www/small.bin"), served.url + "/small.bin",
+                ])
             #expect(small.status == 201)
             #expect(small.interim.first { $0.status == 104 }?["upload-limit"] == "max-size=1000000")
             #expect(try sha256(file: served.path("small.bin")) == smallDigest)
@@ -91,15 +102,19 @@ struct ServeLimitsTests {
         let threeDigest = try makeRandomFile(path: w.path("www/three.bin"), size: 3_000_000, seed: 17)
         // A 4 MiB file system of serve's own: a user and mount namespace (unshare, util-linux) lets
         // it mount a tmpfs without privileges; the network is shared, so the port is reachable.
-        let serve = try RunningProcess("/usr/bin/unshare", [
-            "-rm", "sh", "-c", "mount -t tmpfs -o size=4m tmpfs \"$0\" && exec \"$1\" serve \"$0\" --port 0",
-            folder, resumectlBinary,
-        ])
+        let serve = try RunningProcess(
+            "/usr/bin/unshare",
+            [
+                "-rm", "sh", "-c", "mount -t tmpfs -o size=4m tmpfs \"$0\" && exec \"$1\" serve \"$0\" --port 0",
+                folder, resumectlBinary,
+            ])
         defer { serve.send(signal: SIGTERM) }
         let url = try await ServeProcess.listening(serve).url
 
         // No length announced, so only the disk can say no.
-        let full = try await CurlExchange.run(["-H", "Transfer-Encoding: chunked", "-T", w.path("www/six.bin"), url + "/six.bin"])
+        let full = try await CurlExchange.run([
+            "-H", "Transfer-Encoding: chunked", "-T", w.path("www/six.bin"), url + "/six.bin",
+        ])
         #expect(full.status == 507, "\(full.status) \(full.exit) \(serve.stderrSoFar)")
         #expect(try await CurlExchange.run([url + "/six.bin"]).status == 404)
         // 3 MB fit in 4 MiB only if the 4 MiB the first upload had written were given back.
@@ -115,7 +130,9 @@ struct ServeLimitsTests {
         let w = try Workspace()
         let digest = try makeRandomFile(path: w.path("www/f.bin"), size: 2_000_000, seed: 6)
         try await InProcessServe.with({ $0.maxUploads = 1 }) { served in
-            async let slow = CurlExchange.run(["--limit-rate", "100K", "-T", w.path("www/f.bin"), served.url + "/slow.bin"])
+            async let slow = CurlExchange.run([
+                "--limit-rate", "100K", "-T", w.path("www/f.bin"), served.url + "/slow.bin",
+            ])
             try await eventually(timeout: .seconds(30)) { Self.leftovers(served.folder.path).count == 1 }
             let refused = try await CurlExchange.run(["-T", w.path("www/f.bin"), served.url + "/second.bin"])
             #expect(refused.status == 503)
@@ -160,11 +177,14 @@ struct ServeLimitsTests {
             #expect(response.status == 431)
             let (answer, closed) = try await RawHTTP.exchangeOffPool(
                 port: served.port,
-                "GET / HTTP/1.1\r\nHost: x\r\nX-A: \(padding.prefix(40 * 1024))\r\nX-B: \(padding.prefix(30 * 1024))\r\n\r\n"
+                "GET / HTTP/1.1\r\nHost: x\r\nX-A: \(padding.prefix(40 * 1024))\r\nX-B: "
+                    + "\(padding.prefix(30 * 1024))\r\n\r\n"
             )
             #expect(answer.hasPrefix("HTTP/1.1 431"), "\(answer.prefix(200))")
             #expect(closed)
-            try await eventually(timeout: .seconds(10)) { served.log.contains { $0.hasPrefix("- - 431") || $0.contains(" 431 ") } }
+            try await eventually(timeout: .seconds(10)) {
+                served.log.contains { $0.hasPrefix("- - 431") || $0.contains(" 431 ") }
+            }
         }
     }
 }
@@ -172,19 +192,32 @@ struct ServeLimitsTests {
 /// The limits as the command line takes them (`resumectl serve`, the binary).
 @Suite("serve limit options")
 struct ServeLimitOptionsTests {
-    @Test("--max-upload-size takes suffixes (1K = 1024 bytes); --threads 1 serves; a bad size, --max-uploads 0 or --threads 0 is a usage error")
+    @Test(
+        """
+        --max-upload-size takes suffixes (1K = 1024 bytes); --threads 1 serves; a bad size, --max-uploads 0 or \
+        --threads 0 is a usage error
+        """
+    )
     func options() async throws {
         let w = try Workspace()
-        let (serve, port) = try await ServeProcess.start(folder: w.path("www"), ["--max-upload-size", "1K", "--threads", "1"])
+        let (serve, port) = try await ServeProcess.start(
+            folder: w.path("www"), ["--max-upload-size", "1K", "--threads", "1"])
         defer { serve.send(signal: SIGTERM) }
         let url = "http://127.0.0.1:\(port)"
-        let fits = try await CurlExchange.run(["-X", "PUT", "--data-binary", String(repeating: "a", count: 1024), url + "/fits.txt"])
+        let fits = try await CurlExchange.run([
+            "-X", "PUT", "--data-binary", String(repeating: "a", count: 1024), url + "/fits.txt",
+        ])
         #expect(fits.status == 201)
-        let tooBig = try await CurlExchange.run(["-X", "PUT", "--data-binary", String(repeating: "a", count: 1025), url + "/big.txt"])
+        let tooBig = try await CurlExchange.run([
+            "-X", "PUT", "--data-binary", String(repeating: "a", count: 1025), url + "/big.txt",
+        ])
         #expect(tooBig.status == 413)
         #expect(!FileManager.default.fileExists(atPath: w.path("www/big.txt")))
 
-        for bad in [["--max-upload-size", "lots"], ["--max-uploads", "0"], ["--tls-cert", "x.pem"], ["--public-read"], ["--threads", "0"]] {
+        for bad in [
+            ["--max-upload-size", "lots"], ["--max-uploads", "0"], ["--tls-cert", "x.pem"], ["--public-read"],
+            ["--threads", "0"],
+        ] {
             let r = try await runProcess(resumectlBinary, ["serve", w.path("www"), "--port", "0"] + bad)
             #expect(r.status == 64, "\(bad): \(r)")
             #expect(r.stderr.split(separator: "\n").count == 1, "\(bad): \(r.stderr)")

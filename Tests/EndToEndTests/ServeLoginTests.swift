@@ -23,7 +23,8 @@ struct ServeLoginTests {
         return path
     }
 
-    @Test("401 without a login or with a wrong one; bcrypt and SHA-crypt logins pass; an anonymous upload stores nothing")
+    @Test(
+        "401 without a login or with a wrong one; bcrypt and SHA-crypt logins pass; an anonymous upload stores nothing")
     func logins() async throws {
         let w = try Workspace()
         let htpasswd = try await Self.passwordFile(w)
@@ -49,15 +50,22 @@ struct ServeLoginTests {
             let upload = try await CurlExchange.run(["-T", w.path("www/up.bin"), served.url + "/anon.bin"])
             #expect(upload.status == 401)
             let draft = try await CurlExchange.run(
-                ["-H", "Expect:", "-H", "Upload-Draft-Interop-Version: 6", "-H", "Upload-Complete: ?1", "-X", "POST",
-                 "-T", w.path("www/up.bin"), served.url + "/anon-draft.bin"])
+                [
+                    "-H", "Expect:", "-H", "Upload-Draft-Interop-Version: 6", "-H", "Upload-Complete: ?1", "-X", "POST",
+                    "-T", w.path("www/up.bin"), served.url + "/anon-draft.bin",
+                ])
             #expect(draft.status == 401)
             #expect(!draft.interim.contains { $0.status == 104 })
             // Nothing but the file that was there (and serve's hidden, empty store of unfinished uploads).
-            #expect(try FileManager.default.contentsOfDirectory(atPath: served.folder.path).sorted() == [".resumectl-uploads", "hello.txt"])
+            #expect(
+                try FileManager.default.contentsOfDirectory(atPath: served.folder.path).sorted() == [
+                    ".resumectl-uploads", "hello.txt",
+                ])
             #expect(try FileManager.default.contentsOfDirectory(atPath: served.path(".resumectl-uploads")).isEmpty)
 
-            let withLogin = try await CurlExchange.run(["-u", "carol:sha512 secret", "-T", w.path("www/up.bin"), served.url + "/up.bin"])
+            let withLogin = try await CurlExchange.run([
+                "-u", "carol:sha512 secret", "-T", w.path("www/up.bin"), served.url + "/up.bin",
+            ])
             #expect(withLogin.status == 201)
             #expect(try sha256(file: served.path("up.bin")) == digest)
 
@@ -65,7 +73,10 @@ struct ServeLoginTests {
             let log = served.log.joined(separator: "\n")
             #expect(log.contains("login failed for user \"alice\" from 127.0.0.1"), "\(log)")
             #expect(log.contains("login failed for user \"mallory\" from 127.0.0.1"), "\(log)")
-            for secret in ["secret", "not it", "Authorization", "authorization", "Basic ", Data("alice:not it".utf8).base64EncodedString()] {
+            for secret in [
+                "secret", "not it", "Authorization", "authorization", "Basic ",
+                Data("alice:not it".utf8).base64EncodedString(),
+            ] {
                 #expect(!log.contains(secret), "\(secret) in the log")
             }
         }
@@ -77,8 +88,11 @@ struct ServeLoginTests {
         let htpasswd = try await Self.passwordFile(w)
         let digest = try makeRandomFile(path: w.path("www/src.bin"), size: 2_000_000, seed: 11)
         try await InProcessServe.with({ $0.htpasswd = htpasswd }) { served in
-            try "machine 127.0.0.1 login bob password \"sha256 secret\"\n".write(toFile: w.path("netrc"), atomically: true, encoding: .utf8)
-            let r = try await w.run(["upload", w.path("www/src.bin"), served.url + "/src.bin", "--netrc-file", w.path("netrc")])
+            try "machine 127.0.0.1 login bob password \"sha256 secret\"\n".write(
+                toFile: w.path("netrc"), atomically: true, encoding: .utf8)
+            let r = try await w.run([
+                "upload", w.path("www/src.bin"), served.url + "/src.bin", "--netrc-file", w.path("netrc"),
+            ])
             #expect(r.status == 0, "\(r)")
             #expect(try sha256(file: served.path("src.bin")) == digest)
         }
@@ -88,7 +102,9 @@ struct ServeLoginTests {
     func publicRead() async throws {
         let w = try Workspace()
         let htpasswd = try await Self.passwordFile(w)
-        try await InProcessServe.with({ $0.htpasswd = htpasswd; $0.publicRead = true }) { served in
+        try await InProcessServe.with({
+            $0.htpasswd = htpasswd; $0.publicRead = true
+        }) { served in
             try Data("hello".utf8).write(to: URL(fileURLWithPath: served.path("hello.txt")))
             let get = try await CurlExchange.run([served.url + "/hello.txt"])
             #expect(get.status == 200)
@@ -121,7 +137,9 @@ struct ServeLoginTests {
         let path = w.path("htpasswd")
         let md5 = try await runProcess("openssl", ["passwd", "-apr1", "x"])
         let sha = try await runProcess("openssl", ["passwd", "-6", "y"])
-        try "# comment\nalice:\(sha.stdout.trimmingCharacters(in: .whitespacesAndNewlines))\n\nbob:\(md5.stdout.trimmingCharacters(in: .whitespacesAndNewlines))\n"
+        try
+            ("# comment\nalice:\(sha.stdout.trimmingCharacters(in: .whitespacesAndNewlines))\n\n"
+            + "bob:\(md5.stdout.trimmingCharacters(in: .whitespacesAndNewlines))\n")
             .write(toFile: path, atomically: true, encoding: .utf8)
         let error = await #expect(throws: ServeError.self) {
             var configuration = ServerConfiguration(directory: w.path("www"), port: 0)
@@ -139,16 +157,25 @@ struct ServeLoginTests {
         #expect(r.stderr.contains("line 4") && r.stderr.split(separator: "\n").count == 1, "\(r.stderr)")
     }
 
-    @Test("beyond loopback: no start without --htpasswd unless --read-only or --allow-anonymous-uploads; logins without TLS warn")
+    @Test(
+        """
+        beyond loopback: no start without --htpasswd unless --read-only or --allow-anonymous-uploads; logins without \
+        TLS warn
+        """
+    )
     func safeDefaultBeyondLoopback() async throws {
         let w = try Workspace()
-        let refused = try await runProcess(resumectlBinary, ["serve", w.path("www"), "--host", "0.0.0.0", "--port", "0"])
+        let refused = try await runProcess(
+            resumectlBinary, ["serve", w.path("www"), "--host", "0.0.0.0", "--port", "0"])
         #expect(refused.status == 64, "\(refused)")
-        #expect(refused.stderr.contains("--htpasswd") && refused.stderr.split(separator: "\n").count == 1, "\(refused.stderr)")
+        #expect(
+            refused.stderr.contains("--htpasswd") && refused.stderr.split(separator: "\n").count == 1,
+            "\(refused.stderr)")
         #expect(!refused.stdout.contains("listening"))
 
         for extra in [["--read-only"], ["--allow-anonymous-uploads"]] {
-            let serve = try RunningProcess(resumectlBinary, ["serve", w.path("www"), "--host", "0.0.0.0", "--port", "0"] + extra)
+            let serve = try RunningProcess(
+                resumectlBinary, ["serve", w.path("www"), "--host", "0.0.0.0", "--port", "0"] + extra)
             let url = try await ServeProcess.listening(serve).url
             #expect(url.hasPrefix("http://0.0.0.0:"), "\(url)")
             serve.send(signal: SIGTERM)
@@ -156,7 +183,8 @@ struct ServeLoginTests {
         }
 
         let htpasswd = try await Self.passwordFile(w)
-        let serve = try RunningProcess(resumectlBinary, ["serve", w.path("www"), "--host", "0.0.0.0", "--port", "0", "--htpasswd", htpasswd])
+        let serve = try RunningProcess(
+            resumectlBinary, ["serve", w.path("www"), "--host", "0.0.0.0", "--port", "0", "--htpasswd", htpasswd])
         _ = try await ServeProcess.listening(serve)
         serve.send(signal: SIGTERM)
         let ended = try await serve.wait()

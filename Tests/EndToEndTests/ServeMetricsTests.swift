@@ -30,14 +30,18 @@ struct ServeMetricsTests {
 
     /// The metrics of the server at `port`, parsed by prometheus_client; and the answer's Content-Type.
     static func scrape(port: Int, login: String? = nil) async throws -> ([String: Family], String) {
-        let r = try await runProcess("python3", ["-c", parser, "http://127.0.0.1:\(port)/.resumectl/metrics"] + (login.map { [$0] } ?? []))
+        let r = try await runProcess(
+            "python3", ["-c", parser, "http://127.0.0.1:\(port)/.resumectl/metrics"] + (login.map { [$0] } ?? []))
         try #require(r.status == 0, "prometheus_client (make deps installs it) parses the metrics: \(r)")
         let top = try #require(try JSONSerialization.jsonObject(with: Data(r.stdout.utf8)) as? [String: Any])
         let raw = try #require(top["families"] as? [String: [String: Any]])
         var families: [String: Family] = [:]
         for (name, family) in raw {
             let samples = (family["samples"] as? [[Any]] ?? []).map { sample in
-                (name: sample[0] as? String ?? "", labels: sample[1] as? [String: String] ?? [:], value: (sample[2] as? NSNumber)?.doubleValue ?? .nan)
+                (
+                    name: sample[0] as? String ?? "", labels: sample[1] as? [String: String] ?? [:],
+                    value: (sample[2] as? NSNumber)?.doubleValue ?? .nan
+                )
             }
             families[name] = Family(type: family["type"] as? String ?? "", samples: samples)
         }
@@ -53,7 +57,9 @@ struct ServeMetricsTests {
         defer { serve.send(signal: SIGKILL) }
         let base = "http://127.0.0.1:\(port)"
         let sizes = [1 << 20, 3 << 20, 200_000]
-        for (index, size) in sizes.enumerated() { _ = try makeRandomFile(path: w.path("www/f\(index).bin"), size: size, seed: UInt64(4710 + index)) }
+        for (index, size) in sizes.enumerated() {
+            _ = try makeRandomFile(path: w.path("www/f\(index).bin"), size: size, seed: UInt64(4710 + index))
+        }
         let tus = try await w.run(["upload", w.path("www/f0.bin"), base + "/in/", "--protocol", "tus"])
         #expect(tus.status == 0, "\(tus)")
         let ietf = try await w.run(["upload", w.path("www/f1.bin"), base + "/in/f1.bin", "--protocol", "ietf"])
@@ -68,28 +74,45 @@ struct ServeMetricsTests {
         let finished = try #require(metrics["resumectl_uploads_finished"], "\(metrics.keys.sorted())")
         #expect(finished.type == "counter")
         for kind in ["tus", "ietf", "plain"] {
-            #expect(finished.value("resumectl_uploads_finished_total", ["protocol": kind]) == 1, "\(kind): \(finished.samples)")
-            #expect(metrics["resumectl_uploads_in_progress"]?.value("resumectl_uploads_in_progress", ["protocol": kind]) == 0)
+            #expect(
+                finished.value("resumectl_uploads_finished_total", ["protocol": kind]) == 1,
+                "\(kind): \(finished.samples)")
+            #expect(
+                metrics["resumectl_uploads_in_progress"]?.value("resumectl_uploads_in_progress", ["protocol": kind])
+                    == 0)
         }
         let received = try #require(metrics["resumectl_received_bytes"]?.value("resumectl_received_bytes_total"))
         #expect(received >= Double(sizes.reduce(0, +)))
         let sent = try #require(metrics["resumectl_sent_bytes"]?.value("resumectl_sent_bytes_total"))
         #expect(sent >= Double(sizes[1]))
         let requests = try #require(metrics["resumectl_http_requests"])
-        #expect((requests.value("resumectl_http_requests_total", ["method": "PUT", "status": "201"]) ?? 0) >= 1, "\(requests.samples)")
-        #expect((requests.value("resumectl_http_requests_total", ["method": "GET", "status": "200"]) ?? 0) >= 1, "\(requests.samples)")
+        #expect(
+            (requests.value("resumectl_http_requests_total", ["method": "PUT", "status": "201"]) ?? 0) >= 1,
+            "\(requests.samples)")
+        #expect(
+            (requests.value("resumectl_http_requests_total", ["method": "GET", "status": "200"]) ?? 0) >= 1,
+            "\(requests.samples)")
         let latency = try #require(metrics["resumectl_http_request_duration_seconds"])
         #expect(latency.type == "histogram")
         #expect((latency.value("resumectl_http_request_duration_seconds_count") ?? 0) >= 4)
-        #expect(latency.value("resumectl_http_request_duration_seconds_bucket", ["le": "+Inf"]) == latency.value("resumectl_http_request_duration_seconds_count"))
+        #expect(
+            latency.value("resumectl_http_request_duration_seconds_bucket", ["le": "+Inf"])
+                == latency.value("resumectl_http_request_duration_seconds_count"))
         let sync = try #require(metrics["resumectl_durable_sync_seconds"])
-        #expect(sync.type == "histogram" && (sync.value("resumectl_durable_sync_seconds_count") ?? 0) >= 2, "\(sync.samples)")
+        #expect(
+            sync.type == "histogram" && (sync.value("resumectl_durable_sync_seconds_count") ?? 0) >= 2,
+            "\(sync.samples)")
         #expect((metrics["resumectl_open_connections"]?.value("resumectl_open_connections") ?? 0) >= 1)
         #expect(metrics["resumectl_s3_requests"]?.type == "counter")
         #expect(metrics["resumectl_s3_lock_conflicts"]?.value("resumectl_s3_lock_conflicts_total") == 0)
     }
 
-    @Test("--store s3:// on moto, two instances racing PATCHes on one upload: the S3 requests and the lock's conflicts are counted")
+    @Test(
+        """
+        --store s3:// on moto, two instances racing PATCHes on one upload: the S3 requests and the lock's conflicts \
+        are counted
+        """
+    )
     func s3Store() async throws {
         let cluster = try await S3ServeCluster(instances: 2)
         let w = try Workspace()
@@ -98,12 +121,18 @@ struct ServeMetricsTests {
         var sawLockRefusal = false
         for round in 0..<50 where !sawLockRefusal {
             let instance = { (i: Int) in "http://127.0.0.1:\(cluster.ports[i])" }
-            let created = try await runProcess("curl", [
-                "-sS", "-D", "-", "-o", "/dev/null", "-X", "POST", "-H", "Tus-Resumable: 1.0.0",
-                "-H", "Upload-Length: \(size)", instance(round % 2) + "/race/r\(round).bin"])
-            let location = try #require(created.stdout.split(separator: "\r\n").first { $0.lowercased().hasPrefix("location:") }
-                .map { String($0.dropFirst("location:".count)).trimmingCharacters(in: .whitespaces) }, "\(created)")
-            let path = location.hasPrefix("http") ? String(location.drop { $0 != "/" }.dropFirst(2).drop { $0 != "/" }) : location
+            let created = try await runProcess(
+                "curl",
+                [
+                    "-sS", "-D", "-", "-o", "/dev/null", "-X", "POST", "-H", "Tus-Resumable: 1.0.0",
+                    "-H", "Upload-Length: \(size)", instance(round % 2) + "/race/r\(round).bin",
+                ])
+            let location = try #require(
+                created.stdout.split(separator: "\r\n").first { $0.lowercased().hasPrefix("location:") }
+                    .map { String($0.dropFirst("location:".count)).trimmingCharacters(in: .whitespaces) }, "\(created)")
+            let path =
+                location.hasPrefix("http")
+                ? String(location.drop { $0 != "/" }.dropFirst(2).drop { $0 != "/" }) : location
             let urls = [instance(0) + path, instance(1) + path]
             let file = w.path("www/a.bin")
             async let first = ServeS3StoreTests.patch(urls[0], file: file)
@@ -118,15 +147,21 @@ struct ServeMetricsTests {
         for port in cluster.ports {
             let (metrics, _) = try await Self.scrape(port: port)
             conflicts += metrics["resumectl_s3_lock_conflicts"]?.value("resumectl_s3_lock_conflicts_total") ?? 0
-            for sample in metrics["resumectl_s3_requests"]?.samples ?? [] { requests[sample.labels["method"] ?? "", default: 0] += sample.value }
-            finished += metrics["resumectl_uploads_finished"]?.value("resumectl_uploads_finished_total", ["protocol": "tus"]) ?? 0
+            for sample in metrics["resumectl_s3_requests"]?.samples ?? [] {
+                requests[sample.labels["method"] ?? "", default: 0] += sample.value
+            }
+            finished +=
+                metrics["resumectl_uploads_finished"]?.value("resumectl_uploads_finished_total", ["protocol": "tus"])
+                ?? 0
         }
         #expect(conflicts >= 1, "\(conflicts)")
         #expect(finished >= 1, "each round's upload was finished by one of them")
-        #expect((requests["PUT"] ?? 0) >= 1 && (requests["POST"] ?? 0) >= 1 && (requests["GET"] ?? 0) >= 1, "\(requests)")
+        #expect(
+            (requests["PUT"] ?? 0) >= 1 && (requests["POST"] ?? 0) >= 1 && (requests["GET"] ?? 0) >= 1, "\(requests)")
     }
 
-    @Test("with --htpasswd the metrics need a login (also with --public-read) unless --metrics-public; --no-metrics: 404")
+    @Test(
+        "with --htpasswd the metrics need a login (also with --public-read) unless --metrics-public; --no-metrics: 404")
     func access() async throws {
         let w = try Workspace()
         let htpasswd = try await ServeLoginTests.passwordFile(w)

@@ -4,7 +4,7 @@ import Testing
 @testable import ResumeServer
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// Request paths as the kernel reads them (issue #53), against the built `resumectl serve`: a `/` or a
@@ -64,10 +64,11 @@ struct ServePathTests {
             let creations = [("/link/", "\u{301}x"), ("/link/", "x"), ("/link/%CC%81x", "y"), ("/", "link/\u{301}x")]
             for (target, name) in creations {
                 let metadata = "filename " + Data(name.utf8).base64EncodedString()
-                let create = try await CurlExchange.run(Self.tus + [
-                    "--path-as-is", "-X", "POST", "-H", "Upload-Length: 4", "-H", "Upload-Metadata: \(metadata)",
-                    base + target,
-                ])
+                let create = try await CurlExchange.run(
+                    Self.tus + [
+                        "--path-as-is", "-X", "POST", "-H", "Upload-Length: 4", "-H", "Upload-Metadata: \(metadata)",
+                        base + target,
+                    ])
                 // 409 for `/link/` itself: a link (not followed) already stands at that name.
                 #expect([400, 403, 409].contains(create.status), "tus POST \(target) named \(name) → \(create.status)")
             }
@@ -95,10 +96,11 @@ struct ServePathTests {
                 #expect(!text.contains("secret") && !text.contains("%CC%81"), "\(accept): \(text)")
                 #expect(!text.unicodeScalars.contains("\u{301}"), "\(accept): \(text)")
             }
-            let tus = try await CurlExchange.run(Self.tus + [
-                "-X", "POST", "-H", "Upload-Length: 4",
-                "-H", "Upload-Metadata: filename \(Data(".\u{301}x".utf8).base64EncodedString())", base + "/",
-            ])
+            let tus = try await CurlExchange.run(
+                Self.tus + [
+                    "-X", "POST", "-H", "Upload-Length: 4",
+                    "-H", "Upload-Metadata: filename \(Data(".\u{301}x".utf8).base64EncodedString())", base + "/",
+                ])
             #expect(tus.status == 403)
         }
         #expect(!FileManager.default.fileExists(atPath: world.served + "/.\u{301}x"))
@@ -111,10 +113,11 @@ struct ServePathTests {
             let deep = String(repeating: "/d", count: 5_000) + "/x"
             let put = try await CurlExchange.run(["-T", world.body, base + deep])
             #expect(put.status == 403)
-            let tus = try await CurlExchange.run(Self.tus + [
-                "-X", "POST", "-H", "Upload-Length: 4",
-                "-H", "Upload-Metadata: filename \(Data("x".utf8).base64EncodedString())", base + deep + "/",
-            ])
+            let tus = try await CurlExchange.run(
+                Self.tus + [
+                    "-X", "POST", "-H", "Upload-Length: 4",
+                    "-H", "Upload-Metadata: filename \(Data("x".utf8).base64EncodedString())", base + deep + "/",
+                ])
             #expect(tus.status == 403)
             let over = String(repeating: "/o", count: SafePath.maxDepth) + "/x"
             #expect(try await CurlExchange.run(["-T", world.body, base + over]).status == 403)

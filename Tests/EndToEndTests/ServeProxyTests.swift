@@ -14,7 +14,9 @@ struct ServeProxyTests {
             let plan = Fault.randomCuts(seed: 2021, count: 6, direction: .upstream, bytes: 200_000...600_000)
                 .map { $0.throttled(bytesPerSecond: 2_000_000) }
             let proxy = try FaultProxy(upstreamPort: served.port, plan: plan)
-            let r = try await w.run(["upload", w.path("www/src.bin"), proxy.url(for: "in/p.bin"), "--json", "--retry-delay", "0.05"])
+            let r = try await w.run([
+                "upload", w.path("www/src.bin"), proxy.url(for: "in/p.bin"), "--json", "--retry-delay", "0.05",
+            ])
             #expect(r.status == 0, "\(r)")
             #expect(try sha256(file: served.path("in/p.bin")) == digest)
             #expect(proxy.connections.filter(\.triggered).count >= 3, "\(proxy.connections)")
@@ -31,7 +33,9 @@ struct ServeProxyTests {
             }
             for method in ["POST", "HEAD", "PATCH"] {
                 let atServer = seen.filter { $0 == method }.count
-                #expect(atServer >= 1 && atServer <= passed.filter { $0 == method }.count, "\(method): \(served.log) \(passed)")
+                #expect(
+                    atServer >= 1 && atServer <= passed.filter { $0 == method }.count,
+                    "\(method): \(served.log) \(passed)")
             }
         }
     }

@@ -11,7 +11,8 @@ import Testing
 struct ServePureTests {
     @Test("htpasswd: comments and blank lines pass; other formats, malformed hashes and repeats name their line")
     func passwordFileParsing() throws {
-        let sha512 = "$6$saltsalt$/N2VYO2xuXUy5qNhMJuWZCioJMPZTN8sG70/eqeODUcSCfnLyZb5yVO/SbS4/w3Kdyas9jEOA3cZXHq7r0Wir0"
+        let sha512 =
+            "$6$saltsalt$/N2VYO2xuXUy5qNhMJuWZCioJMPZTN8sG70/eqeODUcSCfnLyZb5yVO/SbS4/w3Kdyas9jEOA3cZXHq7r0Wir0"
         let file = try PasswordFile.parse("# team\n\nalice:\(sha512)\r\n", path: "p")
         #expect(file.users == 1)
         for (text, line) in [
@@ -67,13 +68,16 @@ struct ServePureTests {
 
     @Test("tus metadata and the page's escaping")
     func metadataAndEscaping() {
-        let metadata = TusMetadata.parse("filename \(Data("été.bin".utf8).base64EncodedString()),is_confidential,filetype dGV4dA==")
+        let metadata = TusMetadata.parse(
+            "filename \(Data("été.bin".utf8).base64EncodedString()),is_confidential,filetype dGV4dA==")
         #expect(metadata == ["filename": "été.bin", "is_confidential": "", "filetype": "text"])
         #expect(FolderPage.escaped("<a href='x'>&\"") == "&lt;a href=&#39;x&#39;&gt;&amp;&quot;")
         #expect(FolderListing.percentEncoded("a b/é?#") == "a%20b%2F%C3%A9%3F%23")
         let page = FolderPage.render(
             path: ["<x>"], entries: [.init(name: "f<1>", isFolder: false, size: 3, modified: 0)], uploads: false)
-        #expect(page.contains("<title>/&lt;x&gt;/</title>") && page.contains(">f&lt;1&gt;</a>") && !page.contains("<script"))
+        #expect(
+            page.contains("<title>/&lt;x&gt;/</title>") && page.contains(">f&lt;1&gt;</a>") && !page.contains("<script")
+        )
     }
 
     @Test("upload admission: sizes from the head, the limit, and the IETF limit header")
@@ -89,27 +93,39 @@ struct ServePureTests {
             head([("Upload-Draft-Interop-Version", "6"), ("Upload-Length", "5000"), ("Content-Length", "10")]).value,
             components: ["new.bin"])
         #expect(draft?.status.code == 413 && draft?.headers.first?.1 == "max-size=1000")
-        let append = admission.check(head([("Upload-Offset", "900"), ("Content-Length", "200")]).value, components: nil)
+        let append = admission.check(
+            head([("Upload-Offset", "900"), ("Content-Length", "200")]).value, components: nil)
         #expect(append?.status.code == 413)
         #expect(admission.check(head([("Content-Length", "1")]).value, components: ["there.bin"])?.status.code == 409)
-        #expect(UploadAdmission.integer("12") == 12 && UploadAdmission.integer("-1") == nil && UploadAdmission.integer("1e3") == nil)
+        #expect(
+            UploadAdmission.integer("12") == 12 && UploadAdmission.integer("-1") == nil
+                && UploadAdmission.integer("1e3") == nil)
     }
 
-    @Test("the S3 store's CompleteMultipartUpload body: parts in order with their ETags and, for an upload created with CRC32C, each part's ChecksumCRC32C as listed")
+    @Test(
+        """
+        the S3 store's CompleteMultipartUpload body: parts in order with their ETags and, for an upload created with \
+        CRC32C, each part's ChecksumCRC32C as listed
+        """
+    )
     func s3CompletionBody() {
         let parts = [
             ListedPart(number: 2, size: 3, etag: "\"e2\"", checksums: ["CRC32C": "Bbbb=="]),
             ListedPart(number: 1, size: 5 << 20, etag: "\"e1\"", checksums: ["CRC32C": "Aaaa==", "CRC32": "x"]),
         ]
         let ns = "<CompleteMultipartUpload xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\">"
-        #expect(S3UploadStore.completion(parts, checksum: "CRC32C") == ns
-            + "<Part><PartNumber>1</PartNumber><ETag>&quot;e1&quot;</ETag><ChecksumCRC32C>Aaaa==</ChecksumCRC32C></Part>"
-            + "<Part><PartNumber>2</PartNumber><ETag>&quot;e2&quot;</ETag><ChecksumCRC32C>Bbbb==</ChecksumCRC32C></Part>"
-            + "</CompleteMultipartUpload>")
+        #expect(
+            S3UploadStore.completion(parts, checksum: "CRC32C") == ns
+                + "<Part><PartNumber>1</PartNumber><ETag>&quot;e1&quot;</ETag>"
+                + "<ChecksumCRC32C>Aaaa==</ChecksumCRC32C></Part>"
+                + "<Part><PartNumber>2</PartNumber><ETag>&quot;e2&quot;</ETag>"
+                + "<ChecksumCRC32C>Bbbb==</ChecksumCRC32C></Part>"
+                + "</CompleteMultipartUpload>")
         // An upload an earlier release created without a checksum: none is listed, none may be sent.
-        #expect(S3UploadStore.completion(parts, checksum: nil) == ns
-            + "<Part><PartNumber>1</PartNumber><ETag>&quot;e1&quot;</ETag></Part>"
-            + "<Part><PartNumber>2</PartNumber><ETag>&quot;e2&quot;</ETag></Part></CompleteMultipartUpload>")
+        #expect(
+            S3UploadStore.completion(parts, checksum: nil) == ns
+                + "<Part><PartNumber>1</PartNumber><ETag>&quot;e1&quot;</ETag></Part>"
+                + "<Part><PartNumber>2</PartNumber><ETag>&quot;e2&quot;</ETag></Part></CompleteMultipartUpload>")
     }
 }
 

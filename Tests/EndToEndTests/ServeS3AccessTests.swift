@@ -17,7 +17,12 @@ struct ServeS3AccessTests {
         (try await cluster.moto.keys(cluster.bucket).sorted(), try await cluster.moto.uploads(cluster.bucket).count)
     }
 
-    @Test("--htpasswd: 401 for anonymous and wrong logins, uploads of every protocol among them, and nothing reaches S3; a login uploads; --public-read lets GET through")
+    @Test(
+        """
+        --htpasswd: 401 for anonymous and wrong logins, uploads of every protocol among them, and nothing reaches S3; \
+        a login uploads; --public-read lets GET through
+        """
+    )
     func logins() async throws {
         let w = try Workspace()
         let htpasswd = try await ServeLoginTests.passwordFile(w)
@@ -31,15 +36,21 @@ struct ServeS3AccessTests {
         let put = try await CurlExchange.run(["-u", "alice:not it", "-T", w.path("www/up.bin"), base + "/anon.bin"])
         #expect(put.status == 401)
         let draft = try await CurlExchange.run(
-            Self.draft + ["-H", "Upload-Complete: ?1", "-X", "POST", "-T", w.path("www/up.bin"), base + "/anon-draft.bin"])
+            Self.draft + [
+                "-H", "Upload-Complete: ?1", "-X", "POST", "-T", w.path("www/up.bin"), base + "/anon-draft.bin",
+            ])
         #expect(draft.status == 401)
         #expect(!draft.interim.contains { $0.status == 104 })
-        let tus = try await CurlExchange.run(["-X", "POST", "-H", "Tus-Resumable: 1.0.0", "-H", "Upload-Length: 100", base + "/tus.bin"])
+        let tus = try await CurlExchange.run([
+            "-X", "POST", "-H", "Tus-Resumable: 1.0.0", "-H", "Upload-Length: 100", base + "/tus.bin",
+        ])
         #expect(tus.status == 401 && tus["location"] == nil)
         let before = try await Self.stored(cluster)
         #expect(before.keys == [cluster.key("hello.txt")] && before.open == 0, "\(before)")
 
-        let withLogin = try await CurlExchange.run(["-u", "carol:sha512 secret", "-T", w.path("www/up.bin"), base + "/up.bin"])
+        let withLogin = try await CurlExchange.run([
+            "-u", "carol:sha512 secret", "-T", w.path("www/up.bin"), base + "/up.bin",
+        ])
         #expect(withLogin.status == 201, "\(cluster.instances[0].stderrSoFar)")
         #expect(try await cluster.moto.sha256(cluster.bucket, cluster.key("up.bin")) == digest)
         let got = try await CurlExchange.run(["-u", "bob:sha256 secret", base + "/hello.txt"])
@@ -57,7 +68,12 @@ struct ServeS3AccessTests {
         #expect(try await open.moto.keys(open.bucket) == [open.key("hello.txt")])
     }
 
-    @Test("--max-upload-size: 413 for a sized, a chunked, a draft and a tus upload, nothing left on S3 (a part already stored is aborted); within the limit it lands")
+    @Test(
+        """
+        --max-upload-size: 413 for a sized, a chunked, a draft and a tus upload, nothing left on S3 (a part already \
+        stored is aborted); within the limit it lands
+        """
+    )
     func maxUploadSize() async throws {
         let w = try Workspace()
         _ = try makeRandomFile(path: w.path("www/big.bin"), size: 8 * Self.MiB, seed: 3421)
@@ -67,13 +83,17 @@ struct ServeS3AccessTests {
         let sized = try await CurlExchange.run(["-T", w.path("www/big.bin"), base + "/sized.bin"])
         #expect(sized.status == 413)
         // No length announced: a 5 MiB part goes to S3 before the sixth MiB is passed; then 413.
-        let chunked = try await CurlExchange.run(["-H", "Transfer-Encoding: chunked", "-T", w.path("www/big.bin"), base + "/chunked.bin"])
+        let chunked = try await CurlExchange.run([
+            "-H", "Transfer-Encoding: chunked", "-T", w.path("www/big.bin"), base + "/chunked.bin",
+        ])
         #expect(chunked.status == 413 || chunked.exit != 0, "\(chunked.status) \(chunked.exit)")
         let draft = try await CurlExchange.run(
             Self.draft + ["-H", "Upload-Complete: ?1", "-X", "POST", "-T", w.path("www/big.bin"), base + "/draft.bin"])
         #expect(draft.status == 413 && draft["upload-limit"] == "max-size=\(6 * Self.MiB)")
         #expect(!draft.interim.contains { $0.status == 104 })
-        let tus = try await CurlExchange.run(["-X", "POST", "-H", "Tus-Resumable: 1.0.0", "-H", "Upload-Length: \(8 * Self.MiB)", base + "/tus.bin"])
+        let tus = try await CurlExchange.run([
+            "-X", "POST", "-H", "Tus-Resumable: 1.0.0", "-H", "Upload-Length: \(8 * Self.MiB)", base + "/tus.bin",
+        ])
         #expect(tus.status == 413)
         // The refused uploads' records, tails and multipart uploads are removed once their requests settle.
         var now = try await Self.stored(cluster)
@@ -86,13 +106,20 @@ struct ServeS3AccessTests {
         #expect(log.contains("chunked.bin refused: 413"), "\(log)")
 
         let small = try await CurlExchange.run(
-            Self.draft + ["-H", "Upload-Complete: ?1", "-X", "POST", "-T", w.path("www/small.bin"), base + "/small.bin"])
+            Self.draft + [
+                "-H", "Upload-Complete: ?1", "-X", "POST", "-T", w.path("www/small.bin"), base + "/small.bin",
+            ])
         #expect(small.status == 201)
         #expect(small.interim.first { $0.status == 104 }?["upload-limit"] == "max-size=\(6 * Self.MiB)")
         #expect(try await cluster.moto.sha256(cluster.bucket, cluster.key("small.bin")) == smallDigest)
     }
 
-    @Test("--max-uploads 1: a second upload is 503 with Retry-After while the first runs; the slot comes back when it lands")
+    @Test(
+        """
+        --max-uploads 1: a second upload is 503 with Retry-After while the first runs; the slot comes back when it \
+        lands
+        """
+    )
     func maxUploads() async throws {
         let w = try Workspace()
         let digest = try makeRandomFile(path: w.path("www/f.bin"), size: 4_000_000, seed: 3423)
@@ -110,7 +137,9 @@ struct ServeS3AccessTests {
         let refused = try await CurlExchange.run(["-T", w.path("www/f.bin"), base + "/second.bin"])
         #expect(refused.status == 503)
         #expect(refused["retry-after"].flatMap { Int($0) } != nil)
-        let tus = try await CurlExchange.run(["-X", "POST", "-H", "Tus-Resumable: 1.0.0", "-H", "Upload-Length: 10", base + "/tus.bin"])
+        let tus = try await CurlExchange.run([
+            "-X", "POST", "-H", "Tus-Resumable: 1.0.0", "-H", "Upload-Length: 10", base + "/tus.bin",
+        ])
         #expect(tus.status == 503)
         #expect(try await slow.status == 201)
         let after = try await CurlExchange.run(["-T", w.path("www/f.bin"), base + "/second.bin"])
@@ -120,25 +149,40 @@ struct ServeS3AccessTests {
         #expect(try await cluster.moto.keys(cluster.bucket).filter { !$0.contains(".resumectl-uploads") }.count == 2)
     }
 
-    @Test("--max-uploads on two instances: an upload created on one and finished through the other gives its slot back to the first once it reads the upload again")
+    @Test(
+        """
+        --max-uploads on two instances: an upload created on one and finished through the other gives its slot back \
+        to the first once it reads the upload again
+        """
+    )
     func slotFreedByAnotherInstance() async throws {
         let cluster = try await S3ServeCluster(instances: 2, extra: Self.lock + ["--max-uploads", "1"])
         let w = try Workspace()
         _ = try makeRandomFile(path: w.path("www/t.bin"), size: 1000, seed: 3424)
         let first = "http://127.0.0.1:\(cluster.ports[0])"
         let second = "http://127.0.0.1:\(cluster.ports[1])"
-        let created = try await CurlExchange.run(["-X", "POST", "-H", "Tus-Resumable: 1.0.0", "-H", "Upload-Length: 1000", first + "/t.bin"])
+        let created = try await CurlExchange.run([
+            "-X", "POST", "-H", "Tus-Resumable: 1.0.0", "-H", "Upload-Length: 1000", first + "/t.bin",
+        ])
         let location = try #require(created["location"], "\(created.heads)")
-        let path = location.hasPrefix("http") ? String(location.drop { $0 != "/" }.dropFirst(2).drop { $0 != "/" }) : location
-        #expect(try await CurlExchange.run(["-X", "POST", "-H", "Tus-Resumable: 1.0.0", "-H", "Upload-Length: 10", first + "/u.bin"]).status == 503)
+        let path =
+            location.hasPrefix("http") ? String(location.drop { $0 != "/" }.dropFirst(2).drop { $0 != "/" }) : location
+        #expect(
+            try await CurlExchange.run([
+                "-X", "POST", "-H", "Tus-Resumable: 1.0.0", "-H", "Upload-Length: 10", first + "/u.bin",
+            ]).status == 503)
         let patched = try await CurlExchange.run([
-            "-X", "PATCH", "-H", "Tus-Resumable: 1.0.0", "-H", "Upload-Offset: 0", "-H", "Content-Type: application/offset+octet-stream",
-            "--data-binary", "@" + w.path("www/t.bin"), second + path])
+            "-X", "PATCH", "-H", "Tus-Resumable: 1.0.0", "-H", "Upload-Offset: 0", "-H",
+            "Content-Type: application/offset+octet-stream",
+            "--data-binary", "@" + w.path("www/t.bin"), second + path,
+        ])
         #expect(patched.status == 204)
         // The first instance hears of the completion when it next reads the upload (a client's HEAD).
         let head = try await CurlExchange.run(["-I", "-H", "Tus-Resumable: 1.0.0", first + path])
         #expect(head.status == 404 || head.status == 200, "\(head.heads)")
-        let next = try await CurlExchange.run(["-X", "POST", "-H", "Tus-Resumable: 1.0.0", "-H", "Upload-Length: 10", first + "/u.bin"])
+        let next = try await CurlExchange.run([
+            "-X", "POST", "-H", "Tus-Resumable: 1.0.0", "-H", "Upload-Length: 10", first + "/u.bin",
+        ])
         #expect(next.status == 201, "\(cluster.instances[0].stderrSoFar)")
     }
 }

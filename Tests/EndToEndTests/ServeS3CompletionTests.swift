@@ -16,8 +16,12 @@ struct ServeS3CompletionTests {
     /// the multipart upload completed on S3 directly (as an instance killed right after its completion
     /// leaves it), the record still `receiving`. `resumectl resume` must hear "complete" from a HEAD, not
     /// 404 (a new upload, whose completion would meet this object with 409 forever).
-    @Test("an upload completed on S3 whose record never said so: HEAD answers complete, the client finishes without starting over",
-          arguments: ["ietf", "tus"])
+    @Test(
+        """
+        an upload completed on S3 whose record never said so: HEAD answers complete, the client finishes without \
+        starting over
+        """,
+        arguments: ["ietf", "tus"])
     func completedBehindTheRecord(protocol name: String) async throws {
         let cluster = try await S3ServeCluster(instances: 2)
         let w = try Workspace()
@@ -25,17 +29,22 @@ struct ServeS3CompletionTests {
         let file = w.path("www/w.bin")
         let digest = try makeRandomFile(path: file, size: size, seed: name == "tus" ? 4701 : 4702)
         let target = name == "tus" ? cluster.url + "/in/" : cluster.url + "/in/w.bin"
-        let client = try w.start(["upload", file, target, "--protocol", name, "--limit-rate", "2M",
-                                  "--retries", "200", "--retry-delay", "0.1"])
+        let client = try w.start([
+            "upload", file, target, "--protocol", name, "--limit-rate", "2M",
+            "--retries", "200", "--retry-delay", "0.1",
+        ])
         defer { client.send(signal: SIGKILL) }
-        let s3 = try ServeS3StoreTests.client(cluster.moto, bucket: cluster.bucket, prefix: "inbox/", home: cluster.home.path)
+        let s3 = try ServeS3StoreTests.client(
+            cluster.moto, bucket: cluster.bucket, prefix: "inbox/", home: cluster.home.path)
         let store = S3UploadStore(client: s3, keys: S3UploadKeys(prefix: "inbox/"))
 
         // A part on S3, then the client killed, then the instance's request settled (its lock gone).
         var id: String?
         let deadline = ContinuousClock.now + .seconds(90)
         while ContinuousClock.now < deadline {
-            if let first = try? store.recordIDs().first, let (_, progress) = try? store.load(first), !progress.parts.isEmpty {
+            if let first = try? store.recordIDs().first, let (_, progress) = try? store.load(first),
+                !progress.parts.isEmpty
+            {
                 id = first
                 break
             }
@@ -67,7 +76,9 @@ struct ServeS3CompletionTests {
         let completed = try s3.send(
             "POST", key: store.finalKey(record.upload), query: [("uploadId", record.multipartID)],
             headers: ["Content-Type": "application/xml"], body: Array(document.utf8))
-        #expect(completed.isSuccess && s3.answers.error(completed.body) == nil, "\(completed.status) \(String(decoding: completed.body, as: UTF8.self))")
+        #expect(
+            completed.isSuccess && s3.answers.error(completed.body) == nil,
+            "\(completed.status) \(String(decoding: completed.body, as: UTF8.self))")
         #expect(try store.record(uploadID)?.upload.phase == .receiving, "the window: the record does not know")
         let head = try await cluster.moto.head(cluster.bucket, cluster.key("in/w.bin"))
         #expect(head.size == size)
@@ -82,6 +93,8 @@ struct ServeS3CompletionTests {
         #expect(!after.contains { $0.contains(" 409 ") || $0.contains(" 404 ") }, "\(after)")
         #expect(after.contains { $0.hasPrefix("HEAD ") }, "the client asked where the upload stands: \(after)")
         let now = try #require(try store.record(uploadID))
-        #expect(now.upload.phase == .finishing && now.upload.offset == Int64(size), "the record says finished now: \(now.upload)")
+        #expect(
+            now.upload.phase == .finishing && now.upload.offset == Int64(size),
+            "the record says finished now: \(now.upload)")
     }
 }

@@ -24,7 +24,12 @@ struct ServeS3FolderTests {
         return Data(DigestAlgorithm.crc32c.digest(crcs)).base64EncodedString()
     }
 
-    @Test("the prefix as a folder: the page, plain PUT of awkward names, 409 unless --overwrite, HEAD, the object's CRC32C, expiry aborts")
+    @Test(
+        """
+        the prefix as a folder: the page, plain PUT of awkward names, 409 unless --overwrite, HEAD, the object's \
+        CRC32C, expiry aborts
+        """
+    )
     func folderPlainAndExpiry() async throws {
         let cluster = try await S3ServeCluster(instances: 1, extra: ["--upload-timeout", "2", "--lock-seconds", "30"])
         let w = try Workspace()
@@ -35,10 +40,17 @@ struct ServeS3FolderTests {
         // `x+y 50% Grüße.txt`: a key S3 signs with %2B, %25 and UTF-8 escapes.
         let awkward = "x+y 50% Grüße.txt"
         let awkwardURL = base + "/docs/" + FolderListing.percentEncoded(awkward)
-        #expect(try await curl(["-o", "/dev/null", "-w", "%{http_code}", "-T", w.path("www/a.txt"), base + "/docs/a.txt"]).stdout == "201")
-        #expect(try await curl(["-o", "/dev/null", "-w", "%{http_code}", "-T", w.path("www/b.bin"), base + "/docs/sub/b.bin"]).stdout == "201")
-        #expect(try await curl(["-o", "/dev/null", "-w", "%{http_code}", "-T", w.path("www/a.txt"), awkwardURL]).stdout == "201",
-                "\(cluster.instances[0].stderrSoFar)")
+        #expect(
+            try await curl(["-o", "/dev/null", "-w", "%{http_code}", "-T", w.path("www/a.txt"), base + "/docs/a.txt"])
+                .stdout == "201")
+        #expect(
+            try await curl([
+                "-o", "/dev/null", "-w", "%{http_code}", "-T", w.path("www/b.bin"), base + "/docs/sub/b.bin",
+            ]).stdout == "201")
+        #expect(
+            try await curl(["-o", "/dev/null", "-w", "%{http_code}", "-T", w.path("www/a.txt"), awkwardURL]).stdout
+                == "201",
+            "\(cluster.instances[0].stderrSoFar)")
         #expect(try await cluster.moto.sha256(cluster.bucket, cluster.key("docs/a.txt")) == small)
         #expect(try await cluster.moto.sha256(cluster.bucket, cluster.key("docs/sub/b.bin")) == large)
         #expect(try await cluster.moto.sha256(cluster.bucket, cluster.key("docs/" + awkward)) == small)
@@ -47,14 +59,20 @@ struct ServeS3FolderTests {
         // from the parts' bytes, which must be the one S3 would give these parts.
         let bytes = try Data(contentsOf: URL(fileURLWithPath: w.path("www/b.bin")))
         let checksum = try await cluster.moto.checksum(cluster.bucket, cluster.key("docs/sub/b.bin"))
-        #expect(checksum?.split(separator: "-").first.map(String.init) == Self.compositeCRC32C(bytes, parts: [5 * Self.MiB, Self.MiB + 3]),
-                "\(String(describing: checksum))")
-        let again = try await curl(["-o", "/dev/null", "-w", "%{http_code}", "-T", w.path("www/b.bin"), base + "/docs/a.txt"])
+        #expect(
+            checksum?.split(separator: "-").first.map(String.init)
+                == Self.compositeCRC32C(bytes, parts: [5 * Self.MiB, Self.MiB + 3]),
+            "\(String(describing: checksum))")
+        let again = try await curl([
+            "-o", "/dev/null", "-w", "%{http_code}", "-T", w.path("www/b.bin"), base + "/docs/a.txt",
+        ])
         #expect(again.stdout == "409", "an object is never replaced without --overwrite: \(again)")
         #expect(try await cluster.moto.sha256(cluster.bucket, cluster.key("docs/a.txt")) == small)
         let head = try await curl(["-I", base + "/docs/sub/b.bin"])
         let etag = try await cluster.moto.head(cluster.bucket, cluster.key("docs/sub/b.bin")).etag
-        #expect(head.stdout.contains("200") && head.stdout.contains("Content-Length: \(6 * Self.MiB + 3)") && head.stdout.contains(etag), "\(head)")
+        #expect(
+            head.stdout.contains("200") && head.stdout.contains("Content-Length: \(6 * Self.MiB + 3)")
+                && head.stdout.contains(etag), "\(head)")
         #expect(try await curl(["-o", w.path("out/b"), base + "/docs/sub/b.bin"]).status == 0)
         #expect(try sha256(file: w.path("out/b")) == large)
         #expect(try await curl(["-o", w.path("out/x"), awkwardURL]).status == 0)
@@ -62,12 +80,18 @@ struct ServeS3FolderTests {
         let root = try await curl(["-H", "Accept: text/html", base + "/"]).stdout
         #expect(root.contains("docs/") && !root.contains(".resumectl-uploads"), "\(root)")
         let docs = try await curl(["-H", "Accept: text/html", base + "/docs/"]).stdout
-        #expect(docs.contains("a.txt") && docs.contains("sub/") && docs.contains("Grüße"), "\(docs) \(cluster.instances[0].stderrSoFar)")
-        #expect(try await curl(["-o", "/dev/null", "-w", "%{http_code}", "-H", "Accept: text/html", base + "/docs"]).stdout == "301")
+        #expect(
+            docs.contains("a.txt") && docs.contains("sub/") && docs.contains("Grüße"),
+            "\(docs) \(cluster.instances[0].stderrSoFar)")
+        #expect(
+            try await curl(["-o", "/dev/null", "-w", "%{http_code}", "-H", "Accept: text/html", base + "/docs"]).stdout
+                == "301")
         #expect(try await curl(["-o", "/dev/null", "-w", "%{http_code}", base + "/docs/nothing"]).stdout == "404")
         // An upload left unfinished expires: its multipart upload is aborted, its record and tail deleted.
-        let created = try await curl(["-D", "-", "-o", "/dev/null", "-X", "POST", "-H", "Tus-Resumable: 1.0.0",
-                                      "-H", "Upload-Length: 100000", base + "/docs/late.bin"])
+        let created = try await curl([
+            "-D", "-", "-o", "/dev/null", "-X", "POST", "-H", "Tus-Resumable: 1.0.0",
+            "-H", "Upload-Length: 100000", base + "/docs/late.bin",
+        ])
         #expect(created.stdout.contains("201"), "\(created)")
         let deadline = ContinuousClock.now + .seconds(30)
         while try await !cluster.moto.uploads(cluster.bucket).isEmpty, ContinuousClock.now < deadline {
@@ -82,18 +106,27 @@ struct ServeS3FolderTests {
         #expect(left.isEmpty, "\(left)")
     }
 
-    @Test("after a burst of GETs the instance's descriptors come back to their idle count: idle libcurl sessions go (make soak-serve found them kept)")
+    @Test(
+        """
+        after a burst of GETs the instance's descriptors come back to their idle count: idle libcurl sessions go \
+        (make soak-serve found them kept)
+        """
+    )
     func descriptorsAfterABurst() async throws {
         // --upload-timeout 10: the sweep, which lets idle sessions go, runs every 5 s.
         let cluster = try await S3ServeCluster(instances: 1, extra: ["--upload-timeout", "10"])
         try await cluster.moto.putRandom(cluster.bucket, cluster.key("big.bin"), size: 4 * Self.MiB)
         let pid = cluster.instances[0].pid
-        func descriptors() throws -> Int { try FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/fd").count }
+        func descriptors() throws -> Int {
+            try FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/fd").count
+        }
         let idle = try descriptors()
         let url = "http://127.0.0.1:\(cluster.ports[0])/big.bin"
         // Twelve GETs at once: twelve S3 requests at once, each on a libcurl session of its own.
         let results = try await withThrowingTaskGroup(of: ProcessResult.self) { group in
-            for _ in 0..<12 { group.addTask { try await runProcess("curl", ["-sf", "-o", "/dev/null", "--limit-rate", "2M", url]) } }
+            for _ in 0..<12 {
+                group.addTask { try await runProcess("curl", ["-sf", "-o", "/dev/null", "--limit-rate", "2M", url]) }
+            }
             return try await group.reduce(into: []) { $0.append($1) }
         }
         #expect(results.allSatisfy { $0.status == 0 }, "\(results)")

@@ -68,7 +68,8 @@ struct ServeS3LockTests {
         _ = lock.acquire(now: 50_000)
         #expect(lock.handle(.preconditionFailed, now: 50_000) == .get)
         let dead = Self.grant("a", 31_000)
-        #expect(lock.handle(.found(etag: "\"a1\"", body: dead), now: 50_010)
+        #expect(
+            lock.handle(.found(etag: "\"a1\"", body: dead), now: 50_010)
                 == .put(M.Grant(holder: "b", expires: 80_010), .matching("\"a1\"")))
         #expect(lock.handle(.stored(etag: "\"b1\""), now: 50_020) == .finished(.held))
         #expect(lock.expires == 80_010 && lock.etag == "\"b1\"")
@@ -79,7 +80,9 @@ struct ServeS3LockTests {
         var lock = Self.machine("b")
         _ = lock.acquire(now: 5)
         _ = lock.handle(.preconditionFailed, now: 5)
-        #expect(lock.handle(.found(etag: "\"x\"", body: Array("not json".utf8)), now: 5) == .put(M.Grant(holder: "b", expires: 30_005), .matching("\"x\"")))
+        #expect(
+            lock.handle(.found(etag: "\"x\"", body: Array("not json".utf8)), now: 5)
+                == .put(M.Grant(holder: "b", expires: 30_005), .matching("\"x\"")))
     }
 
     @Test("two instances take over the same dead lock: the second If-Match loses and is busy")
@@ -155,15 +158,21 @@ struct ServeS3LockTests {
 
     // MARK: Offsets from what S3 holds
 
-    static func part(_ number: Int, _ size: Int64) -> ListedPart { ListedPart(number: number, size: size, etag: "\"p\(number)\"") }
+    static func part(_ number: Int, _ size: Int64) -> ListedPart {
+        ListedPart(number: number, size: size, etag: "\"p\(number)\"")
+    }
 
-    @Test("the offset is the contiguous parts plus a current tail; a stale tail or a part after a gap counts for nothing")
+    @Test(
+        "the offset is the contiguous parts plus a current tail; a stale tail or a part after a gap counts for nothing")
     func progress() {
         let mib: Int64 = 1 << 20
-        var p = S3UploadProgress(parts: [Self.part(2, 5 * mib), Self.part(1, 5 * mib)], tail: .init(size: 100, part: 3))
+        var p = S3UploadProgress(
+            parts: [Self.part(2, 5 * mib), Self.part(1, 5 * mib)], tail: .init(size: 100, part: 3))
         #expect(p.offset == 10 * mib + 100 && p.nextPart == 3 && !p.staleTail)
         // A crash after part 3 took the tail's bytes, before the tail was deleted.
-        p = S3UploadProgress(parts: [Self.part(1, 5 * mib), Self.part(2, 5 * mib), Self.part(3, 5 * mib)], tail: .init(size: 100, part: 3))
+        p = S3UploadProgress(
+            parts: [Self.part(1, 5 * mib), Self.part(2, 5 * mib), Self.part(3, 5 * mib)],
+            tail: .init(size: 100, part: 3))
         #expect(p.offset == 15 * mib && p.nextPart == 4 && p.staleTail)
         p = S3UploadProgress(parts: [Self.part(1, 5 * mib), Self.part(3, 5 * mib)], tail: nil)
         #expect(p.offset == 5 * mib && p.nextPart == 2 && p.parts.count == 1)

@@ -14,9 +14,11 @@ import Testing
         let json = dir.path("result.json")
         let r = try await runProcess(
             "python3",
-            [Self.script, "--bin", resumectlBinary, "--store", "folder", "--duration", "60", "--uploads", "20",
-             "--get-connections", "40", "--kill-interval", "25", "--max-size", "16M", "--pool", "8",
-             "--get-file-size", "4M", "--drain", "25", "--workdir", dir.path, "--json", json],
+            [
+                Self.script, "--bin", resumectlBinary, "--store", "folder", "--duration", "60", "--uploads", "20",
+                "--get-connections", "40", "--kill-interval", "25", "--max-size", "16M", "--pool", "8",
+                "--get-file-size", "4M", "--drain", "25", "--workdir", dir.path, "--json", json,
+            ],
             timeout: .seconds(240))
         print(r.stdout)
         // No result file: the script could not start a peer or failed; its stderr says why.

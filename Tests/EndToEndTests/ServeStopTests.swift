@@ -6,7 +6,12 @@ import Testing
 /// it at once.
 @Suite("serve graceful stop")
 struct ServeStopTests {
-    @Test("SIGTERM during an upload by resumectl: exit 0 with every received byte durable; after the restart the client continues from there")
+    @Test(
+        """
+        SIGTERM during an upload by resumectl: exit 0 with every received byte durable; after the restart the client \
+        continues from there
+        """
+    )
     func drainDuringUpload() async throws {
         let w = try Workspace()
         let size = 48 << 20
@@ -43,7 +48,9 @@ struct ServeStopTests {
         let resent = connections.dropFirst(before).reduce(0) { $0 + $1.bytesUpstream }
         let story = "\(connections.map { ($0.bytesUpstream, $0.requestLines) })"
         #expect(drained > size / 4 && reached - drained < 1 << 20, "drained \(drained) of \(reached) sent: \(story)")
-        #expect(resent >= size - drained && resent < size - drained + (64 << 10), "sent \(resent) after the restart, \(size - drained) were left: \(story)")
+        #expect(
+            resent >= size - drained && resent < size - drained + (64 << 10),
+            "sent \(resent) after the restart, \(size - drained) were left: \(story)")
     }
 
     @Test("SIGTERM with only an idle keep-alive connection open stops at once, exit 0, though the drain time is long")
@@ -56,7 +63,9 @@ struct ServeStopTests {
         // A keep-alive connection that has had its answer and stays open, idle, through the stop.
         let fd = try SocketFD.connect(port: port)
         defer { close(fd) }
-        _ = Array("GET /hi.txt HTTP/1.1\r\nHost: x\r\n\r\n".utf8).withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+        _ = Array("GET /hi.txt HTTP/1.1\r\nHost: x\r\n\r\n".utf8).withUnsafeBytes {
+            send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL))
+        }
         let (answer, closed) = try await RawHTTP.offPool { RawHTTP.read(fd, until: .now + .milliseconds(500)) }
         #expect(answer.hasPrefix("HTTP/1.1 200") && !closed, "\(answer)")
         let started = ContinuousClock.now
@@ -77,7 +86,8 @@ struct ServeStopTests {
         var (serve, port) = try await ServeProcess.start(folder: folder, ["--drain-seconds", "120"])
         defer { serve.send(signal: SIGKILL) }
         let client = try w.start([
-            "upload", w.path("www/up.bin"), "http://127.0.0.1:\(port)/in/up.bin", "--protocol", "ietf", "--limit-rate", "2M",
+            "upload", w.path("www/up.bin"), "http://127.0.0.1:\(port)/in/up.bin", "--protocol", "ietf", "--limit-rate",
+            "2M",
             "--retries", "100", "--retry-delay", "0.2",
         ])
         defer { client.send(signal: SIGKILL) }
@@ -99,7 +109,9 @@ struct ServeStopTests {
 
     /// The name of the one upload's data file in the store.
     private func uploadData(_ folder: String) throws -> String {
-        let names = try FileManager.default.contentsOfDirectory(atPath: folder + "/.resumectl-uploads").filter { $0.hasSuffix(".data") }
+        let names = try FileManager.default.contentsOfDirectory(atPath: folder + "/.resumectl-uploads").filter {
+            $0.hasSuffix(".data")
+        }
         return try #require(names.first, "an upload's data file")
     }
 }

@@ -29,7 +29,10 @@ struct ServeSystemdTests {
         let execStart = try #require(value("ExecStart"))
         let folder = try #require(value("ReadWritePaths"))
         #expect(execStart.hasPrefix("resumectl serve \(folder) "), "the folder it may write is the folder it serves")
-        for key in ["ProtectHome", "PrivateTmp", "PrivateDevices", "RestrictSUIDSGID", "ProtectKernelTunables", "LockPersonality"] {
+        for key in [
+            "ProtectHome", "PrivateTmp", "PrivateDevices", "RestrictSUIDSGID", "ProtectKernelTunables",
+            "LockPersonality",
+        ] {
             #expect(value(key) == "yes", "\(key)")
         }
     }

@@ -72,7 +72,9 @@ struct ServeTests {
                 (etag, 206), ("\"0-0-0\"", 200), ("W/" + etag, 200),
                 (lastModified, 206), ("Wed, 15 Nov 2023 22:13:20 GMT", 200),
             ] {
-                let response = try await Harness.curl(["-r", "1000-", "-H", "If-Range: \(validator)", server.url + "/v.bin"])
+                let response = try await Harness.curl([
+                    "-r", "1000-", "-H", "If-Range: \(validator)", server.url + "/v.bin",
+                ])
                 #expect(response.status == expected, "If-Range: \(validator)")
                 if expected == 206 {
                     #expect(response.body == content[1000...])
@@ -126,7 +128,8 @@ struct ServeTests {
             try Harness.randomBytes(48 << 20).write(to: path)
             let output = FileManager.default.temporaryDirectory.appending(path: "serve-out-\(UUID().uuidString)")
             defer { try? FileManager.default.removeItem(at: output) }
-            async let download = Harness.curl(["--limit-rate", "2M", "-m", "60", server.url + "/shrinking.bin"], body: output)
+            async let download = Harness.curl(
+                ["--limit-rate", "2M", "-m", "60", server.url + "/shrinking.bin"], body: output)
             // curl's first byte took longer than 10 s once, beside the rest of `make test` on 2 cores.
             try await eventually(timeout: .seconds(40)) {
                 ((try? FileManager.default.attributesOfItem(atPath: output.path)[.size] as? Int) ?? 0) > 0
@@ -150,9 +153,11 @@ struct ServeTests {
                 withDestinationURL: outside.appending(path: "secret.txt")
             )
             try Data("inside".utf8).write(to: folder.appending(path: "in.txt"))
-            try FileManager.default.createSymbolicLink(at: folder.appending(path: "in-link"), withDestinationURL: folder.appending(path: "in.txt"))
+            try FileManager.default.createSymbolicLink(
+                at: folder.appending(path: "in-link"), withDestinationURL: folder.appending(path: "in.txt"))
             try Data("hidden".utf8).write(to: folder.appending(path: ".env"))
-            try FileManager.default.createDirectory(at: folder.appending(path: "sub"), withIntermediateDirectories: true)
+            try FileManager.default.createDirectory(
+                at: folder.appending(path: "sub"), withIntermediateDirectories: true)
 
             for path in [
                 "/../etc/passwd", "/%2e%2e/etc/passwd", "/%2E%2E%2Fetc%2Fpasswd", "/sub/../../etc/passwd",
@@ -180,7 +185,9 @@ struct ServeTests {
                 #expect(response.status == 403, "PUT \(path) → \(response.status)")
             }
             #expect(try FileManager.default.contentsOfDirectory(atPath: outside.path) == ["secret.txt"])
-            #expect(!FileManager.default.fileExists(atPath: folder.deletingLastPathComponent().appending(path: "escaped.bin").path))
+            #expect(
+                !FileManager.default.fileExists(
+                    atPath: folder.deletingLastPathComponent().appending(path: "escaped.bin").path))
         }
     }
 
@@ -194,10 +201,15 @@ struct ServeTests {
             defer { try? FileManager.default.removeItem(at: source) }
 
             let response = try await Harness.curl(
-                Harness.draftHeaders + ["-H", "Upload-Complete: ?1", "-X", "POST", "-T", source.path, server.url + "/new/deep/up.bin"]
+                Harness.draftHeaders + [
+                    "-H", "Upload-Complete: ?1", "-X", "POST", "-T", source.path, server.url + "/new/deep/up.bin",
+                ]
             )
             #expect(response.status == 201)
-            #expect(response.interim.contains { $0.status == 104 && $0["location"]?.hasPrefix("/resumable_upload/") == true })
+            #expect(
+                response.interim.contains {
+                    $0.status == 104 && $0["location"]?.hasPrefix("/resumable_upload/") == true
+                })
             #expect(response["upload-offset"] == "\(content.count)")
             #expect(try Data(contentsOf: folder.appending(path: "new/deep/up.bin")) == content)
             #expect(try Harness.leftovers(folder).isEmpty)
@@ -233,7 +245,8 @@ struct ServeTests {
             // Not `-T`: curl would append the file's name to a URL ending in `/`.
             let onFolder = try await Harness.curl(["-X", "PUT", "--data-binary", "@" + source.path, server.url + "/"])
             #expect(onFolder.status == 409)
-            try FileManager.default.createDirectory(at: folder.appending(path: "dir"), withIntermediateDirectories: true)
+            try FileManager.default.createDirectory(
+                at: folder.appending(path: "dir"), withIntermediateDirectories: true)
             let onExistingFolder = try await Harness.curl(["-T", source.path, server.url + "/dir"])
             #expect(onExistingFolder.status == 409)
             let belowAFile = try await Harness.curl(["-T", source.path, server.url + "/plain.bin/child.bin"])
@@ -295,7 +308,9 @@ struct ServeTests {
                 try? FileManager.default.removeItem(at: rest)
             }
             let creation = try await Harness.curl(
-                Harness.draftHeaders + ["-H", "Upload-Complete: ?0", "-X", "POST", "-T", first.path, server.url + "/two.bin"]
+                Harness.draftHeaders + [
+                    "-H", "Upload-Complete: ?0", "-X", "POST", "-T", first.path, server.url + "/two.bin",
+                ]
             )
             #expect(creation.status == 201)
             #expect(creation["upload-complete"] == "?0")
@@ -358,7 +373,9 @@ struct ServeTests {
             )
             #expect(draft.exit == 28)
             // A plain upload cannot be resumed: dropped at once.
-            let plain = try await Harness.curl(["-T", source.path, "--limit-rate", "1M", "-m", "1", server.url + "/plain.bin"])
+            let plain = try await Harness.curl([
+                "-T", source.path, "--limit-rate", "1M", "-m", "1", server.url + "/plain.bin",
+            ])
             #expect(plain.exit == 28)
 
             try await eventually(timeout: .seconds(10)) { try Harness.leftovers(folder).isEmpty }
@@ -384,7 +401,9 @@ struct ServeTests {
             let first = try Harness.file(Harness.randomBytes(100_000))
             defer { try? FileManager.default.removeItem(at: first) }
             let creation = try await Harness.curl(
-                Harness.draftHeaders + ["-H", "Upload-Complete: ?0", "-X", "POST", "-T", first.path, server.url + "/gone.bin"]
+                Harness.draftHeaders + [
+                    "-H", "Upload-Complete: ?0", "-X", "POST", "-T", first.path, server.url + "/gone.bin",
+                ]
             )
             let location = server.url + (try #require(creation["location"]))
             #expect(try Harness.leftovers(folder).count == 1)
@@ -450,7 +469,10 @@ struct ServeTests {
         // 256 KiB/s: 16 s a transfer, so both uploads are under way together even when the machine is so
         // busy that the second curl starts seconds after the first (at 1 MiB/s the first could end before).
         async let draft = Harness.curl(
-            Harness.draftHeaders + ["-H", "Upload-Complete: ?1", "-X", "POST", "-T", source.path, "--limit-rate", "256K", server.url + "/d.bin"]
+            Harness.draftHeaders + [
+                "-H", "Upload-Complete: ?1", "-X", "POST", "-T", source.path, "--limit-rate", "256K",
+                server.url + "/d.bin",
+            ]
         )
         async let plain = Harness.curl(["-T", source.path, "--limit-rate", "256K", server.url + "/p.bin"])
         async let download = Harness.curl(["--limit-rate", "256K", server.url + "/big.bin"])
@@ -462,7 +484,10 @@ struct ServeTests {
         }
         _ = try await download
         #expect(try Harness.leftovers(folder).count == 1, "the draft upload stays for its client")
-        #expect(try FileManager.default.contentsOfDirectory(atPath: folder.path).sorted() == [".resumectl-uploads", "big.bin"])
+        #expect(
+            try FileManager.default.contentsOfDirectory(atPath: folder.path).sorted() == [
+                ".resumectl-uploads", "big.bin",
+            ])
     }
 
     @Test("--read-only refuses uploads and still serves files")
@@ -476,7 +501,9 @@ struct ServeTests {
             #expect(put.status == 405)
             #expect(put["allow"] == "GET, HEAD")
             let draft = try await Harness.curl(
-                Harness.draftHeaders + ["-H", "Upload-Complete: ?1", "-X", "POST", "-T", source.path, server.url + "/new.bin"]
+                Harness.draftHeaders + [
+                    "-H", "Upload-Complete: ?1", "-X", "POST", "-T", source.path, server.url + "/new.bin",
+                ]
             )
             #expect(draft.status == 405)
             #expect(!draft.interim.contains { $0.status == 104 })
@@ -516,7 +543,8 @@ struct ServeTests {
             _ = try await Harness.curl(["-r", "0-0", server.url + "/x"])
             _ = try await Harness.curl([server.url + "/missing"])
             try await eventually(timeout: .seconds(10)) { lines.current.count >= 3 }
-            #expect(lines.current == ["GET /x 200 in=0 out=1", "GET /x 206 in=0 out=1", "GET /missing 404 in=0 out=14"])
+            #expect(
+                lines.current == ["GET /x 200 in=0 out=1", "GET /x 206 in=0 out=1", "GET /missing 404 in=0 out=14"])
         }
     }
 
@@ -586,7 +614,10 @@ struct ServeTests {
         #expect(decide(date) == .partial(first: 10, last: 99))
         #expect(decide(date, strong: false) == .full)
         #expect(decide("Tue, 14 Nov 2023 22:13:21 GMT") == .full)
-        #expect(RangeRequest.decide(range: nil, ifRange: "\"e\"", length: 100, etag: "\"e\"", lastModified: date, lastModifiedIsStrong: true) == .full)
+        #expect(
+            RangeRequest.decide(
+                range: nil, ifRange: "\"e\"", length: 100, etag: "\"e\"", lastModified: date, lastModifiedIsStrong: true
+            ) == .full)
     }
 
     @Test("request targets decode into safe components")
@@ -632,7 +663,8 @@ private enum Harness {
     ) async throws {
         let folder = try makeFolder()
         defer { try? FileManager.default.removeItem(at: folder) }
-        var configuration = ServerConfiguration(directory: folder.path, port: 0, readOnly: readOnly, uploadTimeout: uploadTimeout, log: log)
+        var configuration = ServerConfiguration(
+            directory: folder.path, port: 0, readOnly: readOnly, uploadTimeout: uploadTimeout, log: log)
         configuration.overwrite = overwrite
         let server = try await ResumeServer.start(configuration)
         do {

@@ -16,7 +16,9 @@ struct ServeTusMachineTests {
     static let id = "0123456789abcdef0123456789abcdef"
     static let url = M.prefix + id
 
-    static func classify(_ method: HTTPMethod, _ target: String, _ fields: [(String, String)], maxSize: Int64? = nil) -> M.Request {
+    static func classify(_ method: HTTPMethod, _ target: String, _ fields: [(String, String)], maxSize: Int64? = nil)
+        -> M.Request
+    {
         M.classify(method: method, target: target, headers: HTTPHeaders(fields), maxSize: maxSize)
     }
 
@@ -26,7 +28,9 @@ struct ServeTusMachineTests {
     }
 
     static func record(offset: Int64 = 0, length: Int64? = 100, metadata: String? = nil) -> UploadRecord {
-        UploadRecord(id: id, kind: .tus, target: ["a.bin"], length: length, offset: offset, metadata: metadata, expires: 1_800_000_000_000)
+        UploadRecord(
+            id: id, kind: .tus, target: ["a.bin"], length: length, offset: offset, metadata: metadata,
+            expires: 1_800_000_000_000)
     }
 
     static func append(offset: Int64, length: Int64? = nil) -> M.Append {
@@ -48,7 +52,9 @@ struct ServeTusMachineTests {
             M.conflict(record), M.notFound(), M.notFound(head: true), M.terminated(), M.checksumMismatch(),
             M.failed(status: 503, retryAfter: 5),
         ]
-        for request in [Self.classify(.PATCH, Self.url, []), Self.classify(.PATCH, Self.url, [Self.tus]), Self.creation([])] {
+        for request in [
+            Self.classify(.PATCH, Self.url, []), Self.classify(.PATCH, Self.url, [Self.tus]), Self.creation([]),
+        ] {
             if case .answer(let answer) = request { answers.append(answer) }
         }
         #expect(answers.count == 14)
@@ -59,7 +65,10 @@ struct ServeTusMachineTests {
     func unsupportedVersionIs412() {
         for fields in [[("Tus-Resumable", "0.2.2")], [], [("Tus-Resumable", "2.0.0")]] {
             for (method, target) in [(HTTPMethod.PATCH, Self.url), (.HEAD, Self.url), (.DELETE, Self.url)] {
-                guard case .answer(let answer) = Self.classify(method, target, fields + [Self.body, ("Upload-Offset", "0")]) else {
+                guard
+                    case .answer(let answer) = Self.classify(
+                        method, target, fields + [Self.body, ("Upload-Offset", "0")])
+                else {
                     Issue.record("\(method) with \(fields) was processed")
                     continue
                 }
@@ -67,7 +76,8 @@ struct ServeTusMachineTests {
                 #expect(answer["Tus-Version"] == "1.0.0")
             }
         }
-        #expect(Self.status(Self.classify(.POST, "/inbox/", [("Tus-Resumable", "0.2.2"), ("Upload-Length", "5")])) == 412)
+        #expect(
+            Self.status(Self.classify(.POST, "/inbox/", [("Tus-Resumable", "0.2.2"), ("Upload-Length", "5")])) == 412)
     }
 
     @Test("core: OPTIONS — the server MUST ignore Tus-Resumable")
@@ -89,7 +99,10 @@ struct ServeTusMachineTests {
     @Test("core: Tus-Extension MUST be a comma-separated list of the extensions supported")
     func tusExtensionList() {
         let listed = M.options(maxSize: nil)["Tus-Extension"]?.split(separator: ",").map(String.init) ?? []
-        #expect(listed == ["creation", "creation-with-upload", "creation-defer-length", "termination", "expiration", "checksum"])
+        #expect(
+            listed == [
+                "creation", "creation-with-upload", "creation-defer-length", "termination", "expiration", "checksum",
+            ])
     }
 
     @Test("core: Tus-Max-Size MUST be a non-negative integer (left out without a limit)")
@@ -138,35 +151,49 @@ struct ServeTusMachineTests {
             if let type { fields.append(("Content-Type", type)) }
             #expect(Self.status(Self.classify(.PATCH, Self.url, fields)) == 415, "\(String(describing: type))")
         }
-        #expect(Self.classify(.PATCH, Self.url, [Self.tus, ("Content-Type", "Application/Offset+Octet-Stream"), ("Upload-Offset", "0")])
-            == .append(Self.append(offset: 0)))
+        #expect(
+            Self.classify(
+                .PATCH, Self.url,
+                [Self.tus, ("Content-Type", "Application/Offset+Octet-Stream"), ("Upload-Offset", "0")])
+                == .append(Self.append(offset: 0)))
     }
 
     @Test("core: Upload-Offset MUST be a non-negative integer")
     func uploadOffsetInteger() {
         for value in ["-1", "x", "", "1.5", "0x10"] {
-            #expect(Self.status(Self.classify(.PATCH, Self.url, [Self.tus, Self.body, ("Upload-Offset", value)])) == 400, "\(value)")
+            #expect(
+                Self.status(Self.classify(.PATCH, Self.url, [Self.tus, Self.body, ("Upload-Offset", value)])) == 400,
+                "\(value)")
         }
         #expect(Self.status(Self.classify(.PATCH, Self.url, [Self.tus, Self.body])) == 400)
-        #expect(Self.classify(.PATCH, Self.url, [Self.tus, Self.body, ("Upload-Offset", "42")]) == .append(Self.append(offset: 42)))
+        #expect(
+            Self.classify(.PATCH, Self.url, [Self.tus, Self.body, ("Upload-Offset", "42")])
+                == .append(Self.append(offset: 42)))
     }
 
     @Test("core: if the offsets do not match, the server MUST respond 409 without modifying the upload")
     func offsetMismatchIs409() {
         let record = Self.record(offset: 40)
         for offset: Int64 in [0, 39, 41, 100] {
-            let answer = M.admit(Self.append(offset: offset), contentLength: 10, record: record, finished: false, maxSize: nil)
+            let answer = M.admit(
+                Self.append(offset: offset), contentLength: 10, record: record, finished: false, maxSize: nil)
             #expect(answer?.status == 409, "\(offset)")
             #expect(answer?["Upload-Offset"] == "40")
         }
         // Finished, asked at another offset: the same.
-        #expect(M.admit(Self.append(offset: 0), contentLength: 0, record: Self.record(offset: 100), finished: true, maxSize: nil)?.status == 409)
+        #expect(
+            M.admit(
+                Self.append(offset: 0), contentLength: 0, record: Self.record(offset: 100), finished: true, maxSize: nil
+            )?.status == 409)
     }
 
-    @Test("core: a successful PATCH MUST be answered 204 with the new Upload-Offset, the old offset plus the bytes stored")
+    @Test(
+        "core: a successful PATCH MUST be answered 204 with the new Upload-Offset, the old offset plus the bytes stored"
+    )
     func patchAcknowledgedWith204() {
         var record = Self.record(offset: 40)
-        #expect(M.admit(Self.append(offset: 40), contentLength: 25, record: record, finished: false, maxSize: nil) == nil)
+        #expect(
+            M.admit(Self.append(offset: 40), contentLength: 25, record: record, finished: false, maxSize: nil) == nil)
         record.offset += 25
         let answer = M.appended(record, created: false, finished: false)
         #expect(answer.status == 204)
@@ -178,7 +205,9 @@ struct ServeTusMachineTests {
     func patchUnknownIs404() {
         var draft = Self.record(offset: 0)
         draft.kind = .ietf
-        #expect(M.admit(Self.append(offset: 0), contentLength: 1, record: draft, finished: false, maxSize: nil)?.status == 404)
+        #expect(
+            M.admit(Self.append(offset: 0), contentLength: 1, record: draft, finished: false, maxSize: nil)?.status
+                == 404)
         #expect(M.notFound().status == 404)
         #expect(M.notFound()["Upload-Offset"] == nil)
     }
@@ -190,12 +219,17 @@ struct ServeTusMachineTests {
         #expect(again?.status == 204)
         #expect(again?["Upload-Offset"] == "100")
         #expect(again?["Upload-Expires"] == nil)
-        #expect(M.admit(Self.append(offset: 100), contentLength: nil, record: done, finished: true, maxSize: nil)?.status == 204)
+        #expect(
+            M.admit(Self.append(offset: 100), contentLength: nil, record: done, finished: true, maxSize: nil)?.status
+                == 204)
         // Bytes past its end: refused, the upload as it was.
-        #expect(M.admit(Self.append(offset: 100), contentLength: 1, record: done, finished: true, maxSize: nil)?.status == 400)
+        #expect(
+            M.admit(Self.append(offset: 100), contentLength: 1, record: done, finished: true, maxSize: nil)?.status
+                == 400)
     }
 
-    @Test("core: X-HTTP-Method-Override MUST be interpreted as the request's method — on tus requests, as tus's methods")
+    @Test(
+        "core: X-HTTP-Method-Override MUST be interpreted as the request's method — on tus requests, as tus's methods")
     func methodOverride() {
         func method(_ line: String, _ override: String?, tus: Bool = true) -> String {
             MethodOverride.effective(requestMethod: line, override: override, isTus: tus)
@@ -214,7 +248,9 @@ struct ServeTusMachineTests {
         #expect(method("PUT", nil) == "PUT")
         // The machine reads the method it is given: what the override made of it.
         #expect(Self.classify(.OPTIONS, "/", []) == .options)
-        #expect(Self.classify(.PATCH, Self.url, [Self.tus, Self.body, ("Upload-Offset", "3")]) == .append(Self.append(offset: 3)))
+        #expect(
+            Self.classify(.PATCH, Self.url, [Self.tus, Self.body, ("Upload-Offset", "3")])
+                == .append(Self.append(offset: 3)))
         #expect(Self.classify(.GET, "/inbox/", [Self.tus, ("X-HTTP-Method-Override", "POST")]) == .notTus)
     }
 
@@ -224,8 +260,12 @@ struct ServeTusMachineTests {
     func creationNeedsOneLength() {
         #expect(Self.status(Self.creation([])) == 400)
         #expect(Self.status(Self.creation([("Upload-Length", "5"), ("Upload-Defer-Length", "1")])) == 400)
-        #expect(Self.creation([("Upload-Length", "5")]) == .create(M.Creation(length: 5, metadata: nil, withBody: false, checksum: nil)))
-        #expect(Self.creation([("Upload-Defer-Length", "1")]) == .create(M.Creation(length: nil, metadata: nil, withBody: false, checksum: nil)))
+        #expect(
+            Self.creation([("Upload-Length", "5")])
+                == .create(M.Creation(length: 5, metadata: nil, withBody: false, checksum: nil)))
+        #expect(
+            Self.creation([("Upload-Defer-Length", "1")])
+                == .create(M.Creation(length: nil, metadata: nil, withBody: false, checksum: nil)))
     }
 
     @Test("creation: Upload-Length MUST be a non-negative integer")
@@ -233,7 +273,9 @@ struct ServeTusMachineTests {
         for value in ["-1", "ten", "", "1e3"] {
             #expect(Self.status(Self.creation([("Upload-Length", value)])) == 400, "\(value)")
         }
-        #expect(Self.creation([("Upload-Length", "0")]) == .create(M.Creation(length: 0, metadata: nil, withBody: false, checksum: nil)))
+        #expect(
+            Self.creation([("Upload-Length", "0")])
+                == .create(M.Creation(length: 0, metadata: nil, withBody: false, checksum: nil)))
     }
 
     @Test("creation: a length over the maximum (Tus-Max-Size) MUST be answered 413")
@@ -242,7 +284,10 @@ struct ServeTusMachineTests {
         #expect(Self.status(Self.creation([("Upload-Length", "1000")], maxSize: 1000)) == nil)
         // A deferred length given past it, by a later PATCH, too.
         let deferred = Self.record(offset: 0, length: nil)
-        #expect(M.admit(Self.append(offset: 0, length: 1001), contentLength: 0, record: deferred, finished: false, maxSize: 1000)?.status == 413)
+        #expect(
+            M.admit(
+                Self.append(offset: 0, length: 1001), contentLength: 0, record: deferred, finished: false, maxSize: 1000
+            )?.status == 413)
     }
 
     @Test("creation: success MUST be 201 with the new upload's URL in Location")
@@ -255,8 +300,9 @@ struct ServeTusMachineTests {
     @Test("creation: responses to HEAD MUST include Upload-Metadata as the creation gave it")
     func headIncludesMetadata() {
         let metadata = "filename YS5iaW4=,private"
-        #expect(Self.creation([("Upload-Length", "5"), ("Upload-Metadata", metadata)])
-            == .create(M.Creation(length: 5, metadata: metadata, withBody: false, checksum: nil)))
+        #expect(
+            Self.creation([("Upload-Length", "5"), ("Upload-Metadata", metadata)])
+                == .create(M.Creation(length: 5, metadata: metadata, withBody: false, checksum: nil)))
         #expect(M.offset(Self.record(metadata: metadata), finished: false)["Upload-Metadata"] == metadata)
         #expect(M.offset(Self.record(offset: 100, metadata: metadata), finished: true)["Upload-Metadata"] == metadata)
         #expect(M.offset(Self.record(), finished: false)["Upload-Metadata"] == nil)
@@ -276,10 +322,12 @@ struct ServeTusMachineTests {
 
     @Test("creation-with-upload: a creation carrying bytes MUST say Content-Type application/offset+octet-stream")
     func creationWithUploadContentType() {
-        #expect(Self.creation([("Upload-Length", "5"), Self.body, ("Content-Length", "5")])
-            == .create(M.Creation(length: 5, metadata: nil, withBody: true, checksum: nil)))
-        #expect(Self.creation([("Upload-Length", "5"), ("Content-Type", "text/plain")])
-            == .create(M.Creation(length: 5, metadata: nil, withBody: false, checksum: nil)))
+        #expect(
+            Self.creation([("Upload-Length", "5"), Self.body, ("Content-Length", "5")])
+                == .create(M.Creation(length: 5, metadata: nil, withBody: true, checksum: nil)))
+        #expect(
+            Self.creation([("Upload-Length", "5"), ("Content-Type", "text/plain")])
+                == .create(M.Creation(length: 5, metadata: nil, withBody: false, checksum: nil)))
         // More bytes than the length given.
         #expect(Self.status(Self.creation([("Upload-Length", "5"), Self.body, ("Content-Length", "6")])) == 400)
     }
@@ -304,7 +352,8 @@ struct ServeTusMachineTests {
 
     @Test("creation-defer-length: the server MUST add creation-defer-length to Tus-Extension")
     func deferLengthListed() {
-        #expect(M.options(maxSize: nil)["Tus-Extension"]?.split(separator: ",").contains("creation-defer-length") == true)
+        #expect(
+            M.options(maxSize: nil)["Tus-Extension"]?.split(separator: ",").contains("creation-defer-length") == true)
     }
 
     @Test("creation-defer-length: while the length is unknown, HEAD MUST carry Upload-Defer-Length: 1")
@@ -316,15 +365,22 @@ struct ServeTusMachineTests {
 
     @Test("creation-defer-length: once known, the client MUST set Upload-Length in the next PATCH; the upload takes it")
     func patchSetsDeferredLength() {
-        #expect(Self.classify(.PATCH, Self.url, [Self.tus, Self.body, ("Upload-Offset", "30"), ("Upload-Length", "50")])
-            == .append(Self.append(offset: 30, length: 50)))
-        #expect(Self.status(Self.classify(.PATCH, Self.url, [Self.tus, Self.body, ("Upload-Offset", "30"), ("Upload-Length", "x")])) == 400)
+        #expect(
+            Self.classify(.PATCH, Self.url, [Self.tus, Self.body, ("Upload-Offset", "30"), ("Upload-Length", "50")])
+                == .append(Self.append(offset: 30, length: 50)))
+        #expect(
+            Self.status(
+                Self.classify(.PATCH, Self.url, [Self.tus, Self.body, ("Upload-Offset", "30"), ("Upload-Length", "x")]))
+                == 400)
         let deferred = Self.record(offset: 30, length: nil)
         let append = Self.append(offset: 30, length: 50)
         #expect(M.admit(append, contentLength: 20, record: deferred, finished: false, maxSize: nil) == nil)
         #expect(M.length(of: append, deferred) == 50)
         // Shorter than what is already held, or than this PATCH would make it.
-        #expect(M.admit(Self.append(offset: 30, length: 29), contentLength: 0, record: deferred, finished: false, maxSize: nil)?.status == 400)
+        #expect(
+            M.admit(
+                Self.append(offset: 30, length: 29), contentLength: 0, record: deferred, finished: false, maxSize: nil)?
+                .status == 400)
         #expect(M.admit(append, contentLength: 21, record: deferred, finished: false, maxSize: nil)?.status == 400)
         // A PATCH without it leaves the length unknown.
         #expect(M.length(of: Self.append(offset: 30), deferred) == nil)
@@ -333,8 +389,14 @@ struct ServeTusMachineTests {
     @Test("creation-defer-length: once set, the length MUST NOT be changed")
     func lengthNeverChanges() {
         let known = Self.record(offset: 30, length: 50)
-        #expect(M.admit(Self.append(offset: 30, length: 60), contentLength: 0, record: known, finished: false, maxSize: nil)?.status == 400)
-        #expect(M.admit(Self.append(offset: 30, length: 50), contentLength: 20, record: known, finished: false, maxSize: nil) == nil)
+        #expect(
+            M.admit(
+                Self.append(offset: 30, length: 60), contentLength: 0, record: known, finished: false, maxSize: nil)?
+                .status == 400)
+        #expect(
+            M.admit(
+                Self.append(offset: 30, length: 50), contentLength: 20, record: known, finished: false, maxSize: nil)
+                == nil)
     }
 
     @Test("creation-defer-length: once the length is known, Upload-Defer-Length MUST be omitted")
@@ -380,17 +442,29 @@ struct ServeTusMachineTests {
     @Test("checksum: Upload-Checksum MUST be the algorithm and the base64 checksum separated by a space")
     func checksumHeaderFormat() {
         for bad in ["sha1", "sha1:qvTGHdzF6KLavt4PO0gs2a6pQ00=", "sha1 qvTGHdzF6KLavt4PO0gs2a6pQ00= x", "sha1 ***"] {
-            #expect(Self.status(Self.classify(.PATCH, Self.url, [Self.tus, Self.body, ("Upload-Offset", "0"), ("Upload-Checksum", bad)])) == 400, "\(bad)")
+            #expect(
+                Self.status(
+                    Self.classify(
+                        .PATCH, Self.url, [Self.tus, Self.body, ("Upload-Offset", "0"), ("Upload-Checksum", bad)]))
+                    == 400, "\(bad)")
         }
         let good = "sha1 qvTGHdzF6KLavt4PO0gs2a6pQ00="
-        #expect(Self.classify(.PATCH, Self.url, [Self.tus, Self.body, ("Upload-Offset", "0"), ("Upload-Checksum", good)])
-            == .append(M.Append(id: Self.id, offset: 0, length: nil, checksum: good)))
+        #expect(
+            Self.classify(.PATCH, Self.url, [Self.tus, Self.body, ("Upload-Offset", "0"), ("Upload-Checksum", good)])
+                == .append(M.Append(id: Self.id, offset: 0, length: nil, checksum: good)))
     }
 
     @Test("checksum: an algorithm the server does not support MUST be answered 400")
     func unsupportedAlgorithmIs400() {
-        #expect(Self.status(Self.classify(.PATCH, Self.url, [Self.tus, Self.body, ("Upload-Offset", "0"), ("Upload-Checksum", "md5 XUFAKrxLKna5cZ2REBfFkg==")])) == 400)
-        #expect(Self.status(Self.creation([("Upload-Length", "5"), Self.body, ("Upload-Checksum", "crc32 AAAAAA==")])) == 400)
+        #expect(
+            Self.status(
+                Self.classify(
+                    .PATCH, Self.url,
+                    [Self.tus, Self.body, ("Upload-Offset", "0"), ("Upload-Checksum", "md5 XUFAKrxLKna5cZ2REBfFkg==")]))
+                == 400)
+        #expect(
+            Self.status(Self.creation([("Upload-Length", "5"), Self.body, ("Upload-Checksum", "crc32 AAAAAA==")]))
+                == 400)
     }
 
     @Test("checksum: a mismatch MUST be answered 460 and the chunk discarded")

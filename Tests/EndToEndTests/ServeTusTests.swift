@@ -17,10 +17,12 @@ struct ServeTusTests {
         let digest = try makeRandomFile(path: w.path("www/tuspy.bin"), size: size, seed: 12)
         try await InProcessServe.with { served in
             // Connections: POST, then each PATCH (1 MiB) and, after a cut, a HEAD; requests opens one per call.
-            let proxy = try FaultProxy(upstreamPort: served.port, plan: [
-                .pass, .cutAfterUpstream(bytes: 300_000), .pass, .cutAfterUpstream(bytes: 500_000), .pass,
-                .pass, .cutAfterUpstream(bytes: 700_000),
-            ])
+            let proxy = try FaultProxy(
+                upstreamPort: served.port,
+                plan: [
+                    .pass, .cutAfterUpstream(bytes: 300_000), .pass, .cutAfterUpstream(bytes: 500_000), .pass,
+                    .pass, .cutAfterUpstream(bytes: 700_000),
+                ])
             let script = """
                 import sys
                 from tusclient import client
@@ -30,7 +32,8 @@ struct ServeTusTests {
                 u.upload()
                 print(u.url)
                 """
-            let r = try await runProcess("python3", ["-c", script, proxy.url(for: "inbox/"), w.path("www/tuspy.bin")], timeout: .seconds(120))
+            let r = try await runProcess(
+                "python3", ["-c", script, proxy.url(for: "inbox/"), w.path("www/tuspy.bin")], timeout: .seconds(120))
             #expect(r.status == 0, "tuspy (make deps installs it): \(r)")
             #expect(r.stdout.contains("/tus_upload/"), "\(r.stdout)")
             #expect(try sha256(file: served.path("inbox/tuspy.bin")) == digest)
@@ -53,7 +56,9 @@ struct ServeTusTests {
             #expect(try sha256(file: served.path("up/r.bin")) == digest)
             #expect(served.log.contains { $0.hasPrefix("POST /up/ 201") }, "\(served.log)")
 
-            let auto = try await w.run(["upload", w.path("www/r.bin"), served.url + "/auto/r.bin", "--protocol", "auto"])
+            let auto = try await w.run([
+                "upload", w.path("www/r.bin"), served.url + "/auto/r.bin", "--protocol", "auto",
+            ])
             #expect(auto.status == 0, "\(auto)")
             #expect(try sha256(file: served.path("auto/r.bin")) == digest)
         }
@@ -67,17 +72,27 @@ struct ServeTusTests {
             let options = try await CurlExchange.run(["-X", "OPTIONS", served.url + "/"])
             #expect(options.status == 204)
             #expect(options["tus-version"] == "1.0.0")
-            #expect(options["tus-extension"] == "creation,creation-with-upload,creation-defer-length,termination,expiration,checksum")
+            #expect(
+                options["tus-extension"]
+                    == "creation,creation-with-upload,creation-defer-length,termination,expiration,checksum")
             #expect(options["tus-checksum-algorithm"] == "sha1,sha256")
             #expect(options["tus-max-size"] == "1000000")
 
-            let tooBig = try await CurlExchange.run(Self.tus + ["-X", "POST", "-H", "Upload-Length: 2000000",
-                "-H", "Upload-Metadata: filename \(Self.base64("big.bin"))", served.url + "/"])
+            let tooBig = try await CurlExchange.run(
+                Self.tus + [
+                    "-X", "POST", "-H", "Upload-Length: 2000000",
+                    "-H", "Upload-Metadata: filename \(Self.base64("big.bin"))", served.url + "/",
+                ])
             #expect(tooBig.status == 413)
 
-            let create = try await CurlExchange.run(Self.tus + ["-X", "POST", "-H", "Upload-Length: 100000",
-                "-H", "Upload-Metadata: filename \(Self.base64("p.bin")),filetype \(Self.base64("application/octet-stream"))",
-                served.url + "/dir/"])
+            let create = try await CurlExchange.run(
+                Self.tus + [
+                    "-X", "POST", "-H", "Upload-Length: 100000",
+                    "-H",
+                    "Upload-Metadata: filename \(Self.base64("p.bin")),filetype "
+                        + "\(Self.base64("application/octet-stream"))",
+                    served.url + "/dir/",
+                ])
             #expect(create.status == 201)
             let location = try #require(create["location"])
             #expect(location.hasPrefix("/tus_upload/"))
@@ -89,9 +104,13 @@ struct ServeTusTests {
             #expect(head["cache-control"] == "no-store")
 
             // A wrong checksum: 460, nothing counted.
-            let wrong = try await CurlExchange.run(Self.tus + ["-X", "PATCH", "-H", "Content-Type: application/offset+octet-stream",
-                "-H", "Upload-Offset: 0", "-H", "Upload-Checksum: sha256 \(Data(repeating: 0, count: 32).base64EncodedString())",
-                "--data-binary", "@" + w.path("www/p.bin"), url])
+            let wrong = try await CurlExchange.run(
+                Self.tus + [
+                    "-X", "PATCH", "-H", "Content-Type: application/offset+octet-stream",
+                    "-H", "Upload-Offset: 0", "-H",
+                    "Upload-Checksum: sha256 \(Data(repeating: 0, count: 32).base64EncodedString())",
+                    "--data-binary", "@" + w.path("www/p.bin"), url,
+                ])
             #expect(wrong.status == 460)
             #expect(try await CurlExchange.run(Self.tus + ["-I", url])["upload-offset"] == "0")
 
@@ -99,16 +118,23 @@ struct ServeTusTests {
             let firstHalf = w.path("first.bin")
             try content.prefix(40_000).write(to: URL(fileURLWithPath: firstHalf))
             let sha1 = try await runProcess("sh", ["-c", "openssl dgst -sha1 -binary \(firstHalf) | base64"])
-            let patch = try await CurlExchange.run(Self.tus + ["-X", "PATCH", "-H", "Content-Type: application/offset+octet-stream",
-                "-H", "Upload-Offset: 0", "-H", "Upload-Checksum: sha1 \(sha1.stdout.trimmingCharacters(in: .whitespacesAndNewlines))",
-                "--data-binary", "@" + firstHalf, url])
+            let patch = try await CurlExchange.run(
+                Self.tus + [
+                    "-X", "PATCH", "-H", "Content-Type: application/offset+octet-stream",
+                    "-H", "Upload-Offset: 0", "-H",
+                    "Upload-Checksum: sha1 \(sha1.stdout.trimmingCharacters(in: .whitespacesAndNewlines))",
+                    "--data-binary", "@" + firstHalf, url,
+                ])
             #expect(patch.status == 204)
             #expect(patch["upload-offset"] == "40000")
             #expect(patch["upload-expires"]?.hasSuffix(" GMT") == true)
             #expect(patch["tus-resumable"] == "1.0.0")
 
-            let stale = try await CurlExchange.run(Self.tus + ["-X", "PATCH", "-H", "Content-Type: application/offset+octet-stream",
-                "-H", "Upload-Offset: 0", "--data-binary", "x", url])
+            let stale = try await CurlExchange.run(
+                Self.tus + [
+                    "-X", "PATCH", "-H", "Content-Type: application/offset+octet-stream",
+                    "-H", "Upload-Offset: 0", "--data-binary", "x", url,
+                ])
             #expect(stale.status == 409)
 
             let delete = try await CurlExchange.run(Self.tus + ["-X", "DELETE", url])
@@ -116,24 +142,37 @@ struct ServeTusTests {
             #expect(try await CurlExchange.run(Self.tus + ["-I", url]).status == 404)
             #expect(!FileManager.default.fileExists(atPath: served.path("dir/p.bin")))
 
-            let escape = try await CurlExchange.run(Self.tus + ["-X", "POST", "-H", "Upload-Length: 10",
-                "-H", "Upload-Metadata: filename \(Self.base64("../x.bin"))", served.url + "/"])
+            let escape = try await CurlExchange.run(
+                Self.tus + [
+                    "-X", "POST", "-H", "Upload-Length: 10",
+                    "-H", "Upload-Metadata: filename \(Self.base64("../x.bin"))", served.url + "/",
+                ])
             #expect(escape.status == 400)
-            let hidden = try await CurlExchange.run(Self.tus + ["-X", "POST", "-H", "Upload-Length: 10",
-                "-H", "Upload-Metadata: filename \(Self.base64(".x"))", served.url + "/"])
+            let hidden = try await CurlExchange.run(
+                Self.tus + [
+                    "-X", "POST", "-H", "Upload-Length: 10",
+                    "-H", "Upload-Metadata: filename \(Self.base64(".x"))", served.url + "/",
+                ])
             #expect(hidden.status == 403)
             let noVersion = try await CurlExchange.run(["-X", "PATCH", "--data-binary", "x", url])
             #expect(noVersion.status == 412)
 
             try Data("old".utf8).write(to: URL(fileURLWithPath: served.path("exists.bin")))
-            let exists = try await CurlExchange.run(Self.tus + ["-X", "POST", "-H", "Upload-Length: 10",
-                "-H", "Upload-Metadata: filename \(Self.base64("exists.bin"))", served.url + "/"])
+            let exists = try await CurlExchange.run(
+                Self.tus + [
+                    "-X", "POST", "-H", "Upload-Length: 10",
+                    "-H", "Upload-Metadata: filename \(Self.base64("exists.bin"))", served.url + "/",
+                ])
             #expect(exists.status == 409)
 
             // creation-with-upload: the whole file in the POST.
-            let whole = try await CurlExchange.run(Self.tus + ["-X", "POST", "-H", "Upload-Length: 100000",
-                "-H", "Content-Type: application/offset+octet-stream",
-                "-H", "Upload-Metadata: filename \(Self.base64("whole.bin"))", "--data-binary", "@" + w.path("www/p.bin"), served.url + "/"])
+            let whole = try await CurlExchange.run(
+                Self.tus + [
+                    "-X", "POST", "-H", "Upload-Length: 100000",
+                    "-H", "Content-Type: application/offset+octet-stream",
+                    "-H", "Upload-Metadata: filename \(Self.base64("whole.bin"))", "--data-binary",
+                    "@" + w.path("www/p.bin"), served.url + "/",
+                ])
             #expect(whole.status == 201)
             #expect(whole["upload-offset"] == "100000")
             #expect(try Data(contentsOf: URL(fileURLWithPath: served.path("whole.bin"))) == content)

@@ -14,12 +14,17 @@ extension SoakTests {
         let plan = Fault.randomCuts(seed: 341, count: 5, direction: .upstream, bytes: (size / 12)...(size / 6))
         let proxy = try FaultProxy(upstreamPort: cluster.nginx.port, plan: plan)
         let target = name == "tus" ? proxy.url(for: "in/") : proxy.url(for: "in/big.bin")
-        let r = try await w.run(["upload", w.path("www/big.bin"), target, "--protocol", name, "-q",
-                                 "--retries", "100", "--retry-delay", "0.1"], timeout: .seconds(1800))
+        let r = try await w.run(
+            [
+                "upload", w.path("www/big.bin"), target, "--protocol", name, "-q",
+                "--retries", "100", "--retry-delay", "0.1",
+            ], timeout: .seconds(1800))
         let stored = try? await cluster.moto.sha256(cluster.bucket, cluster.key("in/big.bin"))
         let served = (0..<3).map { cluster.requests($0).count }
-        Self.row("serve s3 \(name), 3 instances", faults: proxy.connections.filter(\.triggered).count, finished: r.status == 0,
-                 resent: max(0, proxy.bytesUpstream - size), mismatch: r.status == 0 && stored != digest)
+        Self.row(
+            "serve s3 \(name), 3 instances", faults: proxy.connections.filter(\.triggered).count,
+            finished: r.status == 0,
+            resent: max(0, proxy.bytesUpstream - size), mismatch: r.status == 0 && stored != digest)
         #expect(r.status == 0 && stored == digest, "\(r)")
         #expect(served.allSatisfy { $0 > 0 }, "every instance served: \(served)")
     }

@@ -11,7 +11,8 @@ struct SoakTests: StreamPipelines {
     static let kills = Int(env["RESUMECTL_SOAK_KILLS"] ?? "") ?? 50
 
     static func row(_ name: String, faults: Int, finished: Bool, resent: Int, mismatch: Bool) {
-        let line = String(format: "soak | %-28@ | faults %5d | finished %@ | re-sent %12d B | mismatches %d",
+        let line = String(
+            format: "soak | %-28@ | faults %5d | finished %@ | re-sent %12d B | mismatches %d",
             name as NSString, faults, finished ? "yes" : "NO ", resent, mismatch ? 1 : 0)
         print(line)
     }
@@ -21,13 +22,17 @@ struct SoakTests: StreamPipelines {
         let digest = try makeRandomFile(path: w.path("www/f.bin"), size: Self.size, seed: 100)
         let nginx = try await NginxServer(root: w.path("www"))
         let step = Self.size / (Self.cuts + 1)
-        let plan = Fault.randomCuts(seed: 100, count: Self.cuts, direction: .downstream, bytes: max(1, step / 2)...max(2, step))
+        let plan = Fault.randomCuts(
+            seed: 100, count: Self.cuts, direction: .downstream, bytes: max(1, step / 2)...max(2, step))
         let proxy = try FaultProxy(upstreamPort: nginx.port, plan: plan)
-        let r = try await w.run(["download", proxy.url(for: "f.bin"), "-q", "--retries", "inf", "--retry-delay", "0.01"], timeout: .seconds(1800))
+        let r = try await w.run(
+            ["download", proxy.url(for: "f.bin"), "-q", "--retries", "inf", "--retry-delay", "0.01"],
+            timeout: .seconds(1800))
         let ok = r.status == 0 && (try? sha256(file: w.out + "/f.bin")) == digest
         // What reached the client (nginx counts what it wrote into socket buffers), less response heads.
         let heads = proxy.connectionCount * 300
-        Self.row("download, connection cuts", faults: proxy.connections.filter(\.triggered).count, finished: r.status == 0,
+        Self.row(
+            "download, connection cuts", faults: proxy.connections.filter(\.triggered).count, finished: r.status == 0,
             resent: max(0, proxy.bytesDownstream - heads - Self.size), mismatch: r.status == 0 && !ok)
         #expect(ok, "\(r)")
     }
@@ -53,7 +58,9 @@ struct SoakTests: StreamPipelines {
         let r = try await w.run(["download", url, "-q"], timeout: .seconds(1800))
         let ok = r.status == 0 && (try? sha256(file: w.out + "/f.bin")) == digest
         let heads = meter.connectionCount * 300
-        Self.row("download, kill -9", faults: kills, finished: r.status == 0, resent: max(0, meter.bytesDownstream - heads - Self.size),
+        Self.row(
+            "download, kill -9", faults: kills, finished: r.status == 0,
+            resent: max(0, meter.bytesDownstream - heads - Self.size),
             mismatch: r.status == 0 && !ok)
         #expect(ok, "\(r)")
     }
@@ -65,15 +72,21 @@ struct SoakTests: StreamPipelines {
         let peer = try await UploadPeer()
         let count = Self.cuts / 4
         let step = size / (count + 1)
-        let plan = Fault.randomCuts(seed: 102, count: count, direction: .upstream, bytes: max(1, step / 2)...max(2, step))
-            .map { $0.throttled(bytesPerSecond: 200_000_000) }
+        let plan = Fault.randomCuts(
+            seed: 102, count: count, direction: .upstream, bytes: max(1, step / 2)...max(2, step)
+        )
+        .map { $0.throttled(bytesPerSecond: 200_000_000) }
         let proxy = try FaultProxy(upstreamPort: peer.port, plan: plan)
         peer.advertise(origin: proxy.baseURL)
-        let r = try await w.run(["upload", w.path("www/src.bin"), proxy.url(for: "u.bin"), "--interop-version", "6", "-q",
-            "--retries", "inf", "--retry-delay", "0.01"], timeout: .seconds(1800))
+        let r = try await w.run(
+            [
+                "upload", w.path("www/src.bin"), proxy.url(for: "u.bin"), "--interop-version", "6", "-q",
+                "--retries", "inf", "--retry-delay", "0.01",
+            ], timeout: .seconds(1800))
         let ok = r.status == 0 && (try? peer.storedSHA256("u.bin")) == digest
         let received = peer.requests.reduce(0) { $0 + $1.bodyBytes }
-        Self.row("upload, connection cuts", faults: proxy.connections.filter(\.triggered).count, finished: r.status == 0,
+        Self.row(
+            "upload, connection cuts", faults: proxy.connections.filter(\.triggered).count, finished: r.status == 0,
             resent: received - size, mismatch: r.status == 0 && !ok)
         #expect(ok, "\(r)")
     }
@@ -104,7 +117,9 @@ struct SoakTests: StreamPipelines {
         if let finishedEarly { r = finishedEarly } else { r = try await w.run(args, timeout: .seconds(1800)) }
         let ok = r.status == 0 && (try? peer.storedSHA256("k.bin")) == digest
         let received = peer.requests.reduce(0) { $0 + $1.bodyBytes }
-        Self.row("upload, kill -9", faults: kills, finished: r.status == 0, resent: received - size, mismatch: r.status == 0 && !ok)
+        Self.row(
+            "upload, kill -9", faults: kills, finished: r.status == 0, resent: received - size,
+            mismatch: r.status == 0 && !ok)
         #expect(ok, "\(r)")
     }
 
@@ -126,7 +141,8 @@ struct SoakTests: StreamPipelines {
         while kills < count {
             let p = try startPipeline(w, producer: "cat '\(w.path("www/src.bin"))'", args)
             try await Task.sleep(for: .milliseconds(Int.random(in: 500...2500, using: &rng)))
-            let pids = try await runProcess("/usr/bin/pgrep", ["-f", "upload - \(url)"]).stdout.split(separator: "\n").compactMap { Int32($0) }
+            let pids = try await runProcess("/usr/bin/pgrep", ["-f", "upload - \(url)"]).stdout.split(separator: "\n")
+                .compactMap { Int32($0) }
             guard p.isRunning, !pids.isEmpty else {
                 let r = try await p.wait()
                 last = (r, status(r))
@@ -144,12 +160,17 @@ struct SoakTests: StreamPipelines {
             }
         }
         let (r, code): (ProcessResult, Int32)
-        if let last { (r, code) = last } else {
-            (r, code) = try await pipeline(w, producer: "cat '\(w.path("www/src.bin"))'", Array(args.dropLast(2)), timeout: .seconds(1800))
+        if let last {
+            (r, code) = last
+        } else {
+            (r, code) = try await pipeline(
+                w, producer: "cat '\(w.path("www/src.bin"))'", Array(args.dropLast(2)), timeout: .seconds(1800))
         }
         let ok = code == 0 && (try? peer.storedSHA256("s.bin")) == digest
         let received = peer.requests.reduce(0) { $0 + $1.bodyBytes }
-        Self.row("stream, kill -9 (\(cutBack) cut back)", faults: kills, finished: code == 0, resent: received - size, mismatch: code == 0 && !ok)
+        Self.row(
+            "stream, kill -9 (\(cutBack) cut back)", faults: kills, finished: code == 0, resent: received - size,
+            mismatch: code == 0 && !ok)
         #expect(ok, "\(r)")
         #expect(cutBack > 0, "a spool was cut back at least once")
         #expect(try w.tokens().isEmpty && spoolFiles(w).isEmpty)
@@ -166,14 +187,18 @@ struct SoakTests: StreamPipelines {
         defer { serve.send(signal: SIGKILL) }
         let meter = try FaultProxy(upstreamPort: port)
         let target = name == "tus" ? meter.url(for: "in/") : meter.url(for: "in/f.bin")
-        let client = try w.start(["upload", w.path("www/f.bin"), target, "--protocol", name, "-q", "--limit-rate", "24M",
-                                  "--retries", "inf", "--retry-delay", "0.1"])
+        let client = try w.start([
+            "upload", w.path("www/f.bin"), target, "--protocol", name, "-q", "--limit-rate", "24M",
+            "--retries", "inf", "--retry-delay", "0.1",
+        ])
         defer { client.send(signal: SIGKILL) }
         var generator = SeededGenerator(seed: 31)
         let moments = (0..<5).map { Double($0) * 0.16 + 0.05 + Double(generator.next() % 100) / 1000 }
         var kills = 0
         for fraction in moments {
-            try await eventually(timeout: .seconds(600)) { ServeDurabilityTests.storedBytes(folder) >= Int(Double(Self.size) * fraction) }
+            try await eventually(timeout: .seconds(600)) {
+                ServeDurabilityTests.storedBytes(folder) >= Int(Double(Self.size) * fraction)
+            }
             guard serve.isRunning else { break }
             serve.send(signal: SIGKILL)
             _ = try await serve.wait(timeout: .seconds(30))
@@ -182,7 +207,8 @@ struct SoakTests: StreamPipelines {
         }
         let r = try await client.wait(timeout: .seconds(1800))
         let ok = r.status == 0 && (try? sha256(file: folder + "/in/f.bin")) == digest
-        Self.row("\(name) upload, serve killed", faults: kills, finished: r.status == 0,
+        Self.row(
+            "\(name) upload, serve killed", faults: kills, finished: r.status == 0,
             resent: max(0, meter.bytesUpstream - Self.size), mismatch: r.status == 0 && !ok)
         #expect(ok, "\(r)")
         #expect(kills == 5)

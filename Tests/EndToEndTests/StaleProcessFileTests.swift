@@ -56,13 +56,16 @@ import Testing
         init(_ w: Workspace, _ name: String) async throws {
             marker = w.path(name + ".signalled")
             process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-            process.arguments = ["python3", "-c", """
+            process.arguments = [
+                "python3", "-c",
+                """
                 import signal, sys, time
                 signal.signal(signal.SIGTERM, lambda *_: (open(sys.argv[1], "w").write("TERM"), sys.exit(0)))
                 signal.pthread_sigmask(signal.SIG_UNBLOCK, [signal.SIGTERM])
                 open(sys.argv[1] + ".ready", "w").close()
                 time.sleep(60)
-                """, marker]
+                """, marker,
+            ]
             try process.run()
             for _ in 0..<100 where !w.exists(marker + ".ready") { try await Task.sleep(for: .milliseconds(50)) }
             try #require(w.exists(marker + ".ready"))

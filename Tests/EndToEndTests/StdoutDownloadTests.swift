@@ -10,10 +10,15 @@ import Testing
         let w = try Workspace()
         let digest = try makeRandomFile(path: w.path("www/f.bin"), size: Self.size, seed: 31)
         let nginx = try await NginxServer(root: w.path("www"))
-        let proxy = try FaultProxy(upstreamPort: nginx.port, plan: [
-            .cutAfterDownstream(bytes: 900_000), .cutAfterDownstream(bytes: 700_000, reset: true), .cutAfterDownstream(bytes: 500_000),
-        ])
-        let (r, status) = try await pipeline(w, ["download", proxy.url(for: "f.bin"), "-o", "-", "--retry-delay", "0.05"], into: "sha256sum", timeout: .seconds(120))
+        let proxy = try FaultProxy(
+            upstreamPort: nginx.port,
+            plan: [
+                .cutAfterDownstream(bytes: 900_000), .cutAfterDownstream(bytes: 700_000, reset: true),
+                .cutAfterDownstream(bytes: 500_000),
+            ])
+        let (r, status) = try await pipeline(
+            w, ["download", proxy.url(for: "f.bin"), "-o", "-", "--retry-delay", "0.05"], into: "sha256sum",
+            timeout: .seconds(120))
         #expect(status == 0, "\(r)")
         #expect(r.stdout.hasPrefix(digest), "\(r)")
         // Three resumes, each asking 64 KiB early and comparing them with what was written.
@@ -30,7 +35,9 @@ import Testing
         let content = randomBytes(count: 2_000_000, seed: 32)
         let server = try await MisbehavingServer(content: content, behaviors: [.ignoresRange])
         let proxy = try FaultProxy(upstreamPort: server.port, plan: [.cutAfterDownstream(bytes: 700_000)])
-        let (r, status) = try await pipeline(w, ["download", proxy.url(for: "file.bin"), "-o", "-", "--retry-delay", "0.05"], into: "sha256sum", timeout: .seconds(120))
+        let (r, status) = try await pipeline(
+            w, ["download", proxy.url(for: "file.bin"), "-o", "-", "--retry-delay", "0.05"], into: "sha256sum",
+            timeout: .seconds(120))
         #expect(status == 0, "\(r)")
         #expect(r.stdout.hasPrefix(sha256(content)), "\(r)")
         #expect(server.requestCount == 2)
@@ -41,13 +48,20 @@ import Testing
         let first = randomBytes(count: 2_000_000, seed: 33)
         let second = randomBytes(count: 2_000_000, seed: 34)
         // The cut leaves 800 kB in the pipe; the file has changed when the resume asks for more (request 1).
-        let server = try await MisbehavingServer(content: first, behaviors: [
-            .contentProvider { $0 == 0 ? first : second }, .cutsEveryResponse(afterBytes: 800_000)])
-        let ended = try await startPipeline(w, ["download", server.url(), "-o", "-", "--retry-delay", "0.05"], into: "wc -c")
-            .wait(timeout: .seconds(60))
+        let server = try await MisbehavingServer(
+            content: first,
+            behaviors: [
+                .contentProvider { $0 == 0 ? first : second }, .cutsEveryResponse(afterBytes: 800_000),
+            ])
+        let ended = try await startPipeline(
+            w, ["download", server.url(), "-o", "-", "--retry-delay", "0.05"], into: "wc -c"
+        )
+        .wait(timeout: .seconds(60))
         #expect(status(ended) == 65, "\(ended.stderr)")
         #expect(ended.stderr.contains("cannot be taken back"), "\(ended.stderr)")
-        #expect(ended.stdout.trimmingCharacters(in: .whitespacesAndNewlines) == "800000", "nothing after the change: \(ended.stdout)")
+        #expect(
+            ended.stdout.trimmingCharacters(in: .whitespacesAndNewlines) == "800000",
+            "nothing after the change: \(ended.stdout)")
     }
 
     @Test func newBytesUnderAnUnchangedValidatorAreExit65() async throws {
@@ -55,13 +69,21 @@ import Testing
         let first = randomBytes(count: 2_000_000, seed: 35)
         let second = randomBytes(count: 2_000_000, seed: 36)
         // The resume (request 1) gets other bytes under the first content's validators.
-        let server = try await MisbehavingServer(content: first, behaviors: [
-            .lyingValidators, .contentProvider { $0 == 0 ? first : second }, .cutsEveryResponse(afterBytes: 800_000)])
-        let ended = try await startPipeline(w, ["download", server.url(), "-o", "-", "--retry-delay", "0.05"], into: "wc -c")
-            .wait(timeout: .seconds(60))
+        let server = try await MisbehavingServer(
+            content: first,
+            behaviors: [
+                .lyingValidators, .contentProvider { $0 == 0 ? first : second },
+                .cutsEveryResponse(afterBytes: 800_000),
+            ])
+        let ended = try await startPipeline(
+            w, ["download", server.url(), "-o", "-", "--retry-delay", "0.05"], into: "wc -c"
+        )
+        .wait(timeout: .seconds(60))
         #expect(status(ended) == 65, "\(ended.stderr)")
         #expect(ended.stderr.contains("differ"), "\(ended.stderr)")
-        #expect(ended.stdout.trimmingCharacters(in: .whitespacesAndNewlines) == "800000", "nothing spliced: \(ended.stdout)")
+        #expect(
+            ended.stdout.trimmingCharacters(in: .whitespacesAndNewlines) == "800000", "nothing spliced: \(ended.stdout)"
+        )
     }
 
     @Test func aReaderThatGoesAwayEndsItLikeAFilter() async throws {
@@ -69,7 +91,8 @@ import Testing
         _ = try makeRandomFile(path: w.path("www/f.bin"), size: 50_000_000, seed: 37)
         let nginx = try await NginxServer(root: w.path("www"), limitRate: 1_000_000)
         let started = Date()
-        let (r, status) = try await pipeline(w, ["download", nginx.url(for: "f.bin"), "-o", "-"], into: "head -c 1000 | wc -c", timeout: .seconds(120))
+        let (r, status) = try await pipeline(
+            w, ["download", nginx.url(for: "f.bin"), "-o", "-"], into: "head -c 1000 | wc -c", timeout: .seconds(120))
         #expect(r.stdout.trimmingCharacters(in: .whitespacesAndNewlines) == "1000")
         #expect(status == 141, "killed by SIGPIPE, as cat would be: \(r)")
         #expect(!r.stderr.contains("resumectl:"), "quietly: \(r.stderr)")
@@ -81,7 +104,8 @@ import Testing
         let w = try Workspace()
         let content = randomBytes(count: 100_000, seed: 38)
         let server = try await MisbehavingServer(content: content)
-        let (r, code) = try await pipeline(w, ["download", server.url(), "-o", "-"], into: "sha256sum", timeout: .seconds(120))
+        let (r, code) = try await pipeline(
+            w, ["download", server.url(), "-o", "-"], into: "sha256sum", timeout: .seconds(120))
         #expect(code == 0, "\(r)")
         #expect(r.stdout.hasPrefix(sha256(content)), "nothing but the body: \(r)")
         let json = try await w.run(["download", server.url(), "-o", "-", "--json"])

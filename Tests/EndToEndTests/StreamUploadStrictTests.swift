@@ -14,7 +14,9 @@ import Testing
 
     /// Waits for the `sha256sum` of a `tee >(sha256sum > FILE)` and returns the hex digest.
     func teeSum(_ path: String) async throws -> String {
-        try await eventually(timeout: .seconds(10)) { ((try? String(contentsOfFile: path, encoding: .utf8)) ?? "").count >= 64 }
+        try await eventually(timeout: .seconds(10)) {
+            ((try? String(contentsOfFile: path, encoding: .utf8)) ?? "").count >= 64
+        }
         return String(try String(contentsOfFile: path, encoding: .utf8).prefix(64))
     }
 
@@ -26,13 +28,16 @@ import Testing
     @Test func streamThroughCutsToNIOResumableUpload() async throws {
         let w = try Workspace()
         let peer = try await UploadPeer()
-        let proxy = try FaultProxy(upstreamPort: peer.port, plan: ([
-            // libcurl keeps a connection for the next request: each cut ends one, whatever it carried. After a
-            // cut libcurl may open a connection that carries nothing, which takes a fault: more are planned.
-            .cutAfterUpstream(bytes: 3_000_000), .cutAfterUpstream(bytes: 5_000_000, reset: true),
-            .cutAfterUpstream(bytes: 2_000_000), .cutAfterUpstream(bytes: 2_000_000), .cutAfterUpstream(bytes: 4_000_000),
-            .pass, .pass, .pass, .pass, .pass, .pass, .pass, .pass,
-        ] as [Fault]).map { $0.throttled(bytesPerSecond: 40_000_000) })
+        let proxy = try FaultProxy(
+            upstreamPort: peer.port,
+            plan: ([
+                // libcurl keeps a connection for the next request: each cut ends one, whatever it carried. After a
+                // cut libcurl may open a connection that carries nothing, which takes a fault: more are planned.
+                .cutAfterUpstream(bytes: 3_000_000), .cutAfterUpstream(bytes: 5_000_000, reset: true),
+                .cutAfterUpstream(bytes: 2_000_000), .cutAfterUpstream(bytes: 2_000_000),
+                .cutAfterUpstream(bytes: 4_000_000),
+                .pass, .pass, .pass, .pass, .pass, .pass, .pass, .pass,
+            ] as [Fault]).map { $0.throttled(bytesPerSecond: 40_000_000) })
         peer.advertise(origin: proxy.baseURL)
         let sum = w.path("sum")
         let (r, status) = try await pipeline(
@@ -43,7 +48,10 @@ import Testing
         #expect(try peer.storedSHA256("s.bin") == (try await teeSum(sum)))
         #expect(w.size(peer.storedPath("s.bin")) == 64 * Self.mib)
         let cuts = proxy.connections.filter(\.triggered).count
-        #expect(cuts >= 3, "\(proxy.connections.map { "\($0.index):\($0.triggered) up=\($0.bytesUpstream)" }) \(peer.requests.map { "\($0.method) \($0.responseStatuses) body=\($0.bodyBytes)" })")
+        let connections = proxy.connections.map { "\($0.index):\($0.triggered) up=\($0.bytesUpstream)" }
+        #expect(
+            cuts >= 3,
+            "\(connections) \(peer.requests.map { "\($0.method) \($0.responseStatuses) body=\($0.bodyBytes)" })")
         // What the server had is not sent again: at most what was in flight at each cut.
         let received = peer.requests.reduce(0) { $0 + $1.bodyBytes }
         #expect(received <= 64 * Self.mib + cuts * 4 * Self.mib, "received \(received)")
@@ -56,7 +64,8 @@ import Testing
         let w = try Workspace()
         let peer = try await UploadPeer()
         // 200 MiB at 50 MB/s: four seconds to watch the spool's disk use.
-        let proxy = try FaultProxy(upstreamPort: peer.port, plan: Array(repeating: .throttle(bytesPerSecond: 50_000_000), count: 20))
+        let proxy = try FaultProxy(
+            upstreamPort: peer.port, plan: Array(repeating: .throttle(bytesPerSecond: 50_000_000), count: 20))
         let sum = w.path("sum")
         let p = try startPipeline(
             w, producer: "head -c 200M /dev/urandom | tee >(sha256sum > '\(sum)')",
@@ -137,7 +146,9 @@ import Testing
         #expect(status == 0, "\(r)")
         #expect(!r.stdout.contains("\"retry\""), "\(r.stdout)")
         #expect(try peer.storedSHA256("v.bin") == (try await teeSum(sum)))
-        let versions = peer.requests.filter { $0.method == "POST" }.compactMap { $0.header("Upload-Draft-Interop-Version") }
+        let versions = peer.requests.filter { $0.method == "POST" }.compactMap {
+            $0.header("Upload-Draft-Interop-Version")
+        }
         #expect(versions == ["8", "6"], "\(versions)")
 
         // A file to `resumectl serve` the same way (it answers OPTIONS without naming a version).
@@ -145,7 +156,9 @@ import Testing
         let (serve, base) = try await startServe(folder)
         defer { serve.send(signal: SIGTERM) }
         let digest = try makeRandomFile(path: w.path("www/f.bin"), size: 3_000_000, seed: 45)
-        let file = try await w.run(["upload", w.path("www/f.bin"), base + "/f.bin", "--protocol", "ietf", "--stall-timeout", "3", "--json"])
+        let file = try await w.run([
+            "upload", w.path("www/f.bin"), base + "/f.bin", "--protocol", "ietf", "--stall-timeout", "3", "--json",
+        ])
         #expect(file.status == 0, "\(file)")
         #expect(!file.stdout.contains("\"retry\""), "\(file.stdout)")
         #expect(try sha256(file: folder + "/f.bin") == digest)
@@ -158,7 +171,8 @@ import Testing
         let args = ["upload", "-", peer.url(for: "full.bin"), "--interop-version", "6", "--spool-max", "4M"]
         // A file-size limit of 6 MiB (resumectl ignores SIGXFSZ, so a write past it fails with EFBIG): the spool,
         // addressed by stream offsets, cannot take byte 6 MiB of the stream.
-        let r = try await startPipeline(w, producer: "cat '\(w.path("www/src.bin"))'", args, setUp: "ulimit -f 6144").wait(timeout: .seconds(120))
+        let r = try await startPipeline(w, producer: "cat '\(w.path("www/src.bin"))'", args, setUp: "ulimit -f 6144")
+            .wait(timeout: .seconds(120))
         #expect(status(r) == 74, "\(r)")
         #expect(r.stderr.contains("spool"), "\(r)")
         let id = try #require(try w.tokens().first, "the token stays: \(r)")

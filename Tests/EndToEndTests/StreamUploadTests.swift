@@ -10,9 +10,12 @@ import Testing
     @Test func aStreamThroughSeveralCutsArrivesWhole() async throws {
         let w = try Workspace()
         let peer = try await UploadPeer()
-        let proxy = try FaultProxy(upstreamPort: peer.port, plan: [
-            .cutAfterUpstream(bytes: 9 * Self.MiB), .cutAfterUpstream(bytes: 5 * Self.MiB, reset: true), .cutAfterUpstream(bytes: 7 * Self.MiB),
-        ])
+        let proxy = try FaultProxy(
+            upstreamPort: peer.port,
+            plan: [
+                .cutAfterUpstream(bytes: 9 * Self.MiB), .cutAfterUpstream(bytes: 5 * Self.MiB, reset: true),
+                .cutAfterUpstream(bytes: 7 * Self.MiB),
+            ])
         peer.advertise(origin: proxy.baseURL)
         let (r, code) = try await pipeline(
             w, producer: "head -c 40000000 /dev/urandom | tee >(sha256sum > \(w.path("sum")))",
@@ -35,7 +38,8 @@ import Testing
         let (serve, port) = try await ServeProcess.start(folder: w.path("www"), currentDirectory: w.out)
         let base = "http://127.0.0.1:\(port)"
         let (r, code) = try await pipeline(
-            w, producer: "head -c 20000000 /dev/urandom | tee >(sha256sum > \(w.path("sum")))", ["upload", "-", base + "/up/s.bin"])
+            w, producer: "head -c 20000000 /dev/urandom | tee >(sha256sum > \(w.path("sum")))",
+            ["upload", "-", base + "/up/s.bin"])
         serve.send(signal: SIGTERM)
         #expect(code == 0, "\(r)")
         #expect(r.stdout == base + "/up/s.bin\n")
@@ -46,9 +50,12 @@ import Testing
     @Test func aStallingProducerDoesNotAbortTheUpload() async throws {
         let w = try Workspace()
         let peer = try await UploadPeer()
-        let producer = "(head -c 1000000 /dev/urandom; sleep 4; head -c 1000000 /dev/urandom) | tee >(sha256sum > \(w.path("sum")))"
+        let producer =
+            "(head -c 1000000 /dev/urandom; sleep 4; head -c 1000000 /dev/urandom) | tee >(sha256sum > "
+            + "\(w.path("sum")))"
         let began = Date()
-        let (r, code) = try await pipeline(w, producer: producer, ["upload", "-", peer.url(for: "slow.bin"), "--stall-timeout", "2", "--json"])
+        let (r, code) = try await pipeline(
+            w, producer: producer, ["upload", "-", peer.url(for: "slow.bin"), "--stall-timeout", "2", "--json"])
         // The producer paused twice as long as the stall timeout: the upload waited for it and went on.
         #expect(code == 0, "\(r)")
         #expect(Date().timeIntervalSince(began) >= 4)
@@ -79,7 +86,9 @@ import Testing
         let w = try Workspace()
         let peer = try await UploadPeer()
         let digest = try makeRandomFile(path: w.path("www/src.bin"), size: 12_000_000, seed: 41)
-        let id = try await killed(w, producer: "cat \(w.path("www/src.bin"))", url: peer.url(for: "e.bin"), acknowledged: false) {
+        let id = try await killed(
+            w, producer: "cat \(w.path("www/src.bin"))", url: peer.url(for: "e.bin"), acknowledged: false
+        ) {
             $0["ended"] as? Bool == true
         }
         #expect(spoolFiles(w) == [id])
@@ -96,7 +105,9 @@ import Testing
         let peer = try await UploadPeer()
         let digest = try makeRandomFile(path: w.path("www/src.bin"), size: 30_000_000, seed: 42)
         _ = try makeRandomFile(path: w.path("www/other.bin"), size: 30_000_000, seed: 43)
-        let id = try await killed(w, producer: "cat \(w.path("www/src.bin"))", url: peer.url(for: "r.bin"), extra: ["--spool-max", "4M"]) {
+        let id = try await killed(
+            w, producer: "cat \(w.path("www/src.bin"))", url: peer.url(for: "r.bin"), extra: ["--spool-max", "4M"]
+        ) {
             $0["ended"] as? Bool == false && ($0["start"] as? Int ?? 0) > 0
         }
         let list = try await w.run(["list"])
@@ -121,7 +132,9 @@ import Testing
         let w = try Workspace()
         let peer = try await UploadPeer()
         let digest = try makeRandomFile(path: w.path("www/src.bin"), size: 30_000_000, seed: 45)
-        let id = try await killed(w, producer: "cat \(w.path("www/src.bin"))", url: peer.url(for: "p.bin"), extra: ["--spool-max", "4M"]) {
+        let id = try await killed(
+            w, producer: "cat \(w.path("www/src.bin"))", url: peer.url(for: "p.bin"), extra: ["--spool-max", "4M"]
+        ) {
             $0["ended"] as? Bool == false && ($0["start"] as? Int ?? 0) > 0
         }
         let upload = try #require(try w.token(id)["upload"] as? [String: Any])
@@ -141,7 +154,9 @@ import Testing
         #expect(try w.tokens() == [id], "the token stays for the right stream")
         let r = try await resume(w, id, ["--json"], stdin: contents(w.path("www/src.bin")), timeout: .seconds(120))
         #expect(r.status == 0, "\(r)")
-        #expect((events(r.stdout).first("started")?["offset"] as? Int ?? 0) >= acknowledged, "it went on from the server's offset: \(r.stdout)")
+        #expect(
+            (events(r.stdout).first("started")?["offset"] as? Int ?? 0) >= acknowledged,
+            "it went on from the server's offset: \(r.stdout)")
         #expect(try peer.storedSHA256("p.bin") == digest)
         #expect(try w.tokens().isEmpty && spoolFiles(w).isEmpty)
     }
@@ -150,14 +165,21 @@ import Testing
         let w = try Workspace()
         let peer = try await UploadPeer()
         _ = try makeRandomFile(path: w.path("www/src.bin"), size: 12_000_000, seed: 44)
-        let id = try await killed(w, producer: "cat \(w.path("www/src.bin"))", url: peer.url(for: "c.bin"), acknowledged: false) { _ in true }
+        let id = try await killed(
+            w, producer: "cat \(w.path("www/src.bin"))", url: peer.url(for: "c.bin"), acknowledged: false
+        ) { _ in true }
         #expect(spoolFiles(w) == [id])
         let r = try await w.run(["cancel", id])
         #expect(r.status == 0, "\(r)")
         #expect(try w.tokens().isEmpty && spoolFiles(w).isEmpty)
     }
 
-    @Test("--protocol plain: the stream goes as one chunked POST, the user is told once that it cannot be resumed, no token or spool")
+    @Test(
+        """
+        --protocol plain: the stream goes as one chunked POST, the user is told once that it cannot be resumed, no \
+        token or spool
+        """
+    )
     func aStreamToAPlainServerGoesInOneRequest() async throws {
         let w = try Workspace()
         let (serve, port) = try await ServeProcess.start(folder: w.path("www"), currentDirectory: w.out)
@@ -182,7 +204,8 @@ import Testing
         class H(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
             def do_OPTIONS(self):
-                self.send_response(200); self.send_header("Allow", "GET, POST"); self.send_header("Content-Length", "0"); self.end_headers()
+                self.send_response(200); self.send_header("Allow", "GET, POST")
+                self.send_header("Content-Length", "0"); self.end_headers()
             def do_POST(self):
                 h, n = hashlib.sha256(), 0
                 while True:
@@ -198,7 +221,12 @@ import Testing
         s.serve_forever()
         """#
 
-    @Test("--protocol auto, a server naming neither tus nor the draft: one POST of the whole stream, not a truncated first append")
+    @Test(
+        """
+        --protocol auto, a server naming neither tus nor the draft: one POST of the whole stream, not a truncated \
+        first append
+        """
+    )
     func aStreamToAnUnknownServerIsNotTruncated() async throws {
         let w = try Workspace()
         try Self.plainServer.write(toFile: w.path("plain.py"), atomically: true, encoding: .utf8)
@@ -218,9 +246,10 @@ import Testing
 
     @Test func aStreamIsRefusedWhereItCannotWork() async throws {
         let w = try Workspace()
-        for args in [["upload", "-", "http://127.0.0.1:1/x", "--detach"],
-            ["upload", "x.bin", "http://127.0.0.1:1/x", "--spool-max", "8M"]]
-        {
+        for args in [
+            ["upload", "-", "http://127.0.0.1:1/x", "--detach"],
+            ["upload", "x.bin", "http://127.0.0.1:1/x", "--spool-max", "8M"],
+        ] {
             let r = try await w.run(args)
             #expect(r.status == 64, "\(args): \(r)")
         }

@@ -2,7 +2,7 @@ import Foundation
 import Testing
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// Proves each piece of `Support/` against the curl CLI, so an end-to-end failure can be blamed on
@@ -45,8 +45,9 @@ struct SupportSelfTests {
     }
 
     @Test func runProcessCapturesStatusAndBothStreams() async throws {
-        let result = try await runProcess("/bin/sh", ["-c", "echo out; echo err >&2; echo $E2E_VAR; exit 3"],
-                                          environment: ["E2E_VAR": "from-test"])
+        let result = try await runProcess(
+            "/bin/sh", ["-c", "echo out; echo err >&2; echo $E2E_VAR; exit 3"],
+            environment: ["E2E_VAR": "from-test"])
         #expect(result.status == 3)
         #expect(!result.signaled)
         #expect(result.stdoutLines == ["out", "from-test"])
@@ -138,7 +139,7 @@ struct SupportSelfTests {
 
         let cut = try await runProcess(
             curlBinary, ["-sS", "-D", dir.path("head1"), "-o", dir.path("out1"), proxy.url(for: "file.bin")])
-        #expect(cut.status == 18, "\(cut)") // CURLE_PARTIAL_FILE
+        #expect(cut.status == 18, "\(cut)")  // CURLE_PARTIAL_FILE
         let headBytes = try Data(contentsOf: URL(fileURLWithPath: dir.path("head1"))).count
         let bodyBytes = try Data(contentsOf: URL(fileURLWithPath: dir.path("out1"))).count
         #expect(headBytes + bodyBytes == 100_000)
@@ -159,20 +160,22 @@ struct SupportSelfTests {
         let www = try dir.subdirectory("www")
         try makeRandomFile(path: www + "/file.bin", size: 1_000_000, seed: 4)
         let nginx = try await NginxServer(root: www)
-        let proxy = try FaultProxy(upstreamPort: nginx.port, plan: [
-            .cutAfterDownstream(bytes: 50_000, reset: true),
-            .refuse(),
-            .stallAfterDownstream(bytes: 10_000),
-        ])
+        let proxy = try FaultProxy(
+            upstreamPort: nginx.port,
+            plan: [
+                .cutAfterDownstream(bytes: 50_000, reset: true),
+                .refuse(),
+                .stallAfterDownstream(bytes: 10_000),
+            ])
         let url = proxy.url(for: "file.bin")
 
         let reset = try await runProcess(curlBinary, ["-sS", "-o", "/dev/null", url])
-        #expect(reset.status == 56, "\(reset)") // CURLE_RECV_ERROR: connection reset by peer
+        #expect(reset.status == 56, "\(reset)")  // CURLE_RECV_ERROR: connection reset by peer
         let refused = try await runProcess(curlBinary, ["-sS", "-o", "/dev/null", url])
-        #expect(refused.status == 52, "\(refused)") // CURLE_GOT_NOTHING
+        #expect(refused.status == 52, "\(refused)")  // CURLE_GOT_NOTHING
         let start = ContinuousClock.now
         let stalled = try await runProcess(curlBinary, ["-sS", "-o", "/dev/null", "--max-time", "1", url])
-        #expect(stalled.status == 28, "\(stalled)") // CURLE_OPERATION_TIMEDOUT
+        #expect(stalled.status == 28, "\(stalled)")  // CURLE_OPERATION_TIMEDOUT
         #expect(ContinuousClock.now - start >= .milliseconds(900))
         #expect(proxy.connections.map(\.bytesDownstream) == [50_000, 0, 10_000])
         // The stalled connection is torn down once curl hangs up.
@@ -230,7 +233,8 @@ struct SupportSelfTests {
         let first = try await runProcess(curlBinary, ["-sS", "-o", dir.path("out"), server.url()])
         #expect(first.status == 18, "\(first)")
         let resumed = try await runProcess(
-            curlBinary, ["-sS", "-r", "50000-", "-H", "If-Range: \(etag)", "-D", "-", "-o", dir.path("rest"), server.url()])
+            curlBinary,
+            ["-sS", "-r", "50000-", "-H", "If-Range: \(etag)", "-D", "-", "-o", dir.path("rest"), server.url()])
         #expect(resumed.stdoutLines.first == "HTTP/1.1 206 Partial Content", "\(resumed)")
         #expect(resumed.stdout.contains("Content-Range: bytes 50000-199999/200000"))
         #expect(try Data(contentsOf: URL(fileURLWithPath: dir.path("rest"))) == Data(body[50_000..<100_000]))
@@ -244,7 +248,8 @@ struct SupportSelfTests {
         #expect(server.requests[1].header("If-Range") == etag)
         #expect(server.requests[0].header("Accept-Encoding") == nil)
 
-        let past = try await runProcess(curlBinary, ["-sS", "-r", "300000-", "-D", "-", "-o", "/dev/null", server.url()])
+        let past = try await runProcess(
+            curlBinary, ["-sS", "-r", "300000-", "-D", "-", "-o", "/dev/null", server.url()])
         #expect(past.stdoutLines.first == "HTTP/1.1 416 Range Not Satisfiable", "\(past)")
     }
 
@@ -254,7 +259,8 @@ struct SupportSelfTests {
         #expect(weak.etag?.hasPrefix("W/\"") == true)
         #expect(weak.lastModified == nil)
         let weakRange = try await runProcess(
-            curlBinary, ["-sS", "-r", "0-9", "-H", "If-Range: \(weak.etag ?? "")", "-D", "-", "-o", "/dev/null", weak.url()])
+            curlBinary,
+            ["-sS", "-r", "0-9", "-H", "If-Range: \(weak.etag ?? "")", "-D", "-", "-o", "/dev/null", weak.url()])
         #expect(weakRange.stdoutLines.first == "HTTP/1.1 200 OK", "weak If-Range must not match: \(weakRange)")
 
         let dated = try await MisbehavingServer(content: body, behaviors: [.lastModifiedOnly])
@@ -279,7 +285,8 @@ struct SupportSelfTests {
         #expect(first.stdoutLines.first == "HTTP/1.1 503 Service Unavailable" && !first.stdout.contains("Retry-After"))
         #expect(then.stdoutLines.first == "HTTP/1.1 200 OK" && !then.stdout.contains("ETag"), "\(then)")
 
-        let busy = try await MisbehavingServer(content: body, behaviors: [.status(503, retryAfter: 2, count: 1), .reprDigest])
+        let busy = try await MisbehavingServer(
+            content: body, behaviors: [.status(503, retryAfter: 2, count: 1), .reprDigest])
         let refused = try await runProcess(curlBinary, ["-sS", "-D", "-", "-o", "/dev/null", busy.url()])
         #expect(refused.stdoutLines.first == "HTTP/1.1 503 Service Unavailable", "\(refused)")
         #expect(refused.stdout.contains("Retry-After: 2"))
@@ -295,11 +302,13 @@ struct SupportSelfTests {
         let dir = try TempDirectory()
         let digest = try makeRandomFile(path: dir.path("src.bin"), size: 3_000_000, seed: 12)
         let peer = try await UploadPeer()
-        let result = try await runProcess(curlBinary, [
-            "-sS", "-X", "POST", "-T", dir.path("src.bin"), "-H", "Expect:",
-            "-H", "Upload-Draft-Interop-Version: 6", "-H", "Upload-Complete: ?1", "-D", "-", "-o", "/dev/null",
-            peer.url(for: "up.bin"),
-        ])
+        let result = try await runProcess(
+            curlBinary,
+            [
+                "-sS", "-X", "POST", "-T", dir.path("src.bin"), "-H", "Expect:",
+                "-H", "Upload-Draft-Interop-Version: 6", "-H", "Upload-Complete: ?1", "-D", "-", "-o", "/dev/null",
+                peer.url(for: "up.bin"),
+            ])
         #expect(result.status == 0, "\(result)")
         #expect(result.stdout.contains("HTTP/1.1 104 Upload Resumption Supported"))
         #expect(result.stdout.contains("Location: http://127.0.0.1:\(peer.port)/resumable_upload/"))
@@ -316,32 +325,41 @@ struct SupportSelfTests {
         let size = 2_000_000
         let digest = try makeRandomFile(path: dir.path("src.bin"), size: size, seed: 13)
         let peer = try await UploadPeer()
-        let proxy = try FaultProxy(upstreamPort: peer.port, plan: [
-            // Slow enough that the 104 (sent as soon as the head arrives) gets through before the cut.
-            .cutAfterUpstream(bytes: 700_000).throttled(bytesPerSecond: 4_000_000),
-        ])
-        let creation = try await runProcess(curlBinary, [
-            "-sS", "-X", "POST", "-T", dir.path("src.bin"), "-H", "Expect:",
-            "-H", "Upload-Draft-Interop-Version: 6", "-H", "Upload-Complete: ?1", "-D", "-", "-o", "/dev/null",
-            proxy.url(for: "cut.bin"),
-        ])
+        let proxy = try FaultProxy(
+            upstreamPort: peer.port,
+            plan: [
+                // Slow enough that the 104 (sent as soon as the head arrives) gets through before the cut.
+                .cutAfterUpstream(bytes: 700_000).throttled(bytesPerSecond: 4_000_000)
+            ])
+        let creation = try await runProcess(
+            curlBinary,
+            [
+                "-sS", "-X", "POST", "-T", dir.path("src.bin"), "-H", "Expect:",
+                "-H", "Upload-Draft-Interop-Version: 6", "-H", "Upload-Complete: ?1", "-D", "-", "-o", "/dev/null",
+                proxy.url(for: "cut.bin"),
+            ])
         #expect(creation.status != 0, "\(creation)")
         let location = try #require(creation.stdoutLines.first { $0.hasPrefix("Location: ") }?.dropFirst(10))
 
         try await eventually { peer.bytesReceived("cut.bin") > 0 }
-        let head = try await runProcess(curlBinary, ["-sS", "-I", "-H", "Upload-Draft-Interop-Version: 6", String(location)])
-        let offsetLine = try #require(head.stdoutLines.first { $0.lowercased().hasPrefix("upload-offset: ") }, "\(head)")
+        let head = try await runProcess(
+            curlBinary, ["-sS", "-I", "-H", "Upload-Draft-Interop-Version: 6", String(location)])
+        let offsetLine = try #require(
+            head.stdoutLines.first { $0.lowercased().hasPrefix("upload-offset: ") }, "\(head)")
         let offset = try #require(Int(offsetLine.dropFirst("upload-offset: ".count)))
         #expect(offset > 0 && offset < 700_000)
         #expect(offset == peer.bytesReceived("cut.bin"))
 
         let rest = dir.path("rest.bin")
-        try Data(contentsOf: URL(fileURLWithPath: dir.path("src.bin"))).dropFirst(offset).write(to: URL(fileURLWithPath: rest))
-        let patch = try await runProcess(curlBinary, [
-            "-sS", "-X", "PATCH", "-T", rest, "-H", "Expect:", "-H", "Upload-Draft-Interop-Version: 6",
-            "-H", "Content-Type: application/partial-upload", "-H", "Upload-Offset: \(offset)",
-            "-H", "Upload-Complete: ?1", "-D", "-", "-o", "/dev/null", String(location),
-        ])
+        try Data(contentsOf: URL(fileURLWithPath: dir.path("src.bin"))).dropFirst(offset).write(
+            to: URL(fileURLWithPath: rest))
+        let patch = try await runProcess(
+            curlBinary,
+            [
+                "-sS", "-X", "PATCH", "-T", rest, "-H", "Expect:", "-H", "Upload-Draft-Interop-Version: 6",
+                "-H", "Content-Type: application/partial-upload", "-H", "Upload-Offset: \(offset)",
+                "-H", "Upload-Complete: ?1", "-D", "-", "-o", "/dev/null", String(location),
+            ])
         #expect(patch.stdoutLines.first == "HTTP/1.1 201 Created", "\(patch)")
         #expect(try peer.storedSHA256("cut.bin") == digest)
         #expect(peer.upload(named: "cut.bin")?.completed == true)
@@ -354,13 +372,16 @@ struct SupportSelfTests {
         let digest = try makeRandomFile(path: dir.path("src.bin"), size: 2_000_000, seed: 14)
         let peer = try await UploadPeer(plainMode: true)
         // No `Expect:` override: curl sends `Expect: 100-continue` (> 1 MiB) and the plain peer answers 100.
-        let result = try await runProcess(curlBinary, [
-            "-sS", "-X", "POST", "-T", dir.path("src.bin"),
-            "-H", "Upload-Draft-Interop-Version: 6", "-H", "Upload-Complete: ?1", "-D", "-", "-o", "/dev/null",
-            peer.url(for: "plain.bin"),
-        ])
+        let result = try await runProcess(
+            curlBinary,
+            [
+                "-sS", "-X", "POST", "-T", dir.path("src.bin"),
+                "-H", "Upload-Draft-Interop-Version: 6", "-H", "Upload-Complete: ?1", "-D", "-", "-o", "/dev/null",
+                peer.url(for: "plain.bin"),
+            ])
         #expect(result.status == 0, "\(result)")
-        #expect(result.stdout.contains("HTTP/1.1 100 Continue"), "the plain peer answers 100-continue: \(result.stdout)")
+        #expect(
+            result.stdout.contains("HTTP/1.1 100 Continue"), "the plain peer answers 100-continue: \(result.stdout)")
         #expect(!result.stdout.contains("104"))
         #expect(try peer.storedSHA256("plain.bin") == digest)
         #expect(peer.requests.map(\.responseStatuses) == [[100, 201]])

@@ -25,25 +25,34 @@ struct TLSUploadCutTests {
     static func uploadThroughTwoCuts(seed: UInt64, pki: TestPKI, size: Int = size) async throws -> Outcome {
         let w = try Workspace()
         let digest = try makeRandomFile(path: w.path("www/src.bin"), size: size, seed: seed)
-        return try await InProcessServe.with({ $0.tls = TLSFiles(certificateChain: pki.serverCertificate, privateKey: pki.serverKey) }) { served in
+        return try await InProcessServe.with({
+            $0.tls = TLSFiles(certificateChain: pki.serverCertificate, privateKey: pki.serverKey)
+        }) { served in
             // Cuts of 1-4 MB: the first in the creation (POST), the second in the first later request that
             // carries that much (a PATCH; a HEAD before it on a connection of its own carries less).
             let cuts = Fault.randomCuts(seed: seed, count: 2, direction: .upstream, bytes: 1_000_000...4_000_000)
             let plan: [Fault] = [.pass, cuts[0]] + Array(repeating: cuts[1].firingOnce(), count: 12)
             let proxy = try FaultProxy(upstreamPort: served.port, plan: plan)
             let started = ContinuousClock.now
-            let r = try await w.run(["upload", w.path("www/src.bin"), "https://127.0.0.1:\(proxy.port)/in/s.bin",
-                "--cacert", pki.caCertificate, "--json"], timeout: .seconds(300))
+            let r = try await w.run(
+                [
+                    "upload", w.path("www/src.bin"), "https://127.0.0.1:\(proxy.port)/in/s.bin",
+                    "--cacert", pki.caCertificate, "--json",
+                ], timeout: .seconds(300))
             let seconds = (ContinuousClock.now - started).seconds
             let stored = try? sha256(file: served.path("in/s.bin"))
-            let retries = r.status == 0 || r.status == 75 ? events(r.stdout).filter { $0["event"] as? String == "retry" } : []
-            return Outcome(result: r, seconds: seconds, digestMatches: stored == digest,
+            let retries =
+                r.status == 0 || r.status == 75 ? events(r.stdout).filter { $0["event"] as? String == "retry" } : []
+            return Outcome(
+                result: r, seconds: seconds, digestMatches: stored == digest,
                 cutsFired: proxy.connections.filter(\.triggered).count, upstream: proxy.bytesUpstream,
                 retryErrors: retries.compactMap { $0["error"] as? String })
         }
     }
 
-    @Test("24 MiB over HTTPS through two cuts finishes, SHA-256 at the server, bytes counted at the proxy", arguments: [1, 2, 3] as [UInt64])
+    @Test(
+        "24 MiB over HTTPS through two cuts finishes, SHA-256 at the server, bytes counted at the proxy",
+        arguments: [1, 2, 3] as [UInt64])
     func uploadThroughTwoCuts(seed: UInt64) async throws {
         let pki = try await TestPKI.make()
         let o = try await Self.uploadThroughTwoCuts(seed: seed, pki: pki)
@@ -59,7 +68,9 @@ struct TLSUploadCutTests {
 
     /// --stall-timeout 5, not 2: in the full parallel suite the in-process serve (on the event loops every
     /// in-process server shares) was now and then slower than 2 s to answer the PATCH after the stalled one.
-    @Test("a PATCH the server takes and then reads nothing of ends after --stall-timeout and is retried", arguments: [false, true])
+    @Test(
+        "a PATCH the server takes and then reads nothing of ends after --stall-timeout and is retried",
+        arguments: [false, true])
     func silentPatchEndsAfterStallTimeout(tls: Bool) async throws {
         let pki = try await TestPKI.make()
         let w = try Workspace()
@@ -68,27 +79,39 @@ struct TLSUploadCutTests {
         try await InProcessServe.with({
             if tls { $0.tls = TLSFiles(certificateChain: pki.serverCertificate, privateKey: pki.serverKey) }
         }) { served in
-            // The creation (POST) is cut, slowly enough that its 104 came back first; then the first request that carries 1 MB (a PATCH, after a HEAD)
+            // The creation (POST) is cut, slowly enough that its 104 came back first; then the first request that
+            // carries 1 MB (a PATCH, after a HEAD)
             // stops moving in both directions while its connection stays open: the server took the PATCH
-            // and reads nothing more. Later connections pass. The retry waits a second: serve (NIOResumableUpload) seems to keep
+            // and reads nothing more. Later connections pass. The retry waits a second: serve (NIOResumableUpload)
+            // seems to keep
             // the upload with the abandoned PATCH's connection for a moment after the client let it go, and a
             // PATCH on another connection meanwhile stalls too (seen under load, then a 404 and a 409 on re-creation).
-            let plan: [Fault] = [Fault.cutAfterUpstream(bytes: 3_000_000).throttled(bytesPerSecond: 20_000_000)] + Array(repeating: Fault.stallAfterUpstream(bytes: 1_000_000).firingOnce(), count: 8)
+            let plan: [Fault] =
+                [Fault.cutAfterUpstream(bytes: 3_000_000).throttled(bytesPerSecond: 20_000_000)]
+                + Array(repeating: Fault.stallAfterUpstream(bytes: 1_000_000).firingOnce(), count: 8)
             let proxy = try FaultProxy(upstreamPort: served.port, plan: plan)
             let url = (tls ? "https" : "http") + "://127.0.0.1:\(proxy.port)/in/s.bin"
             let started = ContinuousClock.now
-            let r = try await w.run(["upload", w.path("www/src.bin"), url, "--protocol", "ietf", "--interop-version", "6", "--cacert", pki.caCertificate,
-                "--stall-timeout", "5", "--retry-delay", "1", "--json"], timeout: .seconds(120))
+            let r = try await w.run(
+                [
+                    "upload", w.path("www/src.bin"), url, "--protocol", "ietf", "--interop-version", "6", "--cacert",
+                    pki.caCertificate,
+                    "--stall-timeout", "5", "--retry-delay", "1", "--json",
+                ], timeout: .seconds(120))
             let seconds = (ContinuousClock.now - started).seconds
             #expect(r.status == 0, "\(r)")
             #expect(try sha256(file: served.path("in/s.bin")) == digest)
             let stalled = proxy.connections.filter { $0.triggered && $0.fault.trigger?.bytes == 1_000_000 }
             #expect(stalled.count == 1, "\(proxy.connections)")
             if !tls {  // over TLS the proxy sees no request lines
-                #expect(stalled.first?.requestLines.contains { $0.hasPrefix("PATCH ") } == true, "\(proxy.connections.map(\.requestLines))")
+                #expect(
+                    stalled.first?.requestLines.contains { $0.hasPrefix("PATCH ") } == true,
+                    "\(proxy.connections.map(\.requestLines))")
             }
             // Ended by the client's 5 s (serve's header timeout or libcurl's would say otherwise, 30 s later).
-            let errors = events(r.stdout).filter { $0["event"] as? String == "retry" }.compactMap { $0["error"] as? String }
+            let errors = events(r.stdout).filter { $0["event"] as? String == "retry" }.compactMap {
+                $0["error"] as? String
+            }
             #expect(errors.contains { $0.hasPrefix("no progress for 5 s") }, "\(errors)")
             #expect(seconds < 60, "took \(seconds) s")
         }
@@ -106,8 +129,12 @@ extension SoakTests {
             let ok = o.result.status == 0 && o.digestMatches
             if ok { finished += 1 }
             slowest = max(slowest, o.seconds)
-            print(String(format: "soak | tls upload, 2 cuts, seed %2d | %@ in %5.1f s | cuts %d | upstream %d B | retries %d",
-                seed, (ok ? "finished" : "FAILED  ") as NSString, o.seconds, o.cutsFired, o.upstream, o.retryErrors.count))
+            print(
+                String(
+                    format:
+                        "soak | tls upload, 2 cuts, seed %2d | %@ in %5.1f s | cuts %d | upstream %d B | retries %d",
+                    seed, (ok ? "finished" : "FAILED  ") as NSString, o.seconds, o.cutsFired, o.upstream,
+                    o.retryErrors.count))
             #expect(ok, "seed \(seed): \(o.result)")
             #expect(o.seconds < 60, "seed \(seed) took \(o.seconds) s")
         }

@@ -15,9 +15,12 @@ import Testing
     @Test func aStreamThroughCutsArrivesWhole() async throws {
         let w = try Workspace()
         let server = try await TusServer()
-        let proxy = try FaultProxy(upstreamPort: server.port, plan: [
-            .pass, .cutAfterUpstream(bytes: 3_000_000), .cutAfterUpstream(bytes: 2_000_000, reset: true), .cutAfterUpstream(bytes: 4_000_000),
-        ])
+        let proxy = try FaultProxy(
+            upstreamPort: server.port,
+            plan: [
+                .pass, .cutAfterUpstream(bytes: 3_000_000), .cutAfterUpstream(bytes: 2_000_000, reset: true),
+                .cutAfterUpstream(bytes: 4_000_000),
+            ])
         let (r, code) = try await pipeline(
             w, producer: "head -c 24000000 /dev/urandom | tee >(sha256sum > \(w.path("sum")))",
             ["upload", "-", proxy.url(for: "files/"), "--retry-delay", "0.05", "--json"])
@@ -26,7 +29,9 @@ import Testing
         #expect(sum.hasPrefix(try stored(server)), "\(sum)")
         #expect(proxy.connections.filter(\.triggered).count >= 2, "\(proxy.connections)")
         // Every append went through the proxy (the upload URL follows the request's Host), about once.
-        #expect(proxy.bytesUpstream >= 24_000_000 && proxy.bytesUpstream < 24_000_000 + 10_000_000, "\(proxy.bytesUpstream)")
+        #expect(
+            proxy.bytesUpstream >= 24_000_000 && proxy.bytesUpstream < 24_000_000 + 10_000_000, "\(proxy.bytesUpstream)"
+        )
         #expect(names(events(r.stdout)).contains("retry"), "\(r.stdout)")
         #expect(events(r.stdout).first("completed")?["bytes"] as? Int == 24_000_000)
         #expect(try w.tokens().isEmpty && spoolFiles(w).isEmpty, "token and spool are gone")
@@ -37,7 +42,9 @@ import Testing
         let server = try await TusServer()
         let digest = try makeRandomFile(path: w.path("www/src.bin"), size: 30_000_000, seed: 52)
         _ = try makeRandomFile(path: w.path("www/other.bin"), size: 30_000_000, seed: 53)
-        let id = try await killed(w, producer: "cat \(w.path("www/src.bin"))", url: server.endpoint, extra: ["--spool-max", "4M"]) {
+        let id = try await killed(
+            w, producer: "cat \(w.path("www/src.bin"))", url: server.endpoint, extra: ["--spool-max", "4M"]
+        ) {
             $0["ended"] as? Bool == false && ($0["start"] as? Int ?? 0) > 0
         }
         let token = try w.token(id)["upload"] as? [String: Any]
@@ -56,7 +63,9 @@ import Testing
         let w = try Workspace()
         let server = try await TusServer()
         let digest = try makeRandomFile(path: w.path("www/src.bin"), size: 12_000_000, seed: 54)
-        let id = try await killed(w, producer: "cat \(w.path("www/src.bin"))", url: server.endpoint) { $0["ended"] as? Bool == true }
+        let id = try await killed(w, producer: "cat \(w.path("www/src.bin"))", url: server.endpoint) {
+            $0["ended"] as? Bool == true
+        }
         let r = try await resume(w, id)
         #expect(r.status == 0, "\(r)")
         #expect(try stored(server) == digest)

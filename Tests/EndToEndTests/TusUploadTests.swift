@@ -37,7 +37,9 @@ import Testing
         let w = try Workspace()
         let digest = try source(w)
         let server = try await TusServer()
-        let r = try await w.run(["upload", w.path("www/src.bin"), server.endpoint, "--protocol", "tus", "--chunk-size", "1M"])
+        let r = try await w.run([
+            "upload", w.path("www/src.bin"), server.endpoint, "--protocol", "tus", "--chunk-size", "1M",
+        ])
         #expect(r.status == 0, "\(r)")
         #expect(r.stdout == server.endpoint + "\n")
         #expect(try stored(server) == digest)
@@ -47,10 +49,14 @@ import Testing
         let w = try Workspace()
         let digest = try source(w)
         let server = try await TusServer()
-        let plan = [.pass] + Fault.randomCuts(seed: 7, count: 6, direction: .upstream, bytes: 200_000...600_000)
+        let plan =
+            [.pass]
+            + Fault.randomCuts(seed: 7, count: 6, direction: .upstream, bytes: 200_000...600_000)
             .map { $0.throttled(bytesPerSecond: 2_000_000) }
         let proxy = try FaultProxy(upstreamPort: server.port, plan: plan)
-        let r = try await w.run(["upload", w.path("www/src.bin"), proxy.url(for: "files/"), "--json", "--retry-delay", "0.05"])
+        let r = try await w.run([
+            "upload", w.path("www/src.bin"), proxy.url(for: "files/"), "--json", "--retry-delay", "0.05",
+        ])
         #expect(r.status == 0, "\(r)")
         #expect(try stored(server) == digest)
         let cuts = proxy.connections.filter(\.triggered).count
@@ -68,7 +74,9 @@ import Testing
         let server = try await TusServer()
         let p = try w.start(["upload", w.path("www/src.bin"), server.endpoint, "--limit-rate", "400k", "--json"])
         _ = try await p.waitForLine { line in
-            guard line.contains("\"progress\""), let e = events(line).first, let bytes = e["bytes"] as? Int else { return false }
+            guard line.contains("\"progress\""), let e = events(line).first, let bytes = e["bytes"] as? Int else {
+                return false
+            }
             return bytes > 500_000
         }
         // The creation's Location reached the token right after the POST.
@@ -93,12 +101,16 @@ import Testing
     }
 
     /// A cut run leaves a token with the upload URL (at the proxy, which must live on); the server's copy is partial.
-    func cutUpload(_ w: Workspace, _ server: TusServer) async throws -> (id: String, uploadURL: String, proxy: FaultProxy) {
+    func cutUpload(_ w: Workspace, _ server: TusServer) async throws -> (
+        id: String, uploadURL: String, proxy: FaultProxy
+    ) {
         // The probe has a connection of its own; POST and PATCH may share the next one or not.
-        let proxy = try FaultProxy(upstreamPort: server.port, plan: [
-            .pass, .cutAfterUpstream(bytes: 1_200_000).throttled(bytesPerSecond: 2_000_000),
-            .cutAfterUpstream(bytes: 1_000_000).throttled(bytesPerSecond: 2_000_000),
-        ])
+        let proxy = try FaultProxy(
+            upstreamPort: server.port,
+            plan: [
+                .pass, .cutAfterUpstream(bytes: 1_200_000).throttled(bytesPerSecond: 2_000_000),
+                .cutAfterUpstream(bytes: 1_000_000).throttled(bytesPerSecond: 2_000_000),
+            ])
         let cut = try await w.run(["upload", w.path("www/src.bin"), proxy.url(for: "files/"), "--retries", "0"])
         #expect(cut.status == 75, "\(cut)")
         let id = try #require(try w.tokens().first)
@@ -175,7 +187,9 @@ import Testing
         let w = try Workspace()
         let digest = try source(w)
         let peer = try await ScriptedTusPeer(algorithms: ["sha1", "sha256", "md5"], corruptPatches: [1])
-        let r = try await w.run(["upload", w.path("www/src.bin"), peer.endpoint, "--chunk-size", "1M", "--json", "--retry-delay", "0.05"])
+        let r = try await w.run([
+            "upload", w.path("www/src.bin"), peer.endpoint, "--chunk-size", "1M", "--json", "--retry-delay", "0.05",
+        ])
         #expect(r.status == 0, "\(r)")
         #expect(peer.storedSHA256() == digest)
         let patches = peer.requests.filter { $0.method == "PATCH" }

@@ -15,7 +15,9 @@ import Testing
         let w = try Workspace()
         let digest = try source(w)
         let peer = try await UploadPeer()
-        let r = try await w.run(["upload", w.path("www/src.bin"), peer.url(for: "v\(version).bin"), "--interop-version", "\(version)"])
+        let r = try await w.run([
+            "upload", w.path("www/src.bin"), peer.url(for: "v\(version).bin"), "--interop-version", "\(version)",
+        ])
         #expect(r.status == 0, "\(r)")
         #expect(r.stdout == peer.url(for: "v\(version).bin") + "\n")
         #expect(try peer.storedSHA256("v\(version).bin") == digest)
@@ -41,10 +43,13 @@ import Testing
         let digest = try source(w)
         let peer = try await UploadPeer()
         // Slow enough that the 104 is through the proxy before the cut.
-        let proxy = try FaultProxy(upstreamPort: peer.port, plan: [.cutAfterUpstream(bytes: 2_000_000).throttled(bytesPerSecond: 2_000_000)])
+        let proxy = try FaultProxy(
+            upstreamPort: peer.port, plan: [.cutAfterUpstream(bytes: 2_000_000).throttled(bytesPerSecond: 2_000_000)])
         peer.advertise(origin: proxy.baseURL)
-        let r = try await w.run(["upload", w.path("www/src.bin"), proxy.url(for: "c.bin"), "--interop-version", "\(version)",
-            "--json", "--retry-delay", "0.05"])
+        let r = try await w.run([
+            "upload", w.path("www/src.bin"), proxy.url(for: "c.bin"), "--interop-version", "\(version)",
+            "--json", "--retry-delay", "0.05",
+        ])
         #expect(r.status == 0, "\(r)")
         #expect(try peer.storedSHA256("c.bin") == digest)
         #expect(names(events(r.stdout)).filter { $0 == "retry" }.count == 1)
@@ -65,10 +70,19 @@ import Testing
             .map { $0.throttled(bytesPerSecond: 2_000_000) }
         let proxy = try FaultProxy(upstreamPort: peer.port, plan: plan)
         peer.advertise(origin: proxy.baseURL)
-        let r = try await w.run(["upload", w.path("www/src.bin"), proxy.url(for: "r.bin"), "--interop-version", "\(version)",
-            "--json", "--retry-delay", "0.05"])
+        let r = try await w.run([
+            "upload", w.path("www/src.bin"), proxy.url(for: "r.bin"), "--interop-version", "\(version)",
+            "--json", "--retry-delay", "0.05",
+        ])
         #expect(r.status == 0, "\(r)")
-        #expect(try peer.storedSHA256("r.bin") == digest, "stored \((try? FileManager.default.attributesOfItem(atPath: peer.storedPath("r.bin")))?[.size] ?? "-") bytes; \(peer.requests.map { "\($0.method) \($0.responseStatuses) body=\($0.bodyBytes) off=\($0.header("Upload-Offset") ?? "-") len=\($0.header("Content-Length") ?? "-")" }); \(proxy.connections.map { "\($0.index):\($0.triggered) up=\($0.bytesUpstream)" }) \(r.stdout)")
+        let stored: Any = (try? FileManager.default.attributesOfItem(atPath: peer.storedPath("r.bin")))?[.size] ?? "-"
+        let requests = peer.requests.map {
+            "\($0.method) \($0.responseStatuses) body=\($0.bodyBytes) off=\($0.header("Upload-Offset") ?? "-") "
+                + "len=\($0.header("Content-Length") ?? "-")"
+        }
+        let connections = proxy.connections.map { "\($0.index):\($0.triggered) up=\($0.bytesUpstream)" }
+        #expect(
+            try peer.storedSHA256("r.bin") == digest, "stored \(stored) bytes; \(requests); \(connections) \(r.stdout)")
         let cuts = proxy.connections.filter(\.triggered).count
         #expect(cuts >= 3, "\(proxy.connections) \(peer.requests)")
         #expect(names(events(r.stdout)).filter { $0 == "retry" }.count == cuts)
@@ -81,10 +95,14 @@ import Testing
         let w = try Workspace()
         let digest = try source(w)
         let peer = try await UploadPeer()
-        let p = try w.start(["upload", w.path("www/src.bin"), peer.url(for: "k.bin"), "--interop-version", "\(version)",
-            "--limit-rate", "300k", "--json"])
+        let p = try w.start([
+            "upload", w.path("www/src.bin"), peer.url(for: "k.bin"), "--interop-version", "\(version)",
+            "--limit-rate", "300k", "--json",
+        ])
         _ = try await p.waitForLine { line in
-            guard line.contains("\"progress\""), let e = events(line).first, let bytes = e["bytes"] as? Int else { return false }
+            guard line.contains("\"progress\""), let e = events(line).first, let bytes = e["bytes"] as? Int else {
+                return false
+            }
             return bytes > 300_000
         }
         // The kill comes after the 104's upload URL reached the token, at no particular byte.
@@ -134,7 +152,9 @@ import Testing
         let peer = try await UploadPeer(plainMode: true)
         // The first connection carries the protocol probe (OPTIONS), the second the upload.
         let proxy = try FaultProxy(upstreamPort: peer.port, plan: [.pass, .cutAfterUpstream(bytes: 1_000_000)])
-        let cut = try await w.run(["upload", w.path("www/src.bin"), proxy.url(for: "p.bin"), "--retries", "0", "--json"])
+        let cut = try await w.run([
+            "upload", w.path("www/src.bin"), proxy.url(for: "p.bin"), "--retries", "0", "--json",
+        ])
         #expect(cut.status == 75, "\(cut)")
         #expect(cut.stderr.contains("cannot resume"), "\(cut)")
         let id = try #require(try w.tokens().first)
@@ -149,8 +169,12 @@ import Testing
         let w = try Workspace()
         _ = try source(w)
         let peer = try await UploadPeer()
-        let proxy = try FaultProxy(upstreamPort: peer.port, plan: [.cutAfterUpstream(bytes: 2_000_000).throttled(bytesPerSecond: 2_000_000)])
-        #expect(try await w.run(["upload", w.path("www/src.bin"), proxy.url(for: "s.bin"), "--retries", "0", "--interop-version", "6"]).status == 75)
+        let proxy = try FaultProxy(
+            upstreamPort: peer.port, plan: [.cutAfterUpstream(bytes: 2_000_000).throttled(bytesPerSecond: 2_000_000)])
+        #expect(
+            try await w.run([
+                "upload", w.path("www/src.bin"), proxy.url(for: "s.bin"), "--retries", "0", "--interop-version", "6",
+            ]).status == 75)
         let before = peer.requests.count
         _ = try source(w, seed: 99)  // same size, other bytes
         let r = try await w.run(["resume", try #require(try w.tokens().first)])
@@ -163,16 +187,24 @@ import Testing
         let w = try Workspace()
         _ = try source(w)
         let peer = try await UploadPeer()
-        let proxy = try FaultProxy(upstreamPort: peer.port, plan: [.cutAfterUpstream(bytes: 2_000_000).throttled(bytesPerSecond: 2_000_000)])
-        #expect(try await w.run(["upload", w.path("www/src.bin"), proxy.url(for: "d.bin"), "--retries", "0", "--interop-version", "6"]).status == 75)
+        let proxy = try FaultProxy(
+            upstreamPort: peer.port, plan: [.cutAfterUpstream(bytes: 2_000_000).throttled(bytesPerSecond: 2_000_000)])
+        #expect(
+            try await w.run([
+                "upload", w.path("www/src.bin"), proxy.url(for: "d.bin"), "--retries", "0", "--interop-version", "6",
+            ]).status == 75)
         let id = try #require(try w.tokens().first)
         let uploadURL = try #require((try w.token(id)["upload"] as? [String: Any])?["uploadURL"] as? String)
         let r = try await w.run(["cancel", id])
         #expect(r.status == 0, "\(r)")
         #expect(r.stderr.contains("the server dropped the upload"))
         #expect(try w.tokens().isEmpty)
-        let head = try await runProcess(curlBinary, ["-s", "-o", "/dev/null", "-w", "%{http_code}", "-I",
-            "-H", "Upload-Draft-Interop-Version: 6", uploadURL])
+        let head = try await runProcess(
+            curlBinary,
+            [
+                "-s", "-o", "/dev/null", "-w", "%{http_code}", "-I",
+                "-H", "Upload-Draft-Interop-Version: 6", uploadURL,
+            ])
         #expect(head.stdout == "404")
     }
 

@@ -20,7 +20,9 @@ import Testing
         let upload = try Upload.parse(["f", "http://alice:one@h/up/", "-u", "bob:two"])
         let (client, url) = upload.options.client(taking: upload.url)
         #expect(url == "http://alice@h/up/")
-        #expect(client.options.transport.credentials.user == "bob" && client.options.transport.credentials.password == "two")
+        #expect(
+            client.options.transport.credentials.user == "bob" && client.options.transport.credentials.password == "two"
+        )
     }
 
     @Test func aURLWithoutLoginIsLeftAlone() throws {

@@ -12,11 +12,14 @@ import Testing
     }
 
     private func finished(_ name: String, events: Completed) throws -> (Publish.Finished, PartFile) {
-        let download = ResumeToken.DownloadPart(path: dir + "/" + name, committedBytes: 0, expectedSHA256: nil, onChange: nil)
+        let download = ResumeToken.DownloadPart(
+            path: dir + "/" + name, committedBytes: 0, expectedSHA256: nil, onChange: nil)
         let part = try PartFile(path: download.partPath, keeping: 0)
         try Array("data of \(name)".utf8).withUnsafeBytes { try part.append($0) }
-        let done = Publish.Finished(download: download, tokenID: "d-" + name, tokenOnDisk: false, bytes: part.length,
-            sha256: nil, emit: { event in
+        let done = Publish.Finished(
+            download: download, tokenID: "d-" + name, tokenOnDisk: false, bytes: part.length,
+            sha256: nil,
+            emit: { event in
                 if case .completed(let location, _, _) = event { events.locations.withLock { $0.append(location) } }
             })
         return (done, part)
@@ -91,7 +94,8 @@ import Testing
     @Test func anotherProgramsGigabytesMakeEachFileSyncAlone() {
         let mib: Int64 = 1 << 20
         #expect(WritebackBacklog.prefersSyncfs(own: 48 * 1024, backlog: 2 * mib))
-        #expect(WritebackBacklog.prefersSyncfs(own: 800 * mib, backlog: 820 * mib), "the backlog is mostly the group's own")
+        #expect(
+            WritebackBacklog.prefersSyncfs(own: 800 * mib, backlog: 820 * mib), "the backlog is mostly the group's own")
         #expect(!WritebackBacklog.prefersSyncfs(own: 48 * 1024, backlog: 2_400 * mib))
         #expect(!WritebackBacklog.prefersSyncfs(own: 0, backlog: 64 * mib + 1))
         #expect(WritebackBacklog.prefersSyncfs(own: 0, backlog: nil), "without /proc, as before")

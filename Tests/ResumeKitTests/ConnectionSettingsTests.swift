@@ -42,16 +42,23 @@ import Testing
         t.connection = c
         let decoded = try TokenStore.decode(Data(TokenStore.json(t).utf8), path: "t.json")
         #expect(decoded.connection == c)
-        #expect(TokenStore.json(t).contains("\"httpVersion\" : \"2\"") || TokenStore.json(t).contains("\"httpVersion\":\"2\""))
+        #expect(
+            TokenStore.json(t).contains("\"httpVersion\" : \"2\"")
+                || TokenStore.json(t).contains("\"httpVersion\":\"2\""))
     }
 
     @Test func a401ExplainsThatLoginsAreNotKept() {
         let client = TransferClient(store: TokenStore(directory: "/nonexistent"))
-        let error = client.explainingLogin(TransferError(.failed, "the server answered 401 Unauthorized for https://x/y", status: 401, tokenID: "d-1"))
+        let error = client.explainingLogin(
+            TransferError(.failed, "the server answered 401 Unauthorized for https://x/y", status: 401, tokenID: "d-1"))
         #expect(error.message.hasSuffix("pass -u USER[:PASSWORD] or --netrc (credentials are never kept in the token)"))
         var withLogin = client
         withLogin.options.transport.credentials.user = "alice"
-        #expect(withLogin.explainingLogin(TransferError(.failed, "the server answered 401", status: 401)).message.hasSuffix("the login was refused"))
-        #expect(client.explainingLogin(TransferError(.failed, "the server answered 404", status: 404)).message == "the server answered 404")
+        #expect(
+            withLogin.explainingLogin(TransferError(.failed, "the server answered 401", status: 401)).message.hasSuffix(
+                "the login was refused"))
+        #expect(
+            client.explainingLogin(TransferError(.failed, "the server answered 404", status: 404)).message
+                == "the server answered 404")
     }
 }

@@ -41,7 +41,9 @@ private final class Peer: @unchecked Sendable {
         case .stall: { $0.stall() }
         case .status(let status, let after):
             { [kind] in
-                $0.answer(status, (after.map { [("Retry-After", $0)] } ?? []) + (kind == .tus ? [("Tus-Resumable", "1.0.0")] : []))
+                $0.answer(
+                    status,
+                    (after.map { [("Retry-After", $0)] } ?? []) + (kind == .tus ? [("Tus-Resumable", "1.0.0")] : []))
             }
         case .serve: serve
         }
@@ -52,12 +54,17 @@ private final class Peer: @unchecked Sendable {
         case (.s3, _):
             return s3.answer(call)
         case (.files, "HEAD"):
-            return call.answer(200, [("ETag", "\"v1\""), ("Content-Length", String(body.count)), ("Accept-Ranges", "bytes")])
+            return call.answer(
+                200, [("ETag", "\"v1\""), ("Content-Length", String(body.count)), ("Accept-Ranges", "bytes")])
         case (.files, _):
             if let range = call.request.headers["Range"], let from = Int(range.dropFirst(6).prefix(while: \.isNumber)) {
                 let to = range.split(separator: "-").last.flatMap { Int($0) } ?? body.count - 1
-                return call.answer(206, [
-                    ("ETag", "\"v1\""), ("Content-Range", "bytes \(from)-\(to)/\(body.count)"), ("Content-Length", String(to - from + 1))],
+                return call.answer(
+                    206,
+                    [
+                        ("ETag", "\"v1\""), ("Content-Range", "bytes \(from)-\(to)/\(body.count)"),
+                        ("Content-Length", String(to - from + 1)),
+                    ],
                     body: body[from...to])
             }
             return call.answer(200, [("ETag", "\"v1\""), ("Content-Length", String(body.count))], body: body)
@@ -67,17 +74,24 @@ private final class Peer: @unchecked Sendable {
             return call.answer(204, [("Upload-Offset", "0"), ("Upload-Complete", "?0")])
         case (.ietf, _):
             // The draft's creation or append: the 104 names the upload, the final answer takes it whole.
-            call.informational(104, [
-                ("Location", "http://peer/up/1"), ("Upload-Draft-Interop-Version", call.request.headers["Upload-Draft-Interop-Version"] ?? "8")])
+            call.informational(
+                104,
+                [
+                    ("Location", "http://peer/up/1"),
+                    ("Upload-Draft-Interop-Version", call.request.headers["Upload-Draft-Interop-Version"] ?? "8"),
+                ])
             return call.answer(201, [("Upload-Complete", "?1")])
         case (.tus, "OPTIONS"):
-            return call.answer(204, [("Tus-Resumable", "1.0.0"), ("Tus-Version", "1.0.0"), ("Tus-Extension", "creation,termination")])
+            return call.answer(
+                204, [("Tus-Resumable", "1.0.0"), ("Tus-Version", "1.0.0"), ("Tus-Extension", "creation,termination")])
         case (.tus, "POST"):
             tusOffset.withLock { $0 = 0 }
             return call.answer(201, [("Tus-Resumable", "1.0.0"), ("Location", "http://peer/files/1")])
         case (.tus, "HEAD"):
             let offset = tusOffset.withLock { $0 }
-            return call.answer(200, [("Tus-Resumable", "1.0.0"), ("Upload-Offset", String(offset)), ("Upload-Length", String(body.count))])
+            return call.answer(
+                200,
+                [("Tus-Resumable", "1.0.0"), ("Upload-Offset", String(offset)), ("Upload-Length", String(body.count))])
         case (.tus, _):
             let end = tusOffset.withLock { offset in
                 offset += call.request.body?.length ?? 0
@@ -104,7 +118,9 @@ private struct Expected: Equatable {
 }
 
 @Suite struct FaultTableTests {
-    private func run(_ path: FaultPath, _ script: [Step], retries: Int? = 10) async throws -> (exit: Int32, clock: NoSleepClock, events: [TransferEvent]) {
+    private func run(_ path: FaultPath, _ script: [Step], retries: Int? = 10) async throws -> (
+        exit: Int32, clock: NoSleepClock, events: [TransferEvent]
+    ) {
         let folder = FileManager.default.temporaryDirectory.path + "/faults-\(UInt64.random(in: 0...UInt64.max))"
         try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: folder) }
@@ -123,26 +139,32 @@ private struct Expected: Equatable {
         }
         let transport = peer.transport(script)
         if path == .connections { options.connections = 2 }
-        let client = TransferClient(store: TokenStore(directory: folder + "/state"), transport: transport, options: options)
+        let client = TransferClient(
+            store: TokenStore(directory: folder + "/state"), transport: transport, options: options)
         let events = Mutex<[TransferEvent]>([])
         let record: EventHandler = { event in events.withLock { $0.append(event) } }
         var exit: Int32 = 0
         do {
             switch path {
             case .download, .connections:
-                let result = try await client.download(DownloadRequest(url: "http://peer/file", outputPath: folder + "/out"), events: record)
+                let result = try await client.download(
+                    DownloadRequest(url: "http://peer/file", outputPath: folder + "/out"), events: record)
                 #expect(result.bytes == Int64(body.count))
                 #expect(try Array(Data(contentsOf: URL(fileURLWithPath: folder + "/out"))) == body)
             case .stdout:
                 // What `-o -` runs, its pipe a file here.
                 let fd = open(folder + "/piped", O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
                 defer { close(fd) }
-                let result = try StreamDownload(url: "http://peer/file", headers: [:], output: fd, session: transport.makeSession(),
-                    options: options, expectedSHA256: nil, cancellation: Cancellation(), events: record).run()
+                let result = try StreamDownload(
+                    url: "http://peer/file", headers: [:], output: fd, session: transport.makeSession(),
+                    options: options, expectedSHA256: nil, cancellation: Cancellation(), events: record
+                ).run()
                 #expect(result.bytes == Int64(body.count))
                 #expect(try Array(Data(contentsOf: URL(fileURLWithPath: folder + "/piped"))) == body)
             case .list:
-                let results = await client.downloadAll([DownloadRequest(url: "http://peer/file", outputPath: folder + "/listed")], parallel: 2) { _, event in
+                let results = await client.downloadAll(
+                    [DownloadRequest(url: "http://peer/file", outputPath: folder + "/listed")], parallel: 2
+                ) { _, event in
                     record(event)
                 }
                 let result = try #require(results.first).get()
@@ -151,8 +173,10 @@ private struct Expected: Equatable {
             case .ietfUpload, .tusUpload, .plainUpload:
                 let file = folder + "/source"
                 try Data(repeating: 9, count: 4096).write(to: URL(fileURLWithPath: file))
-                _ = try await client.upload(UploadRequest(filePath: file, url: "http://peer/files/",
-                    uploadProtocol: [.tusUpload: .tus, .ietfUpload: .ietf][path] ?? .plain), events: record)
+                _ = try await client.upload(
+                    UploadRequest(
+                        filePath: file, url: "http://peer/files/",
+                        uploadProtocol: [.tusUpload: .tus, .ietfUpload: .ietf][path] ?? .plain), events: record)
             case .s3Parts:
                 let file = folder + "/source"
                 try Data(body).write(to: URL(fileURLWithPath: file))
@@ -165,20 +189,27 @@ private struct Expected: Equatable {
     }
 
     /// Three parts of 1 MiB, two at a time, through the operation every upload runs on.
-    private func uploadParts(_ file: String, store: TokenStore, transport: any HTTPTransport, options: TransferOptions,
-        events: @escaping EventHandler) throws
-    {
+    private func uploadParts(
+        _ file: String, store: TokenStore, transport: any HTTPTransport, options: TransferOptions,
+        events: @escaping EventHandler
+    ) throws {
         let source = try SourceFile(path: file)
-        var s3 = ResumeToken.S3State(endpoint: "http://peer", region: "us-east-1", bucket: "b", key: "k", profile: nil,
+        var s3 = ResumeToken.S3State(
+            endpoint: "http://peer", region: "us-east-1", bucket: "b", key: "k", profile: nil,
             pathStyle: true, partSize: 1 << 20, parts: [])
         s3.parallel = 2
         s3.checksum = S3Checksum.none
-        let token = ResumeToken(id: "u-faults", url: "s3://b/k", headers: [], transfer: .upload(.init(source: source.identity, wire: .s3(s3))))
+        let token = ResumeToken(
+            id: "u-faults", url: "s3://b/k", headers: [],
+            transfer: .upload(.init(source: source.identity, wire: .s3(s3))))
         try store.save(token)
-        let machine = S3MultipartMachine(state: s3, size: source.identity.size,
+        let machine = S3MultipartMachine(
+            state: s3, size: source.identity.size,
             endpoint: try S3Endpoint(endpoint: "http://peer", region: "us-east-1"), answers: S3Responses())
-        let result = try UploadOperation(token: token, source: source, machine: machine, store: store, transport: transport,
-            options: options, cancellation: Cancellation(), events: events).runToEnd()
+        let result = try UploadOperation(
+            token: token, source: source, machine: machine, store: store, transport: transport,
+            options: options, cancellation: Cancellation(), events: events
+        ).runToEnd()
         #expect(result.bytes == source.identity.size)
     }
 
@@ -216,15 +247,18 @@ private struct Expected: Equatable {
 
     @Test(arguments: FaultPath.allCases)
     func aRefusalIsNotRetried(_ path: FaultPath) async throws {
-        // tus asks OPTIONS first, and takes a refused OPTIONS as "tus core, no extensions": the 404 goes to the creation.
-        let (exit, clock, _) = try await run(path, (path == .tusUpload ? [.serve] : []) + [.status(404, retryAfter: nil)])
+        // tus asks OPTIONS first, and takes a refused OPTIONS as "tus core, no extensions": the 404 goes to the
+        // creation.
+        let (exit, clock, _) = try await run(
+            path, (path == .tusUpload ? [.serve] : []) + [.status(404, retryAfter: nil)])
         #expect(exit == 1)
         #expect(clock.slept.isEmpty)
     }
 
     @Test func retryAfterAsADateIsHonoured() {
         var backoff = Backoff(RetryPolicy(maxRetries: 3))
-        let directive = RetryRules.decide(.status(503, retryAfter: "Tue, 14 Nov 2023 22:13:30 GMT", message: ""), fresh: false,
+        let directive = RetryRules.decide(
+            .status(503, retryAfter: "Tue, 14 Nov 2023 22:13:30 GMT", message: ""), fresh: false,
             progressMade: false, waitForNetwork: false, backoff: &backoff, now: 1_700_000_000)
         #expect(directive == .retry(delay: 10))
     }
@@ -232,11 +266,16 @@ private struct Expected: Equatable {
     @Test func theNetworkIsWaitedForWithoutSpendingRetries() {
         var backoff = Backoff(RetryPolicy(maxRetries: 1))
         for fault in [Fault.unresolved("x"), .unreachable("y"), .unresolved("z")] {
-            guard case .waitForNetwork = RetryRules.decide(fault, fresh: true, progressMade: false, waitForNetwork: true,
-                backoff: &backoff, now: 0) else { Issue.record("\(fault) was not waited for"); return }
+            guard
+                case .waitForNetwork = RetryRules.decide(
+                    fault, fresh: true, progressMade: false, waitForNetwork: true,
+                    backoff: &backoff, now: 0)
+            else { Issue.record("\(fault) was not waited for"); return }
         }
-        #expect(RetryRules.decide(.lost("cut"), fresh: false, progressMade: false, waitForNetwork: true, backoff: &backoff, now: 0)
-            != .exhausted)
+        #expect(
+            RetryRules.decide(
+                .lost("cut"), fresh: false, progressMade: false, waitForNetwork: true, backoff: &backoff, now: 0)
+                != .exhausted)
     }
 
     @Test func aSleepEndsAtOnceWhenStopped() async {

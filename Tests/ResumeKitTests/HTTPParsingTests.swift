@@ -44,8 +44,10 @@ import Testing
         #expect(StructuredField.boolean("yes") == nil)
         #expect(StructuredField.integer("42") == 42)
         #expect(StructuredField.integer("4.2") == nil)
-        #expect(StructuredField.integerDictionary("max-size=100, min-size=0, expires=3600") ==
-            ["max-size": 100, "min-size": 0, "expires": 3600])
+        #expect(
+            StructuredField.integerDictionary("max-size=100, min-size=0, expires=3600") == [
+                "max-size": 100, "min-size": 0, "expires": 3600,
+            ])
     }
 
     @Test func headerLinesRejectBadInput() throws {
@@ -85,15 +87,21 @@ import Testing
         #expect(HTTPDate.parse(text) == seconds)
     }
 
-    @Test(arguments: ["", "yesterday", "Sun, 06 Nov 1994 25:49:37 GMT", "Sun, 06 Foo 1994 08:49:37 GMT", "Sun, 06 Nov 1994 08:49:37 CET"])
+    @Test(arguments: [
+        "", "yesterday", "Sun, 06 Nov 1994 25:49:37 GMT", "Sun, 06 Foo 1994 08:49:37 GMT",
+        "Sun, 06 Nov 1994 08:49:37 CET",
+    ])
     func rejectsNonsense(text: String) {
         #expect(HTTPDate.parse(text) == nil)
     }
 }
 
 @Suite struct OutputPathTests {
-    @Test(arguments: [("/a/./b//c", "/a/b/c"), ("/a/b/../c", "/a/c"), ("/../x", "/x"), ("/", "/"), ("/a/b/", "/a/b"),
-        ("/a/b/.", "/a/b"), ("/a/..", "/"), ("/a/.../b", "/a/.../b"), ("/a/..b/.c", "/a/..b/.c"), ("/a/b", "/a/b"), ("a/b", "/a/b")])
+    @Test(arguments: [
+        ("/a/./b//c", "/a/b/c"), ("/a/b/../c", "/a/c"), ("/../x", "/x"), ("/", "/"), ("/a/b/", "/a/b"),
+        ("/a/b/.", "/a/b"), ("/a/..", "/"), ("/a/.../b", "/a/.../b"), ("/a/..b/.c", "/a/..b/.c"), ("/a/b", "/a/b"),
+        ("a/b", "/a/b"),
+    ])
     func normalisesOnTheTextAlone(path: String, expected: String) {
         #expect(OutputPath.lexicallyNormalized(path) == expected)
     }

@@ -25,7 +25,10 @@ private let resource = "http://h/resumable_upload/1-2"
     @Test(arguments: [InteropVersion.v3, .v5, .v6])
     func completedInOneGo(version: InteropVersion) {
         var m = IETFStateMachine(size: 1000, version: version)
-        #expect(m.informational(head(104, [(InteropVersion.header, "\(version.rawValue)"), ("Location", resource)]), requestURL: creation) == .uploadURL(resource))
+        #expect(
+            m.informational(
+                head(104, [(InteropVersion.header, "\(version.rawValue)"), ("Location", resource)]),
+                requestURL: creation) == .uploadURL(resource))
         // NIO's final response names the completion field of the other version; only the 2xx counts.
         let final = head(201, [("Upload-Incomplete", "?0"), ("Upload-Offset", "1000")])
         #expect(m.response(final, to: m.plan()) == .completed)
@@ -34,8 +37,10 @@ private let resource = "http://h/resumable_upload/1-2"
     @Test func interruptedAfterThe104AsksForTheOffsetThenAppends() {
         var m = IETFStateMachine(size: 1000, version: .v6)
         let plan = m.plan()
-        _ = m.informational(head(104, [(InteropVersion.header, "6"), ("Location", "/resumable_upload/1-2")]), requestURL: creation)
-        #expect(m.exchangeFailed("connection reset", during: plan) == .retry(reason: "connection reset", retryAfter: nil))
+        _ = m.informational(
+            head(104, [(InteropVersion.header, "6"), ("Location", "/resumable_upload/1-2")]), requestURL: creation)
+        #expect(
+            m.exchangeFailed("connection reset", during: plan) == .retry(reason: "connection reset", retryAfter: nil))
         #expect(m.plan() == .queryOffset(url: resource, headers: [InteropVersion.header: "6"]))
         #expect(m.response(head(204, [("Upload-Offset", "400"), ("Upload-Complete", "?0")]), to: m.plan()) == .proceed)
         guard case .append(let url, let headers, let offset, let length, let complete) = m.plan() else {
@@ -51,14 +56,18 @@ private let resource = "http://h/resumable_upload/1-2"
 
     @Test func a104OfAnotherVersionIsIgnored() {
         var m = IETFStateMachine(size: 10, version: .v6)
-        #expect(m.informational(head(104, [(InteropVersion.header, "3"), ("Location", resource)]), requestURL: creation) == .nothing)
+        #expect(
+            m.informational(head(104, [(InteropVersion.header, "3"), ("Location", resource)]), requestURL: creation)
+                == .nothing)
         #expect(!m.serverSupportsDraft)
     }
 
     @Test func conflictAsksForTheOffsetAgain() {
         var m = IETFStateMachine(size: 1000, version: .v6, uploadURL: resource)
         _ = m.response(head(204, [("Upload-Offset", "100")]), to: m.plan())
-        #expect(m.response(head(409, [("Upload-Offset", "300")]), to: m.plan()) == .step(reason: "the server has another offset"))
+        #expect(
+            m.response(head(409, [("Upload-Offset", "300")]), to: m.plan())
+                == .step(reason: "the server has another offset"))
         #expect(m.plan() == .queryOffset(url: resource, headers: [InteropVersion.header: "6"]))
     }
 
@@ -74,8 +83,9 @@ private let resource = "http://h/resumable_upload/1-2"
 
     @Test func badRequestNamingAnotherVersionSwitchesOnce() {
         var m = IETFStateMachine(size: 1000, version: .v8)
-        #expect(m.response(head(400, [(InteropVersion.header, "6")]), to: m.plan())
-            == .step(reason: "the server speaks draft interop version 6; switching"))
+        #expect(
+            m.response(head(400, [(InteropVersion.header, "6")]), to: m.plan())
+                == .step(reason: "the server speaks draft interop version 6; switching"))
         #expect(m.version == .v6)
         guard case .fail = m.response(head(400, [(InteropVersion.header, "5")]), to: m.plan()) else {
             Issue.record("a second switch must fail")
@@ -94,7 +104,11 @@ private let resource = "http://h/resumable_upload/1-2"
     @Test func noDraftSupportRetriesTheWholeRequest() {
         var m = IETFStateMachine(size: 1000, version: .v6)
         let d = m.exchangeFailed("connection reset", during: m.plan())
-        #expect(d == .retry(reason: "connection reset; the server cannot resume uploads, so the whole file is sent again", retryAfter: nil))
+        #expect(
+            d
+                == .retry(
+                    reason: "connection reset; the server cannot resume uploads, so the whole file is sent again",
+                    retryAfter: nil))
         guard case .create(_, 1000, true) = m.plan() else {
             Issue.record("expected the whole creation again")
             return
@@ -108,13 +122,16 @@ private let resource = "http://h/resumable_upload/1-2"
 
     @Test func offsetBeyondTheFileFails() {
         var m = IETFStateMachine(size: 1000, version: .v6, uploadURL: resource)
-        #expect(m.response(head(204, [("Upload-Offset", "2000")]), to: m.plan())
-            == .fail(reason: "the server holds 2000 bytes, more than the file's 1000"))
+        #expect(
+            m.response(head(204, [("Upload-Offset", "2000")]), to: m.plan())
+                == .fail(reason: "the server holds 2000 bytes, more than the file's 1000"))
     }
 
     @Test func uploadLimitSplitsAppends() {
         var m = IETFStateMachine(size: 1000, version: .v8)
-        _ = m.informational(head(104, [(InteropVersion.header, "8"), ("Location", resource), ("Upload-Limit", "max-append-size=300")]), requestURL: creation)
+        _ = m.informational(
+            head(104, [(InteropVersion.header, "8"), ("Location", resource), ("Upload-Limit", "max-append-size=300")]),
+            requestURL: creation)
         #expect(m.maxAppendSize == 300)
         _ = m.exchangeFailed("reset", during: m.plan())
         _ = m.response(head(204, [("Upload-Offset", "0")]), to: m.plan())
@@ -145,13 +162,15 @@ private let resource = "http://h/resumable_upload/1-2"
     @Test func serverTroubleDuringAppendAsksForTheOffset() {
         var m = IETFStateMachine(size: 1000, version: .v6, uploadURL: resource)
         _ = m.response(head(204, [("Upload-Offset", "0")]), to: m.plan())
-        #expect(m.response(head(503, [("Retry-After", "2")]), to: m.plan())
-            == .retry(reason: "the server answered 503 while appending", retryAfter: "2"))
+        #expect(
+            m.response(head(503, [("Retry-After", "2")]), to: m.plan())
+                == .retry(reason: "the server answered 503 while appending", retryAfter: "2"))
         #expect(m.plan() == .queryOffset(url: resource, headers: [InteropVersion.header: "6"]))
     }
 
     @Test func headSayingCompleteFinishes() {
         var m = IETFStateMachine(size: 1000, version: .v3, uploadURL: resource)
-        #expect(m.response(head(204, [("Upload-Offset", "1000"), ("Upload-Incomplete", "?0")]), to: m.plan()) == .completed)
+        #expect(
+            m.response(head(204, [("Upload-Offset", "1000"), ("Upload-Incomplete", "?0")]), to: m.plan()) == .completed)
     }
 }

@@ -7,14 +7,17 @@ import Testing
     static let abc = Array("abc".utf8)
 
     @Test func publishedVectors() {
-        #expect(MessageDigest.hash(.sha256, Self.abc).hex == "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad")
+        #expect(
+            MessageDigest.hash(.sha256, Self.abc).hex
+                == "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad")
         #expect(MessageDigest.hash(.sha1, Self.abc).hex == "a9993e364706816aba3e25717850c26c9cd0d89d")
         #expect(MessageDigest.hash(.md5, []).hex == "d41d8cd98f00b204e9800998ecf8427e")
         #expect(MessageDigest.hash(.sha384, Self.abc).hex.hasPrefix("cb00753f45a35e8bb5a03d699ac65007"))
         #expect(MessageDigest.hash(.sha512, Self.abc).hex.hasPrefix("ddaf35a193617abacc417349ae204131"))
         // RFC 4231 test case 2.
-        #expect(MessageDigest.hmacSHA256(key: Array("Jefe".utf8), Array("what do ya want for nothing?".utf8)).hex
-            == "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843")
+        #expect(
+            MessageDigest.hmacSHA256(key: Array("Jefe".utf8), Array("what do ya want for nothing?".utf8)).hex
+                == "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843")
     }
 
     /// FIPS 180-2's million "a"s fed in uneven pieces: the running state carries across every block boundary.

@@ -47,9 +47,10 @@ import Testing
         let body = MultipartPlan.completionBody([
             S3Part(number: 2, size: 1, md5: "b", etag: "\"b\""), S3Part(number: 1, size: 1, md5: "a", etag: "\"a\""),
         ])
-        #expect(body == "<CompleteMultipartUpload xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\">"
-            + "<Part><PartNumber>1</PartNumber><ETag>&quot;a&quot;</ETag></Part>"
-            + "<Part><PartNumber>2</PartNumber><ETag>&quot;b&quot;</ETag></Part></CompleteMultipartUpload>")
+        #expect(
+            body == "<CompleteMultipartUpload xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\">"
+                + "<Part><PartNumber>1</PartNumber><ETag>&quot;a&quot;</ETag></Part>"
+                + "<Part><PartNumber>2</PartNumber><ETag>&quot;b&quot;</ETag></Part></CompleteMultipartUpload>")
     }
 
     @Test func expectedETagIsTheMD5OfThePartMD5s() {
@@ -57,7 +58,8 @@ import Testing
         let two: [UInt8] = Array(repeating: 2, count: 50)
         let md5s = [Insecure.MD5.hash(data: one), Insecure.MD5.hash(data: two)]
         let parts = [
-            S3Part(number: 2, size: 50, md5: md5s[1].hex, etag: ""), S3Part(number: 1, size: 100, md5: md5s[0].hex, etag: ""),
+            S3Part(number: 2, size: 50, md5: md5s[1].hex, etag: ""),
+            S3Part(number: 1, size: 100, md5: md5s[0].hex, etag: ""),
         ]
         let joined = Array(md5s[0]) + Array(md5s[1])
         #expect(MultipartPlan.expectedETag(parts) == "\"\(Insecure.MD5.hash(data: joined).hex)-2\"")

@@ -8,7 +8,9 @@ import Crypto
 @Suite struct PartFileTests {
     let path = NSTemporaryDirectory() + "rctl-part-\(UUID().uuidString).part"
 
-    private func bytes(_ count: Int, seed: UInt8) -> [UInt8] { (0..<count).map { UInt8(truncatingIfNeeded: $0 &* 31) &+ seed } }
+    private func bytes(_ count: Int, seed: UInt8) -> [UInt8] {
+        (0..<count).map { UInt8(truncatingIfNeeded: $0 &* 31) &+ seed }
+    }
 
     @Test func gatheredPiecesReachTheFileInOrder() throws {
         defer { unlink(path) }

@@ -10,7 +10,8 @@ import Testing
     static func sample(id: String = "d-0123456789abcdef", outcome: TransferRecord.Outcome = .done) -> TransferRecord {
         TransferRecord(
             id: id, kind: .download, outcome: outcome, exit: outcome == .done ? 0 : 75, resumable: outcome == .paused,
-            url: "https://example.com/big.iso", path: "/data/big.iso", bytes: 1_000, sha256: String(repeating: "a", count: 64),
+            url: "https://example.com/big.iso", path: "/data/big.iso", bytes: 1_000,
+            sha256: String(repeating: "a", count: 64),
             error: outcome == .done ? nil : "paused at 1000 bytes", endedAt: Date(timeIntervalSince1970: 1_800_000_000))
     }
 
@@ -23,7 +24,10 @@ import Testing
         let dirAttrs = try FileManager.default.attributesOfItem(atPath: store.resultsDirectory)
         #expect((dirAttrs[.posixPermissions] as? Int) == 0o700)
         // No temp file is left; `.pruned` marks when the folder was last pruned.
-        #expect(try FileManager.default.contentsOfDirectory(atPath: store.resultsDirectory).filter { $0 != ".pruned" } == ["d-0123456789abcdef.json"])
+        #expect(
+            try FileManager.default.contentsOfDirectory(atPath: store.resultsDirectory).filter { $0 != ".pruned" } == [
+                "d-0123456789abcdef.json"
+            ])
     }
 
     @Test func aLaterEndReplacesTheRecord() throws {
@@ -49,8 +53,10 @@ import Testing
         try store.save(Self.sample(id: "d-new"))
         try store.save(Self.sample(id: "d-edge"))
         let now = Date()
-        try FileManager.default.setAttributes([.modificationDate: now.addingTimeInterval(-8 * 86_400)], ofItemAtPath: store.path(forID: "d-old"))
-        try FileManager.default.setAttributes([.modificationDate: now.addingTimeInterval(-6.9 * 86_400)], ofItemAtPath: store.path(forID: "d-edge"))
+        try FileManager.default.setAttributes(
+            [.modificationDate: now.addingTimeInterval(-8 * 86_400)], ofItemAtPath: store.path(forID: "d-old"))
+        try FileManager.default.setAttributes(
+            [.modificationDate: now.addingTimeInterval(-6.9 * 86_400)], ofItemAtPath: store.path(forID: "d-edge"))
         #expect(store.prune(now: now) == ["d-old.json"])
         #expect(store.load(id: "d-old") == nil)
         #expect(store.load(id: "d-new") != nil)
@@ -63,13 +69,17 @@ import Testing
         defer { try? FileManager.default.removeItem(atPath: dir) }
         try store.save(Self.sample(id: "d-old"))
         let now = Date()
-        try FileManager.default.setAttributes([.modificationDate: now.addingTimeInterval(-8 * 86_400)], ofItemAtPath: store.path(forID: "d-old"))
+        try FileManager.default.setAttributes(
+            [.modificationDate: now.addingTimeInterval(-8 * 86_400)], ofItemAtPath: store.path(forID: "d-old"))
         // The process's first save prunes once: when that was this test's, it left a marker here.
         try? FileManager.default.removeItem(atPath: store.resultsDirectory + "/.pruned")
         #expect(store.pruneIfDue(now: now) == ["d-old.json"], "no marker yet: due")
         try store.save(Self.sample(id: "d-older"))
-        try FileManager.default.setAttributes([.modificationDate: now.addingTimeInterval(-9 * 86_400)], ofItemAtPath: store.path(forID: "d-older"))
-        #expect(store.pruneIfDue(now: now.addingTimeInterval(ResultStore.pruneInterval - 60)) == nil, "pruned 59 minutes ago")
+        try FileManager.default.setAttributes(
+            [.modificationDate: now.addingTimeInterval(-9 * 86_400)], ofItemAtPath: store.path(forID: "d-older"))
+        #expect(
+            store.pruneIfDue(now: now.addingTimeInterval(ResultStore.pruneInterval - 60)) == nil,
+            "pruned 59 minutes ago")
         #expect(store.load(id: "d-older") != nil)
         #expect(store.pruneIfDue(now: now.addingTimeInterval(ResultStore.pruneInterval + 60)) == ["d-older.json"])
     }
@@ -87,7 +97,11 @@ import Testing
         #expect(Redact.url("http://bob@example.com/x") == "http://bob@example.com/x")
         // The record's fields carry no headers at all: nothing of the request's Authorization can land here.
         let keys = try #require(JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any]).keys.sorted()
-        #expect(keys == ["bytes", "endedAt", "error", "exit", "id", "kind", "outcome", "path", "resumable", "sha256", "url", "version"])
+        #expect(
+            keys == [
+                "bytes", "endedAt", "error", "exit", "id", "kind", "outcome", "path", "resumable", "sha256", "url",
+                "version",
+            ])
     }
 
     @Test func theRecordSchema() throws {

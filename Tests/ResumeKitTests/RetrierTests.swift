@@ -9,7 +9,9 @@ import Testing
         var restarts = 0
         var attempts = 0
         do {
-            let _: Int = try Retrier.run(options, cancellation: Cancellation(), events: { _ in }, stopped: "", restart: { _ in restarts += 1 }) {
+            let _: Int = try Retrier.run(
+                options, cancellation: Cancellation(), events: { _ in }, stopped: "", restart: { _ in restarts += 1 }
+            ) {
                 attempts += 1
                 return .restart("the file changed on the server")
             }

@@ -19,7 +19,8 @@ import Testing
         defer { unlink(path) }
         let fd = open(path, O_RDONLY)
         defer { close(fd) }
-        let context = ExchangeContext(delegate: Sink(), cancellation: Cancellation(), followRedirects: false,
+        let context = ExchangeContext(
+            delegate: Sink(), cancellation: Cancellation(), followRedirects: false,
             body: RequestBody(fileDescriptor: fd, offset: 1000, length: 50_000), stallSeconds: 30)
         func readAll() -> [UInt8] {
             var out: [UInt8] = []
@@ -51,7 +52,8 @@ import Testing
         var ends: [Int32] = [-1, -1]
         #expect(pipe(&ends) == 0)
         defer { close(ends[0]); close(ends[1]) }
-        let context = ExchangeContext(delegate: Sink(), cancellation: Cancellation(), followRedirects: false,
+        let context = ExchangeContext(
+            delegate: Sink(), cancellation: Cancellation(), followRedirects: false,
             body: .stream(ends[0]), stallSeconds: 30)
         #expect(!context.rewind(to: 0))
     }
@@ -63,14 +65,20 @@ import Testing
             switch call.method {
             case "POST":
                 // The creation names the upload, then the connection is cut with 1000 bytes through.
-                call.informational(104, [
-                    ("Location", "http://peer/up/1"), ("Upload-Draft-Interop-Version", call.request.headers["Upload-Draft-Interop-Version"] ?? "8")])
+                call.informational(
+                    104,
+                    [
+                        ("Location", "http://peer/up/1"),
+                        ("Upload-Draft-Interop-Version", call.request.headers["Upload-Draft-Interop-Version"] ?? "8"),
+                    ])
                 return call.fail(.reset)
             case "HEAD":
                 return call.answer(204, [("Upload-Offset", "1000"), ("Upload-Complete", "?0")])
             default:
                 if call.seen.filter({ !["POST", "HEAD"].contains($0.method) }).count == 1 {
-                    return call.fail(TransportFailure(kind: .network, code: 65, message: "the connection broke before the server answered"))
+                    return call.fail(
+                        TransportFailure(
+                            kind: .network, code: 65, message: "the connection broke before the server answered"))
                 }
                 return call.answer(201, [("Upload-Complete", "?1"), ("Upload-Offset", String(size))])
             }
@@ -89,7 +97,8 @@ import Testing
         let peer = oneConnectionPerSession(size: 4096)
         let client = TransferClient(store: TokenStore(directory: folder + "/state"), transport: peer, options: options)
         let events = Mutex<[TransferEvent]>([])
-        let result = try await client.upload(UploadRequest(filePath: file, url: "http://peer/files/", uploadProtocol: .ietf),
+        let result = try await client.upload(
+            UploadRequest(filePath: file, url: "http://peer/files/", uploadProtocol: .ietf),
             events: { event in events.withLock { $0.append(event) } })
         #expect(result.bytes == 4096)
         let log = peer.requests

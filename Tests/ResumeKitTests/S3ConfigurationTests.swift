@@ -43,47 +43,62 @@ import Testing
     }
 
     @Test func environmentKeysWinOverTheDefaultProfile() throws {
-        let env = ["HOME": "/home/me", "AWS_ACCESS_KEY_ID": "AKIDENV", "AWS_SECRET_ACCESS_KEY": "secretenv", "AWS_SESSION_TOKEN": "t",
-            "AWS_DEFAULT_REGION": "us-west-2"]
+        let env = [
+            "HOME": "/home/me", "AWS_ACCESS_KEY_ID": "AKIDENV", "AWS_SECRET_ACCESS_KEY": "secretenv",
+            "AWS_SESSION_TOKEN": "t",
+            "AWS_DEFAULT_REGION": "us-west-2",
+        ]
         let s = try AWSConfiguration.resolve(S3Choices(), environment: env, readFile: files)
-        #expect(s.credentials == AWSCredentials(accessKeyID: "AKIDENV", secretAccessKey: "secretenv", sessionToken: "t"))
+        #expect(
+            s.credentials == AWSCredentials(accessKeyID: "AKIDENV", secretAccessKey: "secretenv", sessionToken: "t"))
         #expect(s.region == "us-west-2")
     }
 
     @Test func explicitProfileWinsOverEnvironmentKeys() throws {
         let env = ["HOME": "/home/me", "AWS_ACCESS_KEY_ID": "AKIDENV", "AWS_SECRET_ACCESS_KEY": "secretenv"]
         let s = try AWSConfiguration.resolve(S3Choices(profile: "work"), environment: env, readFile: files)
-        #expect(s.credentials == AWSCredentials(accessKeyID: "AKIDWORK", secretAccessKey: "secretwork", sessionToken: "tokenwork"))
+        #expect(
+            s.credentials
+                == AWSCredentials(accessKeyID: "AKIDWORK", secretAccessKey: "secretwork", sessionToken: "tokenwork"))
         #expect(s.region == "ap-south-1")
         #expect(s.endpoint == "http://127.0.0.1:9000")
     }
 
     @Test func awsProfileVariableAndKeysInTheConfigFile() throws {
-        let s = try AWSConfiguration.resolve(S3Choices(), environment: ["HOME": "/home/me", "AWS_PROFILE": "keys-in-config"], readFile: files)
+        let s = try AWSConfiguration.resolve(
+            S3Choices(), environment: ["HOME": "/home/me", "AWS_PROFILE": "keys-in-config"], readFile: files)
         #expect(s.credentials.accessKeyID == "AKIDCONFIG")
         #expect(s.region == "us-east-1")
     }
 
     @Test func choicesAndVariablesOrderForRegionAndEndpoint() throws {
-        let env = ["HOME": "/home/me", "AWS_REGION": "r-env", "AWS_DEFAULT_REGION": "r-default", "AWS_ENDPOINT_URL": "http://a",
-            "AWS_ENDPOINT_URL_S3": "http://b"]
+        let env = [
+            "HOME": "/home/me", "AWS_REGION": "r-env", "AWS_DEFAULT_REGION": "r-default",
+            "AWS_ENDPOINT_URL": "http://a",
+            "AWS_ENDPOINT_URL_S3": "http://b",
+        ]
         var s = try AWSConfiguration.resolve(S3Choices(), environment: env, readFile: files)
         #expect(s.region == "r-env")
         #expect(s.endpoint == "http://b")
-        s = try AWSConfiguration.resolve(S3Choices(region: "r-cli", endpoint: "http://c"), environment: env, readFile: files)
+        s = try AWSConfiguration.resolve(
+            S3Choices(region: "r-cli", endpoint: "http://c"), environment: env, readFile: files)
         #expect(s.region == "r-cli")
         #expect(s.endpoint == "http://c")
     }
 
     @Test func otherFileLocations() throws {
-        let env = ["HOME": "/nowhere", "AWS_SHARED_CREDENTIALS_FILE": "/home/me/.aws/credentials", "AWS_CONFIG_FILE": "/home/me/.aws/config"]
+        let env = [
+            "HOME": "/nowhere", "AWS_SHARED_CREDENTIALS_FILE": "/home/me/.aws/credentials",
+            "AWS_CONFIG_FILE": "/home/me/.aws/config",
+        ]
         let s = try AWSConfiguration.resolve(S3Choices(profile: "work"), environment: env, readFile: files)
         #expect(s.credentials.accessKeyID == "AKIDWORK")
     }
 
     @Test func noCredentialsSaysWhereItLooked() {
         do {
-            _ = try AWSConfiguration.resolve(S3Choices(profile: "nope"), environment: ["HOME": "/home/me"], readFile: files)
+            _ = try AWSConfiguration.resolve(
+                S3Choices(profile: "nope"), environment: ["HOME": "/home/me"], readFile: files)
             Issue.record("expected an error")
         } catch {
             #expect(error.exitStatus == 1)
@@ -106,8 +121,9 @@ import Testing
         let object = S3Location(bucket: "bkt", key: "a b/c.bin")
         let aws = try S3Endpoint(endpoint: nil, region: "eu-west-1")
         #expect(aws.url(object) == "https://bkt.s3.eu-west-1.amazonaws.com/a%20b/c.bin")
-        #expect(try S3Endpoint(endpoint: nil, region: "eu-west-1", forcePathStyle: true).url(object)
-            == "https://s3.eu-west-1.amazonaws.com/bkt/a%20b/c.bin")
+        #expect(
+            try S3Endpoint(endpoint: nil, region: "eu-west-1", forcePathStyle: true).url(object)
+                == "https://s3.eu-west-1.amazonaws.com/bkt/a%20b/c.bin")
         let local = try S3Endpoint(endpoint: "http://127.0.0.1:5000", region: "us-east-1")
         #expect(local.url(object, query: "uploads=") == "http://127.0.0.1:5000/bkt/a%20b/c.bin?uploads=")
         #expect(local.address(S3Location(bucket: "bkt", key: "")).path == "/bkt")

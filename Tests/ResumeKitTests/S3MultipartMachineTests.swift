@@ -9,8 +9,11 @@ private let endpoint = try! S3Endpoint(endpoint: "http://127.0.0.1:9000", region
 
 private func xml(_ text: String) -> [UInt8] { Array(text.utf8) }
 
-private func state(uploadId: String? = nil, parts: [S3Part] = [], checksum: S3Checksum = .md5, parallel: Int = 2) -> ResumeToken.S3State {
-    var s = ResumeToken.S3State(endpoint: "http://127.0.0.1:9000", region: "us-east-1", bucket: "b", key: "k", profile: nil,
+private func state(uploadId: String? = nil, parts: [S3Part] = [], checksum: S3Checksum = .md5, parallel: Int = 2)
+    -> ResumeToken.S3State
+{
+    var s = ResumeToken.S3State(
+        endpoint: "http://127.0.0.1:9000", region: "us-east-1", bucket: "b", key: "k", profile: nil,
         pathStyle: true, uploadId: uploadId, partSize: 5 * MiB, parts: parts)
     s.parallel = parallel
     s.checksum = checksum
@@ -30,7 +33,9 @@ private let created = xml("<InitiateMultipartUploadResult><UploadId>U1</UploadId
 private func sendParts(_ m: inout S3MultipartMachine) -> [Int] {
     var sent: [Int] = []
     while case .part(let n) = m.plans(besides: []).first {
-        #expect(m.response(head(200, [("ETag", etag(UInt8(n)))]), body: [], checksum: md5(UInt8(n)), to: .part(n)) == .proceed)
+        #expect(
+            m.response(head(200, [("ETag", etag(UInt8(n)))]), body: [], checksum: md5(UInt8(n)), to: .part(n))
+                == .proceed)
         sent.append(n)
     }
     return sent
@@ -48,7 +53,8 @@ private func completed(_ tag: String) -> [UInt8] {
         #expect(create?.method == "POST" && create?.url == "http://127.0.0.1:9000/b/k?uploads=")
         #expect(create?.headers["x-amz-meta-a"] == "1" && create?.userHeaders == false)
         #expect(m.response(head(200), body: created, checksum: nil, to: .create) == .proceed)
-        var token = ResumeToken.UploadPart(source: .init(path: "f", size: 12 * MiB, mtime: 0, inode: 0, edgeHash: ""), wire: .s3(state()))
+        var token = ResumeToken.UploadPart(
+            source: .init(path: "f", size: 12 * MiB, mtime: 0, inode: 0, edgeHash: ""), wire: .s3(state()))
         m.record(into: &token)
         #expect(token.s3?.uploadId == "U1")
 
@@ -83,24 +89,33 @@ private func completed(_ tag: String) -> [UInt8] {
         #expect(put?.checksum?.header == "x-amz-checksum-crc32c" && put?.headers["x-amz-meta-a"] == "1")
         #expect(put?.headers["Expect"] == nil, "a small object is not worth a 100-continue round trip")
         let sum: [UInt8] = [1, 2, 3, 4]
-        #expect(m.response(head(200, [("x-amz-checksum-crc32c", "AQIDBA==")]), body: [], checksum: sum, to: .put) == .completed)
+        #expect(
+            m.response(head(200, [("x-amz-checksum-crc32c", "AQIDBA==")]), body: [], checksum: sum, to: .put)
+                == .completed)
         var other = machine(state(checksum: .crc32c), size: 1000)
-        guard case .corrupt = other.response(head(200, [("x-amz-checksum-crc32c", "AAAAAA==")]), body: [], checksum: sum, to: .put) else {
+        guard
+            case .corrupt = other.response(
+                head(200, [("x-amz-checksum-crc32c", "AAAAAA==")]), body: [], checksum: sum, to: .put)
+        else {
             Issue.record("an echo that differs is corruption")
             return
         }
-        let stream = S3MultipartMachine(state: state(), size: 1000, final: true, stream: true, endpoint: endpoint, answers: S3Responses())
+        let stream = S3MultipartMachine(
+            state: state(), size: 1000, final: true, stream: true, endpoint: endpoint, answers: S3Responses())
         #expect(stream.plans(besides: []) == [.create])
     }
 
     @Test func aResumeListsPagesKeepsMatchingPartsAndVerifiesUnrecordedOnes() {
-        let recorded = [S3Part(number: 1, size: 5 * MiB, md5: md5(1).hex, etag: etag(1)),
-                        S3Part(number: 2, size: 5 * MiB, md5: md5(2).hex, etag: etag(2))]
+        let recorded = [
+            S3Part(number: 1, size: 5 * MiB, md5: md5(1).hex, etag: etag(1)),
+            S3Part(number: 2, size: 5 * MiB, md5: md5(2).hex, etag: etag(2)),
+        ]
         var m = machine(state(uploadId: "U1", parts: recorded))
         #expect(m.acknowledgedBytes == 0, "nothing counts before the listing")
         #expect(m.plans(besides: []) == [.list(marker: nil)])
         #expect(m.exchange(for: .list(marker: nil))?.url == "http://127.0.0.1:9000/b/k?uploadId=U1")
-        let page1 = xml("""
+        let page1 = xml(
+            """
             <ListPartsResult><IsTruncated>true</IsTruncated><NextPartNumberMarker>1</NextPartNumberMarker>
             <Part><PartNumber>1</PartNumber><ETag>\(etag(1))</ETag><Size>5242880</Size></Part></ListPartsResult>
             """)
@@ -110,17 +125,21 @@ private func completed(_ tag: String) -> [UInt8] {
         }
         #expect(m.plans(besides: []) == [.list(marker: "1")])
         // Part 2 holds other bytes now; part 3 was sent before the token could record it.
-        let page2 = xml("""
+        let page2 = xml(
+            """
             <ListPartsResult><IsTruncated>false</IsTruncated>
             <Part><PartNumber>2</PartNumber><ETag>\(etag(9))</ETag><Size>5242880</Size></Part>
             <Part><PartNumber>3</PartNumber><ETag>\(etag(3))</ETag><Size>2097152</Size></Part></ListPartsResult>
             """)
-        #expect(m.response(head(200), body: page2, checksum: nil, to: .list(marker: "1"))
-            == .noted(["part 2 on S3 is not the one this upload sent; sending it again"]))
+        #expect(
+            m.response(head(200), body: page2, checksum: nil, to: .list(marker: "1"))
+                == .noted(["part 2 on S3 is not the one this upload sent; sending it again"]))
         let listed3 = ListedPart(number: 3, size: 2 * MiB, etag: etag(3))
         #expect(m.plans(besides: []) == [.verify(listed3)])
         #expect(m.exchange(for: .verify(listed3)) == nil)
-        #expect(m.digests(for: .verify(listed3)) == SourceDigests(range: BodyRange(offset: 10 * MiB, length: 2 * MiB), algorithms: [.md5]))
+        #expect(
+            m.digests(for: .verify(listed3))
+                == SourceDigests(range: BodyRange(offset: 10 * MiB, length: 2 * MiB), algorithms: [.md5]))
         #expect(m.digested([md5(3)], for: .verify(listed3)) == .proceed)
         #expect(m.acknowledgedBytes == 7 * MiB)
         #expect(m.plans(besides: []) == [.part(2)])
@@ -128,7 +147,8 @@ private func completed(_ tag: String) -> [UInt8] {
 
     @Test func aListedPartIsTakenOverByItsChecksum() {
         var m = machine(state(uploadId: "U1", checksum: .crc32c))
-        let page = xml("""
+        let page = xml(
+            """
             <ListPartsResult><Part><PartNumber>1</PartNumber><ETag>"x"</ETag><Size>5242880</Size>
             <ChecksumCRC32C>AQIDBA==</ChecksumCRC32C></Part></ListPartsResult>
             """)
@@ -143,16 +163,19 @@ private func completed(_ tag: String) -> [UInt8] {
     }
 
     @Test func noSuchUploadRestartsWithANewUpload() {
-        var m = machine(state(uploadId: "U1", parts: [S3Part(number: 1, size: 5 * MiB, md5: md5(1).hex, etag: etag(1))]))
+        var m = machine(
+            state(uploadId: "U1", parts: [S3Part(number: 1, size: 5 * MiB, md5: md5(1).hex, etag: etag(1))]))
         let gone = xml("<Error><Code>NoSuchUpload</Code><Message>gone</Message></Error>")
-        guard case .restarted(let reason) = m.response(head(404), body: gone, checksum: nil, to: .list(marker: nil)) else {
+        guard case .restarted(let reason) = m.response(head(404), body: gone, checksum: nil, to: .list(marker: nil))
+        else {
             Issue.record("NoSuchUpload restarts")
             return
         }
         #expect(reason.contains("NoSuchUpload") && reason.contains("U1"))
         #expect(m.plans(besides: []) == [.create])
         var token = ResumeToken.UploadPart(
-            source: .init(path: "f", size: 12 * MiB, mtime: 0, inode: 0, edgeHash: ""), acknowledgedBytes: 5 * MiB, wire: .s3(state(uploadId: "U1")))
+            source: .init(path: "f", size: 12 * MiB, mtime: 0, inode: 0, edgeHash: ""), acknowledgedBytes: 5 * MiB,
+            wire: .s3(state(uploadId: "U1")))
         m.record(into: &token)
         #expect(token.s3?.uploadId == nil && token.s3?.parts == [] && token.acknowledgedBytes == 0)
         #expect(!m.failureKeepsToken)
@@ -185,7 +208,9 @@ private func completed(_ tag: String) -> [UInt8] {
         var m = machine(state())
         _ = m.response(head(200), body: created, checksum: nil, to: .create)
         _ = sendParts(&m)
-        #expect(m.exchangeFailed("connection reset", during: .complete) == .retry(reason: "CompleteMultipartUpload: connection reset", retryAfter: nil))
+        #expect(
+            m.exchangeFailed("connection reset", during: .complete)
+                == .retry(reason: "CompleteMultipartUpload: connection reset", retryAfter: nil))
         let gone = xml("<Error><Code>NoSuchUpload</Code><Message>gone</Message></Error>")
         guard case .step = m.response(head(404), body: gone, checksum: nil, to: .complete) else {
             Issue.record("a second Complete's NoSuchUpload is checked")
@@ -216,7 +241,8 @@ private func completed(_ tag: String) -> [UInt8] {
     }
 
     @Test func aStreamSendsWholePartsUntilItsEnd() throws {
-        var m = S3MultipartMachine(state: state(), size: 0, final: false, stream: true, endpoint: endpoint, answers: S3Responses())
+        var m = S3MultipartMachine(
+            state: state(), size: 0, final: false, stream: true, endpoint: endpoint, answers: S3Responses())
         try m.extend(to: 11 * MiB, final: false)
         #expect(m.size == 10 * MiB)
         _ = m.response(head(200), body: created, checksum: nil, to: .create)
@@ -230,15 +256,19 @@ private func completed(_ tag: String) -> [UInt8] {
 
     @Test func transientRefusalsAreRetriedOthersFail() {
         var m = machine(state(uploadId: "U1"))
-        _ = m.response(head(200), body: xml("<ListPartsResult></ListPartsResult>"), checksum: nil, to: .list(marker: nil))
+        _ = m.response(
+            head(200), body: xml("<ListPartsResult></ListPartsResult>"), checksum: nil, to: .list(marker: nil))
         let slow = xml("<Error><Code>SlowDown</Code><Message>slow</Message></Error>")
-        #expect(m.response(head(503, [("Retry-After", "2")]), body: slow, checksum: nil, to: .part(1))
-            == .retry(reason: "part 1 of s3://b/k: S3 answered SlowDown: slow", retryAfter: "2"))
+        #expect(
+            m.response(head(503, [("Retry-After", "2")]), body: slow, checksum: nil, to: .part(1))
+                == .retry(reason: "part 1 of s3://b/k: S3 answered SlowDown: slow", retryAfter: "2"))
         guard case .fail(let reason) = m.response(head(403), body: [], checksum: nil, to: .part(1)) else {
             Issue.record("a 403 fails")
             return
         }
         #expect(reason == "part 1 of s3://b/k: S3 answered 403")
-        #expect(m.response(head(200), body: [], checksum: nil, to: .part(1)) == .fail(reason: "S3 acknowledged part 1 without an ETag"))
+        #expect(
+            m.response(head(200), body: [], checksum: nil, to: .part(1))
+                == .fail(reason: "S3 acknowledged part 1 without an ETag"))
     }
 }

@@ -30,10 +30,11 @@ import ResumeKit
             </ListPartsResult>
             """
         let page = try S3Responses().parts(data(body))
-        #expect(page.parts == [
-            ListedPart(number: 1, size: 10_485_760, etag: "\"7778aef83f66abc1fa1e8477f296d394\""),
-            ListedPart(number: 2, size: 5, etag: "\"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\""),
-        ])
+        #expect(
+            page.parts == [
+                ListedPart(number: 1, size: 10_485_760, etag: "\"7778aef83f66abc1fa1e8477f296d394\""),
+                ListedPart(number: 2, size: 5, etag: "\"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\""),
+            ])
         #expect(page.nextMarker == "2")
         let last = try S3Responses().parts(data("<ListPartsResult><IsTruncated>false</IsTruncated></ListPartsResult>"))
         #expect(last.parts.isEmpty && last.nextMarker == nil)
@@ -52,7 +53,10 @@ import ResumeKit
             <Error><Code>InternalError</Code><Message>We encountered an internal error. Please try again.</Message>
             <RequestId>656c76696e6727732072657175657374</RequestId></Error>
             """
-        #expect(throws: TransferError(.failed, "S3 answered InternalError: We encountered an internal error. Please try again.")) {
+        #expect(
+            throws: TransferError(
+                .failed, "S3 answered InternalError: We encountered an internal error. Please try again.")
+        ) {
             try S3Responses().completedETag(data(failed))
         }
         #expect(S3Responses().error(data(failed))?.code == "InternalError")
@@ -63,9 +67,11 @@ import ResumeKit
         let body = """
             <ListBucketResult xmlns="http://s3.amazonaws.com/doc/2006-03-01/">
               <Name>bkt</Name><Prefix>pre/</Prefix><KeyCount>2</KeyCount><MaxKeys>2</MaxKeys>
-              <IsTruncated>true</IsTruncated><NextContinuationToken>1ueGcxLPRx1Tr/XYExHnhbYLgveDs2J/wm36Hy4vbOwM=</NextContinuationToken>
+              <IsTruncated>true</IsTruncated>\
+            <NextContinuationToken>1ueGcxLPRx1Tr/XYExHnhbYLgveDs2J/wm36Hy4vbOwM=</NextContinuationToken>
               <Contents><Key>pre/a b.txt</Key><LastModified>2009-10-12T17:50:30.000Z</LastModified>
-                <ETag>"fba9dede5f27731c9771645a39863328"</ETag><Size>434234</Size><StorageClass>STANDARD</StorageClass></Contents>
+                <ETag>"fba9dede5f27731c9771645a39863328"</ETag><Size>434234</Size>\
+            <StorageClass>STANDARD</StorageClass></Contents>
               <Contents><Key>pre/sub/&lt;c&gt;</Key><Size>0</Size></Contents>
             </ListBucketResult>
             """
@@ -76,12 +82,19 @@ import ResumeKit
     }
 
     @Test func errorsAndNonsenseAreOneLine() {
-        let denied = "<Error><Code>SignatureDoesNotMatch</Code><Message>The request signature we calculated does not match</Message></Error>"
-        #expect(throws: TransferError(.failed, "S3 answered SignatureDoesNotMatch: The request signature we calculated does not match")) {
+        let denied =
+            "<Error><Code>SignatureDoesNotMatch</Code><Message>The request signature we calculated does not "
+            + "match</Message></Error>"
+        #expect(
+            throws: TransferError(
+                .failed, "S3 answered SignatureDoesNotMatch: The request signature we calculated does not match")
+        ) {
             try S3Responses().uploadID(data(denied))
         }
         #expect(throws: TransferError.self) { try S3Responses().uploadID(data("not xml <")) }
         #expect(throws: TransferError.self) { try S3Responses().uploadID(data("<Other/>")) }
-        #expect(throws: TransferError.self) { try S3Responses().parts(data("<ListPartsResult><Part><PartNumber>x</PartNumber></Part></ListPartsResult>")) }
+        #expect(throws: TransferError.self) {
+            try S3Responses().parts(data("<ListPartsResult><Part><PartNumber>x</PartNumber></Part></ListPartsResult>"))
+        }
     }
 }

@@ -21,7 +21,9 @@ import Testing
         ScriptedTransport { call in
             guard let file = files[call.name] else { return call.fail(.refused) }
             var fields = file.headers
-            if !fields.contains(where: { $0.0 == "Content-Length" }) { fields.append(("Content-Length", "\(file.body.count)")) }
+            if !fields.contains(where: { $0.0 == "Content-Length" }) {
+                fields.append(("Content-Length", "\(file.body.count)"))
+            }
             return call.answer(head(file.status, fields), body: file.body, cutAfter: file.cutAfter)
         }
     }
@@ -36,7 +38,8 @@ import Testing
             "busy": .init(status: 503, headers: [("Retry-After", "1")]),
             "cut": .init(body: Array(repeating: 7, count: 100), cutAfter: 40),
             "held": .init(body: small),
-            "digest": .init(headers: [("Repr-Digest", "sha-256=:47DEQpj8HBSa+/TImW+5JCeuQeRkm5NMpJWZG3hSuFU=:")], body: small),
+            "digest": .init(
+                headers: [("Repr-Digest", "sha-256=:47DEQpj8HBSa+/TImW+5JCeuQeRkm5NMpJWZG3hSuFU=:")], body: small),
             "big": .init(headers: [("Content-Length", "\(2 << 20)")]),
             "after": .init(body: small),
         ])
@@ -49,7 +52,8 @@ import Testing
         let client = TransferClient(store: store, transport: transport)
         let queue = WorkQueue<Result<DownloadResult, TransferError>>(count: requests.count)
         let publisher = BatchPublisher(store: store)
-        let pass = SmallFilePass(client: client, requests: requests, queue: queue, publisher: publisher,
+        let pass = SmallFilePass(
+            client: client, requests: requests, queue: queue, publisher: publisher,
             cancellation: Cancellation(), events: { _, _ in })
         let left = pass.run(on: [transport.session()])
         #expect(publisher.finish().isEmpty)
@@ -60,10 +64,14 @@ import Testing
         let earlier = Dictionary(uniqueKeysWithValues: left.map { (names[$0.index], $0.earlier) })
         #expect(earlier["gone"]?.verdict == .fail(.status(404, reason: "")))
         #expect(earlier["busy"]?.verdict == .fault(.answered(503, retryAfter: "1")))
-        if case .fault? = earlier["cut"]?.verdict {} else { Issue.record("a cut is a fault for the retrier: \(String(describing: earlier["cut"]))") }
+        if case .fault? = earlier["cut"]?.verdict {
+        } else {
+            Issue.record("a cut is a fault for the retrier: \(String(describing: earlier["cut"]))")
+        }
         #expect(earlier["cut"]?.announced == true)
         for name in ["held", "digest", "big"] { #expect(earlier[name]?.verdict == nil, "\(name)") }
-        #expect(transport.requests.map(\.name) == ["a", "gone", "busy", "cut", "digest", "big"], "'held' is never asked")
+        #expect(
+            transport.requests.map(\.name) == ["a", "gone", "busy", "cut", "digest", "big"], "'held' is never asked")
         #expect(try Data(contentsOf: URL(fileURLWithPath: dir + "/out/held.part")) == Data("earlier".utf8))
         let files = try FileManager.default.contentsOfDirectory(atPath: dir + "/out").sorted()
         #expect(files == ["a", "held.part"], "the pass removes every .part it made and did not publish")

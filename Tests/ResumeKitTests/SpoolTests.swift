@@ -8,7 +8,9 @@ import Crypto
 @Suite struct SpoolTests {
     let path = NSTemporaryDirectory() + "rctl-spool-\(UUID().uuidString).spool"
 
-    private func bytes(_ count: Int, seed: UInt8) -> [UInt8] { (0..<count).map { UInt8(truncatingIfNeeded: $0 &* 7) &+ seed } }
+    private func bytes(_ count: Int, seed: UInt8) -> [UInt8] {
+        (0..<count).map { UInt8(truncatingIfNeeded: $0 &* 7) &+ seed }
+    }
 
     private func read(_ spool: Spool, at offset: Int64, count: Int) throws -> [UInt8] {
         var out = [UInt8](repeating: 0, count: count)
@@ -89,7 +91,9 @@ import Crypto
         let spool = try Spool.create(path: path)
         try bytes(10, seed: 0).withUnsafeBytes { try spool.append($0) }
         spool.close()
-        #expect(throws: TransferError(.badToken, "the spool \(path) holds 10 bytes, fewer than the 20 its token recorded")) {
+        #expect(
+            throws: TransferError(.badToken, "the spool \(path) holds 10 bytes, fewer than the 20 its token recorded")
+        ) {
             try Spool.reopen(path: path, start: 0, synced: 20)
         }
         #expect(throws: TransferError.self) { try Spool.reopen(path: path + ".missing", start: 0, synced: 5) }

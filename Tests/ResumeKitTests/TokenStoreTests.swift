@@ -8,10 +8,13 @@ import Testing
     var store: TokenStore { TokenStore(directory: dir) }
 
     static func sample() -> ResumeToken {
-        ResumeToken(id: "d-0123456789abcdef", url: "https://example.com/big.iso", headers: ["X-Trace: 1"],
-            transfer: .download(.init(path: "/data/big.iso", effectiveURL: "https://cdn.example.com/big.iso", etag: "\"abc\"",
-                lastModified: "Sun, 22 Nov 2026 01:00:00 GMT", validator: "\"abc\"", totalBytes: 1_073_741_824,
-                committedBytes: 16_777_216, expectedSHA256: nil, onChange: "restart")),
+        ResumeToken(
+            id: "d-0123456789abcdef", url: "https://example.com/big.iso", headers: ["X-Trace: 1"],
+            transfer: .download(
+                .init(
+                    path: "/data/big.iso", effectiveURL: "https://cdn.example.com/big.iso", etag: "\"abc\"",
+                    lastModified: "Sun, 22 Nov 2026 01:00:00 GMT", validator: "\"abc\"", totalBytes: 1_073_741_824,
+                    committedBytes: 16_777_216, expectedSHA256: nil, onChange: "restart")),
             now: Date(timeIntervalSince1970: 1_800_000_000))
     }
 
@@ -26,7 +29,8 @@ import Testing
     /// An upload token written before upload protocols were named still loads, as an IETF upload, and
     /// writing it back adds only the protocol's name.
     @Test func uploadTokenFromBeforeProtocolsLoads() throws {
-        let url = try #require(Bundle.module.url(forResource: "Fixtures/upload-token-v1-pre-protocol", withExtension: "json"))
+        let url = try #require(
+            Bundle.module.url(forResource: "Fixtures/upload-token-v1-pre-protocol", withExtension: "json"))
         let golden = try Data(contentsOf: url)
         let token = try TokenStore.decode(golden, path: url.path)
         let upload = try #require(token.upload)
@@ -41,8 +45,10 @@ import Testing
     /// A token written by `--detach` before the server was asked names no protocol and no version: it stays
     /// undecided, and is written back as it was.
     @Test func undecidedUploadRoundTrips() throws {
-        let token = ResumeToken(id: "u-1", url: "http://h/files/", headers: [],
-            transfer: .upload(.init(source: .init(path: "/a", size: 1, mtime: 0, inode: 1, edgeHash: "00"), wire: .undecided)),
+        let token = ResumeToken(
+            id: "u-1", url: "http://h/files/", headers: [],
+            transfer: .upload(
+                .init(source: .init(path: "/a", size: 1, mtime: 0, inode: 1, edgeHash: "00"), wire: .undecided)),
             now: Date(timeIntervalSince1970: 1_800_000_000))
         let json = TokenStore.json(token)
         #expect(!json.contains("protocol") && !json.contains("interopVersion"))
@@ -50,9 +56,13 @@ import Testing
     }
 
     @Test func tusFieldsAreOptionalAndRoundTrip() throws {
-        let token = ResumeToken(id: "u-1", url: "http://h/files/", headers: [],
-            transfer: .upload(.init(uploadURL: "http://h/files/abc", source: .init(path: "/a", size: 1, mtime: 0, inode: 1, edgeHash: "00"),
-                wire: .tus(expires: "Fri, 27 Nov 2026 23:30:22 GMT", checksum: .sha256))),
+        let token = ResumeToken(
+            id: "u-1", url: "http://h/files/", headers: [],
+            transfer: .upload(
+                .init(
+                    uploadURL: "http://h/files/abc",
+                    source: .init(path: "/a", size: 1, mtime: 0, inode: 1, edgeHash: "00"),
+                    wire: .tus(expires: "Fri, 27 Nov 2026 23:30:22 GMT", checksum: .sha256))),
             now: Date(timeIntervalSince1970: 1_800_000_000))
         let json = TokenStore.json(token)
         #expect(json.contains("\"protocol\" : \"tus\""))
@@ -73,26 +83,38 @@ import Testing
     @Test func credentialsNeverReachTheFile() throws {
         var t = Self.sample()
         t.url = "https://alice:pa%3Ass@example.com/a.iso"
-        t.headers = ["Authorization: Bearer secret", "cookie: a=b", "Proxy-Authorization: x", "X-Keep: 1", "X-Api-Key: k1",
-            "x-session-id: s1", "X-Auth-Token: t1", "X-Client-Secret: c1", "X-Password: p1"]
+        t.headers = [
+            "Authorization: Bearer secret", "cookie: a=b", "Proxy-Authorization: x", "X-Keep: 1", "X-Api-Key: k1",
+            "x-session-id: s1", "X-Auth-Token: t1", "X-Client-Secret: c1", "X-Password: p1",
+        ]
         var part = try #require(t.download)
         part.effectiveURL = "https://alice:pa%3Ass@cdn.example.com/a.iso"
         t = t.with(.download(part))
         try store.save(t)
         let text = try String(contentsOfFile: store.path(forID: t.id), encoding: .utf8)
-        for secret in ["secret", "a=b", "k1", "s1", "t1", "c1", "p1", "pa%3Ass"] { #expect(!text.contains(secret), "\(secret): \(text)") }
+        for secret in ["secret", "a=b", "k1", "s1", "t1", "c1", "p1", "pa%3Ass"] {
+            #expect(!text.contains(secret), "\(secret): \(text)")
+        }
         let loaded = try store.load(t.id)
         #expect(loaded.headers == ["X-Keep: 1"])
-        #expect(loaded.withheldHeaders == ["Authorization", "cookie", "Proxy-Authorization", "X-Api-Key", "x-session-id", "X-Auth-Token",
-            "X-Client-Secret", "X-Password"])
-        #expect(loaded.url == "https://alice@example.com/a.iso" && loaded.download?.effectiveURL == "https://alice@cdn.example.com/a.iso")
+        #expect(
+            loaded.withheldHeaders == [
+                "Authorization", "cookie", "Proxy-Authorization", "X-Api-Key", "x-session-id", "X-Auth-Token",
+                "X-Client-Secret", "X-Password",
+            ])
+        #expect(
+            loaded.url == "https://alice@example.com/a.iso"
+                && loaded.download?.effectiveURL == "https://alice@cdn.example.com/a.iso")
         // Saved again (a checkpoint of a resume that gave the key back): each name once, the value still not.
         var again = loaded
         again.headers.append("X-API-KEY: k1")
         try store.save(again)
         #expect(try store.load(t.id).withheldHeaders == loaded.withheldHeaders)
-        #expect(loaded.missingHeaders(given: ["x-api-key: k2", "Cookie: a=c"], login: true) == ["Proxy-Authorization", "x-session-id",
-            "X-Auth-Token", "X-Client-Secret", "X-Password"])
+        #expect(
+            loaded.missingHeaders(given: ["x-api-key: k2", "Cookie: a=c"], login: true) == [
+                "Proxy-Authorization", "x-session-id",
+                "X-Auth-Token", "X-Client-Secret", "X-Password",
+            ])
         try? FileManager.default.removeItem(atPath: dir)
     }
 
@@ -103,7 +125,10 @@ import Testing
         for harmless in ["X-Trace", "Accept", "Range", "If-Match", "User-Agent", "Keep-Alive", "Content-Type"] {
             #expect(!Redact.isSecretHeader(harmless), "\(harmless)")
         }
-        for secret in ["Authorization", "PROXY-AUTHORIZATION", "Cookie", "X-Api-Key", "X-Amz-Security-Token", "X-Session", "Password"] {
+        for secret in [
+            "Authorization", "PROXY-AUTHORIZATION", "Cookie", "X-Api-Key", "X-Amz-Security-Token", "X-Session",
+            "Password",
+        ] {
             #expect(Redact.isSecretHeader(secret), "\(secret)")
         }
     }
@@ -147,7 +172,8 @@ import Testing
     }
 
     @Test func stateDirectoryFollowsTheEnvironment() {
-        #expect(TokenStore.defaultDirectory(environment: ["RESUMECTL_STATE_DIR": "/s", "XDG_STATE_HOME": "/x"]) == "/s")
+        #expect(
+            TokenStore.defaultDirectory(environment: ["RESUMECTL_STATE_DIR": "/s", "XDG_STATE_HOME": "/x"]) == "/s")
         #expect(TokenStore.defaultDirectory(environment: ["XDG_STATE_HOME": "/x", "HOME": "/h"]) == "/x/resumectl")
         #expect(TokenStore.defaultDirectory(environment: ["HOME": "/h"]) == "/h/.local/state/resumectl")
     }

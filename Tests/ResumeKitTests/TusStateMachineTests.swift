@@ -3,11 +3,13 @@ import Testing
 
 private let endpoint = "http://h/files/"
 private let resource = "http://h/files/abc"
-private let tuspy = head(204, [
-    ("Tus-Version", "1.0.0"), ("Tus-Resumable", "1.0.0"),
-    ("Tus-Extension", "creation,creation-defer-length,creation-with-upload,expiration,termination,concatenation"),
-    ("Tus-Max-Size", "128849018880"),
-])
+private let tuspy = head(
+    204,
+    [
+        ("Tus-Version", "1.0.0"), ("Tus-Resumable", "1.0.0"),
+        ("Tus-Extension", "creation,creation-defer-length,creation-with-upload,expiration,termination,concatenation"),
+        ("Tus-Max-Size", "128849018880"),
+    ])
 
 @Suite struct TusStateMachineTests {
     @Test func discoversThenCreatesWithLengthAndMetadata() {
@@ -29,7 +31,8 @@ private let tuspy = head(204, [
     }
 
     @Test func creationWithUploadCarriesOnlyTheFirstPiece() {
-        let m = TusStateMachine(size: 10_000_000, creationURL: endpoint, filename: "a", capabilities: TusCapabilities(tuspy))
+        let m = TusStateMachine(
+            size: 10_000_000, creationURL: endpoint, filename: "a", capabilities: TusCapabilities(tuspy))
         guard case .create(_, let length, _) = m.plan() else {
             Issue.record("expected a creation")
             return
@@ -38,10 +41,14 @@ private let tuspy = head(204, [
     }
 
     @Test func withoutCreationWithUploadThePostIsEmpty() {
-        var m = TusStateMachine(size: 1000, creationURL: endpoint, filename: "a", capabilities: TusCapabilities(extensions: ["creation"]))
+        var m = TusStateMachine(
+            size: 1000, creationURL: endpoint, filename: "a", capabilities: TusCapabilities(extensions: ["creation"]))
         #expect(m.exchange(for: m.plan())?.body == BodyRange(offset: 0, length: 0))
         // A relative Location resolves against the creation URL.
-        #expect(m.response(head(201, [("Location", "/files/abc"), ("Upload-Expires", "Fri, 27 Nov 2026 23:30:22 GMT")]), to: m.plan()) == .proceed)
+        #expect(
+            m.response(
+                head(201, [("Location", "/files/abc"), ("Upload-Expires", "Fri, 27 Nov 2026 23:30:22 GMT")]),
+                to: m.plan()) == .proceed)
         #expect(m.expires == "Fri, 27 Nov 2026 23:30:22 GMT")
         guard case .append(let url, let headers, let offset, let length, _) = m.plan() else {
             Issue.record("expected an append")
@@ -55,7 +62,8 @@ private let tuspy = head(204, [
     }
 
     @Test func chunkSizeCapsEachPatch() {
-        var m = TusStateMachine(size: 1000, creationURL: endpoint, filename: "a", capabilities: TusCapabilities(extensions: ["creation"]),
+        var m = TusStateMachine(
+            size: 1000, creationURL: endpoint, filename: "a", capabilities: TusCapabilities(extensions: ["creation"]),
             uploadURL: resource, chunkSize: 400)
         #expect(m.response(head(200, [("Upload-Offset", "0"), ("Upload-Length", "1000")]), to: m.plan()) == .proceed)
         var sent: [Int64] = []
@@ -69,9 +77,12 @@ private let tuspy = head(204, [
     /// A checksummed append is kept whole or not at all, so without --chunk-size it is bounded.
     @Test func checksummedAppendsAreBoundedWithoutAChunkSize() {
         let size = 2 * TusStateMachine.checksummedPiece + 5
-        var m = TusStateMachine(size: size, creationURL: endpoint, filename: "a",
-            capabilities: TusCapabilities(extensions: ["creation", "checksum"], checksumAlgorithms: ["sha256"]), uploadURL: resource)
-        #expect(m.response(head(200, [("Upload-Offset", "0"), ("Upload-Length", String(size))]), to: m.plan()) == .proceed)
+        var m = TusStateMachine(
+            size: size, creationURL: endpoint, filename: "a",
+            capabilities: TusCapabilities(extensions: ["creation", "checksum"], checksumAlgorithms: ["sha256"]),
+            uploadURL: resource)
+        #expect(
+            m.response(head(200, [("Upload-Offset", "0"), ("Upload-Length", String(size))]), to: m.plan()) == .proceed)
         var sent: [Int64] = []
         while case .append(_, _, let offset, let length, let checksum) = m.plan() {
             #expect(checksum == .sha256)
@@ -86,7 +97,8 @@ private let tuspy = head(204, [
         #expect(m.plan() == .queryOffset(url: resource, headers: ["Tus-Resumable": "1.0.0"]))
         #expect(m.response(head(200, [("Upload-Offset", "300")]), to: m.plan()) == .proceed)
         let append = m.plan()
-        #expect(m.exchangeFailed("connection reset", during: append) == .retry(reason: "connection reset", retryAfter: nil))
+        #expect(
+            m.exchangeFailed("connection reset", during: append) == .retry(reason: "connection reset", retryAfter: nil))
         #expect(m.plan() == .queryOffset(url: resource, headers: ["Tus-Resumable": "1.0.0"]))
         #expect(m.response(head(200, [("Upload-Offset", "700")]), to: m.plan()) == .proceed)
         guard case .append(_, _, 700, 300, _) = m.plan() else {
@@ -97,7 +109,8 @@ private let tuspy = head(204, [
 
     @Test(arguments: [403, 404, 410])
     func goneOrExpiredUploadIsCreatedAnew(status: Int) {
-        var m = TusStateMachine(size: 1000, creationURL: endpoint, filename: "a", capabilities: TusCapabilities(extensions: ["creation"]),
+        var m = TusStateMachine(
+            size: 1000, creationURL: endpoint, filename: "a", capabilities: TusCapabilities(extensions: ["creation"]),
             uploadURL: resource, expires: "Sun, 22 Nov 2026 23:00:00 GMT")
         guard case .restarted = m.response(head(status), to: m.plan()) else {
             Issue.record("expected a restart")
@@ -107,7 +120,8 @@ private let tuspy = head(204, [
             Issue.record("expected a creation")
             return
         }
-        var part = ResumeToken.UploadPart(uploadURL: resource, source: .init(path: "/a", size: 1000, mtime: 0, inode: 1, edgeHash: ""),
+        var part = ResumeToken.UploadPart(
+            uploadURL: resource, source: .init(path: "/a", size: 1000, mtime: 0, inode: 1, edgeHash: ""),
             acknowledgedBytes: 300, wire: .ietf(.v6))
         m.record(into: &part)
         #expect(part.uploadURL == nil && part.wire == .tus(expires: nil, checksum: nil))
@@ -121,7 +135,12 @@ private let tuspy = head(204, [
     }
 
     @Test func checksumUsesTheStrongestOfferedAndA460ResendsThePiece() {
-        let offered = head(204, [("Tus-Version", "1.0.0"), ("Tus-Extension", "creation,checksum"), ("Tus-Checksum-Algorithm", "md5,sha1,sha256")])
+        let offered = head(
+            204,
+            [
+                ("Tus-Version", "1.0.0"), ("Tus-Extension", "creation,checksum"),
+                ("Tus-Checksum-Algorithm", "md5,sha1,sha256"),
+            ])
         var m = TusStateMachine(size: 1000, creationURL: endpoint, filename: "a")
         _ = m.response(offered, to: m.plan())
         #expect(m.checksum == .sha256)
@@ -137,7 +156,8 @@ private let tuspy = head(204, [
     }
 
     @Test func checksumIsNotSentWithoutTheExtension() {
-        let m = TusStateMachine(size: 10, creationURL: endpoint, filename: "a",
+        let m = TusStateMachine(
+            size: 10, creationURL: endpoint, filename: "a",
             capabilities: TusCapabilities(extensions: ["creation"], checksumAlgorithms: ["sha1"]), uploadURL: resource)
         #expect(m.checksum == nil)
     }
@@ -150,12 +170,15 @@ private let tuspy = head(204, [
             return
         }
         #expect(reason.contains("Tus-Max-Size"))
-        #expect(TusStateMachine.refusal(TusCapabilities(head(204, [("Tus-Resumable", "1.0.0"), ("Tus-Max-Size", "1000")]))!, size: 2000) != nil)
+        #expect(
+            TusStateMachine.refusal(
+                TusCapabilities(head(204, [("Tus-Resumable", "1.0.0"), ("Tus-Max-Size", "1000")]))!, size: 2000) != nil)
     }
 
     @Test func headSayingEverythingArrivedFinishes() {
         var m = TusStateMachine(size: 1000, creationURL: endpoint, filename: "a", uploadURL: resource)
-        #expect(m.response(head(200, [("Upload-Offset", "1000"), ("Upload-Length", "1000")]), to: m.plan()) == .completed)
+        #expect(
+            m.response(head(200, [("Upload-Offset", "1000"), ("Upload-Length", "1000")]), to: m.plan()) == .completed)
         #expect(m.plan() == .finished)
     }
 

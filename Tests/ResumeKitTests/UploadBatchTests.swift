@@ -10,7 +10,9 @@ import Testing
     @Test func namesBecomeKeysAsTheyAreAndURLPathsPercentEncoded() throws {
         let name = "a b/#1/50%+x/Grüße~_-.bin"
         #expect(BatchNaming.target("s3://bkt/pre/", relative: name) == "s3://bkt/pre/" + name)
-        #expect(BatchNaming.target("http://h/up/", relative: name) == "http://h/up/a%20b/%231/50%25%2Bx/Gr%C3%BC%C3%9Fe~_-.bin")
+        #expect(
+            BatchNaming.target("http://h/up/", relative: name)
+                == "http://h/up/a%20b/%231/50%25%2Bx/Gr%C3%BC%C3%9Fe~_-.bin")
         #expect(BatchNaming.name(Array("ok name".utf8)) == "ok name")
         #expect(BatchNaming.name([0x66, 0x0A, 0x67]) == nil)
         #expect(BatchNaming.name([0x66, 0xFF]) == nil)
@@ -53,8 +55,11 @@ import Testing
             body[Int(r.offset)..<Int(r.offset + r.length)].withUnsafeBytes { h.update(bufferPointer: $0) }
             return h.digestBytes()
         }
-        func same(_ fields: [(String, String)], status: Int = 200, size: Int64 = 11, partSize: Int64 = 100) throws -> Bool {
-            try BatchSkip.same(head(status, [("Content-Length", "11")] + fields), size: size, partSize: partSize, digest: digest)
+        func same(_ fields: [(String, String)], status: Int = 200, size: Int64 = 11, partSize: Int64 = 100) throws
+            -> Bool
+        {
+            try BatchSkip.same(
+                head(status, [("Content-Length", "11")] + fields), size: size, partSize: partSize, digest: digest)
         }
         let whole = BodyRange(offset: 0, length: 11)
         let crc = Data(digest(.crc32c, whole)).base64EncodedString()
@@ -70,7 +75,9 @@ import Testing
         #expect(try same([("ETag", "\"\(md5)\""), ("x-amz-request-id", "1")]))
         #expect(try !same([("ETag", "\"\(md5)\"")]), "an ETag off S3 is no MD5")
         // Parts of 5 bytes: 5 + 5 + 1. S3's composite CRC32C and multipart ETag of exactly those parts.
-        let parts = [BodyRange(offset: 0, length: 5), BodyRange(offset: 5, length: 5), BodyRange(offset: 10, length: 1)]
+        let parts = [
+            BodyRange(offset: 0, length: 5), BodyRange(offset: 5, length: 5), BodyRange(offset: 10, length: 1),
+        ]
         func combined(_ a: DigestAlgorithm) -> [UInt8] {
             var h = a.hasher()
             parts.flatMap { digest(a, $0) }.withUnsafeBytes { h.update(bufferPointer: $0) }
@@ -80,7 +87,9 @@ import Testing
         #expect(try same([("x-amz-checksum-crc32c", composite + "-3")], partSize: 5))
         #expect(try !same([("x-amz-checksum-crc32c", composite + "-2")], partSize: 5))
         #expect(try same([("ETag", "\"\(combined(.md5).hex)-3\""), ("x-amz-request-id", "1")], partSize: 5))
-        #expect(try !same([("ETag", "\"\(combined(.md5).hex)-3\""), ("x-amz-request-id", "1")], partSize: 4), "other part boundaries")
+        #expect(
+            try !same([("ETag", "\"\(combined(.md5).hex)-3\""), ("x-amz-request-id", "1")], partSize: 4),
+            "other part boundaries")
     }
 
     @Test func theWorstFailureDecidesTheExitStatus() {
@@ -162,8 +171,14 @@ import Testing
         budget.give()
         budget.give()
         #expect(budget.take(waiting: false, unless: never) && budget.take(waiting: false, unless: never))
-        #expect(BatchRequest(folder: "/d", target: "http://h/", upload: UploadRequest(filePath: "/d", url: "http://h/"), parallel: 3).requests == 8)
-        #expect(BatchRequest(folder: "/d", target: "http://h/", upload: UploadRequest(filePath: "/d", url: "http://h/"), parallel: 16).requests == 16)
+        #expect(
+            BatchRequest(
+                folder: "/d", target: "http://h/", upload: UploadRequest(filePath: "/d", url: "http://h/"), parallel: 3
+            ).requests == 8)
+        #expect(
+            BatchRequest(
+                folder: "/d", target: "http://h/", upload: UploadRequest(filePath: "/d", url: "http://h/"), parallel: 16
+            ).requests == 16)
     }
 
     /// A batch's file token names its batch (an optional field: tokens without it load as before); `resume
@@ -182,21 +197,28 @@ import Testing
         #expect(try store.load(file.id).upload?.batch == "b-00000000000000aa")
         #expect(try store.load(single.id).upload?.batch == nil)
         #expect(!TokenStore.json(single).contains("batch"), "absent when not in a batch")
-        var record = BatchRecord(BatchRequest(folder: "/d", target: "http://h/d/", upload: UploadRequest(filePath: "/d", url: "http://h/d/")))
+        var record = BatchRecord(
+            BatchRequest(folder: "/d", target: "http://h/d/", upload: UploadRequest(filePath: "/d", url: "http://h/d/"))
+        )
         record.id = "b-00000000000000aa"
         try BatchLedger.save(record, state: store.state)
         #expect(Supervisor.resumable(store: store) == [single.id, record.id])
     }
 
     @Test func recordGivesBackTheRequestWithoutSecrets() throws {
-        let upload = UploadRequest(filePath: "/d", url: "s3://b/p/", headers: ["Authorization: Bearer x", "X-A: 1"],
-            s3: S3Options(choices: S3Choices(region: "eu-west-1", endpoint: "http://127.0.0.1:9"), forcePathStyle: true, partSize: 5 << 20))
+        let upload = UploadRequest(
+            filePath: "/d", url: "s3://b/p/", headers: ["Authorization: Bearer x", "X-A: 1"],
+            s3: S3Options(
+                choices: S3Choices(region: "eu-west-1", endpoint: "http://127.0.0.1:9"), forcePathStyle: true,
+                partSize: 5 << 20))
         let request = BatchRequest(folder: "/d", target: "s3://b/p/", upload: upload, parallel: 3, skipExisting: true)
         let record = BatchRecord(request)
         #expect(record.id == request.id && record.id.hasPrefix("b-"))
         #expect(record.headers == ["X-A: 1"])
         let again = record.request(headers: ["Authorization: Bearer y"])
-        #expect(again.parallel == 3 && again.skipExisting && again.upload.s3.partSize == 5 << 20 && again.upload.s3.forcePathStyle)
+        #expect(
+            again.parallel == 3 && again.skipExisting && again.upload.s3.partSize == 5 << 20
+                && again.upload.s3.forcePathStyle)
         #expect(again.upload.s3.choices.endpoint == "http://127.0.0.1:9")
         #expect(again.id == request.id)
         #expect(!TokenStore.json(record).contains("Bearer"))

@@ -10,7 +10,8 @@ public final class Cancellation: Sendable {
 
     /// The first reason given wins; later calls change nothing.
     public func stop(_ reason: StopReason) {
-        guard state.compareExchange(expected: 0, desired: reason.rawValue, ordering: .sequentiallyConsistent).exchanged else { return }
+        guard state.compareExchange(expected: 0, desired: reason.rawValue, ordering: .sequentiallyConsistent).exchanged
+        else { return }
         for doorbell in waiters.withLock({ Array($0.values) }) { doorbell.ring() }
     }
 

@@ -10,7 +10,9 @@ enum Paths {
 
     /// `mkdir -p` with `mode`: nil once `dir` is a folder, else the folder that could not be made and why.
     static func makeFolders(_ dir: String, mode: mode_t) -> (folder: String, reason: String)? {
-        if mkdir(dir, mode) == 0 || errno == EEXIST { return OutputPath.isFolder(dir) ? nil : (dir, "a file is in the way") }
+        if mkdir(dir, mode) == 0 || errno == EEXIST {
+            return OutputPath.isFolder(dir) ? nil : (dir, "a file is in the way")
+        }
         guard errno == ENOENT else { return (dir, String(cString: strerror(errno))) }
         let parent = String(dir[..<(dir.lastIndex(of: "/") ?? dir.startIndex)])
         guard !parent.isEmpty, parent != dir else { return (dir, String(cString: strerror(ENOENT))) }

@@ -28,9 +28,10 @@ struct TransferCancel {
         }
         said += try dropServerUpload(keepParts: keepParts)
         // The record first: an id is never, even for a moment, unknown to both stores.
-        try? client.results.save(TransferRecord(
-            id: token.id, kind: token.kind, outcome: .cancelled, exit: 1, resumable: false, url: token.url,
-            path: token.download?.path ?? token.upload?.source.path, error: "cancelled"))
+        try? client.results.save(
+            TransferRecord(
+                id: token.id, kind: token.kind, outcome: .cancelled, exit: 1, resumable: false, url: token.url,
+                path: token.download?.path ?? token.upload?.source.path, error: "cancelled"))
         client.store.remove(id: token.id)
         return said
     }
@@ -40,16 +41,18 @@ struct TransferCancel {
     func dropServerUpload(keepParts: Bool = false) throws(TransferError) -> String {
         var said = try abortS3Upload(keepParts: keepParts)
         if let u = token.upload, let url = u.uploadURL {
-            var headers: HeaderFields = switch u.wire {
-            case .tus: TusStateMachine.deleteHeaders
-            case .ietf(let version): [InteropVersion.header: String(version.rawValue)]
-            case .undecided, .plain, .s3: [InteropVersion.header: String(InteropVersion.newest.rawValue)]
-            }
+            var headers: HeaderFields =
+                switch u.wire {
+                case .tus: TusStateMachine.deleteHeaders
+                case .ietf(let version): [InteropVersion.header: String(version.rawValue)]
+                case .undecided, .plain, .s3: [InteropVersion.header: String(InteropVersion.newest.rawValue)]
+                }
             if let stored = try? HeaderLines.parse(token.headers) {
                 for f in Origin.headers(stored, for: url, named: token.url).fields { headers.append(f.name, f.value) }
             }
             let result = client.transport.makeSession().headOnly(
-                TransferRequest(method: "DELETE", url: url, headers: headers), settings: options.transport, cancellation: Cancellation())
+                TransferRequest(method: "DELETE", url: url, headers: headers), settings: options.transport,
+                cancellation: Cancellation())
             switch (result.outcome, result.head?.status) {
             case (.completed, let status?) where (200..<300).contains(status) || status == 404 || status == 410:
                 said += "; the server dropped the upload"
@@ -68,15 +71,25 @@ struct TransferCancel {
         let answers = try client.requireS3Answers()
         let target = try S3Target(s3)
         let call = S3Call(answers: answers, settings: target.signing(client.options.transport))
-        switch call.send(client.transport.makeSession(), method: "DELETE", url: target.url(query: [("uploadId", uploadID)]), cancellation: Cancellation()) {
+        switch call.send(
+            client.transport.makeSession(), method: "DELETE", url: target.url(query: [("uploadId", uploadID)]),
+            cancellation: Cancellation())
+        {
         case .ok:
             return "; S3 dropped multipart upload \(uploadID) and its parts"
         case .refused(_, let error, _) where error?.code == "NoSuchUpload":
             return "; S3 no longer had multipart upload \(uploadID)"
         case .refused(let status, let error, _):
-            throw TransferError(.failed, S3Call.failure(status, error, "cannot abort the upload of \(s3.address) (cancel --keep-parts forgets it anyway)"))
+            throw TransferError(
+                .failed,
+                S3Call.failure(
+                    status, error, "cannot abort the upload of \(s3.address) (cancel --keep-parts forgets it anyway)"))
         case .lost(let fault):
-            throw TransferError(.failed, "cannot reach S3 to abort the upload of \(s3.address): \(fault.message) (cancel --keep-parts forgets it anyway)")
+            throw TransferError(
+                .failed,
+                "cannot reach S3 to abort the upload of \(s3.address): \(fault.message) (cancel --keep-parts forgets "
+                    + "it anyway)"
+            )
         case .stopped:
             throw TransferError(.stopped(.interrupt), "stopped")
         }

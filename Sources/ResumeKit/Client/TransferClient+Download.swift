@@ -4,7 +4,9 @@ import Glibc
 /// Downloads: one file (its `.part`, its segments), stdout, a list, an S3 object or prefix; each the one fetch.
 extension TransferClient {
     /// `-o -`: the body to stdout, resumed within this run from the count of bytes written; no token.
-    func runStreamDownload(_ request: DownloadRequest, cancellation: Cancellation, events: @escaping EventHandler) throws(TransferError) -> DownloadResult {
+    func runStreamDownload(_ request: DownloadRequest, cancellation: Cancellation, events: @escaping EventHandler)
+        throws(TransferError) -> DownloadResult
+    {
         guard case .opened(let opened) = try open(.download(request), events: events) else {
             throw TransferError(.usage, "stdout is no file")
         }
@@ -26,27 +28,36 @@ extension TransferClient {
             return try alreadyThere(path, expected: request.expectedSHA256, events: events)
         case .opened(let opened):
             defer { opened.lock.release() }
-            return try runDownloadOperation(opened, onChange: request.onChange, session: session, batch: batch,
+            return try runDownloadOperation(
+                opened, onChange: request.onChange, session: session, batch: batch,
                 earlier: opened.isNew ? earlier : nil, cancellation: cancellation, events: events)
         }
     }
 
-    /// Continues a download ``TransferClient/resume(_:newURL:headers:cancellation:events:)`` opened; `stored`, its token as named.
+    /// Continues a download ``TransferClient/resume(_:newURL:headers:cancellation:events:)`` opened; `stored`, its
+    /// token as named.
     func runResumeDownload(
-        _ opened: Opened, stored: ResumeToken, newURL: String?, cancellation: Cancellation, events: @escaping EventHandler
+        _ opened: Opened, stored: ResumeToken, newURL: String?, cancellation: Cancellation,
+        events: @escaping EventHandler
     ) throws(TransferError) -> DownloadResult {
         // A replacement URL must serve the very same bytes.
-        let onChange = newURL != nil ? .fail : DownloadStateMachine.OnChange(rawValue: try opened.token.downloadPart().onChange ?? "") ?? .restart
+        let onChange =
+            newURL != nil
+            ? .fail
+            : DownloadStateMachine.OnChange(rawValue: try opened.token.downloadPart().onChange ?? "") ?? .restart
         do {
             return try runDownloadOperation(opened, onChange: onChange, cancellation: cancellation, events: events)
-        } catch where newURL != nil && error.code == .changed {
+        } catch  where newURL != nil && error.code == .changed {
             // The token keeps the URL it had: the replacement serves something else.
             if var onDisk = try? store.load(stored.id), onDisk.url != stored.url {
                 onDisk.url = stored.url
                 try? store.save(onDisk)
             }
             let reason = error.cause ?? error.message
-            throw TransferError(.changed, "refusing \(newURL!): it does not serve the file this transfer began with (\(reason)); resume without --url continues from \(stored.url)",
+            throw TransferError(
+                .changed,
+                "refusing \(newURL!): it does not serve the file this transfer began with (\(reason)); resume without "
+                    + "--url continues from \(stored.url)",
                 tokenID: stored.id)
         }
     }
@@ -54,7 +65,8 @@ extension TransferClient {
     /// Runs an opened download: in segments when it has or wants several connections, else on one.
     private func runDownloadOperation(
         _ opened: Opened, onChange: DownloadStateMachine.OnChange, session: (any TransportSession)? = nil,
-        batch: BatchPublisher.Slot? = nil, earlier: EarlierAttempt? = nil, cancellation: Cancellation, events: @escaping EventHandler
+        batch: BatchPublisher.Slot? = nil, earlier: EarlierAttempt? = nil, cancellation: Cancellation,
+        events: @escaping EventHandler
     ) throws(TransferError) -> DownloadResult {
         var token = opened.token
         let options = opened.options
@@ -68,7 +80,8 @@ extension TransferClient {
                 tokenOnDisk = nil
                 // All segments share one network thread: on a fast link more receiving threads than cores only contend.
                 let ending = try withSessionPool { pool throws(TransferError) in
-                    try SegmentedDownload.run(token, store: store, transport: pool, options: options, onChange: onChange,
+                    try SegmentedDownload.run(
+                        token, store: store, transport: pool, options: options, onChange: onChange,
                         cancellation: cancellation, events: events)
                 }
                 switch ending {
@@ -77,21 +90,27 @@ extension TransferClient {
                 }
             }
             return try DownloadOperation(
-                token: token, lock: opened.lock, store: store, session: session ?? transport.makeSession(), options: options,
-                onChange: onChange, batch: batch, tokenOnDisk: tokenOnDisk, earlier: earlier, cancellation: cancellation, events: events
+                token: token, lock: opened.lock, store: store, session: session ?? transport.makeSession(),
+                options: options,
+                onChange: onChange, batch: batch, tokenOnDisk: tokenOnDisk, earlier: earlier,
+                cancellation: cancellation, events: events
             ).run()
         } catch {
             throw explainingLogin(explainingS3(error, token: token, options: options))
         }
     }
 
-    private func alreadyThere(_ path: String, expected: String?, events: EventHandler) throws(TransferError) -> DownloadResult {
+    private func alreadyThere(_ path: String, expected: String?, events: EventHandler) throws(TransferError)
+        -> DownloadResult
+    {
         let size = (try? FileManager.default.attributesOfItem(atPath: path)[.size] as? Int64) ?? 0
         var digest: String?
         if let expected {
             digest = try FileDigest.sha256(path: path)
             guard digest == expected.lowercased() else {
-                throw TransferError(.checksumMismatch, "\(path) exists but its sha256 is \(digest ?? "?"), not \(expected); use --force to download again")
+                throw TransferError(
+                    .checksumMismatch,
+                    "\(path) exists but its sha256 is \(digest ?? "?"), not \(expected); use --force to download again")
             }
         }
         events(.note("\(path) is already there; nothing fetched (use --force to download again)"))
@@ -102,7 +121,8 @@ extension TransferClient {
     /// Downloads every file under a folder URL (an HTTP listing) or an S3 prefix into a folder, as one batch
     /// (``FolderDownload``); the same request again continues it.
     public func downloadFolder(
-        _ request: FolderRequest, cancellation: Cancellation = Cancellation(), events: @escaping @Sendable (BatchEvent) -> Void = { _ in }
+        _ request: FolderRequest, cancellation: Cancellation = Cancellation(),
+        events: @escaping @Sendable (BatchEvent) -> Void = { _ in }
     ) async throws(TransferError) -> BatchSummary {
         try await FolderDownload(client: self, request: request).run(cancellation: cancellation, events: events)
     }
@@ -130,16 +150,22 @@ extension TransferClient {
             var earlier: [Int: EarlierAttempt] = [:]
             // Not with several connections a file: a fresh file then plans segments.
             if options.connections <= 1, pools.allSatisfy({ $0 is CurlTransport }) {
-                let pass = SmallFilePass(client: self, requests: requests, queue: queue, publisher: publisher,
+                let pass = SmallFilePass(
+                    client: self, requests: requests, queue: queue, publisher: publisher,
                     cancellation: cancellation, events: events)
-                let left = (try? await onOwnThread { () throws(TransferError) in
-                    pass.run(on: (0..<workers).compactMap { (pools[$0 % pools.count] as? CurlTransport)?.makeStartingSession() })
-                }) ?? []
+                let left =
+                    (try? await onOwnThread { () throws(TransferError) in
+                        pass.run(
+                            on: (0..<workers).compactMap {
+                                (pools[$0 % pools.count] as? CurlTransport)?.makeStartingSession()
+                            })
+                    }) ?? []
                 queue.putBack(left.map(\.index))
                 for file in left { earlier[file.index] = file.earlier }
             }
             if !queue.isDrained {
-                await runWorkers(workers, on: pools, requests, queue: queue, publisher: publisher, earlier: earlier,
+                await runWorkers(
+                    workers, on: pools, requests, queue: queue, publisher: publisher, earlier: earlier,
                     cancellation: cancellation, events: events)
             }
             return earlier
@@ -151,7 +177,11 @@ extension TransferClient {
             if let result { return result }
             // Stopped in the pass: it had no token yet, and its `.part` is gone.
             let began = earlier[i]?.announced == true
-            return .failure(TransferError(.stopped(reason), began ? "stopped before its first checkpoint; the list's next run fetches it again" : "not started"))
+            return .failure(
+                TransferError(
+                    .stopped(reason),
+                    began ? "stopped before its first checkpoint; the list's next run fetches it again" : "not started")
+            )
         }
     }
 
@@ -169,10 +199,14 @@ extension TransferClient {
                     _ = try? await onOwnThread { () throws(TransferError) in
                         let session = transport.makeSession()
                         while !cancellation.isStopped, let i = queue.take() {
-                            queue.finish(i, Result { () throws(TransferError) in
-                                try self.runDownload(requests[i], session: session, batch: publisher.slot(i),
-                                    earlier: earlier[i], cancellation: cancellation) { events(i, $0) }
-                            })
+                            queue.finish(
+                                i,
+                                Result { () throws(TransferError) in
+                                    try self.runDownload(
+                                        requests[i], session: session, batch: publisher.slot(i),
+                                        earlier: earlier[i], cancellation: cancellation
+                                    ) { events(i, $0) }
+                                })
                         }
                     }
                 }
@@ -214,11 +248,14 @@ extension TransferClient {
     /// A download S3 refused says why in S3's words (`NoSuchKey`, `AccessDenied` …): the error body of one
     /// more signed request, read only after the refusal (the download path keeps no bodies of errors).
     func explainingS3(_ error: TransferError, token: ResumeToken, options: TransferOptions) -> TransferError {
-        guard let s3 = token.s3, error.code == .failed, let status = error.status, (400..<500).contains(status), let answers = s3Answers else {
+        guard let s3 = token.s3, error.code == .failed, let status = error.status, (400..<500).contains(status),
+            let answers = s3Answers
+        else {
             return error
         }
         let call = S3Call(answers: answers, settings: options.transport)
-        let reply = call.send(transport.makeSession(), method: "GET", url: token.url, headers: ["Range": "bytes=0-0"],
+        let reply = call.send(
+            transport.makeSession(), method: "GET", url: token.url, headers: ["Range": "bytes=0-0"],
             cancellation: Cancellation())
         guard case .refused(_, let body?, _) = reply else { return error }
         var explained = error

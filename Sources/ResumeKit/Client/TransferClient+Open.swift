@@ -55,11 +55,16 @@ extension TransferClient {
 
     /// The token id an upload request uses.
     public func uploadTokenID(_ request: UploadRequest) -> String {
-        TokenStore.makeID(kind: .upload, url: request.url, path: request.filePath == "-" ? "-" : OutputPath.absolute(request.filePath))
+        TokenStore.makeID(
+            kind: .upload, url: request.url, path: request.filePath == "-" ? "-" : OutputPath.absolute(request.filePath)
+        )
     }
 
-    /// A download's route resolved: the plain (for S3: signed-to-be) request, the S3 object's state, the output path, the id.
-    private func downloadIdentity(_ request: DownloadRequest) throws(TransferError) -> (request: DownloadRequest, s3: ResumeToken.S3State?, path: String, id: String) {
+    /// A download's route resolved: the plain (for S3: signed-to-be) request, the S3 object's state, the output path,
+    /// the id.
+    private func downloadIdentity(_ request: DownloadRequest) throws(TransferError) -> (
+        request: DownloadRequest, s3: ResumeToken.S3State?, path: String, id: String
+    ) {
         var request = request
         var s3: ResumeToken.S3State?
         if Route.isS3(request.url) { (request, s3) = try s3Object(request) }
@@ -69,13 +74,16 @@ extension TransferClient {
         return (request, s3, path, TokenStore.makeID(kind: .download, url: request.url, path: path))
     }
 
-    private func openDownload(_ request: DownloadRequest, listFile: Bool, events: EventHandler) throws(TransferError) -> Opening {
+    private func openDownload(_ request: DownloadRequest, listFile: Bool, events: EventHandler) throws(TransferError)
+        -> Opening
+    {
         let (plain, s3, path, id) = try downloadIdentity(request)
         _ = try HeaderLines.parse(request.headers)
         let lock = TokenGuard(store: store, id: id)
         func opened(_ token: ResumeToken, isNew: Bool) throws(TransferError) -> Opening {
             var token = token
-            let options = try signingS3(connectionOptions(for: &token, given: request.headers, events: events), for: token)
+            let options = try signingS3(
+                connectionOptions(for: &token, given: request.headers, events: events), for: token)
             return .opened(Opened(token: token, lock: lock, isNew: isNew, options: options, source: nil))
         }
         if path == "-" { return try opened(ResumeToken(download: plain, id: id, path: path, s3: s3), isNew: true) }
@@ -104,7 +112,9 @@ extension TransferClient {
 
     /// An upload's checks, source, lock and token: the one on disk (an upload of the same kind and, for a file,
     /// of the same file), else a new one whose protocol is left open unless pinned (see `runUpload`).
-    private func openUpload(_ request: UploadRequest, batchFile: Bool, events: EventHandler) throws(TransferError) -> Opened {
+    private func openUpload(_ request: UploadRequest, batchFile: Bool, events: EventHandler) throws(TransferError)
+        -> Opened
+    {
         let s3 = Route.isS3(request.url)
         let stream = request.filePath == "-"
         if s3 {
@@ -116,21 +126,28 @@ extension TransferClient {
         _ = try HeaderLines.parse(request.headers)
         if let chunk = request.chunkSize, chunk <= 0 { throw TransferError(.usage, "--chunk-size must be positive") }
         if stream {
-            if case .s3Prefix = try Route(request.url) { throw TransferError(.usage, "\(request.url) names no object: give s3://BUCKET/KEY") }
-            if let max = request.spoolMax, max < 1 << 20 { throw TransferError(.usage, "--spool-max must be at least 1M") }
+            if case .s3Prefix = try Route(request.url) {
+                throw TransferError(.usage, "\(request.url) names no object: give s3://BUCKET/KEY")
+            }
+            if let max = request.spoolMax, max < 1 << 20 {
+                throw TransferError(.usage, "--spool-max must be at least 1M")
+            }
         }
         // A folder batch's files run side by side in the folder the batch made ready: sweeping it again here
         // would take the temporary files of the others' token writes.
         if request.batch == nil { try prepareStateDirectory() }
         let source = stream ? nil : try SourceFile(path: request.filePath)
-        let identity = source?.identity ?? ResumeToken.SourceIdentity(path: "-", size: 0, mtime: 0, inode: 0, edgeHash: "")
+        let identity =
+            source?.identity ?? ResumeToken.SourceIdentity(path: "-", size: 0, mtime: 0, inode: 0, edgeHash: "")
         let lock = TokenGuard(store: store, id: uploadTokenID(request))
         do {
             if !batchFile { try lock.hold() }
             let what = stream ? "a stream upload" : s3 ? "an S3 upload" : "an upload"
             var token: ResumeToken
-            let existing = try batchFile
-                ? nil : lock.existing(.upload, what, has: { stream ? $0.upload?.stream != nil : !s3 || $0.upload?.s3 != nil })
+            let existing =
+                try batchFile
+                ? nil
+                : lock.existing(.upload, what, has: { stream ? $0.upload?.stream != nil : !s3 || $0.upload?.s3 != nil })
             if let existing {
                 var part = try existing.uploadPart()
                 if let source { try checkSource(part, source, id: lock.id) }
@@ -139,7 +156,8 @@ extension TransferClient {
             } else if s3 {
                 token = try newS3UploadToken(request, id: lock.id, source: identity, events: events)
             } else {
-                token = ResumeToken(upload: request, id: lock.id, part: .init(source: identity, wire: request.pinnedWire ?? .undecided))
+                token = ResumeToken(
+                    upload: request, id: lock.id, part: .init(source: identity, wire: request.pinnedWire ?? .undecided))
             }
             let options = connectionOptions(for: &token, given: request.headers, events: events)
             return Opened(token: token, lock: lock, isNew: existing == nil, options: options, source: source)
@@ -165,7 +183,11 @@ extension TransferClient {
             try lock.hold()
             var token = try loadToken(stored.id)
             // Swept on a resume only: a cancel may run inside a folder batch, whose other files write tokens meanwhile.
-            if resuming { for name in store.removeLeftovers() { events(.note("removed \(name), left by an interrupted token write")) } }
+            if resuming {
+                for name in store.removeLeftovers() {
+                    events(.note("removed \(name), left by an interrupted token write"))
+                }
+            }
             var source: SourceFile?
             if resuming, let part = token.upload, part.stream == nil {
                 source = try SourceFile(path: part.source.path)
@@ -193,7 +215,9 @@ extension TransferClient {
     /// The options one transfer runs with: the connection settings stored in its token, overridden by the
     /// ones given now, which the token then keeps (without secrets). Credentials go only to the token's URL.
     /// - Parameter given: `-H` lines of this run, which override the token's by name.
-    private func connectionOptions(for token: inout ResumeToken, given: [String] = [], events: EventHandler) -> TransferOptions {
+    private func connectionOptions(for token: inout ResumeToken, given: [String] = [], events: EventHandler)
+        -> TransferOptions
+    {
         // Credential headers are kept by name only (see Redact): one line says which to give again.
         let missing = token.missingHeaders(given: given, login: options.transport.credentials.authenticates)
         if !missing.isEmpty { events(.warning(.withheldHeaders(missing))) }
@@ -211,7 +235,9 @@ extension TransferClient {
         let was = part.source
         let now = source.identity
         guard was.size == now.size, was.mtime == now.mtime, was.inode == now.inode, was.edgeHash == now.edgeHash else {
-            throw TransferError(.sourceChanged, "\(was.path) changed since the upload began; nothing was sent (cancel \(id) to start over)",
+            throw TransferError(
+                .sourceChanged,
+                "\(was.path) changed since the upload began; nothing was sent (cancel \(id) to start over)",
                 tokenID: nil)
         }
     }
@@ -234,7 +260,8 @@ extension TransferClient {
     /// Runs `body` with the one session pool (a libcurl multi handle on one thread, one connection cache) for many
     /// exchanges at once: segments, S3's parts, a list's downloads. A pool already (a batch's), or another
     /// transport (a test's), is used as it is.
-    func withSessionPool<T, E: Error>(_ wanted: Bool = true, _ body: (any HTTPTransport) throws(E) -> T) throws(E) -> T {
+    func withSessionPool<T, E: Error>(_ wanted: Bool = true, _ body: (any HTTPTransport) throws(E) -> T) throws(E) -> T
+    {
         let pool = wanted && (transport as? CurlTransport)?.isMulti == false ? try? CurlTransport.multi() : nil
         defer { pool?.shutdown() }
         return try body(pool ?? transport)
@@ -252,7 +279,8 @@ extension TransferClient {
     func explainingLogin(_ error: TransferError) -> TransferError {
         guard error.code == .failed, error.status == 401 else { return error }
         var explained = error
-        explained.message += options.transport.credentials.authenticates
+        explained.message +=
+            options.transport.credentials.authenticates
             ? "; the login was refused"
             : "; the server wants a login: pass -u USER[:PASSWORD] or --netrc (credentials are never kept in the token)"
         return explained

@@ -2,14 +2,17 @@ import Glibc
 import FoundationEssentials
 
 extension TransferClient {
-    /// Uploads a file with the IETF draft, tus or a plain request, continuing this file's earlier attempt to the same URL.
+    /// Uploads a file with the IETF draft, tus or a plain request, continuing this file's earlier attempt to the same
+    /// URL.
     public func upload(
         _ request: UploadRequest, cancellation: Cancellation = Cancellation(), events: @escaping EventHandler = { _ in }
     ) async throws(TransferError) -> UploadResult {
         try await onOwnThread { () throws(TransferError) in
-            try self.recorded(id: self.uploadTokenID(request), kind: .upload, url: request.url, source: request.filePath, { () throws(TransferError) in
-                try self.runUpload(request, cancellation: cancellation, events: events)
-            }, as: TransferResult.uploaded)
+            try self.recorded(
+                id: self.uploadTokenID(request), kind: .upload, url: request.url, source: request.filePath,
+                { () throws(TransferError) in
+                    try self.runUpload(request, cancellation: cancellation, events: events)
+                }, as: TransferResult.uploaded)
         }
     }
 
@@ -31,30 +34,37 @@ extension TransferClient {
             // A new token, or one written by `--detach` before anything was sent, has no protocol yet: the one
             // pinned, else what one OPTIONS probe finds (`probe` keeps its answer).
             if request.pinnedWire == nil, probe == nil {
-                probe = try self.probe(request.url, headers: request.headers, cancellation: cancellation, events: events)
+                probe = try self.probe(
+                    request.url, headers: request.headers, cancellation: cancellation, events: events)
             }
-            part.wire = switch (request.pinnedWire, probe) {
-            case (let pinned?, _): pinned
-            case (nil, .tus?): .tus(expires: nil, checksum: nil)
-            case (nil, .ietf(let named)?): .ietf(named ?? request.interopVersion ?? .newest)
-            default: .ietf(request.interopVersion ?? .newest)
-            }
+            part.wire =
+                switch (request.pinnedWire, probe) {
+                case (let pinned?, _): pinned
+                case (nil, .tus?): .tus(expires: nil, checksum: nil)
+                case (nil, .ietf(let named)?): .ietf(named ?? request.interopVersion ?? .newest)
+                default: .ietf(request.interopVersion ?? .newest)
+                }
             opened.token = opened.token.with(.upload(part))
         }
         guard let source = opened.source else {
-            return try runStreamUpload(request, opened: opened, probe: probe, cancellation: cancellation, events: events)
+            return try runStreamUpload(
+                request, opened: opened, probe: probe, cancellation: cancellation, events: events)
         }
         if !small { try store.write(opened.token) }
         return try runUploadOperation(
-            opened.token, source: source, options: opened.options, versionPinned: request.interopVersion != nil, chunkSize: request.chunkSize,
-            capabilities: probe?.tusCapabilities, durable: !small, session: session, cancellation: cancellation, events: events)
+            opened.token, source: source, options: opened.options, versionPinned: request.interopVersion != nil,
+            chunkSize: request.chunkSize,
+            capabilities: probe?.tusCapabilities, durable: !small, session: session, cancellation: cancellation,
+            events: events)
     }
 
-    /// Picks the token's protocol machine and runs it; not `durable` (a batch's small file), the token is never written.
+    /// Picks the token's protocol machine and runs it; not `durable` (a batch's small file), the token is never
+    /// written.
     /// A refusal nothing can continue takes the token with it; a 401 says what to do (``explainingLogin(_:)``).
     func runUploadOperation(
         _ token: ResumeToken, source: SourceFile, options: TransferOptions, versionPinned: Bool, chunkSize: Int64?,
-        capabilities: TusCapabilities?, durable: Bool = true, session: (any TransportSession)? = nil, cancellation: Cancellation,
+        capabilities: TusCapabilities?, durable: Bool = true, session: (any TransportSession)? = nil,
+        cancellation: Cancellation,
         events: @escaping EventHandler
     ) throws(TransferError) -> UploadResult {
         let (machine, options) = try uploadMachine(
@@ -63,8 +73,10 @@ extension TransferClient {
             // S3's parts go several at once through the session pool (a batch's own, when it runs in one).
             try withSessionPool(machine is S3MultipartMachine) { transport throws(TransferError) in
                 try UploadOperation(
-                    token: token, source: source, machine: machine, store: store, transport: transport, options: options,
-                    cancellation: cancellation, events: events, session: session, durable: durable, budget: requestBudget
+                    token: token, source: source, machine: machine, store: store, transport: transport,
+                    options: options,
+                    cancellation: cancellation, events: events, session: session, durable: durable,
+                    budget: requestBudget
                 ).runToEnd()
             }
         }
@@ -74,7 +86,8 @@ extension TransferClient {
             }
             return try run(machine)
         } catch {
-            // Nothing can continue an upload refused for good (on S3: before an upload id): its token would only clutter `list`.
+            // Nothing can continue an upload refused for good (on S3: before an upload id): its token would only
+            // clutter `list`.
             if durable, error.tokenID == nil { store.remove(id: token.id) }
             throw explainingLogin(error)
         }
@@ -89,29 +102,46 @@ extension TransferClient {
         var headers = (try? HeaderLines.parse(given)) ?? [:]
         for field in ProtocolProbe.requestHeaders.fields { headers.set(field.name, field.value) }
         let session = transport.makeSession()
-        return try Retrier.run(options, cancellation: cancellation, events: events, fresh: { true }, stopped: "stopped before the upload began") { () throws(TransferError) in
+        return try Retrier.run(
+            options, cancellation: cancellation, events: events, fresh: { true },
+            stopped: "stopped before the upload began"
+        ) { () throws(TransferError) in
             let result = session.headOnly(
-                TransferRequest(method: "OPTIONS", url: url, headers: headers), settings: options.transport, cancellation: cancellation)
-            if let fault = Fault.of(result.outcome, stallSeconds: options.transport.stallTimeout) { return .failed(fault) }
+                TransferRequest(method: "OPTIONS", url: url, headers: headers), settings: options.transport,
+                cancellation: cancellation)
+            if let fault = Fault.of(result.outcome, stallSeconds: options.transport.stallTimeout) {
+                return .failed(fault)
+            }
             guard result.outcome == .completed else {
                 throw TransferError(.stopped(cancellation.reason ?? .interrupt), "stopped before the upload began")
             }
             guard let head = result.head else { return .done(.unknown) }
             guard RetryPolicy.isBusy(status: head.status) else { return .done(ProtocolProbe.decide(head)) }
-            return .failed(.answered(head.status, retryAfter: head.headers["Retry-After"], "the server answered \(head.status) to OPTIONS"))
+            return .failed(
+                .answered(
+                    head.status, retryAfter: head.headers["Retry-After"],
+                    "the server answered \(head.status) to OPTIONS"))
         }
     }
 
     /// Continues an upload ``TransferClient/resume(_:newURL:headers:cancellation:events:)`` opened.
-    func runResumeUpload(_ opened: Opened, cancellation: Cancellation, events: @escaping EventHandler) throws(TransferError) -> UploadResult {
+    func runResumeUpload(_ opened: Opened, cancellation: Cancellation, events: @escaping EventHandler)
+        throws(TransferError) -> UploadResult
+    {
         let part = try opened.token.uploadPart()
-        guard let source = opened.source else { return try continueStream(opened, cancellation: cancellation, events: events) }
+        guard let source = opened.source else {
+            return try continueStream(opened, cancellation: cancellation, events: events)
+        }
         if part.uploadURL == nil, part.uploadProtocol != .s3 {
-            events(.note(part.resumable ? "the server never confirmed the upload; sending the whole file"
-                : "the server cannot resume uploads; sending the whole file again"))
+            events(
+                .note(
+                    part.resumable
+                        ? "the server never confirmed the upload; sending the whole file"
+                        : "the server cannot resume uploads; sending the whole file again"))
         }
         return try runUploadOperation(
-            opened.token, source: source, options: opened.options, versionPinned: false, chunkSize: nil, capabilities: nil,
+            opened.token, source: source, options: opened.options, versionPinned: false, chunkSize: nil,
+            capabilities: nil,
             cancellation: cancellation, events: events)
     }
 
@@ -133,7 +163,8 @@ extension TransferClient {
     /// durable, with the options its requests go with (an S3 upload's are signed). `versionPinned`: the draft's
     /// version may not be negotiated down; `capabilities`: what a tus server's OPTIONS said, when asked.
     func uploadMachine(
-        _ token: ResumeToken, versionPinned: Bool, chunkSize: Int64? = nil, capabilities: TusCapabilities?, options: TransferOptions
+        _ token: ResumeToken, versionPinned: Bool, chunkSize: Int64? = nil, capabilities: TusCapabilities?,
+        options: TransferOptions
     ) throws(TransferError) -> (machine: any UploadMachine, options: TransferOptions) {
         let part = try token.uploadPart()
         let stream = part.stream
@@ -143,14 +174,20 @@ extension TransferClient {
         case .undecided:
             throw TransferError(.badToken, "token \(token.id) names no upload protocol")
         case .ietf(let version):
-            return (IETFStateMachine(
-                size: size, version: version, versionPinned: versionPinned || part.uploadURL != nil, uploadURL: part.uploadURL,
-                chunkSize: chunkSize, lengthKnown: lengthKnown), options)
+            return (
+                IETFStateMachine(
+                    size: size, version: version, versionPinned: versionPinned || part.uploadURL != nil,
+                    uploadURL: part.uploadURL,
+                    chunkSize: chunkSize, lengthKnown: lengthKnown), options
+            )
         case .tus(let expires, let checksum):
             let filename = stream == nil ? String(part.source.path.split(separator: "/").last ?? "upload") : "stdin"
-            return (TusStateMachine(
-                size: size, creationURL: token.url, filename: filename, capabilities: capabilities, uploadURL: part.uploadURL,
-                checksum: checksum, expires: expires, chunkSize: chunkSize, lengthKnown: lengthKnown), options)
+            return (
+                TusStateMachine(
+                    size: size, creationURL: token.url, filename: filename, capabilities: capabilities,
+                    uploadURL: part.uploadURL,
+                    checksum: checksum, expires: expires, chunkSize: chunkSize, lengthKnown: lengthKnown), options
+            )
         case .plain:
             return (PlainUploadMachine(size: size), options)  // not for a stream: see runStream
         case .s3(let state):
@@ -159,14 +196,17 @@ extension TransferClient {
             let parallel = Int64(max(1, state.parallel ?? S3Options().parallel))
             var signed = options
             signed.transport = target.signing(options.transport)
-            if signed.transport.maxSendRate > 0 { signed.transport.maxSendRate = max(1, signed.transport.maxSendRate / parallel) }
+            if signed.transport.maxSendRate > 0 {
+                signed.transport.maxSendRate = max(1, signed.transport.maxSendRate / parallel)
+            }
             // S3 answers a part with a head and no body: libcurl's default receive buffer is plenty.
             signed.transport.receiveBufferSize = 16 * 1024
             // Parts go several at once: 256 KiB a connection sends as fast over loopback as 512, within 32 MiB.
             signed.transport.uploadBufferSize = 256 * 1024
             let machine = S3MultipartMachine(
                 state: state, size: part.source.size, final: lengthKnown, stream: stream != nil,
-                headers: (try? HeaderLines.parse(token.headers)) ?? [:], endpoint: target.endpoint, answers: try requireS3Answers())
+                headers: (try? HeaderLines.parse(token.headers)) ?? [:], endpoint: target.endpoint,
+                answers: try requireS3Answers())
             return (machine, signed)
         }
     }
@@ -176,7 +216,8 @@ extension TransferClient {
     /// `producer | resumectl upload - URL`: the IETF draft, tus or S3 multipart with the length unknown until
     /// stdin ends; the same stream again continues a cut upload. `probe`: what the protocol's choice found.
     func runStreamUpload(
-        _ request: UploadRequest, opened: Opened, probe: ProtocolProbe?, cancellation: Cancellation, events: @escaping EventHandler
+        _ request: UploadRequest, opened: Opened, probe: ProtocolProbe?, cancellation: Cancellation,
+        events: @escaping EventHandler
     ) throws(TransferError) -> UploadResult {
         if !opened.isNew { return try continueStream(opened, cancellation: cancellation, events: events) }
         let spoolMax = request.spoolMax ?? (1 << 30)
@@ -185,52 +226,72 @@ extension TransferClient {
         if let partSize = part.s3?.partSize {
             // A part is cut only once the spool holds all of it: a smaller spool could never send one.
             guard spoolMax >= partSize else {
-                throw TransferError(.usage, "--spool-max (\(spoolMax >> 20) MiB) must hold at least one part (--part-size \(partSize >> 20) MiB)")
+                throw TransferError(
+                    .usage,
+                    "--spool-max (\(spoolMax >> 20) MiB) must hold at least one part (--part-size \(partSize >> 20) "
+                        + "MiB)"
+                )
             }
         } else if part.wire == .plain || probe == .unknown {
             // A server that named neither tus nor the draft would take the first append as the whole file.
             return try PlainStreamUpload(
-                url: request.url, headers: try HeaderLines.parse(token.headers), input: STDIN_FILENO, transport: transport,
+                url: request.url, headers: try HeaderLines.parse(token.headers), input: STDIN_FILENO,
+                transport: transport,
                 options: opened.options, cancellation: cancellation, emit: events
             ).run()
         }
         try store.state.make(store.state.spool)
         let spool = try Spool.create(path: store.state.spool(token.id))
-        part.stream = .init(spool: spool.path, start: 0, durable: 0, ended: false, spoolMax: spoolMax,
+        part.stream = .init(
+            spool: spool.path, start: 0, durable: 0, ended: false, spoolMax: spoolMax,
             ledger: StreamLedger(blockSize: StreamLedger.blockSize(spoolMax: spoolMax)), synced: 0)
         token = token.with(.upload(part))
         do { try store.save(token) } catch {
             spool.remove()
             throw TransferError(.localIO, "\(error)")
         }
-        return try runStream(token, spool: spool, versionPinned: request.interopVersion != nil, capabilities: probe?.tusCapabilities,
+        return try runStream(
+            token, spool: spool, versionPinned: request.interopVersion != nil, capabilities: probe?.tusCapabilities,
             replay: false, options: opened.options, cancellation: cancellation, events: events)
     }
 
     /// A stream upload's token: from the spool once its stream ended, else from the same stream piped again.
-    func continueStream(_ opened: Opened, cancellation: Cancellation, events: @escaping EventHandler) throws(TransferError) -> UploadResult {
+    func continueStream(_ opened: Opened, cancellation: Cancellation, events: @escaping EventHandler)
+        throws(TransferError) -> UploadResult
+    {
         let token = opened.token
         let part = try token.uploadPart()
         guard let stream = part.stream else { throw TransferError(.badToken, "token \(token.id) has no stream state") }
         if !stream.ended, isatty(STDIN_FILENO) != 0 {
-            throw TransferError(.inputMissing,
-                "the stream of \(token.id) was cut before its end: pipe the same stream in again (producer | resumectl resume \(token.id))")
+            throw TransferError(
+                .inputMissing,
+                "the stream of \(token.id) was cut before its end: pipe the same stream in again (producer | resumectl "
+                    + "resume \(token.id))"
+            )
         }
         let spool = try Spool.reopen(path: stream.spool, start: stream.start, synced: stream.synced ?? stream.durable)
-        events(.note(stream.ended ? "the stream ended before; sending the rest from the spool"
-            : "checking the replayed stream against the \(stream.durable) bytes already read"))
-        return try runStream(token, spool: spool, versionPinned: part.uploadURL != nil, capabilities: nil, replay: !stream.ended,
+        events(
+            .note(
+                stream.ended
+                    ? "the stream ended before; sending the rest from the spool"
+                    : "checking the replayed stream against the \(stream.durable) bytes already read"))
+        return try runStream(
+            token, spool: spool, versionPinned: part.uploadURL != nil, capabilities: nil, replay: !stream.ended,
             options: opened.options, cancellation: cancellation, events: events)
     }
 
     private func runStream(
-        _ token: ResumeToken, spool: Spool, versionPinned: Bool, capabilities: TusCapabilities?, replay: Bool, options: TransferOptions,
+        _ token: ResumeToken, spool: Spool, versionPinned: Bool, capabilities: TusCapabilities?, replay: Bool,
+        options: TransferOptions,
         cancellation: Cancellation, events: @escaping EventHandler
     ) throws(TransferError) -> UploadResult {
         let part = try token.uploadPart()
-        let (machine, options) = try uploadMachine(token, versionPinned: versionPinned, capabilities: capabilities, options: options)
+        let (machine, options) = try uploadMachine(
+            token, versionPinned: versionPinned, capabilities: capabilities, options: options)
         guard let sender = machine as? any StreamingUploadMachine else {
-            throw TransferError(.badToken, "token \(token.id): a stream cannot go by \(part.uploadProtocol?.rawValue ?? "no protocol") here")
+            throw TransferError(
+                .badToken,
+                "token \(token.id): a stream cannot go by \(part.uploadProtocol?.rawValue ?? "no protocol") here")
         }
         let hashes = options.computeSHA256 && (part.stream?.durable == 0 || replay)
         do {
@@ -259,7 +320,9 @@ extension TransferClient {
         _ request: UploadRequest, id: String, source: ResumeToken.SourceIdentity, events: EventHandler
     ) throws(TransferError) -> ResumeToken {
         let location = try S3Location.parse(request.url)
-        guard !location.isPrefix else { throw TransferError(.usage, "\(request.url) names no object: give s3://BUCKET/KEY") }
+        guard !location.isPrefix else {
+            throw TransferError(.usage, "\(request.url) names no object: give s3://BUCKET/KEY")
+        }
         let target = try S3Target(location, choices: request.s3.choices, forcePathStyle: request.s3.forcePathStyle)
         let (partSize, raised) = try MultipartPlan.partSize(fileSize: source.size, requested: request.s3.partSize)
         if raised { events(.note("part size raised to \(partSize >> 20) MiB: S3 takes at most 10,000 parts")) }

@@ -34,20 +34,28 @@ public struct TransferClient: Sendable {
 
     /// Downloads `request.url`, resuming this URL's earlier attempt to the same path when there is one.
     public func download(
-        _ request: DownloadRequest, cancellation: Cancellation = Cancellation(), events: @escaping EventHandler = { _ in }
+        _ request: DownloadRequest, cancellation: Cancellation = Cancellation(),
+        events: @escaping EventHandler = { _ in }
     ) async throws(TransferError) -> DownloadResult {
-        try await onOwnThread { () throws(TransferError) in try self.downloadBlocking(request, cancellation: cancellation, events: events) }
+        try await onOwnThread { () throws(TransferError) in
+            try self.downloadBlocking(request, cancellation: cancellation, events: events)
+        }
     }
 
     /// ``download(_:cancellation:events:)`` blocking the calling thread: a hop to Swift's thread pool and back
     /// costs a small download more than its bytes.
     public func downloadBlocking(
-        _ request: DownloadRequest, cancellation: Cancellation = Cancellation(), events: @escaping EventHandler = { _ in }
+        _ request: DownloadRequest, cancellation: Cancellation = Cancellation(),
+        events: @escaping EventHandler = { _ in }
     ) throws(TransferError) -> DownloadResult {
-        if request.outputPath == "-" { return try runStreamDownload(request, cancellation: cancellation, events: events) }
-        return try recorded(id: downloadTokenID(request), kind: .download, url: request.url, { () throws(TransferError) in
-            try self.runDownload(request, cancellation: cancellation, events: events)
-        }, as: TransferResult.downloaded)
+        if request.outputPath == "-" {
+            return try runStreamDownload(request, cancellation: cancellation, events: events)
+        }
+        return try recorded(
+            id: downloadTokenID(request), kind: .download, url: request.url,
+            { () throws(TransferError) in
+                try self.runDownload(request, cancellation: cancellation, events: events)
+            }, as: TransferResult.downloaded)
     }
 
     /// Continues the transfer a token describes.
@@ -65,24 +73,34 @@ public struct TransferClient: Sendable {
             do throws(TransferError) {
                 token = try self.loadToken(reference)
             } catch {
-                guard error.code == .inputMissing, let ended = try self.endedResult(reference, events: events) else { throw error }
+                guard error.code == .inputMissing, let ended = try self.endedResult(reference, events: events) else {
+                    throw error
+                }
                 return ended
             }
             if let batch = token.upload?.batch {
-                throw TransferError(.usage, "\(token.id) is a file of folder upload \(batch): resume \(batch) continues it")
+                throw TransferError(
+                    .usage, "\(token.id) is a file of folder upload \(batch): resume \(batch) continues it")
             }
-            return try self.recorded(id: token.id, kind: token.kind, url: token.url, failedURL: newURL, { () throws(TransferError) in
-                guard case .opened(let opened) = try self.open(.resume(token, headers: headers, newURL: newURL), events: events) else {
-                    throw TransferError(.badToken, "token \(token.id) cannot be resumed")
-                }
-                defer { opened.lock.release() }
-                switch opened.token.kind {
-                case .download:
-                    return .downloaded(try self.runResumeDownload(opened, stored: token, newURL: newURL, cancellation: cancellation, events: events))
-                case .upload:
-                    return .uploaded(try self.runResumeUpload(opened, cancellation: cancellation, events: events))
-                }
-            }, as: { $0 })
+            return try self.recorded(
+                id: token.id, kind: token.kind, url: token.url, failedURL: newURL,
+                { () throws(TransferError) in
+                    guard
+                        case .opened(let opened) = try self.open(
+                            .resume(token, headers: headers, newURL: newURL), events: events)
+                    else {
+                        throw TransferError(.badToken, "token \(token.id) cannot be resumed")
+                    }
+                    defer { opened.lock.release() }
+                    switch opened.token.kind {
+                    case .download:
+                        return .downloaded(
+                            try self.runResumeDownload(
+                                opened, stored: token, newURL: newURL, cancellation: cancellation, events: events))
+                    case .upload:
+                        return .uploaded(try self.runResumeUpload(opened, cancellation: cancellation, events: events))
+                    }
+                }, as: { $0 })
         }
     }
 
@@ -99,7 +117,9 @@ func runOnBackgroundThread(_ name: String, _ body: @escaping @Sendable () -> Voi
 }
 
 /// ``runOnBackgroundThread(_:_:)`` for a caller that awaits the result.
-func onOwnThread<T: Sendable>(_ body: @escaping @Sendable () throws(TransferError) -> T) async throws(TransferError) -> T {
+func onOwnThread<T: Sendable>(_ body: @escaping @Sendable () throws(TransferError) -> T) async throws(TransferError)
+    -> T
+{
     let result: Result<T, TransferError> = await withCheckedContinuation { continuation in
         runOnBackgroundThread("transfer") {
             do throws(TransferError) {
@@ -116,14 +136,18 @@ func onOwnThread<T: Sendable>(_ body: @escaping @Sendable () throws(TransferErro
 
 extension TransferClient {
     /// Starts a download whose events arrive as an `AsyncSequence` (``TransferRun/events``).
-    public func start(_ request: DownloadRequest, cancellation: Cancellation = Cancellation()) -> TransferRun<DownloadResult> {
+    public func start(_ request: DownloadRequest, cancellation: Cancellation = Cancellation()) -> TransferRun<
+        DownloadResult
+    > {
         TransferRun(cancellation: cancellation) { cancellation, events throws(TransferError) in
             try await download(request, cancellation: cancellation, events: events)
         }
     }
 
     /// Starts an upload whose events arrive as an `AsyncSequence` (``TransferRun/events``).
-    public func start(_ request: UploadRequest, cancellation: Cancellation = Cancellation()) -> TransferRun<UploadResult> {
+    public func start(_ request: UploadRequest, cancellation: Cancellation = Cancellation()) -> TransferRun<
+        UploadResult
+    > {
         TransferRun(cancellation: cancellation) { cancellation, events throws(TransferError) in
             try await upload(request, cancellation: cancellation, events: events)
         }
@@ -141,7 +165,9 @@ extension TransferClient {
 
     /// Checks an upload (its source must be readable) and writes its token before any byte moves; returns the id.
     public func prepare(_ request: UploadRequest) throws(TransferError) -> String {
-        if request.filePath == "-" { throw TransferError(.usage, "a stream (upload -) reads stdin: it runs in the foreground") }
+        if request.filePath == "-" {
+            throw TransferError(.usage, "a stream (upload -) reads stdin: it runs in the foreground")
+        }
         guard case .opened(let opened) = try open(.upload(request)) else { return uploadTokenID(request) }
         defer { opened.lock.release() }
         // The protocol is left open unless pinned: the detached run probes the server (`--protocol auto`).
@@ -165,7 +191,9 @@ extension TransferClient {
         let began = Date()
         do throws(TransferError) {
             let result = try run()
-            if let id { recordDone(id: id, kind: kind, url: url, result: outcome(result), source: source, since: began) }
+            if let id {
+                recordDone(id: id, kind: kind, url: url, result: outcome(result), source: source, since: began)
+            }
             return result
         } catch {
             if let id { recordFailure(error, id: id, kind: kind, url: failedURL ?? url, source: source) }
@@ -174,18 +202,30 @@ extension TransferClient {
     }
 
     /// - Parameter since: when the transfer began.
-    private func recordDone(id: String, kind: ResumeToken.Kind, url: String, result: TransferResult, source: String? = nil, since: Date) {
+    private func recordDone(
+        id: String, kind: ResumeToken.Kind, url: String, result: TransferResult, source: String? = nil, since: Date
+    ) {
         // Under the id's lock only this run's finish writes a "done" record: one written since the start is that
         // one, known by a stat. (A file clock a tick behind costs a second write of it, never a lost one.)
         var st = stat()
         if stat(results.path(forID: id), &st) == 0,
-            Double(st.st_mtim.tv_sec) + Double(st.st_mtim.tv_nsec) / 1e9 >= since.timeIntervalSince1970 { return }
-        let (at, path, bytes, sha256): (String, String?, Int64, String?) = switch result {
-        case .downloaded(let d): (url, d.path, d.bytes, d.sha256)
-        case .uploaded(let u): (u.url, source.map(OutputPath.absolute) ?? (try? store.load(id))?.upload?.source.path, u.bytes, u.sha256)
+            Double(st.st_mtim.tv_sec) + Double(st.st_mtim.tv_nsec) / 1e9 >= since.timeIntervalSince1970
+        {
+            return
         }
-        try? results.save(TransferRecord(
-            id: id, kind: kind, outcome: .done, exit: 0, resumable: false, url: at, path: path, bytes: bytes, sha256: sha256))
+        let (at, path, bytes, sha256): (String, String?, Int64, String?) =
+            switch result {
+            case .downloaded(let d): (url, d.path, d.bytes, d.sha256)
+            case .uploaded(let u):
+                (
+                    u.url, source.map(OutputPath.absolute) ?? (try? store.load(id))?.upload?.source.path, u.bytes,
+                    u.sha256
+                )
+            }
+        try? results.save(
+            TransferRecord(
+                id: id, kind: kind, outcome: .done, exit: 0, resumable: false, url: at, path: path, bytes: bytes,
+                sha256: sha256))
     }
 
     /// Keeps the end of a transfer that was announced: refusals before it began and "running elsewhere" leave
@@ -193,13 +233,16 @@ extension TransferClient {
     func recordFailure(_ error: TransferError, id: String, kind: ResumeToken.Kind, url: String, source: String? = nil) {
         if [.usage, .busy, .inputMissing, .badToken].contains(error.code) { return }
         let token = try? store.load(id)
-        let path = token?.download?.path ?? token?.upload?.source.path ?? source.map(OutputPath.absolute)
+        let path =
+            token?.download?.path ?? token?.upload?.source.path ?? source.map(OutputPath.absolute)
             ?? (kind == .download ? OutputPath.resolve(url: url, output: nil) : nil)
         let bytes = token.map { t in t.download?.heldBytes ?? t.upload?.acknowledgedBytes ?? 0 }
         let outcome: TransferRecord.Outcome = if case .stopped = error.code { .paused } else { .failed }
-        try? results.save(TransferRecord(
-            id: id, kind: kind, outcome: outcome, exit: error.exitStatus, resumable: error.isResumable && token != nil, url: url,
-            path: path, bytes: bytes, error: error.message))
+        try? results.save(
+            TransferRecord(
+                id: id, kind: kind, outcome: outcome, exit: error.exitStatus,
+                resumable: error.isResumable && token != nil, url: url,
+                path: path, bytes: bytes, error: error.message))
     }
 
     /// `resume` of a transfer whose token is gone: a completed one answers as it did; any other says how it ended.
@@ -210,14 +253,16 @@ extension TransferClient {
             events(.completed(location: record.resultLine, bytes: record.bytes ?? 0, sha256: record.sha256))
             switch record.kind {
             case .download:
-                return .downloaded(DownloadResult(path: record.resultLine, bytes: record.bytes ?? 0, sha256: record.sha256))
+                return .downloaded(
+                    DownloadResult(path: record.resultLine, bytes: record.bytes ?? 0, sha256: record.sha256))
             case .upload:
                 return .uploaded(UploadResult(url: record.url, bytes: record.bytes ?? 0, sha256: record.sha256))
             }
         case .cancelled:
             throw TransferError(.inputMissing, "\(record.id) was cancelled; there is nothing to resume")
         case .failed, .paused:
-            throw TransferError(Self.code(forExit: record.exit),
+            throw TransferError(
+                Self.code(forExit: record.exit),
                 "\(record.id) failed and cannot be resumed: \(record.error ?? "unknown error")")
         }
     }

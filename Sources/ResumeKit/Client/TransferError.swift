@@ -48,10 +48,12 @@ public struct TransferError: Error, Sendable, Equatable, CustomStringConvertible
         self.tokenID = tokenID
     }
 
-    /// A transfer stopped by `reason`: "interrupted …" or "paused …", then `detail` (where it stopped, what a resume does).
+    /// A transfer stopped by `reason`: "interrupted …" or "paused …", then `detail` (where it stopped, what a resume
+    /// does).
     public static func stopped(_ reason: StopReason, _ detail: String, tokenID: String?) -> TransferError {
         let what = reason == .interrupt ? "interrupted" : "paused"
-        return TransferError(.stopped(reason), detail.hasPrefix(";") ? what + detail : "\(what) \(detail)", tokenID: tokenID)
+        return TransferError(
+            .stopped(reason), detail.hasPrefix(";") ? what + detail : "\(what) \(detail)", tokenID: tokenID)
     }
 
     /// The file changed on the server and `--on-change fail` (or a replacement `--url`) forbids starting over.
@@ -63,7 +65,8 @@ public struct TransferError: Error, Sendable, Equatable, CustomStringConvertible
 
     /// A download's server refused for good: "the server answered 404 Not Found for URL".
     static func refused(_ status: Int, _ reason: String, url: String, tokenID: String? = nil) -> TransferError {
-        TransferError(.failed, "the server answered \(status)\(reason.isEmpty ? "" : " " + reason) for \(url)", status: status,
+        TransferError(
+            .failed, "the server answered \(status)\(reason.isEmpty ? "" : " " + reason) for \(url)", status: status,
             tokenID: tokenID)
     }
 

@@ -12,7 +12,10 @@ public struct TransferRun<Result: Sendable>: Sendable {
     public let cancellation: Cancellation
     private let outcome: Task<Swift.Result<Result, TransferError>, Never>
 
-    init(cancellation: Cancellation, _ body: @escaping @Sendable (Cancellation, @escaping EventHandler) async throws(TransferError) -> Result) {
+    init(
+        cancellation: Cancellation,
+        _ body: @escaping @Sendable (Cancellation, @escaping EventHandler) async throws(TransferError) -> Result
+    ) {
         let (events, continuation) = AsyncStream<TransferEvent>.makeStream(bufferingPolicy: .unbounded)
         self.events = events
         self.cancellation = cancellation

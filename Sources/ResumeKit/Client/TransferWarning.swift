@@ -8,10 +8,14 @@ public enum TransferWarning: Sendable, Equatable {
     /// The line the user reads.
     public var message: String {
         switch self {
-        case .insecure: "warning: TLS certificates are not verified (--insecure); anyone on the path can read and change this transfer"
+        case .insecure:
+            "warning: TLS certificates are not verified (--insecure); anyone on the path can read and change this "
+                + "transfer"
         case .withheldHeaders(let names):
-            "warning: \(names.count == 1 ? "header" : "headers") \(names.joined(separator: ", ")) of this transfer \(names.count == 1 ? "is" : "are") never stored: "
-                + "give \(names.count == 1 ? "it" : "them") again, e.g. " + names.map { "-H '\($0): VALUE'" }.joined(separator: " ")
+            "warning: \(names.count == 1 ? "header" : "headers") \(names.joined(separator: ", ")) of this transfer "
+                + "\(names.count == 1 ? "is" : "are") never stored: "
+                + "give \(names.count == 1 ? "it" : "them") again, e.g. "
+                + names.map { "-H '\($0): VALUE'" }.joined(separator: " ")
         }
     }
 }

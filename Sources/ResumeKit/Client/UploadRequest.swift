@@ -19,7 +19,8 @@ public struct UploadRequest: Sendable, Equatable {
     var batch: String?
 
     public init(
-        filePath: String, url: String, headers: [String] = [], interopVersion: InteropVersion? = nil, chunkSize: Int64? = nil,
+        filePath: String, url: String, headers: [String] = [], interopVersion: InteropVersion? = nil,
+        chunkSize: Int64? = nil,
         uploadProtocol: UploadProtocolChoice = .auto, s3: S3Options = S3Options(), spoolMax: Int64? = nil
     ) {
         self.s3 = s3

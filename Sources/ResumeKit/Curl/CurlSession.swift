@@ -42,7 +42,9 @@ final class CurlSession: StartingSession {
         _ request: TransferRequest, settings: TransportSettings, cancellation: Cancellation,
         delegate: any ExchangeDelegate, done: @escaping (ExchangeResult) -> Void
     ) -> ExchangeResult? {
-        guard let driver else { return perform(request, settings: settings, cancellation: cancellation, delegate: delegate) }
+        guard let driver else {
+            return perform(request, settings: settings, cancellation: cancellation, delegate: delegate)
+        }
         let (first, settings) = signed(request, settings)
         return launch(first, first: first, hops: 0, driver, settings, cancellation, delegate, done)
     }
@@ -103,7 +105,8 @@ final class CurlSession: StartingSession {
             let target = context.handle?.info(string: CURLINFO_REDIRECT_URL)
         else { return .ended(result) }
         guard hops < Self.maxRedirects else {
-            let failure = TransportFailure(kind: .fatal, code: Int(CURLE_TOO_MANY_REDIRECTS.rawValue),
+            let failure = TransportFailure(
+                kind: .fatal, code: Int(CURLE_TOO_MANY_REDIRECTS.rawValue),
                 message: "Maximum (\(Self.maxRedirects)) redirects followed")
             return .ended(ExchangeResult(outcome: .failed(failure), effectiveURL: result.effectiveURL))
         }
@@ -116,7 +119,8 @@ final class CurlSession: StartingSession {
     }
 
     private func prepare(
-        _ request: TransferRequest, _ settings: TransportSettings, _ cancellation: Cancellation, _ delegate: any ExchangeDelegate
+        _ request: TransferRequest, _ settings: TransportSettings, _ cancellation: Cancellation,
+        _ delegate: any ExchangeDelegate
     ) throws -> (EasyHandle, ExchangeContext) {
         let context = ExchangeContext(
             delegate: delegate, cancellation: cancellation, followRedirects: request.followRedirects,
@@ -139,7 +143,9 @@ final class CurlSession: StartingSession {
         ExchangeResult(outcome: .failed(TransportFailure(kind: .fatal, code: -1, message: "\(error)")))
     }
 
-    private func ended(_ handle: EasyHandle, _ context: ExchangeContext, _ code: CURLcode, _ detail: String) -> ExchangeResult {
+    private func ended(_ handle: EasyHandle, _ context: ExchangeContext, _ code: CURLcode, _ detail: String)
+        -> ExchangeResult
+    {
         let url = handle.info(string: CURLINFO_EFFECTIVE_URL)
         handleFailed = code != CURLE_OK
         return ExchangeResult(outcome: Self.outcome(code, detail, context), head: context.finalHead, effectiveURL: url)
@@ -149,17 +155,22 @@ final class CurlSession: StartingSession {
         if context.cancelled { return .cancelled }
         if context.abortedByDelegate { return .abortedByDelegate }
         if context.readFailure != 0 {
-            return .failed(TransportFailure(kind: .localRead, code: Int(code.rawValue),
-                message: "reading the source failed: \(String(cString: strerror(context.readFailure)))"))
+            return .failed(
+                TransportFailure(
+                    kind: .localRead, code: Int(code.rawValue),
+                    message: "reading the source failed: \(String(cString: strerror(context.readFailure)))"))
         }
         if code == CURLE_OK { return .completed }
         // The stall timer's abort is libcurl's own timeout come earlier: classified the same way.
-        let (code, detail) = context.stalled
+        let (code, detail) =
+            context.stalled
             ? (CURLE_OPERATION_TIMEDOUT, "no progress for \(Int(context.stallSeconds)) s") : (code, detail)
         let error = CurlError(code, detail: detail)
         func failed(_ kind: TransportFailure.Kind, _ message: String? = nil) -> ExchangeOutcome {
-            .failed(TransportFailure(kind: kind, code: error.code, message: message ?? error.message,
-                unreachable: code == CURLE_COULDNT_CONNECT))
+            .failed(
+                TransportFailure(
+                    kind: kind, code: error.code, message: message ?? error.message,
+                    unreachable: code == CURLE_COULDNT_CONNECT))
         }
         switch code {
         case CURLE_OPERATION_TIMEDOUT where context.finalHead != nil || context.bodySent > 0:
@@ -167,7 +178,8 @@ final class CurlSession: StartingSession {
         case CURLE_COULDNT_RESOLVE_HOST, CURLE_COULDNT_RESOLVE_PROXY:
             return failed(.resolve)
         case CURLE_PEER_FAILED_VERIFICATION, CURLE_SSL_ISSUER_ERROR:
-            return failed(.fatal,
+            return failed(
+                .fatal,
                 "TLS: the server's certificate is not trusted (\(error.message)); give its CA with --cacert FILE")
         case CURLE_SSL_PINNEDPUBKEYNOTMATCH, CURLE_SSL_CACERT_BADFILE, CURLE_SSL_CERTPROBLEM, CURLE_SSL_CRL_BADFILE:
             return failed(.fatal, "TLS: \(error.message)")
@@ -175,14 +187,17 @@ final class CurlSession: StartingSession {
             return failed(.fatal, "the server's answer is not HTTP (no status line)")
         case CURLE_UNSUPPORTED_PROTOCOL:
             // Every URL we start from was checked (URLCheck): only a redirect can name another scheme.
-            return failed(.fatal,
+            return failed(
+                .fatal,
                 "the server redirected to a URL that is not http or https; only http and https are followed")
         case CURLE_OUT_OF_MEMORY where detail.isEmpty:
             // libcurl 7.88 answers a header line beyond its 100 KiB limit this way, without a detail.
-            return failed(.fatal,
+            return failed(
+                .fatal,
                 "libcurl gave up on the response: out of memory, or a header line beyond its 100 KiB limit")
         case CURLE_URL_MALFORMAT, CURLE_TOO_MANY_REDIRECTS,
-            CURLE_LOGIN_DENIED, CURLE_OUT_OF_MEMORY, CURLE_SSL_ENGINE_NOTFOUND, CURLE_SSL_CIPHER, CURLE_NOT_BUILT_IN, CURLE_BAD_FUNCTION_ARGUMENT,
+            CURLE_LOGIN_DENIED, CURLE_OUT_OF_MEMORY, CURLE_SSL_ENGINE_NOTFOUND, CURLE_SSL_CIPHER, CURLE_NOT_BUILT_IN,
+            CURLE_BAD_FUNCTION_ARGUMENT,
             CURLE_UNKNOWN_OPTION, CURLE_FILESIZE_EXCEEDED:
             return failed(.fatal)
         case CURLE_SEND_FAIL_REWIND:

@@ -32,7 +32,8 @@ extension EasyHandle {
         case .required: try set(CURLOPT_NETRC, Int(CURL_NETRC_REQUIRED.rawValue))
         case .optional: try set(CURLOPT_NETRC, Int(CURL_NETRC_OPTIONAL.rawValue))
         case nil:
-            try set(CURLOPT_NETRC, Int((credentials.netrcFile != nil ? CURL_NETRC_OPTIONAL : CURL_NETRC_IGNORED).rawValue))
+            try set(
+                CURLOPT_NETRC, Int((credentials.netrcFile != nil ? CURL_NETRC_OPTIONAL : CURL_NETRC_IGNORED).rawValue))
         }
         if let v = credentials.netrcFile { try set(CURLOPT_NETRC_FILE, v) }
         // -u belongs to the origin the user named: an upload's Location elsewhere does not get it, and

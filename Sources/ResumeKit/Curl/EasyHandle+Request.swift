@@ -11,7 +11,9 @@ extension EasyHandle {
         try set(CURLOPT_TCP_KEEPALIVE, 1)
         // Under a rate limit libcurl moves a whole buffer at once, then sleeps reading nothing: a buffer of 1/16
         // of a second keeps the rate even and a 104 noticed within a fraction of a second.
-        func buffer(_ size: Int, limit: Int64) -> Int { limit > 0 ? Int(min(Int64(size), max(16 * 1024, limit / 16))) : size }
+        func buffer(_ size: Int, limit: Int64) -> Int {
+            limit > 0 ? Int(min(Int64(size), max(16 * 1024, limit / 16))) : size
+        }
         try set(CURLOPT_BUFFERSIZE, buffer(settings.receiveBufferSize, limit: settings.maxReceiveRate))
         try set(CURLOPT_UPLOAD_BUFFERSIZE, buffer(settings.uploadBufferSize, limit: settings.maxSendRate))
         try set(CURLOPT_CONNECTTIMEOUT, settings.connectTimeout)
@@ -39,8 +41,10 @@ extension EasyHandle {
             // (S3 parts: a refusal then costs no body).
             if !headers.contains("Expect") { headers.set("Expect", "") }
         }
-        try set(CURLOPT_HTTPHEADER, list: headers.fields.map { field in
-            field.value.isEmpty ? "\(field.name):" : "\(field.name): \(field.value)"
-        })
+        try set(
+            CURLOPT_HTTPHEADER,
+            list: headers.fields.map { field in
+                field.value.isEmpty ? "\(field.name):" : "\(field.name): \(field.value)"
+            })
     }
 }

@@ -32,7 +32,10 @@ final class ExchangeContext {
     /// The exchange ended because nothing moved for `stallSeconds`.
     private(set) var stalled = false
 
-    init(delegate: any ExchangeDelegate, cancellation: Cancellation, followRedirects: Bool, body: RequestBody?, stallSeconds: Int) {
+    init(
+        delegate: any ExchangeDelegate, cancellation: Cancellation, followRedirects: Bool, body: RequestBody?,
+        stallSeconds: Int
+    ) {
         self.stallSeconds = Double(stallSeconds)
         self.delegate = delegate
         self.cancellation = cancellation
@@ -153,7 +156,8 @@ final class ExchangeContext {
                 return Int(CURL_READFUNC_ABORT)
             }
             bodySent += Int64(n)
-            if n == 0 { _ = delegate.exchange(progressReceived: 0, sent: bodySent) }  // the whole count, before the answer
+            // the whole count, before the answer
+            if n == 0 { _ = delegate.exchange(progressReceived: 0, sent: bodySent) }
             return n  // 0: the stream ended, and so does the body
         }
         if body.grows, bodySent >= bodyLength {
@@ -165,7 +169,9 @@ final class ExchangeContext {
         if want <= 0 { return 0 }
         if let bytes = body.bytes {
             let start = Int(bodySent)
-            bytes.withUnsafeBytes { buffer.copyMemory(from: UnsafeRawBufferPointer(rebasing: $0[start..<start + want])) }
+            bytes.withUnsafeBytes {
+                buffer.copyMemory(from: UnsafeRawBufferPointer(rebasing: $0[start..<start + want]))
+            }
             bodySent += Int64(want)
             return want
         }

@@ -24,7 +24,9 @@ struct HardwareCRC: Sendable, Equatable {
             var offset = 0
             while offset < bytes.count {
                 let n = min(bytes.count - offset, 1 << 30)
-                state = crc32_iscsi(UnsafeMutablePointer(mutating: (base + offset).assumingMemoryBound(to: UInt8.self)), Int32(n), state)
+                state = crc32_iscsi(
+                    UnsafeMutablePointer(mutating: (base + offset).assumingMemoryBound(to: UInt8.self)), Int32(n), state
+                )
                 offset += n
             }
         }

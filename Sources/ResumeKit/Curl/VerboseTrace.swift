@@ -18,7 +18,8 @@ enum VerboseTrace {
             let bytes = UnsafeRawBufferPointer(start: data, count: size)
             var out = ""
             for raw in bytes.split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: true) {
-                let line = Substring(String(decoding: raw.last == UInt8(ascii: "\r") ? raw.dropLast() : raw[...], as: UTF8.self))
+                let line = Substring(
+                    String(decoding: raw.last == UInt8(ascii: "\r") ? raw.dropLast() : raw[...], as: UTF8.self))
                 if line.isEmpty { continue }
                 out += prefix + VerboseTrace.redacted(line, sent: type == CURLINFO_HEADER_OUT) + "\n"
             }

@@ -79,7 +79,8 @@ final class BatchPublisher: @unchecked Sendable {
         var placed: [Item] = []
         for (item, err) in zip(batch, syncErrors) {
             if err != 0 {
-                failures[item.index] = TransferError(.localIO,
+                failures[item.index] = TransferError(
+                    .localIO,
                     "cannot write \(item.finished.download.partPath): \(String(cString: strerror(err)))")
                 continue
             }

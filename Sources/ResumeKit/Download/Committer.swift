@@ -39,7 +39,9 @@ final class Committer: Sendable {
     /// Starts the disk writing `ranges` of `fd` now, so that the final fsync has little left to wait for.
     /// - Returns: false when a kick is still running; the caller keeps the range for the next one.
     func startWriteback(fd: Int32, ranges: [Range<Int64>]) -> Bool {
-        guard kicking.compareExchange(expected: false, desired: true, ordering: .acquiringAndReleasing).exchanged else { return false }
+        guard kicking.compareExchange(expected: false, desired: true, ordering: .acquiringAndReleasing).exchanged else {
+            return false
+        }
         writeback.async {
             // On Linux this starts writeback of the range's dirty pages without waiting for it.
             for range in ranges where !range.isEmpty {

@@ -25,7 +25,9 @@ public struct DownloadList: Sendable, Equatable {
         for (i, raw) in text.utf8.split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: false).enumerated() {
             let line = Substring(raw).trimmingSpaces()
             if line.isEmpty || line.hasPrefix("#") { continue }
-            let parts = line.utf8.split(whereSeparator: { $0 == UInt8(ascii: " ") || $0 == UInt8(ascii: "\t") || $0 == UInt8(ascii: "\r") })
+            let parts = line.utf8.split(whereSeparator: {
+                $0 == UInt8(ascii: " ") || $0 == UInt8(ascii: "\t") || $0 == UInt8(ascii: "\r")
+            })
             // A line of a CR alone (a blank line of a CRLF file) has no part at all (found by FuzzDownloadList).
             guard let first = parts.first else { continue }
             let url = String(Substring(first))

@@ -34,7 +34,8 @@ final class DownloadOperation: FetchOutput {
     private var lastWriteback: Int64 = 0
 
     init(
-        token: ResumeToken, lock: TokenGuard, store: TokenStore, session: any TransportSession, options: TransferOptions,
+        token: ResumeToken, lock: TokenGuard, store: TokenStore, session: any TransportSession,
+        options: TransferOptions,
         onChange: DownloadStateMachine.OnChange, batch: BatchPublisher.Slot? = nil, tokenOnDisk: Bool? = nil,
         earlier: EarlierAttempt? = nil, cancellation: Cancellation, events: @escaping EventHandler
     ) throws(TransferError) {
@@ -48,15 +49,19 @@ final class DownloadOperation: FetchOutput {
         self.options = options
         self.cancellation = cancellation
         self.emit = events
-        let resource = d.totalBytes == nil && d.validator == nil && d.etag == nil ? nil
-            : DownloadStateMachine.Resource(etag: d.etag, lastModified: d.lastModified, validator: d.validator,
+        let resource =
+            d.totalBytes == nil && d.validator == nil && d.etag == nil
+            ? nil
+            : DownloadStateMachine.Resource(
+                etag: d.etag, lastModified: d.lastModified, validator: d.validator,
                 totalBytes: d.totalBytes)
         self.tokenOnDisk = tokenOnDisk ?? store.exists(id: token.id)
         tokenBeforeStart = batch == nil && options.announcesID
         self.earlier = earlier?.verdict
         let headers = (try? HeaderLines.forDownload(token.headers)) ?? [:]
         // A resume asks the URL the user gave again: a signed redirect target may have expired.
-        fetch = Fetch(url: token.url, headers: headers, output: self, resource: resource, onChange: onChange,
+        fetch = Fetch(
+            url: token.url, headers: headers, output: self, resource: resource, onChange: onChange,
             hashes: options.computeSHA256 || d.expectedSHA256 != nil, stallTimeout: options.transport.stallTimeout,
             path: d.path, announced: earlier?.announced ?? false, events: events)
     }
@@ -73,11 +78,19 @@ final class DownloadOperation: FetchOutput {
             // files, wait for the first checkpoint or a stop: most small files end before it, and the same command
             // (or the list) continues them after a kill. Meanwhile the `.part`'s lock keeps a second process out.
             if part.committed < download.committedBytes {
-                emit(.note("\(download.partPath) holds \(part.committed) of \(download.committedBytes) recorded bytes; continuing from \(part.committed)"))
+                emit(
+                    .note(
+                        "\(download.partPath) holds \(part.committed) of \(download.committedBytes) recorded bytes; "
+                            + "continuing from \(part.committed)"
+                    ))
                 try commit()
             }
             // A typo'd host on a fresh start fails at once; a known host that stops resolving is the network.
-            return try Retrier.run(options, cancellation: cancellation, events: emit, fresh: { RetryRules.isFresh(held: part.committed, known: fetch.machine.resource != nil) }, stopped: "", explain: explain, restart: restartFromZero) { () throws(TransferError) in
+            return try Retrier.run(
+                options, cancellation: cancellation, events: emit,
+                fresh: { RetryRules.isFresh(held: part.committed, known: fetch.machine.resource != nil) }, stopped: "",
+                explain: explain, restart: restartFromZero
+            ) { () throws(TransferError) in
                 if let reason = cancellation.reason { throw try stop(reason) }
                 // A list's first pass counts as an exchange: a refusal fails, a fault is counted and waited for.
                 let verdict = if let earlier { earlier } else { try attempt() }
@@ -111,7 +124,8 @@ final class DownloadOperation: FetchOutput {
         let request: TransferRequest
         do { request = try fetch.request() } catch { throw fail(error) }
         do {
-            let verdict = try fetch.perform(request, on: session, settings: options.transport, cancellation: cancellation)
+            let verdict = try fetch.perform(
+                request, on: session, settings: options.transport, cancellation: cancellation)
             if let url = fetch.effectiveURL, url != download.effectiveURL { download.effectiveURL = url }
             return verdict
         } catch {
@@ -125,7 +139,9 @@ final class DownloadOperation: FetchOutput {
         switch error.code {
         case .stopped(let reason): return try stop(reason)
         case .retriesExhausted: return TransferError(.retriesExhausted, error.message, tokenID: token.id)
-        default: return TransferError(error.code, error.message, status: error.status, tokenID: part.committed > 0 ? token.id : nil)
+        default:
+            return TransferError(
+                error.code, error.message, status: error.status, tokenID: part.committed > 0 ? token.id : nil)
         }
     }
 
@@ -146,8 +162,12 @@ final class DownloadOperation: FetchOutput {
     }
 
     /// Takes the body from `from` on: the `.part` is cut there, the token learns the resource.
-    func begin(at from: Int64, restarted: String?, machine: DownloadStateMachine, effectiveURL: String) throws(TransferError) {
-        do { if from < part.length { try part.truncate(to: from) } } catch { throw localIO("truncate", error, keep: false) }
+    func begin(at from: Int64, restarted: String?, machine: DownloadStateMachine, effectiveURL: String)
+        throws(TransferError)
+    {
+        do { if from < part.length { try part.truncate(to: from) } } catch {
+            throw localIO("truncate", error, keep: false)
+        }
         // Blocks reserved up front are cheaper to fill than blocks found as the writes come (1 GiB, three
         // paired runs of 9–11 pairs: wall 0.94–0.97, CPU 0.90–0.94); the length stays what was written.
         if from == 0, let total = machine.resource?.totalBytes, total > PartFile.gatherAfter {
@@ -188,7 +208,9 @@ final class DownloadOperation: FetchOutput {
         committed.committedBytes = part.length
         let snapshot = header.with(.download(committed))
         let store = self.store
-        if committer.checkpoint(fd: part.fileDescriptor, path: part.path, record: { [snapshot] in try store.save(snapshot) }) {
+        if committer.checkpoint(
+            fd: part.fileDescriptor, path: part.path, record: { [snapshot] in try store.save(snapshot) })
+        {
             tokenOnDisk = true
         }
     }
@@ -217,7 +239,8 @@ final class DownloadOperation: FetchOutput {
         }
         do { try part.flush() } catch { throw localIO("write", error) }  // a list's publisher syncs the descriptor
         let finished = Publish.Finished(
-            download: download, tokenID: token.id, url: token.url, tokenOnDisk: tokenOnDisk, bytes: part.length, sha256: digest, emit: emit)
+            download: download, tokenID: token.id, url: token.url, tokenOnDisk: tokenOnDisk, bytes: part.length,
+            sha256: digest, emit: emit)
         try Publish.verify(finished) { () throws(TransferError) in try commit() }
         committer.waitIdle()
         // A list's small file: the batch syncs it with others (or has it synced here) and renames it.

@@ -92,7 +92,9 @@ public struct DownloadStateMachine: Sendable, Equatable {
     /// of its bytes are held: from up to ``overlap`` bytes before them, within the segment.
     public func plan(committed: Int64, within bound: ClosedRange<Int64>) -> Plan {
         let from = bound.lowerBound + Self.overlapStart(committed: committed)
-        return .fetch(offset: from, headers: ["Range": "bytes=\(from)-\(bound.upperBound)", "If-Range": resource?.validator ?? ""])
+        return .fetch(
+            offset: from,
+            headers: ["Range": "bytes=\(from)-\(bound.upperBound)", "If-Range": resource?.validator ?? ""])
     }
 
     /// The bytes re-fetched before the resume point differ from the ones on disk at `offset`: whatever the
@@ -103,13 +105,16 @@ public struct DownloadStateMachine: Sendable, Equatable {
 
     /// Why a resume whose overlap differs from the disk counts as a changed file (also for segments).
     static func overlapReason(at offset: Int64) -> String {
-        "the file changed on the server (its bytes at \(offset) differ from those already downloaded, though its validator did not change)"
+        "the file changed on the server (its bytes at \(offset) differ from those already downloaded, though its "
+            + "validator did not change)"
     }
 
     /// Interprets the final response head to a fetch that started at `offset`. A segment's fetch is bounded
     /// (`through` its last byte): then only that exact part of the same file will do, and anything else
     /// means the file changed.
-    public mutating func evaluate(_ head: ResponseHead, requestedOffset offset: Int64, through end: Int64? = nil) -> Decision {
+    public mutating func evaluate(_ head: ResponseHead, requestedOffset offset: Int64, through end: Int64? = nil)
+        -> Decision
+    {
         if head.isSuccess, case .invalid(let reason) = ContentLength(head.headers) { return .malformed(reason) }
         switch head.status {
         case 206:
@@ -117,10 +122,13 @@ public struct DownloadStateMachine: Sendable, Equatable {
         case 200...299 where end != nil:
             return changed("the file changed on the server")
         case 200...299:
-            let fresh = Self.resource(from: head, totalBytes: head.status == 204 ? 0 : ContentLength(head.headers).value)
+            let fresh = Self.resource(
+                from: head, totalBytes: head.status == 204 ? 0 : ContentLength(head.headers).value)
             var restarted: String?
             if offset > 0 {
-                if let old = resource, old.validator != nil, old.etag == fresh.etag, old.lastModified == fresh.lastModified {
+                if let old = resource, old.validator != nil, old.etag == fresh.etag,
+                    old.lastModified == fresh.lastModified
+                {
                     restarted = "the server ignored the range request"
                 } else if resource?.validator == nil {
                     restarted = "no strong validator to resume safely"
@@ -149,8 +157,12 @@ public struct DownloadStateMachine: Sendable, Equatable {
         guard let range = head.headers["Content-Range"].flatMap(ContentRange.init), let bytes = range.range else {
             return .refetchFromZero(reason: "the server sent a partial response without a usable Content-Range")
         }
-        if let length = ContentLength(head.headers).value, length - 1 != bytes.upperBound - bytes.lowerBound {  // no +1: upperBound may be Int64.max
-            return .malformed("the server's Content-Length \(length) contradicts its Content-Range \(bytes.lowerBound)-\(bytes.upperBound)")
+        // no +1: upperBound may be Int64.max
+        if let length = ContentLength(head.headers).value, length - 1 != bytes.upperBound - bytes.lowerBound {
+            return .malformed(
+                "the server's Content-Length \(length) contradicts its Content-Range "
+                    + "\(bytes.lowerBound)-\(bytes.upperBound)"
+            )
         }
         if offset == 0 && end == nil {
             // We asked for everything; a 206 from zero carrying the complete length is as good as a 200.
@@ -195,7 +207,9 @@ public struct DownloadStateMachine: Sendable, Equatable {
 
     /// Joins how the exchange ended with what its head was judged (`decision`); `held` is the length of
     /// the data now on this side, complete at `expected` bytes (a segment's length; else the file's).
-    func verdict(_ outcome: ExchangeOutcome, _ decision: Decision?, held: Int64, expected: Int64? = nil, stallTimeout: Int) -> Verdict {
+    func verdict(
+        _ outcome: ExchangeOutcome, _ decision: Decision?, held: Int64, expected: Int64? = nil, stallTimeout: Int
+    ) -> Verdict {
         switch outcome {
         case .cancelled: return .again
         case .stalled: return .fault(.stalled(seconds: stallTimeout))
@@ -224,7 +238,8 @@ public struct DownloadStateMachine: Sendable, Equatable {
         let encoded = h["Content-Encoding"].map { !$0.isEmpty && $0.lowercased() != "identity" } ?? false
         return Resource(
             etag: h["ETag"], lastModified: h["Last-Modified"], validator: encoded ? nil : validator?.headerValue,
-            totalBytes: totalBytes, reprDigestSHA256: StructuredField.byteSequenceDictionary(h["Repr-Digest"])["sha-256"])
+            totalBytes: totalBytes,
+            reprDigestSHA256: StructuredField.byteSequenceDictionary(h["Repr-Digest"])["sha-256"])
     }
 }
 

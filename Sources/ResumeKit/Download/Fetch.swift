@@ -15,7 +15,8 @@ protocol FetchOutput: AnyObject {
     func heldBytes(from offset: Int64) throws(TransferError) -> [UInt8]
     /// The body is kept from `from` on (a rewinding output drops what it holds after it); `machine` knows
     /// the resource now. Throws to refuse the answer.
-    func begin(at from: Int64, restarted: String?, machine: DownloadStateMachine, effectiveURL: String) throws(TransferError)
+    func begin(at from: Int64, restarted: String?, machine: DownloadStateMachine, effectiveURL: String)
+        throws(TransferError)
     /// Keeps the next bytes of the body.
     func write(_ body: UnsafeRawBufferPointer) throws(TransferError)
     /// Called as the exchange runs (libcurl's progress callback): a chance to end an answer that outgrew the
@@ -28,7 +29,9 @@ protocol FetchOutput: AnyObject {
 extension FetchOutput {
     var retained: Int64 { held }
     var rewinds: Bool { true }
-    func begin(at from: Int64, restarted: String?, machine: DownloadStateMachine, effectiveURL: String) throws(TransferError) {}
+    func begin(at from: Int64, restarted: String?, machine: DownloadStateMachine, effectiveURL: String)
+        throws(TransferError)
+    {}
     func tick(now: Double) throws(TransferError) {}
     func read(at offset: Int64, into buffer: UnsafeMutableRawBufferPointer) throws -> Int { 0 }
 }
@@ -75,7 +78,8 @@ final class Fetch: ExchangeDelegate {
 
     init(
         url: String, headers: HeaderFields, output: any FetchOutput, resource: DownloadStateMachine.Resource? = nil,
-        onChange: DownloadStateMachine.OnChange, bound: ClosedRange<Int64>? = nil, hashes: Bool = false, stallTimeout: Int,
+        onChange: DownloadStateMachine.OnChange, bound: ClosedRange<Int64>? = nil, hashes: Bool = false,
+        stallTimeout: Int,
         path: String = "", announced: Bool = false, events: EventHandler? = nil
     ) {
         self.url = url
@@ -115,7 +119,8 @@ final class Fetch: ExchangeDelegate {
 
     /// Sends the planned request and waits for its end.
     func perform(
-        _ request: TransferRequest, on session: any TransportSession, settings: TransportSettings, cancellation: Cancellation
+        _ request: TransferRequest, on session: any TransportSession, settings: TransportSettings,
+        cancellation: Cancellation
     ) throws(TransferError) -> DownloadStateMachine.Verdict {
         try settle(session.perform(request, settings: settings, cancellation: cancellation, delegate: self))
     }
@@ -124,14 +129,16 @@ final class Fetch: ExchangeDelegate {
     func settle(_ result: ExchangeResult) throws(TransferError) -> DownloadStateMachine.Verdict {
         if let url = result.effectiveURL { effectiveURL = url }
         if let failure { throw failure }
-        return machine.verdict(result.outcome, decision, held: heldInBound,
+        return machine.verdict(
+            result.outcome, decision, held: heldInBound,
             expected: bound.map { $0.upperBound - $0.lowerBound + 1 }, stallTimeout: stallTimeout)
     }
 
     /// The SHA-256 of everything held, reading back what arrived before this run began.
     func digest() throws -> String {
         var (sha256, upTo) = hash ?? (MessageDigest(.sha256), 0)
-        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 256 << 10, alignment: 16)  // as fast as 1 MiB, a quarter of the pages
+        // as fast as 1 MiB, a quarter of the pages
+        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 256 << 10, alignment: 16)
         defer { buffer.deallocate() }
         while upTo < output.held {
             let n = try output.read(at: upTo, into: buffer)
@@ -212,7 +219,10 @@ final class Fetch: ExchangeDelegate {
             switch overlap.consume(body) {
             case .differs(let offset):
                 // What went out cannot be taken back: a pipe fails where a file starts over.
-                decision = output.rewinds ? machine.overlapDiffers(at: offset) : .fail(.changed(DownloadStateMachine.overlapReason(at: offset)))
+                decision =
+                    output.rewinds
+                    ? machine.overlapDiffers(at: offset)
+                    : .fail(.changed(DownloadStateMachine.overlapReason(at: offset)))
                 return false
             case .matched(let rest):
                 guard overlap.isComplete, skip == 0 else { return true }

@@ -41,7 +41,9 @@ public enum OutputPath {
     /// Absolute, with no empty, `.` or `..` segment and no trailing slash: nothing to resolve.
     private static func isNormalized(_ path: String) -> Bool {
         let bytes = path.utf8
-        guard bytes.first == UInt8(ascii: "/"), bytes.count > 1, bytes.last != UInt8(ascii: "/") else { return path == "/" }
+        guard bytes.first == UInt8(ascii: "/"), bytes.count > 1, bytes.last != UInt8(ascii: "/") else {
+            return path == "/"
+        }
         var segment = 0  // length of the segment so far
         var dots = 0  // how many of its bytes are dots
         for byte in bytes.dropFirst() {
@@ -66,7 +68,8 @@ public enum OutputPath {
         }
         rest = rest.prefix { $0 != UInt8(ascii: "?") && $0 != UInt8(ascii: "#") }
         guard rest.contains(UInt8(ascii: "/")) else { return "index.html" }
-        let last = rest.split(separator: UInt8(ascii: "/"), omittingEmptySubsequences: false).last ?? rest[rest.endIndex...]
+        let last =
+            rest.split(separator: UInt8(ascii: "/"), omittingEmptySubsequences: false).last ?? rest[rest.endIndex...]
         var name = String(decoding: last, as: UTF8.self)
         if last.contains(UInt8(ascii: "%")) {
             name = String(percentDecoded(name).map { $0 == "/" || $0 == "\u{0}" ? "_" : $0 })

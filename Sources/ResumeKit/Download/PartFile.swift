@@ -22,7 +22,9 @@ final class PartFile {
         let pid: Int32?
 
         /// The refusal a download that meets it ends with.
-        var refusal: TransferError { TransferError(.busy, "\(TokenLock.Failure.held(pid: pid)); not starting a second one") }
+        var refusal: TransferError {
+            TransferError(.busy, "\(TokenLock.Failure.held(pid: pid)); not starting a second one")
+        }
     }
 
     /// Opens (creating) `path`, takes its `flock` (one writer at a time), and cuts it to `keeping` bytes:
@@ -30,7 +32,8 @@ final class PartFile {
     init(path: String, keeping: Int64) throws {
         self.path = path
         fd = try FileDescriptor.open(
-            FilePath(path), .readWrite, options: [.create, .closeOnExec], permissions: [.ownerReadWrite, .groupRead, .otherRead])
+            FilePath(path), .readWrite, options: [.create, .closeOnExec],
+            permissions: [.ownerReadWrite, .groupRead, .otherRead])
         guard flock(fd.rawValue, LOCK_EX | LOCK_NB) == 0 else {
             let holder = TokenLock.flockHolder(of: fd.rawValue)
             try? fd.close()

@@ -27,8 +27,10 @@ enum Publish {
         let download = finished.download
         if let expected = download.expectedSHA256, expected.lowercased() != finished.sha256 {
             try keepToken()
-            throw TransferError(.checksumMismatch,
-                "checksum mismatch: expected sha256 \(expected), got \(finished.sha256 ?? "?"); the data stays in \(download.partPath)",
+            throw TransferError(
+                .checksumMismatch,
+                "checksum mismatch: expected sha256 \(expected), got \(finished.sha256 ?? "?"); the data stays in "
+                    + "\(download.partPath)",
                 tokenID: finished.tokenID)
         }
     }
@@ -54,7 +56,8 @@ enum Publish {
             _ = utimensat(AT_FDCWD, download.partPath, &times, 0)
         }
         guard Glibc.rename(download.partPath, download.path) == 0 else {
-            throw TransferError(.cannotCreateOutput,
+            throw TransferError(
+                .cannotCreateOutput,
                 "cannot rename \(download.partPath) to \(download.path): \(String(cString: strerror(errno)))",
                 tokenID: finished.tokenOnDisk ? finished.tokenID : nil)
         }
@@ -71,8 +74,9 @@ enum Publish {
     }
 
     private static func record(_ finished: Finished, store: TokenStore, durably: Bool) {
-        try? ResultStore(directory: store.directory).save(TransferRecord(
-            id: finished.tokenID, kind: .download, outcome: .done, exit: 0, resumable: false, url: finished.url,
-            path: finished.download.path, bytes: finished.bytes, sha256: finished.sha256), durably: durably)
+        try? ResultStore(directory: store.directory).save(
+            TransferRecord(
+                id: finished.tokenID, kind: .download, outcome: .done, exit: 0, resumable: false, url: finished.url,
+                path: finished.download.path, bytes: finished.bytes, sha256: finished.sha256), durably: durably)
     }
 }

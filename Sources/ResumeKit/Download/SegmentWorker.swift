@@ -32,8 +32,10 @@ final class SegmentWorker: FetchOutput, @unchecked Sendable {
     private var fetch: Fetch!
 
     init(
-        segment: ResumeToken.Segment, url: String, headers: [String], resource: DownloadStateMachine.Resource, fd: Int32, path: String,
-        transport: any HTTPTransport, options: TransferOptions, connections: Int, stop: Cancellation, ended: DispatchSemaphore,
+        segment: ResumeToken.Segment, url: String, headers: [String], resource: DownloadStateMachine.Resource,
+        fd: Int32, path: String,
+        transport: any HTTPTransport, options: TransferOptions, connections: Int, stop: Cancellation,
+        ended: DispatchSemaphore,
         budget: RetryBudget?
     ) {
         self.budget = budget
@@ -51,7 +53,8 @@ final class SegmentWorker: FetchOutput, @unchecked Sendable {
         gatherer = WriteGatherer(capacity: max(64 << 10, WriteGatherer.capacity / max(1, connections)))
         progress = Atomic(min(segment.committed, segment.length))
         if segment.isDone { done.store(true, ordering: .releasing) }
-        fetch = Fetch(url: url, headers: (try? HeaderLines.forDownload(headers)) ?? [:], output: self, resource: resource,
+        fetch = Fetch(
+            url: url, headers: (try? HeaderLines.forDownload(headers)) ?? [:], output: self, resource: resource,
             onChange: .fail, bound: segment.start...segment.end, stallTimeout: options.transport.stallTimeout)
     }
 
@@ -67,7 +70,9 @@ final class SegmentWorker: FetchOutput, @unchecked Sendable {
         }
         // Segments retry quietly: the transfer's own line reports progress, and a failure ends it with its reason.
         do {
-            try Retrier.run(options, cancellation: stop, events: { _ in }, announces: false, budget: budget, stopped: "stopped") { () throws(TransferError) in try attempt() }
+            try Retrier.run(
+                options, cancellation: stop, events: { _ in }, announces: false, budget: budget, stopped: "stopped"
+            ) { () throws(TransferError) in try attempt() }
         } catch {
             // A stop ends the segment quietly: the transfer says it once.
             if case .stopped = error.code { return }
@@ -82,7 +87,8 @@ final class SegmentWorker: FetchOutput, @unchecked Sendable {
         var verdict: DownloadStateMachine.Verdict?
         var failure: TransferError?
         do {
-            verdict = try fetch.perform(try fetch.request(), on: session, settings: options.transport, cancellation: stop)
+            verdict = try fetch.perform(
+                try fetch.request(), on: session, settings: options.transport, cancellation: stop)
         } catch let error as TransferError {
             failure = error
         } catch {
@@ -95,7 +101,8 @@ final class SegmentWorker: FetchOutput, @unchecked Sendable {
         switch verdict! {
         case .done, .again: return .done(())
         case .refetchFromZero(let reason), .fail(.changed(let reason)): return .done(report(.changed(reason)))
-        case .fail(.status(let status, let reason)): return .done(report(.failed(.refused(status, reason, url: fetch.url))))
+        case .fail(.status(let status, let reason)):
+            return .done(report(.failed(.refused(status, reason, url: fetch.url))))
         case .fault(let fault):
             // The segment's host answered the plan's HEAD: a name that stops resolving is the network (not fresh).
             return .failed(fault, progressMade: fetch.received > 0)
@@ -116,7 +123,9 @@ final class SegmentWorker: FetchOutput, @unchecked Sendable {
         guard count > 0 else { return [] }
         var held = [UInt8](repeating: 0, count: count)
         let n = held.withUnsafeMutableBytes { pread(fd, $0.baseAddress, count, off_t(offset)) }
-        guard n == count else { throw TransferError(.localIO, "cannot read \(path): \(String(cString: strerror(errno)))") }
+        guard n == count else {
+            throw TransferError(.localIO, "cannot read \(path): \(String(cString: strerror(errno)))")
+        }
         return held
     }
 

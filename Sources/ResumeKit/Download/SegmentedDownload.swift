@@ -26,7 +26,8 @@ final class SegmentedDownload {
     private let emit: EventHandler
 
     init(
-        token: ResumeToken, store: TokenStore, transport: any HTTPTransport, options: TransferOptions, cancellation: Cancellation,
+        token: ResumeToken, store: TokenStore, transport: any HTTPTransport, options: TransferOptions,
+        cancellation: Cancellation,
         events: @escaping EventHandler
     ) throws(TransferError) {
         header = token
@@ -41,36 +42,46 @@ final class SegmentedDownload {
     func run() throws -> DownloadResult {
         if download.segments == nil { try plan() }
         let resource = DownloadStateMachine.Resource(
-            etag: download.etag, lastModified: download.lastModified, validator: download.validator, totalBytes: download.totalBytes)
+            etag: download.etag, lastModified: download.lastModified, validator: download.validator,
+            totalBytes: download.totalBytes)
         guard let total = resource.totalBytes, let segments = download.segments else {
             throw Handover.unsupported("no segment plan")
         }
         // The `.part`'s lock first: a process it refuses (a list's file there) must leave no token behind. Every
         // segment's bytes stay: the token says which are committed.
-        let part = try PartFile.opening(download.partPath, keeping: .max, tokenID: store.exists(id: token.id) ? token.id : nil)
+        let part = try PartFile.opening(
+            download.partPath, keeping: .max, tokenID: store.exists(id: token.id) ? token.id : nil)
         defer { part.close() }
         let fd = part.fileDescriptor
-        try store.write(token, keeping: true)  // the plan, before any data: whatever fails next, a resume knows the segments
+        // the plan, before any data: whatever fails next, a resume knows the segments
+        try store.write(token, keeping: true)
         // Holes where nothing is committed yet; a longer file (garbage after a crash) is cut back. Reserved up front,
         // segments write into allocated space instead of interleaving their allocations (unthrottled 1 GiB, 4
         // connections: 0.93 of one connection's time instead of 1.15), and a disk too small fails now.
         if reserveSpace(fd, length: total) != 0, errno == ENOSPC {
-            throw TransferError(.localIO, "not enough free space for \(total) bytes in \(Paths.parent(of: download.partPath))",
+            throw TransferError(
+                .localIO, "not enough free space for \(total) bytes in \(Paths.parent(of: download.partPath))",
                 tokenID: token.id)
         }
         guard ftruncate(fd, off_t(total)) == 0 else {
-            throw TransferError(.localIO, "cannot size \(download.partPath): \(String(cString: strerror(errno)))", tokenID: token.id)
+            throw TransferError(
+                .localIO, "cannot size \(download.partPath): \(String(cString: strerror(errno)))", tokenID: token.id)
         }
 
         let stop = Cancellation()
         let ended = DispatchSemaphore(value: 0)
         let budget = RetryBudget.forSegments(options.retry, count: segments.count)
         let workers = segments.map { segment in
-            SegmentWorker(segment: segment, url: token.url, headers: token.headers, resource: resource, fd: fd, path: download.partPath,
-                transport: transport, options: options, connections: segments.count, stop: stop, ended: ended, budget: budget)
+            SegmentWorker(
+                segment: segment, url: token.url, headers: token.headers, resource: resource, fd: fd,
+                path: download.partPath,
+                transport: transport, options: options, connections: segments.count, stop: stop, ended: ended,
+                budget: budget)
         }
-        emit(.started(kind: .download, url: token.url, path: download.path,
-            offset: segments.reduce(0) { $0 + $1.committed }, total: total))
+        emit(
+            .started(
+                kind: .download, url: token.url, path: download.path,
+                offset: segments.reduce(0) { $0 + $1.committed }, total: total))
         for worker in workers where !worker.isDone {
             runOnBackgroundThread("segment") { worker.run() }
         }
@@ -95,7 +106,7 @@ final class SegmentedDownload {
             // As with one connection: the disk writes while data arrives, so the last fdatasync is short.
             if bytes - kicked.reduce(0, +) >= 8 << 20 {
                 let written = workers.map(\.written)
-                let ranges = workers.indices.map { workers[$0].start + kicked[$0] ..< workers[$0].start + written[$0] }
+                let ranges = workers.indices.map { workers[$0].start + kicked[$0]..<workers[$0].start + written[$0] }
                 if writeback.startWriteback(fd: fd, ranges: ranges) { kicked = written }
             }
             if now - lastCheckpoint >= options.checkpointInterval {
@@ -128,8 +139,11 @@ final class SegmentedDownload {
         onChange: DownloadStateMachine.OnChange, cancellation: Cancellation, events: @escaping EventHandler
     ) throws(TransferError) -> Ending {
         do {
-            return .finished(try SegmentedDownload(token: token, store: store, transport: transport, options: options,
-                cancellation: cancellation, events: events).run())
+            return .finished(
+                try SegmentedDownload(
+                    token: token, store: store, transport: transport, options: options,
+                    cancellation: cancellation, events: events
+                ).run())
         } catch let error as TransferError {
             throw error
         } catch Handover.unsupported(let why) {
@@ -141,8 +155,11 @@ final class SegmentedDownload {
             if onChange == .fail { throw TransferError.changed(why, tokenID: token.id) }
             events(.restarted(reason: why))
             let download = try token.downloadPart()
-            let fresh = token.with(.download(.init(path: download.path, committedBytes: 0,
-                expectedSHA256: download.expectedSHA256, onChange: download.onChange, s3: download.s3)))
+            let fresh = token.with(
+                .download(
+                    .init(
+                        path: download.path, committedBytes: 0,
+                        expectedSHA256: download.expectedSHA256, onChange: download.onChange, s3: download.s3)))
             _ = truncate(download.partPath, 0)
             try store.write(fresh, keeping: true)
             return .oneConnection(fresh)
@@ -154,10 +171,17 @@ final class SegmentedDownload {
     /// HEAD for the validator and length, then the segment layout, recorded in the token before any data.
     private func plan() throws {
         let headers = (try? HeaderLines.forDownload(token.headers)) ?? [:]
-        let unreached = { (result: ExchangeResult) in Fault.of(result.outcome, stallSeconds: self.options.transport.stallTimeout)?.isNetworkDown == true }
+        let unreached = { (result: ExchangeResult) in
+            Fault.of(result.outcome, stallSeconds: self.options.transport.stallTimeout)?.isNetworkDown == true
+        }
         let id = token.id
-        let result: ExchangeResult = try Retrier.run(options, cancellation: cancellation, events: emit, fresh: { true }, stopped: "stopped before the download began",
-            explain: { var error = $0; error.tokenID = id; return error }) { () throws(TransferError) -> Retrier.Attempt<ExchangeResult> in
+        let result: ExchangeResult = try Retrier.run(
+            options, cancellation: cancellation, events: emit, fresh: { true },
+            stopped: "stopped before the download began",
+            explain: {
+                var error = $0; error.tokenID = id; return error
+            }
+        ) { () throws(TransferError) -> Retrier.Attempt<ExchangeResult> in
             let result = transport.makeSession().headOnly(
                 TransferRequest(method: "HEAD", url: token.url, headers: headers, followRedirects: true),
                 settings: options.transport, cancellation: cancellation)
@@ -168,7 +192,9 @@ final class SegmentedDownload {
             return .done(result)
         }
         if unreached(result) { throw Handover.unreached }
-        guard result.outcome == .completed, let head = result.head else { throw Handover.unsupported("the server did not answer HEAD") }
+        guard result.outcome == .completed, let head = result.head else {
+            throw Handover.unsupported("the server did not answer HEAD")
+        }
         switch SegmentRules.probe(head) {
         case .failure(let refusal):
             if case .status(let status) = refusal, !RetryPolicy.isRetryable(status: status) {
@@ -187,7 +213,8 @@ final class SegmentedDownload {
     private func checkpoint(fd: Int32, workers: [SegmentWorker]) throws {
         let written = workers.map(\.written)
         guard fdatasync(fd) == 0 else {
-            throw TransferError(.localIO, "cannot write \(download.partPath): \(String(cString: strerror(errno)))", tokenID: token.id)
+            throw TransferError(
+                .localIO, "cannot write \(download.partPath): \(String(cString: strerror(errno)))", tokenID: token.id)
         }
         for (i, bytes) in written.enumerated() { download.segments?[i].committed = bytes }
         try store.write(token, keeping: true)
@@ -197,7 +224,9 @@ final class SegmentedDownload {
         let hashed = options.computeSHA256 || download.expectedSHA256 != nil
         let digest = hashed ? try FileDigest.sha256(path: download.partPath) : nil
         // The token already holds every segment's committed bytes: it stays as it is on a mismatch.
-        let finished = Publish.Finished(download: download, tokenID: token.id, url: token.url, tokenOnDisk: true, bytes: total, sha256: digest, emit: emit)
+        let finished = Publish.Finished(
+            download: download, tokenID: token.id, url: token.url, tokenOnDisk: true, bytes: total, sha256: digest,
+            emit: emit)
         try Publish.verify(finished) {}
         return try Publish.place(finished, store: store)
     }

@@ -79,17 +79,22 @@ final class SmallFilePass: @unchecked Sendable {
     /// The file's new `.part` and its request; nil when the file is not the pass's to take.
     private func open(_ i: Int) -> SmallFileFetch? {
         let request = requests[i]
-        guard request.expectedSHA256 == nil, !Route.isS3(request.url), (request.listedSize ?? 0) <= SmallFilePass.limit else { return nil }
+        guard request.expectedSHA256 == nil, !Route.isS3(request.url), (request.listedSize ?? 0) <= SmallFilePass.limit
+        else { return nil }
         let path = OutputPath.resolve(url: request.url, output: request.outputPath)
         let id = TokenStore.makeID(kind: .download, url: request.url, path: path)
         // A token, an earlier `.part` or a file in the way: the workers continue, resume or report it.
-        guard !tokens.contains(id), OutputPath.occupant(path) == .nothing, let (options, headers) = settings(for: request) else { return nil }
-        let download = ResumeToken.DownloadPart(path: path, committedBytes: 0, expectedSHA256: nil,
+        guard !tokens.contains(id), OutputPath.occupant(path) == .nothing,
+            let (options, headers) = settings(for: request)
+        else { return nil }
+        let download = ResumeToken.DownloadPart(
+            path: path, committedBytes: 0, expectedSHA256: nil,
             onChange: request.onChange.rawValue, s3: nil)
         guard let part = try? PartFile(creating: download.partPath) else { return nil }
         let emit: EventHandler = { [events] in events(i, $0) }
         if options.transport.connection.insecure == true { emit(.warning(.insecure)) }
-        return SmallFileFetch(index: i, id: id, url: request.url, download: download, part: part, options: options,
+        return SmallFileFetch(
+            index: i, id: id, url: request.url, download: download, part: part, options: options,
             headers: headers, onChange: request.onChange, emit: emit)
     }
 
@@ -149,7 +154,8 @@ final class SmallFileFetch: FetchOutput {
     private(set) var outgrown = false
 
     init(
-        index: Int, id: String, url: String, download: ResumeToken.DownloadPart, part: PartFile, options: TransferOptions,
+        index: Int, id: String, url: String, download: ResumeToken.DownloadPart, part: PartFile,
+        options: TransferOptions,
         headers: HeaderFields, onChange: DownloadStateMachine.OnChange, emit: @escaping EventHandler
     ) {
         self.index = index
@@ -160,7 +166,8 @@ final class SmallFileFetch: FetchOutput {
         self.emit = emit
         // A fresh file: the plain GET the fetch plans for no bytes held.
         request = TransferRequest(method: "GET", url: url, headers: headers, followRedirects: true)
-        fetch = Fetch(url: url, headers: headers, output: self, onChange: onChange, hashes: options.computeSHA256,
+        fetch = Fetch(
+            url: url, headers: headers, output: self, onChange: onChange, hashes: options.computeSHA256,
             stallTimeout: options.transport.stallTimeout, path: download.path, events: emit)
     }
 
@@ -170,7 +177,9 @@ final class SmallFileFetch: FetchOutput {
 
     func heldBytes(from offset: Int64) throws(TransferError) -> [UInt8] { [] }
 
-    func begin(at from: Int64, restarted: String?, machine: DownloadStateMachine, effectiveURL: String) throws(TransferError) {
+    func begin(at from: Int64, restarted: String?, machine: DownloadStateMachine, effectiveURL: String)
+        throws(TransferError)
+    {
         // A digest to check is the workers' (they verify it before the rename).
         guard from == 0, restarted == nil, machine.resource?.reprDigestSHA256 == nil else { throw Self.left }
         if let total = machine.resource?.totalBytes, total > SmallFilePass.limit { throw outgrow() }
@@ -207,8 +216,10 @@ final class SmallFileFetch: FetchOutput {
         case .done:
             download.adopt(fetch.machine.resource, effectiveURL: result.effectiveURL)
             let digest = options.computeSHA256 ? try? fetch.digest() : nil
-            return .finished(Publish.Finished(download: download, tokenID: id, url: fetch.url, tokenOnDisk: false,
-                bytes: part.written, sha256: digest, emit: emit))
+            return .finished(
+                Publish.Finished(
+                    download: download, tokenID: id, url: fetch.url, tokenOnDisk: false,
+                    bytes: part.written, sha256: digest, emit: emit))
         case .fail, .fault:
             return .left(verdict)
         case .again, .refetchFromZero:

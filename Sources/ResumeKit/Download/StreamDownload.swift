@@ -26,17 +26,27 @@ final class StreamDownload: FetchOutput {
         self.expectedSHA256 = expectedSHA256?.lowercased()
         self.cancellation = cancellation
         self.emit = events
-        // Hashed only with `--checksum` or a `Repr-Digest` to meet: about 0.8 s of CPU a GiB, and the reader may hash anyway.
-        fetch = Fetch(url: url, headers: headers, output: self, onChange: .fail, hashes: expectedSHA256 != nil,
+        // Hashed only with `--checksum` or a `Repr-Digest` to meet: about 0.8 s of CPU a GiB, and the reader may hash
+        // anyway.
+        fetch = Fetch(
+            url: url, headers: headers, output: self, onChange: .fail, hashes: expectedSHA256 != nil,
             stallTimeout: options.transport.stallTimeout, path: "-", events: events)
     }
 
     func run() throws(TransferError) -> DownloadResult {
-        return try Retrier.run(options, cancellation: cancellation, events: emit, fresh: { RetryRules.isFresh(held: written, known: fetch.machine.resource != nil) }, stopped: "", explain: explain) { () throws(TransferError) in
+        return try Retrier.run(
+            options, cancellation: cancellation, events: emit,
+            fresh: { RetryRules.isFresh(held: written, known: fetch.machine.resource != nil) }, stopped: "",
+            explain: explain
+        ) { () throws(TransferError) in
             if let reason = cancellation.reason { throw stopped(reason) }
             let request: TransferRequest
             do { request = try fetch.request() } catch {
-                throw TransferError(.sourceChanged, "the server gave no strong validator, so a cut download to stdout cannot go on: \(written) bytes were written")
+                throw TransferError(
+                    .sourceChanged,
+                    "the server gave no strong validator, so a cut download to stdout cannot go on: \(written) bytes "
+                        + "were written"
+                )
             }
             switch try fetch.perform(request, on: session, settings: options.transport, cancellation: cancellation) {
             case .done: return .done(try finish())
@@ -44,7 +54,8 @@ final class StreamDownload: FetchOutput {
             case .fault(let fault): return .failed(fault, progressMade: fetch.received > 0)
             case .fail(.status(let status, let reason)): throw TransferError.refused(status, reason, url: fetch.url)
             case .fail(.changed(let reason)), .refetchFromZero(let reason):
-                throw TransferError(.sourceChanged,
+                throw TransferError(
+                    .sourceChanged,
                     "\(reason); \(written) bytes already went to stdout and cannot be taken back")
             }
         }
@@ -60,7 +71,8 @@ final class StreamDownload: FetchOutput {
     private func explain(_ error: TransferError) -> TransferError {
         switch error.code {
         case .stopped(let reason): return stopped(reason)
-        case .retriesExhausted: return TransferError(.retriesExhausted, "\(error.message), \(written) bytes written to stdout")
+        case .retriesExhausted:
+            return TransferError(.retriesExhausted, "\(error.message), \(written) bytes written to stdout")
         default: return error
         }
     }
@@ -70,7 +82,9 @@ final class StreamDownload: FetchOutput {
         let expected = expectedSHA256 ?? served
         var digest: String?
         if expected != nil {
-            do { digest = try fetch.digest() } catch { throw TransferError(.localIO, "hashing the data written to stdout failed") }
+            do { digest = try fetch.digest() } catch {
+                throw TransferError(.localIO, "hashing the data written to stdout failed")
+            }
         }
         if let expected, let digest, digest != expected {
             throw TransferError(.checksumMismatch, "the data written to stdout has sha256 \(digest), not \(expected)")

@@ -9,7 +9,9 @@ struct FolderDownload {
     let client: TransferClient
     let request: FolderRequest
 
-    func run(cancellation: Cancellation, events: @escaping @Sendable (BatchEvent) -> Void) async throws(TransferError) -> BatchSummary {
+    func run(cancellation: Cancellation, events: @escaping @Sendable (BatchEvent) -> Void) async throws(TransferError)
+        -> BatchSummary
+    {
         let id = request.id
         let lock = try client.openBatch(id)
         defer { lock.release() }
@@ -19,7 +21,9 @@ struct FolderDownload {
         try BatchLedger.save(record, state: state)
         try OutputPath.makeFolders(request.folder)
         let folder = record.folder
-        let found = try await onOwnThread { () throws(TransferError) in try self.walk(cancellation: cancellation, events: events) }
+        let found = try await onOwnThread { () throws(TransferError) in
+            try self.walk(cancellation: cancellation, events: events)
+        }
         for line in found.leftOut { events(.leftOut(line)) }
         let files = found.files.filter { file in
             guard let refusal = Self.refusal(folder, file.relative) else { return true }
@@ -58,7 +62,8 @@ struct FolderDownload {
             chosen.append(i)
         }
         let fetched = chosen
-        let results = await client.downloadAll(requests, parallel: request.parallel, cancellation: cancellation) { j, event in
+        let results = await client.downloadAll(requests, parallel: request.parallel, cancellation: cancellation) {
+            j, event in
             let file = files[fetched[j]]
             let item = BatchFile(path: folder + "/" + file.relative, target: file.url)
             switch event {
@@ -94,43 +99,72 @@ struct FolderDownload {
         guard lstat(path, &st) == 0, st.st_mode & S_IFMT == S_IFREG else { return .fetch }
         if request.template.force { return .replace("--force") }
         if let listed {
-            return listed == file.stamp ? .skip("fetched earlier by this batch") : .replace("changed on the server since this batch fetched it")
+            return listed == file.stamp
+                ? .skip("fetched earlier by this batch") : .replace("changed on the server since this batch fetched it")
         }
-        guard request.skipExisting else { return .skip("already there (--skip-existing compares it with the listing, --force fetches it again)") }
-        guard let size = file.size, let mtime = file.mtime else { return .replace("the listing gives no size and time to compare it with") }
+        guard request.skipExisting else {
+            return .skip("already there (--skip-existing compares it with the listing, --force fetches it again)")
+        }
+        guard let size = file.size, let mtime = file.mtime else {
+            return .replace("the listing gives no size and time to compare it with")
+        }
         let sameTime = Int64(st.st_mtim.tv_sec) / file.mtimeStep == mtime / file.mtimeStep
-        return Int64(st.st_size) == size && sameTime ? .skip("the folder holds the listed size and time") : .replace("differs from the listing")
+        return Int64(st.st_size) == size && sameTime
+            ? .skip("the folder holds the listed size and time") : .replace("differs from the listing")
     }
 
-    private func walk(cancellation: Cancellation, events: @escaping @Sendable (BatchEvent) -> Void) throws(TransferError) -> FolderWalk {
+    private func walk(cancellation: Cancellation, events: @escaping @Sendable (BatchEvent) -> Void)
+        throws(TransferError) -> FolderWalk
+    {
         if case .s3Prefix = try Route(request.url) {
-            return try S3Listing(request.url, s3: request.template.s3, answers: try client.requireS3Answers(), transport: client.transport,
-                options: client.options).walk(include: request.include, exclude: request.exclude, depth: request.depth,
-                    cancellation: cancellation, events: { _ in })
+            return try S3Listing(
+                request.url, s3: request.template.s3, answers: try client.requireS3Answers(),
+                transport: client.transport,
+                options: client.options
+            ).walk(
+                include: request.include, exclude: request.exclude, depth: request.depth,
+                cancellation: cancellation, events: { _ in })
         }
         let session = client.transport.makeSession()
         var headers = try HeaderLines.parse(request.template.headers)
         headers.set("Accept", "application/json, text/html;q=0.9, */*;q=0.1")
-        return try FolderWalk(root: request.url, depth: request.depth, include: request.include, exclude: request.exclude, html: client.htmlLinks) {
+        return try FolderWalk(
+            root: request.url, depth: request.depth, include: request.include, exclude: request.exclude,
+            html: client.htmlLinks
+        ) {
             page throws(TransferError) in
-            try Retrier.run(client.options, cancellation: cancellation, events: { _ in }, stopped: "stopped while listing \(page)") {
+            try Retrier.run(
+                client.options, cancellation: cancellation, events: { _ in }, stopped: "stopped while listing \(page)"
+            ) {
                 () throws(TransferError) in
                 let collector = BodyCollector(limit: FolderWalk.maxListingBytes)
-                let result = session.perform(TransferRequest(method: "GET", url: page, headers: headers, followRedirects: true),
+                let result = session.perform(
+                    TransferRequest(method: "GET", url: page, headers: headers, followRedirects: true),
                     settings: client.options.transport, cancellation: cancellation, delegate: collector)
                 switch result.outcome {
                 case .completed:
-                    guard let head = collector.head ?? result.head else { return .failed(.lost("no answer to GET \(page)")) }
-                    if (200..<300).contains(head.status) { return .done((collector.body, head.headers["Content-Type"])) }
-                    let fault = Fault.answered(head.status, retryAfter: head.headers["Retry-After"], "cannot list \(page): the server answered \(head.status)")
-                    guard RetryPolicy.isRetryable(status: head.status) else { throw TransferError(.failed, fault.message, status: head.status) }
+                    guard let head = collector.head ?? result.head else {
+                        return .failed(.lost("no answer to GET \(page)"))
+                    }
+                    if (200..<300).contains(head.status) {
+                        return .done((collector.body, head.headers["Content-Type"]))
+                    }
+                    let fault = Fault.answered(
+                        head.status, retryAfter: head.headers["Retry-After"],
+                        "cannot list \(page): the server answered \(head.status)")
+                    guard RetryPolicy.isRetryable(status: head.status) else {
+                        throw TransferError(.failed, fault.message, status: head.status)
+                    }
                     return .failed(fault)
                 case .abortedByDelegate:
-                    throw TransferError(.badListing, "the listing \(page) is over \(FolderWalk.maxListingBytes >> 20) MiB")
+                    throw TransferError(
+                        .badListing, "the listing \(page) is over \(FolderWalk.maxListingBytes >> 20) MiB")
                 case .cancelled:
                     throw TransferError(.stopped(cancellation.reason ?? .interrupt), "stopped while listing \(page)")
                 case .stalled, .failed:
-                    return .failed(Fault.of(result.outcome, stallSeconds: client.options.transport.stallTimeout) ?? .lost("cannot list \(page)"))
+                    return .failed(
+                        Fault.of(result.outcome, stallSeconds: client.options.transport.stallTimeout)
+                            ?? .lost("cannot list \(page)"))
                 }
             }
         }
@@ -144,12 +178,18 @@ struct FolderDownload {
             path += "/" + part
             var st = stat()
             if lstat(path, &st) != 0 {
-                guard mkdir(path, 0o755) == 0 || errno == EEXIST, lstat(path, &st) == 0 else { return "cannot create \(path)" }
+                guard mkdir(path, 0o755) == 0 || errno == EEXIST, lstat(path, &st) == 0 else {
+                    return "cannot create \(path)"
+                }
             }
-            guard st.st_mode & S_IFMT == S_IFDIR else { return "\(path) is \(st.st_mode & S_IFMT == S_IFLNK ? "a symbolic link" : "no folder")" }
+            guard st.st_mode & S_IFMT == S_IFDIR else {
+                return "\(path) is \(st.st_mode & S_IFMT == S_IFLNK ? "a symbolic link" : "no folder")"
+            }
         }
         var st = stat()
-        if lstat(folder + "/" + relative, &st) == 0, st.st_mode & S_IFMT == S_IFLNK { return "\(folder)/\(relative) is a symbolic link" }
+        if lstat(folder + "/" + relative, &st) == 0, st.st_mode & S_IFMT == S_IFLNK {
+            return "\(folder)/\(relative) is a symbolic link"
+        }
         return nil
     }
 

@@ -36,7 +36,9 @@ public enum FolderListing {
         var etag: String?
     }
 
-    static func entries(_ body: [UInt8], contentType: String?, html: (any HTMLLinkReader)?) throws(TransferError) -> [ListedEntry] {
+    static func entries(_ body: [UInt8], contentType: String?, html: (any HTMLLinkReader)?) throws(TransferError)
+        -> [ListedEntry]
+    {
         let first = body.first { ![9, 10, 13, 32].contains($0) }
         if contentType?.lowercased().contains("json") == true || first == UInt8(ascii: "[") {
             guard let items = try? JSONDecoder().decode([Item].self, from: Data(body)) else {
@@ -45,17 +47,24 @@ public enum FolderListing {
             return items.map { item in
                 let folder = item.type == "directory"
                 let mtime = item.mtime.flatMap(HTTPDate.parse)
-                return ListedEntry(href: percentEncoded(item.name) + (folder ? "/" : ""), size: folder ? nil : item.size, mtime: mtime,
-                    stamp: [item.size.map(String.init), mtime.map(String.init), item.etag].map { $0 ?? "" }.joined(separator: " "))
+                return ListedEntry(
+                    href: percentEncoded(item.name) + (folder ? "/" : ""), size: folder ? nil : item.size, mtime: mtime,
+                    stamp: [item.size.map(String.init), mtime.map(String.init), item.etag].map { $0 ?? "" }.joined(
+                        separator: " "))
             }
         }
-        guard let html else { throw TransferError(.failed, "this program was built without an HTML reader for folder listings") }
-        guard let links = html.links(body) else { throw TransferError(.badListing, "the folder listing is neither JSON nor HTML") }
+        guard let html else {
+            throw TransferError(.failed, "this program was built without an HTML reader for folder listings")
+        }
+        guard let links = html.links(body) else {
+            throw TransferError(.badListing, "the folder listing is neither JSON nor HTML")
+        }
         return links.map { link in
             let words = link.after.split(whereSeparator: \.isWhitespace)
             let size = words.last.flatMap { $0.allSatisfy(\.isASCII) ? Int64($0) : nil }
             let mtime = words.indices.lazy.compactMap { HTTPDate.listed(words[$0...]) }.first
-            return ListedEntry(href: link.href, size: link.href.hasSuffix("/") ? nil : size, mtime: mtime, mtimeStep: 60,
+            return ListedEntry(
+                href: link.href, size: link.href.hasSuffix("/") ? nil : size, mtime: mtime, mtimeStep: 60,
                 stamp: words.joined(separator: " "))
         }
     }
@@ -66,11 +75,13 @@ public enum FolderListing {
         var out = ""
         for byte in name.utf8 {
             switch byte {
-            case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "0")...UInt8(ascii: "9"),
+            case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"),
+                UInt8(ascii: "0")...UInt8(ascii: "9"),
                 UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "_"), UInt8(ascii: "~"):
                 out.unicodeScalars.append(Unicode.Scalar(byte))
             default:
-                out += "%" + String(byte >> 4, radix: 16, uppercase: true) + String(byte & 15, radix: 16, uppercase: true)
+                out +=
+                    "%" + String(byte >> 4, radix: 16, uppercase: true) + String(byte & 15, radix: 16, uppercase: true)
             }
         }
         return out

@@ -17,7 +17,8 @@ public struct FolderRequest: Sendable, Equatable {
     public var skipExisting: Bool
 
     public init(
-        url: String, folder: String, template: DownloadRequest, parallel: Int = 4, depth: Int? = nil, include: [String] = [],
+        url: String, folder: String, template: DownloadRequest, parallel: Int = 4, depth: Int? = nil,
+        include: [String] = [],
         exclude: [String] = [], skipExisting: Bool = false
     ) {
         self.url = url
@@ -32,7 +33,9 @@ public struct FolderRequest: Sendable, Equatable {
 
     /// The batch's id: the same folder URL into the same folder is the same batch (never an upload's).
     public var id: String {
-        "b-" + MessageDigest.hash(.sha256, Array("download\0\(url)\0".utf8) + Array(OutputPath.absolute(folder).utf8)).prefix(8).hex
+        "b-"
+            + MessageDigest.hash(.sha256, Array("download\0\(url)\0".utf8) + Array(OutputPath.absolute(folder).utf8))
+            .prefix(8).hex
     }
 
     /// Where a folder URL's files go when no folder is named: a folder of its name here (as a download is
@@ -40,6 +43,7 @@ public struct FolderRequest: Sendable, Equatable {
     public static func defaultFolder(url: String) -> String {
         guard !Route.isS3(url), url.utf8.count > 1 else { return "." }
         let name = OutputPath.defaultName(url: String(url.dropLast()))
-        return url.dropLast().contains("/") && !["", ".", "..", "index.html"].contains(name) && name.utf8.count < 256 ? name : "."
+        return url.dropLast().contains("/") && !["", ".", "..", "index.html"].contains(name) && name.utf8.count < 256
+            ? name : "."
     }
 }

@@ -26,7 +26,8 @@ struct FolderWalk: Sendable {
     /// Files found otherwise (an S3 prefix's objects).
     init(files: [File], leftOut: [String]) throws(TransferError) {
         guard files.count <= Self.maxFiles else {
-            throw TransferError(.badListing, "more than \(Self.maxFiles) files; narrow them with --include, --exclude or --depth")
+            throw TransferError(
+                .badListing, "more than \(Self.maxFiles) files; narrow them with --include, --exclude or --depth")
         }
         (self.files, self.leftOut) = (files, leftOut)
     }
@@ -47,7 +48,11 @@ struct FolderWalk: Sendable {
             let (page, level) = pending.removeFirst()
             let listing = try read(page)
             for entry in try FolderListing.entries(listing.body, contentType: listing.contentType, html: html) {
-                guard let link = URL(string: entry.href, relativeTo: URL(string: page)).flatMap({ URLComponents(url: $0, resolvingAgainstBaseURL: true) }) else {
+                guard
+                    let link = URL(string: entry.href, relativeTo: URL(string: page)).flatMap({
+                        URLComponents(url: $0, resolvingAgainstBaseURL: true)
+                    })
+                else {
                     leftOut.append("\(entry.href): skipped, not a URL")
                     continue
                 }
@@ -63,12 +68,22 @@ struct FolderWalk: Sendable {
                     leftOut.append("\(shown): skipped, outside \(root)")
                 } else if let relative = Self.relative(String(path.dropFirst(rootPath.count))) {
                     if entry.isFolder {
-                        if visited.insert(path).inserted, depth.map({ level < $0 }) ?? true { pending.append((Self.with(base, path: path), level + 1)) }
-                    } else if names.insert(relative).inserted, Self.wanted(relative, include: include, exclude: exclude) {
-                        files.append(File(relative: relative, url: Self.with(base, path: path), size: entry.size, mtime: entry.mtime,
-                            mtimeStep: entry.mtimeStep, stamp: entry.stamp))
+                        if visited.insert(path).inserted, depth.map({ level < $0 }) ?? true {
+                            pending.append((Self.with(base, path: path), level + 1))
+                        }
+                    } else if names.insert(relative).inserted, Self.wanted(relative, include: include, exclude: exclude)
+                    {
+                        files.append(
+                            File(
+                                relative: relative, url: Self.with(base, path: path), size: entry.size,
+                                mtime: entry.mtime,
+                                mtimeStep: entry.mtimeStep, stamp: entry.stamp))
                         guard files.count <= Self.maxFiles else {
-                            throw TransferError(.badListing, "more than \(Self.maxFiles) files under \(root); narrow it with --include, --exclude or --depth")
+                            throw TransferError(
+                                .badListing,
+                                "more than \(Self.maxFiles) files under \(root); narrow it with --include, --exclude "
+                                    + "or --depth"
+                            )
                         }
                     }
                 } else {
@@ -102,6 +117,7 @@ struct FolderWalk: Sendable {
 
     /// `--include` (any of them, when given) and `--exclude` (none of them), as shell globs on the relative path.
     static func wanted(_ relative: String, include: [String], exclude: [String]) -> Bool {
-        (include.isEmpty || include.contains { fnmatch($0, relative, 0) == 0 }) && !exclude.contains { fnmatch($0, relative, 0) == 0 }
+        (include.isEmpty || include.contains { fnmatch($0, relative, 0) == 0 })
+            && !exclude.contains { fnmatch($0, relative, 0) == 0 }
     }
 }

@@ -34,7 +34,9 @@ public enum ContentLength: Sendable, Equatable {
 
     /// Digits only (no sign, no spaces), at most what an Int64 holds.
     static func decimal(_ text: String) -> Int64? {
-        guard !text.isEmpty, text.utf8.allSatisfy({ $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") }) else { return nil }
+        guard !text.isEmpty, text.utf8.allSatisfy({ $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") }) else {
+            return nil
+        }
         return Int64(text)
     }
 

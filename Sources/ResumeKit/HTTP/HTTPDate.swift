@@ -33,8 +33,12 @@ enum HTTPDate {
         let day = words[words.startIndex].split(separator: "-")
         let time = words[words.startIndex + 1] + ":00"
         guard day.count == 3 else { return nil }
-        if let d = Int(day[0]), let m = month(day[1]), let y = Int(day[2]) { return seconds(year: y, month: m, day: d, time: time) }
-        if let y = Int(day[0]), let m = Int(day[1]), let d = Int(day[2]), (1...12).contains(m) { return seconds(year: y, month: m, day: d, time: time) }
+        if let d = Int(day[0]), let m = month(day[1]), let y = Int(day[2]) {
+            return seconds(year: y, month: m, day: d, time: time)
+        }
+        if let y = Int(day[0]), let m = Int(day[1]), let d = Int(day[2]), (1...12).contains(m) {
+            return seconds(year: y, month: m, day: d, time: time)
+        }
         return nil
     }
 

@@ -50,7 +50,9 @@ public struct ResponseHeadParser: Sendable {
         // Three digits (RFC 9110 §15): `Int("-2")` and `Int("+200")` parse, and a negative status was let
         // through (found by FuzzResponseHead). Anything else is status 0, which no rule accepts.
         let code = parts.count > 1 ? parts[1].utf8 : Substring().utf8
-        let status = code.count == 3 && code.allSatisfy({ $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") }) ? Int(parts[1]) ?? 0 : 0
+        let status =
+            code.count == 3 && code.allSatisfy({ $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") })
+            ? Int(parts[1]) ?? 0 : 0
         let reason = parts.count > 2 ? String(parts[2]) : ""
         return ResponseHead(status: status, reason: reason)
     }
@@ -65,7 +67,9 @@ extension BidirectionalCollection<UInt8> {
     /// Without leading and trailing spaces and tabs.
     func trimmingSpaceBytes() -> SubSequence {
         let isSpace = { (b: UInt8) in b == UInt8(ascii: " ") || b == UInt8(ascii: "\t") }
-        guard let first = firstIndex(where: { !isSpace($0) }), let last = lastIndex(where: { !isSpace($0) }) else { return self[endIndex...] }
+        guard let first = firstIndex(where: { !isSpace($0) }), let last = lastIndex(where: { !isSpace($0) }) else {
+            return self[endIndex...]
+        }
         return self[first...last]
     }
 }

@@ -14,5 +14,6 @@ protocol StartingSession: TransportSession {
     ///   not start (then `done` is never called).
     func start(
         _ request: TransferRequest, settings: TransportSettings, cancellation: Cancellation,
-        delegate: any ExchangeDelegate, done: @escaping (ExchangeResult) -> Void) -> ExchangeResult?
+        delegate: any ExchangeDelegate, done: @escaping (ExchangeResult) -> Void
+    ) -> ExchangeResult?
 }

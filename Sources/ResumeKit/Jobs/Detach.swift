@@ -21,7 +21,9 @@ public enum Detach {
         try? state.make(state.logs)
         let logPath = state.log(id)
         let log = open(logPath, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0o600)
-        guard log >= 0 else { throw TransferError(.localIO, "cannot open the log \(logPath): \(String(cString: strerror(errno)))") }
+        guard log >= 0 else {
+            throw TransferError(.localIO, "cannot open the log \(logPath): \(String(cString: strerror(errno)))")
+        }
         defer { close(log) }
         var fds: [Int32] = [-1, -1]
         guard pipe(&fds) == 0 else { throw TransferError(.localIO, "pipe: \(String(cString: strerror(errno)))") }
@@ -31,7 +33,8 @@ public enum Detach {
         do {
             // Our copy of the write end goes at once: the read below ends when the child's does.
             defer { close(fds[1]) }
-            pid = try Spawner.spawn(arguments + ["--detached-child"], stdout: log, stderr: log, ready: fds[1], newSession: true)
+            pid = try Spawner.spawn(
+                arguments + ["--detached-child"], stdout: log, stderr: log, ready: fds[1], newSession: true)
         } catch { throw TransferError(.localIO, "\(error)") }
         var buffer = [UInt8](repeating: 0, count: 16)
         var said: [UInt8] = []
@@ -69,7 +72,8 @@ public enum Detach {
     /// Holds a scheduled transfer until `date`, keeping its lock (so `pause`, `cancel` and `list` see it)
     /// and giving way at once to SIGTERM/SIGINT.
     public static func hold(
-        until date: Date, id: String, kind: ResumeToken.Kind, url: String, client: TransferClient, live: LiveStatusWriter,
+        until date: Date, id: String, kind: ResumeToken.Kind, url: String, client: TransferClient,
+        live: LiveStatusWriter,
         cancellation: Cancellation
     ) async throws(TransferError) {
         live.set(phase: .scheduled, startAt: date)

@@ -24,7 +24,9 @@ extension Jobs {
 
     /// Copies what the log `fd` holds, then, while transfer `id` runs, what is appended to it, until the
     /// transfer ends (`log --follow`).
-    public static func follow(_ fd: Int32, id: String, store: TokenStore, until follow: Bool, _ write: (String) -> Void) async {
+    public static func follow(_ fd: Int32, id: String, store: TokenStore, until follow: Bool, _ write: (String) -> Void)
+        async
+    {
         var buffer = [UInt8](repeating: 0, count: 64 * 1024)
         func drain() {
             while true {

@@ -43,8 +43,10 @@ public final class LiveStatusWriter: @unchecked Sendable {
         state.withLock {
             let phase: LiveStatus.Phase
             switch event {
-            case .progress(let bytes, let total, let rate): ($0.status.bytes, $0.status.total, $0.status.rate, phase) = (bytes, total, rate, .running)
-            case .started(_, _, _, let offset, let total): ($0.status.bytes, $0.status.total, phase) = (offset, total, .running)
+            case .progress(let bytes, let total, let rate):
+                ($0.status.bytes, $0.status.total, $0.status.rate, phase) = (bytes, total, rate, .running)
+            case .started(_, _, _, let offset, let total):
+                ($0.status.bytes, $0.status.total, phase) = (offset, total, .running)
             case .waitingForNetwork: ($0.status.rate, phase) = (0, .waitingForNetwork)
             default: return
             }

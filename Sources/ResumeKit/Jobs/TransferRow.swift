@@ -19,8 +19,12 @@ public struct TransferRow {
                 committed = u.acknowledgedBytes
                 // A stream's length is known only once stdin ended.
                 total = u.stream.map { $0.ended ? $0.durable : nil } ?? u.source.size
-                location = u.stream.map { $0.ended ? "- (stdin, ended; resume sends the rest from the spool)"
-                    : "- (stdin, cut before its end; resume needs the same stream piped in)" } ?? u.source.path
+                location =
+                    u.stream.map {
+                        $0.ended
+                            ? "- (stdin, ended; resume sends the rest from the spool)"
+                            : "- (stdin, cut before its end; resume needs the same stream piped in)"
+                    } ?? u.source.path
             }
         } else {
             kind = state.record?.kind.rawValue ?? ""

@@ -9,7 +9,9 @@ struct Backoff {
     init(_ policy: RetryPolicy) { self.policy = policy }
 
     /// Counts a failed attempt and returns the delay before the next one, or nil when retries are used up.
-    mutating func next(progressMade: Bool, retryAfter: String? = nil, now: Int64 = Int64(Date().timeIntervalSince1970)) -> Double? {
+    mutating func next(progressMade: Bool, retryAfter: String? = nil, now: Int64 = Int64(Date().timeIntervalSince1970))
+        -> Double?
+    {
         if progressMade { failures = 0 }
         failures += 1
         let after = retryAfter.flatMap { RetryPolicy.retryAfter($0, now: now) }

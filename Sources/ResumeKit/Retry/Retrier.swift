@@ -39,7 +39,8 @@ struct Retrier {
     /// Decides what `fault` deserves, waits when it deserves a wait, and says how to go on.
     mutating func after(_ fault: Fault, fresh: Bool = false, progressMade: Bool) -> Next {
         let directive = RetryRules.decide(
-            fault, fresh: fresh, progressMade: progressMade, waitForNetwork: waitForNetwork, backoff: &backoff, now: clock.now)
+            fault, fresh: fresh, progressMade: progressMade, waitForNetwork: waitForNetwork, backoff: &backoff,
+            now: clock.now)
         switch directive {
         case .fail:
             return .failed(fault.message)

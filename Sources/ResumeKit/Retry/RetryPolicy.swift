@@ -43,7 +43,8 @@ public struct RetryPolicy: Sendable, Equatable {
     /// the state machines, S3's answers and the probe all ask here.
     public static func isRetryable(status: Int, errorCode: String? = nil) -> Bool {
         if [408, 425, 429, 500, 502, 503, 504].contains(status) { return true }
-        return ["SlowDown", "RequestTimeout", "InternalError", "ServiceUnavailable", "Throttling"].contains(errorCode ?? "")
+        return ["SlowDown", "RequestTimeout", "InternalError", "ServiceUnavailable", "Throttling"].contains(
+            errorCode ?? "")
     }
 
     /// The server says it is busy (429, 503): all a probe waits out. Any other answer to a probe says what

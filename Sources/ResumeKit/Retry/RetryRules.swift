@@ -14,10 +14,14 @@ public enum RetryRules {
         _ fault: Fault, fresh: Bool, progressMade: Bool, waitForNetwork: Bool, backoff: inout Backoff, now: Int64
     ) -> RetryDirective {
         if case .fatal = fault { return .fail }
-        if waitForNetwork, fault.isNetworkDown { return .waitForNetwork(delay: backoff.networkWait(progressMade: progressMade)) }
+        if waitForNetwork, fault.isNetworkDown {
+            return .waitForNetwork(delay: backoff.networkWait(progressMade: progressMade))
+        }
         if case .unresolved = fault, fresh { return .fail }
         let retryAfter: String? = if case .status(_, let after, _) = fault { after } else { nil }
-        guard let delay = backoff.next(progressMade: progressMade, retryAfter: retryAfter, now: now) else { return .exhausted }
+        guard let delay = backoff.next(progressMade: progressMade, retryAfter: retryAfter, now: now) else {
+            return .exhausted
+        }
         return .retry(delay: delay)
     }
 }

@@ -35,11 +35,16 @@ public enum AWSConfiguration {
         guard let credentials = found else {
             throw TransferError(
                 .failed,
-                "no AWS credentials found: looked in AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY, profile '\(profile)' of \(credentialsPath) and of \(configPath)")
+                "no AWS credentials found: looked in AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY, profile '\(profile)' of "
+                    + "\(credentialsPath) and of \(configPath)"
+            )
         }
-        let region = nonEmpty(choices.region) ?? nonEmpty(environment["AWS_REGION"]) ?? nonEmpty(environment["AWS_DEFAULT_REGION"])
+        let region =
+            nonEmpty(choices.region) ?? nonEmpty(environment["AWS_REGION"]) ?? nonEmpty(
+                environment["AWS_DEFAULT_REGION"])
             ?? nonEmpty(fromConfig["region"]) ?? "us-east-1"
-        let endpoint = nonEmpty(choices.endpoint) ?? nonEmpty(environment["AWS_ENDPOINT_URL_S3"])
+        let endpoint =
+            nonEmpty(choices.endpoint) ?? nonEmpty(environment["AWS_ENDPOINT_URL_S3"])
             ?? nonEmpty(environment["AWS_ENDPOINT_URL"]) ?? nonEmpty(fromConfig["endpoint_url"])
         return S3Settings(credentials: credentials, region: region, endpoint: endpoint, profile: profile)
     }

@@ -8,7 +8,8 @@ public enum MultipartPlan {
 
     /// The part size for a file: `requested` (default 8 MiB) raised, in whole MiB, until the file fits in
     /// 10,000 parts. `raised` says the user's choice was changed (the CLI says so once).
-    public static func partSize(fileSize: Int64, requested: Int64?) throws(TransferError) -> (size: Int64, raised: Bool) {
+    public static func partSize(fileSize: Int64, requested: Int64?) throws(TransferError) -> (size: Int64, raised: Bool)
+    {
         let wanted = requested ?? defaultPartSize
         guard (minimumPartSize...maximumPartSize).contains(wanted) else {
             throw TransferError(.usage, "--part-size must be between 5 MiB and 5 GiB")
@@ -18,7 +19,8 @@ public enum MultipartPlan {
         guard needed > wanted else { return (wanted, false) }
         let size = (needed + mib - 1) / mib * mib
         guard size <= maximumPartSize else {
-            throw TransferError(.failed, "a file of \(fileSize) bytes is larger than S3's limit of 10,000 parts of 5 GiB")
+            throw TransferError(
+                .failed, "a file of \(fileSize) bytes is larger than S3's limit of 10,000 parts of 5 GiB")
         }
         return (size, true)
     }
@@ -58,7 +60,9 @@ public enum MultipartPlan {
         var xml = "<CompleteMultipartUpload xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\">"
         for part in parts.sorted(by: { $0.number < $1.number }) {
             xml += "<Part><PartNumber>\(part.number)</PartNumber><ETag>\(escaped(part.etag))</ETag>"
-            if let name = flexibleName, let value = part.checksum { xml += "<Checksum\(name)>\(escaped(value))</Checksum\(name)>" }
+            if let name = flexibleName, let value = part.checksum {
+                xml += "<Checksum\(name)>\(escaped(value))</Checksum\(name)>"
+            }
             xml += "</Part>"
         }
         return xml + "</CompleteMultipartUpload>"
@@ -83,6 +87,7 @@ public enum MultipartPlan {
     }
 
     private static func escaped(_ text: String) -> String {
-        text.replacing("&", with: "&amp;").replacing("<", with: "&lt;").replacing(">", with: "&gt;").replacing("\"", with: "&quot;")
+        text.replacing("&", with: "&amp;").replacing("<", with: "&lt;").replacing(">", with: "&gt;").replacing(
+            "\"", with: "&quot;")
     }
 }

@@ -5,16 +5,19 @@ struct S3Call {
     let settings: TransportSettings
 
     func send(
-        _ session: any TransportSession, method: String, url: String, headers: HeaderFields = [:], cancellation: Cancellation
+        _ session: any TransportSession, method: String, url: String, headers: HeaderFields = [:],
+        cancellation: Cancellation
     ) -> S3Reply {
         let collector = BodyCollector()
         let result = session.perform(
-            TransferRequest(method: method, url: url, headers: headers), settings: settings, cancellation: cancellation, delegate: collector)
+            TransferRequest(method: method, url: url, headers: headers), settings: settings, cancellation: cancellation,
+            delegate: collector)
         switch result.outcome {
         case .completed:
             guard let head = collector.head ?? result.head else { return .lost(.lost("S3 sent no answer")) }
             if (200..<300).contains(head.status) { return .ok(head, collector.body) }
-            return .refused(status: head.status, error: answers.error(collector.body), retryAfter: head.headers["Retry-After"])
+            return .refused(
+                status: head.status, error: answers.error(collector.body), retryAfter: head.headers["Retry-After"])
         case .cancelled, .abortedByDelegate:
             return .stopped
         case .stalled, .failed:

@@ -19,7 +19,8 @@ extension S3Endpoint {
             return
         }
         let parts = endpoint.split(separator: "/", maxSplits: 3, omittingEmptySubsequences: false)
-        let scheme = parts.count >= 3 && parts[0].hasSuffix(":") && parts[1].isEmpty ? parts[0].dropLast().lowercased() : ""
+        let scheme =
+            parts.count >= 3 && parts[0].hasSuffix(":") && parts[1].isEmpty ? parts[0].dropLast().lowercased() : ""
         guard scheme == "http" || scheme == "https" else {
             throw TransferError(.usage, "endpoint \(endpoint) must be an http:// or https:// URL")
         }
@@ -32,7 +33,8 @@ extension S3Endpoint {
 
     func usesPathStyle(for location: S3Location) -> Bool {
         // An IP address or a host with a port has no bucket subdomains.
-        let bareHost = authority.hasPrefix("[") || authority.contains(":")
+        let bareHost =
+            authority.hasPrefix("[") || authority.contains(":")
             || authority.split(separator: ".").count == 4 && authority.allSatisfy { $0.isNumber || $0 == "." }
         return forcePathStyle || bareHost || !location.isDNSCompatible
             || (scheme == "https" && location.bucket.contains("."))

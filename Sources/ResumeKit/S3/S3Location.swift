@@ -16,9 +16,15 @@ public struct S3Location: Sendable, Equatable, CustomStringConvertible {
         let bucket = String(rest[..<(slash ?? rest.endIndex)])
         let key = slash.map { String(rest[rest.index(after: $0)...]) } ?? ""
         guard validBucket(bucket) else {
-            throw TransferError(.usage, "'\(bucket)' in \(text) is not a bucket name (3 to 63 letters, digits, dots or hyphens, a letter or digit at both ends)")
+            throw TransferError(
+                .usage,
+                "'\(bucket)' in \(text) is not a bucket name (3 to 63 letters, digits, dots or hyphens, a letter or "
+                    + "digit at both ends)"
+            )
         }
-        guard !key.utf8.contains(where: { $0 == 0 || $0 == 10 || $0 == 13 }) else { throw TransferError(.usage, "the key in \(text) holds a control character") }
+        guard !key.utf8.contains(where: { $0 == 0 || $0 == 10 || $0 == 13 }) else {
+            throw TransferError(.usage, "the key in \(text) holds a control character")
+        }
         return S3Location(bucket: bucket, key: key)
     }
 

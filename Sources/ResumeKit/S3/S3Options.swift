@@ -10,9 +10,10 @@ public struct S3Options: Sendable, Equatable {
     /// What each part carries for S3 to check (a new upload's; a resumed one keeps its own).
     public var checksum: S3Checksum
 
-    public init(choices: S3Choices = S3Choices(), forcePathStyle: Bool = false, partSize: Int64? = nil, parallel: Int = 4,
-        checksum: S3Checksum = .crc32c)
-    {
+    public init(
+        choices: S3Choices = S3Choices(), forcePathStyle: Bool = false, partSize: Int64? = nil, parallel: Int = 4,
+        checksum: S3Checksum = .crc32c
+    ) {
         self.checksum = checksum
         self.choices = choices
         self.forcePathStyle = forcePathStyle

@@ -11,7 +11,8 @@ public struct S3RequestSigner: RequestSigner {
 
     public func sign(_ request: inout TransferRequest) {
         guard let parts = Self.split(request.url) else { return }
-        let hash = request.headers["x-amz-content-sha256"]
+        let hash =
+            request.headers["x-amz-content-sha256"]
             ?? (request.body == nil ? SigV4Signer.emptyPayloadHash : SigV4Signer.unsignedPayload)
         var headers = request.headers
         headers.remove("x-amz-content-sha256")
@@ -19,7 +20,8 @@ public struct S3RequestSigner: RequestSigner {
         let expect = headers["Expect"]
         headers.remove("Expect")
         let signed = signer.sign(
-            SigV4Signer.Request(method: request.method, host: parts.host, path: parts.path, query: parts.query,
+            SigV4Signer.Request(
+                method: request.method, host: parts.host, path: parts.path, query: parts.query,
                 headers: headers, payloadHash: hash),
             at: clock())
         request.url = parts.origin + parts.path + (signed.query.isEmpty ? "" : "?" + signed.query)
@@ -42,7 +44,11 @@ public struct S3RequestSigner: RequestSigner {
         if let queryStart {
             for item in rest[rest.index(after: queryStart)...].split(separator: "&", omittingEmptySubsequences: true) {
                 let pair = item.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
-                query.append((OutputPath.percentDecoded(String(pair[0])), pair.count > 1 ? OutputPath.percentDecoded(String(pair[1])) : ""))
+                query.append(
+                    (
+                        OutputPath.percentDecoded(String(pair[0])),
+                        pair.count > 1 ? OutputPath.percentDecoded(String(pair[1])) : ""
+                    ))
             }
         }
         return (String(url[..<schemeEnd]) + host, host, path, query)

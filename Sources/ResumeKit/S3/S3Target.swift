@@ -10,7 +10,10 @@ public struct S3Target: Sendable {
     public var chosenProfile: String?
 
     /// The target of a new transfer: the user's choices, else the environment and `~/.aws`, as the AWS CLI reads them.
-    public init(_ location: S3Location, choices: S3Choices, forcePathStyle: Bool, environment: [String: String] = S3Target.environment)
+    public init(
+        _ location: S3Location, choices: S3Choices, forcePathStyle: Bool,
+        environment: [String: String] = S3Target.environment
+    )
         throws(TransferError)
     {
         settings = try AWSConfiguration.resolve(choices, environment: environment, readFile: S3Target.readFile)
@@ -20,7 +23,9 @@ public struct S3Target: Sendable {
     }
 
     /// The target a token names; credentials are read anew (a token never holds them).
-    public init(_ state: ResumeToken.S3State, environment: [String: String] = S3Target.environment) throws(TransferError) {
+    public init(_ state: ResumeToken.S3State, environment: [String: String] = S3Target.environment)
+        throws(TransferError)
+    {
         try self.init(
             S3Location(bucket: state.bucket, key: state.key),
             choices: S3Choices(profile: state.profile, region: state.region, endpoint: state.endpoint),
@@ -36,7 +41,8 @@ public struct S3Target: Sendable {
 
     /// The URL of `key` (by default the target's) with a canonical query.
     public func url(key: String? = nil, query: [(String, String)] = []) -> String {
-        endpoint.url(S3Location(bucket: location.bucket, key: key ?? location.key), query: S3Encoding.canonicalQuery(query))
+        endpoint.url(
+            S3Location(bucket: location.bucket, key: key ?? location.key), query: S3Encoding.canonicalQuery(query))
     }
 
     public var signer: S3RequestSigner {

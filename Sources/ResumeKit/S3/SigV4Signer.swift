@@ -29,9 +29,10 @@ public struct SigV4Signer: Sendable {
         public var headers: HeaderFields
         public var payloadHash: String
 
-        public init(method: String, host: String, path: String, query: [(String, String)] = [], headers: HeaderFields = [:],
-            payloadHash: String)
-        {
+        public init(
+            method: String, host: String, path: String, query: [(String, String)] = [], headers: HeaderFields = [:],
+            payloadHash: String
+        ) {
             self.method = method
             self.host = host
             self.path = path
@@ -74,7 +75,8 @@ public struct SigV4Signer: Sendable {
         ].joined(separator: "\n")
 
         let scope = "\(stamp.date)/\(region)/\(service)/aws4_request"
-        let stringToSign = ["AWS4-HMAC-SHA256", stamp.dateTime, scope, Self.sha256Hex(canonical)].joined(separator: "\n")
+        let stringToSign = ["AWS4-HMAC-SHA256", stamp.dateTime, scope, Self.sha256Hex(canonical)].joined(
+            separator: "\n")
         var key = Array(("AWS4" + credentials.secretAccessKey).utf8)
         for part in [stamp.date, region, service, "aws4_request"] {
             key = MessageDigest.hmacSHA256(key: key, Array(part.utf8))
@@ -82,7 +84,9 @@ public struct SigV4Signer: Sendable {
         let signature = MessageDigest.hmacSHA256(key: key, Array(stringToSign.utf8)).hex
         headers.set(
             "Authorization",
-            "AWS4-HMAC-SHA256 Credential=\(credentials.accessKeyID)/\(scope),SignedHeaders=\(signedHeaders),Signature=\(signature)")
+            "AWS4-HMAC-SHA256 "
+                + "Credential=\(credentials.accessKeyID)/\(scope),SignedHeaders=\(signedHeaders),Signature=\(signature)"
+        )
         return Signed(query: query, headers: headers, canonicalRequest: canonical, signature: signature)
     }
 

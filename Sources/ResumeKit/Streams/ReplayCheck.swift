@@ -20,7 +20,8 @@ struct ReplayCheck {
 
     /// Checks `[from, count)`: `from` is a block boundary; a `count` inside a block needs `tail`.
     init(ledger: StreamLedger, from: Int64 = 0, upTo count: Int64, tail: String? = nil) {
-        precondition(from % ledger.blockSize == 0 && from <= count && count / ledger.blockSize <= Int64(ledger.blocks.count))
+        precondition(
+            from % ledger.blockSize == 0 && from <= count && count / ledger.blockSize <= Int64(ledger.blocks.count))
         precondition(count % ledger.blockSize == 0 || tail != nil)
         self.ledger = ledger
         self.count = count
@@ -41,8 +42,11 @@ struct ReplayCheck {
         replay.feed(UnsafeRawBufferPointer(rebasing: bytes[0..<take]))
         checked += Int64(take)
         let hashed = replay.ledger.blocks
-        if let index = (first..<hashed.count).first(where: { hashed[$0] != ledger.blocks[$0] }) { return .differs(block: index) }
+        if let index = (first..<hashed.count).first(where: { hashed[$0] != ledger.blocks[$0] }) {
+            return .differs(block: index)
+        }
         guard checked == count else { return .agrees }
-        return count % ledger.blockSize != 0 && replay.tail != tail ? .differs(block: Int(count / ledger.blockSize)) : .complete
+        return count % ledger.blockSize != 0 && replay.tail != tail
+            ? .differs(block: Int(count / ledger.blockSize)) : .complete
     }
 }

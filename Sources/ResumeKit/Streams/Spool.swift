@@ -59,7 +59,8 @@ final class Spool {
         } catch Errno.noSuchFileOrDirectory where synced <= start {
             do {
                 fd = try FileDescriptor.open(
-                    FilePath(path), .readWrite, options: [.create, .exclusiveCreate, .closeOnExec], permissions: [.ownerReadWrite])
+                    FilePath(path), .readWrite, options: [.create, .exclusiveCreate, .closeOnExec],
+                    permissions: [.ownerReadWrite])
             } catch {
                 throw Self.failure("cannot create the spool", path, error)
             }
@@ -70,7 +71,8 @@ final class Spool {
             let size = try fd.seek(offset: 0, from: .end)
             guard size >= synced else {
                 try? fd.close()
-                throw TransferError(.badToken, "the spool \(path) holds \(size) bytes, fewer than the \(synced) its token recorded")
+                throw TransferError(
+                    .badToken, "the spool \(path) holds \(size) bytes, fewer than the \(synced) its token recorded")
             }
             // Below `start` only holes are kept: the server holds those bytes.
             if size != kept { try fd.resize(to: kept) }
@@ -108,7 +110,8 @@ final class Spool {
         let count = Int(min(Int64(buffer.count), max(0, end - offset)))
         guard count > 0 else { return 0 }
         do {
-            return try fd.read(fromAbsoluteOffset: offset, into: UnsafeMutableRawBufferPointer(rebasing: buffer[0..<count]))
+            return try fd.read(
+                fromAbsoluteOffset: offset, into: UnsafeMutableRawBufferPointer(rebasing: buffer[0..<count]))
         } catch {
             throw Self.failure("cannot read the spool", path, error)
         }

@@ -27,7 +27,8 @@ public enum ISOTime {
         }
         guard let year = number(0, 4), let month = number(5, 2), let day = number(8, 2), let hour = number(11, 2),
             let minute = number(14, 2), let second = number(17, 2),
-            let seconds = CivilTime(year: year, month: month, day: day, hour: hour, minute: minute, second: second).seconds
+            let seconds = CivilTime(year: year, month: month, day: day, hour: hour, minute: minute, second: second)
+                .seconds
         else { return nil }
         return Date(timeIntervalSince1970: Double(seconds))
     }
@@ -41,7 +42,8 @@ public enum ISOTime {
         let c = try decoder.singleValueContainer()
         let text = try c.decode(String.self)
         guard let date = date(text) else {
-            throw DecodingError.dataCorruptedError(in: c, debugDescription: "\(text) is no time of the form 2026-11-25T08:16:00Z")
+            throw DecodingError.dataCorruptedError(
+                in: c, debugDescription: "\(text) is no time of the form 2026-11-25T08:16:00Z")
         }
         return date
     }

@@ -16,7 +16,8 @@ public enum Redact {
     /// user name and password percent-decoded, as libcurl sends them. nil when the URL names no user.
     public static func login(in url: String) -> (url: String, user: String, password: String?)? {
         let chars = Array(url)
-        guard let colon = chars.firstIndex(of: ":"), colon + 2 < chars.count, chars[colon + 1] == "/", chars[colon + 2] == "/"
+        guard let colon = chars.firstIndex(of: ":"), colon + 2 < chars.count, chars[colon + 1] == "/",
+            chars[colon + 2] == "/"
         else { return nil }
         let hostStart = colon + 3
         var authorityEnd = hostStart
@@ -26,14 +27,17 @@ public enum Redact {
         guard let split = userinfo.firstIndex(of: ":") else {
             return (url, OutputPath.percentDecoded(String(userinfo)), nil)
         }
-        return (String(chars[..<split]) + String(chars[at...]), OutputPath.percentDecoded(String(chars[hostStart..<split])),
-            OutputPath.percentDecoded(String(chars[(split + 1)..<at])))
+        return (
+            String(chars[..<split]) + String(chars[at...]), OutputPath.percentDecoded(String(chars[hostStart..<split])),
+            OutputPath.percentDecoded(String(chars[(split + 1)..<at]))
+        )
     }
 
     /// Every URL in a sentence, redacted.
     public static func text(_ text: String) -> String {
         guard text.contains("@") else { return text }
-        return text.split(separator: " ", omittingEmptySubsequences: false).map { url(String($0)) }.joined(separator: " ")
+        return text.split(separator: " ", omittingEmptySubsequences: false).map { url(String($0)) }.joined(
+            separator: " ")
     }
 
     /// Words that mark a header's name as a credential (case-insensitive, anywhere in the name):
@@ -61,7 +65,9 @@ public enum Redact {
         var names = earlier
         for line in lines {
             let name = headerName(line)
-            guard isSecretHeader(name), !names.contains(where: { $0.lowercased() == name.lowercased() }) else { continue }
+            guard isSecretHeader(name), !names.contains(where: { $0.lowercased() == name.lowercased() }) else {
+                continue
+            }
             names.append(name)
         }
         return names

@@ -54,7 +54,9 @@ public struct ResultStore: Sendable {
         let limit = now.timeIntervalSince1970 - maxAge
         var removed: [String] = []
         while let entry = readdir(dir) {
-            let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix(while: { $0 != 0 }), as: UTF8.self) }
+            let name = withUnsafeBytes(of: entry.pointee.d_name) {
+                String(decoding: $0.prefix(while: { $0 != 0 }), as: UTF8.self)
+            }
             guard name.hasSuffix(".json") || name.contains(".json.tmp.") else { continue }
             let file = resultsDirectory + "/" + name
             var st = stat()
@@ -70,12 +72,15 @@ public struct ResultStore: Sendable {
         pruneIfDue()
     }
 
-    /// ``prune(now:maxAge:)`` when the last one (the time of `results/.pruned`) is ``pruneInterval`` old; nil when not due.
+    /// ``prune(now:maxAge:)`` when the last one (the time of `results/.pruned`) is ``pruneInterval`` old; nil when not
+    /// due.
     @discardableResult
     public func pruneIfDue(now: Date = Date()) -> [String]? {
         let marker = resultsDirectory + "/.pruned"
         var st = stat()
-        if stat(marker, &st) == 0, Double(st.st_mtim.tv_sec) > now.timeIntervalSince1970 - Self.pruneInterval { return nil }
+        if stat(marker, &st) == 0, Double(st.st_mtim.tv_sec) > now.timeIntervalSince1970 - Self.pruneInterval {
+            return nil
+        }
         let removed = prune(now: now)
         let fd = open(marker, O_WRONLY | O_CREAT | O_CLOEXEC, 0o600)
         if fd >= 0 {

@@ -23,15 +23,22 @@ extension ResumeToken: Codable {
         let s3 = try c.decodeIfPresent(S3State.self, forKey: .s3)
         switch try c.decode(Kind.self, forKey: .kind) {
         case .download:
-            if try c.holds(.upload) { throw TokenValidation.Violation(field: "upload", reason: "is not part of a download token") }
+            if try c.holds(.upload) {
+                throw TokenValidation.Violation(field: "upload", reason: "is not part of a download token")
+            }
             guard var part = try c.decodeIfPresent(DownloadPart.self, forKey: .download) else {
                 throw TokenValidation.Violation(field: "download", reason: "is missing in a download token")
             }
             part.s3 = s3
             transfer = .download(part)
         case .upload:
-            if try c.holds(.download) { throw TokenValidation.Violation(field: "download", reason: "is not part of an upload token") }
-            if s3 != nil { throw TokenValidation.Violation(field: "s3", reason: "belongs to S3 downloads (an S3 upload keeps upload.s3)") }
+            if try c.holds(.download) {
+                throw TokenValidation.Violation(field: "download", reason: "is not part of an upload token")
+            }
+            if s3 != nil {
+                throw TokenValidation.Violation(
+                    field: "s3", reason: "belongs to S3 downloads (an S3 upload keeps upload.s3)")
+            }
             guard let part = try c.decodeIfPresent(UploadPart.self, forKey: .upload) else {
                 throw TokenValidation.Violation(field: "upload", reason: "is missing in an upload token")
             }
@@ -78,9 +85,11 @@ extension ResumeToken.UploadPart: Codable {
         resumable = try c.decode(Bool.self, forKey: .resumable)
         stream = try c.decodeIfPresent(ResumeToken.StreamState.self, forKey: .stream)
         batch = try c.decodeIfPresent(String.self, forKey: .batch)
-        let version = try c.decodeIfPresent(Int.self, forKey: .interopVersion).map { number throws(TokenValidation.Violation) in
+        let version = try c.decodeIfPresent(Int.self, forKey: .interopVersion).map {
+            number throws(TokenValidation.Violation) in
             guard let version = InteropVersion(rawValue: number) else {
-                throw TokenValidation.Violation(field: "upload.interopVersion", reason: "is \(number), not one of 3, 5, 6, 8")
+                throw TokenValidation.Violation(
+                    field: "upload.interopVersion", reason: "is \(number), not one of 3, 5, 6, 8")
             }
             return version
         }
@@ -93,19 +102,25 @@ extension ResumeToken.UploadPart: Codable {
         case nil: wire = version.map { .ietf($0) } ?? .undecided
         case .ietf?: wire = .ietf(version ?? .newest)
         case .tus?:
-            let algorithm = try c.decodeIfPresent(String.self, forKey: .checksumAlgorithm).map { name throws(TokenValidation.Violation) in
+            let algorithm = try c.decodeIfPresent(String.self, forKey: .checksumAlgorithm).map {
+                name throws(TokenValidation.Violation) in
                 guard let algorithm = DigestAlgorithm(rawValue: name) else {
-                    throw TokenValidation.Violation(field: "upload.checksumAlgorithm", reason: "is not one this program sends ('\(name.prefix(40))')")
+                    throw TokenValidation.Violation(
+                        field: "upload.checksumAlgorithm",
+                        reason: "is not one this program sends ('\(name.prefix(40))')")
                 }
                 return algorithm
             }
             wire = .tus(expires: try c.decodeIfPresent(String.self, forKey: .expires), checksum: algorithm)
         case .plain?: wire = .plain
         case .s3?:
-            guard let s3 else { throw TokenValidation.Violation(field: "upload.s3", reason: "is missing in an S3 upload") }
+            guard let s3 else {
+                throw TokenValidation.Violation(field: "upload.s3", reason: "is missing in an S3 upload")
+            }
             wire = .s3(s3)
         case .some(nil):
-            throw TokenValidation.Violation(field: "upload.protocol", reason: "must be ietf, tus, plain or s3, not '\(name!.prefix(40))'")
+            throw TokenValidation.Violation(
+                field: "upload.protocol", reason: "must be ietf, tus, plain or s3, not '\(name!.prefix(40))'")
         }
     }
 

@@ -1,7 +1,8 @@
 extension ResumeToken {
     /// A new download's token: nothing committed yet.
     init(download request: DownloadRequest, id: String, path: String, s3: S3State?) {
-        let part = DownloadPart(path: path, committedBytes: 0, expectedSHA256: request.expectedSHA256?.lowercased(),
+        let part = DownloadPart(
+            path: path, committedBytes: 0, expectedSHA256: request.expectedSHA256?.lowercased(),
             onChange: request.onChange.rawValue, s3: s3)
         self.init(id: id, url: request.url, headers: request.headers, transfer: .download(part))
     }

@@ -79,7 +79,8 @@ public struct ResumeToken: Sendable, Equatable {
         public var heldBytes: Int64 { segments.map { $0.reduce(0) { $0 + $1.committed } } ?? committedBytes }
 
         enum CodingKeys: String, CodingKey {
-            case path, effectiveURL, etag, lastModified, validator, totalBytes, committedBytes, expectedSHA256, onChange, segments
+            case path, effectiveURL, etag, lastModified, validator, totalBytes, committedBytes, expectedSHA256,
+                onChange, segments
         }
     }
 

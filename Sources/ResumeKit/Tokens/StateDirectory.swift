@@ -19,10 +19,13 @@ public struct StateDirectory: Sendable, Equatable {
     /// `$RESUMECTL_STATE_DIR`, else `$XDG_STATE_HOME/resumectl`, else `~/.local/state/resumectl`.
     /// - Parameter variable: `getenv` by default: the whole environment as a dictionary costs a small
     ///   transfer more than everything else it does before connecting.
-    public static func located(variable: (String) -> String? = { getenv($0).map { String(cString: $0) } }) -> StateDirectory {
+    public static func located(variable: (String) -> String? = { getenv($0).map { String(cString: $0) } })
+        -> StateDirectory
+    {
         if let dir = variable("RESUMECTL_STATE_DIR"), !dir.isEmpty { return StateDirectory(dir) }
         if let xdg = variable("XDG_STATE_HOME"), !xdg.isEmpty { return StateDirectory(xdg + "/resumectl") }
-        let home = variable("HOME").flatMap { $0.isEmpty ? nil : $0 }
+        let home =
+            variable("HOME").flatMap { $0.isEmpty ? nil : $0 }
             ?? getpwuid(getuid()).flatMap { $0.pointee.pw_dir.map { String(cString: $0) } } ?? "/"
         return StateDirectory(home + "/.local/state/resumectl")
     }

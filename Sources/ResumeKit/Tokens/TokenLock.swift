@@ -33,7 +33,8 @@ public final class TokenLock: @unchecked Sendable {
             // no longer at `path` excludes nobody, so take the one that is there now.
             var held = stat()
             var current = stat()
-            guard fstat(fd, &held) == 0, stat(path, &current) == 0, held.st_ino == current.st_ino, held.st_dev == current.st_dev
+            guard fstat(fd, &held) == 0, stat(path, &current) == 0, held.st_ino == current.st_ino,
+                held.st_dev == current.st_dev
             else {
                 close(fd)
                 continue
@@ -82,7 +83,9 @@ public final class TokenLock: @unchecked Sendable {
     /// `.part` file of a download that has no token (and so no lock file) yet.
     public static func flockHolder(of fd: Int32) -> Int32? {
         var st = stat()
-        guard fstat(fd, &st) == 0, let table = try? String(contentsOfFile: "/proc/locks", encoding: .utf8) else { return nil }
+        guard fstat(fd, &st) == 0, let table = try? String(contentsOfFile: "/proc/locks", encoding: .utf8) else {
+            return nil
+        }
         let dev = UInt64(st.st_dev)
         let major = ((dev >> 8) & 0xfff) | ((dev >> 32) & ~0xfff)
         let minor = (dev & 0xff) | ((dev >> 12) & ~0xff)

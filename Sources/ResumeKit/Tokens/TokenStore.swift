@@ -45,7 +45,9 @@ public struct TokenStore: Sendable {
 
     /// `mkdir -p` with mode 0700, failing with one sentence that names the folder and the system's reason.
     static func makeFolder(_ dir: String) throws {
-        if let (folder, reason) = Paths.makeFolders(dir, mode: 0o700) { throw TokenStoreError.cannotCreateFolder(folder, reason: reason) }
+        if let (folder, reason) = Paths.makeFolders(dir, mode: 0o700) {
+            throw TokenStoreError.cannotCreateFolder(folder, reason: reason)
+        }
     }
 
     public func exists(id: String) -> Bool { access(path(forID: id), F_OK) == 0 }

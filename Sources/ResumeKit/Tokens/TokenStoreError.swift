@@ -12,7 +12,8 @@ public enum TokenStoreError: Error, Sendable, Equatable, CustomStringConvertible
         switch self {
         case .notFound(let t): "no token named '\(t)'"
         case .unreadable(let p, let r): "token \(p) is unreadable: \(r)"
-        case .unsupportedVersion(let p, let v): "token \(p) has schema version \(v); this resumectl reads version \(ResumeToken.currentVersion)"
+        case .unsupportedVersion(let p, let v):
+            "token \(p) has schema version \(v); this resumectl reads version \(ResumeToken.currentVersion)"
         case .cannotWrite(let p, let r): "cannot write token \(p): \(r)"
         case .cannotCreateFolder(let p, let r): "cannot create the state folder \(p): \(r)"
         case .invalid(let p, let v): "token \(p) is malformed: \(v)"

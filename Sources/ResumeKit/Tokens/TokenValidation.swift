@@ -14,7 +14,8 @@ public enum TokenValidation {
         try checkID(token.id)
         try checkURL(token.url, field: "url", s3Allowed: token.s3 != nil)
         // On bytes: "\r\n" is one Character, so `contains("\r")` would miss it.
-        for (i, line) in token.headers.enumerated() where line.utf8.contains(where: { $0 == 13 || $0 == 10 || $0 == 0 }) {
+        for (i, line) in token.headers.enumerated() where line.utf8.contains(where: { $0 == 13 || $0 == 10 || $0 == 0 })
+        {
             throw Violation(field: "headers[\(i)]", reason: "holds a line break or NUL")
         }
         switch token.transfer {
@@ -53,7 +54,9 @@ public enum TokenValidation {
         if let total = d.totalBytes {
             try nonNegative(total, "download.totalBytes")
             guard d.committedBytes <= total else {
-                throw Violation(field: "download.committedBytes", reason: "is \(d.committedBytes), beyond download.totalBytes \(total)")
+                throw Violation(
+                    field: "download.committedBytes",
+                    reason: "is \(d.committedBytes), beyond download.totalBytes \(total)")
             }
         }
         if let sum = d.expectedSHA256, sum.utf8.count != 64 || !sum.allSatisfy({ $0.isASCII && $0.isHexDigit }) {
@@ -71,12 +74,16 @@ public enum TokenValidation {
             let field = "download.segments[\(i)]"
             try nonNegative(s.start, field + ".start")
             try nonNegative(s.committed, field + ".committed")
-            guard s.start >= next else { throw Violation(field: field + ".start", reason: "is \(s.start): segments must be in order without overlap") }
+            guard s.start >= next else {
+                throw Violation(
+                    field: field + ".start", reason: "is \(s.start): segments must be in order without overlap")
+            }
             guard s.end >= s.start, s.end < total else {
                 throw Violation(field: field + ".end", reason: "is \(s.end): must lie in \(s.start)..<\(total)")
             }
             guard s.committed <= s.length else {
-                throw Violation(field: field + ".committed", reason: "is \(s.committed), beyond the segment's \(s.length) bytes")
+                throw Violation(
+                    field: field + ".committed", reason: "is \(s.committed), beyond the segment's \(s.length) bytes")
             }
             next = s.end + 1
         }
@@ -86,22 +93,34 @@ public enum TokenValidation {
     /// the open block's bytes (``ResumeToken/StreamState/tail``) wherever the spool may have lost them.
     static func check(_ stream: ResumeToken.StreamState) throws(Violation) {
         let ledger = stream.ledger
-        guard ledger.blockSize > 0 else { throw Violation(field: "upload.stream.ledger.blockSize", reason: "must be positive") }
+        guard ledger.blockSize > 0 else {
+            throw Violation(field: "upload.stream.ledger.blockSize", reason: "must be positive")
+        }
         guard Int64(ledger.blocks.count) >= stream.durable / ledger.blockSize else {
-            throw Violation(field: "upload.stream.ledger.blocks",
-                reason: "holds \(ledger.blocks.count) blocks, fewer than the \(stream.durable / ledger.blockSize) complete ones below upload.stream.durable")
+            throw Violation(
+                field: "upload.stream.ledger.blocks",
+                reason:
+                    "holds \(ledger.blocks.count) blocks, fewer than the \(stream.durable / ledger.blockSize) complete "
+                    + "ones below upload.stream.durable"
+            )
         }
         guard stream.start % ledger.blockSize == 0 else {
-            throw Violation(field: "upload.stream.start", reason: "is \(stream.start), not a multiple of the ledger's block size \(ledger.blockSize)")
+            throw Violation(
+                field: "upload.stream.start",
+                reason: "is \(stream.start), not a multiple of the ledger's block size \(ledger.blockSize)")
         }
         if let synced = stream.synced {
             try nonNegative(synced, "upload.stream.synced")
             guard synced <= stream.durable else {
-                throw Violation(field: "upload.stream.synced", reason: "is \(synced), beyond upload.stream.durable \(stream.durable)")
+                throw Violation(
+                    field: "upload.stream.synced",
+                    reason: "is \(synced), beyond upload.stream.durable \(stream.durable)")
             }
         }
         if !stream.ended, stream.kept < stream.durable, stream.durable % ledger.blockSize != 0, stream.tail == nil {
-            throw Violation(field: "upload.stream.tail", reason: "is missing: the bytes after upload.stream.synced could not be checked")
+            throw Violation(
+                field: "upload.stream.tail",
+                reason: "is missing: the bytes after upload.stream.synced could not be checked")
         }
     }
 
@@ -112,19 +131,29 @@ public enum TokenValidation {
         if let stream = u.stream {
             try nonNegative(stream.start, "upload.stream.start")
             guard stream.durable >= stream.start else {
-                throw Violation(field: "upload.stream.durable", reason: "is \(stream.durable), below upload.stream.start \(stream.start)")
+                throw Violation(
+                    field: "upload.stream.durable",
+                    reason: "is \(stream.durable), below upload.stream.start \(stream.start)")
             }
-            guard stream.spoolMax > 0 else { throw Violation(field: "upload.stream.spoolMax", reason: "must be positive") }
+            guard stream.spoolMax > 0 else {
+                throw Violation(field: "upload.stream.spoolMax", reason: "must be positive")
+            }
             try check(stream)
             guard u.acknowledgedBytes <= stream.durable else {
-                throw Violation(field: "upload.acknowledgedBytes", reason: "is \(u.acknowledgedBytes), beyond the \(stream.durable) bytes of the stream read")
+                throw Violation(
+                    field: "upload.acknowledgedBytes",
+                    reason: "is \(u.acknowledgedBytes), beyond the \(stream.durable) bytes of the stream read")
             }
             // An ended stream skips the spool's last fsync only when the server holds every byte.
             guard !stream.ended || stream.kept == stream.durable || u.acknowledgedBytes == stream.durable else {
-                throw Violation(field: "upload.stream.synced", reason: "is \(stream.synced ?? 0): the spool lacks bytes the server has not acknowledged")
+                throw Violation(
+                    field: "upload.stream.synced",
+                    reason: "is \(stream.synced ?? 0): the spool lacks bytes the server has not acknowledged")
             }
         } else if u.acknowledgedBytes > u.source.size {
-            throw Violation(field: "upload.acknowledgedBytes", reason: "is \(u.acknowledgedBytes), beyond upload.source.size \(u.source.size)")
+            throw Violation(
+                field: "upload.acknowledgedBytes",
+                reason: "is \(u.acknowledgedBytes), beyond upload.source.size \(u.source.size)")
         }
         if let s3 = u.s3 {
             try check(s3, field: "upload.s3")
@@ -132,10 +161,15 @@ public enum TokenValidation {
                 var seen = Set<Int>()
                 for (i, part) in parts.enumerated() {
                     let field = "upload.s3.parts[\(i)]"
-                    guard (1...10_000).contains(part.number) else { throw Violation(field: field + ".number", reason: "must lie in 1...10000") }
-                    guard seen.insert(part.number).inserted else { throw Violation(field: field + ".number", reason: "\(part.number) appears twice") }
+                    guard (1...10_000).contains(part.number) else {
+                        throw Violation(field: field + ".number", reason: "must lie in 1...10000")
+                    }
+                    guard seen.insert(part.number).inserted else {
+                        throw Violation(field: field + ".number", reason: "\(part.number) appears twice")
+                    }
                     guard part.size >= 0, part.size <= u.source.size else {
-                        throw Violation(field: field + ".size", reason: "is \(part.size): must lie in 0...\(u.source.size)")
+                        throw Violation(
+                            field: field + ".size", reason: "is \(part.size): must lie in 0...\(u.source.size)")
                     }
                 }
             }

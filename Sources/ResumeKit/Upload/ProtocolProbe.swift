@@ -17,7 +17,8 @@ public enum ProtocolProbe: Sendable, Equatable {
     public static func decide(_ head: ResponseHead?) -> ProtocolProbe {
         guard let head else { return .unknown }
         if let tus = TusCapabilities(head) { return .tus(tus) }
-        let named = head.headers[InteropVersion.header].flatMap { Int($0.trimmingSpaces()) }.flatMap(InteropVersion.init(rawValue:))
+        let named = head.headers[InteropVersion.header].flatMap { Int($0.trimmingSpaces()) }.flatMap(
+            InteropVersion.init(rawValue:))
         if head.headers["Upload-Limit"] != nil || named != nil { return .ietf(named) }
         return .unknown
     }

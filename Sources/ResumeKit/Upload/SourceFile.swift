@@ -22,7 +22,8 @@ final class SourceFile: UploadSource {
         self.fd = fd
         let size = Int64(st.st_size)
         let mtime = Double(st.st_mtim.tv_sec) + Double(st.st_mtim.tv_nsec) / 1e9
-        identity = ResumeToken.SourceIdentity(path: standardized, size: size, mtime: mtime, inode: UInt64(st.st_ino),
+        identity = ResumeToken.SourceIdentity(
+            path: standardized, size: size, mtime: mtime, inode: UInt64(st.st_ino),
             edgeHash: try Self.edgeHash(fd: fd, size: size, path: path))
     }
 

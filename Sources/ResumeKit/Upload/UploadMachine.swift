@@ -54,7 +54,9 @@ extension UploadMachine {
     public mutating func informational(_ head: ResponseHead, requestURL: String) -> UploadInformational { .nothing }
     public func canGrow(_ plan: Plan) -> Bool { false }
     public mutating func grow(_ plan: Plan, to length: Int64) -> Plan { plan }
-    public mutating func response(_ head: ResponseHead, body: [UInt8], checksum: [UInt8]?, to plan: Plan) -> UploadDecision {
+    public mutating func response(_ head: ResponseHead, body: [UInt8], checksum: [UInt8]?, to plan: Plan)
+        -> UploadDecision
+    {
         response(head, to: plan)
     }
     public func plans(besides running: [Plan]) -> [Plan] { running.isEmpty ? [plan()] : [] }

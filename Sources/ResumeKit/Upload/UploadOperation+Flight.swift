@@ -3,7 +3,9 @@ import FoundationEssentials
 extension UploadOperation {
     /// Sends until the upload is complete (a file's upload, or a stream whose end was read).
     func runToEnd() throws(TransferError) -> UploadResult {
-        guard let result = try run() else { throw TransferError(.failed, "the upload stopped before its end", tokenID: token.id) }
+        guard let result = try run() else {
+            throw TransferError(.failed, "the upload stopped before its end", tokenID: token.id)
+        }
         return result
     }
 
@@ -45,8 +47,11 @@ extension UploadOperation {
             for field in planned.headers.fields { all.set(field.name, field.value) }
             let fd = operation.source.fd
             let grows = operation.growth != nil && operation.machine.canGrow(plan)
-            request = TransferRequest(method: planned.method, url: url, headers: all, followRedirects: false,
-                body: planned.body.map { RequestBody(fileDescriptor: fd, offset: $0.offset, length: $0.length, grows: grows) }
+            request = TransferRequest(
+                method: planned.method, url: url, headers: all, followRedirects: false,
+                body: planned.body.map {
+                    RequestBody(fileDescriptor: fd, offset: $0.offset, length: $0.length, grows: grows)
+                }
                     ?? planned.document.map(RequestBody.init(bytes:)))
         }
 
@@ -56,7 +61,8 @@ extension UploadOperation {
             var request = self.request
             if let field = checksumField, let body = request.body {
                 do throws(TransferError) {
-                    let sum = try operation.source.digestBytes(BodyRange(offset: body.offset, length: body.length), field.algorithm)
+                    let sum = try operation.source.digestBytes(
+                        BodyRange(offset: body.offset, length: body.length), field.algorithm)
                     checksum = sum
                     request.headers.set(field.header, field.prefix + Data(sum).base64EncodedString())
                 } catch {
@@ -64,7 +70,8 @@ extension UploadOperation {
                     return
                 }
             }
-            result = session?.perform(request, settings: operation.options.transport, cancellation: cancellation, delegate: self)
+            result = session?.perform(
+                request, settings: operation.options.transport, cancellation: cancellation, delegate: self)
         }
 
         func exchange(informational head: ResponseHead) {
@@ -94,7 +101,9 @@ extension UploadOperation {
             operation.progress.withLock { progress in
                 progress.sent[id] = sent
                 let bytes = progress.base + progress.sent.values.reduce(0, +)
-                if let rate = progress.pacer.tick(bytes: bytes) { emit(.progress(bytes: bytes, total: total, rate: rate)) }
+                if let rate = progress.pacer.tick(bytes: bytes) {
+                    emit(.progress(bytes: bytes, total: total, rate: rate))
+                }
             }
             return true
         }

@@ -64,7 +64,8 @@ final class UploadOperation<Machine: UploadMachine>: @unchecked Sendable {
     init(
         token: ResumeToken, source: any UploadSource, machine: Machine, store: TokenStore, transport: any HTTPTransport,
         options: TransferOptions, cancellation: Cancellation, events: @escaping EventHandler, streamOpen: Bool = false,
-        announced: Bool = false, session: (any TransportSession)? = nil, growth: BodyGrowth? = nil, durable: Bool = true,
+        announced: Bool = false, session: (any TransportSession)? = nil, growth: BodyGrowth? = nil,
+        durable: Bool = true,
         budget: RequestBudget? = nil, pauseNote: String? = nil
     ) throws(TransferError) {
         header = token
@@ -95,7 +96,10 @@ final class UploadOperation<Machine: UploadMachine>: @unchecked Sendable {
                 try? checkpoint()
             }
         }
-        let fresh = { RetryRules.isFresh(held: self.upload.acknowledgedBytes, known: self.upload.uploadURL != nil || self.answered) }
+        let fresh = {
+            RetryRules.isFresh(
+                held: self.upload.acknowledgedBytes, known: self.upload.uploadURL != nil || self.answered)
+        }
         let restart = { (reason: String) throws(TransferError) in
             self.ground(&running, keeping: false)
             self.emit(.restarted(reason: reason))
@@ -104,7 +108,8 @@ final class UploadOperation<Machine: UploadMachine>: @unchecked Sendable {
             try self.checkpoint(force: true)
         }
         return try Retrier.run(
-            options, cancellation: cancellation, events: emit, fresh: fresh, stopped: "", explain: explain, restart: restart
+            options, cancellation: cancellation, events: emit, fresh: fresh, stopped: "", explain: explain,
+            restart: restart
         ) { () throws(TransferError) -> Retrier.Attempt<UploadResult?> in
             defer { progress.withLock { $0.base = machine.acknowledgedBytes } }
             if running.isEmpty {
@@ -117,7 +122,8 @@ final class UploadOperation<Machine: UploadMachine>: @unchecked Sendable {
             let decision = try next(&running)
             if let saveError { throw TransferError(.localIO, saveError, tokenID: token.id) }
             if let limit = tooLarge {
-                throw TransferError(.failed, "the server accepts at most \(limit) bytes; the file has \(upload.source.size)",
+                throw TransferError(
+                    .failed, "the server accepts at most \(limit) bytes; the file has \(upload.source.size)",
                     status: 413, tokenID: nil)
             }
             switch decision {
@@ -131,13 +137,17 @@ final class UploadOperation<Machine: UploadMachine>: @unchecked Sendable {
                 return .next
             case .restarted(let reason)? where (upload.stream?.start ?? 0) > 0:
                 // The bytes below the spool's start are gone: only a replay of the stream could send them again.
-                throw TransferError(.failed, "\(reason); the first \(upload.stream?.start ?? 0) bytes of the stream are no longer held, so the upload cannot start over",
+                throw TransferError(
+                    .failed,
+                    "\(reason); the first \(upload.stream?.start ?? 0) bytes of the stream are no longer held, so the "
+                        + "upload cannot start over",
                     tokenID: nil)
             case .restarted(let reason)?:
                 return .restart(reason)
             case .fail(let reason)?:
                 if machine.failureKeepsToken { try checkpoint() }
-                throw TransferError(.failed, reason, status: refusedStatus, tokenID: machine.failureKeepsToken ? token.id : nil)
+                throw TransferError(
+                    .failed, reason, status: refusedStatus, tokenID: machine.failureKeepsToken ? token.id : nil)
             case .corrupt(let reason)?:
                 try checkpoint()
                 throw TransferError(.checksumMismatch, reason, tokenID: token.id)
@@ -161,14 +171,17 @@ final class UploadOperation<Machine: UploadMachine>: @unchecked Sendable {
             if let wanted = machine.digests(for: plan) {
                 var values: [[UInt8]] = []
                 do {
-                    for algorithm in wanted.algorithms { values.append(try source.digestBytes(wanted.range, algorithm)) }
+                    for algorithm in wanted.algorithms {
+                        values.append(try source.digestBytes(wanted.range, algorithm))
+                    }
                 } catch {
                     throw TransferError(error.code, error.message, tokenID: token.id)
                 }
                 return machine.digested(values, for: plan)
             }
             guard let planned = machine.exchange(for: plan) else { return nil }
-            // The first exchange waits for a request of the batch's budget; one beside others starts only if one is free.
+            // The first exchange waits for a request of the batch's budget; one beside others starts only if one is
+            // free.
             if let budget, !budget.take(waiting: running.isEmpty, unless: cancellation) {
                 if running.isEmpty { return .step(reason: "stopped") }
                 break
@@ -177,7 +190,10 @@ final class UploadOperation<Machine: UploadMachine>: @unchecked Sendable {
             flight.holdsBudget = budget != nil
             if !started, planned.body != nil {
                 started = true
-                emit(.started(kind: .upload, url: token.url, path: source.path, offset: machine.acknowledgedBytes, total: total))
+                emit(
+                    .started(
+                        kind: .upload, url: token.url, path: source.path, offset: machine.acknowledgedBytes,
+                        total: total))
             }
             progress.withLock { $0.base = machine.acknowledgedBytes }
             flight.session = idle.popLast() ?? transport.makeSession()
@@ -193,7 +209,9 @@ final class UploadOperation<Machine: UploadMachine>: @unchecked Sendable {
                 landing.ring()
             }
         }
-        guard !running.isEmpty else { throw TransferError(.failed, "the upload has nothing left to send but is not complete", tokenID: token.id) }
+        guard !running.isEmpty else {
+            throw TransferError(.failed, "the upload has nothing left to send but is not complete", tokenID: token.id)
+        }
         return conclude(land(&running))
     }
 
@@ -224,7 +242,9 @@ final class UploadOperation<Machine: UploadMachine>: @unchecked Sendable {
     /// How the last exchange went wrong, told in `reason`, the machine's words for it.
     private func fault(_ reason: String, retryAfter: String?) -> Fault {
         if let lastFailure { return lastFailure.withMessage(reason) }  // a stall is told as a lost exchange
-        if let status = finalHead?.status, status >= 400 { return .status(status, retryAfter: retryAfter, message: reason) }
+        if let status = finalHead?.status, status >= 400 {
+            return .status(status, retryAfter: retryAfter, message: reason)
+        }
         return .lost(reason)
     }
 
@@ -245,7 +265,8 @@ final class UploadOperation<Machine: UploadMachine>: @unchecked Sendable {
             let hint = machine.canResume ? "" : " (the server cannot resume uploads)"
             return TransferError(.retriesExhausted, error.message + hint, tokenID: token.id)
         default:
-            return TransferError(error.code, error.message, status: error.status, tokenID: machine.failureKeepsToken ? token.id : nil)
+            return TransferError(
+                error.code, error.message, status: error.status, tokenID: machine.failureKeepsToken ? token.id : nil)
         }
     }
 
@@ -348,9 +369,11 @@ final class UploadOperation<Machine: UploadMachine>: @unchecked Sendable {
         let digest = options.computeSHA256 ? try source.sha256() : nil
         if durable {
             // The record before the token goes: a kill in between leaves an id that still answers.
-            try? ResultStore(directory: store.directory).save(TransferRecord(
-                id: token.id, kind: .upload, outcome: .done, exit: 0, resumable: false, url: token.url, path: source.path,
-                bytes: upload.source.size, sha256: digest))
+            try? ResultStore(directory: store.directory).save(
+                TransferRecord(
+                    id: token.id, kind: .upload, outcome: .done, exit: 0, resumable: false, url: token.url,
+                    path: source.path,
+                    bytes: upload.source.size, sha256: digest))
             store.remove(id: token.id)
         }
         emit(.completed(location: token.url, bytes: upload.source.size, sha256: digest))

@@ -68,7 +68,8 @@ final class S3Appender: UploadSink {
         let part = Int(backend.cutter.partSize)
         // While opening, the tail read back from S3 (up to 5 MiB) is still to come before these bytes.
         guard pending.queued < (opening ? Self.highWater : part + Self.highWater) else { return false }
-        return (!opening && pending.sending == 0 && pending.queued < part) || backend.bodyMemory.allows(own: pending.held)
+        return (!opening && pending.sending == 0 && pending.queued < part)
+            || backend.bodyMemory.allows(own: pending.held)
     }
 
     /// Takes the lock and reads the upload back; bytes received meanwhile wait.
@@ -213,7 +214,8 @@ final class S3Appender: UploadSink {
 
     /// What S3 now holds in order: parts 1…n without a gap, and the tail when it opens part n+1.
     private var storedOffset: Int64 {
-        let progress = S3UploadProgress(parts: parts, tail: tailBytes > 0 ? .init(size: tailBytes, part: tailPart) : nil)
+        let progress = S3UploadProgress(
+            parts: parts, tail: tailBytes > 0 ? .init(size: tailBytes, part: tailPart) : nil)
         return progress.offset
     }
 
@@ -227,7 +229,8 @@ final class S3Appender: UploadSink {
             threadPool.runIfActive(eventLoop: eventLoop) { lock.renewIfDue() }.assumeIsolated().whenSuccess { outcome in
                 guard self.renewing != nil else { return }
                 if outcome == .lost {
-                    self.failed(UploadFailure(status: 423, "the upload's lock on S3 was taken over by another instance"))
+                    self.failed(
+                        UploadFailure(status: 423, "the upload's lock on S3 was taken over by another instance"))
                 } else {
                     self.keepRenewing(lock)
                 }
@@ -242,7 +245,9 @@ final class S3Appender: UploadSink {
         case .lost: throw UploadFailure(status: 423, "the upload's lock on S3 was taken over by another instance")
         default: break
         }
-        guard lock.mayWrite else { throw UploadFailure(status: 423, "the upload's lock on S3 could not be renewed in time") }
+        guard lock.mayWrite else {
+            throw UploadFailure(status: 423, "the upload's lock on S3 could not be renewed in time")
+        }
     }
 
     private func failed(_ failure: UploadFailure) {

@@ -23,7 +23,10 @@ extension S3Backend {
                 hooksRunning.withLock { _ = $0.remove(record.id) }
                 return
             }
-            log?("completion hook of /\(record.upload.target.joined(separator: "/")) taken over from instance \(claim.holder)")
+            log?(
+                "completion hook of /\(record.upload.target.joined(separator: "/")) taken over from instance "
+                    + "\(claim.holder)"
+            )
         }
         let due = HookRunner.Due(
             id: record.id, path: "s3://\(store.client.bucket)/\(store.finalKey(record.upload))",

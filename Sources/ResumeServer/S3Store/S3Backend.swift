@@ -1,5 +1,5 @@
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 import ResumeKit
 import Synchronization
@@ -29,7 +29,8 @@ final class S3Backend: UploadBackend, UploadRemote {
 
     init(
         store: S3UploadStore, partSize: Int64, instance: String, lockLifetime: Int64, singleInstance: Bool,
-        overwrite: Bool, hooks: HookRunner? = nil, bodyMemory: BodyMemory = BodyMemory(), log: (@Sendable (String) -> Void)?
+        overwrite: Bool, hooks: HookRunner? = nil, bodyMemory: BodyMemory = BodyMemory(),
+        log: (@Sendable (String) -> Void)?
     ) {
         self.hooks = hooks
         self.bodyMemory = bodyMemory
@@ -62,7 +63,9 @@ final class S3Backend: UploadBackend, UploadRemote {
     func finish(_ record: UploadRecord, replacing: Bool) throws(UploadFailure) {
         let held = try lockToFinish(record.id)
         defer { held?.release() }
-        guard let (upload, progress) = try store.load(record.id) else { throw UploadFailure(status: 404, "the upload is gone from S3") }
+        guard let (upload, progress) = try store.load(record.id) else {
+            throw UploadFailure(status: 404, "the upload is gone from S3")
+        }
         if upload.upload.phase == .finishing { return runHookIfDue(upload) }
         guard progress.offset == record.offset else {
             throw UploadFailure(status: 409, "the upload is at \(progress.offset) on S3, not at \(record.offset)")
@@ -87,7 +90,7 @@ final class S3Backend: UploadBackend, UploadRemote {
         while true {
             do {
                 return try lock(id)
-            } catch where error.status == 423 && WallClock.millis() < deadline {
+            } catch  where error.status == 423 && WallClock.millis() < deadline {
                 usleep(100_000)
             }
         }
@@ -142,7 +145,9 @@ final class S3Backend: UploadBackend, UploadRemote {
             }
             guard record.upload.expires <= now else { continue }
             // Complete on S3 but never completed: completed now (``load(_:)`` does it), never aborted.
-            if record.upload.phase == .receiving, record.upload.length != nil, let loaded = try? load(id), loaded.finished {
+            if record.upload.phase == .receiving, record.upload.length != nil, let loaded = try? load(id),
+                loaded.finished
+            {
                 continue
             }
             let held: S3Lock?

@@ -82,16 +82,23 @@ final class S3Client: Sendable {
     }
 
     /// Sends a `GET` whose body goes to `delegate` as it arrives (a served object, streamed).
-    func stream(key: String, headers: HeaderFields, delegate: any ExchangeDelegate, cancellation: Cancellation) -> ExchangeResult {
-        perform(TransferRequest(method: "GET", url: target.url(key: key), headers: headers), delegate: delegate, cancellation: cancellation)
+    func stream(key: String, headers: HeaderFields, delegate: any ExchangeDelegate, cancellation: Cancellation)
+        -> ExchangeResult
+    {
+        perform(
+            TransferRequest(method: "GET", url: target.url(key: key), headers: headers), delegate: delegate,
+            cancellation: cancellation)
     }
 
-    private func perform(_ request: TransferRequest, delegate: any ExchangeDelegate, cancellation: Cancellation = Cancellation())
+    private func perform(
+        _ request: TransferRequest, delegate: any ExchangeDelegate, cancellation: Cancellation = Cancellation()
+    )
         -> ExchangeResult
     {
         metrics?.s3Request(method: request.method)
         let session = idle.withLock { $0.popLast()?.session } ?? Session(transport.makeSession())
-        let result = session.session.perform(request, settings: settings, cancellation: cancellation, delegate: delegate)
+        let result = session.session.perform(
+            request, settings: settings, cancellation: cancellation, delegate: delegate)
         if result.outcome == .completed { idle.withLock { $0.append((session, .now)) } }
         return result
     }

@@ -12,7 +12,10 @@ final class S3Lock: Sendable {
     private let renewal = Mutex<Void>(())
     private let clock: @Sendable () -> Int64
 
-    init(client: S3Client, key: String, holder: String, lifetime: Int64, clock: @escaping @Sendable () -> Int64 = WallClock.millis) {
+    init(
+        client: S3Client, key: String, holder: String, lifetime: Int64,
+        clock: @escaping @Sendable () -> Int64 = WallClock.millis
+    ) {
         self.client = client
         self.key = key
         self.clock = clock

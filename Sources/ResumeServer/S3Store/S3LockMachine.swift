@@ -99,7 +99,8 @@ struct S3LockMachine: Sendable {
     /// When the held grant runs out.
     private(set) var expires: Int64 = 0
     private var phase = Phase.idle
-    /// Creations tried in this acquisition: a lock deleted between a refused create and its read is tried again, a few times.
+    /// Creations tried in this acquisition: a lock deleted between a refused create and its read is tried again, a few
+    /// times.
     private var creations = 0
     private static let maxCreations = 3
 

@@ -29,7 +29,8 @@ struct S3Objects: Sendable {
             throw error.upload
         }
         if head.status == 404 || head.status == 403 { return nil }
-        guard head.isSuccess, let size = head.headers["Content-Length"].flatMap({ Int64($0) }), let etag = head.etag else {
+        guard head.isSuccess, let size = head.headers["Content-Length"].flatMap({ Int64($0) }), let etag = head.etag
+        else {
             throw UploadFailure(status: 502, "S3 answered \(head.status) to HEAD")
         }
         return Info(size: size, etag: etag, lastModified: head.headers["Last-Modified"] ?? "")
@@ -52,7 +53,9 @@ struct S3Objects: Sendable {
             } catch {
                 throw error.upload
             }
-            guard page.isSuccess else { throw UploadFailure(status: 502, "S3 answered \(page.status) to ListObjectsV2") }
+            guard page.isSuccess else {
+                throw UploadFailure(status: 502, "S3 answered \(page.status) to ListObjectsV2")
+            }
             do {
                 let read = try client.answers.objects(page.body)
                 // By bytes, as ``SafePath`` splits a request: a `/` or `.` byte counts whatever mark follows it.
@@ -64,8 +67,9 @@ struct S3Objects: Sendable {
                     if rest.count > first.count {
                         folders.insert(name)
                     } else {
-                        files.append(FolderPage.Entry(
-                            name: name, isFolder: false, size: object.size, modified: 0, etag: object.etag))
+                        files.append(
+                            FolderPage.Entry(
+                                name: name, isFolder: false, size: object.size, modified: 0, etag: object.etag))
                     }
                 }
                 token = read.continuation
@@ -76,6 +80,8 @@ struct S3Objects: Sendable {
         } while token != nil && pages < 100
         if files.isEmpty && folders.isEmpty && !components.isEmpty { return nil }
         let entries = folders.map { FolderPage.Entry(name: $0, isFolder: true, size: 0, modified: 0) } + files
-        return entries.sorted { a, b in a.isFolder != b.isFolder ? a.isFolder : a.name.lowercased() < b.name.lowercased() }
+        return entries.sorted { a, b in
+            a.isFolder != b.isFolder ? a.isFolder : a.name.lowercased() < b.name.lowercased()
+        }
     }
 }

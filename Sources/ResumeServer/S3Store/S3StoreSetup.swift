@@ -7,7 +7,8 @@ import ResumeKit
 enum S3StoreSetup {
     /// Blocks (the probe's requests).
     static func open(
-        _ configuration: S3StoreConfiguration, readOnly: Bool, overwrite: Bool, hook: CompletionHookSettings?, metrics: ServerMetrics?,
+        _ configuration: S3StoreConfiguration, readOnly: Bool, overwrite: Bool, hook: CompletionHookSettings?,
+        metrics: ServerMetrics?,
         log: (@Sendable (String) -> Void)?
     ) throws(ServeError) -> S3Backend {
         let location: S3Location
@@ -28,8 +29,10 @@ enum S3StoreSetup {
         let client = S3Client(target: target, metrics: metrics)
         let keys = S3UploadKeys(prefix: location.key)
         let instance = UploadStore.newID()
-        let lifetime = max(Int64(1), Int64(configuration.lockLifetime.components.seconds) * 1000
-            + configuration.lockLifetime.components.attoseconds / 1_000_000_000_000_000)
+        let lifetime = max(
+            Int64(1),
+            Int64(configuration.lockLifetime.components.seconds) * 1000
+                + configuration.lockLifetime.components.attoseconds / 1_000_000_000_000_000)
         if !readOnly && !configuration.singleInstance {
             switch S3ConditionalProbe.run(client, keys: keys, instance: instance) {
             case .supported: break

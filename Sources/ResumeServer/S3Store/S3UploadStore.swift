@@ -50,7 +50,9 @@ struct S3UploadStore: Sendable {
 
     /// Writes the record object over its last version.
     func save(_ record: S3UploadRecord) throws(UploadFailure) {
-        _ = try call("PUT", keys.record(record.id), headers: ["Content-Type": "application/json"], body: record.bytes, doing: "write the upload's record")
+        _ = try call(
+            "PUT", keys.record(record.id), headers: ["Content-Type": "application/json"], body: record.bytes,
+            doing: "write the upload's record")
     }
 
     /// The upload as S3 holds it now, or `nil` when S3 has no record of it (never created, removed, expired).
@@ -137,7 +139,9 @@ struct S3UploadStore: Sendable {
 
     /// Keeps `bytes` as the tail, to open part `part` once more bytes come.
     func putTail(_ id: String, part: Int, _ bytes: [UInt8]) throws(UploadFailure) {
-        _ = try call("PUT", keys.tail(id), headers: [Self.tailPartHeader: String(part)], body: bytes, doing: "store the upload's tail")
+        _ = try call(
+            "PUT", keys.tail(id), headers: [Self.tailPartHeader: String(part)], body: bytes,
+            doing: "store the upload's tail")
     }
 
     func deleteTail(_ id: String) throws(UploadFailure) {
@@ -153,14 +157,18 @@ struct S3UploadStore: Sendable {
     static func completion(_ parts: [ListedPart], checksum: String?) -> String {
         MultipartPlan.completionBody(
             parts.map { part in
-                S3Part(number: part.number, size: part.size, checksum: checksum.flatMap { part.checksums[$0] }, etag: part.etag)
+                S3Part(
+                    number: part.number, size: part.size, checksum: checksum.flatMap { part.checksums[$0] },
+                    etag: part.etag)
             },
             checksum: checksum)
     }
 
     /// Completes the multipart upload onto the final key (refused with 409 when an object is there and
     /// not `replacing`, by `If-None-Match: *` on the completion), then marks the record finished.
-    func complete(_ record: S3UploadRecord, parts: [ListedPart], replacing: Bool) throws(UploadFailure) -> S3UploadRecord {
+    func complete(_ record: S3UploadRecord, parts: [ListedPart], replacing: Bool) throws(UploadFailure)
+        -> S3UploadRecord
+    {
         let document = Self.completion(parts, checksum: record.checksum)
         var headers: HeaderFields = ["Content-Type": "application/xml"]
         if !replacing { headers.set("If-None-Match", "*") }
@@ -240,7 +248,8 @@ struct S3UploadStore: Sendable {
     // MARK: Requests
 
     private func send(
-        _ method: String, _ key: String, query: [(String, String)] = [], headers: HeaderFields = [:], body: [UInt8]? = nil,
+        _ method: String, _ key: String, query: [(String, String)] = [], headers: HeaderFields = [:],
+        body: [UInt8]? = nil,
         doing what: String
     ) throws(UploadFailure) -> S3Client.Response {
         do {
@@ -252,7 +261,8 @@ struct S3UploadStore: Sendable {
 
     /// `send`, and anything but a 2xx is a failure.
     private func call(
-        _ method: String, _ key: String, query: [(String, String)] = [], headers: HeaderFields = [:], body: [UInt8]? = nil,
+        _ method: String, _ key: String, query: [(String, String)] = [], headers: HeaderFields = [:],
+        body: [UInt8]? = nil,
         doing what: String
     ) throws(UploadFailure) -> S3Client.Response {
         let response = try send(method, key, query: query, headers: headers, body: body, doing: what)

@@ -1,5 +1,5 @@
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 import Dispatch
 import NIOCore
@@ -26,7 +26,8 @@ extension StaticFileHandler {
             case .success(.object(let info)):
                 self.respond(context: context, head: head, object: info, objects: objects, components: components)
             case .success(.page(let body, let type)):
-                self.respond(context: context, head: head, status: .ok, extra: Self.pageHeaders, text: body, contentType: type)
+                self.respond(
+                    context: context, head: head, status: .ok, extra: Self.pageHeaders, text: body, contentType: type)
             case .success(.redirect(let location)):
                 self.respond(context: context, head: head, status: .movedPermanently, extra: [("Location", location)])
             case .success(.missing):
@@ -38,21 +39,29 @@ extension StaticFileHandler {
         }
     }
 
-    private func respond(context: ChannelHandlerContext, head: HTTPRequestHead, object: S3Objects.Info, objects: S3Objects, components: [String]) {
+    private func respond(
+        context: ChannelHandlerContext, head: HTTPRequestHead, object: S3Objects.Info, objects: S3Objects,
+        components: [String]
+    ) {
         guard context.channel.isActive else { return }
         let answer = RangedAnswer(
             method: head.method, headers: head.headers, size: object.size, etag: object.etag,
-            lastModified: object.lastModified, lastModifiedIsStrong: false, after: connectionFields(now: Int64(time(nil))))
+            lastModified: object.lastModified, lastModifiedIsStrong: false,
+            after: connectionFields(now: Int64(time(nil))))
         let (status, bytes) = (answer.status, answer.bytes)
         let headers = HTTPHeaders(answer.fields)
-        context.write(wrapOutboundOut(.head(HTTPResponseHead(version: head.version, status: status, headers: headers))), promise: nil)
+        context.write(
+            wrapOutboundOut(.head(HTTPResponseHead(version: head.version, status: status, headers: headers))),
+            promise: nil)
         guard head.method == .GET && !bytes.isEmpty else {
             finish(context: context) {}
             return
         }
         context.flush()
         let pump = S3BodyPump(context: context, handler: self, expected: Int64(bytes.count))
-        let request: HeaderFields = ["Range": "bytes=\(bytes.lowerBound)-\(bytes.upperBound - 1)", "If-Match": object.etag]
+        let request: HeaderFields = [
+            "Range": "bytes=\(bytes.lowerBound)-\(bytes.upperBound - 1)", "If-Match": object.etag,
+        ]
         let key = objects.key(components)
         threadPool.runIfActive(eventLoop: context.eventLoop) { () -> Bool in
             _ = objects.client.stream(key: key, headers: request, delegate: pump, cancellation: pump.cancellation)

@@ -8,7 +8,8 @@ public let resumectlBinary: String = {
     if let explicit = ProcessInfo.processInfo.environment["RESUMECTL_BIN"], !explicit.isEmpty {
         return explicit
     }
-    let testExecutable = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe"))
+    let testExecutable =
+        (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe"))
         ?? CommandLine.arguments[0]
     let beside = URL(fileURLWithPath: testExecutable).deletingLastPathComponent()
     // Should the runner ever live deeper (a bundle folder), the products folder is a near ancestor.

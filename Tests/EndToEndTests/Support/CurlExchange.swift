@@ -25,14 +25,17 @@ struct CurlExchange: Sendable {
         _ = FileManager.default.createFile(atPath: body, contents: nil)
         let r = try await runProcess(curlBinary, ["-sS", "-D", headers, "-o", body] + arguments, timeout: timeout)
         let text = (try? String(contentsOfFile: headers, encoding: .isoLatin1)) ?? ""
-        return CurlExchange(exit: r.status, heads: parse(text), body: (try? Data(contentsOf: URL(fileURLWithPath: body))) ?? Data(), stderr: r.stderr)
+        return CurlExchange(
+            exit: r.status, heads: parse(text), body: (try? Data(contentsOf: URL(fileURLWithPath: body))) ?? Data(),
+            stderr: r.stderr)
     }
 
     private static func parse(_ text: String) -> [Head] {
         var heads: [Head] = []
         for line in text.split(separator: "\r\n", omittingEmptySubsequences: false) {
             if line.hasPrefix("HTTP/") {
-                heads.append(Head(status: line.split(separator: " ").dropFirst().first.flatMap { Int($0) } ?? 0, fields: [:]))
+                heads.append(
+                    Head(status: line.split(separator: " ").dropFirst().first.flatMap { Int($0) } ?? 0, fields: [:]))
             } else if let colon = line.firstIndex(of: ":"), !heads.isEmpty {
                 let value = line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)
                 heads[heads.count - 1].fields[line[..<colon].lowercased()] = value
@@ -54,7 +57,9 @@ enum RawHTTP {
     }
 
     /// ``exchange(port:_:wait:)`` off the cooperative pool.
-    static func exchangeOffPool(port: Int, _ request: String, wait: Duration = .seconds(2)) async throws -> (String, closed: Bool) {
+    static func exchangeOffPool(port: Int, _ request: String, wait: Duration = .seconds(2)) async throws -> (
+        String, closed: Bool
+    ) {
         try await offPool { try exchange(port: port, request, wait: wait) }
     }
 

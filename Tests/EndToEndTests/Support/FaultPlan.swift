@@ -74,7 +74,9 @@ public struct Fault: Sendable, Equatable, CustomStringConvertible {
     /// is not read.
     public static func busy(retryAfter seconds: Int) -> Fault {
         var fault = Fault()
-        fault.answer = "HTTP/1.1 503 Service Unavailable\r\nRetry-After: \(seconds)\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+        fault.answer =
+            "HTTP/1.1 503 Service Unavailable\r\nRetry-After: \(seconds)\r\nContent-Length: 0\r\nConnection: "
+            + "close\r\n\r\n"
         return fault
     }
 

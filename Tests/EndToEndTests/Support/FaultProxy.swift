@@ -1,7 +1,7 @@
 import Foundation
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// A TCP proxy on 127.0.0.1 in front of a server, that breaks connections on purpose.
@@ -50,7 +50,9 @@ public final class FaultProxy: Sendable {
 
     /// Replaces the plan: the next accepted connection follows `plan[0]`, the one after `plan[1]`, ….
     public func setPlan(_ plan: [Fault]) {
-        state.locked.withLock { $0.plan = plan; $0.planStart = $0.planCounter }
+        state.locked.withLock {
+            $0.plan = plan; $0.planStart = $0.planCounter
+        }
     }
 
     /// Closes every connection accepted in the next `duration` at once ("server unreachable"), without
@@ -147,14 +149,17 @@ final class ProxyState: @unchecked Sendable {
         let (index, fault, windowRefusal) = locked.withLock { shared -> (Int, Fault, Bool?) in
             let index = shared.stats.count
             if let until = shared.refusingUntil, ContinuousClock.now < until {
-                shared.stats.append(ConnectionStats(index: index, fault: .refuse(reset: shared.refuseWithReset),
-                                                    refused: true, closed: true))
+                shared.stats.append(
+                    ConnectionStats(
+                        index: index, fault: .refuse(reset: shared.refuseWithReset),
+                        refused: true, closed: true))
                 return (index, .pass, shared.refuseWithReset)
             }
             let planIndex = shared.planCounter - shared.planStart
             shared.planCounter += 1
             let fault = planIndex < shared.plan.count ? shared.plan[planIndex] : .pass
-            shared.stats.append(ConnectionStats(index: index, fault: fault, refused: fault.refuse, closed: fault.refuse))
+            shared.stats.append(
+                ConnectionStats(index: index, fault: fault, refused: fault.refuse, closed: fault.refuse))
             return (index, fault, nil)
         }
         if let reset = windowRefusal ?? (fault.refuse ? fault.refuseWithReset : nil) {
@@ -376,7 +381,9 @@ final class ProxyConnection: @unchecked Sendable {
         }
         guard stalled else { return false }
         var pollFD = pollfd(fd: client, events: Int16(SocketFD.pollReadHangUp), revents: 0)
-        if poll(&pollFD, 1, 50) > 0, pollFD.revents & Int16(SocketFD.pollReadHangUp | Int32(POLLHUP) | Int32(POLLERR)) != 0 {
+        if poll(&pollFD, 1, 50) > 0,
+            pollFD.revents & Int16(SocketFD.pollReadHangUp | Int32(POLLHUP) | Int32(POLLERR)) != 0
+        {
             cut(reset: false)
         }
         return true

@@ -1,5 +1,5 @@
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// An IMF-fixdate (RFC 9110 §5.6.7) for `Date` and `Last-Modified`. `strftime` in the C locale, because

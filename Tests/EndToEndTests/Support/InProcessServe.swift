@@ -17,7 +17,8 @@ final class InProcessServe: Sendable {
         folder = try TempDirectory(prefix: "resumectl-serve")
         let lines = Locked<[String]>([])
         self.lines = lines
-        var configuration = ServerConfiguration(directory: folder.path, port: 0, log: { line in lines.withLock { $0.append(line) } })
+        var configuration = ServerConfiguration(
+            directory: folder.path, port: 0, log: { line in lines.withLock { $0.append(line) } })
         configure(&configuration)
         server = try await ResumeServer.start(configuration)
     }

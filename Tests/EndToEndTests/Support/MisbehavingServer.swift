@@ -161,7 +161,8 @@ final class MisbehavingState: Sendable {
             case .lyingValidators: break
             }
         }
-        self.frozen = behaviors.contains { if case .lyingValidators = $0 { true } else { false } } ? Representation(content) : nil
+        self.frozen =
+            behaviors.contains { if case .lyingValidators = $0 { true } else { false } } ? Representation(content) : nil
         self.locked = Locked(Shared(content: Representation(content)))
         self.honoursRange = honoursRange
         self.validators = validators
@@ -215,8 +216,9 @@ extension MisbehavingState {
             if let retryAfter = failure.retryAfter { headers.add(name: "Retry-After", value: String(retryAfter)) }
             headers.add(name: "Content-Type", value: "text/plain")
             headers.add(name: "Content-Length", value: String(body.count))
-            return PlannedResponse(status: .init(statusCode: failure.code), headers: headers,
-                                   body: method == .HEAD ? [] : body[...])
+            return PlannedResponse(
+                status: .init(statusCode: failure.code), headers: headers,
+                body: method == .HEAD ? [] : body[...])
         }
         guard method == .GET || method == .HEAD else {
             headers.add(name: "Allow", value: "GET, HEAD")
@@ -241,8 +243,9 @@ extension MisbehavingState {
         var status = HTTPResponseStatus.ok
         var body = content.bytes[...]
         if honoursRange, let rangeHeader = requestHeaders.first(name: "Range"),
-           let range = parseSingleByteRange(rangeHeader, length: length),
-           ifRangeAllows(requestHeaders.first(name: "If-Range"), etag: etag, lastModified: lastModified) {
+            let range = parseSingleByteRange(rangeHeader, length: length),
+            ifRangeAllows(requestHeaders.first(name: "If-Range"), etag: etag, lastModified: lastModified)
+        {
             switch range {
             case .unsatisfiable:
                 headers.add(name: "Content-Range", value: "bytes */\(length)")
@@ -255,8 +258,9 @@ extension MisbehavingState {
             }
         }
         headers.add(name: "Content-Length", value: String(body.count))
-        return PlannedResponse(status: status, headers: headers, body: method == .HEAD ? [] : body,
-                               cutAfter: method == .HEAD ? nil : cutAfter)
+        return PlannedResponse(
+            status: status, headers: headers, body: method == .HEAD ? [] : body,
+            cutAfter: method == .HEAD ? nil : cutAfter)
     }
 
     /// If-Range needs a strong match (RFC 9110 §13.1.5): a weak ETag never matches, a date must equal the
@@ -344,8 +348,9 @@ final class MisbehavingHandler: ChannelInboundHandler {
             return
         }
         if !planned.body.isEmpty {
-            context.write(wrapOutboundOut(.body(.byteBuffer(context.channel.allocator.buffer(bytes: planned.body)))),
-                          promise: nil)
+            context.write(
+                wrapOutboundOut(.body(.byteBuffer(context.channel.allocator.buffer(bytes: planned.body)))),
+                promise: nil)
         }
         let keepAlive = head.isKeepAlive
         context.writeAndFlush(wrapOutboundOut(.end(nil))).whenComplete { _ in

@@ -39,8 +39,9 @@ public final class MotoServer: Sendable {
             throw SupportError("moto did not start (run `make deps` for moto[server]): \(error)")
         }
         guard let info = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any],
-              let port = info["port"] as? Int, let accessKey = info["accessKey"] as? String,
-              let secretKey = info["secretKey"] as? String else {
+            let port = info["port"] as? Int, let accessKey = info["accessKey"] as? String,
+            let secretKey = info["secretKey"] as? String
+        else {
             process.send(signal: SIGKILL)
             throw SupportError("moto_server.py printed no port and key: \(line)")
         }
@@ -66,8 +67,10 @@ public final class MotoServer: Sendable {
     /// PATH, locale, HOME = `home` and AWS_CONFIG_FILE / AWS_SHARED_CREDENTIALS_FILE in `home/.aws`.
     public static func baseEnvironment(home: String) -> [String: String] {
         let runner = ProcessInfo.processInfo.environment
-        var env: [String: String] = ["HOME": home, "AWS_CONFIG_FILE": home + "/.aws/config",
-                                     "AWS_SHARED_CREDENTIALS_FILE": home + "/.aws/credentials"]
+        var env: [String: String] = [
+            "HOME": home, "AWS_CONFIG_FILE": home + "/.aws/config",
+            "AWS_SHARED_CREDENTIALS_FILE": home + "/.aws/credentials",
+        ]
         for name in ["PATH", "LANG", "LC_ALL", "TMPDIR"] {
             if let value = runner[name] { env[name] = value }
         }
@@ -80,7 +83,8 @@ public final class MotoServer: Sendable {
     @discardableResult
     public func tool(_ command: String, _ args: [String], timeout: Duration = .seconds(120)) async throws -> Any? {
         let r = try await runProcess(
-            "python3", [Self.tool, "--endpoint", endpoint, "--access-key", accessKey, "--secret-key", secretKey, command] + args,
+            "python3",
+            [Self.tool, "--endpoint", endpoint, "--access-key", accessKey, "--secret-key", secretKey, command] + args,
             timeout: timeout)
         guard r.status == 0 && !r.signaled else {
             throw SupportError("s3_tool.py \(command) \(args.joined(separator: " ")): \(r)")
@@ -91,9 +95,11 @@ public final class MotoServer: Sendable {
     /// The S3 error code (`NoSuchKey`, `NoSuchUpload`…) of a failing s3_tool.py command, nil if it succeeds.
     public func toolError(_ command: String, _ args: [String]) async throws -> String? {
         let r = try await runProcess(
-            "python3", [Self.tool, "--endpoint", endpoint, "--access-key", accessKey, "--secret-key", secretKey, command] + args)
+            "python3",
+            [Self.tool, "--endpoint", endpoint, "--access-key", accessKey, "--secret-key", secretKey, command] + args)
         if r.status == 0 { return nil }
-        guard r.status == 3, let line = r.stderr.split(separator: "\n").first(where: { $0.hasPrefix("S3ERROR ") }) else {
+        guard r.status == 3, let line = r.stderr.split(separator: "\n").first(where: { $0.hasPrefix("S3ERROR ") })
+        else {
             throw SupportError("s3_tool.py \(command): \(r)")
         }
         return String(line.dropFirst(8).prefix { $0 != ":" })
@@ -152,15 +158,21 @@ public final class MotoServer: Sendable {
     }
 
     /// The parts the server holds for an upload (ListParts, every page).
-    public func parts(_ bucket: String, _ key: String, uploadId: String) async throws -> [(number: Int, size: Int, etag: String)] {
+    public func parts(_ bucket: String, _ key: String, uploadId: String) async throws -> [(
+        number: Int, size: Int, etag: String
+    )] {
         let list = try (try await tool("parts", [bucket, key, uploadId]) as? [[String: Any]]).orThrow("parts: no list")
         return list.map { ($0["number"] as? Int ?? 0, $0["size"] as? Int ?? 0, $0["etag"] as? String ?? "") }
     }
 
     /// Uploads `size` seeded random bytes as part `number` of an upload (replacing what was there); returns the ETag.
     @discardableResult
-    public func uploadPart(_ bucket: String, _ key: String, uploadId: String, number: Int, size: Int, seed: Int = 7) async throws -> String {
-        let r = try await tool("upload-part", [bucket, key, uploadId, String(number), String(size), String(seed)]) as? [String: Any]
+    public func uploadPart(_ bucket: String, _ key: String, uploadId: String, number: Int, size: Int, seed: Int = 7)
+        async throws -> String
+    {
+        let r =
+            try await tool("upload-part", [bucket, key, uploadId, String(number), String(size), String(seed)])
+            as? [String: Any]
         return try (r?["etag"] as? String).orThrow("upload-part: no etag")
     }
 

@@ -1,7 +1,7 @@
 import Foundation
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// Debian's nginx serving a folder on 127.0.0.1, the reference server for ranged downloads.
@@ -76,13 +76,15 @@ public final class NginxServer: Sendable {
         var lastError = ""
         for _ in 0..<6 {
             let port = try fixedPort ?? freePort()
-            let config = Self.config(prefix: prefix.path, root: root, port: port, limitRate: limitRate,
-                                     serverDirectives: serverDirectives, httpDirectives: httpDirectives, tls: tls, host: host)
+            let config = Self.config(
+                prefix: prefix.path, root: root, port: port, limitRate: limitRate,
+                serverDirectives: serverDirectives, httpDirectives: httpDirectives, tls: tls, host: host)
             try config.write(toFile: prefix.path("nginx.conf"), atomically: true, encoding: .utf8)
             try? FileManager.default.removeItem(atPath: prefix.path("nginx.pid"))
             let process = try RunningProcess(
                 nginxBinary, ["-p", prefix.path + "/", "-c", prefix.path("nginx.conf"), "-e", "stderr"])
-            switch try await Self.waitUntilReady(process, port: port, host: host, prefix: prefix, timeout: startTimeout) {
+            switch try await Self.waitUntilReady(process, port: port, host: host, prefix: prefix, timeout: startTimeout)
+            {
             case .ready:
                 self.port = port
                 self.root = root
@@ -108,7 +110,8 @@ public final class NginxServer: Sendable {
         while ContinuousClock.now < deadline {
             if !process.isRunning {
                 let result = try await process.wait(timeout: .seconds(5))
-                let log = result.stderr + ((try? String(contentsOfFile: prefix.path("error.log"), encoding: .utf8)) ?? "")
+                let log =
+                    result.stderr + ((try? String(contentsOfFile: prefix.path("error.log"), encoding: .utf8)) ?? "")
                 if log.contains("Address already in use") { return .portTaken(log) }
                 throw SupportError("nginx exited during start-up (\(result.status)): \(log)")
             }
@@ -116,7 +119,8 @@ public final class NginxServer: Sendable {
             // succeeds now reaches this nginx and not someone who took the port.
             let pidFile = (try? String(contentsOfFile: prefix.path("nginx.pid"), encoding: .utf8)) ?? ""
             if pidFile.trimmingCharacters(in: .whitespacesAndNewlines) == String(process.pid),
-               host != "127.0.0.1" || isAcceptingConnections(port: port) {  // the pid file alone for ::1
+                host != "127.0.0.1" || isAcceptingConnections(port: port)
+            {  // the pid file alone for ::1
                 return .ready
             }
             try await Task.sleep(for: .milliseconds(10))
@@ -125,8 +129,10 @@ public final class NginxServer: Sendable {
         throw SupportError("nginx did not accept connections on port \(port) within \(timeout): \(process.stderrSoFar)")
     }
 
-    static func config(prefix: String, root: String, port: Int, limitRate: Int?, serverDirectives: String,
-                       httpDirectives: String = "", tls: TLS? = nil, host: String = "127.0.0.1") -> String {
+    static func config(
+        prefix: String, root: String, port: Int, limitRate: Int?, serverDirectives: String,
+        httpDirectives: String = "", tls: TLS? = nil, host: String = "127.0.0.1"
+    ) -> String {
         let address = host.contains(":") ? "[\(host)]" : host
         var listen = "listen \(address):\(port)"
         var tlsDirectives = ""
@@ -136,41 +142,41 @@ public final class NginxServer: Sendable {
             if let ca = tls.clientCA { tlsDirectives += " ssl_client_certificate \"\(ca)\"; ssl_verify_client on;" }
         }
         return """
-        daemon off;
-        master_process off;
-        worker_processes 1;
-        pid \(prefix)/nginx.pid;
-        lock_file \(prefix)/nginx.lock;
-        error_log \(prefix)/error.log info;
-        events { worker_connections 256; }
-        http {
-            types { application/octet-stream bin; text/plain txt; text/html html; }
-            default_type application/octet-stream;
-            log_format e2e '$status $request_method $request_uri range="$http_range" if_range="$http_if_range" '
-                           'accept_encoding="$http_accept_encoding" sent=$body_bytes_sent $server_protocol '
-                           'user="$remote_user" ua="$http_user_agent" conn=$connection';
-            access_log \(prefix)/access.log e2e;
-            client_body_temp_path \(prefix)/client_body;
-            proxy_temp_path \(prefix)/proxy;
-            fastcgi_temp_path \(prefix)/fastcgi;
-            uwsgi_temp_path \(prefix)/uwsgi;
-            scgi_temp_path \(prefix)/scgi;
-            sendfile on;
-            tcp_nopush on;
-            server_tokens off;
-            keepalive_timeout 30;
-            \(httpDirectives)
-            server {
-                \(listen);
-                server_name localhost;
-                \(tlsDirectives)
-                root "\(root)";
-                \(limitRate.map { "limit_rate \($0);" } ?? "")
-                \(serverDirectives)
+            daemon off;
+            master_process off;
+            worker_processes 1;
+            pid \(prefix)/nginx.pid;
+            lock_file \(prefix)/nginx.lock;
+            error_log \(prefix)/error.log info;
+            events { worker_connections 256; }
+            http {
+                types { application/octet-stream bin; text/plain txt; text/html html; }
+                default_type application/octet-stream;
+                log_format e2e '$status $request_method $request_uri range="$http_range" if_range="$http_if_range" '
+                               'accept_encoding="$http_accept_encoding" sent=$body_bytes_sent $server_protocol '
+                               'user="$remote_user" ua="$http_user_agent" conn=$connection';
+                access_log \(prefix)/access.log e2e;
+                client_body_temp_path \(prefix)/client_body;
+                proxy_temp_path \(prefix)/proxy;
+                fastcgi_temp_path \(prefix)/fastcgi;
+                uwsgi_temp_path \(prefix)/uwsgi;
+                scgi_temp_path \(prefix)/scgi;
+                sendfile on;
+                tcp_nopush on;
+                server_tokens off;
+                keepalive_timeout 30;
+                \(httpDirectives)
+                server {
+                    \(listen);
+                    server_name localhost;
+                    \(tlsDirectives)
+                    root "\(root)";
+                    \(limitRate.map { "limit_rate \($0);" } ?? "")
+                    \(serverDirectives)
+                }
             }
-        }
 
-        """
+            """
     }
 
     /// Lines of the access log so far: `STATUS METHOD URI range="…" if_range="…" accept_encoding="…" sent=N`.

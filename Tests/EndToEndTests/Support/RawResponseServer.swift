@@ -1,7 +1,7 @@
 import Foundation
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// A server on 127.0.0.1 that answers every request with bytes a test writes by hand, so that it can send
@@ -46,7 +46,11 @@ final class RawResponseServer: Sendable {
     var requests: [Request] { seen.withLock { $0 } }
 
     func stop() {
-        guard !stopped.withLock({ was in defer { was = true }; return was }) else { return }
+        guard
+            !stopped.withLock({ was in
+                defer { was = true }; return was
+            })
+        else { return }
         shutdown(listener, Int32(SHUT_RDWR))
         close(listener)
     }
@@ -72,11 +76,12 @@ final class RawResponseServer: Sendable {
         let parts = lines.first?.split(separator: " ") ?? []
         let headers = Array(lines.dropFirst())
         // Drain a declared body, so that the client is not reset while it still sends.
-        let length = headers.compactMap { line -> Int? in
-            let pair = line.split(separator: ":", maxSplits: 1)
-            guard pair.count == 2, pair[0].lowercased() == "content-length" else { return nil }
-            return Int(pair[1].trimmingCharacters(in: .whitespaces))
-        }.first ?? 0
+        let length =
+            headers.compactMap { line -> Int? in
+                let pair = line.split(separator: ":", maxSplits: 1)
+                guard pair.count == 2, pair[0].lowercased() == "content-length" else { return nil }
+                return Int(pair[1].trimmingCharacters(in: .whitespaces))
+            }.first ?? 0
         var body = buffer.count - headEnd
         while body < length {
             let n = recv(fd, &chunk, min(chunk.count, length - body), 0)
@@ -84,7 +89,8 @@ final class RawResponseServer: Sendable {
             body += n
         }
         let request = seen.withLock { list -> Request in
-            let r = Request(method: parts.first.map(String.init) ?? "", target: parts.count > 1 ? String(parts[1]) : "",
+            let r = Request(
+                method: parts.first.map(String.init) ?? "", target: parts.count > 1 ? String(parts[1]) : "",
                 headers: headers, index: list.count)
             list.append(r)
             return r

@@ -37,7 +37,8 @@ struct RequestLineScanner {
         guard bytes.count < longestLine, bytes.last == UInt8(ascii: "\r") else { return nil }
         let line = String(decoding: bytes.dropLast(), as: UTF8.self)
         let parts = line.split(separator: " ")
-        guard parts.count == 3, methods.contains(String(parts[0])), parts[1].hasPrefix("/") || parts[1].hasPrefix("http"),
+        guard parts.count == 3, methods.contains(String(parts[0])),
+            parts[1].hasPrefix("/") || parts[1].hasPrefix("http"),
             parts[2].hasPrefix("HTTP/1.")
         else { return nil }
         return line

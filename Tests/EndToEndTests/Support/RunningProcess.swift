@@ -1,7 +1,7 @@
 import Foundation
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// How a child process ended, with everything it printed.
@@ -77,8 +77,9 @@ public final class RunningProcess: Sendable {
         _ = ignoreSIGPIPE
         var env = inheritEnvironment ? ProcessInfo.processInfo.environment : [:]
         env.merge(environment) { _, new in new }
-        let child = try spawnChild(executable, arguments, environment: env, currentDirectory: currentDirectory,
-                                   withStdin: stdin != nil)
+        let child = try spawnChild(
+            executable, arguments, environment: env, currentDirectory: currentDirectory,
+            withStdin: stdin != nil)
         self.pid = child.pid
         self.executable = executable
         let state = self.state
@@ -126,7 +127,8 @@ public final class RunningProcess: Sendable {
                         output.stdout.append(contentsOf: chunk)
                         while let newline = output.stdout.withUnsafeBytes({ raw -> Int? in
                             guard let base = raw.baseAddress, searchFrom < raw.count,
-                                  let hit = memchr(base + searchFrom, 0x0A, raw.count - searchFrom) else { return nil }
+                                let hit = memchr(base + searchFrom, 0x0A, raw.count - searchFrom)
+                            else { return nil }
                             return base.distance(to: UnsafeRawPointer(hit))
                         }) {
                             output.lines.append(decodeLine(output.stdout[output.lineStart..<newline]))
@@ -191,10 +193,14 @@ public final class RunningProcess: Sendable {
         while true {
             let remaining = deadline - ContinuousClock.now
             guard remaining > .zero else {
-                throw SupportError("no matching stdout line from \(executable) within \(timeout); stdout: \(stdoutSoFar) stderr: \(stderrSoFar)")
+                throw SupportError(
+                    "no matching stdout line from \(executable) within \(timeout); stdout: \(stdoutSoFar) stderr: "
+                        + "\(stderrSoFar)"
+                )
             }
             guard let line = try await nextLine(timeout: remaining) else {
-                throw SupportError("\(executable) closed stdout before a matching line; stdout: \(stdoutSoFar) stderr: \(stderrSoFar)")
+                throw SupportError(
+                    "\(executable) closed stdout before a matching line; stdout: \(stdoutSoFar) stderr: \(stderrSoFar)")
             }
             if predicate(line) { return line }
         }
@@ -228,7 +234,9 @@ public final class RunningProcess: Sendable {
             } else if ContinuousClock.now >= deadline {
                 kill(pid, SIGKILL)
                 throw SupportError(
-                    "\(executable) still running after \(timeout), killed; stdout: \(stdoutSoFar) stderr: \(stderrSoFar)")
+                    "\(executable) still running after \(timeout), killed; stdout: \(stdoutSoFar) stderr: "
+                        + "\(stderrSoFar)"
+                )
             }
             try await Task.sleep(for: .milliseconds(5))
         }
@@ -253,7 +261,6 @@ func splitLines(_ text: String) -> [String] {
     if lines.last == "" { lines.removeLast() }
     return lines
 }
-
 
 /// Kills the children still running when the test process exits, so that a test that fails half-way
 /// (or a server object that is never released) cannot leave an nginx or a resumectl behind.

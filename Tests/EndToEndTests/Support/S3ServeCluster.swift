@@ -1,7 +1,7 @@
 import Foundation
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// `resumectl serve --store s3://BUCKET/inbox/` instances sharing one moto, behind nginx round-robin
@@ -54,8 +54,11 @@ final class S3ServeCluster: @unchecked Sendable {
     ) async throws -> (RunningProcess, Int, String) {
         let process = try RunningProcess(
             resumectlBinary,
-            ["serve", "--store", "s3://\(bucket)/inbox/", "--endpoint-url", endpoint ?? moto.endpoint, "--port", "\(port)",
-             "--lock-seconds", "4", "--part-size", "5M"] + extra,
+            [
+                "serve", "--store", "s3://\(bucket)/inbox/", "--endpoint-url", endpoint ?? moto.endpoint, "--port",
+                "\(port)",
+                "--lock-seconds", "4", "--part-size", "5M",
+            ] + extra,
             environment: moto.environment(home: home), inheritEnvironment: false)
         let port: Int
         do {
@@ -64,7 +67,8 @@ final class S3ServeCluster: @unchecked Sendable {
             process.send(signal: SIGKILL)
             throw SupportError("serve --store did not start: \(error) \(process.stderrSoFar)")
         }
-        let id = process.stderrSoFar.split(separator: "\n").first { $0.contains(", instance ") }
+        let id =
+            process.stderrSoFar.split(separator: "\n").first { $0.contains(", instance ") }
             .map { String($0.split(separator: " ").last ?? "") } ?? ""
         return (process, port, id)
     }
@@ -73,7 +77,8 @@ final class S3ServeCluster: @unchecked Sendable {
     func restart(_ index: Int, extra: [String] = []) async throws {
         instances[index].send(signal: SIGKILL)
         _ = try await instances[index].wait(timeout: .seconds(10))
-        let (process, _, id) = try await Self.serve(moto: moto, bucket: bucket, home: home.path, extra: extra, port: ports[index])
+        let (process, _, id) = try await Self.serve(
+            moto: moto, bucket: bucket, home: home.path, extra: extra, port: ports[index])
         instances[index] = process
         ids[index] = id
     }
@@ -84,7 +89,9 @@ final class S3ServeCluster: @unchecked Sendable {
     /// Request lines instance `index` logged (`METHOD PATH STATUS …`).
     func requests(_ index: Int) -> [String] {
         instances[index].stderrSoFar.split(separator: "\n").map(String.init)
-            .filter { ["GET ", "HEAD ", "PUT ", "POST ", "PATCH ", "DELETE ", "OPTIONS "].contains(where: $0.hasPrefix) }
+            .filter {
+                ["GET ", "HEAD ", "PUT ", "POST ", "PATCH ", "DELETE ", "OPTIONS "].contains(where: $0.hasPrefix)
+            }
     }
 
     /// The object key a served path names.

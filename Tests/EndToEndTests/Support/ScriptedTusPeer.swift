@@ -68,7 +68,8 @@ struct TusPeerState: Sendable {
 
     /// The response to one whole request.
     mutating func respond(_ head: HTTPRequestHead, body: [UInt8]) -> (HTTPResponseStatus, HTTPHeaders) {
-        var request = RecordedRequest(method: head.method.rawValue, target: head.uri, headers: head.headers.map { ($0.name, $0.value) })
+        var request = RecordedRequest(
+            method: head.method.rawValue, target: head.uri, headers: head.headers.map { ($0.name, $0.value) })
         request.bodyBytes = body.count
         var headers: HTTPHeaders = ["Tus-Resumable": "1.0.0", "Content-Length": "0"]
         let status = answer(head, body: body, headers: &headers)
@@ -77,7 +78,9 @@ struct TusPeerState: Sendable {
         return (status, headers)
     }
 
-    private mutating func answer(_ head: HTTPRequestHead, body: [UInt8], headers: inout HTTPHeaders) -> HTTPResponseStatus {
+    private mutating func answer(_ head: HTTPRequestHead, body: [UInt8], headers: inout HTTPHeaders)
+        -> HTTPResponseStatus
+    {
         let id = Int(head.uri.split(separator: "/").last ?? "")
         switch (head.method, id) {
         case (.OPTIONS, _):
@@ -91,7 +94,8 @@ struct TusPeerState: Sendable {
             else { return .badRequest }
             let n = uploads.count + 1
             uploads[n] = Upload(length: length)
-            headers.add(name: "Location", value: (origin ?? "") + "/files/\(n)")  // relative on purpose, unless advertised
+            // relative on purpose, unless advertised
+            headers.add(name: "Location", value: (origin ?? "") + "/files/\(n)")
             return .created
         case (.HEAD, let n?):
             guard let upload = uploads[n] else { return .notFound }
@@ -102,7 +106,9 @@ struct TusPeerState: Sendable {
         case (.PATCH, let n?):
             guard var upload = uploads[n] else { return .notFound }
             defer { patches += 1 }
-            guard head.headers.first(name: "Content-Type") == "application/offset+octet-stream" else { return .unsupportedMediaType }
+            guard head.headers.first(name: "Content-Type") == "application/offset+octet-stream" else {
+                return .unsupportedMediaType
+            }
             guard head.headers.first(name: "Upload-Offset").flatMap(Int.init) == upload.bytes.count else {
                 headers.add(name: "Upload-Offset", value: String(upload.bytes.count))
                 return .conflict
@@ -111,15 +117,20 @@ struct TusPeerState: Sendable {
             if corruptPatches.contains(patches), !received.isEmpty { received[received.count / 2] ^= 0xFF }
             if let checksum = head.headers.first(name: "Upload-Checksum") {
                 let parts = checksum.split(separator: " ")
-                guard parts.count == 2, algorithms.contains(String(parts[0])), let expected = Data(base64Encoded: String(parts[1])) else {
+                guard parts.count == 2, algorithms.contains(String(parts[0])),
+                    let expected = Data(base64Encoded: String(parts[1]))
+                else {
                     return .badRequest
                 }
-                let actual: [UInt8] = switch parts[0] {
-                case "sha256": Array(SHA256.hash(data: received))
-                case "sha1": Array(Insecure.SHA1.hash(data: received))
-                default: Array(Insecure.MD5.hash(data: received))
+                let actual: [UInt8] =
+                    switch parts[0] {
+                    case "sha256": Array(SHA256.hash(data: received))
+                    case "sha1": Array(Insecure.SHA1.hash(data: received))
+                    default: Array(Insecure.MD5.hash(data: received))
+                    }
+                guard actual == Array(expected) else {
+                    return HTTPResponseStatus(statusCode: 460, reasonPhrase: "Checksum Mismatch")
                 }
-                guard actual == Array(expected) else { return HTTPResponseStatus(statusCode: 460, reasonPhrase: "Checksum Mismatch") }
             }
             upload.bytes += received
             uploads[n] = upload
@@ -153,7 +164,9 @@ final class ScriptedTusHandler: ChannelInboundHandler, @unchecked Sendable {
         case .end:
             guard let head else { return }
             let (status, headers) = state.withLock { $0.respond(head, body: body) }
-            context.write(wrapOutboundOut(.head(HTTPResponseHead(version: head.version, status: status, headers: headers))), promise: nil)
+            context.write(
+                wrapOutboundOut(.head(HTTPResponseHead(version: head.version, status: status, headers: headers))),
+                promise: nil)
             context.writeAndFlush(wrapOutboundOut(.end(nil)), promise: nil)
             self.head = nil
         }

@@ -2,7 +2,7 @@ import Foundation
 import Testing
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// The built `resumectl serve` as a child process: started, its port read from `listening on`.
@@ -13,14 +13,18 @@ enum ServeProcess {
         folder: String, port: Int = 0, _ extra: [String] = [], descriptors: Int? = nil, currentDirectory: String? = nil
     ) async throws -> (RunningProcess, Int) {
         let arguments = ["serve", folder, "--port", "\(port)"] + extra
-        let serve = try descriptors.map { limit in
-            try RunningProcess("/bin/sh", ["-c", "ulimit -n \(limit) && exec \"$0\" \"$@\"", resumectlBinary] + arguments)
-        } ?? RunningProcess(resumectlBinary, arguments, currentDirectory: currentDirectory)
+        let serve =
+            try descriptors.map { limit in
+                try RunningProcess(
+                    "/bin/sh", ["-c", "ulimit -n \(limit) && exec \"$0\" \"$@\"", resumectlBinary] + arguments)
+            } ?? RunningProcess(resumectlBinary, arguments, currentDirectory: currentDirectory)
         return (serve, try await listening(serve).port)
     }
 
     /// What a started `serve` printed once it listens: its base URL (`http://127.0.0.1:PORT`) and port.
-    static func listening(_ serve: RunningProcess, timeout: Duration = .seconds(30)) async throws -> (url: String, port: Int) {
+    static func listening(_ serve: RunningProcess, timeout: Duration = .seconds(30)) async throws -> (
+        url: String, port: Int
+    ) {
         let line = try await serve.waitForLine(timeout: timeout) { $0.hasPrefix("listening on ") }
         let url = String(line.dropFirst("listening on ".count)).trimmingCharacters(in: .whitespaces)
         return (url, try #require(Int(url.split(separator: ":").last ?? ""), "\(line)"))
@@ -42,7 +46,9 @@ enum ServeProcess {
         let names = try FileManager.default.contentsOfDirectory(atPath: store).filter { $0.hasSuffix(".json") }
         guard names.count == 1 else { throw SupportError("one upload record expected: \(names)") }
         let data = try Data(contentsOf: URL(fileURLWithPath: store + "/" + names[0]))
-        guard let record = try JSONSerialization.jsonObject(with: data) as? [String: Any], let offset = record["offset"] as? Int else {
+        guard let record = try JSONSerialization.jsonObject(with: data) as? [String: Any],
+            let offset = record["offset"] as? Int
+        else {
             throw SupportError("an upload record without an offset")
         }
         return offset

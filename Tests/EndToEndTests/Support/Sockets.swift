@@ -1,7 +1,7 @@
 import Foundation
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 // Small POSIX socket helpers shared by `freePort`, `NginxServer` and `FaultProxy`. IPv4 loopback only:
@@ -88,8 +88,11 @@ enum SocketFD {
     /// `POLLRDHUP` (peer shut down its writing side); Glibc's module hides it behind `_GNU_SOURCE`.
     static let pollReadHangUp: Int32 = 0x2000
 
-    private typealias Accept4 = @convention(c) (Int32, UnsafeMutablePointer<sockaddr>?,
-                                                UnsafeMutablePointer<socklen_t>?, Int32) -> Int32
+    private typealias Accept4 =
+        @convention(c) (
+            Int32, UnsafeMutablePointer<sockaddr>?,
+            UnsafeMutablePointer<socklen_t>?, Int32
+        ) -> Int32
     /// `accept4(2)`, hidden behind `_GNU_SOURCE` in the Glibc module.
     private static let accept4: Accept4? = GlibcExtras.symbol("accept4")
 
@@ -132,7 +135,7 @@ enum SocketFD {
     /// Bytes written to `fd` that the peer has not acknowledged yet (Linux `SIOCOUTQ`).
     static func unsentBytes(_ fd: Int32) -> Int {
         var pending: Int32 = 0
-        let siocoutq: UInt = 0x5411 // == TIOCOUTQ
+        let siocoutq: UInt = 0x5411  // == TIOCOUTQ
         guard ioctl(fd, siocoutq, &pending) == 0 else { return 0 }
         return Int(pending)
     }

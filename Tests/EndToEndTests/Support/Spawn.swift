@@ -1,7 +1,7 @@
 import Foundation
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// A child started by `spawnChild`, with our ends of its pipes.
@@ -102,7 +102,8 @@ func decodeWaitStatus(_ status: Int32) -> (status: Int32, signaled: Bool) {
 /// GNU extensions that Glibc's Swift module hides behind `_GNU_SOURCE`, looked up at run time.
 enum GlibcExtras {
     typealias AddCloseFrom = @convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>?, Int32) -> Int32
-    typealias AddChdir = @convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>?, UnsafePointer<CChar>?) -> Int32
+    typealias AddChdir =
+        @convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>?, UnsafePointer<CChar>?) -> Int32
     typealias Pipe2 = @convention(c) (UnsafeMutablePointer<Int32>?, Int32) -> Int32
 
     static let addCloseFrom: AddCloseFrom? = symbol("posix_spawn_file_actions_addclosefrom_np")

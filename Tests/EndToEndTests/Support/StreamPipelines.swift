@@ -15,7 +15,8 @@ extension StreamPipelines {
         _ w: Workspace, producer: String? = nil, _ args: [String], into consumer: String? = nil, setUp: String? = nil,
         printingPID: Bool = false, environment: [String: String] = [:]
     ) throws -> RunningProcess {
-        let command = ([resumectlBinary] + args + ["--state-dir", w.state]).map { "'" + $0 + "'" }.joined(separator: " ")
+        let command = ([resumectlBinary] + args + ["--state-dir", w.state]).map { "'" + $0 + "'" }.joined(
+            separator: " ")
         // In the background, resumectl keeps the pipe as its stdin only when told so (`<&0`).
         let run = printingPID ? "\(command) <&0 & pid=$!; echo \"pid=$pid\"; wait $pid" : command
         let stage = "{ " + (setUp.map { $0 + "; " } ?? "") + run + "; echo \"status=$?\" >&2; }"
@@ -23,12 +24,15 @@ extension StreamPipelines {
         return try RunningProcess("/bin/bash", ["-c", script], environment: environment, currentDirectory: w.out)
     }
 
-    /// ``startPipeline(_:producer:_:into:setUp:printingPID:environment:)`` to its end: what it printed, and resumectl's status.
+    /// ``startPipeline(_:producer:_:into:setUp:printingPID:environment:)`` to its end: what it printed, and resumectl's
+    /// status.
     func pipeline(
-        _ w: Workspace, producer: String? = nil, _ args: [String], into consumer: String? = nil, environment: [String: String] = [:],
+        _ w: Workspace, producer: String? = nil, _ args: [String], into consumer: String? = nil,
+        environment: [String: String] = [:],
         timeout: Duration = .seconds(180)
     ) async throws -> (ProcessResult, Int32) {
-        let r = try await startPipeline(w, producer: producer, args, into: consumer, environment: environment).wait(timeout: timeout)
+        let r = try await startPipeline(w, producer: producer, args, into: consumer, environment: environment).wait(
+            timeout: timeout)
         return (r, status(r))
     }
 
@@ -47,10 +51,12 @@ extension StreamPipelines {
     /// `resumectl resume ID EXTRA` to its end with `stdin` piped in (nothing by default); given `environment`,
     /// that is all the environment it gets.
     func resume(
-        _ w: Workspace, _ id: String, _ extra: [String] = [], stdin: Data = Data(), environment: [String: String]? = nil,
+        _ w: Workspace, _ id: String, _ extra: [String] = [], stdin: Data = Data(),
+        environment: [String: String]? = nil,
         timeout: Duration = .seconds(60)
     ) async throws -> ProcessResult {
-        try await runProcess(resumectlBinary, ["resume", id, "--state-dir", w.state] + extra, environment: environment ?? [:],
+        try await runProcess(
+            resumectlBinary, ["resume", id, "--state-dir", w.state] + extra, environment: environment ?? [:],
             inheritEnvironment: environment == nil, currentDirectory: w.out, stdin: stdin, timeout: timeout)
     }
 
@@ -62,7 +68,9 @@ extension StreamPipelines {
     }
 
     /// Samples the spool's disk use every `interval` while `p` runs: the most it held, and how many samples were taken.
-    func spoolPeak(_ w: Workspace, while p: RunningProcess, every interval: Duration) async throws -> (peak: Int, samples: Int) {
+    func spoolPeak(_ w: Workspace, while p: RunningProcess, every interval: Duration) async throws -> (
+        peak: Int, samples: Int
+    ) {
         var peak = 0
         var samples = 0
         while p.isRunning {
@@ -84,7 +92,8 @@ extension StreamPipelines {
         _ w: Workspace, producer: String, url: String, extra: [String] = [], environment: [String: String] = [:],
         acknowledged: Bool = true, when condition: @escaping ([String: Any]) -> Bool
     ) async throws -> String {
-        let p = try startPipeline(w, producer: producer, ["upload", "-", url, "--limit-rate", "4M"] + extra, environment: environment)
+        let p = try startPipeline(
+            w, producer: producer, ["upload", "-", url, "--limit-rate", "4M"] + extra, environment: environment)
         var id = ""
         try await eventually(timeout: .seconds(60)) {
             guard p.isRunning else { throw SupportError("ended before the kill: \(p.stderrSoFar)") }

@@ -23,20 +23,35 @@ public struct TestPKI: Sendable {
         try "extendedKeyUsage=clientAuth\n".write(toFile: dir.path("client.ext"), atomically: true, encoding: .utf8)
         let ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"]
         let steps: [[String]] = [
-            ["req", "-x509"] + ec + ["-keyout", "ca.key", "-out", "ca.pem", "-days", "2", "-subj", "/CN=resumectl test CA"],
-            ["req", "-x509"] + ec + ["-keyout", "other-ca.key", "-out", "other-ca.pem", "-days", "2", "-subj", "/CN=some other CA"],
+            ["req", "-x509"] + ec + [
+                "-keyout", "ca.key", "-out", "ca.pem", "-days", "2", "-subj", "/CN=resumectl test CA",
+            ],
+            ["req", "-x509"] + ec + [
+                "-keyout", "other-ca.key", "-out", "other-ca.pem", "-days", "2", "-subj", "/CN=some other CA",
+            ],
             ["req"] + ec + ["-keyout", "server.key", "-out", "server.csr", "-subj", "/CN=localhost"],
-            ["x509", "-req", "-in", "server.csr", "-CA", "ca.pem", "-CAkey", "ca.key", "-CAcreateserial", "-out", "server.pem",
-             "-days", "2", "-extfile", "server.ext"],
+            [
+                "x509", "-req", "-in", "server.csr", "-CA", "ca.pem", "-CAkey", "ca.key", "-CAcreateserial", "-out",
+                "server.pem",
+                "-days", "2", "-extfile", "server.ext",
+            ],
             ["pkey", "-in", "server.key", "-pubout", "-out", "server-pub.pem"],
             ["req"] + ec + ["-keyout", "client-plain.key", "-out", "client.csr", "-subj", "/CN=resumectl client"],
-            ["x509", "-req", "-in", "client.csr", "-CA", "ca.pem", "-CAkey", "ca.key", "-CAcreateserial", "-out", "client.pem",
-             "-days", "2", "-extfile", "client.ext"],
-            ["pkey", "-in", "client-plain.key", "-aes256", "-passout", "pass:\(pki.clientKeyPassword)", "-out", "client.key"],
+            [
+                "x509", "-req", "-in", "client.csr", "-CA", "ca.pem", "-CAkey", "ca.key", "-CAcreateserial", "-out",
+                "client.pem",
+                "-days", "2", "-extfile", "client.ext",
+            ],
+            [
+                "pkey", "-in", "client-plain.key", "-aes256", "-passout", "pass:\(pki.clientKeyPassword)", "-out",
+                "client.key",
+            ],
         ]
         for step in steps {
             let r = try await runProcess("openssl", step, currentDirectory: dir.path, timeout: .seconds(60))
-            guard r.status == 0 else { throw SupportError("openssl \(step.joined(separator: " ")) failed: \(r.stderr)") }
+            guard r.status == 0 else {
+                throw SupportError("openssl \(step.joined(separator: " ")) failed: \(r.stderr)")
+            }
         }
         return pki
     }

@@ -1,7 +1,7 @@
 import Foundation
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// Debian's tinyproxy, a real forward proxy (GET with absolute URLs, CONNECT for https), on 127.0.0.1 with
@@ -16,7 +16,11 @@ public final class Tinyproxy: Sendable {
 
     public init() async throws {
         let dir = try TempDirectory(prefix: "resumectl-tinyproxy")
-        guard let binary = ["/usr/bin/tinyproxy", "/usr/sbin/tinyproxy"].first(where: { FileManager.default.isExecutableFile(atPath: $0) }) else {
+        guard
+            let binary = ["/usr/bin/tinyproxy", "/usr/sbin/tinyproxy"].first(where: {
+                FileManager.default.isExecutableFile(atPath: $0)
+            })
+        else {
             throw SupportError("tinyproxy is not installed: run `make deps`")
         }
         var lastError = ""
@@ -48,7 +52,8 @@ public final class Tinyproxy: Sendable {
                 return
             }
             process.send(signal: SIGKILL)
-            lastError = process.stderrSoFar + ((try? String(contentsOfFile: dir.path("tinyproxy.log"), encoding: .utf8)) ?? "")
+            lastError =
+                process.stderrSoFar + ((try? String(contentsOfFile: dir.path("tinyproxy.log"), encoding: .utf8)) ?? "")
         }
         throw SupportError("tinyproxy did not start: \(lastError)")
     }

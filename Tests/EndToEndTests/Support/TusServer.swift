@@ -45,7 +45,9 @@ public final class TusServer: Sendable {
 
     /// The data files (not the `.info` sidecars) the server holds.
     public func storedUploads() -> [String] {
-        ((try? FileManager.default.contentsOfDirectory(atPath: files.path)) ?? []).filter { !$0.hasSuffix(".info") && !$0.hasPrefix(".") }
+        ((try? FileManager.default.contentsOfDirectory(atPath: files.path)) ?? []).filter {
+            !$0.hasSuffix(".info") && !$0.hasPrefix(".")
+        }
     }
 
     deinit { process.send(signal: SIGKILL) }

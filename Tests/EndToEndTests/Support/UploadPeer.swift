@@ -8,7 +8,7 @@ import NIOPosix
 import NIOResumableUpload
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// Apple's `NIOResumableUpload` (interop versions 3, 5, 6) on 127.0.0.1, the reference peer for uploads.
@@ -56,10 +56,11 @@ public final class UploadPeer: Sendable {
                         try sync.addHandler(UploadSink(state: state, sendsContinue: true))
                     } else {
                         let context = try state.uploadContext(localAddress: channel.localAddress, timeout: timeout)
-                        try sync.addHandler(HTTPResumableUploadHandler(context: context) { uploadChannel in
-                            try? uploadChannel.pipeline.syncOperations.addHandler(
-                                UploadSink(state: state, sendsContinue: false))
-                        })
+                        try sync.addHandler(
+                            HTTPResumableUploadHandler(context: context) { uploadChannel in
+                                try? uploadChannel.pipeline.syncOperations.addHandler(
+                                    UploadSink(state: state, sendsContinue: false))
+                            })
                     }
                 }
             }
@@ -252,7 +253,8 @@ final class UploadSink: ChannelInboundHandler {
         let name = state.storedName(forPath: request.path ?? "/")
         let path = state.directory + "/" + name
         self.name = name
-        let temporary = state.directory + "/." + name + ".upload-" + String(UInt64.random(in: 0...UInt64.max), radix: 16)
+        let temporary =
+            state.directory + "/." + name + ".upload-" + String(UInt64.random(in: 0...UInt64.max), radix: 16)
         temporaryPath = temporary
         fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
         let record = PeerUploadRecord(

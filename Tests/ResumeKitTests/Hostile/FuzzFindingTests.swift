@@ -44,16 +44,22 @@ extension FuzzFindingTests {
             let list = DownloadList(parsing: String(decoding: bytes, as: UTF8.self))
             #expect(list.entries.allSatisfy { $0.url.hasPrefix("http") }, "\(name)")
         }
-        #expect(DownloadList(parsing: "http://h/a\r\n\r\nhttp://h/b\r\n").entries.map(\.url) == ["http://h/a", "http://h/b"])
+        #expect(
+            DownloadList(parsing: "http://h/a\r\n\r\nhttp://h/b\r\n").entries.map(\.url) == [
+                "http://h/a", "http://h/b",
+            ])
     }
 
     /// An empty field folded onto the next line kept a leading space.
     @Test func foldedValuesAreTrimmed() {
         for (name, bytes) in Self.inputs("FuzzResponseHead") {
             var parser = ResponseHeadParser()
-            for line in String(decoding: bytes, as: UTF8.self).split(separator: "\n", omittingEmptySubsequences: false) {
+            for line in String(decoding: bytes, as: UTF8.self).split(separator: "\n", omittingEmptySubsequences: false)
+            {
                 if let head = parser.feed(line: line + "\n") {
-                    for field in head.headers.fields { #expect(field.value.trimmingSpaces() == field.value, "\(name): \(field)") }
+                    for field in head.headers.fields {
+                        #expect(field.value.trimmingSpaces() == field.value, "\(name): \(field)")
+                    }
                 }
             }
         }
@@ -90,11 +96,16 @@ extension FuzzFindingTests {
     @Test func statusIsThreeDigits() {
         for (name, bytes) in Self.inputs("FuzzResponseHead") {
             var parser = ResponseHeadParser()
-            for line in String(decoding: bytes, as: UTF8.self).split(separator: "\n", omittingEmptySubsequences: false) {
-                if let head = parser.feed(line: line + "\n") { #expect((0...999).contains(head.status), "\(name): \(head.status)") }
+            for line in String(decoding: bytes, as: UTF8.self).split(separator: "\n", omittingEmptySubsequences: false)
+            {
+                if let head = parser.feed(line: line + "\n") {
+                    #expect((0...999).contains(head.status), "\(name): \(head.status)")
+                }
             }
         }
-        for (line, status) in [("HTTP/1.1 -02 x", 0), ("HTTP/1.1 +200 OK", 0), ("HTTP/1.1 2000 x", 0), ("HTTP/1.1 206 Partial", 206)] {
+        for (line, status) in [
+            ("HTTP/1.1 -02 x", 0), ("HTTP/1.1 +200 OK", 0), ("HTTP/1.1 2000 x", 0), ("HTTP/1.1 206 Partial", 206),
+        ] {
             #expect(ResponseHeadParser.parseStatusLine(Substring(line)).status == status, "\(line)")
         }
     }

@@ -14,8 +14,10 @@ import Testing
     }
 
     @Test func twoLengthsThatDifferAreRefusedAndEqualCopiesAccepted() {
-        #expect(ContentLength(HeaderFields([.init(name: "Content-Length", value: "10"), .init(name: "content-length", value: "11")]))
-            == .invalid("the server declared two lengths, 10 and 11"))
+        #expect(
+            ContentLength(
+                HeaderFields([.init(name: "Content-Length", value: "10"), .init(name: "content-length", value: "11")]))
+                == .invalid("the server declared two lengths, 10 and 11"))
         #expect(ContentLength(["Content-Length": "10, 10"]) == .length(10))
         #expect(ContentLength(["Content-Length": "10, 12"]) == .invalid("the server declared two lengths, 10 and 12"))
         // Chunked framing overrides a length (RFC 9112 §6.3); libcurl reads the chunks.
@@ -25,7 +27,8 @@ import Testing
     /// The finding: 10^23 bytes declared, libcurl drops the length, 1,000 bytes and a close looked complete.
     @Test func undeclarableLengthIsAFailedAttemptNotAFile() {
         var m = DownloadStateMachine()
-        let d = m.evaluate(head(200, [("Content-Length", "99999999999999999999999"), ("ETag", "\"a\"")]), requestedOffset: 0)
+        let d = m.evaluate(
+            head(200, [("Content-Length", "99999999999999999999999"), ("ETag", "\"a\"")]), requestedOffset: 0)
         #expect(d == .malformed("the server declared an unusable Content-Length '99999999999999999999999'"))
         #expect(m.resource == nil)
     }
@@ -40,25 +43,32 @@ import Testing
 
     @Test func partialWhoseLengthContradictsItsRange() {
         var m = DownloadStateMachine()
-        let d = m.evaluate(head(206, [("Content-Range", "bytes 0-999/1000"), ("Content-Length", "10")]), requestedOffset: 0)
+        let d = m.evaluate(
+            head(206, [("Content-Range", "bytes 0-999/1000"), ("Content-Length", "10")]), requestedOffset: 0)
         #expect(d == .malformed("the server's Content-Length 10 contradicts its Content-Range 0-999"))
         var ok = DownloadStateMachine()
-        #expect(ok.evaluate(head(206, [("Content-Range", "bytes 0-999/1000"), ("Content-Length", "1000")]), requestedOffset: 0)
-            == .write(from: 0, restarted: nil))
+        #expect(
+            ok.evaluate(
+                head(206, [("Content-Range", "bytes 0-999/1000"), ("Content-Length", "1000")]), requestedOffset: 0)
+                == .write(from: 0, restarted: nil))
     }
 
     /// A range ending at Int64.max with an unknown total parses; checking it against a length must not overflow.
     @Test func rangeEndingAtTheLargestOffset() {
         var m = DownloadStateMachine()
-        let d = m.evaluate(head(206, [("Content-Range", "bytes 0-9223372036854775807/*"), ("Content-Length", "10")]), requestedOffset: 0)
+        let d = m.evaluate(
+            head(206, [("Content-Range", "bytes 0-9223372036854775807/*"), ("Content-Length", "10")]),
+            requestedOffset: 0)
         guard case .malformed = d else {
             Issue.record("expected a refusal, got \(d)")
             return
         }
     }
 
-    @Test(arguments: ["bytes 0-9223372036854775807/9223372036854775807", "bytes 5-1/10", "bytes 0-10/10", "bytes -1-5/10",
-        "bytes 0-99999999999999999999/1", "bytes */*", "bytes 0-1/-2"])
+    @Test(arguments: [
+        "bytes 0-9223372036854775807/9223372036854775807", "bytes 5-1/10", "bytes 0-10/10", "bytes -1-5/10",
+        "bytes 0-99999999999999999999/1", "bytes */*", "bytes 0-1/-2",
+    ])
     func impossibleContentRangesParseToNothing(value: String) {
         #expect(ContentRange(value)?.range == nil)
     }
@@ -75,41 +85,53 @@ import Testing
         }
         #expect(reason.contains("not a byte count"))
         var n = IETFStateMachine(size: 1000, version: .v8)
-        #expect(n.response(head(201, [("Upload-Offset", "5000")]), to: n.plan())
-            == .fail(reason: "the server acknowledged 5000 bytes, more than the 1000 sent"))
+        #expect(
+            n.response(head(201, [("Upload-Offset", "5000")]), to: n.plan())
+                == .fail(reason: "the server acknowledged 5000 bytes, more than the 1000 sent"))
     }
 
     @Test(arguments: [InteropVersion.v5, .v6, .v8])
     func ietfIncompleteFlagWithAFullOffsetContradictsItself(version: InteropVersion) {
         var m = IETFStateMachine(size: 1000, version: version)
-        #expect(m.response(head(201, [("Upload-Complete", "?0"), ("Upload-Offset", "1000")]), to: m.plan())
-            == .fail(reason: "the server answered the last request with Upload-Complete: ?0, so the upload is not done"))
+        #expect(
+            m.response(head(201, [("Upload-Complete", "?0"), ("Upload-Offset", "1000")]), to: m.plan())
+                == .fail(
+                    reason: "the server answered the last request with Upload-Complete: ?0, so the upload is not done"))
     }
 
     @Test func ietfV3IncompleteFlagContradictsToo() {
         var m = IETFStateMachine(size: 1000, version: .v3)
-        #expect(m.response(head(201, [("Upload-Incomplete", "?1")]), to: m.plan())
-            == .fail(reason: "the server answered the last request with Upload-Incomplete: ?1, so the upload is not done"))
+        #expect(
+            m.response(head(201, [("Upload-Incomplete", "?1")]), to: m.plan())
+                == .fail(
+                    reason: "the server answered the last request with Upload-Incomplete: ?1, so the upload is not done"
+                ))
     }
 
     @Test func ietfAppendAcknowledgingMoreThanSentStops() {
         var m = IETFStateMachine(size: 1000, version: .v6, uploadURL: "http://h/u/1")
         #expect(m.response(head(204, [("Upload-Offset", "400"), ("Upload-Complete", "?0")]), to: m.plan()) == .proceed)
-        #expect(m.response(head(201, [("Upload-Offset", "1400")]), to: m.plan())
-            == .fail(reason: "the server acknowledged 1400 bytes, more than the 1000 sent"))
+        #expect(
+            m.response(head(201, [("Upload-Offset", "1400")]), to: m.plan())
+                == .fail(reason: "the server acknowledged 1400 bytes, more than the 1000 sent"))
     }
 
     @Test func ietfCreationOfAPieceAcknowledgingMoreThanItCarried() {
         var m = IETFStateMachine(size: 10_000, version: .v8, chunkSize: 1000)
-        _ = m.informational(head(104, [(InteropVersion.header, "8"), ("Location", "http://h/u/1")]), requestURL: "http://h/f")
+        _ = m.informational(
+            head(104, [(InteropVersion.header, "8"), ("Location", "http://h/u/1")]), requestURL: "http://h/f")
         // The first creation of a known server sends a piece; a fresh machine sends the whole file.
         let plan = m.plan()
         guard case .create(_, let length, false) = plan else {
             Issue.record("expected a partial creation, got \(plan)")
             return
         }
-        #expect(m.response(head(201, [("Location", "http://h/u/1"), ("Upload-Complete", "?0"), ("Upload-Offset", "\(length + 1)")]), to: plan)
-            == .fail(reason: "the server acknowledged \(length + 1) bytes of a creation that carried \(length)"))
+        #expect(
+            m.response(
+                head(
+                    201, [("Location", "http://h/u/1"), ("Upload-Complete", "?0"), ("Upload-Offset", "\(length + 1)")]),
+                to: plan)
+                == .fail(reason: "the server acknowledged \(length + 1) bytes of a creation that carried \(length)"))
     }
 
     @Test func ietfNIOFinalResponseStillCompletes() {
@@ -123,28 +145,34 @@ import Testing
     // MARK: tus
 
     @Test func tusAppendAcknowledgingMoreThanSentStops() {
-        var m = TusStateMachine(size: 1000, creationURL: "http://h/files/", filename: "a", uploadURL: "http://h/files/x")
+        var m = TusStateMachine(
+            size: 1000, creationURL: "http://h/files/", filename: "a", uploadURL: "http://h/files/x")
         #expect(m.response(head(200, [("Upload-Offset", "100")]), to: m.plan()) == .proceed)
-        #expect(m.response(head(204, [("Upload-Offset", "5000")]), to: m.plan())
-            == .fail(reason: "the server acknowledged 5000 bytes, more than the 1000 sent"))
+        #expect(
+            m.response(head(204, [("Upload-Offset", "5000")]), to: m.plan())
+                == .fail(reason: "the server acknowledged 5000 bytes, more than the 1000 sent"))
     }
 
     @Test func tusCreationAcknowledgingMoreThanItCarried() {
-        var m = TusStateMachine(size: 1_000_000, creationURL: "http://h/files/", filename: "a",
+        var m = TusStateMachine(
+            size: 1_000_000, creationURL: "http://h/files/", filename: "a",
             capabilities: TusCapabilities(extensions: ["creation", "creation-with-upload"]))
         let plan = m.plan()
         guard case .create(_, let length, _) = plan, length > 0 else {
             Issue.record("expected a creation with upload, got \(plan)")
             return
         }
-        #expect(m.response(head(201, [("Location", "http://h/files/x"), ("Upload-Offset", "\(length + 1)")]), to: plan)
-            == .fail(reason: "the server acknowledged \(length + 1) bytes of a creation that carried \(length)"))
+        #expect(
+            m.response(head(201, [("Location", "http://h/files/x"), ("Upload-Offset", "\(length + 1)")]), to: plan)
+                == .fail(reason: "the server acknowledged \(length + 1) bytes of a creation that carried \(length)"))
     }
 
     @Test(arguments: ["-1", "+5", "1e3", "99999999999999999999"])
     func tusOffsetThatIsNoByteCount(value: String) {
-        var m = TusStateMachine(size: 1000, creationURL: "http://h/files/", filename: "a", uploadURL: "http://h/files/x")
-        #expect(m.response(head(200, [("Upload-Offset", value)]), to: m.plan())
-            == .fail(reason: "the server's answer carries no usable Upload-Offset"))
+        var m = TusStateMachine(
+            size: 1000, creationURL: "http://h/files/", filename: "a", uploadURL: "http://h/files/x")
+        #expect(
+            m.response(head(200, [("Upload-Offset", value)]), to: m.plan())
+                == .fail(reason: "the server's answer carries no usable Upload-Offset"))
     }
 }

@@ -66,31 +66,35 @@ import Testing
         #expect(Self.refusal(try Self.download { $0["headers"] = ["X: 1\r\nHost: evil"] }) == "headers[0]")
     }
 
-    @Test(arguments: [
-        // overlapping
-        ([[0, 99, 0], [50, 199, 0]], "download.segments[1].start"),
-        // out of order
-        ([[100, 199, 0], [0, 99, 0]], "download.segments[1].start"),
-        // beyond the total (1073741824)
-        ([[0, 1_073_741_824, 0]], "download.segments[0].end"),
-        // more committed than the segment holds
-        ([[0, 99, 101]], "download.segments[0].committed"),
-        ([[0, 99, -1]], "download.segments[0].committed"),
-        ([[-1, 99, 0]], "download.segments[0].start"),
-        ([[10, 9, 0]], "download.segments[0].end"),
-    ] as [([[Int64]], String)])
+    @Test(
+        arguments: [
+            // overlapping
+            ([[0, 99, 0], [50, 199, 0]], "download.segments[1].start"),
+            // out of order
+            ([[100, 199, 0], [0, 99, 0]], "download.segments[1].start"),
+            // beyond the total (1073741824)
+            ([[0, 1_073_741_824, 0]], "download.segments[0].end"),
+            // more committed than the segment holds
+            ([[0, 99, 101]], "download.segments[0].committed"),
+            ([[0, 99, -1]], "download.segments[0].committed"),
+            ([[-1, 99, 0]], "download.segments[0].start"),
+            ([[10, 9, 0]], "download.segments[0].end"),
+        ] as [([[Int64]], String)])
     func segmentsMustBeInOrderInsideTheFile(segments: [[Int64]], field: String) throws {
         let list = segments.map { ["start": $0[0], "end": $0[1], "committed": $0[2]] }
         #expect(Self.refusal(try Self.download(Self.field("segments", list))) == field)
     }
 
     @Test func orderedSegmentsLoad() throws {
-        let list: [[String: Int64]] = [["start": 0, "end": 99, "committed": 100], ["start": 100, "end": 1_073_741_823, "committed": 7]]
+        let list: [[String: Int64]] = [
+            ["start": 0, "end": 99, "committed": 100], ["start": 100, "end": 1_073_741_823, "committed": 7],
+        ]
         #expect(Self.refusal(try Self.download(Self.field("segments", list))) == nil)
     }
 
     static func upload(_ edit: (inout [String: Any]) -> Void) throws -> Data {
-        let url = try #require(Bundle.module.url(forResource: "Fixtures/upload-token-v1-pre-protocol", withExtension: "json"))
+        let url = try #require(
+            Bundle.module.url(forResource: "Fixtures/upload-token-v1-pre-protocol", withExtension: "json"))
         var json = try #require(try JSONSerialization.jsonObject(with: Data(contentsOf: url)) as? [String: Any])
         var u = json["upload"] as! [String: Any]
         edit(&u)
@@ -104,11 +108,13 @@ import Testing
         #expect(Self.refusal(try Self.upload { $0["uploadURL"] = "gopher://h/x" }) == "upload.uploadURL")
         #expect(Self.refusal(try Self.upload { $0["interopVersion"] = 4 }) == "upload.interopVersion")
         #expect(Self.refusal(try Self.upload { $0["protocol"] = "ftp" }) == "upload.protocol")
-        #expect(Self.refusal(try Self.upload { u in
-            var s = u["source"] as! [String: Any]
-            s["size"] = -3
-            u["source"] = s
-        }) == "upload.source.size")
+        #expect(
+            Self.refusal(
+                try Self.upload { u in
+                    var s = u["source"] as! [String: Any]
+                    s["size"] = -3
+                    u["source"] = s
+                }) == "upload.source.size")
         #expect(Self.refusal(try Self.upload { $0["acknowledgedBytes"] = 3_000_000 }) == nil)
     }
 
@@ -130,12 +136,20 @@ import Testing
             }
         }
         #expect(Self.refusal(try stream { _ in }) == nil)
-        #expect(Self.refusal(try stream { $0["tail"] = nil; $0["synced"] = 2_500_000 }) == nil, "every byte synced: no tail needed")
+        #expect(
+            Self.refusal(
+                try stream {
+                    $0["tail"] = nil; $0["synced"] = 2_500_000
+                }) == nil, "every byte synced: no tail needed")
         #expect(Self.refusal(try stream { $0["tail"] = nil }) == "upload.stream.tail")
         #expect(Self.refusal(try stream { $0["synced"] = 2_500_001 }) == "upload.stream.synced")
         #expect(Self.refusal(try stream { $0["start"] = 1_000_000 }) == "upload.stream.start")
-        #expect(Self.refusal(try stream { $0["ledger"] = ["blockSize": 1_048_576, "blocks": ["00000000"]] }) == "upload.stream.ledger.blocks")
-        #expect(Self.refusal(try stream { $0["ledger"] = ["blockSize": 0, "blocks": []] }) == "upload.stream.ledger.blockSize")
+        #expect(
+            Self.refusal(try stream { $0["ledger"] = ["blockSize": 1_048_576, "blocks": ["00000000"]] })
+                == "upload.stream.ledger.blocks")
+        #expect(
+            Self.refusal(try stream { $0["ledger"] = ["blockSize": 0, "blocks": []] })
+                == "upload.stream.ledger.blockSize")
         // Ended without its last fsync: only when the server acknowledged every byte.
         #expect(Self.refusal(try stream { $0["ended"] = true }) == "upload.stream.synced")
     }
@@ -144,9 +158,16 @@ import Testing
         let s3: [String: Any] = [
             "endpoint": "http://127.0.0.1:9000", "region": "us-east-1", "bucket": "b", "key": "k", "pathStyle": true,
             "uploadId": "x", "partSize": 5_242_880,
-            "parts": [["number": 1, "size": 5, "md5": "00", "etag": "\"a\""], ["number": 1, "size": 5, "md5": "00", "etag": "\"a\""]],
+            "parts": [
+                ["number": 1, "size": 5, "md5": "00", "etag": "\"a\""],
+                ["number": 1, "size": 5, "md5": "00", "etag": "\"a\""],
+            ],
         ]
-        #expect(Self.refusal(try Self.upload { $0["s3"] = s3; $0["protocol"] = "s3" }) == "upload.s3.parts[1].number")
+        #expect(
+            Self.refusal(
+                try Self.upload {
+                    $0["s3"] = s3; $0["protocol"] = "s3"
+                }) == "upload.s3.parts[1].number")
     }
 
     /// A token holds one direction's state and one protocol's: any other mixture cannot have been written.
@@ -154,11 +175,21 @@ import Testing
         let upload = try JSONSerialization.jsonObject(with: try Self.upload { _ in }) as! [String: Any]
         #expect(Self.refusal(try Self.download { $0["upload"] = upload["upload"] }) == "upload")
         #expect(Self.refusal(try Self.download { $0["download"] = nil }) == "download")
-        let s3: [String: Any] = ["endpoint": "http://127.0.0.1:9000", "region": "us-east-1", "bucket": "b", "key": "k", "pathStyle": true]
+        let s3: [String: Any] = [
+            "endpoint": "http://127.0.0.1:9000", "region": "us-east-1", "bucket": "b", "key": "k", "pathStyle": true,
+        ]
         #expect(Self.refusal(try Self.upload { $0["s3"] = s3 }) == "upload.s3")
         #expect(Self.refusal(try Self.upload { $0["protocol"] = "s3" }) == "upload.s3")
-        #expect(Self.refusal(try Self.upload { $0["protocol"] = "tus"; $0["checksumAlgorithm"] = "rot13" }) == "upload.checksumAlgorithm")
-        #expect(Self.refusal(try Self.upload { $0["protocol"] = "tus"; $0["checksumAlgorithm"] = "sha1" }) == nil)
+        #expect(
+            Self.refusal(
+                try Self.upload {
+                    $0["protocol"] = "tus"; $0["checksumAlgorithm"] = "rot13"
+                }) == "upload.checksumAlgorithm")
+        #expect(
+            Self.refusal(
+                try Self.upload {
+                    $0["protocol"] = "tus"; $0["checksumAlgorithm"] = "sha1"
+                }) == nil)
     }
 
     @Test func goldenTokensStillLoad() throws {

@@ -24,7 +24,9 @@ final class MemoryS3: @unchecked Sendable {
 
     func answer(_ call: Call) -> ExchangeResult {
         if call.query == "uploads=" {
-            return call.answer(200, body: "<InitiateMultipartUploadResult><UploadId>U1</UploadId></InitiateMultipartUploadResult>".utf8)
+            return call.answer(
+                200, body: "<InitiateMultipartUploadResult><UploadId>U1</UploadId></InitiateMultipartUploadResult>".utf8
+            )
         }
         if call.method == "PUT", let body = call.request.body,
             let number = Int(call.query.split(separator: "&")[0].dropFirst("partNumber=".count))
@@ -50,12 +52,16 @@ final class MemoryS3: @unchecked Sendable {
         let parts = state.withLock { $0.parts.sorted { $0.key < $1.key } }
         if call.method == "GET" {
             let listed = parts.map {
-                "<Part><PartNumber>\($0.key)</PartNumber><ETag>\"\(Insecure.MD5.hash(data: $0.value).hex)\"</ETag><Size>\($0.value.count)</Size></Part>"
+                "<Part><PartNumber>\($0.key)</PartNumber><ETag>\"\(Insecure.MD5.hash(data: $0.value).hex)\"</ETag>"
+                    + "<Size>\($0.value.count)</Size></Part>"
             }
-            return call.answer(200, body: "<ListPartsResult><IsTruncated>false</IsTruncated>\(listed.joined())</ListPartsResult>".utf8)
+            return call.answer(
+                200, body: "<ListPartsResult><IsTruncated>false</IsTruncated>\(listed.joined())</ListPartsResult>".utf8)
         }
         let md5s = parts.flatMap { Array(Insecure.MD5.hash(data: $0.value)) }
-        return call.answer(200, body:
-            "<CompleteMultipartUploadResult><ETag>\"\(Insecure.MD5.hash(data: md5s).hex)-\(parts.count)\"</ETag></CompleteMultipartUploadResult>".utf8)
+        return call.answer(
+            200,
+            body: ("<CompleteMultipartUploadResult><ETag>\"\(Insecure.MD5.hash(data: md5s).hex)-\(parts.count)\"</ETag>"
+                + "</CompleteMultipartUploadResult>").utf8)
     }
 }

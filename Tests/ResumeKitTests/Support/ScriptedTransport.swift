@@ -38,12 +38,17 @@ final class ScriptedTransport: HTTPTransport, @unchecked Sendable {
 
     /// A new session; it can also start an exchange (``StartingSession``), which it runs to its end at once.
     func session() -> Session {
-        Session(id: log.withLock { $0.sessions += 1; return $0.sessions }, transport: self)
+        Session(
+            id: log.withLock {
+                $0.sessions += 1; return $0.sessions
+            }, transport: self)
     }
 
-    fileprivate func answer(_ request: TransferRequest, session: Int, delegate: any ExchangeDelegate) -> ExchangeResult {
+    fileprivate func answer(_ request: TransferRequest, session: Int, delegate: any ExchangeDelegate) -> ExchangeResult
+    {
         let seen = log.withLock { log in
-            log.requests.append(Request(method: request.method, url: request.url, headers: request.headers, session: session))
+            log.requests.append(
+                Request(method: request.method, url: request.url, headers: request.headers, session: session))
             return log.requests
         }
         let answer = script.withLock { $0.isEmpty ? handler : $0.removeFirst() }
@@ -59,14 +64,18 @@ final class ScriptedTransport: HTTPTransport, @unchecked Sendable {
             self.transport = transport
         }
 
-        func perform(_ request: TransferRequest, settings: TransportSettings, cancellation: Cancellation, delegate: any ExchangeDelegate)
+        func perform(
+            _ request: TransferRequest, settings: TransportSettings, cancellation: Cancellation,
+            delegate: any ExchangeDelegate
+        )
             -> ExchangeResult
         {
             transport.answer(request, session: id, delegate: delegate)
         }
 
         func start(
-            _ request: TransferRequest, settings: TransportSettings, cancellation: Cancellation, delegate: any ExchangeDelegate,
+            _ request: TransferRequest, settings: TransportSettings, cancellation: Cancellation,
+            delegate: any ExchangeDelegate,
             done: @escaping (ExchangeResult) -> Void
         ) -> ExchangeResult? {
             transport.answer(request, session: id, delegate: delegate)
@@ -107,7 +116,9 @@ struct Call {
     }
 
     /// The answer `status` with `fields` and `body`.
-    func answer(_ status: Int, _ fields: [(String, String)] = [], body: some Collection<UInt8> = [UInt8]()) -> ExchangeResult {
+    func answer(_ status: Int, _ fields: [(String, String)] = [], body: some Collection<UInt8> = [UInt8]())
+        -> ExchangeResult
+    {
         answer(head(status, fields), body: Array(body))
     }
 
@@ -137,7 +148,9 @@ struct Call {
 
 extension TransportFailure {
     /// libcurl's failures as the tests script them.
-    static let unresolved = TransportFailure(kind: .resolve, code: 6, message: "Could not resolve host: nowhere.invalid")
-    static let refused = TransportFailure(kind: .network, code: 7, message: "Failed to connect: Connection refused", unreachable: true)
+    static let unresolved = TransportFailure(
+        kind: .resolve, code: 6, message: "Could not resolve host: nowhere.invalid")
+    static let refused = TransportFailure(
+        kind: .network, code: 7, message: "Failed to connect: Connection refused", unreachable: true)
     static let reset = TransportFailure(kind: .network, code: 56, message: "Connection reset by peer")
 }

@@ -66,7 +66,9 @@ final class BatchLedger: @unchecked Sendable {
         self.order = order
         try state.make(state.batches)
         fd = open(state.batchLog(id), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0o600)
-        guard fd >= 0 else { throw TransferError(.localIO, "cannot write \(state.batchLog(id)): \(String(cString: strerror(errno)))") }
+        guard fd >= 0 else {
+            throw TransferError(.localIO, "cannot write \(state.batchLog(id)): \(String(cString: strerror(errno)))")
+        }
         runOnBackgroundThread("batch-log") { [self] in
             while !closing.load(ordering: .acquiring) {
                 _ = tick.wait(timeout: .now() + 0.2)
@@ -115,13 +117,17 @@ final class BatchLedger: @unchecked Sendable {
 
     private func sync() throws(TransferError) {
         let failed: Int32 = syncing.withLock { _ in
-            let bytes = pending.withLock { p in defer { p.removeAll() }; return p }
+            let bytes = pending.withLock { p in
+                defer { p.removeAll() }; return p
+            }
             guard !bytes.isEmpty, writeError == 0 else { return writeError }
             let ok = bytes.withUnsafeBytes { writeAll(fd, $0) } && fdatasync(fd) == 0
             if !ok { writeError = errno }
             return writeError
         }
-        guard failed == 0 else { throw TransferError(.localIO, "cannot record finished files: \(String(cString: strerror(failed)))") }
+        guard failed == 0 else {
+            throw TransferError(.localIO, "cannot record finished files: \(String(cString: strerror(failed)))")
+        }
     }
 
     // MARK: Reading
@@ -154,7 +160,8 @@ final class BatchLedger: @unchecked Sendable {
     static func save(_ record: BatchRecord, state: StateDirectory) throws(TransferError) {
         try state.make(state.batches)
         do {
-            try TokenStore.writeDurably(try TokenStore.encoder.encode(record), to: state.batch(record.id), folder: state.batches)
+            try TokenStore.writeDurably(
+                try TokenStore.encoder.encode(record), to: state.batch(record.id), folder: state.batches)
         } catch { throw TransferError(.localIO, "\(error)") }
     }
 

@@ -26,7 +26,10 @@ enum BatchNaming {
     /// The target of the file at `relative`: on S3 as it is, else each segment percent-encoded.
     static func target(_ target: String, relative: String) -> String {
         if Route.isS3(target) { return target + relative }
-        return target + relative.split(separator: "/", omittingEmptySubsequences: false).map { FolderListing.percentEncoded(String($0)) }
+        return target
+            + relative.split(separator: "/", omittingEmptySubsequences: false).map {
+                FolderListing.percentEncoded(String($0))
+            }
             .joined(separator: "/")
     }
 }

@@ -47,7 +47,9 @@ public struct BatchRecord: Codable, Sendable, Equatable {
     public var s3: S3?
     public var createdAt: Date
 
-    private init(id: String, folder: String, target: String, parallel: Int, skipExisting: Bool, headers: [String], s3: S3Options) {
+    private init(
+        id: String, folder: String, target: String, parallel: Int, skipExisting: Bool, headers: [String], s3: S3Options
+    ) {
         version = Self.currentVersion
         self.id = id
         self.folder = OutputPath.absolute(folder)
@@ -62,7 +64,8 @@ public struct BatchRecord: Codable, Sendable, Equatable {
 
     init(_ request: BatchRequest) {
         let u = request.upload
-        self.init(id: request.id, folder: request.folder, target: request.target, parallel: request.parallel,
+        self.init(
+            id: request.id, folder: request.folder, target: request.target, parallel: request.parallel,
             skipExisting: request.skipExisting, headers: u.headers, s3: u.s3)
         `protocol` = u.uploadProtocol == .auto ? nil : u.uploadProtocol.rawValue
         interopVersion = u.interopVersion?.rawValue
@@ -72,24 +75,30 @@ public struct BatchRecord: Codable, Sendable, Equatable {
 
     init(_ request: FolderRequest) {
         let t = request.template
-        self.init(id: request.id, folder: request.folder, target: request.url, parallel: request.parallel,
+        self.init(
+            id: request.id, folder: request.folder, target: request.url, parallel: request.parallel,
             skipExisting: request.skipExisting, headers: t.headers, s3: t.s3)
-        download = Download(depth: request.depth, include: request.include, exclude: request.exclude, onChange: t.onChange.rawValue,
+        download = Download(
+            depth: request.depth, include: request.include, exclude: request.exclude, onChange: t.onChange.rawValue,
             force: t.force)
     }
 
     /// The folder download this record describes, with `headers` given now joining the kept ones.
     func folderRequest(headers given: [String]) -> FolderRequest? {
         guard let download else { return nil }
-        let template = DownloadRequest(url: target, headers: HeaderLines.merge(stored: headers, given: given),
-            onChange: DownloadStateMachine.OnChange(rawValue: download.onChange) ?? .restart, force: download.force, s3: s3Options)
-        return FolderRequest(url: target, folder: folder, template: template, parallel: parallel, depth: download.depth,
+        let template = DownloadRequest(
+            url: target, headers: HeaderLines.merge(stored: headers, given: given),
+            onChange: DownloadStateMachine.OnChange(rawValue: download.onChange) ?? .restart, force: download.force,
+            s3: s3Options)
+        return FolderRequest(
+            url: target, folder: folder, template: template, parallel: parallel, depth: download.depth,
             include: download.include, exclude: download.exclude, skipExisting: skipExisting)
     }
 
     private var s3Options: S3Options {
         guard let s3 else { return S3Options() }
-        return S3Options(choices: S3Choices(profile: s3.profile, region: s3.region, endpoint: s3.endpoint),
+        return S3Options(
+            choices: S3Choices(profile: s3.profile, region: s3.region, endpoint: s3.endpoint),
             forcePathStyle: s3.pathStyle ?? false, partSize: s3.partSize, checksum: s3.checksum ?? .crc32c)
     }
 
@@ -99,7 +108,8 @@ public struct BatchRecord: Codable, Sendable, Equatable {
             filePath: folder, url: target, headers: HeaderLines.merge(stored: headers, given: given),
             interopVersion: interopVersion.flatMap(InteropVersion.init), chunkSize: chunkSize,
             uploadProtocol: `protocol`.flatMap(UploadProtocolChoice.init) ?? .auto, s3: s3Options)
-        return BatchRequest(folder: folder, target: target, upload: upload, parallel: parallel, followSymlinks: followSymlinks,
+        return BatchRequest(
+            folder: folder, target: target, upload: upload, parallel: parallel, followSymlinks: followSymlinks,
             skipExisting: skipExisting)
     }
 }

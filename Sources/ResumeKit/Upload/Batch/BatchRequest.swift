@@ -15,7 +15,8 @@ public struct BatchRequest: Sendable, Equatable {
     public var skipExisting: Bool
 
     public init(
-        folder: String, target: String, upload: UploadRequest, parallel: Int = 4, followSymlinks: Bool = false, skipExisting: Bool = false
+        folder: String, target: String, upload: UploadRequest, parallel: Int = 4, followSymlinks: Bool = false,
+        skipExisting: Bool = false
     ) {
         self.folder = folder
         self.target = target
@@ -31,7 +32,9 @@ public struct BatchRequest: Sendable, Equatable {
 
     /// The batch's id: the same folder to the same target is the same batch, so the command run again continues it.
     public var id: String {
-        "b-" + MessageDigest.hash(.sha256, Array(target.utf8) + [0] + Array(OutputPath.absolute(folder).utf8)).prefix(8).hex
+        "b-"
+            + MessageDigest.hash(.sha256, Array(target.utf8) + [0] + Array(OutputPath.absolute(folder).utf8)).prefix(8)
+            .hex
     }
 
     /// True when `path` is a folder (following links): `upload` then sends it as a batch.

@@ -16,5 +16,7 @@ public struct BatchSummary: Sendable {
     }
 
     /// Whether `resume b-…` can finish what is left.
-    public var isResumable: Bool { stopped != nil || failed.allSatisfy { $0.error.isResumable || $0.error.code == .retriesExhausted } }
+    public var isResumable: Bool {
+        stopped != nil || failed.allSatisfy { $0.error.isResumable || $0.error.code == .retriesExhausted }
+    }
 }

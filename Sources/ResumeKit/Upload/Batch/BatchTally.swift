@@ -46,7 +46,8 @@ final class BatchTally: Sendable {
         let now = Monotonic.now
         guard force || now - s.lastEmit >= 0.25 else { return nil }
         s.lastEmit = now
-        return .progress(files: s.done, of: files, bytes: s.finishedBytes + s.inFlight.values.reduce(0, +), total: total)
+        return .progress(
+            files: s.done, of: files, bytes: s.finishedBytes + s.inFlight.values.reduce(0, +), total: total)
     }
 
     func failed(_ index: Int, _ file: BatchFile, _ error: TransferError) {
@@ -58,7 +59,8 @@ final class BatchTally: Sendable {
 
     func summary(id: String, stopped: TransferError?) -> BatchSummary {
         state.withLock { s in
-            BatchSummary(id: id, files: files, sent: s.sent, skipped: s.skipped, failed: s.failed, stopped: s.stopped ?? stopped,
+            BatchSummary(
+                id: id, files: files, sent: s.sent, skipped: s.skipped, failed: s.failed, stopped: s.stopped ?? stopped,
                 bytes: s.finishedBytes)
         }
     }

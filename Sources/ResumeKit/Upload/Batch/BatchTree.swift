@@ -27,7 +27,9 @@ struct BatchTree: Sendable, Equatable {
         files.sort { $0.relative < $1.relative }
     }
 
-    private mutating func walk(_ dir: String, relative: String, follow: Bool, seen: inout Set<[UInt64]>) throws(TransferError) {
+    private mutating func walk(_ dir: String, relative: String, follow: Bool, seen: inout Set<[UInt64]>)
+        throws(TransferError)
+    {
         var st = stat()
         guard stat(dir, &st) == 0, let handle = opendir(dir) else {
             let reason = String(cString: strerror(errno))
@@ -45,7 +47,8 @@ struct BatchTree: Sendable, Equatable {
             if raw == [46] || raw == [46, 46] { continue }
             let path = dir + "/" + String(decoding: raw, as: UTF8.self)
             guard let name = BatchNaming.name(raw) else {
-                refused.append("\(path): refused, its name cannot be a key or a URL path (not UTF-8, or a control character)")
+                refused.append(
+                    "\(path): refused, its name cannot be a key or a URL path (not UTF-8, or a control character)")
                 continue
             }
             let child = relative.isEmpty ? name : relative + "/" + name
@@ -65,7 +68,8 @@ struct BatchTree: Sendable, Equatable {
                     refused.append("\(path): refused, its path is longer than a key can be (1,024 bytes)")
                     continue
                 }
-                files.append(File(relative: child, path: path, size: Int64(info.st_size), stamp: BatchLedger.Stamp(info)))
+                files.append(
+                    File(relative: child, path: path, size: Int64(info.st_size), stamp: BatchLedger.Stamp(info)))
             default:
                 skipped.append("\(path): skipped, not a regular file")
             }

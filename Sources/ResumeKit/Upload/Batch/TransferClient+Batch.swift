@@ -9,9 +9,12 @@ extension TransferClient {
     /// ledger line; a larger one has a token. Run again (or ``resumeBatch(_:headers:cancellation:events:)``),
     /// finished files are skipped, large ones continue from their tokens, small ones are sent again.
     public func uploadBatch(
-        _ request: BatchRequest, cancellation: Cancellation = Cancellation(), events: @escaping @Sendable (BatchEvent) -> Void = { _ in }
+        _ request: BatchRequest, cancellation: Cancellation = Cancellation(),
+        events: @escaping @Sendable (BatchEvent) -> Void = { _ in }
     ) async throws(TransferError) -> BatchSummary {
-        try await onOwnThread { () throws(TransferError) in try self.runBatch(request, cancellation: cancellation, events: events) }
+        try await onOwnThread { () throws(TransferError) in
+            try self.runBatch(request, cancellation: cancellation, events: events)
+        }
     }
 
     /// Continues batch `id` as its record describes it; `headers` (logins are never kept) join the kept ones.
@@ -19,7 +22,9 @@ extension TransferClient {
         _ id: String, headers: [String] = [], cancellation: Cancellation = Cancellation(),
         events: @escaping @Sendable (BatchEvent) -> Void = { _ in }
     ) async throws(TransferError) -> BatchSummary {
-        guard let record = BatchLedger.record(state: store.state, id: id) else { throw TransferError(.inputMissing, "no batch named '\(id)'") }
+        guard let record = BatchLedger.record(state: store.state, id: id) else {
+            throw TransferError(.inputMissing, "no batch named '\(id)'")
+        }
         if let folder = record.folderRequest(headers: headers) {
             return try await downloadFolder(folder, cancellation: cancellation, events: events)
         }
@@ -37,8 +42,10 @@ extension TransferClient {
     /// Whether `file` goes as a small file: on S3, one that fits in one part (a single `PutObject`, which could
     /// not resume anyway); elsewhere at most ``batchSmallFile``; never one with a token from an earlier run.
     func smallFile(_ file: BatchTree.File, _ upload: UploadRequest) -> Bool {
-        let limit = Route.isS3(upload.url)
-            ? (try? MultipartPlan.partSize(fileSize: file.size, requested: upload.s3.partSize).size) ?? 0 : Self.batchSmallFile
+        let limit =
+            Route.isS3(upload.url)
+            ? (try? MultipartPlan.partSize(fileSize: file.size, requested: upload.s3.partSize).size) ?? 0
+            : Self.batchSmallFile
         return file.size <= limit && !store.exists(id: uploadTokenID(upload))
     }
 
@@ -46,7 +53,9 @@ extension TransferClient {
         throws(TransferError) -> BatchSummary
     {
         try BatchNaming.checkTarget(request.target)
-        guard BatchRequest.isFolder(request.folder) else { throw TransferError(.inputMissing, "\(request.folder) is not a folder") }
+        guard BatchRequest.isFolder(request.folder) else {
+            throw TransferError(.inputMissing, "\(request.folder) is not a folder")
+        }
         if Route.isS3(request.target) { _ = try requireS3Answers() }
         _ = try HeaderLines.parse(request.upload.headers)
         let id = request.id
@@ -69,9 +78,11 @@ extension TransferClient {
         template.s3.parallel = budget.limit  // a large file alone may use every request; the budget shares them
         if let first = tree.files.first, !Route.isS3(request.target) {
             if template.uploadProtocol == .tus {
-                template.probed = tusProbe(BatchNaming.target(request.target, relative: first.relative), template.headers, cancellation)
+                template.probed = tusProbe(
+                    BatchNaming.target(request.target, relative: first.relative), template.headers, cancellation)
             } else if template.pinnedWire == nil {
-                template.probed = try probe(request.target, headers: template.headers, cancellation: cancellation, events: { _ in })
+                template.probed = try probe(
+                    request.target, headers: template.headers, cancellation: cancellation, events: { _ in })
             }
         }
         let earlier = BatchLedger.earlier(state: state, id: id)
@@ -91,11 +102,13 @@ extension TransferClient {
                     let session = pool.makeSession()
                     while !cancellation.isStopped, let i = queue.take() {
                         let file = tree.files[i]
-                        let item = BatchFile(path: file.path, target: BatchNaming.target(request.target, relative: file.relative))
+                        let item = BatchFile(
+                            path: file.path, target: BatchNaming.target(request.target, relative: file.relative))
                         do throws(TransferError) {
                             let sent = try client.sendBatchFile(
                                 file, item, index: i, template: template, earlier: earlier, since: record.createdAt,
-                                skipExisting: request.skipExisting, session: session, ledger: ledger, tally: tally, cancellation: cancellation, events: events)
+                                skipExisting: request.skipExisting, session: session, ledger: ledger, tally: tally,
+                                cancellation: cancellation, events: events)
                             if let progress = tally.finished(i, size: file.size, sent: sent) { events(progress) }
                         } catch {
                             tally.failed(i, item, error)
@@ -114,7 +127,8 @@ extension TransferClient {
     /// file changed since its upload began is sent again from its first byte, its old upload dropped).
     /// - Returns: true when sent, false when skipped.
     private func sendBatchFile(
-        _ file: BatchTree.File, _ item: BatchFile, index: Int, template: UploadRequest, earlier: BatchLedger.Earlier, since: Date, skipExisting: Bool,
+        _ file: BatchTree.File, _ item: BatchFile, index: Int, template: UploadRequest, earlier: BatchLedger.Earlier,
+        since: Date, skipExisting: Bool,
         session: any TransportSession, ledger: BatchLedger, tally: BatchTally, cancellation: Cancellation,
         events: @escaping @Sendable (BatchEvent) -> Void
     ) throws(TransferError) -> Bool {
@@ -129,14 +143,17 @@ extension TransferClient {
         // Killed after the server took the file but before its line was synced: the engine's own result
         // record (synced before its token went) says it arrived, so it is not sent again. Records keep whole
         // seconds: one ended within a second of the batch's start or the file's last change still counts.
-        if !small, let ended = results.load(id: uploadTokenID(upload)), ended.outcome == .done, ended.bytes == file.size,
+        if !small, let ended = results.load(id: uploadTokenID(upload)), ended.outcome == .done,
+            ended.bytes == file.size,
             ended.endedAt.timeIntervalSince1970 + 1 >= max(since.timeIntervalSince1970, Double(file.stamp.mtime) / 1e9)
         {
             try ledger.add(file.relative, file.stamp, now: false)
             events(.file(item, .skipped(reason: "sent earlier by this batch")))
             return false
         }
-        if skipExisting || small && earlier.mayHaveSent(file.relative), try targetHolds(file, upload, session: session, cancellation: cancellation) {
+        if skipExisting || small && earlier.mayHaveSent(file.relative),
+            try targetHolds(file, upload, session: session, cancellation: cancellation)
+        {
             try ledger.add(file.relative, file.stamp, now: false)
             events(.file(item, .skipped(reason: "the target holds the same bytes")))
             return false
@@ -152,7 +169,7 @@ extension TransferClient {
         }
         do {
             _ = try runUpload(upload, smallFile: small ? session : nil, cancellation: cancellation, events: forward)
-        } catch where error.code == .sourceChanged {
+        } catch  where error.code == .sourceChanged {
             let old = uploadTokenID(upload)
             if let token = try? store.load(old), case .opened(let opened)? = try? open(.cancel(token)) {
                 _ = try? TransferCancel(self, opened).dropServerUpload()
@@ -161,7 +178,7 @@ extension TransferClient {
             store.remove(id: old)
             events(.file(item, .restarted(reason: "\(file.path) changed since its upload began")))
             _ = try runUpload(upload, cancellation: cancellation, events: forward)
-        } catch where error.status == 409 {
+        } catch  where error.status == 409 {
             // A server that never replaces files (serve) refuses a second creation; when the request before a
             // kill or a cut arrived whole and only its answer was lost, the file there is this one.
             guard try targetHolds(file, upload, session: session, cancellation: cancellation) else { throw error }
@@ -177,26 +194,33 @@ extension TransferClient {
         var fields = (try? HeaderLines.parse(headers)) ?? [:]
         fields.set("Tus-Resumable", "1.0.0")
         let result = transport.makeSession().headOnly(
-            TransferRequest(method: "OPTIONS", url: url, headers: fields), settings: options.transport, cancellation: cancellation)
-        guard result.outcome == .completed, let head = result.head, let found = TusCapabilities(head) else { return nil }
+            TransferRequest(method: "OPTIONS", url: url, headers: fields), settings: options.transport,
+            cancellation: cancellation)
+        guard result.outcome == .completed, let head = result.head, let found = TusCapabilities(head) else {
+            return nil
+        }
         return .tus(found)
     }
 
     /// `--skip-existing`: one HEAD (signed for S3) and the file's checksum.
-    private func targetHolds(_ file: BatchTree.File, _ upload: UploadRequest, session: any TransportSession, cancellation: Cancellation)
+    private func targetHolds(
+        _ file: BatchTree.File, _ upload: UploadRequest, session: any TransportSession, cancellation: Cancellation
+    )
         throws(TransferError) -> Bool
     {
         var url = upload.url
         var settings = options.transport
         if Route.isS3(upload.url) {
-            let target = try S3Target(try S3Location.parse(upload.url), choices: upload.s3.choices, forcePathStyle: upload.s3.forcePathStyle)
+            let target = try S3Target(
+                try S3Location.parse(upload.url), choices: upload.s3.choices, forcePathStyle: upload.s3.forcePathStyle)
             url = target.url()
             settings = target.signing(settings)
         }
         let headers = (try? HeaderLines.parse(upload.headers)) ?? [:]
         let partSize = (try? MultipartPlan.partSize(fileSize: file.size, requested: upload.s3.partSize).0) ?? file.size
         return try BatchSkip.check(
-            file, url: url, partSize: max(1, partSize), session: session, settings: settings, headers: headers, cancellation: cancellation)
+            file, url: url, partSize: max(1, partSize), session: session, settings: settings, headers: headers,
+            cancellation: cancellation)
     }
 
     /// Closes the batch's log and writes its result record (what `wait`, `show` and `list --all` read); a batch
@@ -209,11 +233,16 @@ extension TransferClient {
         let summary = tally.summary(id: id, stopped: stopped ?? closed)
         let status = summary.exitStatus
         let outcome: TransferRecord.Outcome = status == 0 ? .done : summary.stopped != nil ? .paused : .failed
-        let error = summary.stopped?.message
-            ?? summary.failed.first.map { "\(summary.failed.count) of \(summary.files) files failed; first: \($0.error.message)" }
-        try? results.save(TransferRecord(
-            id: summary.id, kind: record.download != nil ? .download : .upload, outcome: outcome, exit: status, resumable: status != 0, url: record.target, path: record.folder,
-            bytes: summary.bytes, error: error))
+        let error =
+            summary.stopped?.message
+            ?? summary.failed.first.map {
+                "\(summary.failed.count) of \(summary.files) files failed; first: \($0.error.message)"
+            }
+        try? results.save(
+            TransferRecord(
+                id: summary.id, kind: record.download != nil ? .download : .upload, outcome: outcome, exit: status,
+                resumable: status != 0, url: record.target, path: record.folder,
+                bytes: summary.bytes, error: error))
         if status == 0 { BatchLedger.remove(state: store.state, id: summary.id) }
         return summary
     }
@@ -242,7 +271,8 @@ extension TransferClient {
         let isDownload = record.download != nil
         let ids: [String]
         if isDownload {
-            ids = store.all().tokens.filter { $0.download.map { $0.path.hasPrefix(record.folder + "/") } == true }.map(\.id)
+            ids = store.all().tokens.filter { $0.download.map { $0.path.hasPrefix(record.folder + "/") } == true }.map(
+                \.id)
         } else {
             let upload = record.request(headers: []).upload
             ids = ((try? BatchTree(root: record.folder, follow: record.followSymlinks).files) ?? []).map { file in
@@ -253,9 +283,11 @@ extension TransferClient {
             }.filter { store.exists(id: $0) }
         }
         for fileID in ids { _ = try await cancel(fileID, keepParts: keepParts) }
-        try? results.save(TransferRecord(
-            id: id, kind: isDownload ? .download : .upload, outcome: .cancelled, exit: 1, resumable: false, url: record.target,
-            path: record.folder, error: "cancelled"))
+        try? results.save(
+            TransferRecord(
+                id: id, kind: isDownload ? .download : .upload, outcome: .cancelled, exit: 1, resumable: false,
+                url: record.target,
+                path: record.folder, error: "cancelled"))
         BatchLedger.remove(state: store.state, id: id)
         return "cancelled \(id); \(ids.count) unfinished \(isDownload ? "downloads" : "file uploads") dropped"
     }

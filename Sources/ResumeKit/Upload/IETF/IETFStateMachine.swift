@@ -89,7 +89,9 @@ public struct IETFStateMachine: StreamingUploadMachine {
         else { return .nothing }
         serverSupportsDraft = true
         let limits = StructuredField.integerDictionary(head.headers["Upload-Limit"])
-        if let maxAppend = limits["max-append-size"], maxAppend > 0 { maxAppendSize = min(maxAppendSize ?? maxAppend, maxAppend) }
+        if let maxAppend = limits["max-append-size"], maxAppend > 0 {
+            maxAppendSize = min(maxAppendSize ?? maxAppend, maxAppend)
+        }
         uploadURLFromInformational = url
         if let max = Self.maxSize(head), max < size { return .tooLarge(limit: max) }
         return .uploadURL(url)
@@ -141,12 +143,15 @@ public struct IETFStateMachine: StreamingUploadMachine {
     public mutating func exchangeFailed(_ reason: String, during plan: Plan) -> UploadDecision {
         let url = uploadURLFromInformational ?? uploadURL
         state = url.map { .queryOffset(url: $0) } ?? .create
-        let note = url != nil || serverSupportsDraft ? "" : "; the server cannot resume uploads, so the whole file is sent again"
+        let note =
+            url != nil || serverSupportsDraft
+            ? "" : "; the server cannot resume uploads, so the whole file is sent again"
         return .retry(reason: reason + note, retryAfter: nil)
     }
 
     private mutating func creationResponse(_ head: ResponseHead, length: Int64, complete: Bool) -> UploadDecision {
-        let location = uploadURLFromInformational
+        let location =
+            uploadURLFromInformational
             ?? head.headers["Location"].flatMap { URL(string: $0)?.absoluteString }
         switch head.status {
         case 200...299:
@@ -201,13 +206,17 @@ public struct IETFStateMachine: StreamingUploadMachine {
         }
     }
 
-    private mutating func appendResponse(_ head: ResponseHead, url: String, offset: Int64, length: Int64, complete: Bool) -> UploadDecision {
+    private mutating func appendResponse(
+        _ head: ResponseHead, url: String, offset: Int64, length: Int64, complete: Bool
+    ) -> UploadDecision {
         switch head.status {
         case 200...299:
             let end = offset + length
             if complete, let refusal = contradiction(head, sent: end) { return state.fail(refusal) }
             if let acknowledged = StructuredField.integer(head.headers["Upload-Offset"]), acknowledged != end {
-                if acknowledged > end { return state.fail("the server acknowledged \(acknowledged) bytes, more than the \(end) sent") }
+                if acknowledged > end {
+                    return state.fail("the server acknowledged \(acknowledged) bytes, more than the \(end) sent")
+                }
                 state = .queryOffset(url: url)
                 return .step(reason: "the server acknowledged \(acknowledged), not \(end)")
             }
@@ -233,7 +242,9 @@ public struct IETFStateMachine: StreamingUploadMachine {
         var offset: Int64?
         if let raw = head.headers["Upload-Offset"] {
             guard let n = StructuredField.integer(raw), n >= 0 else {
-                return "the server's Upload-Offset '\(raw.prefix(40))' is not a byte count, so the upload cannot count as done"
+                return
+                    "the server's Upload-Offset '\(raw.prefix(40))' is not a byte count, so the upload cannot count as "
+                    + "done"
             }
             if n > sent { return "the server acknowledged \(n) bytes, more than the \(sent) sent" }
             offset = n
@@ -248,7 +259,8 @@ public struct IETFStateMachine: StreamingUploadMachine {
     private mutating func transientOrFail(_ head: ResponseHead, url: String?, what: String) -> UploadDecision {
         if RetryPolicy.isRetryable(status: head.status) {
             state = url.map { .queryOffset(url: $0) } ?? .create
-            return .retry(reason: "the server answered \(head.status) while \(what)", retryAfter: head.headers["Retry-After"])
+            return .retry(
+                reason: "the server answered \(head.status) while \(what)", retryAfter: head.headers["Retry-After"])
         }
         return state.fail("the server answered \(head.status) \(head.reason) while \(what)")
     }

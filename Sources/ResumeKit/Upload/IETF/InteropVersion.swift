@@ -29,5 +29,7 @@ public enum InteropVersion: Int, Sendable, CaseIterable, Codable {
     public var sendsUploadLength: Bool { rawValue >= 6 }
 
     /// From -04 (interop 6) an append must be labelled as a partial upload.
-    public var appendContentType: String { rawValue >= 6 ? "application/partial-upload" : "application/offset+octet-stream" }
+    public var appendContentType: String {
+        rawValue >= 6 ? "application/partial-upload" : "application/offset+octet-stream"
+    }
 }

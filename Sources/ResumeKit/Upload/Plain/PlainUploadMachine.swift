@@ -14,7 +14,8 @@ public struct PlainUploadMachine: UploadMachine {
     public func plan() -> Plan { done ? .finished : .send }
 
     public func exchange(for plan: Plan) -> UploadExchange? {
-        plan == .send ? UploadExchange(method: "POST", url: nil, headers: [:], body: BodyRange(offset: 0, length: size)) : nil
+        plan == .send
+            ? UploadExchange(method: "POST", url: nil, headers: [:], body: BodyRange(offset: 0, length: size)) : nil
     }
 
     public mutating func response(_ head: ResponseHead, to plan: Plan) -> UploadDecision {

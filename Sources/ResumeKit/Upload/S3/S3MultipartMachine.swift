@@ -88,7 +88,8 @@ public struct S3MultipartMachine: StreamingUploadMachine {
         known = newSize
         self.final = final
         guard partCount <= Int(MultipartPlan.maximumParts) else {
-            throw TransferError(.failed, "the stream outgrew S3's 10,000 parts of \(partSize >> 20) MiB; give a larger --part-size")
+            throw TransferError(
+                .failed, "the stream outgrew S3's 10,000 parts of \(partSize >> 20) MiB; give a larger --part-size")
         }
     }
 
@@ -106,7 +107,9 @@ public struct S3MultipartMachine: StreamingUploadMachine {
         case .checking: return [.head]
         case .sending:
             let busy = Set(running.compactMap { plan -> Int? in if case .part(let n) = plan { n } else { nil } })
-            let missing = partCount == 0 ? [] : MultipartPlan.missing(partCount: partCount, done: parts).filter { !busy.contains($0) }
+            let missing =
+                partCount == 0
+                ? [] : MultipartPlan.missing(partCount: partCount, done: parts).filter { !busy.contains($0) }
             if missing.isEmpty { return busy.isEmpty && final ? [.complete] : [] }
             return missing.prefix(max(0, parallel - busy.count)).map(Plan.part)
         }
@@ -117,11 +120,14 @@ public struct S3MultipartMachine: StreamingUploadMachine {
         case .put:
             var headers = partHeaders(length: known)
             for field in objectFields.fields { headers.set(field.name, field.value) }
-            return UploadExchange(method: "PUT", url: url(), headers: headers, body: BodyRange(offset: 0, length: known),
+            return UploadExchange(
+                method: "PUT", url: url(), headers: headers, body: BodyRange(offset: 0, length: known),
                 checksum: bodyChecksum, userHeaders: false)
         case .create:
-            var headers: HeaderFields = ["Content-Type": "application/octet-stream", "x-amz-content-sha256": SigV4Signer.emptyPayloadHash,
-                "Content-Length": "0"]
+            var headers: HeaderFields = [
+                "Content-Type": "application/octet-stream", "x-amz-content-sha256": SigV4Signer.emptyPayloadHash,
+                "Content-Length": "0",
+            ]
             // Declared here, the algorithm binds every part; S3 then keeps a checksum of the parts' checksums.
             if let name = checksum.flexibleName { headers.set("x-amz-checksum-algorithm", name) }
             for field in objectFields.fields { headers.set(field.name, field.value) }
@@ -134,20 +140,28 @@ public struct S3MultipartMachine: StreamingUploadMachine {
             return nil
         case .part(let number):
             let range = MultipartPlan.range(ofPart: number, fileSize: known, partSize: partSize)
-            return UploadExchange(method: "PUT", url: url([("partNumber", String(number)), ("uploadId", uploadID ?? "")]),
-                headers: partHeaders(length: Int64(range.count)), body: BodyRange(offset: range.lowerBound, length: Int64(range.count)), checksum: bodyChecksum,
+            return UploadExchange(
+                method: "PUT", url: url([("partNumber", String(number)), ("uploadId", uploadID ?? "")]),
+                headers: partHeaders(length: Int64(range.count)),
+                body: BodyRange(offset: range.lowerBound, length: Int64(range.count)), checksum: bodyChecksum,
                 userHeaders: false)
         case .complete:
             let document = Array(MultipartPlan.completionBody(parts, checksum: checksum.flexibleName).utf8)
-            return UploadExchange(method: "POST", url: url([("uploadId", uploadID ?? "")]),
-                headers: ["Content-Type": "application/xml", "x-amz-content-sha256": MessageDigest.hash(.sha256, document).hex],
+            return UploadExchange(
+                method: "POST", url: url([("uploadId", uploadID ?? "")]),
+                headers: [
+                    "Content-Type": "application/xml",
+                    "x-amz-content-sha256": MessageDigest.hash(.sha256, document).hex,
+                ],
                 document: document, userHeaders: false)
         case .head:
             return UploadExchange(method: "HEAD", url: url(), headers: [:], userHeaders: false)
         }
     }
 
-    private func url(_ query: [(String, String)] = []) -> String { endpoint.url(location, query: S3Encoding.canonicalQuery(query)) }
+    private func url(_ query: [(String, String)] = []) -> String {
+        endpoint.url(location, query: S3Encoding.canonicalQuery(query))
+    }
 
     /// The body is not hashed for the signature (that would read every part again); the part's checksum
     /// header is signed and S3 checks the bytes against it. `x-amz-sdk-checksum-algorithm` is what AWS's SDKs
@@ -155,7 +169,9 @@ public struct S3MultipartMachine: StreamingUploadMachine {
     /// 1 MiB waits for `100 Continue`, so a refusal costs no body; a smaller one is not worth the round trip
     /// (curl's own threshold), which a folder of small files would pay per file.
     private func partHeaders(length: Int64) -> HeaderFields {
-        var headers: HeaderFields = ["x-amz-content-sha256": SigV4Signer.unsignedPayload, "Content-Type": "application/octet-stream"]
+        var headers: HeaderFields = [
+            "x-amz-content-sha256": SigV4Signer.unsignedPayload, "Content-Type": "application/octet-stream",
+        ]
         if length > 1 << 20 { headers.set("Expect", "100-continue") }
         if let name = checksum.flexibleName { headers.set("x-amz-sdk-checksum-algorithm", name) }
         return headers
@@ -163,7 +179,9 @@ public struct S3MultipartMachine: StreamingUploadMachine {
 
     private var bodyChecksum: BodyChecksum? {
         guard let algorithm = checksum.digest else { return nil }
-        return BodyChecksum(header: checksum.flexibleName.map { "x-amz-checksum-" + $0.lowercased() } ?? "Content-MD5", algorithm: algorithm)
+        return BodyChecksum(
+            header: checksum.flexibleName.map { "x-amz-checksum-" + $0.lowercased() } ?? "Content-MD5",
+            algorithm: algorithm)
     }
 
     // MARK: Answers
@@ -172,7 +190,9 @@ public struct S3MultipartMachine: StreamingUploadMachine {
         response(head, body: [], checksum: nil, to: plan)
     }
 
-    public mutating func response(_ head: ResponseHead, body: [UInt8], checksum sum: [UInt8]?, to plan: Plan) -> UploadDecision {
+    public mutating func response(_ head: ResponseHead, body: [UInt8], checksum sum: [UInt8]?, to plan: Plan)
+        -> UploadDecision
+    {
         var ok = (200..<300).contains(head.status)
         var error = ok ? nil : reader.answers.error(body)
         if plan == .complete {
@@ -215,11 +235,14 @@ public struct S3MultipartMachine: StreamingUploadMachine {
             case .complete:
                 let etag = try reader.answers.completedETag(body)
                 if let expected = MultipartPlan.expectedETag(parts), etag != expected {
-                    return .corrupt(reason: "S3 assembled \(address) with ETag \(etag), not the \(expected) this file's parts give")
+                    return .corrupt(
+                        reason: "S3 assembled \(address) with ETag \(etag), not the \(expected) this file's parts give")
                 }
                 return .completed
             case .head:
-                if ok, let expected = MultipartPlan.expectedETag(parts), head.headers["ETag"] == expected { return .completed }
+                if ok, let expected = MultipartPlan.expectedETag(parts), head.headers["ETag"] == expected {
+                    return .completed
+                }
                 return restart()
             case .verify:
                 return .proceed
@@ -246,11 +269,14 @@ public struct S3MultipartMachine: StreamingUploadMachine {
     /// Keeps the recorded parts S3 still holds as sent; listed parts the token never recorded are verified next.
     private mutating func reconcile(_ listed: [ListedPart]) -> UploadDecision {
         let kept = MultipartPlan.trusted(recorded: parts, listed: listed)
-        let lines = parts.filter { !kept.contains($0) }.map { "part \($0.number) on S3 is not the one this upload sent; sending it again" }
+        let lines = parts.filter { !kept.contains($0) }.map {
+            "part \($0.number) on S3 is not the one this upload sent; sending it again"
+        }
         let recorded = Set(parts.map(\.number))
         let unknown = listed.filter { part in
             !recorded.contains(part.number) && part.number >= 1 && part.number <= partCount
-                && part.size == Int64(MultipartPlan.range(ofPart: part.number, fileSize: known, partSize: partSize).count)
+                && part.size
+                    == Int64(MultipartPlan.range(ofPart: part.number, fileSize: known, partSize: partSize).count)
         }
         parts = kept
         phase = unknown.isEmpty ? .sending : .verifying(unknown)
@@ -258,10 +284,13 @@ public struct S3MultipartMachine: StreamingUploadMachine {
     }
 
     private mutating func partDone(_ number: Int, _ head: ResponseHead, _ sum: [UInt8]?) -> UploadDecision {
-        guard let etag = head.headers["ETag"] else { return .fail(reason: "S3 acknowledged part \(number) without an ETag") }
+        guard let etag = head.headers["ETag"] else {
+            return .fail(reason: "S3 acknowledged part \(number) without an ETag")
+        }
         if let mismatch = echo(head, sum, "part \(number) of \(address)") { return mismatch }
         let size = Int64(MultipartPlan.range(ofPart: number, fileSize: known, partSize: partSize).count)
-        let part = S3Part(number: number, size: size, md5: checksum == .md5 ? sum?.hex : nil,
+        let part = S3Part(
+            number: number, size: size, md5: checksum == .md5 ? sum?.hex : nil,
             checksum: checksum.flexibleName == nil ? nil : sum.map { Data($0).base64EncodedString() }, etag: etag)
         parts = (parts.filter { $0.number != number } + [part]).sorted { $0.number < $1.number }
         return .proceed
@@ -278,7 +307,9 @@ public struct S3MultipartMachine: StreamingUploadMachine {
 
     /// A flexible checksum S3 echoes must be the one sent: S3 checked the bytes against it.
     private func echo(_ head: ResponseHead, _ sum: [UInt8]?, _ what: String) -> UploadDecision? {
-        guard let name = checksum.flexibleName, let sum, let echoed = head.headers["x-amz-checksum-" + name.lowercased()] else { return nil }
+        guard let name = checksum.flexibleName, let sum,
+            let echoed = head.headers["x-amz-checksum-" + name.lowercased()]
+        else { return nil }
         let sent = Data(sum).base64EncodedString()
         return echoed == sent ? nil : .corrupt(reason: "\(what): S3 answered \(name) \(echoed), not the \(sent) sent")
     }
@@ -302,7 +333,8 @@ public struct S3MultipartMachine: StreamingUploadMachine {
         let range = MultipartPlan.range(ofPart: part.number, fileSize: known, partSize: partSize)
         let flexible = checksum.flexibleName == nil ? [] : [checksum.digest!]
         let listsOurs = checksum.flexibleName.map { part.checksums[$0] != nil } ?? false
-        return SourceDigests(range: BodyRange(offset: range.lowerBound, length: Int64(range.count)),
+        return SourceDigests(
+            range: BodyRange(offset: range.lowerBound, length: Int64(range.count)),
             algorithms: listsOurs ? flexible : [.md5] + flexible)
     }
 
@@ -315,8 +347,10 @@ public struct S3MultipartMachine: StreamingUploadMachine {
             }
         } else if MultipartPlan.unquoted(part.etag).lowercased() == values[0].hex {
             // No checksum listed (a server that keeps none, or Content-MD5 parts): S3's ETag of a part is its MD5.
-            parts.append(S3Part(number: part.number, size: part.size, md5: checksum == .md5 ? values[0].hex : nil,
-                checksum: values.count > 1 ? Data(values[1]).base64EncodedString() : nil, etag: part.etag))
+            parts.append(
+                S3Part(
+                    number: part.number, size: part.size, md5: checksum == .md5 ? values[0].hex : nil,
+                    checksum: values.count > 1 ? Data(values[1]).base64EncodedString() : nil, etag: part.etag))
         }
         parts.sort { $0.number < $1.number }
         return .proceed

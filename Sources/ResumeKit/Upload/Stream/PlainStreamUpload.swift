@@ -19,13 +19,19 @@ struct PlainStreamUpload {
         emit(.note("\(url) takes no resumable uploads: the stream goes in one request, and a cut cannot be resumed"))
         emit(.started(kind: .upload, url: url, path: "-", offset: 0, total: nil))
         let session = transport.makeSession()
-        return try Retrier.run(options, cancellation: cancellation, events: emit, fresh: { true }, stopped: "stopped before the upload began") { () throws(TransferError) in
+        return try Retrier.run(
+            options, cancellation: cancellation, events: emit, fresh: { true },
+            stopped: "stopped before the upload began"
+        ) { () throws(TransferError) in
             let watcher = Watcher(emit: emit)
             let result = session.perform(
-                TransferRequest(method: "POST", url: url, headers: headers, body: .stream(input)), settings: options.transport,
+                TransferRequest(method: "POST", url: url, headers: headers, body: .stream(input)),
+                settings: options.transport,
                 cancellation: cancellation, delegate: watcher)
             if result.outcome == .cancelled {
-                throw TransferError(.stopped(cancellation.reason ?? .interrupt), "stopped; a stream sent in one request cannot be resumed")
+                throw TransferError(
+                    .stopped(cancellation.reason ?? .interrupt),
+                    "stopped; a stream sent in one request cannot be resumed")
             }
             var fault = Fault.of(result.outcome, stallSeconds: options.transport.stallTimeout)
             if fault == nil {
@@ -34,10 +40,15 @@ struct PlainStreamUpload {
                     emit(.completed(location: url, bytes: watcher.sent, sha256: nil))
                     return .done(UploadResult(url: url, bytes: watcher.sent, sha256: nil))
                 }
-                fault = .answered(head.status, retryAfter: head.headers["Retry-After"], "the server answered \(head.status) \(head.reason)")
+                fault = .answered(
+                    head.status, retryAfter: head.headers["Retry-After"],
+                    "the server answered \(head.status) \(head.reason)")
             }
             guard let fault, fault.isNetworkDown else {
-                throw TransferError(.failed, "\(fault?.message ?? ""); the stream went to a server without resumable uploads, so it cannot be resumed",
+                throw TransferError(
+                    .failed,
+                    "\(fault?.message ?? ""); the stream went to a server without resumable uploads, so it cannot be "
+                        + "resumed",
                     status: fault?.status)
             }
             return .failed(fault)

@@ -61,8 +61,10 @@ final class StreamUpload: @unchecked Sendable {
     private var punchedTo: Int64
 
     init(
-        token: ResumeToken, spool: Spool, sender: any StreamingUploadMachine, input: Int32, hashesWholeStream: Bool, store: TokenStore,
-        transport: any HTTPTransport, options: TransferOptions, cancellation: Cancellation, events: @escaping EventHandler
+        token: ResumeToken, spool: Spool, sender: any StreamingUploadMachine, input: Int32, hashesWholeStream: Bool,
+        store: TokenStore,
+        transport: any HTTPTransport, options: TransferOptions, cancellation: Cancellation,
+        events: @escaping EventHandler
     ) throws(TransferError) {
         header = token
         upload = try token.uploadPart()
@@ -80,8 +82,10 @@ final class StreamUpload: @unchecked Sendable {
         self.cancellation = cancellation
         self.emit = events
         spoolPath = spool.path
-        shared = Mutex(Shared(spool: spool, ended: state.ended, failure: nil, writer: LedgerWriter(state.ledger),
-            hasher: hashesWholeStream ? MessageDigest(.sha256) : nil))
+        shared = Mutex(
+            Shared(
+                spool: spool, ended: state.ended, failure: nil, writer: LedgerWriter(state.ledger),
+                hasher: hashesWholeStream ? MessageDigest(.sha256) : nil))
     }
 
     // MARK: Replay
@@ -97,23 +101,30 @@ final class StreamUpload: @unchecked Sendable {
         let kept = shared.withLock { $0.spool.end }
         var below = ReplayCheck(ledger: state.ledger, upTo: state.start)
         let refillFrom = kept / blockSize * blockSize
-        var refill = kept < state.durable ? ReplayCheck(ledger: state.ledger, from: refillFrom, upTo: state.durable, tail: state.tail) : nil
+        var refill =
+            kept < state.durable
+            ? ReplayCheck(ledger: state.ledger, from: refillFrom, upTo: state.durable, tail: state.tail) : nil
         var offset: Int64 = 0
         let buffers = UnsafeMutableRawBufferPointer.allocate(byteCount: 512 << 10, alignment: 16)
         defer { buffers.deallocate() }
         let buffer = UnsafeMutableRawBufferPointer(rebasing: buffers[..<(256 << 10)])
-        let held = UnsafeMutableRawBufferPointer(rebasing: buffers[(256 << 10)...])  // the spool's bytes at the same offsets
+        // the spool's bytes at the same offsets
+        let held = UnsafeMutableRawBufferPointer(rebasing: buffers[(256 << 10)...])
         while offset < state.durable {
             let want = Int(min(Int64(buffer.count), state.durable - offset))
             let n = try readInput(into: UnsafeMutableRawBufferPointer(rebasing: buffer[0..<want]))
             if n == 0 && offset == 0 {
-                throw TransferError(.inputMissing,
-                    "stdin is empty: the stream of \(token.id) was cut before its end; pipe the same stream in again (producer | resumectl resume \(token.id))",
+                throw TransferError(
+                    .inputMissing,
+                    "stdin is empty: the stream of \(token.id) was cut before its end; pipe the same stream in again "
+                        + "(producer | resumectl resume \(token.id))",
                     tokenID: token.id)
             }
             guard n > 0 else {
-                throw TransferError(.sourceChanged,
-                    "the stream ended after \(offset) bytes, but this upload had read \(state.durable): not the same stream; nothing was appended",
+                throw TransferError(
+                    .sourceChanged,
+                    "the stream ended after \(offset) bytes, but this upload had read \(state.durable): not the same "
+                        + "stream; nothing was appended",
                     tokenID: token.id)
             }
             let chunk = UnsafeRawBufferPointer(rebasing: buffer[0..<n])
@@ -123,17 +134,25 @@ final class StreamUpload: @unchecked Sendable {
                 let hi = Int(min(max(to - offset, 0), Int64(n)))
                 return UnsafeRawBufferPointer(rebasing: chunk[lo..<max(lo, hi)])
             }
-            if case .differs(let block) = below.feed(part(0, state.start)) { throw differs(at: Int64(block) * blockSize) }
+            if case .differs(let block) = below.feed(part(0, state.start)) {
+                throw differs(at: Int64(block) * blockSize)
+            }
             let inSpool = part(state.start, kept)
             var at = 0
             while at < inSpool.count {
                 let position = max(offset, state.start) + Int64(at)
                 let target = UnsafeMutableRawBufferPointer(rebasing: held[0..<(inSpool.count - at)])
-                let got = try shared.withLock { shared throws(TransferError) in try shared.spool.read(at: position, into: target) }
-                guard got > 0, memcmp(held.baseAddress!, inSpool.baseAddress! + at, got) == 0 else { throw differs(at: position) }
+                let got = try shared.withLock { shared throws(TransferError) in
+                    try shared.spool.read(at: position, into: target)
+                }
+                guard got > 0, memcmp(held.baseAddress!, inSpool.baseAddress! + at, got) == 0 else {
+                    throw differs(at: position)
+                }
                 at += got
             }
-            if case .differs(let block) = refill?.feed(part(refillFrom, state.durable)) { throw differs(at: Int64(block) * blockSize) }
+            if case .differs(let block) = refill?.feed(part(refillFrom, state.durable)) {
+                throw differs(at: Int64(block) * blockSize)
+            }
             let lost = part(kept, state.durable)
             try shared.withLock { shared throws(TransferError) in
                 if !lost.isEmpty { try shared.spool.append(lost) }
@@ -145,7 +164,9 @@ final class StreamUpload: @unchecked Sendable {
     }
 
     private func differs(at offset: Int64) -> TransferError {
-        TransferError(.sourceChanged, "the stream differs from the one this upload began with (at byte \(offset)); nothing was appended",
+        TransferError(
+            .sourceChanged,
+            "the stream differs from the one this upload began with (at byte \(offset)); nothing was appended",
             tokenID: token.id)
     }
 
@@ -218,8 +239,11 @@ final class StreamUpload: @unchecked Sendable {
     /// old enough, or stdin ended: its last request says so, once the token does).
     private func grow(sentUpTo offset: Int64) -> (end: Int64, stream: ResumeToken.StreamState)? {
         guard offset - requestBegan.offset < appendBudget(stream.spoolMax), Monotonic.now - requestBegan.time < 30,
-            // Each growth is a token write: taken in steps. An idle wait stays within the stall timeout: it moves no byte.
-            let read = awaitRead(past: offset, step: growStep, patience: growWait, idle: min(1, Double(options.transport.stallTimeout) / 4)),
+            // Each growth is a token write: taken in steps. An idle wait stays within the stall timeout: it moves no
+            // byte.
+            let read = awaitRead(
+                past: offset, step: growStep, patience: growWait,
+                idle: min(1, Double(options.transport.stallTimeout) / 4)),
             read.failure == nil, read.end > offset
         else { return nil }
         adopt(read)
@@ -233,7 +257,9 @@ final class StreamUpload: @unchecked Sendable {
         while true {
             let read = snapshot()
             let fresh = read.end - from, waited = Monotonic.now - waitingSince
-            if read.failure != nil || read.eof || fresh >= step || (fresh > 0 && (read.full || waited >= patience)) { return read }
+            if read.failure != nil || read.eof || fresh >= step || (fresh > 0 && (read.full || waited >= patience)) {
+                return read
+            }
             if cancellation.isStopped || (fresh <= 0 && waited >= idle) { return nil }
             dataArrived.wait(seconds: fresh > 0 ? patience - waited : min(1, idle - waited), unless: cancellation)
         }
@@ -251,7 +277,8 @@ final class StreamUpload: @unchecked Sendable {
     private func snapshot() -> Read {
         let spoolMax = stream.spoolMax
         return shared.withLock {
-            Read(end: $0.spool.end, ledger: $0.writer.ledger, tail: $0.writer.tail, eof: $0.ended,
+            Read(
+                end: $0.spool.end, ledger: $0.writer.ledger, tail: $0.writer.tail, eof: $0.ended,
                 full: $0.spool.end - $0.spool.start >= spoolMax, failure: $0.failure)
         }
     }
@@ -287,7 +314,8 @@ final class StreamUpload: @unchecked Sendable {
     /// boundaries (a replay is checked against the ledger below them), and the reader may go on.
     private func dropAcknowledged() throws(TransferError) {
         // The token's ledger, which describes exactly its `durable` bytes: the reader's may hold more blocks.
-        let start = max(shared.withLock { $0.spool.start }, stream.ledger.dropPoint(acknowledged: sender.acknowledgedBytes))
+        let start = max(
+            shared.withLock { $0.spool.start }, stream.ledger.dropPoint(acknowledged: sender.acknowledgedBytes))
         // The token first, the hole second: a kill in between must not leave a token whose spool start
         // lies below a punched hole (a replay would then compare the stream with zeros and call it different).
         stream.start = start
@@ -296,9 +324,15 @@ final class StreamUpload: @unchecked Sendable {
         let (fd, from) = (shared.withLock { $0.spool.fileDescriptor }, punchedTo)
         releases.async { [self] in
             var failure: TransferError?
-            do throws(TransferError) { try Spool.punch(fd: fd, path: spoolPath, from: from, to: start) } catch { failure = error }
+            do throws(TransferError) { try Spool.punch(fd: fd, path: spoolPath, from: from, to: start) } catch {
+                failure = error
+            }
             shared.withLock { shared in
-                if let failure { shared.failure = shared.failure ?? failure } else { shared.spool.markDropped(below: start) }
+                if let failure {
+                    shared.failure = shared.failure ?? failure
+                } else {
+                    shared.spool.markDropped(below: start)
+                }
             }
             spaceFreed.ring()
         }
@@ -310,7 +344,9 @@ final class StreamUpload: @unchecked Sendable {
         // A pipe holds 64 KiB by default: each read then returns at most that, and the producer sleeps whenever
         // the reader does. 1 MiB (the usual unprivileged maximum) quarters the reads and the wake-ups.
         var info = stat()
-        if fstat(input, &info) == 0, info.st_mode & S_IFMT == S_IFIFO { _ = fcntl(input, 1031 /* F_SETPIPE_SZ */, Int32(1 << 20)) }
+        if fstat(input, &info) == 0, info.st_mode & S_IFMT == S_IFIFO {
+            _ = fcntl(input, 1031 /* F_SETPIPE_SZ */, Int32(1 << 20))
+        }
         runOnBackgroundThread("stdin") { [self] in
             let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 256 << 10, alignment: 16)
             defer { buffer.deallocate() }

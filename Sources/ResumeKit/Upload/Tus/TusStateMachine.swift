@@ -116,11 +116,15 @@ public struct TusStateMachine: StreamingUploadMachine {
             return UploadExchange(method: "OPTIONS", url: nil, headers: headers)
         case .create(let headers, let length, let checksum):
             // An empty body is still a body: libcurl then sends Content-Length: 0 with the POST.
-            return UploadExchange(method: "POST", url: nil, headers: headers, body: BodyRange(offset: 0, length: length), checksum: sum(checksum))
+            return UploadExchange(
+                method: "POST", url: nil, headers: headers, body: BodyRange(offset: 0, length: length),
+                checksum: sum(checksum))
         case .queryOffset(let url, let headers):
             return UploadExchange(method: "HEAD", url: url, headers: headers)
         case .append(let url, let headers, let offset, let length, let checksum):
-            return UploadExchange(method: "PATCH", url: url, headers: headers, body: BodyRange(offset: offset, length: length), checksum: sum(checksum))
+            return UploadExchange(
+                method: "PATCH", url: url, headers: headers, body: BodyRange(offset: offset, length: length),
+                checksum: sum(checksum))
         case .finished:
             return nil
         }
@@ -160,7 +164,8 @@ public struct TusStateMachine: StreamingUploadMachine {
 
     private mutating func discovered(_ head: ResponseHead) -> UploadDecision {
         if RetryPolicy.isRetryable(status: head.status) {
-            return .retry(reason: "the server answered \(head.status) to OPTIONS", retryAfter: head.headers["Retry-After"])
+            return .retry(
+                reason: "the server answered \(head.status) to OPTIONS", retryAfter: head.headers["Retry-After"])
         }
         // A server that does not answer OPTIONS may still speak tus core + creation (the user pinned tus).
         let found = head.isSuccess ? TusCapabilities(head) : nil
@@ -221,7 +226,9 @@ public struct TusStateMachine: StreamingUploadMachine {
                 return restart("the server's upload is \(length) bytes long, the file \(size)")
             }
             lengthDeclared = length != nil
-            guard offset <= size else { return state.fail("the server holds \(offset) bytes, more than the file's \(size)") }
+            guard offset <= size else {
+                return state.fail("the server holds \(offset) bytes, more than the file's \(size)")
+            }
             return reached(offset, at: url)
         case 403, 404, 410:
             return restart("the server no longer has the upload (\(head.status))")
@@ -230,7 +237,9 @@ public struct TusStateMachine: StreamingUploadMachine {
         }
     }
 
-    private mutating func appended(_ head: ResponseHead, url: String, offset: Int64, length: Int64, declaring: Bool) -> UploadDecision {
+    private mutating func appended(_ head: ResponseHead, url: String, offset: Int64, length: Int64, declaring: Bool)
+        -> UploadDecision
+    {
         switch head.status {
         case 200...299:
             if declaring { lengthDeclared = true }
@@ -266,10 +275,14 @@ public struct TusStateMachine: StreamingUploadMachine {
 
     private mutating func transientOrFail(_ head: ResponseHead, what: String) -> UploadDecision {
         if RetryPolicy.isRetryable(status: head.status) || head.status == 423 {
-            return .retry(reason: "the server answered \(head.status) while \(what)", retryAfter: head.headers["Retry-After"])
+            return .retry(
+                reason: "the server answered \(head.status) while \(what)", retryAfter: head.headers["Retry-After"])
         }
         if head.status == 412 {
-            return state.fail("the server does not speak tus \(Self.version) (412; it offers \(head.headers["Tus-Version"] ?? "nothing"))")
+            return state.fail(
+                "the server does not speak tus \(Self.version) (412; it offers "
+                    + "\(head.headers["Tus-Version"] ?? "nothing"))"
+            )
         }
         return state.fail("the server answered \(head.status) \(head.reason) while \(what)")
     }
