@@ -5,7 +5,7 @@ import Testing
 
 /// The publisher of a list's small files, on real files in a temp folder (no network).
 @Suite struct BatchPublisherTests {
-    let dir = NSTemporaryDirectory() + "rctl-publish-\(UUID().uuidString)"
+    let dir = scratchPath("rctl-publish")
 
     final class Completed: Sendable {
         let locations = Mutex<[String]>([])

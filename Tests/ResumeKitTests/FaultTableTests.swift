@@ -121,7 +121,7 @@ private struct Expected: Equatable {
     private func run(_ path: FaultPath, _ script: [Step], retries: Int? = 10) async throws -> (
         exit: Int32, clock: NoSleepClock, events: [TransferEvent]
     ) {
-        let folder = FileManager.default.temporaryDirectory.path + "/faults-\(UInt64.random(in: 0...UInt64.max))"
+        let folder = scratchPath("faults")
         try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: folder) }
         let clock = NoSleepClock()

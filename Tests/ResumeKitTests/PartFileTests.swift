@@ -6,7 +6,7 @@ import Crypto
 /// The `.part` file gathers libcurl's 16 KiB pieces into larger writes past its first MiB; whatever it
 /// gathers must reach the file, in order, before any sync, read or truncation.
 @Suite struct PartFileTests {
-    let path = NSTemporaryDirectory() + "rctl-part-\(UUID().uuidString).part"
+    let path = scratchPath("rctl-part", suffix: ".part")
 
     private func bytes(_ count: Int, seed: UInt8) -> [UInt8] {
         (0..<count).map { UInt8(truncatingIfNeeded: $0 &* 31) &+ seed }
@@ -47,7 +47,7 @@ import Crypto
 @Suite struct EdgeHashTests {
     @Test(arguments: [10, 1_500_000, 3_000_000])
     func isTheSHA256OfTheFirstAndLastMiB(size: Int) throws {
-        let path = NSTemporaryDirectory() + "rctl-edge-\(UUID().uuidString)"
+        let path = scratchPath("rctl-edge")
         defer { unlink(path) }
         let bytes = (0..<size).map { UInt8(truncatingIfNeeded: $0 &* 7 &+ $0 >> 9) }
         try Data(bytes).write(to: URL(fileURLWithPath: path))

@@ -3,7 +3,7 @@ import Testing
 @testable import ResumeKit
 
 @Suite struct ResultStoreTests {
-    let dir = FileManager.default.temporaryDirectory.appendingPathComponent("rk-results-\(UUID().uuidString)").path
+    let dir = scratchPath("rk-results")
 
     var store: ResultStore { ResultStore(directory: dir) }
 

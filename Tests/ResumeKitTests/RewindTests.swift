@@ -13,7 +13,7 @@ import Testing
     }
 
     @Test func theSeekCallbackMovesAFileBodyBackSoTheSameBytesGoOutAgainOnceTheServerAnswered() throws {
-        let path = FileManager.default.temporaryDirectory.path + "/rewind-\(UInt64.random(in: 0...UInt64.max))"
+        let path = scratchPath("rewind")
         let bytes = (0..<100_000).map { UInt8(truncatingIfNeeded: $0 &* 7) }
         try Data(bytes).write(to: URL(fileURLWithPath: path))
         defer { unlink(path) }
@@ -86,7 +86,7 @@ import Testing
     }
 
     @Test func aBodyLibcurlCouldNotRewindIsSentAgainOnANewConnection() async throws {
-        let folder = FileManager.default.temporaryDirectory.path + "/rewind-\(UInt64.random(in: 0...UInt64.max))"
+        let folder = scratchPath("rewind")
         try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: folder) }
         let file = folder + "/source"

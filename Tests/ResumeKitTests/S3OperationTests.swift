@@ -6,7 +6,7 @@ import ResumeMarkup
 
 @Suite struct S3OperationTests {
     @Test func partsGoSeveralAtOnceAndACutPartIsRetried() throws {
-        let folder = FileManager.default.temporaryDirectory.path + "/s3op-\(UInt64.random(in: 0...UInt64.max))"
+        let folder = scratchPath("s3op")
         try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: folder) }
         let size = 7 << 15  // three parts of 64 KiB and a half one

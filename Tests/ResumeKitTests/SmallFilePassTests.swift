@@ -5,7 +5,7 @@ import Testing
 /// A list's small-file pass over scripted answers, on real files in a temp folder: what it publishes, what
 /// it leaves to the workers and with which first attempt, what it never touches, and when it ends.
 @Suite struct SmallFilePassTests {
-    let dir = NSTemporaryDirectory() + "rctl-pass-\(UUID().uuidString)"
+    let dir = scratchPath("rctl-pass")
 
     /// What the peer holds under a URL's last path segment.
     struct File {

@@ -6,7 +6,7 @@ import Crypto
 /// The spool of a streamed upload: bytes in at the end, acknowledged bytes given back from the front,
 /// reopened after a crash at what its token recorded, and a replay checked against the ledger.
 @Suite struct SpoolTests {
-    let path = NSTemporaryDirectory() + "rctl-spool-\(UUID().uuidString).spool"
+    let path = scratchPath("rctl-spool", suffix: ".spool")
 
     private func bytes(_ count: Int, seed: UInt8) -> [UInt8] {
         (0..<count).map { UInt8(truncatingIfNeeded: $0 &* 7) &+ seed }

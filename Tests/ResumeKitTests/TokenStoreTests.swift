@@ -3,7 +3,7 @@ import Testing
 @testable import ResumeKit
 
 @Suite struct TokenStoreTests {
-    let dir = FileManager.default.temporaryDirectory.appendingPathComponent("rk-tokens-\(UUID().uuidString)").path
+    let dir = scratchPath("rk-tokens")
 
     var store: TokenStore { TokenStore(directory: dir) }
 

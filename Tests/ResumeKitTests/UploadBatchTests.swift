@@ -5,7 +5,7 @@ import Testing
 /// The pure rules of a folder upload: names → targets, the tree walk's choices, `--skip-existing`'s
 /// comparison, the worst exit status, and the ledger of finished files surviving a torn last line.
 @Suite struct UploadBatchTests {
-    let dir = FileManager.default.temporaryDirectory.appendingPathComponent("rk-batch-\(UUID().uuidString)").path
+    let dir = scratchPath("rk-batch")
 
     @Test func namesBecomeKeysAsTheyAreAndURLPathsPercentEncoded() throws {
         let name = "a b/#1/50%+x/Grüße~_-.bin"

@@ -199,7 +199,7 @@ import Testing
 
     /// Through the client: 65 (bad token), and a sentence that names the field.
     @Test func clientRefusesWithBadTokenStatus() throws {
-        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("rk-hostile-\(UUID().uuidString)").path
+        let dir = scratchPath("rk-hostile")
         defer { try? FileManager.default.removeItem(atPath: dir) }
         let store = TokenStore(directory: dir)
         try store.ensureDirectory()
