@@ -105,33 +105,6 @@ struct ServeDurabilityTests {
         #expect(proxy.bytesUpstream < size + 4 << 20, "\(proxy.bytesUpstream)")
     }
 
-    static let pageScript =
-        ServeFolderPageTests.chromium + #"""
-            url, path = sys.argv[1], sys.argv[2]
-            result = {}
-            try:
-                driver.get(url)
-                driver.find_element(By.ID, "picker").send_keys(path)
-                progress = lambda: (
-                    driver.execute_script("return document.querySelector('#uploads progress')?.value || 0") or 0)
-                deadline = time.time() + 60
-                while time.time() < deadline and progress() < 8 * 1024 * 1024:
-                    time.sleep(0.1)
-                result["progress_at_restart"] = progress()
-                print("midway", flush=True)
-                deadline = time.time() + 240
-                state = None
-                while time.time() < deadline:
-                    state = driver.find_element(By.CSS_SELECTOR, "#uploads li").get_attribute("data-state")
-                    if state == "done" or (state or "").startswith("failed"):
-                        break
-                    time.sleep(0.25)
-                result["final"] = state
-            finally:
-                driver.quit()
-            print(json.dumps(result), flush=True)
-            """#
-
     @Test("the folder page in chromium goes on by itself after serve was killed and started again mid-upload")
     func pageContinuesAfterRestart() async throws {
         let w = try Workspace()
@@ -143,9 +116,8 @@ struct ServeDurabilityTests {
         defer { serve.send(signal: SIGKILL) }
         let proxy = try FaultProxy(
             upstreamPort: port, plan: Array(repeating: Fault.pass.throttled(bytesPerSecond: 12 << 20), count: 64))
-        try Self.pageScript.write(toFile: w.path("page.py"), atomically: true, encoding: .utf8)
         let browser = try RunningProcess(
-            "python3", [w.path("page.py"), proxy.url(for: "inbox/"), w.path("www/clip.bin")])
+            "python3", [ServeFolderPageTests.browser, "restart", proxy.url(for: "inbox/"), w.path("www/clip.bin")])
         defer { browser.send(signal: SIGKILL) }
         _ = try await browser.waitForLine(timeout: .seconds(120), where: { $0 == "midway" })
         let firstLog = try await Self.killAndRestart(&serve, folder: folder, port: port)

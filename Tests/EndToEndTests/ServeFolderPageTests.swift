@@ -45,66 +45,9 @@ struct ServeFolderPageTests {
         }
     }
 
-    /// Headless chromium under selenium, as `driver`; a script goes on from here.
-    static let chromium = #"""
-        import json, sys, time
-        from selenium import webdriver
-        from selenium.webdriver.chrome.service import Service
-        from selenium.webdriver.common.by import By
-
-        options = webdriver.ChromeOptions()
-        options.binary_location = "/usr/bin/chromium"
-        for flag in ["--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu"]:
-            options.add_argument(flag)
-        driver = webdriver.Chrome(service=Service("/usr/bin/chromedriver"), options=options)
-
-        """#
-
-    static let browserScript =
-        chromium + #"""
-            url, path, name, reload_after = sys.argv[1], sys.argv[2], sys.argv[3], float(sys.argv[4])
-            result = {}
-            try:
-                driver.get(url)
-                driver.find_element(By.ID, "picker").send_keys(path)
-                # Reload once a few PATCHes are through (a loaded machine starts chromium slowly), then a bit later.
-                deadline = time.time() + 60
-                progress = lambda: (
-                    driver.execute_script("return document.querySelector('#uploads progress')?.value || 0") or 0)
-                while time.time() < deadline and progress() < 8 * 1024 * 1024:
-                    time.sleep(0.1)
-                time.sleep(reload_after)
-                row = driver.find_element(By.CSS_SELECTOR, "#uploads li")
-                result["before_reload"] = row.get_attribute("data-state")
-                result["progress_before_reload"] = driver.execute_script(
-                    "return document.querySelector('#uploads progress').value")
-                driver.refresh()
-                result["stored_urls"] = driver.execute_script("return Object.keys(localStorage).length")
-                driver.find_element(By.ID, "picker").send_keys(path)
-                time.sleep(1)
-                button = driver.find_element(By.CSS_SELECTOR, "#uploads li button")
-                button.click()
-                time.sleep(0.5)
-                result["paused_state"] = driver.find_element(By.CSS_SELECTOR, "#uploads li").get_attribute("data-state")
-                progress = lambda: driver.execute_script("return document.querySelector('#uploads progress').value")
-                first = progress()
-                time.sleep(1.5)
-                result["moved_while_paused"] = progress() != first
-                button.click()
-                deadline = time.time() + 240
-                state = None
-                while time.time() < deadline:
-                    state = driver.find_element(By.CSS_SELECTOR, "#uploads li").get_attribute("data-state")
-                    if state == "done" or (state or "").startswith("failed"):
-                        break
-                    time.sleep(0.25)
-                result["final"] = state
-                driver.get(url)
-                result["listed"] = name in [a.text for a in driver.find_elements(By.CSS_SELECTOR, "tbody a")]
-            finally:
-                driver.quit()
-            print(json.dumps(result))
-            """#
+    /// serve's folder page in headless chromium under selenium (scripts/folder_page.py: its modes and output).
+    static let browser = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent().appendingPathComponent("scripts/folder_page.py").path
 
     @Test(
         """
@@ -124,9 +67,9 @@ struct ServeFolderPageTests {
                 upstreamPort: served.port,
                 plan: Array(
                     repeating: Fault.cutAfterUpstream(bytes: 40 << 20).throttled(bytesPerSecond: 12 << 20), count: 64))
-            try Self.browserScript.write(toFile: w.path("browser.py"), atomically: true, encoding: .utf8)
             let r = try await runProcess(
-                "python3", [w.path("browser.py"), proxy.url(for: "inbox/"), w.path("www/movie.bin"), "movie.bin", "1"],
+                "python3",
+                [Self.browser, "reload", proxy.url(for: "inbox/"), w.path("www/movie.bin"), "movie.bin", "1"],
                 timeout: .seconds(300))
             #expect(r.status == 0, "chromium, chromium-driver and selenium (make deps installs them): \(r)")
             let result = try #require(

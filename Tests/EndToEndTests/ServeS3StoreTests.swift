@@ -418,24 +418,6 @@ struct ServeS3StoreTests {
         #expect(!logs.joined().contains { $0.contains(" 409 ") || $0.contains(" 423 ") }, "\(logs)")
     }
 
-    static let pageScript =
-        ServeFolderPageTests.chromium + #"""
-            url, path = sys.argv[1], sys.argv[2]
-            state = None
-            try:
-                driver.get(url)
-                driver.find_element(By.ID, "picker").send_keys(path)
-                deadline = time.time() + 240
-                while time.time() < deadline:
-                    state = driver.find_element(By.CSS_SELECTOR, "#uploads li").get_attribute("data-state")
-                    if state == "done" or (state or "").startswith("failed"):
-                        break
-                    time.sleep(0.25)
-            finally:
-                driver.quit()
-            print(json.dumps({"final": state}), flush=True)
-            """#
-
     @Test(
         """
         tuspy in 1 MiB PATCHes and the folder page in headless chromium, through the balancer over three instances: \
@@ -460,9 +442,9 @@ struct ServeS3StoreTests {
             "python3", ["-c", tuspy, cluster.url + "/in/", w.path("www/t.bin")], timeout: .seconds(180))
         #expect(t.status == 0, "tuspy (make deps installs it): \(t)")
         #expect(try await cluster.moto.sha256(cluster.bucket, cluster.key("in/t.bin")) == tusDigest)
-        try Self.pageScript.write(toFile: w.path("page.py"), atomically: true, encoding: .utf8)
         let page = try await runProcess(
-            "python3", [w.path("page.py"), cluster.url + "/in/", w.path("www/p.bin")], timeout: .seconds(300))
+            "python3", [ServeFolderPageTests.browser, "finish", cluster.url + "/in/", w.path("www/p.bin")],
+            timeout: .seconds(300))
         let line = try #require(
             page.stdoutLines.last, "chromium, chromium-driver and selenium (make deps installs them): \(page)")
         #expect(line.contains("\"done\""), "\(page)")
