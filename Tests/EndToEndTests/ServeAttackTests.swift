@@ -131,10 +131,8 @@ struct ServeAttackTests {
             try await Self.ownerSees(tusURL, tus: true, offset: 4)
             try await Self.ownerSees(draftURL, tus: false, offset: 4)
             if round == 0 {
-                #expect(serve.isRunning)
-                serve.send(signal: SIGKILL)
-                _ = try await serve.wait(timeout: .seconds(10))
-                (serve, _) = try await ServeProcess.start(folder: folder, port: port, ["--htpasswd", htpasswd])
+                _ = try await ServeDurabilityTests.killAndRestart(
+                    &serve, folder: folder, port: port, ["--htpasswd", htpasswd])
             }
         }
         // The owner finishes both; the files hold only her bytes.

@@ -13,15 +13,17 @@ struct ServeDurabilityTests {
         try await ServeProcess.start(folder: folder, port: port)
     }
 
-    /// Kills `serve` with SIGKILL (it must be alive then) and starts it again on the same port and folder;
-    /// returns what the killed one logged.
-    static func killAndRestart(_ serve: inout RunningProcess, folder: String, port: Int) async throws -> String {
+    /// Kills `serve` with SIGKILL (it must be alive then) and starts it again on the same port and folder, with
+    /// `extra` options; returns what the killed one logged.
+    static func killAndRestart(
+        _ serve: inout RunningProcess, folder: String, port: Int, _ extra: [String] = []
+    ) async throws -> String {
         #expect(serve.isRunning, "serve was alive when killed")
         serve.send(signal: SIGKILL)
         let killed = try await serve.wait(timeout: .seconds(10))
         #expect(killed.signaled, "\(killed)")
         let log = serve.stderrSoFar
-        (serve, _) = try await startServe(folder: folder, port: port)
+        (serve, _) = try await ServeProcess.start(folder: folder, port: port, extra)
         return log
     }
 
