@@ -1,7 +1,7 @@
 import NIOHTTP1
 
 /// The server side of draft-ietf-httpbis-resumable-upload, interop versions 3, 5, 6 and 8: what a
-/// request head asks for, and every answer. Pure (no I/O, no clock): ``DraftHandler`` runs it over
+/// request head asks for, and every answer. Pure (no I/O, no clock): ``UploadHandler`` runs it over
 /// the upload store, and the unit tests drive it with heads alone.
 ///
 /// Interop 3 names its completion field `Upload-Incomplete` (the opposite boolean); 5 and later say
@@ -38,14 +38,14 @@ enum DraftMachine {
         guard let raw = headers["upload-draft-interop-version"].first else {
             return underPrefix ? .answer(Answer(status: 400, fields: [Field(interopName, "\(newest)")])) : .notDraft
         }
-        guard let version = integer(raw).map(Int.init), versions.contains(version) else {
+        guard let version = FieldValue.integer(raw).map(Int.init), versions.contains(version) else {
             // Names the version this server speaks best; a client that speaks it retries with it.
             return .answer(Answer(status: 400, fields: [Field(interopName, "\(newest)")]))
         }
         let complete = completion(version, headers)
-        let offset = headers["upload-offset"].first.flatMap(integer)
-        let length = headers["upload-length"].first.flatMap(integer)
-        let contentLength = headers["content-length"].first.flatMap(integer)
+        let offset = FieldValue.integer(headers["upload-offset"].first)
+        let length = FieldValue.integer(headers["upload-length"].first)
+        let contentLength = FieldValue.integer(headers["content-length"].first)
         let bad = Answer(status: 400, fields: [Field(interopName, "\(version)")])
 
         if method == .OPTIONS {
@@ -203,20 +203,5 @@ enum DraftMachine {
         case "?0": false
         default: nil
         }
-    }
-
-    /// A non-negative structured-field integer (at most 15 digits); anything else counts as absent.
-    static func integer(_ value: String) -> Int64? {
-        let trimmed = value.trimmingSpaces
-        guard !trimmed.isEmpty, trimmed.utf8.count <= 15, trimmed.utf8.allSatisfy({ $0 >= 48 && $0 <= 57 }) else {
-            return nil
-        }
-        return Int64(trimmed)
-    }
-}
-
-extension StringProtocol {
-    fileprivate var trimmingSpaces: String {
-        String(drop { $0 == " " || $0 == "\t" }.reversed().drop { $0 == " " || $0 == "\t" }.reversed())
     }
 }

@@ -199,7 +199,7 @@ final class LoginGate: ChannelDuplexHandler {
     static func basicCredentials(_ value: String) -> (String, String)? {
         let parts = value.split(separator: " ", maxSplits: 1, omittingEmptySubsequences: true)
         guard parts.count == 2, parts[0].lowercased() == "basic",
-            let decoded = Base64.decode(parts[1].trimmingSpaces()),
+            let decoded = Base64.decode(Substring(parts[1].trimmingSpaces)),
             let text = String(validating: decoded, as: UTF8.self),
             let colon = text.firstIndex(of: ":")
         else { return nil }
@@ -221,14 +221,6 @@ final class LoginGate: ChannelDuplexHandler {
             }
         }
         return out + "\""
-    }
-}
-
-extension Substring {
-    fileprivate func trimmingSpaces() -> Substring {
-        var result = self
-        while result.last == " " || result.last == "\t" { result.removeLast() }
-        return result
     }
 }
 

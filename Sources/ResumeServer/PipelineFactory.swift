@@ -5,8 +5,8 @@ import NIOSSL
 
 /// Builds one connection's pipeline (or refuses it past `--max-connections`):
 /// byte counts and send timeout → [TLS] → HTTP/1 codec → ``ExchangeObserver`` (431/400 answers, head timeout,
-/// log line, request counts) → [metrics] → [logins] → [tus] → static files (GET/HEAD, upload admission)
-/// → ``DraftHandler`` (the IETF draft and plain uploads).
+/// log line, request counts) → [metrics] → [logins]
+/// → [uploads: ``UploadHandler``] → static files (GET/HEAD).
 struct PipelineFactory: Sendable {
     let configuration: ServerConfiguration
     let root: String
@@ -56,19 +56,15 @@ struct PipelineFactory: Sendable {
             try sync.addHandler(
                 LoginGate(
                     logins: logins, threadPool: threadPool,
-                    uploadPrefixes: [DraftMachine.prefix, TusHandler.prefix, MetricsEndpoint.path]))
+                    uploadPrefixes: [DraftMachine.prefix, TusMachine.prefix, MetricsEndpoint.path]))
             if let endpoint, !configuration.metricsPublic { try sync.addHandler(MetricsEndpoint(sources: endpoint)) }
         }
         if let store {
             try sync.addHandler(
-                TusHandler(
+                UploadHandler(
                     settings: .init(
                         root: objects == nil ? root : nil, store: store, table: table, admission: admission,
-                        threadPool: threadPool,
-                        expiry: expiry, log: configuration.log
-                    )
-                )
-            )
+                        threadPool: threadPool, expiry: expiry, log: configuration.log)))
         }
         try sync.addHandler(
             StaticFileHandler(
@@ -76,21 +72,10 @@ struct PipelineFactory: Sendable {
                     root: root,
                     acceptsUploads: store != nil,
                     resumptionPrefix: DraftMachine.prefix,
-                    admission: admission,
                     secure: tls != nil,
                     objects: objects
                 ),
                 threadPool: threadPool
-            )
-        )
-        guard let store else { return }
-        try sync.addHandler(
-            DraftHandler(
-                settings: .init(
-                    store: store, table: table, threadPool: threadPool, slots: admission.slots,
-                    overwrite: configuration.overwrite, maxUploadSize: configuration.maxUploadSize,
-                    expiry: expiry, log: configuration.log
-                )
             )
         )
     }

@@ -120,18 +120,11 @@ public final class ResumeServer: Sendable {
             hooks = try configuration.completionHook.map { settings throws(ServeError) in
                 try HookRunner(settings: settings, root: root, metrics: metrics, log: log)
             }
-            let opened = try UploadStore(root: root, metrics: metrics, hooks: hooks)
+            store = try UploadStore(root: root, metrics: metrics, hooks: hooks)
             // The hooks left due first: finishing a record below makes (and queues) new ones.
             hooks?.resumeDue()
-            for record in opened.recover(now: WallClock.millis(), replacing: configuration.overwrite, log: { log?($0) })
-            {
-                table.insert(record)
-            }
-            for record in opened.finishedUploads(now: WallClock.millis()) { table.insert(record, finished: true) }
-            let swept = UploadStore.sweepLegacy(root: root)
-            if swept > 0 { log?("removed \(swept) unfinished upload file(s) left by an earlier release") }
-            store = opened
         }
+        store?.recover(into: table, replacing: configuration.overwrite) { configuration.log?($0) }
         let group = MultiThreadedEventLoopGroup(numberOfThreads: configuration.threads ?? System.coreCount)
         let admission = UploadAdmission(
             root: s3 == nil ? root : nil,

@@ -9,10 +9,8 @@ import NIOCore
 import NIOHTTP1
 import NIOPosix
 
-/// Answers GET and HEAD from the served folder, with single byte ranges, and hands every upload
-/// request on to the ``DraftHandler`` behind it once it passed the checks that need no storage
-/// (read-only, a path that escapes, limits, no overwrite): a refused upload is answered before a
-/// `104` promised resumption.
+/// Answers GET and HEAD from the served folder, with single byte ranges; every other method is refused
+/// (uploads never get here: ``UploadHandler``, in front of this one, takes them).
 final class StaticFileHandler: ChannelDuplexHandler {
     typealias InboundIn = HTTPServerRequestPart
     typealias InboundOut = HTTPServerRequestPart
@@ -23,10 +21,8 @@ final class StaticFileHandler: ChannelDuplexHandler {
         /// Canonical path of the served folder.
         var root: String
         var acceptsUploads: Bool
-        /// The draft's upload URLs, e.g. `/resumable_upload/`: everything below it is the upload handler's.
+        /// The draft's upload URLs, e.g. `/resumable_upload/`: never a file.
         var resumptionPrefix: String
-        /// Limits and overwrite rule an upload must pass before it is stored.
-        var admission: UploadAdmission
         /// Behind TLS, where a `FileRegion` cannot go: file bodies are read into buffers instead.
         var secure: Bool = false
         /// With `--store s3://`: objects are served instead of files
@@ -41,8 +37,6 @@ final class StaticFileHandler: ChannelDuplexHandler {
         /// Answered with an error; the rest of the request is read and dropped, then the connection
         /// closed (closing earlier could reset it under the unread body and lose the answer).
         case refusing(answered: Bool, requestEnded: Bool)
-        /// Belongs to the upload handler behind this one; `requestEnded` once its last part passed.
-        case forwarding(requestEnded: Bool)
     }
 
     let settings: Settings
@@ -72,12 +66,7 @@ final class StaticFileHandler: ChannelDuplexHandler {
             requestNumber += 1
             requestVersion = head.version
             keepAlive = head.isKeepAlive
-            route(context: context, head: head, data: data)
-        case (.body, .forwarding):
-            context.fireChannelRead(data)
-        case (.end, .forwarding):
-            mode = .forwarding(requestEnded: true)
-            context.fireChannelRead(data)
+            route(context: context, head: head)
         case (.end, .refusing(let answered, _)):
             mode = .refusing(answered: answered, requestEnded: true)
             if answered { context.close(promise: nil) }
@@ -87,14 +76,9 @@ final class StaticFileHandler: ChannelDuplexHandler {
     }
 
     func channelReadComplete(context: ChannelHandlerContext) {
-        if case .forwarding = mode {
-            context.fireChannelReadComplete()
-        } else {
-            // While we answer requests ourselves we keep reading ourselves (the upload handler
-            // behind us paces reads only for its own requests). The pipelining handler holds this
-            // read back while a response is still being written.
-            context.read()
-        }
+        // The upload handler paces reads only for its own requests; the pipelining handler holds this
+        // read back while a response is still being written.
+        context.read()
     }
 
     func errorCaught(context: ChannelHandlerContext, error: Error) {
@@ -104,32 +88,13 @@ final class StaticFileHandler: ChannelDuplexHandler {
         context.fireErrorCaught(error)
     }
 
-    private func route(context: ChannelHandlerContext, head: HTTPRequestHead, data: NIOAny) {
-        let isResumption = head.uri.hasPrefix(settings.resumptionPrefix)
+    private func route(context: ChannelHandlerContext, head: HTTPRequestHead) {
         let method = head.method
-        if (method == .GET || method == .HEAD) && !isResumption {
+        if (method == .GET || method == .HEAD) && !head.uri.hasPrefix(settings.resumptionPrefix) {
             serve(context: context, head: head)
-        } else if !settings.acceptsUploads {
-            refuse(context: context, head: head, status: .methodNotAllowed, extra: [("Allow", "GET, HEAD")])
-        } else if isResumption && method == .PATCH, let refusal = settings.admission.check(head, components: nil) {
-            refuse(context: context, head: head, status: refusal.status, extra: refusal.headers)
-        } else if isResumption || method == .OPTIONS {
-            forward(context: context, head: head, data: data)
-        } else if method == .PUT || method == .POST {
-            let components: [String]
-            do {
-                components = try SafePath.components(ofTarget: head.uri)
-            } catch {
-                refuse(context: context, head: head, status: error == .malformed ? .badRequest : .forbidden)
-                return
-            }
-            if let refusal = settings.admission.check(head, components: components) {
-                refuse(context: context, head: head, status: refusal.status, extra: refusal.headers)
-            } else {
-                forward(context: context, head: head, data: data)
-            }
         } else {
-            refuse(context: context, head: head, status: .methodNotAllowed, extra: [("Allow", Self.allowed)])
+            let allowed = settings.acceptsUploads ? Self.allowed : "GET, HEAD"
+            refuse(context: context, head: head, status: .methodNotAllowed, extra: [("Allow", allowed)])
         }
     }
 
@@ -137,19 +102,6 @@ final class StaticFileHandler: ChannelDuplexHandler {
 
     static func pathOnly(_ target: String) -> String {
         String(target.prefix { $0 != "?" && $0 != "#" })
-    }
-
-    private func forward(context: ChannelHandlerContext, head: HTTPRequestHead, data: NIOAny) {
-        mode = .forwarding(requestEnded: false)
-        if head.version == .http1_1,
-            head.headers[canonicalForm: "expect"].contains(where: { $0.lowercased() == "100-continue" })
-        {
-            // A 104 does not release a client's wait (libcurl holds the body back for a second
-            // per request).
-            let interim = HTTPResponseHead(version: head.version, status: .continue)
-            context.writeAndFlush(wrapOutboundOut(.head(interim)), promise: nil)
-        }
-        context.fireChannelRead(data)
     }
 
     func respond(context: ChannelHandlerContext, head: HTTPRequestHead, refusal: PathRefusal) {
@@ -187,7 +139,7 @@ final class StaticFileHandler: ChannelDuplexHandler {
         finish(context: context) {}
     }
 
-    /// Refuses a request that must not reach the upload handler; its body is drained, not stored.
+    /// Refuses a request; its body is drained, not stored.
     private func refuse(
         context: ChannelHandlerContext,
         head: HTTPRequestHead,

@@ -2,7 +2,7 @@ import NIOHTTP1
 
 /// The server side of tus 1.0.0 — core, creation, creation-with-upload, creation-defer-length,
 /// termination, expiration, checksum — as answers to request heads and records. Pure (no I/O, no
-/// clock), like ``DraftMachine``: ``TusHandler`` runs it over the upload store, and the unit tests
+/// clock), like ``DraftMachine``: ``UploadHandler`` runs it over the upload store, and the unit tests
 /// check each MUST of the protocol's text on it, one by one.
 ///
 /// A finished upload keeps answering at its URL until it expires: a client whose last answer was
@@ -29,13 +29,8 @@ enum TusMachine {
         var checksum: String?
     }
 
-    struct Append: Equatable {
-        var id: String
-        var offset: Int64
-        /// creation-defer-length: the length, given once it is known.
-        var length: Int64?
-        var checksum: String?
-    }
+    /// A PATCH; its `length` is creation-defer-length's, given once it is known.
+    typealias Append = UploadRequest.Append
 
     enum Request: Equatable {
         /// Not a tus request: it passes on to the other handlers.
@@ -66,7 +61,7 @@ enum TusMachine {
         }
         // Core: OPTIONS is answered whatever its Tus-Resumable says ("the Server MUST ignore the header").
         if method == .OPTIONS { return .options }
-        guard headers["tus-resumable"].first?.trimmedSpaces == version else {
+        guard headers["tus-resumable"].first?.trimmingSpaces == version else {
             return .answer(answer(412, [Field("Tus-Version", version)]))
         }
         let id = String(path.dropFirst(prefix.count).prefix { $0 != "/" })
@@ -77,10 +72,10 @@ enum TusMachine {
             return .offset(id: id)
         case .PATCH:
             guard mediaType(headers) == bodyType else { return .answer(answer(415)) }
-            guard let offset = integer(headers["upload-offset"].first) else { return .answer(answer(400)) }
+            guard let offset = FieldValue.integer(headers["upload-offset"].first) else { return .answer(answer(400)) }
             var length: Int64?
             if let raw = headers["upload-length"].first {
-                guard let parsed = integer(raw) else { return .answer(answer(400)) }
+                guard let parsed = FieldValue.integer(raw) else { return .answer(answer(400)) }
                 length = parsed
             }
             let checksum = headers["upload-checksum"].first
@@ -99,11 +94,11 @@ enum TusMachine {
         let length: Int64?
         switch (lengthField, deferField) {
         case (let raw?, nil):
-            guard let parsed = integer(raw) else { return .answer(answer(400)) }
+            guard let parsed = FieldValue.integer(raw) else { return .answer(answer(400)) }
             length = parsed
         case (nil, let raw?):
             // "Its value MUST be 1."
-            guard raw.trimmedSpaces == "1" else { return .answer(answer(400)) }
+            guard raw.trimmingSpaces == "1" else { return .answer(answer(400)) }
             length = nil
         default:
             // Neither, or both: the creation MUST carry exactly one of them.
@@ -113,7 +108,7 @@ enum TusMachine {
             return .answer(answer(413, [Field("Tus-Max-Size", "\(maxSize)")]))
         }
         // An empty field is no metadata (some clients send one).
-        let metadata = headers["upload-metadata"].first.flatMap { $0.trimmedSpaces.isEmpty ? nil : $0 }
+        let metadata = headers["upload-metadata"].first.flatMap { $0.trimmingSpaces.isEmpty ? nil : $0 }
         if let metadata, !TusMetadata.isValid(metadata) { return .answer(answer(400)) }
         let withBody = mediaType(headers) == bodyType
         var checksum: String?
@@ -121,7 +116,9 @@ enum TusMachine {
             guard TusChecksum(header: header) != nil else { return .answer(answer(400)) }
             checksum = header
         }
-        if withBody, let length, let contentLength = integer(headers["content-length"].first), contentLength > length {
+        if withBody, let length, let contentLength = FieldValue.integer(headers["content-length"].first),
+            contentLength > length
+        {
             return .answer(answer(400))
         }
         return .create(Creation(length: length, metadata: metadata, withBody: withBody, checksum: checksum))
@@ -205,11 +202,6 @@ enum TusMachine {
     /// checksum: the body did not match its `Upload-Checksum`, and was not counted.
     static func checksumMismatch() -> Answer { answer(460) }
 
-    /// A failure of the store (503 asks the client to come back; 423: another instance writes it).
-    static func failed(status: Int, retryAfter: Int) -> Answer {
-        answer(status, status == 503 ? [Field("Retry-After", "\(retryAfter)")] : [])
-    }
-
     /// Every answer, OPTIONS included, says which version it speaks.
     static func answer(_ status: Int, _ fields: [Field] = []) -> Answer {
         Answer(status: status, fields: [Field("Tus-Resumable", version)] + fields)
@@ -222,17 +214,6 @@ enum TusMachine {
     // MARK: Fields
 
     private static func mediaType(_ headers: HTTPHeaders) -> String? {
-        headers["content-type"].first?.split(separator: ";").first?.trimmedSpaces.lowercased()
-    }
-
-    /// A non-negative decimal; anything else counts as malformed.
-    static func integer(_ value: String?) -> Int64? {
-        UploadAdmission.integer(value?.trimmedSpaces)
-    }
-}
-
-extension StringProtocol {
-    fileprivate var trimmedSpaces: String {
-        String(drop { $0 == " " || $0 == "\t" }.reversed().drop { $0 == " " || $0 == "\t" }.reversed())
+        headers["content-type"].first?.split(separator: ";").first?.trimmingSpaces.lowercased()
     }
 }

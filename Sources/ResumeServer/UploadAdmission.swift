@@ -31,9 +31,9 @@ struct UploadAdmission: Sendable {
     ///   - components: the upload's path (a creation); `nil` for an append to an existing upload.
     func check(_ head: HTTPRequestHead, components: [String]?) -> Refusal? {
         let headers = head.headers
-        let contentLength = Self.integer(headers["content-length"].first)
-        let offset = components == nil ? (Self.integer(headers["upload-offset"].first) ?? 0) : 0
-        let announced = Self.integer(headers["upload-length"].first) ?? contentLength.map { offset + $0 }
+        let contentLength = FieldValue.integer(headers["content-length"].first)
+        let offset = components == nil ? (FieldValue.integer(headers["upload-offset"].first) ?? 0) : 0
+        let announced = FieldValue.integer(headers["upload-length"].first) ?? contentLength.map { offset + $0 }
         let isDraft = !headers["upload-draft-interop-version"].isEmpty
 
         if let limit = maxUploadSize,
@@ -71,14 +71,6 @@ struct UploadAdmission: Sendable {
             )
         }
         return nil
-    }
-
-    /// A non-negative decimal (Content-Length, or a structured-field integer such as Upload-Length).
-    static func integer(_ value: String?) -> Int64? {
-        guard let value, !value.isEmpty, value.utf8.count <= 18, value.utf8.allSatisfy({ $0 >= 48 && $0 <= 57 }) else {
-            return nil
-        }
-        return Int64(value)
     }
 
     /// Bytes an unprivileged process may still write on the file system holding `path`.

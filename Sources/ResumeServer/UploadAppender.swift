@@ -27,19 +27,11 @@ final class UploadAppender: UploadSink {
     private static let highWater = 4 << 20
 
     private let store: UploadStore
-    private let threadPool: NIOThreadPool
-    private let eventLoop: any EventLoop
-    private let table: UploadTable
+    private let setup: UploadSinkSetup
+    private var threadPool: NIOThreadPool { setup.threadPool }
+    private var eventLoop: any EventLoop { setup.eventLoop }
     /// The record as last made durable.
     private var record: UploadRecord
-    private let start: Int64
-    /// The most bytes the upload may hold (its length, or the size limit).
-    private let limit: Int64?
-    /// Whether bytes may count before the request ends (not when a checksum must vouch for them).
-    private let checkpoints: Bool
-    /// Milliseconds an idle upload is kept (`--upload-timeout`).
-    private let expiry: Int64
-    private let settledPromise: EventLoopPromise<Void>
     private var data: UploadData?
     private var opening = true
     private var written: Int64
@@ -56,26 +48,11 @@ final class UploadAppender: UploadSink {
     /// instead of sending the rest for nothing; the request still ends through ``end(keep:_:)``.
     var onFailure: ((UploadFailure) -> Void)?
 
-    /// - Parameters:
-    ///   - record: the upload as durable now; its `offset` is where this request's bytes begin.
-    ///   - checkpoints: `false` when nothing may count before the request has ended well.
-    ///   - settled: succeeded once the upload is free for the next writer (see ``UploadTable/Writer``).
-    init(
-        record: UploadRecord, store: UploadStore, table: UploadTable, threadPool: NIOThreadPool,
-        eventLoop: any EventLoop, limit: Int64?, checkpoints: Bool, expiry: Int64,
-        settled: EventLoopPromise<Void>
-    ) {
-        self.expiry = expiry
-        self.record = record
+    init(store: UploadStore, setup: UploadSinkSetup) {
         self.store = store
-        self.table = table
-        self.threadPool = threadPool
-        self.eventLoop = eventLoop
-        self.limit = limit
-        self.checkpoints = checkpoints
-        start = record.offset
-        written = record.offset
-        settledPromise = settled
+        self.setup = setup
+        record = setup.record
+        written = setup.record.offset
         nextCheckpoint = .now() + Self.checkpointInterval
     }
 
@@ -83,7 +60,7 @@ final class UploadAppender: UploadSink {
     func open() {
         let store = store
         let id = record.id
-        let offset = start
+        let offset = setup.record.offset
         threadPool.runIfActive(eventLoop: eventLoop) { try store.openData(id, at: offset) }
             .assumeIsolated().whenComplete { result in
                 self.opening = false
@@ -103,7 +80,7 @@ final class UploadAppender: UploadSink {
     /// Queues body bytes; `false` (and nothing queued) when they would go past the upload's limit.
     func receive(_ buffer: ByteBuffer) -> Bool {
         guard ending == nil, failure == nil else { return true }
-        if let limit, received + Int64(buffer.readableBytes) > limit { return false }
+        if let limit = setup.limit, received + Int64(buffer.readableBytes) > limit { return false }
         queue.append(buffer)
         queued += buffer.readableBytes
         store.bodyMemory.take(buffer.readableBytes)
@@ -136,10 +113,10 @@ final class UploadAppender: UploadSink {
         let bytes = queued
         let offset = written
         queue.removeAll(keepingCapacity: true)
-        let due = checkpoints && NIODeadline.now() >= nextCheckpoint
+        let due = setup.checkpoints && NIODeadline.now() >= nextCheckpoint
         var next = record
         next.offset = offset + Int64(bytes)
-        next.expires = WallClock.millis() + expiry
+        next.expires = WallClock.millis() + setup.expiry
         let durable = next
         let store = store
         writing = true
@@ -155,7 +132,7 @@ final class UploadAppender: UploadSink {
                 self.written += Int64(bytes)
                 if due {
                     self.record = durable
-                    self.table.update(durable, releasing: false)
+                    self.setup.table.update(durable, releasing: false)
                     self.nextCheckpoint = .now() + Self.checkpointInterval
                 }
             case .failure(let error):
@@ -192,7 +169,7 @@ final class UploadAppender: UploadSink {
         writing = true
         var settling = record
         if keep && failure == nil { settling.offset = written }
-        settling.expires = WallClock.millis() + expiry
+        settling.expires = WallClock.millis() + setup.expiry
         let final = settling
         let changed = final != record
         let data = data
@@ -205,13 +182,7 @@ final class UploadAppender: UploadSink {
             if case .failure(let error) = result, self.failure == nil { self.failure = UploadFailure(error) }
             let durable = self.failure == nil ? final : self.record
             self.record = durable
-            self.table.update(durable, releasing: true)
-            self.settledPromise.succeed()
-            if let failure = self.failure {
-                completion(.failed(failure, durable))
-            } else {
-                completion(.settled(durable))
-            }
+            self.setup.report(durable, failure: self.failure, to: completion)
         }
     }
 }

@@ -2,6 +2,11 @@
 /// (``S3Backend``, `serve --store s3://`). The handlers speak only to this. Every method but
 /// ``makeSink(_:)`` blocks: they run on the thread pool.
 protocol UploadBackend: Sendable {
+    /// A fresh upload id, unique in the store: 128 random bits in hex.
+    func newID() -> String
+    /// Brings the uploads back at start: each one that can continue, and the finished ones whose URLs still
+    /// answer, go into `table`; what cannot continue goes, with a log line each.
+    func recover(into table: UploadTable, replacing: Bool, log: (String) -> Void)
     /// Makes a new upload durable before anyone hears of it.
     func create(_ record: UploadRecord) throws(UploadFailure)
     /// Puts a complete upload at its destination (409 when something is there and not `replacing`).
@@ -12,12 +17,13 @@ protocol UploadBackend: Sendable {
     func makeSink(_ setup: UploadSinkSetup) -> any UploadSink
 }
 
+extension UploadBackend {
+    func newID() -> String { UploadStore.newID() }
+}
+
 extension UploadStore: UploadBackend {
     func makeSink(_ setup: UploadSinkSetup) -> any UploadSink {
-        UploadAppender(
-            record: setup.record, store: self, table: setup.table, threadPool: setup.threadPool,
-            eventLoop: setup.eventLoop,
-            limit: setup.limit, checkpoints: setup.checkpoints, expiry: setup.expiry, settled: setup.settled)
+        UploadAppender(store: self, setup: setup)
     }
 }
 

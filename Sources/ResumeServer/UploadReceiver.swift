@@ -1,9 +1,9 @@
 import NIOCore
 import NIOPosix
 
-/// The body of an upload request on its way into the store, for ``DraftHandler`` and ``TusHandler``
-/// alike: parts that arrive before the upload is ready wait here, then go to the store's sink
-/// (``UploadSink``); reading pauses while the sink holds enough, and goes on when it asks for more.
+/// The body of an upload request (``UploadHandler``) on its way into the store: parts that arrive before
+/// the upload is ready wait here, then go to the store's sink (``UploadSink``); reading pauses while the
+/// sink holds enough, and goes on when it asks for more.
 /// One per connection, used on its event loop; ``begin()`` at each request.
 final class UploadReceiver {
     let store: any UploadBackend

@@ -32,4 +32,12 @@ struct UploadSinkSetup {
     var expiry: Int64
     /// Succeeded once the upload is free for the next writer.
     var settled: EventLoopPromise<Void>
+
+    /// The request's bytes are settled as `durable`: the upload is free for the next writer, and the handler
+    /// hears how the request ended.
+    func report(_ durable: UploadRecord, failure: UploadFailure?, to completion: (UploadAppender.Ending) -> Void) {
+        table.update(durable, releasing: true)
+        settled.succeed()
+        completion(failure.map { .failed($0, durable) } ?? .settled(durable))
+    }
 }

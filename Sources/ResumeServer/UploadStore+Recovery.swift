@@ -11,6 +11,13 @@ import FoundationEssentials
 /// it can, say in one line each why it drops one it cannot, and bring back the finished uploads whose
 /// URLs still answer; what an earlier release left behind goes too.
 extension UploadStore {
+    func recover(into table: UploadTable, replacing: Bool, log: (String) -> Void) {
+        for record in recover(now: WallClock.millis(), replacing: replacing, log: log) { table.insert(record) }
+        for record in finishedUploads(now: WallClock.millis()) { table.insert(record, finished: true) }
+        let swept = Self.sweepLegacy(root: root)
+        if swept > 0 { log("removed \(swept) unfinished upload file(s) left by an earlier release") }
+    }
+
     /// Reads every record at start: what can be continued is returned; what cannot (a record that
     /// does not parse, a plain upload, an expired one, data without a record) is removed with one log
     /// line each; data longer than its record is cut back; a finishing upload is finished.

@@ -38,8 +38,10 @@ import Testing
         let wants = try await loop.submit { () -> [Bool] in
             let appenders = records.map { record in
                 UploadAppender(
-                    record: record, store: store, table: table, threadPool: pool, eventLoop: loop, limit: nil,
-                    checkpoints: false, expiry: 60_000, settled: loop.makePromise())
+                    store: store,
+                    setup: UploadSinkSetup(
+                        record: record, table: table, threadPool: pool, eventLoop: loop, limit: nil,
+                        checkpoints: false, expiry: 60_000, settled: loop.makePromise()))
             }
             box.value = appenders
             for appender in appenders { appender.open() }

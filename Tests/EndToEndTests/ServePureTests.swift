@@ -98,8 +98,8 @@ struct ServePureTests {
         #expect(append?.status.code == 413)
         #expect(admission.check(head([("Content-Length", "1")]).value, components: ["there.bin"])?.status.code == 409)
         #expect(
-            UploadAdmission.integer("12") == 12 && UploadAdmission.integer("-1") == nil
-                && UploadAdmission.integer("1e3") == nil)
+            FieldValue.integer("12") == 12 && FieldValue.integer("-1") == nil
+                && FieldValue.integer("1e3") == nil)
     }
 
     @Test(

@@ -50,7 +50,7 @@ struct ServeTusMachineTests {
             M.options(maxSize: nil), M.offset(record, finished: false), M.offset(record, finished: true),
             M.appended(record, created: true, finished: false), M.appended(record, created: false, finished: true),
             M.conflict(record), M.notFound(), M.notFound(head: true), M.terminated(), M.checksumMismatch(),
-            M.failed(status: 503, retryAfter: 5),
+            UploadRequest.Dialect.tus.failed(UploadFailure(status: 503, "no slot")),
         ]
         for request in [
             Self.classify(.PATCH, Self.url, []), Self.classify(.PATCH, Self.url, [Self.tus]), Self.creation([]),

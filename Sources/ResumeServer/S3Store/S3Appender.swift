@@ -282,14 +282,7 @@ final class S3Appender: UploadSink {
             try store.save(saved)
         }.assumeIsolated().whenComplete { result in
             if case .failure(let error) = result, self.failure == nil { self.failure = UploadFailure(error) }
-            let durable = final
-            self.setup.table.update(durable, releasing: true)
-            self.setup.settled.succeed()
-            if let failure = self.failure {
-                completion(.failed(failure, durable))
-            } else {
-                completion(.settled(durable))
-            }
+            self.setup.report(final, failure: self.failure, to: completion)
         }
     }
 }

@@ -27,6 +27,9 @@ final class S3Backend: UploadBackend, UploadRemote {
     /// The uploads whose hook runs in this process now.
     let hooksRunning = Mutex<Set<String>>([])
 
+    /// Nothing to bring back: the table reads each upload from S3 when a request names it (``UploadRemote``).
+    func recover(into table: UploadTable, replacing: Bool, log: (String) -> Void) {}
+
     init(
         store: S3UploadStore, partSize: Int64, instance: String, lockLifetime: Int64, singleInstance: Bool,
         overwrite: Bool, hooks: HookRunner? = nil, bodyMemory: BodyMemory = BodyMemory(),
