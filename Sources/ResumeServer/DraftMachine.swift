@@ -1,15 +1,20 @@
 import NIOHTTP1
 
-/// The server side of draft-ietf-httpbis-resumable-upload, interop versions 3, 5, 6 and 8: what a
+/// The server side of draft-ietf-httpbis-resumable-upload, interop versions 3, 5, 6, 8 and 9: what a
 /// request head asks for, and every answer. Pure (no I/O, no clock): ``UploadHandler`` runs it over
 /// the upload store, and the unit tests drive it with heads alone.
 ///
 /// Interop 3 names its completion field `Upload-Incomplete` (the opposite boolean); 5 and later say
 /// `Upload-Complete`; from 6 a PATCH carries `Content-Type: application/partial-upload` and
 /// `Upload-Length` may announce the length; 8 adds `Upload-Limit` to HEAD and progress answers.
+///
+/// Interop 9 (draft -12; each rule from the pull request that made it, httpwg/http-extensions): every
+/// answer to a creation or an append says whose it is by `Upload-Complete`, `?1` only for the completed
+/// upload's own (PR #3404); an append to a completed upload gets that final answer again, not a refusal
+/// (PR #3405); the offset may be asked with GET as well as HEAD (PR #3467).
 enum DraftMachine {
-    static let versions = [3, 5, 6, 8]
-    static let newest = 8
+    static let versions = [3, 5, 6, 8, 9]
+    static let newest = 9
     /// Upload URLs are this prefix and the upload's id, sent as a path only: a client resolves it
     /// against the URL it used, so a reverse proxy or a host name keeps working.
     static let prefix = "/resumable_upload/"
@@ -46,7 +51,7 @@ enum DraftMachine {
         let offset = FieldValue.integer(headers["upload-offset"].first)
         let length = FieldValue.integer(headers["upload-length"].first)
         let contentLength = FieldValue.integer(headers["content-length"].first)
-        let bad = Answer(status: 400, fields: [Field(interopName, "\(version)")])
+        let bad = refusal(version: version, status: 400)
 
         if method == .OPTIONS {
             return complete == nil && offset == nil && length == nil ? .options(version: version) : .answer(bad)
@@ -67,15 +72,16 @@ enum DraftMachine {
         }
         let id = String(path.dropFirst(prefix.count))
         switch method {
-        case .HEAD, .DELETE:
+        case .HEAD, .DELETE,
+            .GET where version >= 9:
             guard complete == nil, offset == nil, length == nil else { return .answer(bad) }
-            return method == .HEAD ? .offset(version: version, id: id) : .cancel(version: version, id: id)
+            return method == .DELETE ? .cancel(version: version, id: id) : .offset(version: version, id: id)
         case .PATCH:
             guard let offset else { return .answer(bad) }
             if version >= 6 {
                 let type = headers["content-type"].first?.split(separator: ";").first?.trimmingSpaces.lowercased()
                 guard type == "application/partial-upload" else {
-                    return .answer(Answer(status: 415, fields: [Field(interopName, "\(version)")]))
+                    return .answer(refusal(version: version, status: 415))
                 }
             }
             // A PATCH without the field completes the upload (interop 3 and 5 clients may leave it out).
@@ -87,8 +93,8 @@ enum DraftMachine {
             }
             return .append(version: version, id: id, offset: offset, complete: completes, length: total)
         default:
-            return .answer(
-                Answer(status: 405, fields: [Field(interopName, "\(version)"), Field("Allow", "HEAD, PATCH, DELETE")]))
+            let allowed = version >= 9 ? "GET, HEAD, PATCH, DELETE" : "HEAD, PATCH, DELETE"
+            return .answer(Answer(status: 405, fields: [Field(interopName, "\(version)"), Field("Allow", allowed)]))
         }
     }
 
@@ -98,17 +104,16 @@ enum DraftMachine {
         version: Int, offset: Int64, length: Int64?, contentLength: Int64?, record: UploadRecord, finished: Bool
     ) -> Answer? {
         if finished {
-            if offset == record.offset, contentLength == 0 || contentLength == nil {
+            // Interop 9 has no refusal of an append to a completed upload: the final answer, again.
+            if version >= 9 || (offset == record.offset && (contentLength == 0 || contentLength == nil)) {
                 return done(version: version, record: record, created: false)
             }
             return conflict(version: version, record: record, finished: true)
         }
         guard offset == record.offset else { return conflict(version: version, record: record, finished: false) }
-        if let length, let known = record.length, length != known {
-            return Answer(status: 400, fields: [Field(interopName, "\(version)")])
-        }
+        if let length, let known = record.length, length != known { return refusal(version: version, status: 400) }
         if let known = length ?? record.length, let contentLength, offset + contentLength > known {
-            return Answer(status: 400, fields: [Field(interopName, "\(version)")])
+            return refusal(version: version, status: 400)
         }
         return nil
     }
@@ -160,6 +165,15 @@ enum DraftMachine {
                 Field(interopName, "\(version)"), flag(version, complete: finished),
                 Field("Upload-Offset", "\(record.offset)"),
             ])
+    }
+
+    /// An answer of the upload protocol itself (a refusal, a failure of the store) to a creation or an
+    /// append: from interop 9 it says so with `Upload-Complete: ?0`, so that the client never mistakes it
+    /// for the target resource's answer.
+    static func refusal(version: Int, status: Int, fields: [Field] = []) -> Answer {
+        var all = [Field(interopName, "\(version)")]
+        if version >= 9 { all.append(flag(version, complete: false)) }
+        return Answer(status: status, fields: all + fields)
     }
 
     static func notFound(version: Int) -> Answer {

@@ -20,8 +20,7 @@ extension UploadRequest.Dialect {
         let fields = fields.map { UploadAnswer.Field($0.0, $0.1) }
         switch self {
         case .plain: return UploadAnswer(status: status, fields: fields)
-        case .draft(let version):
-            return UploadAnswer(status: status, fields: [.init(DraftMachine.interopName, "\(version)")] + fields)
+        case .draft(let version): return DraftMachine.refusal(version: version, status: status, fields: fields)
         case .tus: return TusMachine.answer(status, fields)
         }
     }

@@ -69,14 +69,14 @@ struct ServeDraftMachineTests {
 
     @Test("an unknown interop version is 400 naming the newest one spoken; so is a missing one below the upload prefix")
     func versions() {
-        let newest = M.Request.answer(M.Answer(status: 400, fields: [M.Field("Upload-Draft-Interop-Version", "8")]))
-        for version in ["4", "7", "9", "x", "-1"] {
+        let newest = M.Request.answer(M.Answer(status: 400, fields: [M.Field("Upload-Draft-Interop-Version", "9")]))
+        for version in ["4", "7", "10", "x", "-1"] {
             #expect(
                 Self.classify(.POST, "/a.bin", [("Upload-Draft-Interop-Version", version), ("Upload-Complete", "?1")])
                     == newest)
         }
         #expect(Self.classify(.HEAD, M.prefix + "abc", []) == newest)
-        for version in [3, 5, 6, 8] {
+        for version in [3, 5, 6, 8, 9] {
             #expect(
                 Self.classify(.HEAD, M.prefix + "abc", [("Upload-Draft-Interop-Version", "\(version)")])
                     == .offset(version: version, id: "abc"))
@@ -200,5 +200,88 @@ struct ServeDraftMachineTests {
         #expect(M.options(version: 8, maxSize: 5).fields.contains(M.Field("Upload-Limit", "min-size=0, max-size=5")))
         #expect(M.cancelled(version: 6).status == 204)
         #expect(M.notFound(version: 6).status == 404)
+    }
+
+    // MARK: Interop 9 (draft -12)
+
+    @Test(
+        """
+        interop 9: the offset by GET as well as HEAD (PR #3467); before 9, GET stays 405 with the methods \
+        that are allowed
+        """
+    )
+    func interop9OffsetByGet() {
+        let v9 = [("Upload-Draft-Interop-Version", "9")]
+        #expect(Self.classify(.GET, M.prefix + "abc", v9) == .offset(version: 9, id: "abc"))
+        #expect(Self.classify(.HEAD, M.prefix + "abc", v9) == .offset(version: 9, id: "abc"))
+        guard case .answer(let old) = Self.classify(.GET, M.prefix + "abc", [("Upload-Draft-Interop-Version", "8")])
+        else {
+            Issue.record("GET at interop 8 is not refused")
+            return
+        }
+        #expect(old.status == 405 && Self.field(old, "Allow") == "HEAD, PATCH, DELETE")
+        guard case .answer(let put) = Self.classify(.PUT, M.prefix + "abc", v9) else {
+            Issue.record("PUT at interop 9 is not refused")
+            return
+        }
+        #expect(put.status == 405 && Self.field(put, "Allow") == "GET, HEAD, PATCH, DELETE")
+    }
+
+    @Test(
+        """
+        interop 9: an append to a completed upload gets the final answer again, whatever its offset (PR #3405); \
+        at 8 a different offset is still 409
+        """
+    )
+    func interop9ReplaysTheFinalAnswer() {
+        let finished = Self.record(offset: 300, length: 300)
+        for (offset, body) in [(Int64(300), Int64(0)), (0, 300), (120, 10)] {
+            let again = M.admit(
+                version: 9, offset: offset, length: nil, contentLength: body, record: finished, finished: true)
+            #expect(again?.status == 201, "offset \(offset)")
+            #expect(again.flatMap { Self.field($0, "Upload-Complete") } == "?1")
+            #expect(again.flatMap { Self.field($0, "Upload-Offset") } == "300")
+        }
+        let old = M.admit(version: 8, offset: 0, length: nil, contentLength: 300, record: finished, finished: true)
+        #expect(old?.status == 409)
+    }
+
+    @Test(
+        """
+        interop 9: every answer of the upload protocol to a creation or append says Upload-Complete: ?0 (PR \
+        #3404) — a conflict with the server's offset, a malformed or wrongly typed request, a length that \
+        disagrees, a failure of the store; only the completed upload's own answer says ?1; 8 is unchanged
+        """
+    )
+    func interop9SaysWhoseAnswer() {
+        let record = Self.record(offset: 100, length: 300)
+        let conflict = M.admit(version: 9, offset: 50, length: nil, contentLength: 5, record: record, finished: false)
+        #expect(conflict?.status == 409)
+        #expect(conflict.flatMap { Self.field($0, "Upload-Complete") } == "?0")
+        #expect(conflict.flatMap { Self.field($0, "Upload-Offset") } == "100")
+        let disagrees = M.admit(version: 9, offset: 100, length: 400, contentLength: 5, record: record, finished: false)
+        #expect(disagrees?.status == 400 && disagrees.flatMap { Self.field($0, "Upload-Complete") } == "?0")
+        let v9 = ("Upload-Draft-Interop-Version", "9")
+        let untyped = Self.classify(.PATCH, M.prefix + "abc", [v9, ("Upload-Offset", "0")])
+        let startsLate = Self.classify(.POST, "/a.bin", [v9, ("Upload-Complete", "?1"), ("Upload-Offset", "3")])
+        for request in [untyped, startsLate] {
+            guard case .answer(let answer) = request else {
+                Issue.record("not refused: \(request)")
+                continue
+            }
+            #expect(answer.status >= 400 && Self.field(answer, "Upload-Complete") == "?0", "\(answer)")
+        }
+        let busy = UploadRequest.Dialect.draft(version: 9).failed(UploadFailure(status: 503, "no slot"))
+        #expect(busy.status == 503 && busy["Upload-Complete"] == "?0" && busy["Retry-After"] != nil)
+        let old = UploadRequest.Dialect.draft(version: 8).failed(UploadFailure(status: 503, "no slot"))
+        #expect(old.status == 503 && old["Upload-Complete"] == nil)
+        #expect(M.done(version: 9, record: record, created: false)["Upload-Complete"] == "?1")
+    }
+
+    @Test("interop 9: OPTIONS names the limits, min-size=0 when there are none, and no Accept-Patch (PR #3440)")
+    func interop9Options() {
+        let open = M.options(version: 9, maxSize: nil)
+        #expect(open.status == 200 && open["Upload-Limit"] == "min-size=0" && open["Accept-Patch"] == nil)
+        #expect(M.options(version: 9, maxSize: 1000)["Upload-Limit"] == "min-size=0, max-size=1000")
     }
 }
