@@ -93,14 +93,12 @@ final class SegmentWorker: @unchecked Sendable {
         do { try range.flush() } catch { failure = failure ?? error }
         if isDone { return .done(()) }
         if let failure { return .done(report(.failed(failure))) }
-        switch verdict! {
-        case .done, .again: return .done(())
-        case .refetchFromZero(let reason), .fail(.changed(let reason)): return .done(report(.changed(reason)))
-        case .fail(.status(let status, let reason)):
-            return .done(report(.failed(.refused(status, reason, url: fetch.url))))
-        case .fault(let fault):
-            // The segment's host answered the plan's HEAD: a name that stops resolving is the network (not fresh).
-            return .failed(fault, progressMade: fetch.received > 0)
+        // A fault is the network's, never a fresh start: the segment's host answered the plan's HEAD.
+        return try fetch.step(verdict!, finish: {}) { failure, _ in
+            switch failure {
+            case .changed(let reason): .done(report(.changed(reason)))
+            case .status(let status, let reason): .done(report(.failed(.refused(status, reason, url: fetch.url))))
+            }
         }
     }
 
