@@ -4,7 +4,7 @@ import ResumeKit
 
 struct Cancel: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "cancel", _superCommandName: Resumectl.name,
+        commandName: "cancel",
         abstract: "Forget a transfer: remove its .part file (download) or DELETE the server's upload, then the token.",
         usage: "resumectl cancel [<options>] <token>",
         discussion:

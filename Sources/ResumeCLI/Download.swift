@@ -4,7 +4,7 @@ import ResumeKit
 
 struct Download: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "download", _superCommandName: Resumectl.name,
+        commandName: "download",
         abstract: "Download a URL; an interrupted download resumes with Range and If-Range.",
         discussion: """
             The body goes to PATH.part and is renamed to PATH only when complete and verified. \

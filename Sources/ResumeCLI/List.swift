@@ -4,7 +4,7 @@ import ResumeKit
 
 struct List: ParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "list", _superCommandName: Resumectl.name,
+        commandName: "list",
         abstract: "List transfers: one line each, with its state, progress, URL and path.",
         discussion: """
             A state is one of: running (pid), scheduled, queued, waiting for network, paused, failed and \

@@ -4,7 +4,7 @@ import ResumeKit
 
 struct Log: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "log", _superCommandName: Resumectl.name,
+        commandName: "log",
         abstract: "Print what a detached transfer wrote: NDJSON events and its stderr lines.",
         discussion: "--follow keeps printing until the transfer ends.")
 

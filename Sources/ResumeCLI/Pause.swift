@@ -4,7 +4,7 @@ import ResumeKit
 
 struct Pause: ParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "pause", _superCommandName: Resumectl.name,
+        commandName: "pause",
         abstract: "Stop a running transfer from any shell; it commits and exits 75.",
         usage: "resumectl pause [<options>] <token>")
 

@@ -4,7 +4,7 @@ import ResumeKit
 
 struct Resume: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "resume", _superCommandName: Resumectl.name,
+        commandName: "resume",
         abstract: "Continue a transfer from its token, even after kill -9 or a reboot.",
         discussion: """
             A transfer that already completed prints its result line again and exits 0.

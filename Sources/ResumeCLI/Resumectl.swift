@@ -7,10 +7,6 @@ struct Resumectl: AsyncParsableCommand {
 
     // Every command names itself (`commandName`): otherwise ArgumentParser derives each name from the type's name
     // with `String(describing:)`, a protocol-conformance lookup through the whole binary per command, every run.
-    // Each subcommand also names `resumectl` as its super-command (`_superCommandName`), which is what it is when
-    // `parseNamed` parses it alone: its help says `resumectl download`, and ArgumentParser skips its check for
-    // `--generate-completion-script` there (two more commands built by reflection each run, a seventh of a small
-    // download's instructions); such a request fails that parse and is answered by the root's.
     static let configuration = CommandConfiguration(
         commandName: name,
         abstract: "Large HTTP transfers that survive dropped connections, Ctrl-C, kill -9 and reboots.",

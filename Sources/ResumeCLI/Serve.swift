@@ -7,7 +7,7 @@ import ResumeKit
 /// that keeps a download's memory about 10 MiB smaller.
 struct Serve: ParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "serve", _superCommandName: Resumectl.name,
+        commandName: "serve",
         abstract:
             "Serve a folder over HTTP(S): ranged downloads, resumable uploads (IETF draft, tus), logins, limits, a "
             + "folder page.",

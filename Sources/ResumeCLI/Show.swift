@@ -4,7 +4,7 @@ import ResumeKit
 
 struct Show: ParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "show", _superCommandName: Resumectl.name,
+        commandName: "show",
         abstract: "Print a token's JSON, or the record of a transfer that ended.")
 
     @Argument(help: "Token id or token file path.")

@@ -3,7 +3,7 @@ import ResumeKit
 
 struct Upload: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "upload", _superCommandName: Resumectl.name,
+        commandName: "upload",
         abstract: "Upload a file resumably: IETF resumable-upload draft, tus 1.0, a plain POST, or S3 multipart.",
         discussion: """
             With --protocol auto (the default) one OPTIONS request (no body) finds out what the server \

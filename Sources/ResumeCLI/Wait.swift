@@ -4,7 +4,7 @@ import ResumeKit
 
 struct Wait: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "wait", _superCommandName: Resumectl.name,
+        commandName: "wait",
         abstract: "Wait until transfers have ended; exit with their status.",
         usage: "resumectl wait [<options>] <tokens> ...",
         discussion: """

@@ -5,7 +5,7 @@ import Testing
 /// (and its `#anchor`) leads somewhere, every `resumectl …` line of a code block names a subcommand and long
 /// options that `resumectl help SUBCOMMAND` (or `resumectl SUBCOMMAND --help`) lists, the README's exit statuses are
 /// `resumectl --help`'s, and
-/// the files of the trace in docs/architecture.md exist under Sources/.
+/// the trace in docs/architecture.md names files under Sources/, what they declare and the types they use.
 @Suite struct DocsTests {
     /// The package's root: this file is Tests/EndToEndTests/DocsTests.swift.
     static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
@@ -120,17 +120,68 @@ import Testing
         }
     }
 
-    @Test func traceNamesFilesThatExist() throws {
+    /// Each trace line: a file under Sources/, the names it declares that the trace passes through (up to the
+    /// first colon), then prose; a word of it that Sources/ declares as a type, or that looks like one (capitalised
+    /// words run together), must be a type that file uses.
+    @Test func traceFollowsTheCode() throws {
         let text = try String(contentsOf: Self.root.appendingPathComponent("docs/architecture.md"), encoding: .utf8)
         let afterHeading = text.components(separatedBy: "\n## Trace of a retried download\n").dropFirst().first
         let block = afterHeading?.components(separatedBy: "```").dropFirst().first ?? ""
-        let paths = block.split(separator: "\n").compactMap { $0.split(separator: " ").first.map(String.init) }
-        #expect(paths.count >= 5, "no trace block under '## Trace of a retried download' in docs/architecture.md")
-        for path in paths {
+        let lines = block.split(separator: "\n").map(String.init)
+        #expect(lines.count >= 5, "no trace block under '## Trace of a retried download' in docs/architecture.md")
+        let sources = try Self.swiftSources()
+        for line in lines {
+            let path = String(line.prefix { $0 != " " })
             #expect(path.hasPrefix("Sources/"), "a trace line starts with \(path), not a path under Sources/")
-            #expect(
-                FileManager.default.fileExists(atPath: Self.root.appendingPathComponent(path).path),
-                "docs/architecture.md's trace names \(path), which does not exist")
+            guard let code = sources[path] else {
+                Issue.record("docs/architecture.md's trace names \(path), which does not exist")
+                continue
+            }
+            let rest = line.dropFirst(path.count)
+            guard let colon = rest.range(of: ": ") else {
+                Issue.record("trace line of \(path) names nothing before a colon")
+                continue
+            }
+            let names = rest[..<colon.lowerBound].split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }
+            #expect(!names.isEmpty, "trace line of \(path) names nothing before a colon")
+            for name in names where !Self.declares(code, name) {
+                Issue.record("docs/architecture.md's trace: \(path) declares no \(name)")
+            }
+            for word in Self.matches(#"\b[A-Z][A-Za-z0-9]+\b"#, in: String(rest[colon.upperBound...])) {
+                let declared = sources.values.contains { Self.declaresType($0, word) }
+                guard declared || !Self.matches(#"^[A-Z][a-z0-9]+[A-Z]"#, in: word).isEmpty else { continue }
+                let used = !Self.matches(#"\b\#(word)\b"#, in: code).isEmpty
+                #expect(declared, "docs/architecture.md's trace: no type \(word) under Sources/")
+                #expect(used, "docs/architecture.md's trace: \(path) does not use \(word)")
+            }
+        }
+    }
+
+    /// Every .swift file under Sources/, by its path from the root.
+    static func swiftSources() throws -> [String: String] {
+        var files: [String: String] = [:]
+        let sources = root.appendingPathComponent("Sources")
+        guard let walk = FileManager.default.enumerator(atPath: sources.path) else { return [:] }
+        for case let relative as String in walk where relative.hasSuffix(".swift") {
+            files["Sources/" + relative] = try String(
+                contentsOf: sources.appendingPathComponent(relative), encoding: .utf8)
+        }
+        return files
+    }
+
+    static func declares(_ code: String, _ name: String) -> Bool {
+        let keyword = "func|var|let|case|init|class|struct|enum|protocol|actor|typealias"
+        return !matches(#"\b(\#(keyword))\s+\#(NSRegularExpression.escapedPattern(for: name))\b"#, in: code).isEmpty
+    }
+
+    static func declaresType(_ code: String, _ name: String) -> Bool {
+        !matches(#"\b(class|struct|enum|protocol|actor|typealias)\s+\#(name)\b"#, in: code).isEmpty
+    }
+
+    static func matches(_ pattern: String, in text: String) -> [String] {
+        let regex = try! NSRegularExpression(pattern: pattern)
+        return regex.matches(in: text, range: NSRange(text.startIndex..., in: text)).compactMap {
+            Range($0.range, in: text).map { String(text[$0]) }
         }
     }
 

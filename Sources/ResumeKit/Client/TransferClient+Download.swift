@@ -23,9 +23,11 @@ extension TransferClient {
         _ request: DownloadRequest, session: (any TransportSession)? = nil, batch: BatchPublisher.Slot? = nil,
         earlier: EarlierAttempt? = nil, cancellation: Cancellation, events: @escaping EventHandler
     ) throws(TransferError) -> DownloadResult {
-        switch try open(.download(request, listFile: batch != nil), events: events) {
+        switch try open(.download(request, list: batch.map { _ in .worker }), events: events) {
         case .fileThere(let path):
             return try alreadyThere(path, expected: request.expectedSHA256, events: events)
+        case .notFresh:
+            preconditionFailure("only a list's first pass opens fresh files alone")
         case .opened(let opened):
             defer { opened.lock.release() }
             return try runDownloadOperation(

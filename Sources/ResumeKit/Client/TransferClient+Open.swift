@@ -1,8 +1,7 @@
 /// What a command asks to open.
 enum Subject {
-    /// A download to a file, or to stdout (`-o -`: no id, lock or token). `listFile`: one file of a list, whose
-    /// state folder the list made ready and which takes its lock with its token (see TokenGuard).
-    case download(DownloadRequest, listFile: Bool = false)
+    /// A download to a file, or to stdout (`-o -`: no id, lock or token); `list`: one file of a list.
+    case download(DownloadRequest, list: ListFile? = nil)
     /// An upload of a file, or of stdin (`-`). `batchFile`: a folder batch's small file, whose token stays in
     /// memory (no lock, nothing on disk).
     case upload(UploadRequest, batchFile: Bool = false)
@@ -10,6 +9,16 @@ enum Subject {
     case resume(ResumeToken, headers: [String], newURL: String?)
     /// A token on disk, to forget.
     case cancel(ResumeToken)
+}
+
+/// A list's file, whose state folder the list made ready and which takes its lock with its token (see
+/// TokenGuard).
+enum ListFile {
+    /// Run by one of the list's workers.
+    case worker
+    /// In the list's first pass (SmallFilePass): only a fresh file opens, with no lock and no look-up in the
+    /// state folder; `tokens` are the ids on disk when the pass began.
+    case firstPass(tokens: Set<String>)
 }
 
 /// A transfer ready to run: its token (on disk, or new and not yet written) and what its opening found.
@@ -29,6 +38,8 @@ enum Opening {
     case opened(Opened)
     /// A download's output is there already and nothing asked to replace it.
     case fileThere(String)
+    /// In a list's first pass: a file with a token or anything at its path, which the workers open again.
+    case notFresh
 }
 
 extension TransferClient {
@@ -37,8 +48,8 @@ extension TransferClient {
     /// the options its requests go with. The caller releases the lock.
     func open(_ subject: Subject, events: EventHandler = { _ in }) throws(TransferError) -> Opening {
         switch subject {
-        case .download(let request, let listFile):
-            return try openDownload(request, listFile: listFile, events: events)
+        case .download(let request, let list):
+            return try openDownload(request, list: list, events: events)
         case .upload(let request, let batchFile):
             return .opened(try openUpload(request, batchFile: batchFile, events: events))
         case .resume(let stored, let headers, let newURL):
@@ -74,8 +85,8 @@ extension TransferClient {
         return (request, s3, path, TokenStore.makeID(kind: .download, url: request.url, path: path))
     }
 
-    private func openDownload(_ request: DownloadRequest, listFile: Bool, events: EventHandler) throws(TransferError)
-        -> Opening
+    private func openDownload(_ request: DownloadRequest, list: ListFile?, events: EventHandler)
+        throws(TransferError) -> Opening
     {
         let (plain, s3, path, id) = try downloadIdentity(request)
         _ = try HeaderLines.parse(request.headers)
@@ -87,10 +98,18 @@ extension TransferClient {
             return .opened(Opened(token: token, lock: lock, isNew: isNew, options: options, source: nil))
         }
         if path == "-" { return try opened(ResumeToken(download: plain, id: id, path: path, s3: s3), isNew: true) }
-        if !listFile { try prepareStateDirectory() }
+        if list == nil { try prepareStateDirectory() }
         do {
             // A list's file without a token skips the lock and a second look (a path lookup each, per file).
-            let known = !listFile || store.exists(id: id)
+            let known: Bool
+            switch list {
+            case nil: known = true
+            case .worker?: known = store.exists(id: id)
+            case .firstPass(let tokens)?:
+                // A token written meanwhile by another process has its `.part` there: the pass's create fails.
+                guard !tokens.contains(id), OutputPath.occupant(path) == .nothing else { return .notFresh }
+                return try opened(ResumeToken(download: plain, id: id, path: path, s3: s3), isNew: true)
+            }
             if known { try lock.hold() }
             if known, let existing = try lock.existing(.download, "a download") {
                 var part = try existing.downloadPart()
@@ -201,15 +220,6 @@ extension TransferClient {
             lock.release()
             throw error
         }
-    }
-
-    /// The settings and header fields a list's fresh file runs with, as its opening would give them (for the
-    /// small-file pass).
-    func listFileSettings(_ request: DownloadRequest) -> (TransferOptions, HeaderFields)? {
-        var token = ResumeToken(download: request, id: "", path: "", s3: nil)
-        let options = connectionOptions(for: &token, given: request.headers, events: { _ in })
-        guard let fields = try? HeaderLines.forDownload(token.headers) else { return nil }
-        return (options, fields)
     }
 
     /// The options one transfer runs with: the connection settings stored in its token, overridden by the

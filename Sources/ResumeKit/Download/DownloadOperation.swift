@@ -95,18 +95,13 @@ final class DownloadOperation: FetchOutput {
                 // A list's first pass counts as an exchange: a refusal fails, a fault is counted and waited for.
                 let verdict = if let earlier { earlier } else { try attempt() }
                 earlier = nil
-                switch verdict {
-                case .done:
-                    return .done(try finish())
-                case .refetchFromZero(let reason):
-                    return .restart(reason)
-                case .again:
-                    return .next
-                case .fail(let failure):
-                    throw fail(failure)
-                case .fault(let fault):
+                // What arrived before a fault is kept before the wait; a fatal one ends the download anyway.
+                if case .fault(let fault) = verdict {
                     if case .fatal = fault {} else { try commit() }
-                    return .failed(fault, progressMade: fetch.received > 0)
+                }
+                return try fetch.step(verdict, finish: finish) { failure, restarts throws(TransferError) in
+                    if restarts, case .changed(let reason) = failure { return .restart(reason) }
+                    throw fail(failure)
                 }
             }
         } catch {

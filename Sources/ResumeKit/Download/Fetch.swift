@@ -134,6 +134,23 @@ final class Fetch: ExchangeDelegate {
             expected: bound.map { $0.upperBound - $0.lowerBound + 1 }, stallTimeout: stallTimeout)
     }
 
+    /// A verdict as the attempt loop's next step, the same on every output: a whole body is `finish`ed, an
+    /// exchange cut short on this side goes again, a fault is counted (progress: bytes this exchange kept). A
+    /// refusal or a change is the output's to `end`; `restarts` when the machine would start over from byte 0
+    /// (the file changed and changes restart, or the server answered from another byte).
+    func step<Value>(
+        _ verdict: DownloadStateMachine.Verdict, finish: () throws(TransferError) -> Value,
+        end: (_ failure: DownloadStateMachine.Failure, _ restarts: Bool) throws(TransferError) -> Retrier.Attempt<Value>
+    ) throws(TransferError) -> Retrier.Attempt<Value> {
+        switch verdict {
+        case .done: .done(try finish())
+        case .again: .next
+        case .fault(let fault): .failed(fault, progressMade: received > 0)
+        case .fail(let failure): try end(failure, false)
+        case .refetchFromZero(let reason): try end(.changed(reason), true)
+        }
+    }
+
     /// The SHA-256 of everything held, reading back what arrived before this run began.
     func digest() throws -> String {
         var (sha256, upTo) = hash ?? (MessageDigest(.sha256), 0)

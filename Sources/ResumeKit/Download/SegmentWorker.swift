@@ -4,8 +4,9 @@ import Synchronization
 import SystemPackage
 
 /// Fetches one segment on its own thread and connection, retrying with backoff until it is whole: a
-/// ``Fetch`` bounded to the segment, whose output is the segment's range of the shared `.part`.
-final class SegmentWorker: FetchOutput, @unchecked Sendable {
+/// ``Fetch`` bounded to the segment, whose output is the segment's range of the shared `.part`. The
+/// transfer's thread reads only the atomics and the outcome; the fetch and its output are `run`'s alone.
+final class SegmentWorker: @unchecked Sendable {
     enum Outcome {
         case changed(String)
         case failed(TransferError)
@@ -13,9 +14,6 @@ final class SegmentWorker: FetchOutput, @unchecked Sendable {
 
     let start: Int64
     private let end: Int64
-    private let fd: Int32
-    /// The `.part` file's path, for messages.
-    private let path: String
     private let session: any TransportSession
     private let options: TransferOptions
     private let stop: Cancellation
@@ -23,13 +21,11 @@ final class SegmentWorker: FetchOutput, @unchecked Sendable {
     /// The retries this segment shares with the others.
     private let budget: RetryBudget?
 
-    private let progress: Atomic<Int64>
-    /// Only written bytes count as `written`. The connections share one transfer's worth of memory.
-    private let gatherer: WriteGatherer
     private let done = Atomic<Bool>(false)
     private let state = Mutex<Outcome?>(nil)
+    private let range: SegmentRange
     /// Asks for this segment's bytes and judges the answers, bounded to it; any change voids every segment.
-    private var fetch: Fetch!
+    private let fetch: Fetch
 
     init(
         segment: ResumeToken.Segment, url: String, headers: [String], resource: DownloadStateMachine.Resource,
@@ -41,8 +37,6 @@ final class SegmentWorker: FetchOutput, @unchecked Sendable {
         self.budget = budget
         self.start = segment.start
         self.end = segment.end
-        self.fd = fd
-        self.path = path
         self.session = transport.makeSession()
         // The connections share one transfer's worth of buffers (at least 64 KiB each).
         var options = options
@@ -50,15 +44,16 @@ final class SegmentWorker: FetchOutput, @unchecked Sendable {
         self.options = options
         self.stop = stop
         self.ended = ended
-        gatherer = WriteGatherer(capacity: max(64 << 10, WriteGatherer.capacity / max(1, connections)))
-        progress = Atomic(min(segment.committed, segment.length))
+        range = SegmentRange(
+            start: segment.start, fd: fd, path: path, written: min(segment.committed, segment.length),
+            gatherer: WriteGatherer(capacity: max(64 << 10, WriteGatherer.capacity / max(1, connections))))
         if segment.isDone { done.store(true, ordering: .releasing) }
         fetch = Fetch(
-            url: url, headers: (try? HeaderLines.forDownload(headers)) ?? [:], output: self, resource: resource,
+            url: url, headers: (try? HeaderLines.forDownload(headers)) ?? [:], output: range, resource: resource,
             onChange: .fail, bound: segment.start...segment.end, stallTimeout: options.transport.stallTimeout)
     }
 
-    var written: Int64 { progress.load(ordering: .acquiring) }
+    var written: Int64 { range.written }
     var isDone: Bool { written >= end - start + 1 }
     var isFinished: Bool { done.load(ordering: .acquiring) }
     var failure: Outcome? { state.withLock { $0 } }
@@ -95,25 +90,43 @@ final class SegmentWorker: FetchOutput, @unchecked Sendable {
             // A bounded plan always asks (the segment's validator is known).
             failure = TransferError(.failed, "\(error)")
         }
-        do { try flush() } catch { failure = failure ?? error }
+        do { try range.flush() } catch { failure = failure ?? error }
         if isDone { return .done(()) }
         if let failure { return .done(report(.failed(failure))) }
-        switch verdict! {
-        case .done, .again: return .done(())
-        case .refetchFromZero(let reason), .fail(.changed(let reason)): return .done(report(.changed(reason)))
-        case .fail(.status(let status, let reason)):
-            return .done(report(.failed(.refused(status, reason, url: fetch.url))))
-        case .fault(let fault):
-            // The segment's host answered the plan's HEAD: a name that stops resolving is the network (not fresh).
-            return .failed(fault, progressMade: fetch.received > 0)
+        // A fault is the network's, never a fresh start: the segment's host answered the plan's HEAD.
+        return try fetch.step(verdict!, finish: {}) { failure, _ in
+            switch failure {
+            case .changed(let reason): .done(report(.changed(reason)))
+            case .status(let status, let reason): .done(report(.failed(.refused(status, reason, url: fetch.url))))
+            }
         }
     }
 
     private func report(_ outcome: Outcome) {
         state.withLock { $0 = $0 ?? outcome }
     }
+}
 
-    // MARK: FetchOutput
+/// A segment's range of the shared `.part`: the output of its ``Fetch``.
+private final class SegmentRange: FetchOutput {
+    private let start: Int64
+    private let fd: Int32
+    /// The `.part` file's path, for messages.
+    private let path: String
+    private let progress: Atomic<Int64>
+    /// Only written bytes count as `written`. The connections share one transfer's worth of memory.
+    private let gatherer: WriteGatherer
+
+    init(start: Int64, fd: Int32, path: String, written: Int64, gatherer: WriteGatherer) {
+        self.start = start
+        self.fd = fd
+        self.path = path
+        progress = Atomic(written)
+        self.gatherer = gatherer
+    }
+
+    /// Bytes in the file from the segment's first one on; read by the transfer's thread too.
+    var written: Int64 { progress.load(ordering: .acquiring) }
 
     var held: Int64 { start + written + Int64(gatherer.count) }
 
@@ -134,7 +147,7 @@ final class SegmentWorker: FetchOutput, @unchecked Sendable {
     }
 
     /// Writes the gathered bytes after the segment's written ones.
-    private func flush() throws(TransferError) {
+    func flush() throws(TransferError) {
         try advance { () throws(Errno) in try gatherer.write(to: fd, at: start + written) }
     }
 

@@ -27,11 +27,8 @@ final class SmallFilePass: @unchecked Sendable {
     typealias Left = (index: Int, earlier: EarlierAttempt)
 
     private let left = Mutex<[Left]>([])
-    /// The tokens on disk when the pass began, without a path lookup per file. One written later by another
-    /// process is a download whose `.part` is there, and the pass's exclusive create fails.
+    /// The tokens on disk when the pass began, without a path lookup per file.
     private let tokens: Set<String>
-    /// What every file with the same request headers shares: its settings and its header fields.
-    private let shared = Mutex<(headers: [String], options: TransferOptions, fields: HeaderFields)?>(nil)
     private let ended = Atomic<Bool>(false)
     private let running = DispatchGroup()
 
@@ -81,34 +78,18 @@ final class SmallFilePass: @unchecked Sendable {
         let request = requests[i]
         guard request.expectedSHA256 == nil, !Route.isS3(request.url), (request.listedSize ?? 0) <= SmallFilePass.limit
         else { return nil }
-        let path = OutputPath.resolve(url: request.url, output: request.outputPath)
-        let id = TokenStore.makeID(kind: .download, url: request.url, path: path)
-        // A token, an earlier `.part` or a file in the way: the workers continue, resume or report it.
-        guard !tokens.contains(id), OutputPath.occupant(path) == .nothing,
-            let (options, headers) = settings(for: request)
+        // A token, an earlier `.part` or a file in the way: the workers continue, resume or report it. Warnings
+        // wait until the file is the pass's.
+        guard case .opened(let opened)? = try? client.open(.download(request, list: .firstPass(tokens: tokens))),
+            let download = try? opened.token.downloadPart(),
+            let headers = try? HeaderLines.forDownload(opened.token.headers),
+            let part = try? PartFile(creating: download.partPath)
         else { return nil }
-        let download = ResumeToken.DownloadPart(
-            path: path, committedBytes: 0, expectedSHA256: nil,
-            onChange: request.onChange.rawValue, s3: nil)
-        guard let part = try? PartFile(creating: download.partPath) else { return nil }
         let emit: EventHandler = { [events] in events(i, $0) }
-        if options.transport.connection.insecure == true { emit(.warning(.insecure)) }
+        if opened.options.transport.connection.insecure == true { emit(.warning(.insecure)) }
         return SmallFileFetch(
-            index: i, id: id, url: request.url, download: download, part: part, options: options,
-            headers: headers, onChange: request.onChange, emit: emit)
-    }
-
-    /// ``TransferClient/listFileSettings(_:)``, worked out once for all the files with the same headers.
-    private func settings(for request: DownloadRequest) -> (TransferOptions, HeaderFields)? {
-        var known = shared.withLock { $0 }
-        if known?.headers != request.headers {
-            guard let (options, fields) = client.listFileSettings(request) else { return nil }
-            known = (request.headers, options, fields)
-            shared.withLock { $0 = known }
-        }
-        guard var options = known?.options, let fields = known?.fields else { return nil }
-        options.transport.credentialOrigin = request.url
-        return (options, fields)
+            index: i, id: opened.token.id, url: opened.token.url, download: download, part: part,
+            options: opened.options, headers: headers, onChange: request.onChange, emit: emit)
     }
 
     /// Hands a complete file to the publisher; anything else goes back to the workers, without its `.part`.

@@ -48,15 +48,15 @@ final class StreamDownload: FetchOutput {
                         + "were written"
                 )
             }
-            switch try fetch.perform(request, on: session, settings: options.transport, cancellation: cancellation) {
-            case .done: return .done(try finish())
-            case .again: return .next
-            case .fault(let fault): return .failed(fault, progressMade: fetch.received > 0)
-            case .fail(.status(let status, let reason)): throw TransferError.refused(status, reason, url: fetch.url)
-            case .fail(.changed(let reason)), .refetchFromZero(let reason):
-                throw TransferError(
-                    .sourceChanged,
-                    "\(reason); \(written) bytes already went to stdout and cannot be taken back")
+            let verdict = try fetch.perform(
+                request, on: session, settings: options.transport, cancellation: cancellation)
+            return try fetch.step(verdict, finish: finish) { failure, _ throws(TransferError) in
+                switch failure {
+                case .status(let status, let reason): throw TransferError.refused(status, reason, url: fetch.url)
+                case .changed(let reason):
+                    throw TransferError(
+                        .sourceChanged, "\(reason); \(written) bytes already went to stdout and cannot be taken back")
+                }
             }
         }
     }

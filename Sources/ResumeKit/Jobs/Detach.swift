@@ -77,10 +77,8 @@ public enum Detach {
         cancellation: Cancellation
     ) async throws(TransferError) {
         live.set(phase: .scheduled, startAt: date)
-        let lock: TokenLock
-        do { lock = try TokenLock(path: client.store.lockPath(forID: id)) } catch {
-            throw TransferError(.busy, "\(error); not starting a second one")
-        }
+        let lock = TokenGuard(store: client.store, id: id)
+        try lock.hold()
         signalReady()
         defer { lock.release() }
         while Date() < date {
