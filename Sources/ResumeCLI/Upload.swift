@@ -64,7 +64,7 @@ struct Upload: AsyncParsableCommand {
 
     @Option(
         name: .customLong("interop-version"),
-        help: "Pin the draft interop version (3, 5, 6 or 8) instead of negotiating.")
+        help: "Pin the draft interop version (3, 5, 6, 8 or 9) instead of negotiating.")
     var interopVersion: Int?
 
     @Option(

@@ -34,7 +34,7 @@ import Testing
         let r = try await w.run(["upload", w.path("www/src.bin"), peer.url(for: "n.bin")])
         #expect(r.status == 0, "\(r)")
         #expect(try peer.storedSHA256("n.bin") == digest)
-        #expect(peer.requests.map { $0.header("Upload-Draft-Interop-Version") } == ["8", "6"])
+        #expect(peer.requests.map { $0.header("Upload-Draft-Interop-Version") } == ["9", "6"])
     }
 
     @Test(arguments: [3, 5, 6])

@@ -89,7 +89,9 @@ extension ResumeToken.UploadPart: Codable {
             number throws(TokenValidation.Violation) in
             guard let version = InteropVersion(rawValue: number) else {
                 throw TokenValidation.Violation(
-                    field: "upload.interopVersion", reason: "is \(number), not one of 3, 5, 6, 8")
+                    field: "upload.interopVersion",
+                    reason: "is \(number), not one of "
+                        + InteropVersion.allCases.map { String($0.rawValue) }.joined(separator: ", "))
             }
             return version
         }

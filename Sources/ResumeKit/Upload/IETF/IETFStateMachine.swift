@@ -8,6 +8,10 @@ public struct IETFStateMachine: StreamingUploadMachine {
         case create(headers: HeaderFields, length: Int64, complete: Bool)
         case queryOffset(url: String, headers: HeaderFields)
         case append(url: String, headers: HeaderFields, offset: Int64, length: Int64, complete: Bool)
+        /// OPTIONS (interop 9): the append limits a 413 did not name; `nil` asks the creation's URL.
+        case queryLimits(url: String?, headers: HeaderFields)
+        /// DELETE (interop 9): the server named two URLs for one upload, which is cancelled, then fails.
+        case cancel(url: String, headers: HeaderFields, reason: String)
         case finished
     }
 
@@ -21,8 +25,14 @@ public struct IETFStateMachine: StreamingUploadMachine {
     public private(set) var serverSupportsDraft: Bool
     /// From `Upload-Limit`, or `--chunk-size`: the largest append.
     public private(set) var maxAppendSize: Int64?
+    /// From `Upload-Limit`: the smallest append the server takes, but for the last.
+    private var minAppendSize: Int64?
     private let versionPinned: Bool
     private var versionSwitched = false
+    /// The length of the request a 413 refused while its limits are asked (``Plan/queryLimits(url:headers:)``).
+    private var refusedLength: Int64?
+    /// The upload URL to cancel (DELETE) before the upload fails, and why.
+    private var cancelling: Plan?
 
     public init(
         size: Int64, version: InteropVersion = .newest, versionPinned: Bool = false, uploadURL: String? = nil,
@@ -59,6 +69,8 @@ public struct IETFStateMachine: StreamingUploadMachine {
 
     public func plan() -> Plan {
         var headers: HeaderFields = [InteropVersion.header: String(version.rawValue)]
+        if let cancelling { return cancelling }
+        if refusedLength != nil { return .queryLimits(url: state.uploadURL, headers: headers) }
         let offset: Int64
         switch state {
         case .create, .discover: offset = 0
@@ -93,11 +105,13 @@ public struct IETFStateMachine: StreamingUploadMachine {
             maxAppendSize = min(maxAppendSize ?? maxAppend, maxAppend)
         }
         uploadURLFromInformational = url
+        creationRequestURL = requestURL
         if let max = Self.maxSize(head), max < size { return .tooLarge(limit: max) }
         return .uploadURL(url)
     }
 
     private var uploadURLFromInformational: String?
+    private var creationRequestURL: String?
 
     /// The largest upload the server accepts, if its 104 said so.
     public static func maxSize(_ head: ResponseHead) -> Int64? {
@@ -112,6 +126,10 @@ public struct IETFStateMachine: StreamingUploadMachine {
             UploadExchange(method: "HEAD", url: url, headers: headers)
         case .append(let url, let headers, let offset, let length, _):
             UploadExchange(method: "PATCH", url: url, headers: headers, body: BodyRange(offset: offset, length: length))
+        case .queryLimits(let url, let headers):
+            UploadExchange(method: "OPTIONS", url: url, headers: headers)
+        case .cancel(let url, let headers, _):
+            UploadExchange(method: "DELETE", url: url, headers: headers)
         case .finished:
             nil
         }
@@ -135,12 +153,22 @@ public struct IETFStateMachine: StreamingUploadMachine {
             return offsetResponse(head, url: url)
         case .append(let url, _, let offset, let length, let complete):
             return appendResponse(head, url: url, offset: offset, length: length, complete: complete)
+        case .queryLimits:
+            return limitsResponse(head)
+        case .cancel(_, _, let reason):
+            cancelling = nil
+            return state.fail(reason)
         case .finished:
             return .completed
         }
     }
 
     public mutating func exchangeFailed(_ reason: String, during plan: Plan) -> UploadDecision {
+        if case .cancel(_, _, let why) = plan {
+            cancelling = nil
+            return state.fail(why)
+        }
+        if case .queryLimits = plan { return .retry(reason: reason, retryAfter: nil) }
         let url = uploadURLFromInformational ?? uploadURL
         state = url.map { .queryOffset(url: $0) } ?? .create
         let note =
@@ -153,6 +181,15 @@ public struct IETFStateMachine: StreamingUploadMachine {
         let location =
             uploadURLFromInformational
             ?? head.headers["Location"].flatMap { URL(string: $0)?.absoluteString }
+        if let refusal = targetsOwnAnswer(head, while: "creating the upload") { return refusal }
+        // -10 on, and a MUST to check from -12: one creation, one URL (a 104 and the final answer agree).
+        if version.saysWhoseAnswer, let named = uploadURLFromInformational, let requestURL = creationRequestURL,
+            let final = resolveLocation(head.headers["Location"], against: requestURL), final != named
+        {
+            let reason = "the server named two URLs for one upload (\(named), then \(final)); it was cancelled"
+            cancelling = .cancel(url: named, headers: [InteropVersion.header: String(version.rawValue)], reason: reason)
+            return .step(reason: "the server named two URLs for one upload")
+        }
         switch head.status {
         case 200...299:
             if complete {
@@ -165,7 +202,8 @@ public struct IETFStateMachine: StreamingUploadMachine {
             guard let url = location else { return state.fail("the server did not say where the upload lives") }
             serverSupportsDraft = true
             let offset = StructuredField.integer(head.headers["Upload-Offset"]) ?? length
-            guard (0...length).contains(offset) else {
+            // From interop 9 a server may hold more than this request carried; the file supplies the rest.
+            guard (0...(version.saysWhoseAnswer ? size : length)).contains(offset) else {
                 return state.fail("the server acknowledged \(offset) bytes of a creation that carried \(length)")
             }
             state = .append(url: url, offset: offset)
@@ -182,12 +220,21 @@ public struct IETFStateMachine: StreamingUploadMachine {
                 return .step(reason: "the server speaks draft interop version \(offered); switching")
             }
             return state.fail("the server refused the upload: 400 \(head.reason)")
+        case 413 where version.saysWhoseAnswer:
+            let limits = StructuredField.integerDictionary(head.headers["Upload-Limit"])
+            if let most = limits["max-size"], most < size {
+                return state.fail("the server takes uploads of at most \(most) bytes; this one has \(size)")
+            }
+            serverSupportsDraft = true
+            state = .create
+            return smaller(than: length, limits)
         default:
             return transientOrFail(head, url: location, what: "creating the upload")
         }
     }
 
     private mutating func offsetResponse(_ head: ResponseHead, url: String) -> UploadDecision {
+        if let refusal = targetsOwnAnswer(head, while: "asking for the offset") { return refusal }
         switch head.status {
         case 200...299:
             guard let offset = StructuredField.integer(head.headers["Upload-Offset"]), offset >= 0 else {
@@ -209,12 +256,13 @@ public struct IETFStateMachine: StreamingUploadMachine {
     private mutating func appendResponse(
         _ head: ResponseHead, url: String, offset: Int64, length: Int64, complete: Bool
     ) -> UploadDecision {
+        if let refusal = targetsOwnAnswer(head, while: "appending") { return refusal }
         switch head.status {
         case 200...299:
             let end = offset + length
             if complete, let refusal = contradiction(head, sent: end) { return state.fail(refusal) }
             if let acknowledged = StructuredField.integer(head.headers["Upload-Offset"]), acknowledged != end {
-                if acknowledged > end {
+                if acknowledged > end, !version.saysWhoseAnswer || acknowledged > size {
                     return state.fail("the server acknowledged \(acknowledged) bytes, more than the \(end) sent")
                 }
                 state = .queryOffset(url: url)
@@ -226,6 +274,9 @@ public struct IETFStateMachine: StreamingUploadMachine {
         case 409:
             state = .queryOffset(url: url)
             return .step(reason: "the server has another offset")
+        case 413 where version.saysWhoseAnswer:
+            state = .queryOffset(url: url)
+            return smaller(than: length, StructuredField.integerDictionary(head.headers["Upload-Limit"]))
         case 404, 410:
             return restart("the server no longer has the upload")
         default:
@@ -254,6 +305,41 @@ public struct IETFStateMachine: StreamingUploadMachine {
             return "the server answered the last request with \(flag), so the upload is not done"
         }
         return nil
+    }
+
+    /// Interop 9: an error that says `Upload-Complete: ?1` is the target resource's own answer (PR #3404); the
+    /// upload is over, and resuming it would only send the bytes again.
+    private mutating func targetsOwnAnswer(_ head: ResponseHead, while what: String) -> UploadDecision? {
+        guard version.saysWhoseAnswer, !(200...299).contains(head.status), version.isComplete(head.headers) == true
+        else { return nil }
+        return state.fail("the server answered \(head.status) \(head.reason) while \(what), for the upload as finished")
+    }
+
+    /// Interop 9: a 413 asks for appends smaller than the `length` refused, within the server's
+    /// `min-append-size` and `max-append-size` (PR #3312); limits it does not name are asked with OPTIONS first.
+    private mutating func smaller(than length: Int64, _ limits: [String: Int64]) -> UploadDecision {
+        if let least = limits["min-append-size"], least > 0 { minAppendSize = least }
+        if let most = limits["max-append-size"], most > 0, most < length, most >= (minAppendSize ?? 1) {
+            maxAppendSize = min(maxAppendSize ?? most, most)
+            return .step(reason: "the server takes appends of at most \(most) bytes")
+        }
+        guard limits["max-append-size"] == nil, refusedLength == nil else {
+            return state.fail("the server refused \(length) bytes as too large (413) and takes no smaller append")
+        }
+        refusedLength = length
+        return .step(reason: "the server refused \(length) bytes as too large; asking for its limits")
+    }
+
+    private mutating func limitsResponse(_ head: ResponseHead) -> UploadDecision {
+        guard let refused = refusedLength else { return .proceed }
+        let limits = StructuredField.integerDictionary(head.headers["Upload-Limit"])
+        guard let most = limits["max-append-size"], most > 0 else {
+            refusedLength = nil
+            return state.fail("the server refused \(refused) bytes as too large (413) and names no smaller append")
+        }
+        let decision = smaller(than: refused, limits)
+        refusedLength = nil
+        return decision
     }
 
     private mutating func transientOrFail(_ head: ResponseHead, url: String?, what: String) -> UploadDecision {
