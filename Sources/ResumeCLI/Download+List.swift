@@ -24,12 +24,19 @@ extension Download {
                     + "\(list.duplicates.map(String.init).joined(separator: ", "))\n"
             )
         }
+        var configured = options.client()
+        let sums = try loadChecksums(configured)
         let requests = list.entries.map { entry in
-            DownloadRequest(
+            var request = DownloadRequest(
                 url: entry.url, outputPath: folder + "/" + (entry.name ?? ""), headers: options.header,
                 onChange: onChange, force: force)
+            if let sums {
+                let name = entry.name ?? OutputPath.defaultName(url: entry.url)
+                request.expectedSHA256 = sums.sha256(for: name)
+                if request.expectedSHA256 == nil { noteUnlisted(name) }
+            }
+            return request
         }
-        var configured = options.client()
         configured.options.connections = connections
         let (client, quiet, problems) = (configured, options.quiet, list.problems.count)
         // Only JSON events carry the token id; working it out costs a path resolution and a hash per file.

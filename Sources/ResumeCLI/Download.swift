@@ -68,6 +68,13 @@ struct Download: AsyncParsableCommand {
     @Option(help: "Verify the result: sha256=HEX.")
     var checksum: String?
 
+    @Option(
+        name: .customLong("checksum-file"),
+        help: ArgumentHelp(
+            "Verify each file by its entry in a list of SHA-256 sums (sha256sum's or BSD lines), a file or an "
+                + "http(s) URL."))
+    var checksumFile: String?
+
     @Option(name: .customLong("on-change"), help: "When the file changed on the server: restart or fail.")
     var onChange: DownloadStateMachine.OnChange = .restart
 
@@ -94,6 +101,12 @@ struct Download: AsyncParsableCommand {
                 "--depth, --include, --exclude and --skip-existing apply to a folder (a URL ending in /, or -r)")
         }
         if isFolder, checksum != nil { throw ValidationError("--checksum applies to one file, not to a folder") }
+        if checksum != nil, checksumFile != nil {
+            throw ValidationError("give --checksum or --checksum-file, not both")
+        }
+        if isFolder || output == "-", checksumFile != nil {
+            throw ValidationError("--checksum-file applies to a URL saved to a file, or to -i LIST")
+        }
         switch (url, inputFile) {
         case (nil, nil): throw ValidationError("give a URL, or -i LIST")
         case (_?, _?): throw ValidationError("give a URL or -i LIST, not both")
@@ -124,8 +137,15 @@ struct Download: AsyncParsableCommand {
         configured.options.connections = connections
         let client = background.configured(configured)
         if isFolder { return try await runFolder(url.hasSuffix("/") ? url : url + "/", client: client) }
+        var expected = try checksum.map(Checksum.parse)
+        if let sums = try loadChecksums(client) {
+            expected =
+                sums.sha256(for: OutputPath.defaultName(url: url))
+                ?? output.flatMap { sums.sha256(for: String($0.split(separator: "/").last ?? "")) }
+            if expected == nil { noteUnlisted(OutputPath.defaultName(url: url)) }
+        }
         let request = DownloadRequest(
-            url: url, outputPath: output, headers: options.header, expectedSHA256: try checksum.map(Checksum.parse),
+            url: url, outputPath: output, headers: options.header, expectedSHA256: expected,
             onChange: onChange, force: force, s3: s3.options())
         if output == "-" {
             // Progress and the failure line on stderr, the body alone on stdout.
@@ -159,6 +179,26 @@ struct Download: AsyncParsableCommand {
 }
 
 extension Download {
+    /// `--checksum-file`, read once before anything is fetched; a failure to read it ends the command.
+    func loadChecksums(_ client: TransferClient) throws -> ChecksumFile? {
+        guard let location = checksumFile else { return nil }
+        do {
+            let sums = try client.checksumFile(location, headers: options.header, cancellation: Cancellation())
+            if sums.skipped > 0, !options.quiet {
+                Output.stderr("resumectl: \(location): \(sums.skipped) line(s) carry no SHA-256 sum, not used\n")
+            }
+            return sums
+        } catch {
+            throw Runner.fail(error, json: options.json)
+        }
+    }
+
+    /// A file the sums do not list is fetched all the same, and said so once.
+    func noteUnlisted(_ name: String) {
+        guard !options.quiet, let location = checksumFile else { return }
+        Output.stderr("resumectl: \(location) lists no sum for \(name): it is not checked\n")
+    }
+
     /// A folder URL (ending in `/`, or with `-r`) or an S3 prefix.
     var isFolder: Bool {
         guard let url, inputFile == nil else { return false }

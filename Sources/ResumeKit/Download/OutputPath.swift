@@ -60,7 +60,7 @@ public enum OutputPath {
     }
 
     /// The last path segment, percent-decoded; `index.html` when there is none. Never a path.
-    static func defaultName(url: String) -> String {
+    public static func defaultName(url: String) -> String {
         var rest = url.utf8[...]
         // After "scheme://" (a plain scan: the generic firstRange(of:) showed in profiles of long lists).
         if let colon = rest.firstIndex(of: UInt8(ascii: ":")), rest[colon...].starts(with: "://".utf8) {

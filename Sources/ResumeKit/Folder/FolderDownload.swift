@@ -125,48 +125,17 @@ struct FolderDownload {
                 include: request.include, exclude: request.exclude, depth: request.depth,
                 cancellation: cancellation, events: { _ in })
         }
-        let session = client.transport.makeSession()
         var headers = try HeaderLines.parse(request.template.headers)
         headers.set("Accept", "application/json, text/html;q=0.9, */*;q=0.1")
+        let session = client.transport.makeSession()
         return try FolderWalk(
             root: request.url, depth: request.depth, include: request.include, exclude: request.exclude,
             html: client.htmlLinks
         ) {
             page throws(TransferError) in
-            try Retrier.run(
-                client.options, cancellation: cancellation, events: { _ in }, stopped: "stopped while listing \(page)"
-            ) {
-                () throws(TransferError) in
-                let collector = BodyCollector(limit: FolderWalk.maxListingBytes)
-                let result = session.perform(
-                    TransferRequest(method: "GET", url: page, headers: headers, followRedirects: true),
-                    settings: client.options.transport, cancellation: cancellation, delegate: collector)
-                switch result.outcome {
-                case .completed:
-                    guard let head = collector.head ?? result.head else {
-                        return .failed(.lost("no answer to GET \(page)"))
-                    }
-                    if (200..<300).contains(head.status) {
-                        return .done((collector.body, head.headers["Content-Type"]))
-                    }
-                    let fault = Fault.answered(
-                        head.status, retryAfter: head.headers["Retry-After"],
-                        "cannot list \(page): the server answered \(head.status)")
-                    guard RetryPolicy.isRetryable(status: head.status) else {
-                        throw TransferError(.failed, fault.message, status: head.status)
-                    }
-                    return .failed(fault)
-                case .abortedByDelegate:
-                    throw TransferError(
-                        .badListing, "the listing \(page) is over \(FolderWalk.maxListingBytes >> 20) MiB")
-                case .cancelled:
-                    throw TransferError(.stopped(cancellation.reason ?? .interrupt), "stopped while listing \(page)")
-                case .stalled, .failed:
-                    return .failed(
-                        Fault.of(result.outcome, stallSeconds: client.options.transport.stallTimeout)
-                            ?? .lost("cannot list \(page)"))
-                }
-            }
+            try client.fetchSmall(
+                page, headers: headers, limit: FolderWalk.maxListingBytes, what: "list", session: session,
+                cancellation: cancellation)
         }
     }
 
