@@ -192,7 +192,7 @@ import Testing
     @Test func aKillMidSyncCostsNoFileTwice() async throws {
         let w = try Workspace()
         let root = w.path("src")
-        let files = try FolderUploadTests.makeTree(root, bigSize: 3 * FolderUploadTests.MiB, big: 2)
+        let files = try FolderUploadTests.makeTree(root, bigSize: 8 * FolderUploadTests.MiB, big: 2)
         let size = FolderUploadTests.treeSize(root, files)
         try w.dir.subdirectory("served")
         let (serve, port) = try await ServeProcess.start(folder: w.path("served"), ["--overwrite"])
