@@ -175,6 +175,12 @@ import Testing
         #expect(five.status == 75 || five.status == 1, "\(five)")
         #expect(try Self.digests(local) == seeded, "a sub-folder that failed to list deletes nothing")
 
+        // A listing cut in mid-answer (the connection dropped after 100 bytes): no plan, nothing deleted.
+        let cut = try FaultProxy(upstreamPort: nginx.port, plan: [.cutAfterDownstream(bytes: 100)])
+        let torn = try await w.run(["sync", cut.url(for: "empty/"), local, "--delete", "--retries", "0"])
+        #expect(torn.status == 75, "\(torn)")
+        #expect(try Self.digests(local) == seeded)
+
         let limited = try await w.run([
             "sync", w.path("www/tree"), "http://127.0.0.1:9/x/", "--delete", "--max-delete", "-1",
         ])
@@ -206,6 +212,33 @@ import Testing
         #expect(events(r.stdout).first("started")?["token"] as? String == id, "the same command continues the batch")
         #expect(try Self.digests(w.path("served/dest")) == files)
         #expect(proxy.bytesUpstream < size * 115 / 100, "\(proxy.bytesUpstream) bytes sent for a tree of \(size)")
+    }
+
+    @Test func aKillMidSyncDownContinuesEachFileFromItsCommittedBytes() async throws {
+        let w = try Workspace()
+        var files = try Self.makeTree(w.path("www/tree"))
+        try w.dir.subdirectory("www/tree/big")
+        try w.dir.subdirectory("local")
+        for j in 0..<2 {
+            files["big/\(j) b.bin"] = try makeRandomFile(
+                path: w.path("www/tree/big/\(j) b.bin"), size: 8 * FolderUploadTests.MiB, seed: UInt64(50 + j))
+        }
+        let size = FolderUploadTests.treeSize(w.path("www/tree"), files)
+        // Slowed at the server: bytes a slow reader leaves in its socket would be counted and lost with the kill.
+        let nginx = try await NginxServer(root: w.path("www"), limitRate: 1_000_000, serverDirectives: "autoindex on;")
+        let proxy = try FaultProxy(upstreamPort: nginx.port)
+        let local = w.path("local")
+        _ = try makeRandomFile(path: local + "/extra.bin", size: 10, seed: 1)
+        let args = ["sync", proxy.url(for: "tree/"), local, "--delete", "--json"]
+        let p = try w.start(args + ["--checkpoint-interval", "0.2"])
+        let id = try await FolderUploadTests.killMidBatch(p)
+        #expect(FileManager.default.fileExists(atPath: local + "/extra.bin"), "a killed run deleted nothing")
+        let r = try await w.run(args, timeout: .seconds(300))
+        #expect(r.status == 0, "\(r)")
+        #expect(events(r.stdout).first("started")?["token"] as? String == id, "the same command continues the batch")
+        #expect(try Self.digests(local) == files, "every byte equal, the extra gone")
+        #expect(proxy.bytesDownstream < size * 115 / 100, "\(proxy.bytesDownstream) bytes for a tree of \(size)")
+        #expect(try w.tokens().isEmpty)
     }
 
     @Test func toAndFromS3WithDeleteAndChecksum() async throws {
