@@ -241,6 +241,51 @@ import Testing
         #expect(try w.tokens().isEmpty)
     }
 
+    @Test func pauseListShowWaitAndResumeTakeTheSyncBatch() async throws {
+        let w = try Workspace()
+        let src = w.path("src")
+        var files = try Self.makeTree(src)
+        files["big.bin"] = try makeRandomFile(path: src + "/big.bin", size: 6 << 20, seed: 40)
+        try w.dir.subdirectory("served/dest")
+        _ = try makeRandomFile(path: w.path("served/dest/extra.bin"), size: 10, seed: 2)
+        let (serve, port) = try await ServeProcess.start(folder: w.path("served"), ["--overwrite"])
+        defer { serve.send(signal: SIGKILL) }
+        let url = "http://127.0.0.1:\(port)/dest/"
+        let p = try w.start(["sync", src, url, "--delete", "--json", "--limit-rate", "1M"])
+        let id = try #require(events(try await p.waitForLine { $0.contains("\"started\"") }).first?["token"] as? String)
+        _ = try await p.waitForLine { $0.contains("\"started\"") && $0.contains("big.bin") }
+        try await Task.sleep(for: .seconds(1))
+        #expect(try await w.run(["pause", id]).status == 0)
+        #expect(try await p.wait().status == 75)
+        #expect(w.exists(w.path("served/dest/extra.bin")), "a paused sync deleted nothing")
+        let listed = try await w.run(["list"])
+        #expect(listed.stdout.contains("\(id)  batch  paused"), "\(listed)")
+        let shown = try await w.run(["show", id])
+        #expect(shown.status == 0 && shown.stdout.contains("\"delete\" : true"), "the record keeps the sync: \(shown)")
+        #expect(try await w.run(["wait", id]).status == 75)
+        let resumed = try await w.run(["resume", id, "--json"], timeout: .seconds(120))
+        #expect(resumed.status == 0, "\(resumed)")
+        #expect(try Self.digests(w.path("served/dest")) == files, "resume ran the sync, its delete too")
+        #expect(try await w.run(["wait", id]).status == 0)
+    }
+
+    @Test func s3DeletesGoAThousandKeysARequest() async throws {
+        let s = try await S3Scene()
+        let extras = try await s.moto.putMany(s.bucket, prefix: "m/", count: 1_001, size: 1)
+        #expect(extras.count == 1_001)
+        let src = s.w.path("src")
+        let files = try Self.makeTree(src, count: 2)
+        let endpoint = ["--endpoint-url", s.moto.endpoint]
+        let refused = try await s.run(["sync", src, s.url("m/"), "--delete", "--max-delete", "1000"] + endpoint)
+        #expect(refused.status == 1, "\(refused)")
+        #expect(try await s.moto.digests(s.bucket).count == 1_001, "refused before any copy")
+        let r = try await s.run(["sync", src, s.url("m/"), "--delete", "--json"] + endpoint)
+        #expect(r.status == 0 && Self.changed(r.stdout, "deleted").count == 1_001, "\(r.stderr)")
+        #expect(
+            try await s.moto.digests(s.bucket)
+                == Dictionary(uniqueKeysWithValues: files.map { ("m/" + $0.key, $0.value) }))
+    }
+
     @Test func toAndFromS3WithDeleteAndChecksum() async throws {
         let s = try await S3Scene()
         let src = s.w.path("src")
