@@ -64,29 +64,39 @@ enum SyncSides {
         while !parts.isEmpty, rmdir(folder + "/" + parts.joined(separator: "/")) == 0 { parts = parts.dropLast() }
     }
 
-    /// DELETE of one file at a URL; one that is gone already counts as deleted.
+    /// DELETE of one file at a URL, retried as a transfer is; one that is gone already counts as deleted.
     static func deleteURL(
-        _ url: String, headers: HeaderFields, session: any TransportSession, settings: TransportSettings,
+        _ url: String, headers: HeaderFields, session: any TransportSession, options: TransferOptions,
         cancellation: Cancellation
     ) throws(TransferError) {
-        let result = session.headOnly(
-            TransferRequest(method: "DELETE", url: url, headers: headers), settings: settings,
-            cancellation: cancellation)
-        if case .cancelled = result.outcome {
-            throw TransferError(.stopped(cancellation.reason ?? .interrupt), "stopped while deleting \(url)")
-        }
-        guard result.outcome == .completed, let status = result.head?.status else {
-            throw TransferError(.retriesExhausted, "cannot delete \(url): no answer")
-        }
-        guard (200..<300).contains(status) || status == 404 else {
-            throw TransferError(.failed, "cannot delete \(url): the server answered \(status)", status: status)
+        let _: Void = try Retrier.run(
+            options, cancellation: cancellation, events: { _ in }, stopped: "stopped while deleting"
+        ) {
+            () throws(TransferError) in
+            let result = session.headOnly(
+                TransferRequest(method: "DELETE", url: url, headers: headers), settings: options.transport,
+                cancellation: cancellation)
+            if case .cancelled = result.outcome {
+                throw TransferError(.stopped(cancellation.reason ?? .interrupt), "stopped while deleting \(url)")
+            }
+            guard result.outcome == .completed, let head = result.head else {
+                return .failed(Fault.of(result.outcome, stallSeconds: options.transport.stallTimeout) ?? .lost(url))
+            }
+            if (200..<300).contains(head.status) || head.status == 404 { return .done(()) }
+            let what = "cannot delete \(url): the server answered \(head.status)"
+            guard RetryPolicy.isRetryable(status: head.status) else {
+                throw TransferError(.failed, what, status: head.status)
+            }
+            return .failed(Fault.answered(head.status, retryAfter: head.headers["Retry-After"], what))
         }
     }
 
     /// DeleteObjects, 1,000 keys a request (S3's most), quiet: the answer lists only the keys it could not delete.
     static func deleteKeys(
-        _ keys: [String], call: S3Call, target: S3Target, session: any TransportSession, cancellation: Cancellation
+        _ keys: [String], call: S3Call, target: S3Target, session: any TransportSession, options: TransferOptions,
+        cancellation: Cancellation
     ) throws(TransferError) {
+        let what = "cannot delete from s3://\(target.location.bucket)/\(target.location.key)"
         for start in stride(from: 0, to: keys.count, by: 1_000) {
             var xml = "<Delete xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\"><Quiet>true</Quiet>"
             for key in keys[start..<min(keys.count, start + 1_000)] {
@@ -96,20 +106,29 @@ enum SyncSides {
             var headers = HeaderFields()
             headers.set("Content-MD5", Data(DigestAlgorithm.md5.digest(body)).base64EncodedString())
             headers.set("Content-Type", "application/xml")
-            let what = "cannot delete from s3://\(target.location.bucket)/\(target.location.key)"
-            let reply = call.send(
-                session, method: "POST", url: target.url(key: "", query: [("delete", "")]), headers: headers,
-                body: RequestBody(bytes: body), cancellation: cancellation)
-            switch reply {
-            case .ok(_, let answer):
-                let failed = String(decoding: answer, as: UTF8.self).ranges(of: "<Error>").count
-                if failed > 0 { throw TransferError(.failed, "\(what): S3 kept \(failed) of the objects") }
-            case .refused(let status, let error, _):
-                throw TransferError(.failed, S3Call.failure(status, error, what), status: status)
-            case .lost(let fault):
-                throw TransferError(.retriesExhausted, "\(what): \(fault.message)")
-            case .stopped:
-                throw TransferError(.stopped(cancellation.reason ?? .interrupt), "stopped while deleting")
+            let url = target.url(key: "", query: [("delete", "")])
+            let _: Void = try Retrier.run(
+                options, cancellation: cancellation, events: { _ in }, stopped: "stopped while deleting"
+            ) {
+                () throws(TransferError) in
+                switch call.send(
+                    session, method: "POST", url: url, headers: headers, body: RequestBody(bytes: body),
+                    cancellation: cancellation)
+                {
+                case .ok(_, let answer):
+                    let failed = String(decoding: answer, as: UTF8.self).ranges(of: "<Error>").count
+                    if failed > 0 { throw TransferError(.failed, "\(what): S3 kept \(failed) of the objects") }
+                    return .done(())
+                case .refused(let status, let error, let after)
+                where RetryPolicy.isRetryable(status: status, errorCode: error?.code):
+                    return .failed(.status(status, retryAfter: after, message: S3Call.failure(status, error, what)))
+                case .refused(let status, let error, _):
+                    throw TransferError(.failed, S3Call.failure(status, error, what), status: status)
+                case .lost(let fault):
+                    return .failed(fault.withMessage("\(what): \(fault.message)"))
+                case .stopped:
+                    throw TransferError(.stopped(cancellation.reason ?? .interrupt), "stopped while deleting")
+                }
             }
         }
     }

@@ -74,7 +74,7 @@ extension TransferClient {
                 let target = try S3Target(location, choices: s3.choices, forcePathStyle: s3.forcePathStyle)
                 let call = S3Call(answers: try requireS3Answers(), settings: target.signing(options.transport))
                 try SyncSides.deleteKeys(
-                    extras.map { location.key + $0 }, call: call, target: target, session: session,
+                    extras.map { location.key + $0 }, call: call, target: target, session: session, options: options,
                     cancellation: cancellation)
                 for item in items { events(.file(item, .deleted)) }
                 return
@@ -83,8 +83,7 @@ extension TransferClient {
             for (k, item) in items.enumerated() {
                 do throws(TransferError) {
                     try SyncSides.deleteURL(
-                        item.target, headers: headers, session: session, settings: options.transport,
-                        cancellation: cancellation)
+                        item.target, headers: headers, session: session, options: options, cancellation: cancellation)
                     events(.file(item, .deleted))
                 } catch {
                     tally.failed(tally.files + k, item, error)
