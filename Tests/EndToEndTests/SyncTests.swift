@@ -241,6 +241,27 @@ import Testing
         #expect(try w.tokens().isEmpty)
     }
 
+    @Test func aCopyThatFailsLeavesEveryExtra() async throws {
+        let w = try Workspace()
+        let src = w.path("src")
+        var files = try Self.makeTree(src, count: 6)
+        try w.dir.subdirectory("served")
+        // Without --overwrite serve keeps the files it has: a replace fails with 409.
+        let (serve, port) = try await ServeProcess.start(folder: w.path("served"))
+        defer { serve.send(signal: SIGKILL) }
+        let url = "http://127.0.0.1:\(port)/d/"
+        #expect(try await w.run(["sync", src, url]).status == 0)
+        _ = try makeRandomFile(path: w.path("served/d/extra.bin"), size: 10, seed: 3)
+        let expected = try Self.change(src, &files)
+        let r = try await w.run(["sync", src, url, "--delete"])
+        #expect(r.status == 1 && r.stderr.contains("serve replaces with --overwrite"), "\(r)")
+        #expect(w.exists(w.path("served/d/extra.bin")), "no delete after a failed copy")
+        #expect(expected.contains { $0.hasPrefix("delete ") })
+        for name in expected where name.hasPrefix("delete ") {
+            #expect(w.exists(w.path("served/d/") + name.dropFirst(7)), "\(name) stays")
+        }
+    }
+
     @Test func pauseListShowWaitAndResumeTakeTheSyncBatch() async throws {
         let w = try Workspace()
         let src = w.path("src")

@@ -122,6 +122,10 @@ extension TransferClient {
                                 cancellation: cancellation, events: events)
                             if let progress = tally.finished(i, size: file.size, sent: sent) { events(progress) }
                         } catch {
+                            var error = error
+                            if error.status == 409, planned[file.relative]?.kind == .replace {
+                                error.message += " (the target keeps the file it has; serve replaces with --overwrite)"
+                            }
                             tally.failed(i, item, error)
                             if case .stopped = error.code {} else { events(.file(item, .failed(error))) }
                         }
