@@ -133,10 +133,12 @@ import Testing
         let local = w.path("local")
         try FileManager.default.createDirectory(atPath: local + "/old/deeper", withIntermediateDirectories: true)
         _ = try makeRandomFile(path: local + "/old/deeper/x.bin", size: 10, seed: 3)
+        try FileManager.default.createDirectory(atPath: local + "/empty/er", withIntermediateDirectories: true)
         let first = try await w.run(["sync", nginx.url(for: "tree/"), local, "--delete"])
         #expect(first.status == 0, "\(first)")
         #expect(try Self.digests(local) == files, "the extra went")
         #expect(!FileManager.default.fileExists(atPath: local + "/old"), "with the folders it leaves empty")
+        #expect(!FileManager.default.fileExists(atPath: local + "/empty"), "and folders empty before")
 
         let expected = try Self.change(w.path("www/tree"), &files)
         let dry = try await w.run(["sync", nginx.url(for: "tree/"), local, "--delete", "--dry-run", "--json"])

@@ -102,6 +102,7 @@ struct FolderDownload {
                     events(.file(item, .failed(error)))
                 }
             }
+            if request.sync?.delete == true { SyncSides.removeEmptyFolders(folder) }
         }
         return client.endBatch(record, ledger: ledger, tally: tally, stop: cancellation.reason)
     }

@@ -64,6 +64,14 @@ enum SyncSides {
         while !parts.isEmpty, rmdir(folder + "/" + parts.joined(separator: "/")) == 0 { parts = parts.dropLast() }
     }
 
+    /// With `--delete` down, once the rest is done: every folder below `folder` with nothing in it goes, deepest
+    /// first (a listing names no empty folders, so none is SRC's); `rmdir` takes nothing else.
+    static func removeEmptyFolders(_ folder: String) {
+        for relative in ((try? FileManager.default.subpathsOfDirectory(atPath: folder)) ?? []).sorted(by: >) {
+            rmdir(folder + "/" + relative)
+        }
+    }
+
     /// DELETE of one file at a URL, retried as a transfer is; one that is gone already counts as deleted.
     static func deleteURL(
         _ url: String, headers: HeaderFields, session: any TransportSession, options: TransferOptions,
