@@ -102,4 +102,23 @@ import Testing
             source: [f("keep")], destination: destination, options: SyncOptions(delete: true, maxDelete: 5))
         #expect(plan.actions.count { $0.kind == .delete } == 5)
     }
+
+    @Test func theBatchRecordKeepsTheSyncSoResumeRunsIt() throws {
+        let sync = SyncOptions(delete: true, checksum: true, maxDelete: 7)
+        let up = BatchRequest(
+            folder: "/d", target: "http://h/p/", upload: UploadRequest(filePath: "/d", url: "http://h/p/"), sync: sync)
+        let down = FolderRequest(
+            url: "http://h/p/", folder: "/d", template: DownloadRequest(url: "http://h/p/"), sync: sync)
+        for record in [BatchRecord(up), BatchRecord(down)] {
+            let stored = try TokenStore.decoder.decode(BatchRecord.self, from: try TokenStore.encoder.encode(record))
+            #expect(stored.sync == sync)
+            #expect((stored.folderRequest(headers: [])?.sync ?? stored.request(headers: []).sync) == sync)
+        }
+        // A folder batch's record says nothing of a sync, as before.
+        let plain = try TokenStore.encoder.encode(
+            BatchRecord(
+                BatchRequest(
+                    folder: "/d", target: "http://h/p/", upload: UploadRequest(filePath: "/d", url: "http://h/p/"))))
+        #expect(!String(decoding: plain, as: UTF8.self).contains("sync"))
+    }
 }
