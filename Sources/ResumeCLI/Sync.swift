@@ -3,7 +3,7 @@ import ResumeKit
 
 struct Sync: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "sync", _superCommandName: Resumectl.name,
+        commandName: "sync",
         abstract: "Make DST hold what SRC holds: copy what differs, with --delete remove what SRC lacks.",
         discussion: """
             One side is a local folder, the other s3://BUCKET/PREFIX/ or a URL ending in / (a serve folder \
