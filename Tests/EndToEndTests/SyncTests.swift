@@ -344,6 +344,21 @@ import Testing
         let sums = try await s.run(["sync", target, local, "--checksum", "--json"] + endpoint)
         #expect(sums.status == 0 && Self.plan(sums.stdout).contains("replace \(name)"), "\(sums.stdout)")
         #expect(try Self.digests(local) == files)
+
+        // Each local hash is computed once: the batch keeps it by inode, size and time, and a dry run reads it
+        // (here made wrong on purpose, so that every file looks changed) without writing it.
+        let id = try #require(events(sums.stdout).first("started")?["token"] as? String)
+        let cache = s.w.state + "/batches/\(id).sums"
+        let again = try await s.run(["sync", target, local, "--checksum", "--json"] + endpoint)
+        #expect(again.status == 0 && Self.plan(again.stdout).allSatisfy { $0.hasPrefix("keep ") }, "\(again.stdout)")
+        let kept = try #require(
+            try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: cache))) as? [String: String])
+        #expect(kept.count == files.count, "\(kept)")
+        let wrong = try JSONSerialization.data(withJSONObject: kept.mapValues { _ in "00" })
+        try wrong.write(to: URL(fileURLWithPath: cache))
+        let fooled = try await s.run(["sync", target, local, "--checksum", "--dry-run", "--json"] + endpoint)
+        #expect(Self.plan(fooled.stdout).allSatisfy { $0.hasPrefix("replace ") }, "\(fooled.stdout)")
+        #expect(try Data(contentsOf: URL(fileURLWithPath: cache)) == wrong, "a dry run writes nothing")
     }
 
     @Test(arguments: [

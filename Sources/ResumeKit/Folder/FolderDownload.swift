@@ -33,7 +33,7 @@ struct FolderDownload {
         events(.announced(id: id, files: files.count, bytes: files.reduce(0) { $0 + ($1.size ?? 0) }))
         var plan: SyncPlan?
         do throws(TransferError) {
-            if request.sync != nil { plan = try syncPlan(files) }
+            if request.sync != nil { plan = try syncPlan(files, write: true) }
         } catch {
             BatchLedger.remove(state: state, id: id)  // refused before any byte: nothing to resume
             throw error
@@ -115,11 +115,11 @@ struct FolderDownload {
             try self.walk(cancellation: cancellation, events: events)
         }
         for line in found.leftOut { events(.leftOut(line)) }
-        return try syncPlan(found.files)
+        return try syncPlan(found.files, write: false)
     }
 
     /// The listing against the folder (which, being the destination, may lack a subfolder it cannot read).
-    private func syncPlan(_ files: [FolderWalk.File]) throws(TransferError) -> SyncPlan {
+    private func syncPlan(_ files: [FolderWalk.File], write: Bool) throws(TransferError) -> SyncPlan {
         let options = request.sync ?? SyncOptions()
         var source = files.map(\.syncFile)
         var local = try SyncSides.local(request.folder, source: Set(files.map(\.relative)))
@@ -131,7 +131,10 @@ struct FolderDownload {
                     session: client.transport.makeSession(), settings: client.options.transport,
                     cancellation: Cancellation())
             }
-            try SyncSides.hash(&local, folder: request.folder, other: source)
+            let state = client.store.state
+            if write { try? state.make(state.batches) }
+            try SyncSides.hash(
+                &local, folder: request.folder, other: source, cache: (state.batches + "/\(request.id).sums", write))
         }
         return try SyncPlan(source: source, destination: local, options: options)
     }

@@ -14,23 +14,36 @@ enum SyncSides {
     }
 
     /// `--checksum`: the hashes the other side offers of each local file, computed only where the sizes agree
-    /// (a size that differs decides alone).
-    static func hash(_ files: inout [SyncFile], folder: String, other: [SyncFile]) throws(TransferError) {
+    /// (a size that differs decides alone), each once: `cache` (the batch's, in the state folder) keeps them by
+    /// inode, size and time, and is written back unless `cache.write` is false (a dry run writes nothing).
+    static func hash(
+        _ files: inout [SyncFile], folder: String, other: [SyncFile], cache: (path: String, write: Bool)
+    ) throws(TransferError) {
         let offered = Dictionary(other.map { ($0.path, $0) }, uniquingKeysWith: { first, _ in first })
+        let stored = FileManager.default.contents(atPath: cache.path)
+        var known = stored.flatMap { try? JSONDecoder().decode([String: String].self, from: $0) } ?? [:]
+        var kept: [String: String] = [:]
         for i in files.indices {
             guard let twin = offered[files[i].path], twin.size == files[i].size else { continue }
             let path = folder + "/" + files[i].path
+            let fd = open(path, O_RDONLY | O_CLOEXEC)
+            var st = stat()
+            guard fd >= 0, fstat(fd, &st) == 0 else {
+                throw TransferError(.inputMissing, "cannot read \(path): \(String(cString: strerror(errno)))")
+            }
+            defer { close(fd) }
             for name in twin.hashes.keys {
                 guard let algorithm = DigestAlgorithm(rawValue: name) else { continue }
-                let fd = open(path, O_RDONLY | O_CLOEXEC)
-                guard fd >= 0 else {
-                    throw TransferError(.inputMissing, "cannot read \(path): \(String(cString: strerror(errno)))")
+                let key = "\(name) \(st.st_ino) \(st.st_size) \(st.st_mtim.tv_sec).\(st.st_mtim.tv_nsec)"
+                let range = BodyRange(offset: 0, length: Int64(st.st_size))
+                if known[key] == nil {
+                    known[key] = try FileDigest.digest(fd: fd, ranges: [range], algorithm, path: path).hex
                 }
-                defer { close(fd) }
-                let range = BodyRange(offset: 0, length: files[i].size ?? 0)
-                files[i].hashes[name] = try FileDigest.digest(fd: fd, ranges: [range], algorithm, path: path).hex
+                (files[i].hashes[name], kept[key]) = (known[key], known[key])
             }
         }
+        guard cache.write, !kept.isEmpty, let data = try? JSONEncoder().encode(kept) else { return }
+        try? TokenStore.writeDurably(data, to: cache.path, folder: Paths.parent(of: cache.path), sync: false)
     }
 
     /// `--checksum` against a listing that gives no hashes (serve's): a HEAD with `Want-Repr-Digest` for each file

@@ -15,7 +15,7 @@ extension TransferClient {
             }
             let tree = try BatchTree(root: OutputPath.absolute(request.folder), follow: request.followSymlinks)
             for line in tree.skipped + tree.refused { events(.leftOut(line)) }
-            return try self.syncPlan(request, tree: tree, cancellation: cancellation)
+            return try self.syncPlan(request, tree: tree, write: false, cancellation: cancellation)
         }
     }
 
@@ -29,7 +29,8 @@ extension TransferClient {
 
     /// The folder's files against the target's listing (the folder download's walk: a URL's listing, an S3
     /// prefix's objects); a target folder that does not exist yet holds nothing.
-    func syncPlan(_ request: BatchRequest, tree: BatchTree, cancellation: Cancellation) throws(TransferError)
+    func syncPlan(_ request: BatchRequest, tree: BatchTree, write: Bool, cancellation: Cancellation)
+        throws(TransferError)
         -> SyncPlan
     {
         let sync = request.sync ?? SyncOptions()
@@ -49,7 +50,11 @@ extension TransferClient {
                     other: local, headers: try HeaderLines.parse(request.upload.headers),
                     session: transport.makeSession(), settings: options.transport, cancellation: cancellation)
             }
-            try SyncSides.hash(&local, folder: OutputPath.absolute(request.folder), other: remote)
+            let state = store.state
+            if write { try? state.make(state.batches) }
+            try SyncSides.hash(
+                &local, folder: OutputPath.absolute(request.folder), other: remote,
+                cache: (state.batches + "/\(request.id).sums", write))
         }
         return try SyncPlan(source: local, destination: remote, sourceComplete: tree.complete, options: sync)
     }

@@ -70,7 +70,7 @@ extension TransferClient {
         // A sync's plan is made from fresh listings each run, before the batch is recorded: a refused one leaves
         // nothing behind.
         var plan: SyncPlan?
-        if request.sync != nil { plan = try syncPlan(request, tree: tree, cancellation: cancellation) }
+        if request.sync != nil { plan = try syncPlan(request, tree: tree, write: true, cancellation: cancellation) }
         try BatchLedger.save(record, state: state)
         events(.announced(id: id, files: tree.files.count, bytes: tree.bytes))
         let planned = SyncPlan.announce(plan, events: events)
