@@ -16,6 +16,8 @@ extension Reporter {
                 writeJSON(["event": "skipped", "reason": text])
             case .leftOut(let text):
                 say("resumectl: \(text)")
+            case .planned(let action):
+                if json { writeJSON(Self.planEvent(action)) }
             case .progress(let files, let of, let bytes, let total):
                 if json {
                     writeJSON(["event": "progress", "files": files, "of": of, "bytes": bytes, "total": total])
@@ -43,6 +45,9 @@ extension Reporter {
         case .restarted(let reason):
             object = ["event": "restarted", "reason": reason]
             if !json { note("starting over: \(reason)") }
+        case .deleted:
+            object = ["event": "deleted"]
+            if !json { note("deleted \(download ? file.path : file.target)") }
         case .failed(let error):
             object = [
                 "event": "failed", "error": error.message, "exit": Int(error.exitStatus),
@@ -77,6 +82,11 @@ extension Reporter {
         default:
             break
         }
+    }
+
+    /// A sync's action as its `--json` event; its path is below both sides' folders.
+    static func planEvent(_ action: SyncAction) -> [String: (any JSONRepresentable)?] {
+        ["event": "plan", "action": action.kind.rawValue, "path": action.path, "reason": action.reason]
     }
 
     /// The final `batch` event (with `--json`) and, unless every file arrived, the line that says what to do.

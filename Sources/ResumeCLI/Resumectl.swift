@@ -40,7 +40,7 @@ struct Resumectl: AsyncParsableCommand {
         version: "0.1.0",
         subcommands: [
             Download.self, Upload.self, Pause.self, Resume.self, Wait.self, List.self, Show.self, Log.self, Cancel.self,
-            Serve.self,
+            Serve.self, Sync.self,
         ]
     )
 

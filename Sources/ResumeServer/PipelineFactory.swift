@@ -72,6 +72,7 @@ struct PipelineFactory: Sendable {
                     root: root,
                     acceptsUploads: store != nil,
                     resumptionPrefix: DraftMachine.prefix,
+                    overwrite: configuration.overwrite,
                     secure: tls != nil,
                     objects: objects
                 ),

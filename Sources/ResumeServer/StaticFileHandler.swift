@@ -9,8 +9,9 @@ import NIOCore
 import NIOHTTP1
 import NIOPosix
 
-/// Answers GET and HEAD from the served folder, with single byte ranges; every other method is refused
-/// (uploads never get here: ``UploadHandler``, in front of this one, takes them).
+/// Answers GET and HEAD from the served folder, with single byte ranges, and DELETE of a plain file
+/// (StaticFileHandler+Delete); every other method is refused (uploads never get here: ``UploadHandler``, in
+/// front of this one, takes them).
 final class StaticFileHandler: ChannelDuplexHandler {
     typealias InboundIn = HTTPServerRequestPart
     typealias InboundOut = HTTPServerRequestPart
@@ -23,6 +24,8 @@ final class StaticFileHandler: ChannelDuplexHandler {
         var acceptsUploads: Bool
         /// The draft's upload URLs, e.g. `/resumable_upload/`: never a file.
         var resumptionPrefix: String
+        /// `--overwrite`: an upload may replace a file, and a DELETE remove one.
+        var overwrite = false
         /// Behind TLS, where a `FileRegion` cannot go: file bodies are read into buffers instead.
         var secure: Bool = false
         /// With `--store s3://`: objects are served instead of files
@@ -92,13 +95,15 @@ final class StaticFileHandler: ChannelDuplexHandler {
         let method = head.method
         if (method == .GET || method == .HEAD) && !head.uri.hasPrefix(settings.resumptionPrefix) {
             serve(context: context, head: head)
+        } else if method == .DELETE && settings.acceptsUploads && !head.uri.hasPrefix(settings.resumptionPrefix) {
+            delete(context: context, head: head)
         } else {
             let allowed = settings.acceptsUploads ? Self.allowed : "GET, HEAD"
             refuse(context: context, head: head, status: .methodNotAllowed, extra: [("Allow", allowed)])
         }
     }
 
-    static let allowed = "GET, HEAD, PUT, POST, OPTIONS"
+    static let allowed = "GET, HEAD, PUT, POST, DELETE, OPTIONS"
 
     static func pathOnly(_ target: String) -> String {
         String(target.prefix { $0 != "?" && $0 != "#" })

@@ -31,10 +31,18 @@ struct FolderDownload {
             return false
         }
         events(.announced(id: id, files: files.count, bytes: files.reduce(0) { $0 + ($1.size ?? 0) }))
+        var plan: SyncPlan?
+        do throws(TransferError) {
+            if request.sync != nil { plan = try syncPlan(files, write: true) }
+        } catch {
+            BatchLedger.remove(state: state, id: id)  // refused before any byte: nothing to resume
+            throw error
+        }
+        let planned = SyncPlan.announce(plan, events: events)
 
         let earlier = BatchLedger.earlier(state: state, id: id)
         let listed = Set(found.files.map(\.relative))
-        for gone in earlier.listed.keys.sorted() where !listed.contains(gone) {
+        for gone in earlier.listed.keys.sorted() where !listed.contains(gone) && plan == nil {
             events(.leftOut("\(folder)/\(gone): no longer listed; the copy stays"))
         }
         let ledger = try BatchLedger(state: state, id: id, order: [])
@@ -47,7 +55,7 @@ struct FolderDownload {
             download.url = file.url
             download.outputPath = item.path
             download.listedSize = file.size
-            switch decide(file, at: item.path, listed: earlier.listed[file.relative]) {
+            switch decide(file, at: item.path, listed: earlier.listed[file.relative], planned: planned[file.relative]) {
             case .skip(let reason):
                 events(.file(item, .skipped(reason: reason)))
                 if let progress = tally.finished(i, size: Self.size(item.path), sent: false) { events(progress) }
@@ -82,7 +90,53 @@ struct FolderDownload {
             tally.failed(fetched[j], item, error)
             if case .stopped = error.code {} else { events(.file(item, .failed(error))) }
         }
+        // Deletes only once every copy arrived: a run that failed or stopped leaves the extras to the next.
+        if let plan, !cancellation.isStopped, !results.contains(where: { (try? $0.get()) == nil }) {
+            for (k, action) in plan.actions.filter({ $0.kind == .delete }).enumerated() {
+                let item = BatchFile(path: folder + "/" + action.path, target: request.url + action.path)
+                do throws(TransferError) {
+                    try SyncSides.deleteLocal(folder, action.path)
+                    events(.file(item, .deleted))
+                } catch {
+                    tally.failed(files.count + k, item, error)
+                    events(.file(item, .failed(error)))
+                }
+            }
+            if request.sync?.delete == true { SyncSides.removeEmptyFolders(folder) }
+        }
         return client.endBatch(record, ledger: ledger, tally: tally, stop: cancellation.reason)
+    }
+
+    /// `resumectl sync --dry-run` down: the plan alone, from the listing and the folder; nothing is written.
+    func plan(cancellation: Cancellation, events: @escaping @Sendable (BatchEvent) -> Void) async throws(TransferError)
+        -> SyncPlan
+    {
+        let found = try await onOwnThread { () throws(TransferError) in
+            try self.walk(cancellation: cancellation, events: events)
+        }
+        for line in found.leftOut { events(.leftOut(line)) }
+        return try syncPlan(found.files, write: false)
+    }
+
+    /// The listing against the folder (which, being the destination, may lack a subfolder it cannot read).
+    private func syncPlan(_ files: [FolderWalk.File], write: Bool) throws(TransferError) -> SyncPlan {
+        let options = request.sync ?? SyncOptions()
+        var source = files.map(\.syncFile)
+        var local = try SyncSides.local(request.folder, source: Set(files.map(\.relative)))
+        if options.checksum {
+            if !Route.isS3(request.url) {
+                SyncSides.reprDigests(
+                    &source, urls: Dictionary(files.map { ($0.relative, $0.url) }, uniquingKeysWith: { a, _ in a }),
+                    other: local, headers: try HeaderLines.parse(request.template.headers),
+                    session: client.transport.makeSession(), settings: client.options.transport,
+                    cancellation: Cancellation())
+            }
+            let state = client.store.state
+            if write { try? state.make(state.batches) }
+            try SyncSides.hash(
+                &local, folder: request.folder, other: source, cache: (state.batches + "/\(request.id).sums", write))
+        }
+        return try SyncPlan(source: source, destination: local, options: options)
     }
 
     private enum Choice: Equatable {
@@ -91,10 +145,17 @@ struct FolderDownload {
         case replace(String)
     }
 
-    /// What to do with a file the folder may hold already: one this batch fetched stays while the listing
-    /// says what it said then; with `--skip-existing` any other stays when the listing gives its size and
-    /// time and they match; `--force` fetches everything; else a file there stays, as for a single download.
-    private func decide(_ file: FolderWalk.File, at path: String, listed: String?) -> Choice {
+    /// What to do with a file the folder may hold already: a sync's plan decides; else one this batch fetched
+    /// stays while the listing says what it said then; with `--skip-existing` any other stays when the sync
+    /// rule (``SyncPlan/compare(_:_:_:)``) finds it alike; `--force` fetches everything; else a file there
+    /// stays, as for a single download.
+    private func decide(_ file: FolderWalk.File, at path: String, listed: String?, planned: SyncAction?) -> Choice {
+        switch planned?.kind {
+        case .keep?: return .skip(planned?.reason ?? "")
+        case .replace?: return .replace(planned?.reason ?? "")
+        case .copy?, .delete?: return .fetch
+        case nil: break
+        }
         var st = stat()
         guard lstat(path, &st) == 0, st.st_mode & S_IFMT == S_IFREG else { return .fetch }
         if request.template.force { return .replace("--force") }
@@ -105,15 +166,12 @@ struct FolderDownload {
         guard request.skipExisting else {
             return .skip("already there (--skip-existing compares it with the listing, --force fetches it again)")
         }
-        guard let size = file.size, let mtime = file.mtime else {
-            return .replace("the listing gives no size and time to compare it with")
-        }
-        let sameTime = Int64(st.st_mtim.tv_sec) / file.mtimeStep == mtime / file.mtimeStep
-        return Int64(st.st_size) == size && sameTime
-            ? .skip("the folder holds the listed size and time") : .replace("differs from the listing")
+        let here = SyncFile(path: file.relative, size: Int64(st.st_size), mtime: Int64(st.st_mtim.tv_sec))
+        let verdict = SyncPlan.compare(file.syncFile, here, SyncOptions())
+        return verdict.differs ? .replace(verdict.reason) : .skip(verdict.reason)
     }
 
-    private func walk(cancellation: Cancellation, events: @escaping @Sendable (BatchEvent) -> Void)
+    func walk(cancellation: Cancellation, events: @escaping @Sendable (BatchEvent) -> Void)
         throws(TransferError) -> FolderWalk
     {
         if case .s3Prefix = try Route(request.url) {

@@ -15,12 +15,15 @@ public struct FolderRequest: Sendable, Equatable {
     /// Keep a file the folder holds with the listed size and time (or the listing's stamp from when this
     /// batch fetched it); fetch anew one that differs.
     public var skipExisting: Bool
+    /// Set for `resumectl sync`: the folder's files follow the plan, and its extras may go.
+    public var sync: SyncOptions?
 
     public init(
         url: String, folder: String, template: DownloadRequest, parallel: Int = 4, depth: Int? = nil,
         include: [String] = [],
-        exclude: [String] = [], skipExisting: Bool = false
+        exclude: [String] = [], skipExisting: Bool = false, sync: SyncOptions? = nil
     ) {
+        self.sync = sync
         self.url = url
         self.folder = folder
         self.template = template

@@ -15,6 +15,12 @@ struct FolderWalk: Sendable {
         /// The listing's precision of `mtime`, in seconds.
         var mtimeStep: Int64 = 1
         var stamp: String
+        /// Content hashes the listing gives (a single-part S3 object's MD5 ETag).
+        var hashes: [String: String] = [:]
+
+        var syncFile: SyncFile {
+            SyncFile(path: relative, size: size, mtime: mtime, mtimeStep: mtimeStep, hashes: hashes)
+        }
     }
 
     static let maxFiles = 100_000

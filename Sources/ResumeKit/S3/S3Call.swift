@@ -6,11 +6,12 @@ struct S3Call {
 
     func send(
         _ session: any TransportSession, method: String, url: String, headers: HeaderFields = [:],
-        cancellation: Cancellation
+        body: RequestBody? = nil, cancellation: Cancellation
     ) -> S3Reply {
         let collector = BodyCollector()
         let result = session.perform(
-            TransferRequest(method: method, url: url, headers: headers), settings: settings, cancellation: cancellation,
+            TransferRequest(method: method, url: url, headers: headers, body: body), settings: settings,
+            cancellation: cancellation,
             delegate: collector)
         switch result.outcome {
         case .completed:

@@ -81,9 +81,15 @@ struct S3Listing {
             files.append(
                 FolderWalk.File(
                     relative: relative, url: "s3://\(location.bucket)/\(object.key)", size: object.size, mtime: mtime,
-                    stamp: "\(object.size) \(object.etag)"))
+                    stamp: "\(object.size) \(object.etag)", hashes: Self.hashes(etag: object.etag)))
         }
         return try FolderWalk(files: files, leftOut: leftOut)
+    }
+
+    /// What an ETag says of the content: a single-part upload's is its MD5 (a multipart one's ends in `-N`).
+    static func hashes(etag: String) -> [String: String] {
+        let tag = etag.filter { $0 != "\"" }.lowercased()
+        return tag.count == 32 && tag.allSatisfy(\.isHexDigit) ? ["md5": tag] : [:]
     }
 
     /// A key's path below the download folder, or nil when it would leave it.

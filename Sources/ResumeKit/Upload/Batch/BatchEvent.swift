@@ -4,6 +4,8 @@ public enum BatchEvent: Sendable {
     case announced(id: String, files: Int, bytes: Int64)
     /// A file left out (a link, a special file, a name no target can carry): one line each.
     case leftOut(String)
+    /// A sync's plan, one action a path, before any of them runs.
+    case planned(SyncAction)
     case file(BatchFile, BatchFileEvent)
     /// Files done of all, and bytes (at most four a second).
     case progress(files: Int, of: Int, bytes: Int64, total: Int64)

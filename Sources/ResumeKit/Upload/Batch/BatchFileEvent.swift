@@ -6,4 +6,6 @@ public enum BatchFileEvent: Sendable, Equatable {
     /// Changed since its upload began: sent again from its first byte.
     case restarted(reason: String)
     case failed(TransferError)
+    /// A sync's delete phase removed it from the destination.
+    case deleted
 }

@@ -43,6 +43,8 @@ public struct BatchRecord: Codable, Sendable, Equatable {
     public var parallel: Int
     public var followSymlinks: Bool
     public var skipExisting: Bool
+    /// Set for a sync.
+    public var sync: SyncOptions?
     public var headers: [String]
     public var s3: S3?
     public var createdAt: Date
@@ -71,6 +73,7 @@ public struct BatchRecord: Codable, Sendable, Equatable {
         interopVersion = u.interopVersion?.rawValue
         chunkSize = u.chunkSize
         followSymlinks = request.followSymlinks
+        sync = request.sync
     }
 
     init(_ request: FolderRequest) {
@@ -81,6 +84,7 @@ public struct BatchRecord: Codable, Sendable, Equatable {
         download = Download(
             depth: request.depth, include: request.include, exclude: request.exclude, onChange: t.onChange.rawValue,
             force: t.force)
+        sync = request.sync
     }
 
     /// The folder download this record describes, with `headers` given now joining the kept ones.
@@ -92,7 +96,7 @@ public struct BatchRecord: Codable, Sendable, Equatable {
             s3: s3Options)
         return FolderRequest(
             url: target, folder: folder, template: template, parallel: parallel, depth: download.depth,
-            include: download.include, exclude: download.exclude, skipExisting: skipExisting)
+            include: download.include, exclude: download.exclude, skipExisting: skipExisting, sync: sync)
     }
 
     private var s3Options: S3Options {
@@ -110,6 +114,6 @@ public struct BatchRecord: Codable, Sendable, Equatable {
             uploadProtocol: `protocol`.flatMap(UploadProtocolChoice.init) ?? .auto, s3: s3Options)
         return BatchRequest(
             folder: folder, target: target, upload: upload, parallel: parallel, followSymlinks: followSymlinks,
-            skipExisting: skipExisting)
+            skipExisting: skipExisting, sync: sync)
     }
 }

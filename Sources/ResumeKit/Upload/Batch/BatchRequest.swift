@@ -13,11 +13,14 @@ public struct BatchRequest: Sendable, Equatable {
     public var followSymlinks: Bool
     /// Skip a file the target already holds with the same size and checksum.
     public var skipExisting: Bool
+    /// Set for `resumectl sync`: the target's files follow the plan, and its extras may go.
+    public var sync: SyncOptions?
 
     public init(
         folder: String, target: String, upload: UploadRequest, parallel: Int = 4, followSymlinks: Bool = false,
-        skipExisting: Bool = false
+        skipExisting: Bool = false, sync: SyncOptions? = nil
     ) {
+        self.sync = sync
         self.folder = folder
         self.target = target
         self.upload = upload

@@ -17,6 +17,8 @@ struct BatchTree: Sendable, Equatable {
     var skipped: [String] = []
     /// Names no key or URL path can carry: one line each.
     var refused: [String] = []
+    /// False when a folder below the root could not be read: its files are missing, not gone.
+    var complete = true
 
     var bytes: Int64 { files.reduce(0) { $0 + $1.size } }
 
@@ -35,6 +37,7 @@ struct BatchTree: Sendable, Equatable {
             let reason = String(cString: strerror(errno))
             if relative.isEmpty { throw TransferError(.inputMissing, "cannot read \(dir): \(reason)") }
             skipped.append("\(dir): skipped, cannot read it (\(reason))")
+            complete = false
             return
         }
         defer { closedir(handle) }

@@ -67,8 +67,13 @@ extension TransferClient {
         if let earlier = BatchLedger.record(state: state, id: id) { record.createdAt = earlier.createdAt }
         let tree = try BatchTree(root: record.folder, follow: request.followSymlinks)
         for line in tree.skipped + tree.refused { events(.leftOut(line)) }
+        // A sync's plan is made from fresh listings each run, before the batch is recorded: a refused one leaves
+        // nothing behind.
+        var plan: SyncPlan?
+        if request.sync != nil { plan = try syncPlan(request, tree: tree, write: true, cancellation: cancellation) }
         try BatchLedger.save(record, state: state)
         events(.announced(id: id, files: tree.files.count, bytes: tree.bytes))
+        let planned = SyncPlan.announce(plan, events: events)
 
         // One OPTIONS for the batch: what `auto` chooses, or the capabilities of a pinned tus (asked where its
         // files are created, with `Tus-Resumable`), which each file's machine would otherwise ask for again.
@@ -85,7 +90,8 @@ extension TransferClient {
                     request.target, headers: template.headers, cancellation: cancellation, events: { _ in })
             }
         }
-        let earlier = BatchLedger.earlier(state: state, id: id)
+        var earlier = BatchLedger.earlier(state: state, id: id)
+        if plan != nil { earlier.done = [:] }  // the target's fresh listing says what arrived
         let ledger = try BatchLedger(state: state, id: id, order: tree.files.map(\.relative))
         let tally = BatchTally(files: tree.files.count, total: tree.bytes)
         let queue = WorkQueue<Void>(count: tree.files.count)  // the tally keeps what each file came to
@@ -97,13 +103,18 @@ extension TransferClient {
             let group = DispatchGroup()
             for _ in 0..<max(1, min(request.parallel, tree.files.count)) {
                 group.enter()
-                runOnBackgroundThread("batch") { [client = pooled, template, record] in
+                runOnBackgroundThread("batch") { [client = pooled, template, record, earlier, planned] in
                     defer { group.leave() }
                     let session = pool.makeSession()
                     while !cancellation.isStopped, let i = queue.take() {
                         let file = tree.files[i]
                         let item = BatchFile(
                             path: file.path, target: BatchNaming.target(request.target, relative: file.relative))
+                        if let keep = planned[file.relative], keep.kind == .keep {
+                            events(.file(item, .skipped(reason: keep.reason)))
+                            if let progress = tally.finished(i, size: file.size, sent: false) { events(progress) }
+                            continue
+                        }
                         do throws(TransferError) {
                             let sent = try client.sendBatchFile(
                                 file, item, index: i, template: template, earlier: earlier, since: record.createdAt,
@@ -111,6 +122,10 @@ extension TransferClient {
                                 cancellation: cancellation, events: events)
                             if let progress = tally.finished(i, size: file.size, sent: sent) { events(progress) }
                         } catch {
+                            var error = error
+                            if error.status == 409, planned[file.relative]?.kind == .replace {
+                                error.message += " (the target keeps the file it has; serve replaces with --overwrite)"
+                            }
                             tally.failed(i, item, error)
                             if case .stopped = error.code {} else { events(.file(item, .failed(error))) }
                         }
@@ -119,6 +134,7 @@ extension TransferClient {
             }
             group.wait()
         }
+        if let plan { deleteExtras(plan, request, tally: tally, cancellation: cancellation, events: events) }
         return endBatch(record, ledger: ledger, tally: tally, stop: cancellation.reason)
     }
 
