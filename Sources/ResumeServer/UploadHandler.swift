@@ -140,10 +140,4 @@ final class UploadHandler: ChannelDuplexHandler {
         let matched = exchange?.checksum?.matches() ?? true
         receiver.sink?.end(keep: matched) { self.settled(context: context, $0, checksumMatched: matched) }
     }
-
-    func modify(_ change: (inout Exchange) -> Void) {
-        guard var current = exchange else { return }
-        change(&current)
-        exchange = current
-    }
 }

@@ -42,11 +42,6 @@ extension S3Backend {
             self.hooksRunning.withLock { _ = $0.remove(due.id) }
         }
     }
-
-    /// The claim a finishing record starts with, when hooks run.
-    func newHookClaim() -> S3HookClaim? {
-        hooks == nil ? nil : S3HookClaim(holder: instance, until: WallClock.millis() + hookWindow)
-    }
 }
 
 /// A completion hook due for an upload kept on S3: `holder` (an instance id) runs it; another instance
