@@ -74,15 +74,12 @@ extension UploadRequest.Dialect {
         case .plain:
             return notFound(head: false)
         case .draft(let version):
-            let refusal = DraftMachine.admit(
+            return DraftMachine.admit(
                 version: version, offset: append.offset, length: append.length, contentLength: contentLength,
                 record: record, finished: finished)
-            return finished
-                ? refusal ?? DraftMachine.conflict(version: version, record: record, finished: true) : refusal
         case .tus:
-            let refusal = TusMachine.admit(
+            return TusMachine.admit(
                 append, contentLength: contentLength, record: record, finished: finished, maxSize: maxSize)
-            return finished ? refusal ?? TusMachine.conflict(record) : refusal
         }
     }
 

@@ -120,20 +120,7 @@ struct ServeMetricsTests {
         _ = try makeRandomFile(path: w.path("www/a.bin"), size: size, seed: 4730)
         var sawLockRefusal = false
         for round in 0..<50 where !sawLockRefusal {
-            let instance = { (i: Int) in "http://127.0.0.1:\(cluster.ports[i])" }
-            let created = try await runProcess(
-                "curl",
-                [
-                    "-sS", "-D", "-", "-o", "/dev/null", "-X", "POST", "-H", "Tus-Resumable: 1.0.0",
-                    "-H", "Upload-Length: \(size)", instance(round % 2) + "/race/r\(round).bin",
-                ])
-            let location = try #require(
-                created.stdout.split(separator: "\r\n").first { $0.lowercased().hasPrefix("location:") }
-                    .map { String($0.dropFirst("location:".count)).trimmingCharacters(in: .whitespaces) }, "\(created)")
-            let path =
-                location.hasPrefix("http")
-                ? String(location.drop { $0 != "/" }.dropFirst(2).drop { $0 != "/" }) : location
-            let urls = [instance(0) + path, instance(1) + path]
+            let urls = try await cluster.createTusUpload(through: round % 2, "/race/r\(round).bin", length: size)
             let file = w.path("www/a.bin")
             async let first = ServeS3StoreTests.patch(urls[0], file: file)
             async let second = ServeS3StoreTests.patch(urls[1], file: file)

@@ -274,20 +274,7 @@ struct ServeS3StoreTests {
         ]
         var refusals: [String: Int] = [:]
         for round in 0..<50 {
-            let instance = { (i: Int) in "http://127.0.0.1:\(cluster.ports[i])" }
-            let created = try await runProcess(
-                "curl",
-                [
-                    "-sS", "-D", "-", "-o", "/dev/null", "-X", "POST", "-H", "Tus-Resumable: 1.0.0",
-                    "-H", "Upload-Length: \(size)", instance(round % 2) + "/race/r\(round).bin",
-                ])
-            let location = try #require(
-                created.stdout.split(separator: "\r\n").first { $0.lowercased().hasPrefix("location:") }
-                    .map { String($0.dropFirst("location:".count)).trimmingCharacters(in: .whitespaces) }, "\(created)")
-            let path =
-                location.hasPrefix("http")
-                ? String(location.drop { $0 != "/" }.dropFirst(2).drop { $0 != "/" }) : location
-            let urls = [instance(0) + path, instance(1) + path]
+            let urls = try await cluster.createTusUpload(through: round % 2, "/race/r\(round).bin", length: size)
             let files = [w.path("www/a.bin"), w.path("www/b.bin")]
             async let first = Self.patch(urls[0], file: files[0])
             async let second = Self.patch(urls[1], file: files[1])
@@ -299,7 +286,11 @@ struct ServeS3StoreTests {
             #expect(["409", "423", "404"].contains(loser), "round \(round): \(codes)")
             refusals[loser, default: 0] += 1
             let got = try await runProcess(
-                "curl", ["-sS", "-o", w.path("out/r\(round)"), instance((round + 1) % 2) + "/race/r\(round).bin"])
+                "curl",
+                [
+                    "-sS", "-o", w.path("out/r\(round)"),
+                    "http://127.0.0.1:\(cluster.ports[(round + 1) % 2])" + "/race/r\(round).bin",
+                ])
             #expect(got.status == 0)
             #expect(
                 try Data(contentsOf: URL(fileURLWithPath: w.path("out/r\(round)"))) == bodies[winners[0]],

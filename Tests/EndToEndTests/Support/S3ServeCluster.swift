@@ -94,6 +94,19 @@ final class S3ServeCluster: @unchecked Sendable {
             }
     }
 
+    /// Creates a tus upload of `length` bytes at `target` through instance `index` (curl, no body); its URL on
+    /// every instance, in their order (the URL is the same resource on each: the upload lives on S3).
+    func createTusUpload(through index: Int, _ target: String, length: Int) async throws -> [String] {
+        let created = try await CurlExchange.run([
+            "-X", "POST", "-H", "Tus-Resumable: 1.0.0", "-H", "Upload-Length: \(length)",
+            "http://127.0.0.1:\(ports[index])" + target,
+        ])
+        guard let location = created["location"] else { throw SupportError("no Location: \(created.heads)") }
+        let path =
+            location.hasPrefix("http") ? String(location.drop { $0 != "/" }.dropFirst(2).drop { $0 != "/" }) : location
+        return ports.map { "http://127.0.0.1:\($0)" + path }
+    }
+
     /// The object key a served path names.
     func key(_ path: String) -> String { "inbox/" + path }
 
