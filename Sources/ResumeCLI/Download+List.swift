@@ -37,7 +37,7 @@ extension Download {
             }
             return request
         }
-        configured.options.connections = connections
+        configured.options.connections = connections ?? 1
         let (client, quiet, problems) = (configured, options.quiet, list.problems.count)
         // Only JSON events carry the token id; working it out costs a path resolution and a hash per file.
         let store = client.store

@@ -81,8 +81,20 @@ struct Download: AsyncParsableCommand {
     @Flag(help: "Replace an existing file at the output path.")
     var force = false
 
-    @Option(help: "Parallel ranged connections for this file (1-16); falls back to one when the server cannot.")
-    var connections = 1
+    @Option(
+        help: ArgumentHelp(
+            "Parallel ranged connections for this file (1-16; with mirrors, 2 a mirror up to 16); falls back to one "
+                + "when the server cannot."))
+    var connections: Int?
+
+    @Option(
+        help: ArgumentHelp(
+            "Another URL of the same file (repeatable): segments are spread over every URL, a failing or slow one "
+                + "dropped; needs --checksum or --checksum-file."))
+    var mirror: [String] = []
+
+    @Option(name: .customLong("per-mirror"), help: "With --mirror: at most this many connections to one URL (1-16).")
+    var perMirror = 2
 
     @OptionGroup(title: "S3 (for s3:// URLs)")
     var s3: S3OptionGroup
@@ -93,7 +105,12 @@ struct Download: AsyncParsableCommand {
 
     func validate() throws {
         if let checksum { _ = try Checksum.parse(checksum) }
-        guard (1...16).contains(connections) else { throw ValidationError("--connections takes 1 to 16") }
+        guard (1...16).contains(connections ?? 1) else { throw ValidationError("--connections takes 1 to 16") }
+        guard (1...16).contains(perMirror) else { throw ValidationError("--per-mirror takes 1 to 16") }
+        if !mirror.isEmpty, url == nil || isFolder || output == "-" {
+            throw ValidationError(
+                "--mirror gives more URLs of one file saved to a file: not -i LIST, a folder or stdout")
+        }
         guard (1...64).contains(parallel) else { throw ValidationError("--parallel takes 1 to 64") }
         if let depth, depth < 0 { throw ValidationError("--depth takes 0 or more") }
         if !isFolder, depth != nil || !include.isEmpty || !exclude.isEmpty || skipExisting {
@@ -120,7 +137,9 @@ struct Download: AsyncParsableCommand {
                 throw ValidationError("--json cannot share stdout with the body: drop it, or write to a file")
             }
             if inputFile != nil || isFolder { throw ValidationError("-o - takes one file, not -i LIST or a folder") }
-            if connections > 1 { throw ValidationError("--connections needs a file to write ranges into, not stdout") }
+            if (connections ?? 1) > 1 {
+                throw ValidationError("--connections needs a file to write ranges into, not stdout")
+            }
             if background.detach || background.startAt != nil {
                 throw ValidationError("a download to stdout runs in the foreground")
             }
@@ -134,7 +153,8 @@ struct Download: AsyncParsableCommand {
         guard let given = url else { return try await runList(inputFile!) }
         let (taken, url) = options.client(taking: given)
         var configured = taken
-        configured.options.connections = connections
+        configured.options.connections = connections ?? (mirror.isEmpty ? 1 : min(16, (mirror.count + 1) * perMirror))
+        configured.options.perMirror = perMirror
         let client = background.configured(configured)
         if isFolder { return try await runFolder(url.hasSuffix("/") ? url : url + "/", client: client) }
         var expected = try checksum.map(Checksum.parse)
@@ -144,9 +164,11 @@ struct Download: AsyncParsableCommand {
                 ?? output.flatMap { sums.sha256(for: String($0.split(separator: "/").last ?? "")) }
             if expected == nil { noteUnlisted(OutputPath.defaultName(url: url)) }
         }
-        let request = DownloadRequest(
+        var asked = DownloadRequest(
             url: url, outputPath: output, headers: options.header, expectedSHA256: expected,
             onChange: onChange, force: force, s3: s3.options())
+        asked.mirrors = mirror
+        let request = asked
         if output == "-" {
             // Progress and the failure line on stderr, the body alone on stdout.
             let reporter = Reporter(json: false, quiet: options.quiet)

@@ -19,7 +19,12 @@ struct Show: ParsableCommand {
             return
         }
         do {
-            Output.stdout(TokenStore.json(try state.client.loadToken(token)) + "\n")
+            let loaded = try state.client.loadToken(token)
+            Output.stdout(TokenStore.json(loaded) + "\n")
+            if let mirrors = loaded.download?.mirrors {
+                let used = mirrors.filter { $0.dropped == nil }.count
+                Output.stderr("resumectl: \(token): \(used) of \(mirrors.count) mirrors in use\n")
+            }
         } catch {
             guard error.code == .inputMissing, let record = state.client.record(token) else {
                 throw Runner.fail(error, json: false)

@@ -15,6 +15,11 @@ public struct DownloadRequest: Sendable, Equatable {
     /// The size a folder's listing gives: a file known to be larger than a small one is not begun by a
     /// list's small-file pass, whose dropped exchange would waste what the network had in flight.
     public var listedSize: Int64?
+    /// More URLs of the same file (`--mirror`, a Metalink's): segments are spread over all of them. Bytes of
+    /// several servers are joined only when `expectedSHA256` or `pieces` vouch for them.
+    public var mirrors: [String] = []
+    /// A Metalink's piece hashes, checked as each piece lands.
+    public var pieces: ResumeToken.Pieces?
 
     public init(
         url: String, outputPath: String? = nil, headers: [String] = [], expectedSHA256: String? = nil,

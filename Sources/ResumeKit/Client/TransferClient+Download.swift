@@ -77,7 +77,7 @@ extension TransferClient {
         do throws(TransferError) {
             let download = try token.downloadPart()
             let fresh = download.committedBytes == 0 && download.totalBytes == nil
-            if download.segments != nil || (options.connections > 1 && fresh) {
+            if download.segments != nil || download.mirrors != nil || (options.connections > 1 && fresh) {
                 try opened.lock.hold()  // the segment plan is written before any data
                 tokenOnDisk = nil
                 // All segments share one network thread: on a fast link more receiving threads than cores only contend.

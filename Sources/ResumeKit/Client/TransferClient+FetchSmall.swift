@@ -49,23 +49,28 @@ extension TransferClient {
         throws(TransferError)
         -> ChecksumFile
     {
-        let bytes: [UInt8]
-        if location.hasPrefix("http://") || location.hasPrefix("https://") {
-            let fields = try HeaderLines.parse(headers)
-            bytes = try fetchSmall(
-                location, headers: fields, limit: 16 << 20, what: "read", session: transport.makeSession(),
-                cancellation: cancellation
-            ).body
-        } else {
-            guard let data = FileManager.default.contents(atPath: location) else {
-                throw TransferError(.inputMissing, "cannot read the checksum file \(location)")
-            }
-            bytes = Array(data)
-        }
+        let bytes = try document(location, headers: headers, what: "the checksum file", cancellation: cancellation)
         do {
             return try ChecksumFile(parsing: String(decoding: bytes, as: UTF8.self))
         } catch {
             throw TransferError(error.code, "\(location): \(error.message)")
         }
+    }
+
+    /// A small document the user names (a list of sums, a Metalink): a local file or an http(s) URL, read whole
+    /// up to 16 MiB.
+    public func document(_ location: String, headers: [String] = [], what: String, cancellation: Cancellation)
+        throws(TransferError) -> [UInt8]
+    {
+        guard location.hasPrefix("http://") || location.hasPrefix("https://") else {
+            guard let data = FileManager.default.contents(atPath: location), data.count <= 16 << 20 else {
+                throw TransferError(.inputMissing, "cannot read \(what) \(location) (or it is over 16 MiB)")
+            }
+            return Array(data)
+        }
+        return try fetchSmall(
+            location, headers: try HeaderLines.parse(headers), limit: 16 << 20, what: "read",
+            session: transport.makeSession(), cancellation: cancellation
+        ).body
     }
 }

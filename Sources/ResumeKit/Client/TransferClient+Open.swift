@@ -80,6 +80,13 @@ extension TransferClient {
         var s3: ResumeToken.S3State?
         if Route.isS3(request.url) { (request, s3) = try s3Object(request) }
         try URLCheck.validate(request.url)
+        for mirror in request.mirrors { try URLCheck.validate(mirror) }
+        if !request.mirrors.isEmpty, request.expectedSHA256 == nil, request.pieces == nil {
+            throw TransferError(
+                .usage,
+                "bytes from several mirrors are joined only when a checksum vouches for them: give --checksum, "
+                    + "--checksum-file or a Metalink with hashes")
+        }
         if request.outputPath == "-" { return (request, s3, "-", "") }
         let path = OutputPath.resolve(url: request.url, output: request.outputPath)
         return (request, s3, path, TokenStore.makeID(kind: .download, url: request.url, path: path))

@@ -13,6 +13,8 @@ public struct TransferOptions: Sendable, Equatable {
     public var announcesID = true
     /// Parallel ranged connections for one download (`--connections`); 1 means a plain download.
     public var connections = 1
+    /// With mirrors (`--per-mirror`): at most this many of the connections to one of them.
+    public var perMirror = 2
     /// When the name does not resolve or no connection can be made, wait for the network (capped backoff up
     /// to 60 s) without spending retries (`--wait-network`; detached transfers).
     public var waitForNetwork = false

@@ -4,6 +4,8 @@ public enum TransferWarning: Sendable, Equatable {
     case insecure
     /// The token keeps these credential headers by name only, and this run does not give them again.
     case withheldHeaders([String])
+    /// A mirror of the file is no longer used: it failed, its file changed, or its bytes failed a checksum.
+    case mirrorDropped(url: String, reason: String)
 
     /// The line the user reads.
     public var message: String {
@@ -16,6 +18,7 @@ public enum TransferWarning: Sendable, Equatable {
                 + "\(names.count == 1 ? "is" : "are") never stored: "
                 + "give \(names.count == 1 ? "it" : "them") again, e.g. "
                 + names.map { "-H '\($0): VALUE'" }.joined(separator: " ")
+        case .mirrorDropped(let url, let reason): "warning: mirror \(Redact.url(url)) dropped: \(reason)"
         }
     }
 }

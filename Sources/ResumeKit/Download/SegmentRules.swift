@@ -41,4 +41,14 @@ public enum SegmentRules {
             return ResumeToken.Segment(start: start, end: end)
         }
     }
+
+    /// Splits `total` bytes into runs of whole `unit`s (a Metalink's pieces, or a mirror download's chunks) of at
+    /// least ``minimumSegment`` bytes and at most 1,024 runs: a token names each with its committed count.
+    public static func split(total: Int64, runsOf unit: Int64) -> [ResumeToken.Segment] {
+        let units = (total + unit - 1) / unit
+        let run = max((minimumSegment + unit - 1) / unit, (units + 1023) / 1024) * unit
+        return stride(from: 0, to: total, by: Int(run)).map {
+            ResumeToken.Segment(start: $0, end: min(total, $0 + run) - 1)
+        }
+    }
 }

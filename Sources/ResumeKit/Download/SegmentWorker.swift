@@ -3,82 +3,119 @@ import Glibc
 import Synchronization
 import SystemPackage
 
-/// Fetches one segment on its own thread and connection, retrying with backoff until it is whole: a
-/// ``Fetch`` bounded to the segment, whose output is the segment's range of the shared `.part`. The
-/// transfer's thread reads only the atomics and the outcome; the fetch and its output are `run`'s alone.
+/// Fetches one segment from one of the file's URLs on its own thread and connection, retrying with backoff until
+/// it is whole: a ``Fetch`` bounded to the segment, whose output is the segment's range of the shared `.part`. A
+/// mirror not asked yet is asked with HEAD first (the same length, a strong validator). The transfer's thread reads
+/// only the atomics and the outcome; the fetch and its output are `run`'s alone.
 final class SegmentWorker: @unchecked Sendable {
     enum Outcome {
+        /// The segment is whole; `verified` when its pieces' hashes matched, nil when it has none.
+        case finished(verified: Bool?)
+        /// Stopped (a pause, the others' failure, a faster mirror taking over): the bytes held stay.
+        case stopped
         case changed(String)
         case failed(TransferError)
+        /// Its bytes fail their pieces' hashes: they are given up.
+        case corrupt(String)
     }
 
+    let segment: Int
+    let origin: Int
     let start: Int64
     private let end: Int64
+    private let url: String
+    private let headers: HeaderFields
+    private let total: Int64
     private let session: any TransportSession
     private let options: TransferOptions
-    private let stop: Cancellation
+    /// Stops this segment alone; the transfer stops every one.
+    let stop = Cancellation()
     private let ended: DispatchSemaphore
     /// The retries this segment shares with the others.
     private let budget: RetryBudget?
-
+    private let pieces: ResumeToken.Pieces?
+    private let range: SegmentRange
+    private let resource: Mutex<DownloadStateMachine.Resource?>
     private let done = Atomic<Bool>(false)
     private let state = Mutex<Outcome?>(nil)
-    private let range: SegmentRange
-    /// Asks for this segment's bytes and judges the answers, bounded to it; any change voids every segment.
-    private let fetch: Fetch
 
     init(
-        segment: ResumeToken.Segment, url: String, headers: [String], resource: DownloadStateMachine.Resource,
-        fd: Int32, path: String,
-        transport: any HTTPTransport, options: TransferOptions, connections: Int, stop: Cancellation,
-        ended: DispatchSemaphore,
-        budget: RetryBudget?
+        segment index: Int, of segment: ResumeToken.Segment, url: String, headers: [String],
+        resource: DownloadStateMachine.Resource?, total: Int64, pieces: ResumeToken.Pieces?, fd: Int32, path: String,
+        transport: any HTTPTransport, options: TransferOptions, connections: Int, origin: Int,
+        ended: DispatchSemaphore, budget: RetryBudget?
     ) {
+        self.segment = index
+        self.origin = origin
         self.budget = budget
         self.start = segment.start
         self.end = segment.end
+        self.url = url
+        self.headers = (try? HeaderLines.forDownload(headers)) ?? [:]
+        self.total = total
+        self.pieces = pieces
+        self.resource = Mutex(resource)
         self.session = transport.makeSession()
         // The connections share one transfer's worth of buffers (at least 64 KiB each).
         var options = options
         options.transport.receiveBufferSize = max(64 << 10, options.transport.receiveBufferSize / max(1, connections))
         self.options = options
-        self.stop = stop
         self.ended = ended
         range = SegmentRange(
             start: segment.start, fd: fd, path: path, written: min(segment.committed, segment.length),
             gatherer: WriteGatherer(capacity: max(64 << 10, WriteGatherer.capacity / max(1, connections))))
-        if segment.isDone { done.store(true, ordering: .releasing) }
-        fetch = Fetch(
-            url: url, headers: (try? HeaderLines.forDownload(headers)) ?? [:], output: range, resource: resource,
-            onChange: .fail, bound: segment.start...segment.end, stallTimeout: options.transport.stallTimeout)
     }
 
     var written: Int64 { range.written }
     var isDone: Bool { written >= end - start + 1 }
     var isFinished: Bool { done.load(ordering: .acquiring) }
-    var failure: Outcome? { state.withLock { $0 } }
+    var outcome: Outcome? { state.withLock { $0 } }
+    /// What the mirror's HEAD told (or what it was started with).
+    var learned: DownloadStateMachine.Resource? { resource.withLock { $0 } }
 
     func run() {
         defer {
             done.store(true, ordering: .releasing)
             ended.signal()
         }
+        var fetch: Fetch?
         // Segments retry quietly: the transfer's own line reports progress, and a failure ends it with its reason.
         do {
             try Retrier.run(
                 options, cancellation: stop, events: { _ in }, announces: false, budget: budget, stopped: "stopped"
-            ) { () throws(TransferError) in try attempt() }
+            ) { () throws(TransferError) in try attempt(&fetch) }
         } catch {
             // A stop ends the segment quietly: the transfer says it once.
-            if case .stopped = error.code { return }
+            if case .stopped = error.code { return report(.stopped) }
+            return report(.failed(error))
+        }
+        guard isDone else { return report(.stopped) }
+        guard let pieces else { return report(.finished(verified: nil)) }
+        do {
+            let bad = try pieces.failing(start...end, fd: range.fd, total: total, path: range.path)
+            report(bad.isEmpty ? .finished(verified: true) : .corrupt("piece \(bad[0]) fails its \(pieces.algorithm)"))
+        } catch {
             report(.failed(error))
         }
     }
 
-    /// One ranged GET of what the segment still lacks. Done: the segment is complete, stopped, or reported
-    /// an end of its own (a change, a refusal, a local write error).
-    private func attempt() throws(TransferError) -> Retrier.Attempt<Void> {
+    /// One ranged GET of what the segment still lacks (a HEAD first for a mirror not asked yet). Done: the segment
+    /// is complete, stopped, or reported an end of its own (a change, a refusal, a local write error).
+    private func attempt(_ fetch: inout Fetch?) throws(TransferError) -> Retrier.Attempt<Void> {
         guard !isDone && !stop.isStopped else { return .done(()) }
+        if fetch == nil {
+            if learned == nil {
+                switch probe() {
+                case .fault(let fault): return .failed(fault)
+                case .refused: return .done(())
+                case .known(let known): resource.withLock { $0 = known }
+                }
+            }
+            fetch = Fetch(
+                url: url, headers: headers, output: range, resource: learned, onChange: .fail,
+                bound: start...end, stallTimeout: options.transport.stallTimeout)
+        }
+        let fetch = fetch!
         var verdict: DownloadStateMachine.Verdict?
         var failure: TransferError?
         do {
@@ -93,13 +130,41 @@ final class SegmentWorker: @unchecked Sendable {
         do { try range.flush() } catch { failure = failure ?? error }
         if isDone { return .done(()) }
         if let failure { return .done(report(.failed(failure))) }
-        // A fault is the network's, never a fresh start: the segment's host answered the plan's HEAD.
+        // A fault is the network's, never a fresh start: the segment's host answered its HEAD.
         return try fetch.step(verdict!, finish: {}) { failure, _ in
             switch failure {
             case .changed(let reason): .done(report(.changed(reason)))
-            case .status(let status, let reason): .done(report(.failed(.refused(status, reason, url: fetch.url))))
+            case .status(let status, let reason): .done(report(.failed(.refused(status, reason, url: url))))
             }
         }
+    }
+
+    private enum Probe {
+        case known(DownloadStateMachine.Resource)
+        case fault(Fault)
+        /// Reported as the segment's failure.
+        case refused
+    }
+
+    /// The mirror's HEAD: its validator when it serves the file's length in ranges.
+    private func probe() -> Probe {
+        let result = session.headOnly(
+            TransferRequest(method: "HEAD", url: url, headers: headers, followRedirects: true),
+            settings: options.transport, cancellation: stop)
+        if let fault = Fault.of(result.outcome, stallSeconds: options.transport.stallTimeout) { return .fault(fault) }
+        guard let head = result.head else { return .fault(.lost("no answer to HEAD")) }
+        if RetryPolicy.isRetryable(status: head.status) {
+            return .fault(.answered(head.status, retryAfter: head.headers["Retry-After"]))
+        }
+        switch SegmentRules.probe(head) {
+        case .failure(let refusal):
+            report(.failed(TransferError(.failed, refusal.description)))
+        case .success(let found) where found.totalBytes != total:
+            report(.failed(TransferError(.failed, "it serves \(found.totalBytes ?? 0) bytes, not \(total)")))
+        case .success(let found):
+            return .known(found)
+        }
+        return .refused
     }
 
     private func report(_ outcome: Outcome) {
@@ -107,12 +172,29 @@ final class SegmentWorker: @unchecked Sendable {
     }
 }
 
+extension ResumeToken.Pieces {
+    /// The pieces within `bytes` of the `.part` whose hashes do not match, by number.
+    func failing(_ bytes: ClosedRange<Int64>, fd: Int32, total: Int64, path: String) throws(TransferError) -> [Int] {
+        guard let algorithm = DigestAlgorithm(rawValue: String(algorithm.filter { $0 != "-" })) else {
+            throw TransferError(.badToken, "unknown piece hash \(algorithm)")
+        }
+        var failing: [Int] = []
+        for piece in Int(bytes.lowerBound / length)...Int(bytes.upperBound / length) {
+            let offset = Int64(piece) * length
+            let range = BodyRange(offset: offset, length: min(length, total - offset))
+            let hex = try FileDigest.digest(fd: fd, ranges: [range], algorithm, path: path).hex
+            if hex != hashes[piece].lowercased() { failing.append(piece) }
+        }
+        return failing
+    }
+}
+
 /// A segment's range of the shared `.part`: the output of its ``Fetch``.
 private final class SegmentRange: FetchOutput {
     private let start: Int64
-    private let fd: Int32
+    let fd: Int32
     /// The `.part` file's path, for messages.
-    private let path: String
+    let path: String
     private let progress: Atomic<Int64>
     /// Only written bytes count as `written`. The connections share one transfer's worth of memory.
     private let gatherer: WriteGatherer

@@ -1,9 +1,11 @@
 extension ResumeToken {
     /// A new download's token: nothing committed yet.
     init(download request: DownloadRequest, id: String, path: String, s3: S3State?) {
-        let part = DownloadPart(
+        var part = DownloadPart(
             path: path, committedBytes: 0, expectedSHA256: request.expectedSHA256?.lowercased(),
             onChange: request.onChange.rawValue, s3: s3)
+        if !request.mirrors.isEmpty { part.mirrors = ([request.url] + request.mirrors).map { Mirror(url: $0) } }
+        part.pieces = request.pieces
         self.init(id: id, url: request.url, headers: request.headers, transfer: .download(part))
     }
 

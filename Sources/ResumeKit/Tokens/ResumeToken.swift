@@ -70,6 +70,11 @@ public struct ResumeToken: Sendable, Equatable {
         /// For a segmented download (`--connections N`): the byte ranges fetched in parallel into the
         /// `.part` file, each with its own committed count. Absent for a single-connection download.
         public var segments: [Segment]?
+        /// Every URL of the file when it has mirrors (`--mirror`, a Metalink), the token's own first; each keeps
+        /// its own validator. Absent for one URL.
+        public var mirrors: [Mirror]?
+        /// A Metalink's piece hashes: each segment of a download with mirrors is a run of whole pieces.
+        public var pieces: Pieces?
         /// An S3 object: where it is and how requests are signed (names only, never a key). Stored at
         /// the token's top level (`s3`), where earlier releases put it.
         public var s3: S3State?
@@ -80,7 +85,33 @@ public struct ResumeToken: Sendable, Equatable {
 
         enum CodingKeys: String, CodingKey {
             case path, effectiveURL, etag, lastModified, validator, totalBytes, committedBytes, expectedSHA256,
-                onChange, segments
+                onChange, segments, mirrors, pieces
+        }
+    }
+
+    /// One URL of a file with mirrors, with the validator its own ranges are asked with (`If-Range`).
+    public struct Mirror: Codable, Sendable, Equatable {
+        public var url: String
+        public var etag: String?
+        public var lastModified: String?
+        public var validator: String?
+        /// Why the download stopped using it (failed, changed, sent bytes no checksum vouches for).
+        public var dropped: String?
+
+        public init(url: String) { self.url = url }
+    }
+
+    /// Hashes of the file's consecutive pieces of `length` bytes (the last one shorter), RFC 5854 §4.2.13.
+    public struct Pieces: Codable, Sendable, Equatable {
+        public var length: Int64
+        /// `sha-256`, `sha-384`, `sha-512` or `sha-1`: RFC 5854's names.
+        public var algorithm: String
+        public var hashes: [String]
+
+        public init(length: Int64, algorithm: String, hashes: [String]) {
+            self.length = length
+            self.algorithm = algorithm
+            self.hashes = hashes
         }
     }
 
@@ -89,6 +120,10 @@ public struct ResumeToken: Sendable, Equatable {
         public var start: Int64
         public var end: Int64
         public var committed: Int64 = 0
+        /// The mirrors (indexes into `mirrors`) whose bytes it holds: the suspects when a checksum fails.
+        public var from: [Int]?
+        /// Its piece hashes matched.
+        public var verified: Bool?
 
         public var length: Int64 { end - start + 1 }
         public var isDone: Bool { committed >= length }

@@ -65,7 +65,26 @@ public enum TokenValidation {
         if let onChange = d.onChange, DownloadStateMachine.OnChange(rawValue: onChange) == nil {
             throw Violation(field: "download.onChange", reason: "must be restart or fail, not '\(onChange.prefix(40))'")
         }
+        for (i, mirror) in (d.mirrors ?? []).enumerated() {
+            try checkURL(mirror.url, field: "download.mirrors[\(i)].url")
+        }
+        if let pieces = d.pieces {
+            let digits = DigestAlgorithm(rawValue: String(pieces.algorithm.filter { $0 != "-" })).map {
+                $0.digest([]).count * 2
+            }
+            guard pieces.length > 0, digits != nil,
+                pieces.hashes.allSatisfy({ $0.utf8.count == digits && $0.allSatisfy(\.isHexDigit) })
+            else {
+                throw Violation(
+                    field: "download.pieces", reason: "needs a length, a known algorithm and its hex hashes")
+            }
+        }
         guard let segments = d.segments else { return }
+        if segments.contains(where: {
+            ($0.from ?? []).contains { !(d.mirrors ?? [.init(url: "")]).indices.contains($0) }
+        }) {
+            throw Violation(field: "download.segments", reason: "name a mirror download.mirrors does not list")
+        }
         guard let total = d.totalBytes else {
             throw Violation(field: "download.segments", reason: "need download.totalBytes")
         }

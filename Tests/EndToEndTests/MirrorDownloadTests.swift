@@ -1,0 +1,96 @@
+import Foundation
+import Testing
+
+/// One file from several nginx mirrors (`--mirror`): segments spread over them, a dead or corrupt mirror dropped,
+/// the file right by SHA-256, and a kill resumed from every mirror.
+@Suite struct MirrorDownloadTests {
+    static let size = 8 << 20
+
+    /// Three nginx servers of the file; `corrupt` of them serve it with the third MiB changed.
+    static func mirrors(_ w: Workspace, corrupt: Set<Int> = [], limitRate: Int) async throws -> (
+        servers: [NginxServer], digest: String
+    ) {
+        let good = randomBytes(count: size, seed: 57)
+        var servers: [NginxServer] = []
+        for i in 0..<3 {
+            var bytes = good
+            if corrupt.contains(i) { for j in (2 << 20)..<(3 << 20) { bytes[j] ^= 0x5a } }
+            try FileManager.default.createDirectory(atPath: w.path("www\(i)"), withIntermediateDirectories: true)
+            try Data(bytes).write(to: URL(fileURLWithPath: w.path("www\(i)/f.bin")))
+            servers.append(try await NginxServer(root: w.path("www\(i)"), limitRate: limitRate))
+        }
+        return (servers, sha256(good))
+    }
+
+    static func args(_ servers: [NginxServer], digest: String) -> [String] {
+        [
+            "download", servers[0].url(for: "f.bin"), "--mirror", servers[1].url(for: "f.bin"), "--mirror",
+            servers[2].url(for: "f.bin"), "--checksum", "sha256=\(digest)", "-o", "f.bin",
+        ]
+    }
+
+    @Test func segmentsSpreadOverEveryMirrorAndACorruptOneIsFoundByTheChecksum() async throws {
+        let w = try Workspace()
+        // The third mirror takes the third segment (the least busy mirror gets the next one, in order).
+        let (servers, digest) = try await Self.mirrors(w, corrupt: [2], limitRate: 4_000_000)
+        let r = try await w.run(Self.args(servers, digest: digest) + ["--json"])
+        #expect(r.status == 0, "\(r)")
+        #expect(try sha256(file: w.out + "/f.bin") == digest)
+        #expect(r.stderr.contains("mirror \(servers[2].url(for: "f.bin")) dropped"), "\(r.stderr)")
+        #expect(!r.stderr.contains("mirror \(servers[0].url(for: "f.bin")) dropped"), "\(r.stderr)")
+        for server in servers {
+            let ranged = server.accessLog().filter { $0.hasPrefix("206 GET") && $0.contains("if_range=\"\\x22") }
+            #expect(!ranged.isEmpty, "\(server.accessLog())")
+        }
+        #expect(try w.tokens().isEmpty)
+    }
+
+    @Test func aMirrorThatDiesIsDroppedAndTheOthersFinish() async throws {
+        let w = try Workspace()
+        let (servers, digest) = try await Self.mirrors(w, limitRate: 300_000)
+        let p = try w.start(Self.args(servers, digest: digest) + ["--json"])
+        _ = try await p.waitForLine { $0.contains("\"progress\"") }
+        servers[1].stop()
+        #expect(p.isRunning)
+        let r = try await p.wait()
+        #expect(r.status == 0, "\(r)")
+        #expect(try sha256(file: w.out + "/f.bin") == digest)
+        #expect(r.stderr.contains("mirror \(servers[1].url(for: "f.bin")) dropped"), "\(r.stderr)")
+    }
+
+    @Test func aKilledMirrorDownloadResumesEachSegmentFromItsBytes() async throws {
+        let w = try Workspace()
+        let (servers, digest) = try await Self.mirrors(w, limitRate: 400_000)
+        let p = try w.start(Self.args(servers, digest: digest) + ["--json"])
+        _ = try await p.waitForLine { $0.contains("\"progress\"") }
+        try await Task.sleep(for: .milliseconds(2500))
+        #expect(p.isRunning)
+        p.send(signal: SIGKILL)
+        _ = try await p.wait()
+        let id = try #require(try w.tokens().first)
+        let download = try #require(try w.token(id)["download"] as? [String: Any])
+        #expect((download["mirrors"] as? [[String: Any]])?.count == 3)
+        let segments = try #require(download["segments"] as? [[String: Any]])
+        let held = segments.compactMap { $0["committed"] as? Int }.reduce(0, +)
+        #expect(held > 0 && held < Self.size, "\(segments)")
+        let show = try await w.run(["show", id])
+        #expect(show.stderr.contains("3 of 3 mirrors in use"), "\(show)")
+        let sent = servers.map { $0.accessLog().count }
+        let r = try await w.run(["resume", id])
+        #expect(r.status == 0, "\(r)")
+        #expect(try sha256(file: w.out + "/f.bin") == digest)
+        // What the resume fetched is what was missing, give or take the overlap each resumed segment asks again.
+        let fetched = zip(servers, sent).flatMap { $0.accessLog().dropFirst($1) }.compactMap { line in
+            line.split(separator: " ").first { $0.hasPrefix("sent=") }.flatMap { Int($0.dropFirst(5)) }
+        }.reduce(0, +)
+        #expect(fetched <= Self.size - held + segments.count * 65_536, "fetched \(fetched), held \(held)")
+    }
+
+    @Test func mirrorsWithoutAChecksumAreRefused() async throws {
+        let w = try Workspace()
+        let r = try await w.run(["download", "http://127.0.0.1:9/f", "--mirror", "http://127.0.0.1:9/g"])
+        #expect(r.status == 64, "\(r)")
+        #expect(r.stderr.contains("only when a checksum vouches for them"), "\(r)")
+        #expect(r.stderr.split(separator: "\n").count == 1)
+    }
+}
