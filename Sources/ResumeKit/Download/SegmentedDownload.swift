@@ -288,8 +288,9 @@ final class SegmentedDownload {
                 let total = resource.totalBytes!
                 let unit =
                     download.pieces?.length ?? max(SegmentRules.minimumSegment, total / Int64(4 * options.connections))
+                // Piece hashes are checked a segment at a time: segments hold whole pieces, however many URLs.
                 let segments =
-                    urls.count > 1
+                    urls.count > 1 || download.pieces != nil
                     ? SegmentRules.split(total: total, runsOf: unit)
                     : SegmentRules.split(total: total, connections: options.connections)
                 guard segments.count > 1 || urls.count > 1 else {

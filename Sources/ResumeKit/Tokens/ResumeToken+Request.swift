@@ -4,7 +4,9 @@ extension ResumeToken {
         var part = DownloadPart(
             path: path, committedBytes: 0, expectedSHA256: request.expectedSHA256?.lowercased(),
             onChange: request.onChange.rawValue, s3: s3)
-        if !request.mirrors.isEmpty { part.mirrors = ([request.url] + request.mirrors).map { Mirror(url: $0) } }
+        if !request.mirrors.isEmpty || request.pieces != nil {
+            part.mirrors = ([request.url] + request.mirrors).map { Mirror(url: $0) }
+        }
         part.pieces = request.pieces
         self.init(id: id, url: request.url, headers: request.headers, transfer: .download(part))
     }
