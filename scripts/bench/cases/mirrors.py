@@ -1,6 +1,6 @@
 """Case 18, `mirrors`: one file from three nginx mirrors (each its own server, limit_rate --seg-rate per
 connection, at most 256 MiB): resumectl --mirror and a Metalink with piece hashes against aria2c -x2 -s6 over
-the same URLs and the same Metalink, and resumectl against one mirror alone with the same connections."""
+the same URLs and the same Metalink; and two mirrors of three connections each against one mirror of three."""
 
 import hashlib
 import os
@@ -57,7 +57,10 @@ def run(bench):
             "resumectl 3 mirrors": [b, "download", "-q", "--force", urls[0], *given, "--checksum",
                                     f"sha256={digest}", "--connections", "6", "-o", out],
             "resumectl metalink": [b, "download", "-q", "--force", meta, "--connections", "6", "-o", out],
-            "resumectl 1 mirror": [b, "download", "-q", "--force", urls[0], "--connections", "6", "-o", out],
+            # the same six connections where each mirror takes three: two mirrors against one
+            "resumectl 2 mirrors x3": [b, "download", "-q", "--force", urls[0], "--mirror", urls[1], "--checksum",
+                                       f"sha256={digest}", "--connections", "6", "--per-mirror", "3", "-o", out],
+            "resumectl 1 mirror x3": [b, "download", "-q", "--force", urls[0], "--connections", "3", "-o", out],
             "aria2c 3 mirrors": aria + [f"--checksum=sha-256={digest}", *urls],
             "aria2c metalink": aria + ["-M", meta],
         }
