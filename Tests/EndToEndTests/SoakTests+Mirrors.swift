@@ -50,6 +50,13 @@ extension SoakTests {
         }
     }
 
+    /// The body bytes the mirrors sent, by their access logs.
+    static func bodyBytes(_ servers: [NginxServer]) -> Int {
+        servers.flatMap { $0.accessLog() }.compactMap { line in
+            line.split(separator: " ").first { $0.hasPrefix("sent=") }.flatMap { Int($0.dropFirst(5)) }
+        }.reduce(0, +)
+    }
+
     /// Ranged answers a mirror sent in full, by their first byte: a piece sent whole twice is fetched twice.
     static func wholePieces(_ server: NginxServer) -> [Int] {
         server.accessLog().compactMap { line in
@@ -89,9 +96,7 @@ extension SoakTests {
         let ok = r.status == 0 && (try? sha256(file: w.out + "/f.bin")) == sha256(bytes)
         let whole = servers.flatMap(Self.wholePieces)
         let twice = Dictionary(grouping: whole, by: { $0 }).filter { $0.value.count > 1 }.keys.sorted()
-        let sent = servers.flatMap { $0.accessLog() }.compactMap { line in
-            line.split(separator: " ").first { $0.hasPrefix("sent=") }.flatMap { Int($0.dropFirst(5)) }
-        }.reduce(0, +)
+        let sent = Self.bodyBytes(servers)
         Self.row(
             "mirrors, pieces: dead+corrupt+2 kills", faults: 4, finished: r.status == 0,
             resent: max(0, sent - Self.mirrorSize), mismatch: r.status == 0 && !ok)
@@ -112,9 +117,7 @@ extension SoakTests {
             ],
             timeout: .seconds(900))
         let ok = r.status == 0 && (try? sha256(file: w.out + "/f.bin")) == sha256(bytes)
-        let sent = servers.flatMap { $0.accessLog() }.compactMap { line in
-            line.split(separator: " ").first { $0.hasPrefix("sent=") }.flatMap { Int($0.dropFirst(5)) }
-        }.reduce(0, +)
+        let sent = Self.bodyBytes(servers)
         Self.row(
             "mirrors, checksum only: corrupt", faults: 1, finished: r.status == 0,
             resent: max(0, sent - Self.mirrorSize), mismatch: r.status == 0 && !ok)
