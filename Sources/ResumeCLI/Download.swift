@@ -121,6 +121,10 @@ struct Download: AsyncParsableCommand {
         if checksum != nil, checksumFile != nil {
             throw ValidationError("give --checksum or --checksum-file, not both")
         }
+        if let url, Self.namesMetalink(url), checksumFile != nil || output == "-" {
+            throw ValidationError(
+                "a Metalink carries its own hashes and is saved to a file: no --checksum-file or -o -")
+        }
         if isFolder || output == "-", checksumFile != nil {
             throw ValidationError("--checksum-file applies to a URL saved to a file, or to -i LIST")
         }
@@ -157,6 +161,14 @@ struct Download: AsyncParsableCommand {
         configured.options.perMirror = perMirror
         let client = background.configured(configured)
         if isFolder { return try await runFolder(url.hasSuffix("/") ? url : url + "/", client: client) }
+        if Self.namesMetalink(url) {
+            let request: DownloadRequest
+            do { request = try metalinkRequest(url, client: client) } catch {
+                throw Runner.fail(error, json: options.json)
+            }
+            configured.options.connections = connections ?? min(16, (request.mirrors.count + 1) * perMirror)
+            return try await runOne(request, client: background.configured(configured))
+        }
         var expected = try checksum.map(Checksum.parse)
         if let sums = try loadChecksums(client) {
             expected =
@@ -168,7 +180,13 @@ struct Download: AsyncParsableCommand {
             url: url, outputPath: output, headers: options.header, expectedSHA256: expected,
             onChange: onChange, force: force, s3: s3.options())
         asked.mirrors = mirror
-        let request = asked
+        try await runOne(asked, client: client)
+    }
+
+    /// Runs one download: to stdout, detached, at a time, or here.
+    @MainActor
+    private func runOne(_ request: DownloadRequest, client: TransferClient) async throws {
+        let url = request.url
         if output == "-" {
             // Progress and the failure line on stderr, the body alone on stdout.
             let reporter = Reporter(json: false, quiet: options.quiet)

@@ -86,6 +86,41 @@ import Testing
         #expect(fetched <= Self.size - held + segments.count * 65_536, "fetched \(fetched), held \(held)")
     }
 
+    @Test func aMetalinkFromAURLChecksEachPieceAsItLandsAndDropsTheMirrorOfABadOne() async throws {
+        let w = try Workspace()
+        let (servers, digest) = try await Self.mirrors(w, corrupt: [2], limitRate: 4_000_000)
+        let good = try [UInt8](Data(contentsOf: URL(fileURLWithPath: w.path("www0/f.bin"))))
+        try SoakTests.metalink(good, urls: servers.map { $0.url(for: "f.bin") })
+            .write(toFile: w.path("www0/f.meta4"), atomically: true, encoding: .utf8)
+        try FileManager.default.createDirectory(atPath: w.out + "/into", withIntermediateDirectories: true)
+        let r = try await w.run(["download", servers[0].url(for: "f.meta4"), "-o", "into/", "--json"])
+        #expect(r.status == 0, "\(r)")
+        #expect(try sha256(file: w.out + "/into/f.bin") == digest)
+        #expect(r.stderr.contains("mirror \(servers[2].url(for: "f.bin")) dropped: piece 2 fails its sha-256"), "\(r)")
+        // The third piece came whole from the corrupt mirror, was refused, and came again from another.
+        let third = servers.flatMap { $0.accessLog() }.filter { $0.contains("range=\"bytes=2097152-3145727\"") }
+        #expect(third.count == 2, "\(third)")
+    }
+
+    @Test(arguments: [
+        ("<file name=\"../up.bin\">", "name"), ("<file name=\"/etc/x\">", "name"),
+        ("<size>1099511627776000</size>", "size"),
+    ])
+    func aHostileMetalinkIsOneLineAndNothingWritten(change: String, word: String) async throws {
+        let w = try Workspace()
+        let doc = SoakTests.metalink([1, 2, 3], urls: ["http://127.0.0.1:9/f.bin"])
+            .replacingOccurrences(
+                of: "<file name=\"f.bin\">", with: change.hasPrefix("<file") ? change : "<file name=\"f.bin\">"
+            )
+            .replacingOccurrences(of: "<size>3</size>", with: change.hasPrefix("<size") ? change : "<size>3</size>")
+        try doc.write(toFile: w.path("h.meta4"), atomically: true, encoding: .utf8)
+        let r = try await w.run(["download", w.path("h.meta4")])
+        #expect(r.status == 65, "\(r)")
+        #expect(r.stderr.split(separator: "\n").count == 1 && r.stderr.contains(word), "\(r)")
+        #expect(try FileManager.default.contentsOfDirectory(atPath: w.out).isEmpty)
+        #expect(try w.tokens().isEmpty)
+    }
+
     @Test func mirrorsWithoutAChecksumAreRefused() async throws {
         let w = try Workspace()
         let r = try await w.run(["download", "http://127.0.0.1:9/f", "--mirror", "http://127.0.0.1:9/g"])
