@@ -47,7 +47,7 @@ import Testing
 
     @Test func aMirrorThatDiesIsDroppedAndTheOthersFinish() async throws {
         let w = try Workspace()
-        let (servers, digest) = try await Self.mirrors(w, limitRate: 300_000)
+        let (servers, digest) = try await Self.mirrors(w, limitRate: 150_000)
         let p = try w.start(Self.args(servers, digest: digest) + ["--json"])
         _ = try await p.waitForLine { $0.contains("\"progress\"") }
         servers[1].stop()
@@ -60,10 +60,10 @@ import Testing
 
     @Test func aKilledMirrorDownloadResumesEachSegmentFromItsBytes() async throws {
         let w = try Workspace()
-        let (servers, digest) = try await Self.mirrors(w, limitRate: 400_000)
+        let (servers, digest) = try await Self.mirrors(w, limitRate: 150_000)
         let p = try w.start(Self.args(servers, digest: digest) + ["--json"])
         _ = try await p.waitForLine { $0.contains("\"progress\"") }
-        try await Task.sleep(for: .milliseconds(2500))
+        try await Task.sleep(for: .milliseconds(1500))
         #expect(p.isRunning)
         p.send(signal: SIGKILL)
         _ = try await p.wait()
