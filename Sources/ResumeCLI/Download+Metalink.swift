@@ -30,10 +30,8 @@ extension Download {
         guard let first = urls.first else {
             throw TransferError(.badListing, "\(location): it lists no http or https URL for \(file.name)")
         }
-        let sha256 = file.hashes.first { $0.algorithm == "sha-256" }?.hex
-        let pieces = file.pieces.map {
-            ResumeToken.Pieces(length: $0.length, algorithm: $0.algorithm, hashes: $0.hashes)
-        }
+        let sha256 = file.hex("sha-256")
+        let pieces = file.pieces
         guard sha256 != nil || pieces != nil || checksum != nil else {
             throw TransferError(
                 .badListing, "\(location): it gives no SHA-256 or piece hashes to check \(file.name) by")

@@ -157,7 +157,7 @@ struct Download: AsyncParsableCommand {
         guard let given = url else { return try await runList(inputFile!) }
         let (taken, url) = options.client(taking: given)
         var configured = taken
-        configured.options.connections = connections ?? (mirror.isEmpty ? 1 : min(16, (mirror.count + 1) * perMirror))
+        configured.options.connections = defaultConnections(mirrors: mirror.count)
         configured.options.perMirror = perMirror
         let client = background.configured(configured)
         if isFolder { return try await runFolder(url.hasSuffix("/") ? url : url + "/", client: client) }
@@ -166,7 +166,7 @@ struct Download: AsyncParsableCommand {
             do { request = try metalinkRequest(url, client: client) } catch {
                 throw Runner.fail(error, json: options.json)
             }
-            configured.options.connections = connections ?? min(16, (request.mirrors.count + 1) * perMirror)
+            configured.options.connections = defaultConnections(mirrors: request.mirrors.count)
             return try await runOne(request, client: background.configured(configured))
         }
         var expected = try checksum.map(Checksum.parse)
@@ -219,6 +219,11 @@ struct Download: AsyncParsableCommand {
 }
 
 extension Download {
+    /// `--connections`, else one, or with mirrors `--per-mirror` to each URL (at most 16).
+    func defaultConnections(mirrors: Int) -> Int {
+        connections ?? (mirrors == 0 ? 1 : min(16, (mirrors + 1) * perMirror))
+    }
+
     /// `--checksum-file`, read once before anything is fetched; a failure to read it ends the command.
     func loadChecksums(_ client: TransferClient) throws -> ChecksumFile? {
         guard let location = checksumFile else { return nil }

@@ -1,3 +1,5 @@
+import ResumeKit
+
 /// A Metalink 4 document (RFC 5854): the files it describes, each with its name, size, hashes (whole and by
 /// piece) and the URLs that serve it. Read from bytes alone, with no network and no entity; everything a
 /// hostile document could use to write outside the target, to exhaust memory or disk, or to pass bytes off as
@@ -49,18 +51,9 @@ public struct Metalink: Sendable, Equatable {
         }
     }
 
-    /// Hashes of consecutive pieces of `length` bytes (the last one shorter), in order (RFC 5854 §4.2.10).
-    public struct Pieces: Sendable, Equatable {
-        public var length: Int64
-        public var algorithm: String
-        public var hashes: [String]
-
-        public init(length: Int64, algorithm: String, hashes: [String]) {
-            self.length = length
-            self.algorithm = algorithm
-            self.hashes = hashes
-        }
-    }
+    /// Hashes of consecutive pieces of `length` bytes (the last one shorter), in order (RFC 5854 §4.2.10): the
+    /// token's own type, so a download keeps them as read.
+    public typealias Pieces = ResumeToken.Pieces
 
     public struct Mirror: Sendable, Equatable {
         public var url: String

@@ -63,7 +63,12 @@ import Testing
         let (servers, digest) = try await Self.mirrors(w, limitRate: 150_000)
         let p = try w.start(Self.args(servers, digest: digest) + ["--json"])
         _ = try await p.waitForLine { $0.contains("\"progress\"") }
-        try await Task.sleep(for: .milliseconds(1500))
+        // Killed once a checkpoint committed bytes: under load the first one may come late.
+        func committed() -> Int {
+            let download = (try? w.tokens().first).flatMap { try? w.token($0)["download"] as? [String: Any] }
+            return (download?["segments"] as? [[String: Any]] ?? []).compactMap { $0["committed"] as? Int }.reduce(0, +)
+        }
+        for _ in 0..<600 where committed() == 0 { try await Task.sleep(for: .milliseconds(100)) }
         #expect(p.isRunning)
         p.send(signal: SIGKILL)
         _ = try await p.wait()

@@ -96,6 +96,11 @@ struct SegmentSchedule {
         if replacing || origins[origin].mirror.dropped == nil { origins[origin].mirror.dropped = reason }
     }
 
+    /// A whole segment whose pieces were found to match (checked after a kill, before any connection).
+    mutating func markVerified(_ segment: Int) {
+        segments[segment].verified = true
+    }
+
     /// Starts a segment again from its first byte (its pieces failed, or its sources are on trial).
     mutating func reset(_ segment: Int) {
         segments[segment].committed = 0

@@ -76,13 +76,10 @@ final class SegmentedDownload {
             mirrors: download.mirrors ?? [own], segments: segments, connections: options.connections,
             perMirror: options.perMirror)
         // Whole segments a kill left unchecked against their pieces are checked before anything is fetched.
-        for (i, s) in schedule.segments.enumerated() where s.isDone && s.verified != true {
-            guard let pieces = download.pieces else { break }
-            let bad = try pieces.failing(s.start...s.end, fd: fd, total: total, path: download.partPath)
-            if bad.isEmpty {
-                schedule.ended(segment: i, held: s.committed, verified: true, now: 0)
-            } else {
-                schedule.reset(i)
+        if let pieces = download.pieces {
+            for (i, s) in schedule.segments.enumerated() where s.isDone && s.verified != true {
+                let bad = try pieces.failing(s.start...s.end, fd: fd, total: total, path: download.partPath)
+                if bad.isEmpty { schedule.markVerified(i) } else { schedule.reset(i) }
             }
         }
         emit(.started(kind: .download, url: token.url, path: download.path, offset: download.heldBytes, total: total))
