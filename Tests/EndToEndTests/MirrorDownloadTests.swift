@@ -89,6 +89,9 @@ import Testing
             line.split(separator: " ").first { $0.hasPrefix("sent=") }.flatMap { Int($0.dropFirst(5)) }
         }.reduce(0, +)
         #expect(fetched <= Self.size - held + segments.count * 65_536, "fetched \(fetched), held \(held)")
+        // `resume` takes no --connections: it runs as many as the download began with, over every mirror.
+        #expect(download["connections"] as? Int == 6)
+        #expect(zip(servers, sent).allSatisfy { $0.accessLog().count > $1 }, "\(servers.map { $0.accessLog() })")
     }
 
     @Test func aMetalinkFromAURLChecksEachPieceAsItLandsAndDropsTheMirrorOfABadOne() async throws {

@@ -41,6 +41,12 @@ final class SegmentedDownload {
         download = try token.downloadPart()
         self.store = store
         self.transport = transport
+        var options = options
+        // `resume` gives no --connections: the download goes on with as many as it began with.
+        if options.connections <= 1, let connections = download.connections {
+            options.connections = connections
+            options.perMirror = download.perMirror ?? options.perMirror
+        }
         self.options = options
         self.cancellation = cancellation
         self.emit = events
@@ -301,6 +307,8 @@ final class SegmentedDownload {
                 download.adopt(resource, effectiveURL: effectiveURL)
                 download.mirrors?[i].adopt(resource)
                 download.segments = segments
+                download.connections = options.connections
+                download.perMirror = urls.count > 1 ? options.perMirror : nil
                 return
             } catch  where i < urls.count - 1 {
                 download.mirrors?[i].dropped = "\(error)"

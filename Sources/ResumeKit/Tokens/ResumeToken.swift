@@ -75,6 +75,10 @@ public struct ResumeToken: Sendable, Equatable {
         public var mirrors: [Mirror]?
         /// A Metalink's piece hashes: each segment of a download with mirrors is a run of whole pieces.
         public var pieces: Pieces?
+        /// The `--connections` and `--per-mirror` the segments were planned for: `resume`, which takes neither,
+        /// runs with them again.
+        public var connections: Int?
+        public var perMirror: Int?
         /// An S3 object: where it is and how requests are signed (names only, never a key). Stored at
         /// the token's top level (`s3`), where earlier releases put it.
         public var s3: S3State?
@@ -85,7 +89,7 @@ public struct ResumeToken: Sendable, Equatable {
 
         enum CodingKeys: String, CodingKey {
             case path, effectiveURL, etag, lastModified, validator, totalBytes, committedBytes, expectedSHA256,
-                onChange, segments, mirrors, pieces
+                onChange, segments, mirrors, pieces, connections, perMirror
         }
     }
 

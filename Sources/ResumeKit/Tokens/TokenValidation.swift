@@ -79,6 +79,11 @@ public enum TokenValidation {
                     field: "download.pieces", reason: "needs a length, a known algorithm and its hex hashes")
             }
         }
+        for (value, field) in [(d.connections, "connections"), (d.perMirror, "perMirror")] {
+            if let value, !(1...16).contains(value) {
+                throw Violation(field: "download.\(field)", reason: "must be 1 to 16")
+            }
+        }
         guard let segments = d.segments else { return }
         if segments.contains(where: {
             ($0.from ?? []).contains { !(d.mirrors ?? [.init(url: "")]).indices.contains($0) }
