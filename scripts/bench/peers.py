@@ -10,6 +10,7 @@ import socket
 import subprocess
 import sys
 import threading
+import time
 
 from .util import NGINX, REPO, Failure, free_port, proc_cpu, stop_process, wait_port
 
@@ -202,10 +203,13 @@ class MotoPeer:
 
 class CountingProxy:
     """A TCP relay on 127.0.0.1 in front of a server that counts the bytes clients send (case 7's
-    "sent twice"). One thread per direction and connection."""
+    "sent twice"), and with `rate` forwards at most that many bytes a second to each client connection
+    (nginx's limit_rate sends a response's first second at once, so it does not slow 1 MiB ranges).
+    One thread per direction and connection."""
 
-    def __init__(self, upstream_port):
+    def __init__(self, upstream_port, rate=None):
         self.upstream_port = upstream_port
+        self.rate = rate
         self.lock = threading.Lock()
         self.upstream = 0
         self.connections = 0
@@ -235,8 +239,10 @@ class CountingProxy:
             threading.Thread(target=self.pump, args=(server, client, False), daemon=True).start()
 
     def pump(self, src, dst, count):
-        buf = bytearray(1 << 20)
+        rate = None if count else self.rate
+        buf = bytearray(64 << 10 if rate else 1 << 20)
         view = memoryview(buf)
+        began, total = time.monotonic(), 0
         try:
             while True:
                 n = src.recv_into(buf)
@@ -246,6 +252,11 @@ class CountingProxy:
                 if count:
                     with self.lock:
                         self.upstream += n
+                if rate:
+                    total += n
+                    ahead = total / rate - (time.monotonic() - began)
+                    if ahead > 0:
+                        time.sleep(ahead)
         except OSError:
             pass
         for sock, how in ((dst, socket.SHUT_WR), (src, socket.SHUT_RD)):
