@@ -19,6 +19,9 @@ let package = Package(
         .executableTarget(name: "FuzzS3XML", dependencies: [
             "FuzzCheck", .product(name: "ResumeKit", package: "resumectl"), .product(name: "ResumeMarkup", package: "resumectl"),
         ]),
+        .executableTarget(name: "FuzzMetalink", dependencies: [
+            "FuzzCheck", .product(name: "ResumeKit", package: "resumectl"), .product(name: "ResumeMarkup", package: "resumectl"),
+        ]),
     ] + targets.map { name in
         .executableTarget(name: name, dependencies: ["FuzzCheck", .product(name: "ResumeKit", package: "resumectl")])
     },

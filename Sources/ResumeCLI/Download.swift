@@ -71,8 +71,8 @@ struct Download: AsyncParsableCommand {
     @Option(
         name: .customLong("checksum-file"),
         help: ArgumentHelp(
-            "Verify each file by its entry in a list of SHA-256 sums (sha256sum's or BSD lines), a file or an "
-                + "http(s) URL."))
+            "Verify each file (the URL's, a list's, a folder's) by its entry in a list of SHA-256 sums "
+                + "(sha256sum's or BSD lines), a file or an http(s) URL."))
     var checksumFile: String?
 
     @Option(name: .customLong("on-change"), help: "When the file changed on the server: restart or fail.")
@@ -125,8 +125,8 @@ struct Download: AsyncParsableCommand {
             throw ValidationError(
                 "a Metalink carries its own hashes and is saved to a file: no --checksum-file or -o -")
         }
-        if isFolder || output == "-", checksumFile != nil {
-            throw ValidationError("--checksum-file applies to a URL saved to a file, or to -i LIST")
+        if output == "-", checksumFile != nil {
+            throw ValidationError("--checksum-file checks files saved to disk, not stdout")
         }
         switch (url, inputFile) {
         case (nil, nil): throw ValidationError("give a URL, or -i LIST")
@@ -229,9 +229,7 @@ extension Download {
         guard let location = checksumFile else { return nil }
         do {
             let sums = try client.checksumFile(location, headers: options.header, cancellation: Cancellation())
-            if sums.skipped > 0, !options.quiet {
-                Output.stderr("resumectl: \(location): \(sums.skipped) line(s) carry no SHA-256 sum, not used\n")
-            }
+            if let line = sums.skippedNote(location), !options.quiet { Output.stderr("resumectl: \(line)\n") }
             return sums
         } catch {
             throw Runner.fail(error, json: options.json)
@@ -241,7 +239,7 @@ extension Download {
     /// A file the sums do not list is fetched all the same, and said so once.
     func noteUnlisted(_ name: String) {
         guard !options.quiet, let location = checksumFile else { return }
-        Output.stderr("resumectl: \(location) lists no sum for \(name): it is not checked\n")
+        Output.stderr("resumectl: \(ChecksumFile.unlisted(name, in: location))\n")
     }
 
     /// A folder URL (ending in `/`, or with `-r`) or an S3 prefix.
@@ -258,7 +256,7 @@ extension Download {
             url: url, headers: options.header, onChange: onChange, force: force, s3: s3.options())
         let request = FolderRequest(
             url: url, folder: folder, template: template, parallel: parallel, depth: depth, include: include,
-            exclude: exclude, skipExisting: skipExisting)
+            exclude: exclude, skipExisting: skipExisting, checksumFile: checksumFile)
         try await BatchRun.run(
             id: request.id, target: url, download: true, client: client, options: options, background: background
         ) {

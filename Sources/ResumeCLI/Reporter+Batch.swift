@@ -26,6 +26,8 @@ extension Reporter {
                 }
             case .transfer(let file, let event):
                 transfer(file, event)
+            case .note(let text):
+                note(text)
             case .file(let file, let event):
                 fileEvent(file, event)
             }

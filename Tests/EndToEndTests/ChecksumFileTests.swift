@@ -64,3 +64,85 @@ import Testing
         #expect(both.status == 64)
     }
 }
+
+/// `download URL/ --checksum-file`: each file of a folder (nginx's autoindex) checked by its entry, and a batch
+/// that keeps the list's location in its record, so that `resume` checks too.
+extension ChecksumFileDownloadTests {
+    /// Files below `www/d` (relative path → seed), each `size` bytes; their digests.
+    static func folder(_ w: Workspace, _ files: [String: UInt64], size: Int = Self.size) throws -> [String: String] {
+        var digests: [String: String] = [:]
+        for (relative, seed) in files {
+            let path = w.path("www/d/" + relative)
+            try FileManager.default.createDirectory(
+                atPath: (path as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
+            digests[relative] = try makeRandomFile(path: path, size: size, seed: seed)
+        }
+        return digests
+    }
+
+    @Test func aFolderChecksEachFileByItsPathOrItsUniqueNameWithTheSumsServedBeside() async throws {
+        let w = try Workspace()
+        let files = try Self.folder(w, ["a.bin": 11, "sub/b.bin": 12, "sub/deeper/c.bin": 13])
+        // By its path (with sha256sum's `./`), and by a name no other entry has, in a BSD line.
+        let sums = [
+            "\(files["a.bin"]!)  ./a.bin", "\(files["sub/b.bin"]!) *sub/b.bin",
+            "SHA256 (c.bin) = \(files["sub/deeper/c.bin"]!)",
+        ]
+        try (sums.joined(separator: "\n") + "\n").write(
+            toFile: w.path("www/d/SHA256SUMS"), atomically: true, encoding: .utf8)
+        let nginx = try await NginxServer(root: w.path("www"), serverDirectives: "autoindex on;")
+        let r = try await w.run([
+            "download", nginx.url(for: "d/"), "-o", "dl", "--checksum-file", nginx.url(for: "d/SHA256SUMS"),
+        ])
+        #expect(r.status == 0, "\(r)")
+        for (relative, digest) in files { #expect(try sha256(file: w.out + "/dl/" + relative) == digest) }
+        #expect(w.exists(w.out + "/dl/SHA256SUMS"), "the list is a file of the folder like any other")
+        #expect(!r.stderr.contains("lists no sum"), "the list itself is not said unlisted: \(r.stderr)")
+        #expect(nginx.accessLog().filter { $0.contains("GET /d/SHA256SUMS") }.count == 2, "read once, fetched once")
+    }
+
+    @Test func aMismatchFailsThatFileWith65AndKeepsItsPartWhileTheOthersArrive() async throws {
+        let w = try Workspace()
+        let files = try Self.folder(w, ["good.bin": 21, "bad.bin": 22, "sub/unlisted.bin": 23])
+        try "\(files["good.bin"]!)  good.bin\n\(String(repeating: "0", count: 64))  bad.bin\nno sum here\n".write(
+            toFile: w.path("sums"), atomically: true, encoding: .utf8)
+        let nginx = try await NginxServer(root: w.path("www"), serverDirectives: "autoindex on;")
+        let r = try await w.run(["download", nginx.url(for: "d/"), "-o", "dl", "--checksum-file", "../sums"])
+        #expect(r.status == 65, "\(r)")
+        #expect(try sha256(file: w.out + "/dl/good.bin") == files["good.bin"])
+        #expect(try sha256(file: w.out + "/dl/sub/unlisted.bin") == files["sub/unlisted.bin"])
+        #expect(!w.exists(w.out + "/dl/bad.bin") && w.size(w.out + "/dl/bad.bin.part") == Self.size)
+        #expect(r.stderr.contains("bad.bin: checksum mismatch"), "\(r.stderr)")
+        #expect(r.stderr.components(separatedBy: "lists no sum for sub/unlisted.bin").count == 2, "\(r.stderr)")
+        #expect(r.stderr.contains("1 line(s) carry no SHA-256 sum"), "\(r.stderr)")
+        #expect(r.stderr.contains("failed 1 of 3 files"), "\(r.stderr)")
+    }
+
+    @Test func aKilledBatchResumedElsewhereChecksByTheListItsRecordNames() async throws {
+        let w = try Workspace()
+        // One at a time at 500 kB/s: killed while big/a.bin arrives, before big/b.bin has a token.
+        let files = try Self.folder(w, ["big/a.bin": 31, "big/b.bin": 32, "big/c.bin": 33], size: 3 << 20)
+        try "\(files["big/a.bin"]!)  big/a.bin\n\(String(repeating: "f", count: 64))  big/b.bin\n".write(
+            toFile: w.path("sums"), atomically: true, encoding: .utf8)
+        let nginx = try await NginxServer(root: w.path("www"), limitRate: 500_000, serverDirectives: "autoindex on;")
+        let p = try w.start([
+            "download", nginx.url(for: "d/"), "-o", "dl", "--checksum-file", "../sums", "--parallel", "1", "--json",
+            "--checkpoint-interval", "0.2",
+        ])
+        let id = try await FolderUploadTests.killMidBatch(p)
+        #expect(try w.tokens().count == 1, "only big/a.bin had started")
+        let shown = try await w.run(["show", id])
+        #expect(shown.stdout.contains("\"checksumFile\" : \"/") && shown.stdout.contains("/sums\""), "\(shown)")
+
+        // From another folder: the record holds the list's absolute path.
+        let r = try await runProcess(
+            resumectlBinary, ["resume", id, "--state-dir", w.state], currentDirectory: w.path("www"),
+            timeout: .seconds(120))
+        #expect(r.status == 65, "\(r)")
+        #expect(try sha256(file: w.out + "/dl/big/a.bin") == files["big/a.bin"])
+        #expect(try sha256(file: w.out + "/dl/big/c.bin") == files["big/c.bin"])
+        #expect(!w.exists(w.out + "/dl/big/b.bin") && w.size(w.out + "/dl/big/b.bin.part") == 3 << 20)
+        #expect(r.stderr.contains("big/b.bin: checksum mismatch"), "\(r.stderr)")
+        #expect(r.stderr.components(separatedBy: "lists no sum for big/c.bin").count == 2, "\(r.stderr)")
+    }
+}

@@ -35,6 +35,16 @@ public struct ChecksumFile: Sendable, Equatable {
         return byFileName[fileName] ?? nil
     }
 
+    /// The line that says a file is fetched unchecked: the list at `location` does not name it.
+    public static func unlisted(_ name: String, in location: String) -> String {
+        "\(location) lists no sum for \(name): it is not checked"
+    }
+
+    /// The line that says how many lines of the list at `location` were not used; nil when none.
+    public func skippedNote(_ location: String) -> String? {
+        skipped > 0 ? "\(location): \(skipped) line(s) carry no SHA-256 sum, not used" : nil
+    }
+
     /// `HEX  NAME` or `HEX *NAME`; a leading `\` says the name has `\\` and `\n` escaped.
     private static func gnu(_ line: Substring) -> (String, String)? {
         let escaped = line.hasPrefix("\\")

@@ -16,6 +16,8 @@ struct FolderDownload {
         let lock = try client.openBatch(id)
         defer { lock.release() }
         let state = client.store.state
+        // Before the record: a list that cannot be read ends a first run with no batch to resume.
+        let sums = try await checksums(cancellation: cancellation, events: events)
         var record = BatchRecord(request)
         if let earlier = BatchLedger.record(state: state, id: id) { record.createdAt = earlier.createdAt }
         try BatchLedger.save(record, state: state)
@@ -66,6 +68,13 @@ struct FolderDownload {
             case .fetch:
                 break
             }
+            if let sums, let location = request.checksumFile {
+                download.expectedSHA256 = sums.sha256(for: file.relative)
+                // The list itself, a file of the folder, is not said.
+                if download.expectedSHA256 == nil, file.url != location {
+                    events(.note(ChecksumFile.unlisted(file.relative, in: location)))
+                }
+            }
             requests.append(download)
             chosen.append(i)
         }
@@ -105,6 +114,19 @@ struct FolderDownload {
             if request.sync?.delete == true { SyncSides.removeEmptyFolders(folder) }
         }
         return client.endBatch(record, ledger: ledger, tally: tally, stop: cancellation.reason)
+    }
+
+    /// `--checksum-file`, read once a run: a file, or over http(s) with the batch's headers.
+    private func checksums(cancellation: Cancellation, events: @escaping @Sendable (BatchEvent) -> Void)
+        async throws(TransferError) -> ChecksumFile?
+    {
+        guard let location = request.checksumFile else { return nil }
+        let (client, headers) = (client, request.template.headers)
+        let sums = try await onOwnThread { () throws(TransferError) in
+            try client.checksumFile(location, headers: headers, cancellation: cancellation)
+        }
+        if let line = sums.skippedNote(location) { events(.note(line)) }
+        return sums
     }
 
     /// `resumectl sync --dry-run` down: the plan alone, from the listing and the folder; nothing is written.

@@ -17,13 +17,17 @@ public struct FolderRequest: Sendable, Equatable {
     public var skipExisting: Bool
     /// Set for `resumectl sync`: the folder's files follow the plan, and its extras may go.
     public var sync: SyncOptions?
+    /// `--checksum-file`: a list of SHA-256 sums (a path or an http(s) URL), read once a run; each file is
+    /// checked by its entry (``ChecksumFile/sha256(for:)`` of its path below the folder).
+    public var checksumFile: String?
 
     public init(
         url: String, folder: String, template: DownloadRequest, parallel: Int = 4, depth: Int? = nil,
         include: [String] = [],
-        exclude: [String] = [], skipExisting: Bool = false, sync: SyncOptions? = nil
+        exclude: [String] = [], skipExisting: Bool = false, sync: SyncOptions? = nil, checksumFile: String? = nil
     ) {
         self.sync = sync
+        self.checksumFile = checksumFile
         self.url = url
         self.folder = folder
         self.template = template

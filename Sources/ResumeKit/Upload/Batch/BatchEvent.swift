@@ -11,4 +11,6 @@ public enum BatchEvent: Sendable {
     case progress(files: Int, of: Int, bytes: Int64, total: Int64)
     /// A retry, a note of one file's upload (the engine's own events).
     case transfer(BatchFile, TransferEvent)
+    /// A line for the user, not part of the JSON stream: a file the checksum file does not name.
+    case note(String)
 }

@@ -26,6 +26,8 @@ public struct BatchRecord: Codable, Sendable, Equatable {
         public var exclude: [String]
         public var onChange: String
         public var force: Bool
+        /// `--checksum-file`: an absolute path or an http(s) URL, read again by every run of the batch.
+        public var checksumFile: String?
     }
 
     public var version: Int
@@ -83,7 +85,10 @@ public struct BatchRecord: Codable, Sendable, Equatable {
             skipExisting: request.skipExisting, headers: t.headers, s3: t.s3)
         download = Download(
             depth: request.depth, include: request.include, exclude: request.exclude, onChange: t.onChange.rawValue,
-            force: t.force)
+            force: t.force,
+            checksumFile: request.checksumFile.map {
+                $0.hasPrefix("http://") || $0.hasPrefix("https://") ? $0 : OutputPath.absolute($0)
+            })
         sync = request.sync
     }
 
@@ -96,7 +101,8 @@ public struct BatchRecord: Codable, Sendable, Equatable {
             s3: s3Options)
         return FolderRequest(
             url: target, folder: folder, template: template, parallel: parallel, depth: download.depth,
-            include: download.include, exclude: download.exclude, skipExisting: skipExisting, sync: sync)
+            include: download.include, exclude: download.exclude, skipExisting: skipExisting, sync: sync,
+            checksumFile: download.checksumFile)
     }
 
     private var s3Options: S3Options {
