@@ -1,12 +1,6 @@
 import Crypto
 import FoundationEssentials
-#if canImport(Glibc)
-    import Glibc
-#elseif canImport(Musl)
-    import Musl
-#elseif canImport(Darwin)
-    import Darwin
-#endif
+import Glibc
 
 /// RFC 9530's `Repr-Digest` of a served file, computed only when a HEAD asks for it with
 /// `Want-Repr-Digest: sha-256=…`: a client that would send the file checks first whether the server holds

@@ -1,10 +1,4 @@
-#if canImport(Glibc)
-    import Glibc
-#elseif canImport(Musl)
-    import Musl
-#elseif canImport(Darwin)
-    import Darwin
-#endif
+import Glibc
 import NIOHTTP1
 
 /// Where a tus creation (`POST` with `Tus-Resumable`) puts its upload, by the same path rules as every

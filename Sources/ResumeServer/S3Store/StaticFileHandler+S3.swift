@@ -1,6 +1,4 @@
-#if canImport(Glibc)
-    import Glibc
-#endif
+import Glibc
 import Dispatch
 import NIOCore
 import NIOHTTP1
