@@ -1,6 +1,7 @@
 import Glibc
 import FoundationEssentials
 import NIOCore
+import ResumeKit
 
 /// The one owner of the folder where unfinished uploads live: `ROOT/.resumectl-uploads/`, mode
 /// 0700, holding `<id>.json` (an ``UploadRecord``) and `<id>.data` (the bytes so far) per upload;
@@ -44,12 +45,7 @@ struct UploadStore: Sendable {
     /// A fresh upload id: 128 random bits in hex.
     static func newID() -> String {
         var random = SystemRandomNumberGenerator()
-        return hex(random.next()) + hex(random.next())
-    }
-
-    private static func hex(_ value: UInt64) -> String {
-        let digits = String(value, radix: 16)
-        return String(repeating: "0", count: 16 - digits.count) + digits
+        return withUnsafeBytes(of: (random.next(), random.next()) as (UInt64, UInt64)) { Array($0) }.hex
     }
 
     /// Whether `id` could name an upload (so a request path never reaches the file system otherwise).
