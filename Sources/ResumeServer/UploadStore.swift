@@ -63,28 +63,32 @@ struct UploadStore: Sendable {
         try save(record)
     }
 
-    /// Writes `record` over its previous version: temp file, fsync, rename, fsync of the folder.
+    /// Writes `record` over its previous version (``write(_:to:folder:)``).
     func save(_ record: UploadRecord) throws(UploadFailure) {
-        let bytes: Data
-        do {
-            bytes = try JSONEncoder().encode(record)
-        } catch {
+        guard let bytes = try? JSONEncoder().encode(record) else {
             throw UploadFailure(status: 500, "cannot encode the upload's record")
         }
-        let final = recordPath(record.id)
-        let temp = final + ".tmp"
+        if let code = Self.write(bytes, to: recordPath(record.id), folder: folder) {
+            throw UploadFailure(errno: code, doing: "write the upload's record")
+        }
+    }
+
+    /// Puts `bytes` at `path` (in `folder`) whole or not at all: temp file, fsync, rename, fsync of the folder.
+    /// The errno of a failure.
+    static func write(_ bytes: Data, to path: String, folder: String) -> Int32? {
+        let temp = path + ".tmp"
         let fd = open(temp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
-        guard fd >= 0 else { throw UploadFailure(errno: errno, doing: "write the upload's record") }
-        var ok = bytes.withUnsafeBytes { UploadData.writeAll(fd, $0, at: 0) } == nil
-        ok = ok && fsync(fd) == 0
-        let code = errno
+        guard fd >= 0 else { return errno }
+        var failure = bytes.withUnsafeBytes { UploadData.writeAll(fd, $0, at: 0) }
+        if failure == nil && fsync(fd) != 0 { failure = errno }
         close(fd)
-        guard ok, rename(temp, final) == 0 else {
-            let failure = UploadFailure(errno: ok ? errno : code, doing: "write the upload's record")
+        if failure == nil && rename(temp, path) != 0 { failure = errno }
+        guard failure == nil else {
             unlink(temp)
-            throw failure
+            return failure
         }
         syncFolder(folder)
+        return nil
     }
 
     /// Makes the bytes written to `data` durable, then `record` (whose offset counts them): the one
@@ -179,7 +183,7 @@ struct UploadStore: Sendable {
             && first.st_dev == second.st_dev && first.st_ino == second.st_ino
     }
 
-    func syncFolder(_ path: String) {
+    static func syncFolder(_ path: String) {
         let fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
         guard fd >= 0 else { return }
         fsync(fd)
