@@ -63,8 +63,6 @@ extension UploadHandler {
             components =
                 dialect == .tus
                 ? try TusTarget.components(head, root: settings.root) : try SafePath.components(ofTarget: head.uri)
-        } catch let refusal as TusTarget.Refusal {
-            return answer(context: context, dialect.answer(Int(refusal.status.code)))
         } catch {
             return answer(context: context, dialect.answer(error as? PathRefusal == .malformed ? 400 : 403))
         }
