@@ -105,7 +105,7 @@ extension UploadHandler {
         }
         continueIfAsked(context: context, head: head)
         let contentLength = FieldValue.integer(head.headers["content-length"].first)
-        receiver.claim(append.id, context: context) { claimed in
+        receiver.claim(append.id, context: context) { claimed, settled in
             switch claimed {
             case .missing:
                 self.answer(context: context, dialect.notFound(head: false))
@@ -117,7 +117,7 @@ extension UploadHandler {
                     dialect.admit(
                         append, contentLength: contentLength, record: record, finished: true, maxSize: self.maxSize)
                         ?? dialect.done(record, created: false))
-            case .claimed(var record, let settled):
+            case .claimed(var record):
                 if let refusal = dialect.admit(
                     append, contentLength: contentLength, record: record, finished: false, maxSize: self.maxSize)
                 {
@@ -126,6 +126,8 @@ extension UploadHandler {
                 }
                 record.length = record.length ?? append.length
                 self.receive(context: context, record: record, settled: settled)
+            case .busy:
+                break
             }
         }
     }
