@@ -57,13 +57,6 @@ struct UploadAdmission: Sendable {
                 status: .insufficientStorage, reason: "\(announced - offset) bytes do not fit in the \(free) bytes free"
             )
         }
-        if components != nil, let slots, slots.isFull {
-            return Refusal(
-                status: .serviceUnavailable,
-                headers: [("Retry-After", "\(Self.retryAfterBusy)")],
-                reason: "\(slots.limit) uploads in progress (--max-uploads)"
-            )
-        }
         return nil
     }
 
