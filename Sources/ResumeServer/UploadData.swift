@@ -16,6 +16,17 @@ struct UploadData: Sendable {
         }
     }
 
+    /// Appends the first `count` bytes of the file `source` at this file's position, in the kernel (sendfile(2)).
+    func append(from source: Int32, count: Int64) throws(UploadFailure) {
+        var offset = off_t(0)
+        while offset < count {
+            let n = sendfile(descriptor, source, &offset, Int(count - Int64(offset)))
+            if n < 0 && errno == EINTR { continue }
+            if n < 0 { throw UploadFailure(errno: errno, doing: "copy a partial upload") }
+            if n == 0 { throw UploadFailure(status: 410, "a partial upload is shorter than its length") }
+        }
+    }
+
     /// Makes what was written durable.
     func sync() throws(UploadFailure) {
         guard fdatasync(descriptor) == 0 else { throw UploadFailure(errno: errno, doing: "fdatasync") }

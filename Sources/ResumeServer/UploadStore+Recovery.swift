@@ -19,11 +19,15 @@ extension UploadStore {
         var records: [UploadRecord] = []
         var dataIDs: Set<String> = []
         var recordIDs: [String] = []
+        var doneIDs: Set<String> = []
         for name in Self.names(in: folder) {
             if name.hasSuffix(".tmp") {
                 unlink(folder + "/" + name)
             } else if name.hasSuffix(".data") {
                 dataIDs.insert(String(name.dropLast(5)))
+            } else if name.hasSuffix(".done") {
+                // A finished tus partial upload keeps its data beside it.
+                doneIDs.insert(String(name.dropLast(5)))
             } else if name.hasSuffix(".json") {
                 recordIDs.append(String(name.dropLast(5)))
             }
@@ -32,7 +36,7 @@ extension UploadStore {
             dataIDs.remove(id)
             if let record = recover(id, now: now, replacing: replacing, log: log) { records.append(record) }
         }
-        for id in dataIDs.sorted() {
+        for id in dataIDs.subtracting(doneIDs).sorted() {
             unlink(dataPath(id))
             log("upload \(id): data without a record, removed")
         }
@@ -78,6 +82,12 @@ extension UploadStore {
             log("upload \(name): expired, removed")
             return nil
         }
+        if record.isFinal && !record.isComplete {
+            // Its client, never told of it, asks again; its partial uploads are still there.
+            remove(id)
+            log("upload \(name): a tus concatenation cut short, removed")
+            return nil
+        }
         if size > record.offset {
             // The next append cuts them off again when it opens the data (``openData(_:at:)``): a failure
             // here costs nothing but the word in the log.
@@ -113,7 +123,7 @@ extension UploadStore {
                 let record = try? JSONDecoder().decode(UploadRecord.self, from: bytes),
                 record.version == 1, record.id == id, record.expires > now
             else {
-                unlink(donePath(id))
+                remove(id)
                 continue
             }
             records.append(record)

@@ -134,6 +134,11 @@ struct UploadStore: Sendable {
     /// the record becomes `<id>.done`. A finishing upload whose data is gone but whose destination is
     /// there was renamed into place (`--overwrite`) or finished before a crash: only the rest is done.
     func finish(_ record: UploadRecord, replacing: Bool) throws(UploadFailure) {
+        if record.concat == .partial {
+            // A tus partial upload is no file: its data stays beside its record, for final uploads, until it expires.
+            rename(recordPath(record.id), donePath(record.id))
+            return
+        }
         let retrying = record.phase == .finishing
         var record = record
         if record.phase != .finishing {
@@ -174,6 +179,33 @@ struct UploadStore: Sendable {
         rename(recordPath(record.id), donePath(record.id))
         metrics?.uploadFinished(record.kind)
         if let due { hooks?.run(due) }
+    }
+
+    /// tus concatenation: the partial uploads' data, in order, into the final upload's own, made durable
+    /// with its record, which then says every byte is there (only from then on does a start finish it
+    /// rather than remove it), and finished.
+    func concatenate(_ record: UploadRecord, parts: [UploadRecord], replacing: Bool) throws(UploadFailure)
+        -> UploadRecord
+    {
+        try create(record)
+        var done = record
+        done.offset = record.length ?? 0
+        do throws(UploadFailure) {
+            let data = try openData(record.id, at: 0)
+            defer { data.close() }
+            for part in parts {
+                let fd = open(dataPath(part.id), O_RDONLY | O_CLOEXEC)
+                guard fd >= 0 else { throw UploadFailure(status: 410, "a partial upload is gone") }
+                defer { close(fd) }
+                try data.append(from: fd, count: part.length ?? 0)
+            }
+            try persist(data, done)
+            try finish(done, replacing: replacing)
+        } catch {
+            remove(record.id)
+            throw error
+        }
+        return done
     }
 
     private static func sameFile(_ path: String, _ folder: CInt, _ name: String) -> Bool {
