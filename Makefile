@@ -136,7 +136,7 @@ release: deps-build
 # once wait on transfers more than on the CPU (1.6 of 2 cores, 195-205 s for 154 tests in two idle runs
 # on 2026-11-26; three at once passed every test while three builds ran beside them). The rest runs
 # fully in parallel. One build serves both runs.
-TIMED_SUITES := EndToEndTests\.(FolderDownloadTests|MirrorDownloadTests|SyncTests|SecretsAtRestTests|ServeHookTests|ServeStopTests|ServeTusSpecTests|CrashSafetyTests|FolderUploadTests|FolderUploadControlTests|DownloadTests|ManyConnectionsTests|AnnouncedIDTests|UploadTests|SupportSelfTests|BackgroundTests|S3CrashTests|StreamUploadTests|StreamUploadStrictTests|TusStreamUploadTests|S3StreamUploadTests|StdoutDownloadTests|ServeDurabilityTests|ServeS3StoreTests|ServeS3FolderTests|ServeS3AccessTests|ServeS3CompletionTests|ServeS3HookTests|ServeS3MemoryTests|ServeSoakTests)
+TIMED_SUITES := EndToEndTests\.(FolderDownloadTests|MirrorDownloadTests|SyncTests|SecretsAtRestTests|ServeHookTests|ServeStopTests|ServeTusSpecTests|CrashSafetyTests|FolderUploadTests|FolderUploadControlTests|DownloadTests|ManyConnectionsTests|AnnouncedIDTests|UploadTests|SupportSelfTests|BackgroundTests|S3CrashTests|StreamUploadTests|StreamUploadStrictTests|TusStreamUploadTests|S3StreamUploadTests|StdoutDownloadTests|ServeDurabilityTests|ServeS3StoreTests|ServeS3FolderTests|ServeS3AccessTests|ServeS3CompletionTests|ServeS3HookTests|ServeS3MemoryTests|ServeSoakTests|ServeTusConcatTests)
 TIMED_WIDTH ?= 6
 test: deps-build deps-test
 	$(SWIFT) build --build-tests

@@ -45,6 +45,13 @@ public struct S3Responses: S3Answers {
         return etag
     }
 
+    /// UploadPartCopy's answer: the copied part's ETag.
+    public func copiedETag(_ body: [UInt8]) throws(TransferError) -> String {
+        let tree = try document(body, "CopyPartResult")
+        guard let etag = tree["ETag"] else { throw malformed("CopyPartResult without an ETag") }
+        return etag
+    }
+
     public func objects(_ body: [UInt8]) throws(TransferError) -> (objects: [S3Object], continuation: String?) {
         let tree = try document(body, "ListBucketResult")
         var objects: [S3Object] = []

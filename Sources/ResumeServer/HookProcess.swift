@@ -1,10 +1,6 @@
-#if canImport(Glibc)
-    import Glibc
-#elseif canImport(Musl)
-    import Musl
-#endif
+import Glibc
 import CHookSpawn
-import Crypto
+import ResumeKit
 
 /// One run of a completion hook: started without a shell (``resumectl_spawn_hook``), its stderr kept
 /// (the last 8 KiB) for the log, killed with its process group once `timeout` is over. Blocks its
@@ -101,24 +97,9 @@ enum HookProcess {
 
     /// The hex SHA-256 of the file at `path`, if it still holds `size` bytes (read on the hook's thread).
     static func sha256(path: String, size: Int64) -> String? {
-        let fd = open(path, O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else { return nil }
-        defer { close(fd) }
-        var hasher = SHA256()
-        var buffer = [UInt8](repeating: 0, count: 256 << 10)
-        var total: Int64 = 0
-        while true {
-            let n = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
-            if n < 0 && errno == EINTR { continue }
-            if n < 0 { return nil }
-            if n == 0 { break }
-            hasher.update(data: buffer[0..<n])
-            total += Int64(n)
-        }
-        guard total == size else { return nil }
-        return hasher.finalize().map {
-            String($0, radix: 16).count == 1 ? "0" + String($0, radix: 16) : String($0, radix: 16)
-        }.joined()
+        var info = stat()
+        guard stat(path, &info) == 0, Int64(info.st_size) == size else { return nil }
+        return try? FileDigest.sha256(path: path)
     }
 
     /// A NULL-terminated `char *` array of `strings` for the duration of `body`.

@@ -1,8 +1,4 @@
-#if canImport(Glibc)
-    import Glibc
-#elseif canImport(Musl)
-    import Musl
-#endif
+import Glibc
 import FoundationEssentials
 import NIOPosix
 
@@ -59,21 +55,9 @@ final class HookRunner: Sendable {
         let due = Due(
             id: record.id, path: path, size: record.length ?? record.offset, kind: record.kind, user: record.user)
         guard let folder, let bytes = try? JSONEncoder().encode(due) else { return due }
-        let final = duePath(folder, record.id)
-        let temp = final + ".tmp"
-        let fd = open(temp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
-        let written = fd >= 0 && bytes.withUnsafeBytes { UploadData.writeAll(fd, $0, at: 0) } == nil && fsync(fd) == 0
-        if fd >= 0 { close(fd) }
-        guard written, rename(temp, final) == 0 else {
+        if let code = UploadStore.write(bytes, to: duePath(folder, record.id), folder: folder) {
             // Still run now; only a crash before it ends would go unnoticed.
-            log?("hook for \(path) cannot be recorded as due: \(String(cString: strerror(errno)))")
-            unlink(temp)
-            return due
-        }
-        let dir = open(folder, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-        if dir >= 0 {
-            fsync(dir)
-            close(dir)
+            log?("hook for \(path) cannot be recorded as due: \(String(cString: strerror(code)))")
         }
         return due
     }

@@ -1,3 +1,4 @@
+import FoundationEssentials
 import NIOCore
 import NIOHTTP1
 import NIOPosix
@@ -224,30 +225,10 @@ final class LoginGate: ChannelDuplexHandler {
     }
 }
 
-/// Standard base64 (RFC 4648 §4), padding optional: only for decoding Basic credentials.
+/// Standard base64 (RFC 4648 §4), padding optional: Basic credentials, tus metadata and checksums.
 enum Base64 {
     static func decode(_ text: Substring) -> [UInt8]? {
-        var output: [UInt8] = []
-        var accumulator: UInt32 = 0
-        var bits = 0
-        for byte in text.utf8 {
-            let value: UInt8
-            switch byte {
-            case UInt8(ascii: "A")...UInt8(ascii: "Z"): value = byte - UInt8(ascii: "A")
-            case UInt8(ascii: "a")...UInt8(ascii: "z"): value = byte - UInt8(ascii: "a") + 26
-            case UInt8(ascii: "0")...UInt8(ascii: "9"): value = byte - UInt8(ascii: "0") + 52
-            case UInt8(ascii: "+"): value = 62
-            case UInt8(ascii: "/"): value = 63
-            case UInt8(ascii: "="): continue
-            default: return nil
-            }
-            accumulator = accumulator << 6 | UInt32(value)
-            bits += 6
-            if bits >= 8 {
-                bits -= 8
-                output.append(UInt8(truncatingIfNeeded: accumulator >> UInt32(bits)))
-            }
-        }
-        return output
+        let padding = String(repeating: "=", count: (4 - text.utf8.count % 4) % 4)
+        return Data(base64Encoded: String(text) + padding).map { Array($0) }
     }
 }

@@ -1,8 +1,4 @@
-#if canImport(Glibc)
-    import Glibc
-#elseif canImport(Musl)
-    import Musl
-#endif
+import Glibc
 import CCrypt
 
 /// The logins of `--htpasswd FILE`: `user:hash` lines as Apache's `htpasswd -B` (bcrypt) and

@@ -1,8 +1,4 @@
-#if canImport(Glibc)
-    import Glibc
-#elseif canImport(Musl)
-    import Musl
-#endif
+import Glibc
 import COpenCached
 
 /// The file-system stage of ``SafePath``: every path is opened relative to the served folder by the

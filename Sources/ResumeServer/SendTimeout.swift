@@ -1,8 +1,4 @@
-#if canImport(Glibc)
-    import Glibc
-#elseif canImport(Musl)
-    import Musl
-#endif
+import Glibc
 import NIOCore
 
 /// First in every connection's pipeline: counts the bytes it reads and writes, for the metrics (before

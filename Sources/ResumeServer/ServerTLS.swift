@@ -1,10 +1,4 @@
-#if canImport(Glibc)
-    import Glibc
-#elseif canImport(Musl)
-    import Musl
-#elseif canImport(Darwin)
-    import Darwin
-#endif
+import Glibc
 import NIOSSL
 
 /// Turns `--tls-cert`/`--tls-key` into a TLS context before anything listens, so that a file that

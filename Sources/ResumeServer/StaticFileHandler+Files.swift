@@ -1,10 +1,4 @@
-#if canImport(Glibc)
-    import Glibc
-#elseif canImport(Musl)
-    import Musl
-#elseif canImport(Darwin)
-    import Darwin
-#endif
+import Glibc
 import NIOCore
 import NIOHTTP1
 import NIOPosix
@@ -72,17 +66,19 @@ extension StaticFileHandler {
                 self.respond(context: context, head: head, status: .movedPermanently, extra: [("Location", location)])
             case .failure(let refusal as PathRefusal):
                 self.respond(context: context, head: head, refusal: refusal)
-            case .failure:
+            case .success(.object), .success(.missing), .failure:
                 self.respond(context: context, head: head, status: .internalServerError)
             }
         }
     }
 
-    /// What a GET or HEAD resolves to.
-    private enum Served {
+    /// What a GET or HEAD resolves to (an object and nothing only on S3).
+    enum Served {
         case file(ServedFile)
+        case object(S3Objects.Info)
         case page(String, contentType: String)
         case redirect(String)
+        case missing
     }
 
     static let pageHeaders = [

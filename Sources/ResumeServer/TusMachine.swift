@@ -1,9 +1,9 @@
 import NIOHTTP1
 
 /// The server side of tus 1.0.0 — core, creation, creation-with-upload, creation-defer-length,
-/// termination, expiration, checksum — as answers to request heads and records. Pure (no I/O, no
-/// clock), like ``DraftMachine``: ``UploadHandler`` runs it over the upload store, and the unit tests
-/// check each MUST of the protocol's text on it, one by one.
+/// termination, expiration, checksum, concatenation — as answers to request heads and records. Pure (no
+/// I/O, no clock), like ``DraftMachine``: ``UploadHandler`` runs it over the upload store, and the unit
+/// tests check each MUST of the protocol's text on it, one by one.
 ///
 /// A finished upload keeps answering at its URL until it expires: a client whose last answer was
 /// lost learns there that it finished, instead of a 404 that would make it start over.
@@ -13,6 +13,7 @@ enum TusMachine {
     static let prefix = "/tus_upload/"
     static let extensions = [
         "creation", "creation-with-upload", "creation-defer-length", "termination", "expiration", "checksum",
+        "concatenation",
     ].joined(separator: ",")
     static let allowed = "OPTIONS, POST, HEAD, PATCH, DELETE"
     static let bodyType = "application/offset+octet-stream"
@@ -27,6 +28,14 @@ enum TusMachine {
         /// creation-with-upload: the POST carries the first bytes.
         var withBody: Bool
         var checksum: String?
+        /// concatenation: `Upload-Concat: partial`.
+        var partial = false
+    }
+
+    /// concatenation: a final upload (`Upload-Concat: final;URL…`) of these partial uploads, in order.
+    struct Final: Equatable {
+        var parts: [String]
+        var metadata: String?
     }
 
     /// A PATCH; its `length` is creation-defer-length's, given once it is known.
@@ -39,6 +48,7 @@ enum TusMachine {
         case answer(Answer)
         case options
         case create(Creation)
+        case concatenate(Final)
         case offset(id: String)
         case append(Append)
         case terminate(id: String)
@@ -89,6 +99,9 @@ enum TusMachine {
     }
 
     private static func creation(_ headers: HTTPHeaders, maxSize: Int64?) -> Request {
+        let concat = headers["upload-concat"].first?.trimmingSpaces
+        if let concat, concat.hasPrefix("final;") { return final(concat.dropFirst(6), headers) }
+        guard concat == nil || concat == "partial" else { return .answer(answer(400)) }
         let lengthField = headers["upload-length"].first
         let deferField = headers["upload-defer-length"].first
         let length: Int64?
@@ -107,9 +120,7 @@ enum TusMachine {
         if let length, let maxSize, length > maxSize {
             return .answer(answer(413, [Field("Tus-Max-Size", "\(maxSize)")]))
         }
-        // An empty field is no metadata (some clients send one).
-        let metadata = headers["upload-metadata"].first.flatMap { $0.trimmingSpaces.isEmpty ? nil : $0 }
-        if let metadata, !TusMetadata.isValid(metadata) { return .answer(answer(400)) }
+        guard let metadata = metadata(headers) else { return .answer(answer(400)) }
         let withBody = mediaType(headers) == bodyType
         var checksum: String?
         if withBody, let header = headers["upload-checksum"].first {
@@ -121,7 +132,52 @@ enum TusMachine {
         {
             return .answer(answer(400))
         }
-        return .create(Creation(length: length, metadata: metadata, withBody: withBody, checksum: checksum))
+        return .create(
+            Creation(
+                length: length, metadata: metadata, withBody: withBody, checksum: checksum, partial: concat != nil))
+    }
+
+    /// concatenation: the partial uploads' URLs (absolute or paths), space-separated; no length ("The Client MUST
+    /// NOT include the Upload-Length header"), no body. A URL naming no upload here is 404, as an unknown upload.
+    private static func final(_ list: Substring, _ headers: HTTPHeaders) -> Request {
+        let urls = list.split(separator: " ")
+        // Their number is bounded by the head's size (ExchangeObserver.maximumHeadSize).
+        guard !urls.isEmpty, headers["upload-length"].isEmpty,
+            headers["upload-defer-length"].isEmpty, headers["transfer-encoding"].isEmpty,
+            (FieldValue.integer(headers["content-length"].first) ?? 0) == 0,
+            let metadata = metadata(headers)
+        else { return .answer(answer(400)) }
+        var parts: [String] = []
+        for url in urls {
+            let path = url.firstRange(of: "://").map { url[$0.upperBound...].drop { $0 != "/" } } ?? url
+            let id = path.dropFirst(prefix.count)
+            guard path.hasPrefix(prefix), UploadStore.isValidID(id) else { return .answer(notFound()) }
+            parts.append(String(id))
+        }
+        return .concatenate(Final(parts: parts, metadata: metadata))
+    }
+
+    /// concatenation: the final upload's length from its partial uploads as stored (`nil`: unknown or another
+    /// login's, 404), each finished (400: `concatenation-unfinished` is not offered); or the refusal.
+    static func join(_ parts: [(record: UploadRecord, finished: Bool)?], maxSize: Int64?) -> Joined {
+        var length: Int64 = 0
+        for part in parts {
+            guard let part, part.record.kind == .tus else { return .refused(notFound()) }
+            guard part.record.concat == .partial, part.finished, let size = part.record.length else {
+                return .refused(answer(400))
+            }
+            let (sum, overflow) = length.addingReportingOverflow(size)
+            guard !overflow, maxSize.map({ sum <= $0 }) ?? true else {
+                return .refused(answer(413, maxSize.map { [Field("Tus-Max-Size", "\($0)")] } ?? []))
+            }
+            length = sum
+        }
+        return .length(length)
+    }
+
+    enum Joined: Equatable {
+        case length(Int64)
+        case refused(Answer)
     }
 
     /// Whether a PATCH may store its body in `record` (`nil`: it may, from the record's offset, with
@@ -130,6 +186,8 @@ enum TusMachine {
         -> Answer?
     {
         guard record.kind == .tus else { return notFound() }
+        // concatenation: "The Server MUST respond with 403 Forbidden to PATCH requests against a final upload".
+        if record.isFinal { return answer(403) }
         guard append.offset == record.offset else { return conflict(record) }
         if let given = append.length {
             // "Once set the length MUST NOT be changed."
@@ -164,9 +222,14 @@ enum TusMachine {
         return answer(204, fields)
     }
 
-    /// HEAD: the offset always, finished or not; the length or that it is deferred; the metadata as created.
+    /// HEAD: the offset always, finished or not (a final upload's only once joined); the length or that it is
+    /// deferred; the metadata as created; a partial or final upload's `Upload-Concat`.
     static func offset(_ record: UploadRecord, finished: Bool) -> Answer {
-        var fields = [Field("Upload-Offset", "\(record.offset)")]
+        var fields: [Field] = record.concat == .partial ? [Field("Upload-Concat", "partial")] : []
+        if case .final(let parts) = record.concat {
+            fields.append(Field("Upload-Concat", "final;" + parts.map { prefix + $0 }.joined(separator: " ")))
+        }
+        if finished || !record.isFinal { fields.append(Field("Upload-Offset", "\(record.offset)")) }
         if let length = record.length {
             fields.append(Field("Upload-Length", "\(length)"))
         } else {
@@ -212,6 +275,12 @@ enum TusMachine {
     }
 
     // MARK: Fields
+
+    /// `Upload-Metadata` as sent (an empty field is none: some clients send one); `nil` when malformed.
+    private static func metadata(_ headers: HTTPHeaders) -> String?? {
+        let metadata = headers["upload-metadata"].first.flatMap { $0.trimmingSpaces.isEmpty ? nil : $0 }
+        return metadata.map(TusMetadata.isValid) == false ? nil : .some(metadata)
+    }
 
     private static func mediaType(_ headers: HTTPHeaders) -> String? {
         headers["content-type"].first?.split(separator: ";").first?.trimmingSpaces.lowercased()

@@ -1,36 +1,19 @@
-#if canImport(Glibc)
-    import Glibc
-#elseif canImport(Musl)
-    import Musl
-#elseif canImport(Darwin)
-    import Darwin
-#endif
+import Glibc
 import NIOHTTP1
 
 /// Where a tus creation (`POST` with `Tus-Resumable`) puts its upload, by the same path rules as every
 /// upload (``SafePath``), plus the tus rule that a folder target takes the file's name from its metadata.
 enum TusTarget {
-    /// Why a creation's target is refused.
-    struct Refusal: Error {
-        var status: HTTPResponseStatus
-        init(_ status: HTTPResponseStatus) { self.status = status }
-    }
-
     /// The upload's path: `filename` (or `name`) metadata below a folder target, else the target itself.
     /// On S3 (no `root`) a folder is named by its final slash alone.
-    static func components(_ head: HTTPRequestHead, root: String?) throws(Refusal) -> [String] {
-        let target: [String]
-        do {
-            target = try SafePath.components(ofTarget: head.uri)
-        } catch {
-            throw Refusal(error == .malformed ? .badRequest : .forbidden)
-        }
+    static func components(_ head: HTTPRequestHead, root: String?) throws(PathRefusal) -> [String] {
+        let target = try SafePath.components(ofTarget: head.uri)
         var type: mode_t?
         if let root {
             do {
                 type = try SafePath.fileType(target, root: root)
             } catch {
-                throw Refusal(.forbidden)
+                throw .forbidden
             }
         }
         let isFolder = head.uri.utf8.prefix { $0 != UInt8(ascii: "?") }.last == UInt8(ascii: "/") || type == S_IFDIR
@@ -39,8 +22,8 @@ enum TusTarget {
         // By bytes, as ``SafePath`` splits a request path: a `/` or `.` byte is one whatever follows it.
         guard let name = metadata["filename"] ?? metadata["name"], !name.isEmpty,
             !name.utf8.contains(UInt8(ascii: "/")), name != ".."
-        else { throw Refusal(.badRequest) }
-        guard SafePath.isPlainName(name), target.count < SafePath.maxDepth else { throw Refusal(.forbidden) }
+        else { throw .malformed }
+        guard SafePath.isPlainName(name), target.count < SafePath.maxDepth else { throw .forbidden }
         return target + [name]
     }
 }

@@ -1,10 +1,4 @@
-#if canImport(Glibc)
-    import Glibc
-#elseif canImport(Musl)
-    import Musl
-#elseif canImport(Darwin)
-    import Darwin
-#endif
+import Glibc
 import NIOHTTP1
 
 /// Decides, from an upload's request head alone, whether it may start: before anything is stored,
@@ -61,13 +55,6 @@ struct UploadAdmission: Sendable {
         if let announced, let root, let free = Self.freeBytes(root), announced - offset > free {
             return Refusal(
                 status: .insufficientStorage, reason: "\(announced - offset) bytes do not fit in the \(free) bytes free"
-            )
-        }
-        if components != nil, let slots, slots.isFull {
-            return Refusal(
-                status: .serviceUnavailable,
-                headers: [("Retry-After", "\(Self.retryAfterBusy)")],
-                reason: "\(slots.limit) uploads in progress (--max-uploads)"
             )
         }
         return nil

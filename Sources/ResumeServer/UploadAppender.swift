@@ -1,10 +1,4 @@
-#if canImport(Glibc)
-    import Glibc
-#elseif canImport(Musl)
-    import Musl
-#elseif canImport(Darwin)
-    import Darwin
-#endif
+import Glibc
 import NIOCore
 import NIOPosix
 
@@ -42,10 +36,7 @@ final class UploadAppender: UploadSink {
     private var failure: UploadFailure?
     private var nextCheckpoint: NIODeadline
     private var completion: ((Ending) -> Void)?
-    /// Called whenever a write has brought the queue below the mark (the handler reads again if it held).
     var resumeReading: (() -> Void)?
-    /// Called once when storing fails mid-body (a full disk), so that the client hears it at once
-    /// instead of sending the rest for nothing; the request still ends through ``end(keep:_:)``.
     var onFailure: ((UploadFailure) -> Void)?
 
     init(store: UploadStore, setup: UploadSinkSetup) {
@@ -77,7 +68,6 @@ final class UploadAppender: UploadSink {
 
     var wantsMore: Bool { queued < Self.highWater && store.bodyMemory.allows(own: queued) }
 
-    /// Queues body bytes; `false` (and nothing queued) when they would go past the upload's limit.
     func receive(_ buffer: ByteBuffer) -> Bool {
         guard ending == nil, failure == nil else { return true }
         if let limit = setup.limit, received + Int64(buffer.readableBytes) > limit { return false }

@@ -11,6 +11,10 @@ protocol UploadBackend: Sendable {
     func create(_ record: UploadRecord) throws(UploadFailure)
     /// Puts a complete upload at its destination (409 when something is there and not `replacing`).
     func finish(_ record: UploadRecord, replacing: Bool) throws(UploadFailure)
+    /// tus concatenation: `record` (a final upload) made of the partial uploads `parts` in order and finished;
+    /// returns it. A failure or a crash never leaves a file in part: the client's retry makes a new one.
+    func concatenate(_ record: UploadRecord, parts: [UploadRecord], replacing: Bool) throws(UploadFailure)
+        -> UploadRecord
     /// Forgets an upload and its bytes.
     func remove(_ id: String)
     /// The sink one request's body goes into.

@@ -1,10 +1,4 @@
-#if canImport(Glibc)
-    import Glibc
-#elseif canImport(Musl)
-    import Musl
-#elseif canImport(Darwin)
-    import Darwin
-#endif
+import Glibc
 import NIOCore
 
 /// An upload's open data file, written by the appender on the thread pool (every method blocks), so
@@ -19,6 +13,17 @@ struct UploadData: Sendable {
             let failure = buffer.withUnsafeReadableBytes { Self.writeAll(descriptor, $0, at: position) }
             if let failure { throw UploadFailure(errno: failure, doing: "write") }
             position += Int64(buffer.readableBytes)
+        }
+    }
+
+    /// Appends the first `count` bytes of the file `source` at this file's position, in the kernel (sendfile(2)).
+    func append(from source: Int32, count: Int64) throws(UploadFailure) {
+        var offset = off_t(0)
+        while offset < count {
+            let n = sendfile(descriptor, source, &offset, Int(count - Int64(offset)))
+            if n < 0 && errno == EINTR { continue }
+            if n < 0 { throw UploadFailure(errno: errno, doing: "copy a partial upload") }
+            if n == 0 { throw UploadFailure(status: 410, "a partial upload is shorter than its length") }
         }
     }
 

@@ -1,10 +1,4 @@
-#if canImport(Glibc)
-    import Glibc
-#elseif canImport(Musl)
-    import Musl
-#elseif canImport(Darwin)
-    import Darwin
-#endif
+import Glibc
 import NIOCore
 import NIOHTTP1
 
@@ -95,12 +89,16 @@ extension UploadHandler {
         endMidBody(current)
     }
 
-    private func endMidBody(_ current: Exchange) {
+    /// A body cut short: a resumable upload keeps what arrived (unless a checksum had to vouch for it); a plain
+    /// one is worthless and goes (`abandoned`: its client left, as the log says).
+    func endMidBody(_ current: Exchange, abandoned: Bool = false) {
         let dialect = current.dialect
         receiver.sink?.end(keep: dialect.keepsPartialBytes && current.checksum == nil) { ending in
             guard !dialect.keepsPartialBytes else { return }
             switch ending {
-            case .settled(let record), .failed(_, let record): self.receiver.drop(record.id)
+            case .settled(let record), .failed(_, let record):
+                if abandoned { self.settings.log?("upload \(current.head.uri) abandoned after \(record.offset) bytes") }
+                self.receiver.drop(record.id)
             }
         }
     }

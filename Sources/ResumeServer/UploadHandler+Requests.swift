@@ -16,6 +16,9 @@ extension UploadHandler {
                 head: head, dialect: dialect, created: true, completes: creation.completes,
                 checksum: creation.checksum.flatMap(TusChecksum.init(header:)))
             create(context: context, head: head, creation)
+        case .concatenate(let final):
+            exchange = Exchange(head: head, dialect: .tus, created: true)
+            concatenate(context: context, head: head, final)
         case .offset(let dialect, let id):
             exchange = Exchange(head: head, dialect: dialect)
             whenIdle(context: context, id: id) { entry in
@@ -55,22 +58,33 @@ extension UploadHandler {
         }
     }
 
-    private func create(context: ChannelHandlerContext, head: HTTPRequestHead, _ creation: UploadRequest.Creation) {
-        guard let dialect = exchange?.dialect else { return }
+    /// Where a creation puts its file, once admitted (`nil`: refused, answered here). A tus creation may
+    /// name a folder and its file by metadata; the others name the file. A tus partial upload is no file.
+    private func admitted(context: ChannelHandlerContext, head: HTTPRequestHead, partial: String?) -> [String]? {
+        guard let dialect = exchange?.dialect else { return nil }
         let components: [String]
         do {
-            // A tus creation may name a folder and its file by metadata; the others name the file.
             components =
-                dialect == .tus
-                ? try TusTarget.components(head, root: settings.root) : try SafePath.components(ofTarget: head.uri)
-        } catch let refusal as TusTarget.Refusal {
-            return answer(context: context, dialect.answer(Int(refusal.status.code)))
+                try partial.map(UploadRecord.partialTarget)
+                ?? (dialect == .tus
+                    ? try TusTarget.components(head, root: settings.root) : try SafePath.components(ofTarget: head.uri))
         } catch {
-            return answer(context: context, dialect.answer(error as? PathRefusal == .malformed ? 400 : 403))
+            answer(context: context, dialect.answer(error as? PathRefusal == .malformed ? 400 : 403))
+            return nil
         }
-        if let refusal = settings.admission.check(head, components: components) {
+        if let refusal = settings.admission.check(head, components: partial == nil ? components : nil) {
             settings.log?("\(dialect.logName) \(head.uri) refused: \(refusal.reason)")
-            return answer(context: context, dialect.answer(Int(refusal.status.code), refusal.headers))
+            answer(context: context, dialect.answer(Int(refusal.status.code), refusal.headers))
+            return nil
+        }
+        return components
+    }
+
+    private func create(context: ChannelHandlerContext, head: HTTPRequestHead, _ creation: UploadRequest.Creation) {
+        guard let dialect = exchange?.dialect else { return }
+        let id = settings.store.newID()
+        guard let components = admitted(context: context, head: head, partial: creation.partial ? id : nil) else {
+            return
         }
         let slots = settings.admission.slots
         if let slots, !slots.acquire() {
@@ -80,9 +94,10 @@ extension UploadHandler {
         var interop: Int?
         if case .draft(let version) = dialect { interop = version }
         let record = UploadRecord(
-            id: settings.store.newID(), kind: dialect.kind, interop: interop, target: components,
-            length: creation.length, metadata: creation.metadata, user: LoginGate.user(in: context),
-            expires: WallClock.millis() + settings.expiry)
+            id: id, kind: dialect.kind, interop: interop, target: components, length: creation.length,
+            metadata: creation.metadata, user: LoginGate.user(in: context),
+            expires: WallClock.millis() + settings.expiry,
+            concat: creation.partial ? .partial : nil)
         continueIfAsked(context: context, head: head)
         receiver.create(record, slots: slots, context: context) { result in
             switch result {
@@ -99,6 +114,41 @@ extension UploadHandler {
         }
     }
 
+    /// tus concatenation: a final upload joins its partial uploads, this login's and finished, in order into
+    /// its file in the store (on the thread pool), then answers as a creation whose every byte is there.
+    private func concatenate(context: ChannelHandlerContext, head: HTTPRequestHead, _ final: TusMachine.Final) {
+        let id = settings.store.newID()
+        guard let components = admitted(context: context, head: head, partial: nil) else { return }
+        let owner = LoginGate.user(in: context)
+        settings.table.entries(final.parts[...], owner: owner, on: context.eventLoop) { found in
+            guard case .success(let entries) = found else {
+                if case .failure(let failure) = found { self.fail(context: context, failure) }
+                return
+            }
+            let length: Int64
+            switch TusMachine.join(entries.map { $0.map { ($0.record, $0.finished) } }, maxSize: self.maxSize) {
+            case .refused(let refusal): return self.answer(context: context, refusal)
+            case .length(let sum): length = sum
+            }
+            let record = UploadRecord(
+                id: id, kind: .tus, target: components, length: length, metadata: final.metadata, user: owner,
+                expires: WallClock.millis() + self.settings.expiry, concat: .final(parts: final.parts))
+            let (store, replacing) = (self.settings.store, self.settings.admission.overwrite)
+            let parts = entries.compactMap { $0?.record }
+            self.settings.threadPool.runIfActive(eventLoop: context.eventLoop) {
+                try store.concatenate(record, parts: parts, replacing: replacing)
+            }.assumeIsolated().whenComplete { result in
+                switch result {
+                case .success(let done):
+                    self.settings.table.insert(done, finished: true)
+                    self.answer(context: context, TusMachine.appended(done, created: true, finished: true))
+                case .failure(let error):
+                    self.fail(context: context, UploadFailure(error))
+                }
+            }
+        }
+    }
+
     private func append(context: ChannelHandlerContext, head: HTTPRequestHead, _ append: UploadRequest.Append) {
         guard let dialect = exchange?.dialect else { return }
         if dialect != .tus, let refusal = settings.admission.check(head, components: nil) {
@@ -107,7 +157,7 @@ extension UploadHandler {
         }
         continueIfAsked(context: context, head: head)
         let contentLength = FieldValue.integer(head.headers["content-length"].first)
-        receiver.claim(append.id, context: context) { claimed in
+        receiver.claim(append.id, context: context) { claimed, settled in
             switch claimed {
             case .missing:
                 self.answer(context: context, dialect.notFound(head: false))
@@ -119,7 +169,7 @@ extension UploadHandler {
                     dialect.admit(
                         append, contentLength: contentLength, record: record, finished: true, maxSize: self.maxSize)
                         ?? dialect.done(record, created: false))
-            case .claimed(var record, let settled):
+            case .claimed(var record):
                 if let refusal = dialect.admit(
                     append, contentLength: contentLength, record: record, finished: false, maxSize: self.maxSize)
                 {
@@ -128,6 +178,8 @@ extension UploadHandler {
                 }
                 record.length = record.length ?? append.length
                 self.receive(context: context, record: record, settled: settled)
+            case .busy:
+                break
             }
         }
     }

@@ -122,17 +122,10 @@ final class UploadHandler: ChannelDuplexHandler {
         context.fireChannelInactive()
     }
 
-    /// The client is gone mid-body: a resumable upload keeps what arrived (unless a checksum had to vouch
-    /// for it); a plain one is worthless.
+    /// The client is gone mid-body (``endMidBody(_:abandoned:)``).
     func abandon() {
-        guard let current = exchange, !current.ended, !current.answered, let sink = receiver.sink else { return }
-        let dialect = current.dialect
-        let target = current.head.uri
-        sink.end(keep: dialect.keepsPartialBytes && current.checksum == nil) { ending in
-            guard !dialect.keepsPartialBytes, case .settled(let record) = ending else { return }
-            self.settings.log?("upload \(target) abandoned after \(record.offset) bytes")
-            self.receiver.drop(record.id)
-        }
+        guard let current = exchange, !current.ended, !current.answered, receiver.sink != nil else { return }
+        endMidBody(current, abandoned: true)
     }
 
     /// The request's body has all arrived: its bytes count if its checksum (if any) matches.

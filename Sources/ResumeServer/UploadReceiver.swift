@@ -125,4 +125,56 @@ final class UploadReceiver {
         let store = store
         threadPool.submit { _ in store.remove(id) }
     }
+
+    /// Makes this request — its login's, see ``UploadTable`` — the writer of upload `id`. One still writing (a client
+    /// that retried before the server saw its old connection die) is stopped, and its bytes settle, before the claim
+    /// is asked again; `next` runs on the event loop, never with `.busy`. Only a `.claimed` upload is held by this
+    /// request: give it back with ``release(_:settled:)`` or store into it
+    /// (``open(_:limit:checkpoints:settled:context:onFailure:)``); the promise is succeeded once its bytes are.
+    func claim(
+        _ id: String, context: ChannelHandlerContext,
+        _ next: @escaping (UploadTable.Claim, EventLoopPromise<Void>) -> Void
+    ) {
+        let (writer, promise) = writer(context)
+        table.claim(id, owner: LoginGate.user(in: context), writer: writer, on: context.eventLoop) { claim in
+            if case .claimed = claim { return next(claim, promise) }
+            promise.succeed()
+            if case .busy(let current) = claim {
+                UploadTable.afterStopping(current, on: context.eventLoop) { self.claim(id, context: context, next) }
+            } else {
+                next(claim, promise)
+            }
+        }
+    }
+
+    /// Gives a claimed upload back as it was: the request was refused before any byte was stored.
+    func release(_ record: UploadRecord, settled: EventLoopPromise<Void>) {
+        table.update(record, releasing: true)
+        settled.succeed()
+    }
+
+    /// The one point where an upload — draft, tus or plain — is complete: the store puts its file in
+    /// place (on the thread pool), then the table answers for it as finished until it expires (a
+    /// plain upload, which no client can ask about again, is forgotten). `then` runs on the event loop.
+    /// Completion hooks belong here.
+    func finish(
+        _ record: UploadRecord, replacing: Bool, context: ChannelHandlerContext,
+        _ then: @escaping (Result<Void, UploadFailure>) -> Void
+    ) {
+        let store = store
+        threadPool.runIfActive(eventLoop: context.eventLoop) { try store.finish(record, replacing: replacing) }
+            .assumeIsolated().whenComplete { result in
+                switch result {
+                case .success:
+                    if record.kind == .plain {
+                        self.table.remove(record.id)
+                    } else {
+                        self.table.finish(record)
+                    }
+                    then(.success(()))
+                case .failure(let error):
+                    then(.failure(UploadFailure(error)))
+                }
+            }
+    }
 }

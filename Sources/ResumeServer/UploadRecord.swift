@@ -19,6 +19,12 @@ struct UploadRecord: Codable, Sendable, Equatable {
         case finishing
     }
 
+    /// tus concatenation: a partial upload (material for final ones, never a file) or a final one of `parts`.
+    enum Concat: Codable, Sendable, Equatable {
+        case partial
+        case final(parts: [String])
+    }
+
     /// The record format; a record of another version is not read.
     var version = 1
     var id: String
@@ -37,6 +43,12 @@ struct UploadRecord: Codable, Sendable, Equatable {
     /// Milliseconds since the epoch after which the upload is dropped (counts from its last activity).
     var expires: Int64
     var phase = Phase.receiving
+    var concat: Concat? = nil
+
+    var isFinal: Bool { if case .final = concat { true } else { false } }
+
+    /// Where a partial upload's bytes stay once complete, below the store's hidden folder (an S3 key too).
+    static func partialTarget(_ id: String) -> [String] { [UploadStore.folderName, id + ".partial"] }
 
     /// Whether every byte of a known length has arrived.
     var isComplete: Bool { length == offset }

@@ -21,6 +21,8 @@ enum UploadRequest: Equatable {
         var completes: Bool?
         var metadata: String?
         var checksum: String?
+        /// tus concatenation: a partial upload, material for final ones (``UploadRecord/Concat``).
+        var partial = false
     }
 
     struct Append: Equatable {
@@ -37,6 +39,8 @@ enum UploadRequest: Equatable {
     /// Answered from the head alone.
     case answer(UploadAnswer)
     case create(Dialect, Creation)
+    /// tus concatenation: a final upload joining partial ones.
+    case concatenate(TusMachine.Final)
     case offset(Dialect, id: String)
     case append(Dialect, Append)
     case cancel(Dialect, id: String)
@@ -53,7 +57,8 @@ enum UploadRequest: Equatable {
                 .tus,
                 Creation(
                     length: creation.length, metadata: creation.metadata,
-                    checksum: creation.withBody ? creation.checksum : nil))
+                    checksum: creation.withBody ? creation.checksum : nil, partial: creation.partial))
+        case .concatenate(let final): return .concatenate(final)
         case .offset(let id): return .offset(.tus, id: id)
         case .append(let append): return .append(.tus, append)
         case .terminate(let id): return .cancel(.tus, id: id)

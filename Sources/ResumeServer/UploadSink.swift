@@ -7,7 +7,8 @@ import NIOPosix
 protocol UploadSink: AnyObject {
     /// Called whenever the sink can take more (the handler reads again if it held).
     var resumeReading: (() -> Void)? { get set }
-    /// Called once when storing fails mid-body, so that the client hears it at once.
+    /// Called once when storing fails mid-body (a full disk), so that the client hears it at once instead of
+    /// sending the rest for nothing; the request still ends through ``end(keep:_:)``.
     var onFailure: ((UploadFailure) -> Void)? { get set }
     var wantsMore: Bool { get }
     func open()

@@ -3,9 +3,8 @@ import Synchronization
 /// Counts the uploads in progress against `--max-uploads`, so that a crowd of clients cannot hold
 /// every descriptor and the disk's bandwidth at once.
 ///
-/// The front door peeks (``isFull``) to answer 503 before anything is stored or promised; each
-/// upload's sink then takes a slot for as long as it stores bytes. Two uploads arriving together
-/// at the last free slot both pass the peek; the second sink's ``acquire()`` fails and it answers 503.
+/// A creation takes a slot (``acquire()``) before anything is stored or promised, 503 when none is free, and
+/// holds it until the upload is finished or gone.
 final class UploadSlots: Sendable {
     let limit: Int
     private let inUse = Mutex(0)
@@ -13,8 +12,6 @@ final class UploadSlots: Sendable {
     init(limit: Int) {
         self.limit = limit
     }
-
-    var isFull: Bool { inUse.withLock { $0 >= limit } }
 
     func acquire() -> Bool {
         inUse.withLock { count in

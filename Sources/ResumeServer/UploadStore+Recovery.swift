@@ -1,10 +1,4 @@
-#if canImport(Glibc)
-    import Glibc
-#elseif canImport(Musl)
-    import Musl
-#elseif canImport(Darwin)
-    import Darwin
-#endif
+import Glibc
 import FoundationEssentials
 
 /// The store at start, kept apart from its day-to-day writes: a restart must continue every upload
@@ -25,11 +19,15 @@ extension UploadStore {
         var records: [UploadRecord] = []
         var dataIDs: Set<String> = []
         var recordIDs: [String] = []
+        var doneIDs: Set<String> = []
         for name in Self.names(in: folder) {
             if name.hasSuffix(".tmp") {
                 unlink(folder + "/" + name)
             } else if name.hasSuffix(".data") {
                 dataIDs.insert(String(name.dropLast(5)))
+            } else if name.hasSuffix(".done") {
+                // A finished tus partial upload keeps its data beside it.
+                doneIDs.insert(String(name.dropLast(5)))
             } else if name.hasSuffix(".json") {
                 recordIDs.append(String(name.dropLast(5)))
             }
@@ -38,7 +36,7 @@ extension UploadStore {
             dataIDs.remove(id)
             if let record = recover(id, now: now, replacing: replacing, log: log) { records.append(record) }
         }
-        for id in dataIDs.sorted() {
+        for id in dataIDs.subtracting(doneIDs).sorted() {
             unlink(dataPath(id))
             log("upload \(id): data without a record, removed")
         }
@@ -84,6 +82,12 @@ extension UploadStore {
             log("upload \(name): expired, removed")
             return nil
         }
+        if record.isFinal && !record.isComplete {
+            // Its client, never told of it, asks again; its partial uploads are still there.
+            remove(id)
+            log("upload \(name): a tus concatenation cut short, removed")
+            return nil
+        }
         if size > record.offset {
             // The next append cuts them off again when it opens the data (``openData(_:at:)``): a failure
             // here costs nothing but the word in the log.
@@ -119,7 +123,7 @@ extension UploadStore {
                 let record = try? JSONDecoder().decode(UploadRecord.self, from: bytes),
                 record.version == 1, record.id == id, record.expires > now
             else {
-                unlink(donePath(id))
+                remove(id)
                 continue
             }
             records.append(record)
@@ -128,31 +132,11 @@ extension UploadStore {
     }
 
     static func names(in folder: String) -> [String] {
-        guard let dir = opendir(folder) else { return [] }
-        defer { closedir(dir) }
-        var names: [String] = []
-        while let entry = readdir(dir) {
-            let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
-                String(decoding: raw.prefix { $0 != 0 }, as: UTF8.self)
-            }
-            if name != "." && name != ".." { names.append(name) }
-        }
-        return names
+        (try? FileManager.default.contentsOfDirectory(atPath: folder)) ?? []
     }
 
     static func contents(of path: String) -> Data? {
-        let fd = open(path, O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else { return nil }
-        defer { close(fd) }
-        var bytes = Data()
-        var chunk = [UInt8](repeating: 0, count: 4096)
-        while bytes.count < 1 << 20 {
-            let n = chunk.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }
-            if n < 0 && errno == EINTR { continue }
-            if n <= 0 { break }
-            bytes.append(contentsOf: chunk[0..<n])
-        }
-        return bytes
+        try? Data(contentsOf: URL(filePath: path))
     }
 
     /// Removes the temp files an earlier release left beside upload destinations (`.NAME.upload-HEX`):

@@ -1,12 +1,7 @@
-#if canImport(Glibc)
-    import Glibc
-#elseif canImport(Musl)
-    import Musl
-#elseif canImport(Darwin)
-    import Darwin
-#endif
+import Glibc
 import FoundationEssentials
 import NIOCore
+import ResumeKit
 
 /// The one owner of the folder where unfinished uploads live: `ROOT/.resumectl-uploads/`, mode
 /// 0700, holding `<id>.json` (an ``UploadRecord``) and `<id>.data` (the bytes so far) per upload;
@@ -50,12 +45,7 @@ struct UploadStore: Sendable {
     /// A fresh upload id: 128 random bits in hex.
     static func newID() -> String {
         var random = SystemRandomNumberGenerator()
-        return hex(random.next()) + hex(random.next())
-    }
-
-    private static func hex(_ value: UInt64) -> String {
-        let digits = String(value, radix: 16)
-        return String(repeating: "0", count: 16 - digits.count) + digits
+        return withUnsafeBytes(of: (random.next(), random.next()) as (UInt64, UInt64)) { Array($0) }.hex
     }
 
     /// Whether `id` could name an upload (so a request path never reaches the file system otherwise).
@@ -73,28 +63,32 @@ struct UploadStore: Sendable {
         try save(record)
     }
 
-    /// Writes `record` over its previous version: temp file, fsync, rename, fsync of the folder.
+    /// Writes `record` over its previous version (``write(_:to:folder:)``).
     func save(_ record: UploadRecord) throws(UploadFailure) {
-        let bytes: Data
-        do {
-            bytes = try JSONEncoder().encode(record)
-        } catch {
+        guard let bytes = try? JSONEncoder().encode(record) else {
             throw UploadFailure(status: 500, "cannot encode the upload's record")
         }
-        let final = recordPath(record.id)
-        let temp = final + ".tmp"
+        if let code = Self.write(bytes, to: recordPath(record.id), folder: folder) {
+            throw UploadFailure(errno: code, doing: "write the upload's record")
+        }
+    }
+
+    /// Puts `bytes` at `path` (in `folder`) whole or not at all: temp file, fsync, rename, fsync of the folder.
+    /// The errno of a failure.
+    static func write(_ bytes: Data, to path: String, folder: String) -> Int32? {
+        let temp = path + ".tmp"
         let fd = open(temp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
-        guard fd >= 0 else { throw UploadFailure(errno: errno, doing: "write the upload's record") }
-        var ok = bytes.withUnsafeBytes { UploadData.writeAll(fd, $0, at: 0) } == nil
-        ok = ok && fsync(fd) == 0
-        let code = errno
+        guard fd >= 0 else { return errno }
+        var failure = bytes.withUnsafeBytes { UploadData.writeAll(fd, $0, at: 0) }
+        if failure == nil && fsync(fd) != 0 { failure = errno }
         close(fd)
-        guard ok, rename(temp, final) == 0 else {
-            let failure = UploadFailure(errno: ok ? errno : code, doing: "write the upload's record")
+        if failure == nil && rename(temp, path) != 0 { failure = errno }
+        guard failure == nil else {
             unlink(temp)
-            throw failure
+            return failure
         }
         syncFolder(folder)
+        return nil
     }
 
     /// Makes the bytes written to `data` durable, then `record` (whose offset counts them): the one
@@ -140,6 +134,11 @@ struct UploadStore: Sendable {
     /// the record becomes `<id>.done`. A finishing upload whose data is gone but whose destination is
     /// there was renamed into place (`--overwrite`) or finished before a crash: only the rest is done.
     func finish(_ record: UploadRecord, replacing: Bool) throws(UploadFailure) {
+        if record.concat == .partial {
+            // A tus partial upload is no file: its data stays beside its record, for final uploads, until it expires.
+            rename(recordPath(record.id), donePath(record.id))
+            return
+        }
         let retrying = record.phase == .finishing
         var record = record
         if record.phase != .finishing {
@@ -182,6 +181,33 @@ struct UploadStore: Sendable {
         if let due { hooks?.run(due) }
     }
 
+    /// tus concatenation: the partial uploads' data, in order, into the final upload's own, made durable
+    /// with its record, which then says every byte is there (only from then on does a start finish it
+    /// rather than remove it), and finished.
+    func concatenate(_ record: UploadRecord, parts: [UploadRecord], replacing: Bool) throws(UploadFailure)
+        -> UploadRecord
+    {
+        try create(record)
+        var done = record
+        done.offset = record.length ?? 0
+        do throws(UploadFailure) {
+            let data = try openData(record.id, at: 0)
+            defer { data.close() }
+            for part in parts {
+                let fd = open(dataPath(part.id), O_RDONLY | O_CLOEXEC)
+                guard fd >= 0 else { throw UploadFailure(status: 410, "a partial upload is gone") }
+                defer { close(fd) }
+                try data.append(from: fd, count: part.length ?? 0)
+            }
+            try persist(data, done)
+            try finish(done, replacing: replacing)
+        } catch {
+            remove(record.id)
+            throw error
+        }
+        return done
+    }
+
     private static func sameFile(_ path: String, _ folder: CInt, _ name: String) -> Bool {
         var first = stat()
         var second = stat()
@@ -189,7 +215,7 @@ struct UploadStore: Sendable {
             && first.st_dev == second.st_dev && first.st_ino == second.st_ino
     }
 
-    func syncFolder(_ path: String) {
+    static func syncFolder(_ path: String) {
         let fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
         guard fd >= 0 else { return }
         fsync(fd)

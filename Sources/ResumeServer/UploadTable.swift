@@ -182,6 +182,20 @@ final class UploadTable: Sendable {
         entries.withLock { $0.values.filter { $0.record.kind == .plain }.map(\.record.id) }
     }
 
+    /// The uploads `ids` as the store holds them now, each `nil` when unknown or not `owner`'s, without
+    /// stopping any writer (tus concatenation reads its partial uploads so); `next` runs on `eventLoop`.
+    func entries(
+        _ ids: ArraySlice<String>, owner: String?, found: [Entry?] = [], on eventLoop: any EventLoop,
+        _ next: @escaping (Result<[Entry?], UploadFailure>) -> Void
+    ) {
+        guard let id = ids.first else { return next(.success(found)) }
+        refresh(id, on: eventLoop) { failure in
+            if let failure { return next(.failure(failure)) }
+            let entry = self.lookup(id).flatMap { $0.record.user == owner ? $0 : nil }
+            self.entries(ids.dropFirst(), owner: owner, found: found + [entry], on: eventLoop, next)
+        }
+    }
+
     /// Runs `next` on `eventLoop` once `writer` has been stopped and has settled.
     static func afterStopping(_ writer: Writer, on eventLoop: any EventLoop, _ next: @escaping () -> Void) {
         writer.stop()

@@ -1,10 +1,4 @@
-#if canImport(Glibc)
-    import Glibc
-#elseif canImport(Musl)
-    import Musl
-#elseif canImport(Darwin)
-    import Darwin
-#endif
+import Glibc
 
 /// Wall-clock time in milliseconds since the epoch: upload expiry survives a restart, so it cannot
 /// be measured on a monotonic clock.

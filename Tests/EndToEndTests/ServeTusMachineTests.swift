@@ -102,6 +102,7 @@ struct ServeTusMachineTests {
         #expect(
             listed == [
                 "creation", "creation-with-upload", "creation-defer-length", "termination", "expiration", "checksum",
+                "concatenation",
             ])
     }
 

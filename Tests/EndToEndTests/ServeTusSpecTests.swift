@@ -113,7 +113,7 @@ struct ServeTusSpecTests: StreamPipelines {
         #expect(options["tus-version"] == "1.0.0")
         #expect(
             options["tus-extension"]
-                == "creation,creation-with-upload,creation-defer-length,termination,expiration,checksum")
+                == "creation,creation-with-upload,creation-defer-length,termination,expiration,checksum,concatenation")
 
         // creation-defer-length: no length yet.
         let metadata = "filename \(Self.base64("d.bin")),private"

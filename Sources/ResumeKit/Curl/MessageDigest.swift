@@ -73,8 +73,8 @@ struct MessageDigest: Sendable {
 }
 
 extension Sequence where Element == UInt8 {
-    /// Lowercase hex, without Foundation's formatting machinery.
-    var hex: String {
+    /// Lowercase hex, without Foundation's formatting machinery (serve's digests and upload ids too).
+    public var hex: String {
         let digits = Array("0123456789abcdef".utf8)
         var out: [UInt8] = []
         for byte in self {

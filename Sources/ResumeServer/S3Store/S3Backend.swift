@@ -1,6 +1,4 @@
-#if canImport(Glibc)
-    import Glibc
-#endif
+import Glibc
 import ResumeKit
 import Synchronization
 
@@ -97,6 +95,34 @@ final class S3Backend: UploadBackend, UploadRemote {
                 usleep(100_000)
             }
         }
+    }
+
+    /// tus concatenation: a multipart upload on the final key, its parts from the partial uploads' objects
+    /// (``S3JoinPlan``), completed as any upload is. A failure aborts it; a crash leaves a multipart upload,
+    /// never an object, which the expiry sweep aborts (or, its every part there, completes).
+    func concatenate(_ record: UploadRecord, parts: [UploadRecord], replacing: Bool) throws(UploadFailure)
+        -> UploadRecord
+    {
+        let plan = S3JoinPlan.parts(parts.map { $0.length ?? 0 }, minimum: cutter.partSize)
+        guard plan.count <= MultipartPlan.maximumParts else {
+            throw UploadFailure(status: 413, "more than S3's 10,000 parts")
+        }
+        let upload = try store.create(record, checksum: nil)
+        let keys = parts.map(store.finalKey)
+        do {
+            var listed: [ListedPart] = []
+            for (index, part) in plan.enumerated() {
+                listed.append(try store.joinPart(upload, number: index + 1, part, keys: keys))
+            }
+            runHookIfDue(try store.complete(upload, parts: listed, replacing: replacing))
+        } catch {
+            store.remove(upload)
+            throw error
+        }
+        store.client.metrics?.uploadFinished(record.kind)
+        var done = record
+        done.offset = record.length ?? 0
+        return done
     }
 
     func remove(_ id: String) {

@@ -56,7 +56,7 @@ final class S3Client: Sendable {
             // UNSIGNED-PAYLOAD, as the client's own S3 uploads send theirs, rather than hashed once more
             // on serve's CPU (which the upload's wall time waits for).
             let signed = body.count <= Self.hashedBodyLimit
-            headers.set("x-amz-content-sha256", signed ? Self.hex(SHA256.hash(data: body)) : "UNSIGNED-PAYLOAD")
+            headers.set("x-amz-content-sha256", signed ? SHA256.hash(data: body).hex : "UNSIGNED-PAYLOAD")
             headers.set("Content-Length", String(body.count))
         }
         let request = TransferRequest(
@@ -70,16 +70,6 @@ final class S3Client: Sendable {
     }
 
     private static let hashedBodyLimit = 1 << 20
-
-    private static func hex(_ digest: SHA256.Digest) -> String {
-        let digits = Array("0123456789abcdef".utf8)
-        var out: [UInt8] = []
-        for byte in digest {
-            out.append(digits[Int(byte >> 4)])
-            out.append(digits[Int(byte & 15)])
-        }
-        return String(decoding: out, as: UTF8.self)
-    }
 
     /// Sends a `GET` whose body goes to `delegate` as it arrives (a served object, streamed).
     func stream(key: String, headers: HeaderFields, delegate: any ExchangeDelegate, cancellation: Cancellation)

@@ -30,20 +30,20 @@ struct S3UploadStore: Sendable {
     /// completed object keeps a checksum of its parts' (`x-amz-checksum-mode: ENABLED` shows it).
     static let checksum = "CRC32C"
 
-    /// Starts the multipart upload (declaring ``checksum``, named by ``uploadIDHeader``) and writes the
-    /// record, before anyone hears of the upload.
-    func create(_ upload: UploadRecord) throws(UploadFailure) -> S3UploadRecord {
+    /// Starts the multipart upload (declaring `checksum`, named by ``uploadIDHeader``) and writes the
+    /// record, before anyone hears of the upload. A tus final upload declares none: its parts are copies.
+    func create(_ upload: UploadRecord, checksum: String? = Self.checksum) throws(UploadFailure) -> S3UploadRecord {
+        var headers: HeaderFields = [Self.uploadIDHeader: upload.id]
+        if let checksum { headers.set("x-amz-checksum-algorithm", checksum) }
         let created = try call(
-            "POST", finalKey(upload), query: [("uploads", "")],
-            headers: ["x-amz-checksum-algorithm": Self.checksum, Self.uploadIDHeader: upload.id],
-            doing: "start the multipart upload")
+            "POST", finalKey(upload), query: [("uploads", "")], headers: headers, doing: "start the multipart upload")
         let multipartID: String
         do {
             multipartID = try client.answers.uploadID(created.body)
         } catch {
             throw UploadFailure(status: 502, "S3's CreateMultipartUpload answer: \(error)")
         }
-        let record = S3UploadRecord(upload: upload, multipartID: multipartID, checksum: Self.checksum)
+        let record = S3UploadRecord(upload: upload, multipartID: multipartID, checksum: checksum)
         try save(record)
         return record
     }
@@ -137,6 +137,37 @@ struct S3UploadStore: Sendable {
         return ListedPart(number: number, size: Int64(bytes.count), etag: stored.etag ?? "", checksums: checksums)
     }
 
+    /// Part `number` of a tus final upload, from its partial uploads' objects (``S3JoinPlan``): copied inside
+    /// S3 (UploadPartCopy), or read through this server and sent as one part.
+    func joinPart(_ record: S3UploadRecord, number: Int, _ part: S3JoinPlan.Part, keys: [String])
+        throws(UploadFailure) -> ListedPart
+    {
+        let query = [("partNumber", String(number)), ("uploadId", record.multipartID)]
+        let range = { (slice: S3JoinPlan.Slice) in "bytes=\(slice.range.lowerBound)-\(slice.range.upperBound - 1)" }
+        guard case .copy(let slice) = part else {
+            var bytes: [UInt8] = []
+            for slice in part.slices where !slice.range.isEmpty {
+                bytes += try call(
+                    "GET", keys[slice.source], headers: ["Range": range(slice)], doing: "read a partial upload"
+                ).body
+            }
+            guard bytes.count == part.size else {
+                throw UploadFailure(status: 410, "a partial upload is shorter than its length")
+            }
+            return try uploadPart(record, number: number, bytes)
+        }
+        let source = "/" + client.bucket + "/" + S3Encoding.path(keys[slice.source])
+        let copied = try call(
+            "PUT", finalKey(record.upload), query: query,
+            headers: ["x-amz-copy-source": source, "x-amz-copy-source-range": range(slice)],
+            doing: "copy part \(number)")
+        // S3 may answer 200 with an error document.
+        guard client.answers.error(copied.body) == nil, let etag = try? client.answers.copiedETag(copied.body) else {
+            throw refusal(copied, "copy part \(number)")
+        }
+        return ListedPart(number: number, size: part.size, etag: etag)
+    }
+
     /// Keeps `bytes` as the tail, to open part `part` once more bytes come.
     func putTail(_ id: String, part: Int, _ bytes: [UInt8]) throws(UploadFailure) {
         _ = try call(
@@ -207,7 +238,9 @@ struct S3UploadStore: Sendable {
 
     private func finishedRecord(_ record: S3UploadRecord, size: Int64) -> S3UploadRecord {
         var finished = record
-        finished.hook = hookHolder.map { S3HookClaim(holder: $0, until: WallClock.millis() + hookWindow) }
+        finished.hook =
+            record.upload.concat == .partial
+            ? nil : hookHolder.map { S3HookClaim(holder: $0, until: WallClock.millis() + hookWindow) }
         finished.upload.phase = .finishing
         finished.upload.offset = size
         finished.upload.length = finished.upload.length ?? size
@@ -220,6 +253,9 @@ struct S3UploadStore: Sendable {
             _ = try? send("DELETE", finalKey(record.upload), query: [("uploadId", record.multipartID)], doing: "abort")
         }
         try? deleteTail(record.id)
+        if record.upload.concat == .partial {
+            _ = try? send("DELETE", finalKey(record.upload), doing: "delete the partial upload")
+        }
         _ = try? send("DELETE", keys.record(record.id), doing: "delete the record")
     }
 

@@ -1,6 +1,4 @@
-#if canImport(Glibc)
-    import Glibc
-#endif
+import Glibc
 import Dispatch
 import NIOCore
 import NIOHTTP1
@@ -15,7 +13,7 @@ extension StaticFileHandler {
         let format = FolderPage.Format(accept: head.headers["accept"])
         let page = format != nil ? Self.pathOnly(head.uri) : nil
         let uploads = settings.acceptsUploads
-        threadPool.runIfActive(eventLoop: context.eventLoop) { () throws -> ObjectAnswer in
+        threadPool.runIfActive(eventLoop: context.eventLoop) { () throws -> Served in
             if let info = try objects.info(components) { return .object(info) }
             guard let page, let format, let entries = try objects.folder(components) else { return .missing }
             guard page.hasSuffix("/") else { return .redirect(page + "/") }
@@ -30,7 +28,7 @@ extension StaticFileHandler {
                     context: context, head: head, status: .ok, extra: Self.pageHeaders, text: body, contentType: type)
             case .success(.redirect(let location)):
                 self.respond(context: context, head: head, status: .movedPermanently, extra: [("Location", location)])
-            case .success(.missing):
+            case .success(.missing), .success(.file):
                 self.respond(context: context, head: head, status: .notFound)
             case .failure(let error):
                 objects.log?("\(head.method) \(head.uri): \(UploadFailure(error).reason)")
@@ -74,14 +72,6 @@ extension StaticFileHandler {
                 context.close(promise: nil)
             }
         }
-    }
-
-    /// What a GET or HEAD of the S3 prefix resolves to.
-    enum ObjectAnswer: Sendable {
-        case object(S3Objects.Info)
-        case page(String, contentType: String)
-        case redirect(String)
-        case missing
     }
 }
 
