@@ -44,15 +44,18 @@ extension TransferClient {
                 case (nil, .ietf(let named)?): .ietf(named ?? request.interopVersion ?? .newest)
                 default: .ietf(request.interopVersion ?? .newest)
                 }
-            if request.connections > 1 {
-                if opened.source != nil {
-                    probe = try parallelProbe(
-                        request, found: probe, wire: &part.wire, cancellation: cancellation, events: events)
-                }
-                part.concat = concatenation(
-                    request, wire: part.wire, probe: probe, size: part.source.size, stream: opened.source == nil,
-                    events: events)
+            opened.token = opened.token.with(.upload(part))
+        }
+        // Nothing of this upload is known on the server yet (a new token, or one `--detach` or a cut creation left):
+        // what `--connections` can do with it is decided now.
+        if request.connections > 1, part.uploadURL == nil, part.concat == nil, part.acknowledgedBytes == 0 {
+            if opened.source != nil {
+                probe = try parallelProbe(
+                    request, found: probe, wire: &part.wire, cancellation: cancellation, events: events)
             }
+            part.concat = concatenation(
+                request, wire: part.wire, probe: probe, size: part.source.size, stream: opened.source == nil,
+                events: events)
             opened.token = opened.token.with(.upload(part))
         }
         guard let source = opened.source else {
@@ -252,10 +255,15 @@ extension TransferClient {
         case .tus(let expires, let checksum):
             let filename = stream == nil ? String(part.source.path.split(separator: "/").last ?? "upload") : "stdin"
             if let concat = part.concat, stream == nil {
+                // `--limit-rate` is the upload's: the partials in flight share it.
+                var shared = options
+                if shared.transport.maxSendRate > 0 {
+                    shared.transport.maxSendRate = max(1, shared.transport.maxSendRate / Int64(concat.partials.count))
+                }
                 return (
                     TusConcatMachine(
                         size: size, creationURL: token.url, filename: filename, concat: concat,
-                        capabilities: capabilities, checksum: checksum, expires: expires, chunkSize: chunkSize), options
+                        capabilities: capabilities, checksum: checksum, expires: expires, chunkSize: chunkSize), shared
                 )
             }
             return (
