@@ -17,9 +17,11 @@ public final class TusServer: Sendable {
     public var endpoint: String { baseURL + "/files/" }
 
     /// - Parameter expireSeconds: how long an upload lives on the server (tus expiration).
-    public init(expireSeconds: Double? = nil, maxSize: Int64? = nil) async throws {
+    /// - Parameter without: extensions left out of `Tus-Extension` (`concatenation`: a server without it).
+    public init(expireSeconds: Double? = nil, maxSize: Int64? = nil, without: [String] = []) async throws {
         files = try TempDirectory(prefix: "resumectl-tus")
         var args = [Self.script, files.path]
+        for name in without { args += ["--without", name] }
         if let expireSeconds { args += ["--expire-seconds", String(expireSeconds)] }
         if let maxSize { args += ["--max-size", String(maxSize)] }
         process = try RunningProcess("python3", args)
