@@ -106,6 +106,42 @@ import Testing
         #expect(try w.tokens().isEmpty)
     }
 
+    @Test func pausedKeepsEveryPartialThenCancelDropsThem() async throws {
+        let w = try Workspace()
+        _ = try makeRandomFile(path: w.path("www/src.bin"), size: 8_000_000, seed: 62)
+        let server = try await TusServer()
+        let proxy = try FaultProxy(upstreamPort: server.port)
+        let p = try w.start([
+            "upload", w.path("www/src.bin"), proxy.url(for: "files/"), "--connections", "4", "--limit-rate", "1M",
+        ])
+        var id = ""
+        try await eventually(timeout: .seconds(30)) {
+            guard let first = try w.tokens().first,
+                let concat = (try w.token(first)["upload"] as? [String: Any])?["concat"] as? [String: Any],
+                let kept = concat["partials"] as? [[String: Any]]
+            else { return false }
+            id = first
+            return kept.count == 4 && kept.allSatisfy { $0["url"] != nil }
+        }
+        #expect(p.isRunning, "the upload ended before its pause")
+        let pause = try await w.run(["pause", id])
+        #expect(pause.status == 0, "\(pause)")
+        let paused = try await p.wait()
+        #expect(paused.status == 75, "\(paused)")
+        let kept = try #require(
+            ((try w.token(id)["upload"] as? [String: Any])?["concat"] as? [String: Any])?["partials"]
+                as? [[String: Any]])
+        #expect(kept.count == 4 && kept.allSatisfy { $0["url"] != nil }, "\(kept)")
+        #expect(server.storedUploads().count == 4, "\(Self.requests(proxy)) \(paused)")
+        let cancel = try await w.run(["cancel", id])
+        #expect(cancel.status == 0, "\(cancel)")
+        for i in 1...4 { #expect(cancel.stderr.contains("the server dropped partial upload \(i)"), "\(cancel)") }
+        // tus termination: a DELETE for each partial, and the server holds none of them.
+        #expect(Self.count("DELETE", proxy) == 4, "\(Self.requests(proxy))")
+        #expect(server.storedUploads().isEmpty, "\(server.storedUploads())")
+        #expect(try w.tokens().isEmpty)
+    }
+
     @Test func aTusServerWithoutConcatenationGetsOneStreamAndALine() async throws {
         let w = try Workspace()
         let digest = try makeRandomFile(path: w.path("www/src.bin"), size: Self.size, seed: 58)

@@ -45,10 +45,10 @@ public final class TusServer: Sendable {
         files.path(String(uploadURL.split(separator: "/").last ?? ""))
     }
 
-    /// The data files (not the `.info` sidecars) the server holds.
+    /// The data files (not the `.info` sidecars, nor the `.info.tmp` each one is written through) the server holds.
     public func storedUploads() -> [String] {
         ((try? FileManager.default.contentsOfDirectory(atPath: files.path)) ?? []).filter {
-            !$0.hasSuffix(".info") && !$0.hasPrefix(".")
+            !$0.hasSuffix(".info") && !$0.hasSuffix(".info.tmp") && !$0.hasPrefix(".")
         }
     }
 
