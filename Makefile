@@ -136,7 +136,7 @@ release: deps-build
 # once wait on transfers more than on the CPU (1.6 of 2 cores, 195-205 s for 154 tests in two idle runs
 # on 2026-11-26; three at once passed every test while three builds ran beside them). The rest runs
 # fully in parallel. One build serves both runs.
-TIMED_SUITES := EndToEndTests\.(FolderDownloadTests|MirrorDownloadTests|SyncTests|SecretsAtRestTests|ServeHookTests|ServeStopTests|ServeTusSpecTests|CrashSafetyTests|FolderUploadTests|FolderUploadControlTests|DownloadTests|ManyConnectionsTests|AnnouncedIDTests|UploadTests|SupportSelfTests|BackgroundTests|S3CrashTests|StreamUploadTests|StreamUploadStrictTests|TusStreamUploadTests|S3StreamUploadTests|StdoutDownloadTests|ServeDurabilityTests|ServeS3StoreTests|ServeS3FolderTests|ServeS3AccessTests|ServeS3CompletionTests|ServeS3HookTests|ServeS3MemoryTests|ServeSoakTests|ServeTusConcatTests)
+TIMED_SUITES := EndToEndTests\.(FolderDownloadTests|MirrorDownloadTests|SyncTests|SecretsAtRestTests|ServeHookTests|ServeStopTests|ServeTusSpecTests|CrashSafetyTests|FolderUploadTests|FolderUploadControlTests|DownloadTests|ManyConnectionsTests|AnnouncedIDTests|UploadTests|SupportSelfTests|BackgroundTests|S3CrashTests|StreamUploadTests|StreamUploadStrictTests|TusStreamUploadTests|TusConcatUploadTests|S3StreamUploadTests|StdoutDownloadTests|ServeDurabilityTests|ServeS3StoreTests|ServeS3FolderTests|ServeS3AccessTests|ServeS3CompletionTests|ServeS3HookTests|ServeS3MemoryTests|ServeSoakTests|ServeTusConcatTests)
 TIMED_WIDTH ?= 6
 test: deps-build deps-test
 	$(SWIFT) build --build-tests
@@ -270,6 +270,7 @@ fuzz: fuzz-build
 	scripts/fuzz.sh $(FUZZ_SECONDS)
 
 # The crash-safety suite at scale: 200 cuts and 50 kills on a 1 GiB download (a quarter for uploads).
+# Also tus concatenation: RESUMECTL_SOAK_TUS_SIZE (256 MiB) over 4 connections of 8 MB/s against one, then 3 kills.
 soak: deps-build deps-test
 	$(SWIFT) build --build-tests
 	RESUMECTL_SOAK=1 $(SWIFT) test --skip-build --filter SoakTests 2>&1 | tee .soak.log | grep -E '^soak \||Test run'

@@ -4,7 +4,11 @@
 Binds a free port itself and prints `PORT <n>` once it listens. It exits when its parent dies (and,
 with --exit-on-stdin-eof, when its standard input closes), so a killed test run leaves no server behind.
 
-usage: tus_server.py FILES_DIR [--expire-seconds S] [--max-size BYTES] [--exit-on-stdin-eof]
+usage: tus_server.py FILES_DIR [--expire-seconds S] [--max-size BYTES] [--without EXTENSION]… [--exit-on-stdin-eof]
+
+--without EXTENSION leaves the extension out of the OPTIONS answer's Tus-Extension (and refuses a
+creation with Upload-Concat when it is concatenation, as a server without it would not understand one):
+a tus server without concatenation, which tuspyserver cannot be configured to be.
 """
 import argparse
 import os
@@ -36,11 +40,27 @@ def watch_parent(parent: int, stdin: bool) -> None:
     threading.Thread(target=parent_gone, daemon=True).start()
 
 
+def without_extensions(app: FastAPI, left_out: set) -> None:
+    from starlette.responses import Response
+
+    @app.middleware("http")
+    async def leave_out(request, call_next):
+        if "concatenation" in left_out and request.method == "POST" and "upload-concat" in request.headers:
+            return Response(status_code=400, content=b"concatenation is not offered")
+        response = await call_next(request)
+        offered = response.headers.get("tus-extension")
+        if offered is not None:
+            kept = [e for e in offered.split(",") if e.strip() not in left_out]
+            response.headers["Tus-Extension"] = ",".join(kept)
+        return response
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("files_dir")
     parser.add_argument("--expire-seconds", type=float)
     parser.add_argument("--max-size", type=int, default=128849018880)
+    parser.add_argument("--without", action="append", default=[])
     parser.add_argument("--exit-on-stdin-eof", action="store_true")
     args = parser.parse_args()
     watch_parent(os.getppid(), args.exit_on_stdin_eof)
@@ -58,6 +78,8 @@ def main() -> None:
         core.timedelta = creation.timedelta = scaled
         days = 1
     app = FastAPI()
+    if args.without:
+        without_extensions(app, set(args.without))
     app.include_router(create_tus_router(
         prefix="files", files_dir=args.files_dir, max_size=args.max_size, days_to_keep=days))
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)

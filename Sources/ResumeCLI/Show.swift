@@ -25,6 +25,12 @@ struct Show: ParsableCommand {
                 let used = mirrors.filter { $0.dropped == nil }.count
                 Output.stderr("resumectl: \(token): \(used) of \(mirrors.count) mirrors in use\n")
             }
+            if let concat = loaded.upload?.concat {
+                let complete = concat.partials.filter { $0.url != nil && $0.offset == $0.length }.count
+                Output.stderr(
+                    "resumectl: \(token): \(complete) of \(concat.partials.count) partial uploads complete"
+                        + (concat.final == nil ? "\n" : ", joined by the final upload\n"))
+            }
         } catch {
             guard error.code == .inputMissing, let record = state.client.record(token) else {
                 throw Runner.fail(error, json: false)

@@ -31,6 +31,7 @@ extension TransferRow {
             "protocol": state.token?.upload?.uploadProtocol?.rawValue, "expires": state.token?.upload?.expires,
         ]
         if let stream = state.token?.upload?.stream { object["streamEnded"] = stream.ended }
+        if let concat = state.token?.upload?.concat { object["partials"] = concat.partials.count }
         if let at = state.live?.startAt, state.live?.state == .scheduled { object["startAt"] = ISOTime.string(at) }
         if !state.isRunning, let record = state.record, state.token == nil || record.outcome != .done {
             object["exit"] = Int(record.exit)

@@ -32,11 +32,18 @@ struct Upload: AsyncParsableCommand {
             cancel take it, and the same command again continues it without sending a finished file again. \
             Symbolic links and special files are skipped (-L follows links).
 
+            --connections N to a tus server that offers concatenation sends the file as N partial uploads at \
+            once, then one final upload that joins them (its URL is the result); the token keeps every \
+            partial's URL and offset, so a resume continues each where the server has it. Under --protocol \
+            auto a server that answered as the IETF draft is asked once more as tus (resumectl serve speaks \
+            both). Any other server gets one request stream and a line saying why.
+
             EXAMPLES:
               resumectl upload ~/footage s3://backup/2026/ --parallel 8
               resumectl upload --skip-existing dataset/ https://files.example.com/data/
               resumectl upload backup.tar https://uploads.example.com/files/backup.tar
               resumectl upload --protocol tus video.mp4 https://tus.example.com/files/
+              resumectl upload --connections 4 video.mp4 https://tus.example.com/files/
               resumectl upload --chunk-size 64M backup.tar https://uploads.example.com/f/
               resumectl upload -u alice --cacert ca.pem a.tar https://intranet.example/up/
               resumectl upload big.iso https://uploads.example.com/big.iso --detach
@@ -87,6 +94,12 @@ struct Upload: AsyncParsableCommand {
     )
     var parallel = 4
 
+    @Option(
+        help: ArgumentHelp(
+            "Requests at once for the file (1-16): partial uploads joined by a final one, to a tus server that offers "
+                + "concatenation; any other server takes one connection, and a line says why."))
+    var connections = 1
+
     @Flag(
         name: [.customShort("L"), .customLong("follow-symlinks")],
         help: "With a folder: follow symbolic links instead of skipping them.")
@@ -113,6 +126,14 @@ struct Upload: AsyncParsableCommand {
 
     func validate() throws {
         guard (1...64).contains(parallel) else { throw ValidationError("--parallel takes 1 to 64") }
+        guard (1...16).contains(connections) else { throw ValidationError("--connections takes 1 to 16") }
+        if connections > 1, url.lowercased().hasPrefix("s3://") {
+            throw ValidationError(
+                "--connections applies to http(s) uploads: an S3 upload sends --parallel parts at once")
+        }
+        if connections > 1, file != "-", BatchRequest.isFolder(file) {
+            throw ValidationError("--connections applies to one file: a folder sends --parallel files at once")
+        }
         if file == "-" {
             if background.detach || background.startAt != nil {
                 throw ValidationError("a stream (upload -) reads stdin: it runs in the foreground")
@@ -141,7 +162,7 @@ struct Upload: AsyncParsableCommand {
             interopVersion: interopVersion.flatMap(InteropVersion.init),
             chunkSize: chunkSize?.bytesPerSecond, uploadProtocol: uploadProtocol,
             s3: s3.options(partSize: partSize?.bytesPerSecond, parallel: parallel, checksum: s3Checksum),
-            spoolMax: spoolMax?.bytesPerSecond)
+            spoolMax: spoolMax?.bytesPerSecond, connections: connections)
         let client = background.configured(taken)
         if file != "-", BatchRequest.isFolder(file) {
             // The folder is one batch; its id is announced before any byte is sent.

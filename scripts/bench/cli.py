@@ -29,6 +29,8 @@ def main():
     ap.add_argument("--loop", type=int, default=100, help="runs in one shell loop of cases 12 and 13 (default 100)")
     ap.add_argument("--tus-size", type=parse_size, default=256 * MiB,
                     help="file size of case 6 (default 256M: the Python server, not the client, sets the pace)")
+    ap.add_argument("--tus-rate", type=parse_size, default=8_000_000,
+                    help="per-connection limit of case 20's relay in bytes/s (default 8000000)")
     ap.add_argument("--s3-size", type=parse_size, default=GiB,
                     help="file size of case 7 (default 1G)")
     ap.add_argument("--browser-size", type=parse_size, default=None,

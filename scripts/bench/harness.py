@@ -41,6 +41,7 @@ class Bench:
         self.size = args.size
         self.seg_size = min(self.size, 256 * MiB)
         self.tus_size = args.tus_size
+        self.tus_rate = args.tus_rate
         self.s3_size = args.s3_size
         self.browser_size = args.browser_size
         self.timeout = 60 + self.size / (20 * MiB)

@@ -203,13 +203,15 @@ class MotoPeer:
 
 class CountingProxy:
     """A TCP relay on 127.0.0.1 in front of a server that counts the bytes clients send (case 7's
-    "sent twice"), and with `rate` forwards at most that many bytes a second to each client connection
-    (nginx's limit_rate sends a response's first second at once, so it does not slow 1 MiB ranges).
-    One thread per direction and connection."""
+    "sent twice") and the requests they start (`requests("POST")`, from request lines at the start of a
+    read). One thread per direction and connection; `rate` bytes/s per connection and direction: a link
+    with a per-connection limit (cases 18 and 20; nginx's limit_rate sends a response's first second at once,
+    so it does not slow 1 MiB ranges)."""
 
     def __init__(self, upstream_port, rate=None):
         self.upstream_port = upstream_port
         self.rate = rate
+        self.methods = {}
         self.lock = threading.Lock()
         self.upstream = 0
         self.connections = 0
@@ -239,24 +241,27 @@ class CountingProxy:
             threading.Thread(target=self.pump, args=(server, client, False), daemon=True).start()
 
     def pump(self, src, dst, count):
-        rate = None if count else self.rate
-        buf = bytearray(64 << 10 if rate else 1 << 20)
+        # Throttled: reads of at most a twentieth of a second's bytes, each sent on schedule.
+        buf = bytearray(max(4096, self.rate // 20) if self.rate else 1 << 20)
         view = memoryview(buf)
-        began, total = time.monotonic(), 0
+        start, moved = time.monotonic(), 0
         try:
             while True:
                 n = src.recv_into(buf)
                 if n <= 0:
                     break
-                dst.sendall(view[:n])
-                if count:
-                    with self.lock:
-                        self.upstream += n
-                if rate:
-                    total += n
-                    ahead = total / rate - (time.monotonic() - began)
+                if self.rate:
+                    moved += n
+                    ahead = moved / self.rate - (time.monotonic() - start)
                     if ahead > 0:
                         time.sleep(ahead)
+                dst.sendall(view[:n])
+                if count:
+                    method = bytes(view[:8]).split(b" ", 1)[0].decode("ascii", "replace")
+                    with self.lock:
+                        self.upstream += n
+                        if method in ("OPTIONS", "POST", "HEAD", "PATCH", "PUT", "DELETE", "GET"):
+                            self.methods[method] = self.methods.get(method, 0) + 1
         except OSError:
             pass
         for sock, how in ((dst, socket.SHUT_WR), (src, socket.SHUT_RD)):
@@ -268,6 +273,13 @@ class CountingProxy:
     def sent(self):
         with self.lock:
             return self.upstream
+
+    def requests(self, method):
+        """Reads that began with `method` and a space: requests, where each head starts a read (HTTP/1.1
+        without pipelining; a body chunk beginning with the same letters would be miscounted, so only
+        counts that must be exact should be asserted on small heads)."""
+        with self.lock:
+            return self.methods.get(method, 0)
 
     def stop(self):
         self.closed = True

@@ -40,7 +40,12 @@ struct TransferCancel {
     /// AbortMultipartUpload on S3 (unless `keepParts`), else a DELETE of the upload URL. Returns what was done.
     func dropServerUpload(keepParts: Bool = false) throws(TransferError) -> String {
         var said = try abortS3Upload(keepParts: keepParts)
-        if let u = token.upload, let url = u.uploadURL {
+        guard let u = token.upload else { return said }
+        // A tus upload in partial uploads: each of them (tus termination), until the final upload joined them.
+        let partials = (u.concat?.final == nil ? u.concat?.partials ?? [] : []).enumerated().compactMap { i, partial in
+            partial.url.map { ($0, "partial upload \(i + 1)") }
+        }
+        for (url, what) in (u.uploadURL.map { [($0, "the upload")] } ?? []) + partials {
             var headers: HeaderFields =
                 switch u.wire {
                 case .tus: TusStateMachine.deleteHeaders
@@ -55,11 +60,11 @@ struct TransferCancel {
                 cancellation: Cancellation())
             switch (result.outcome, result.head?.status) {
             case (.completed, let status?) where (200..<300).contains(status) || status == 404 || status == 410:
-                said += "; the server dropped the upload"
+                said += "; the server dropped \(what)"
             case (.completed, let status?):
-                said += "; the server answered \(status) to DELETE"
+                said += "; the server answered \(status) to DELETE of \(what)"
             default:
-                said += "; the server could not be reached to drop the upload"
+                said += "; the server could not be reached to drop \(what)"
             }
         }
         return said

@@ -46,6 +46,18 @@ extension TransferClient {
                 }
             opened.token = opened.token.with(.upload(part))
         }
+        // Nothing of this upload is known on the server yet (a new token, or one `--detach` or a cut creation left):
+        // what `--connections` can do with it is decided now.
+        if request.connections > 1, part.uploadURL == nil, part.concat == nil, part.acknowledgedBytes == 0 {
+            if opened.source != nil {
+                probe = try parallelProbe(
+                    request, found: probe, wire: &part.wire, cancellation: cancellation, events: events)
+            }
+            part.concat = concatenation(
+                request, wire: part.wire, probe: probe, size: part.source.size, stream: opened.source == nil,
+                events: events)
+            opened.token = opened.token.with(.upload(part))
+        }
         guard let source = opened.source else {
             return try runStreamUpload(
                 request, opened: opened, probe: probe, cancellation: cancellation, events: events)
@@ -70,8 +82,10 @@ extension TransferClient {
         let (machine, options) = try uploadMachine(
             token, versionPinned: versionPinned, chunkSize: chunkSize, capabilities: capabilities, options: options)
         func run<M: UploadMachine>(_ machine: M) throws(TransferError) -> UploadResult {
-            // S3's parts go several at once through the session pool (a batch's own, when it runs in one).
-            try withSessionPool(machine is S3MultipartMachine) { transport throws(TransferError) in
+            // S3's parts and tus's partial uploads go several at once through the session pool (a batch's own, when
+            // it runs in one).
+            try withSessionPool(machine is S3MultipartMachine || machine is TusConcatMachine) {
+                transport throws(TransferError) in
                 try UploadOperation(
                     token: token, source: source, machine: machine, store: store, transport: transport,
                     options: options,
@@ -96,11 +110,13 @@ extension TransferClient {
     /// One OPTIONS to the creation URL, never with the body: which protocol does the server speak? A busy
     /// server (429, 503) or a lost connection is asked again under the transfer's retry rules, so that a
     /// tus server that was briefly busy is not taken for one that speaks no tus.
-    func probe(_ url: String, headers given: [String], cancellation: Cancellation, events: @escaping EventHandler)
-        throws(TransferError) -> ProtocolProbe
-    {
+    /// `asking`: the probe's own headers (by default our newest interop version).
+    func probe(
+        _ url: String, headers given: [String], cancellation: Cancellation, events: @escaping EventHandler,
+        asking: HeaderFields = ProtocolProbe.requestHeaders
+    ) throws(TransferError) -> ProtocolProbe {
         var headers = (try? HeaderLines.parse(given)) ?? [:]
-        for field in ProtocolProbe.requestHeaders.fields { headers.set(field.name, field.value) }
+        for field in asking.fields { headers.set(field.name, field.value) }
         let session = transport.makeSession()
         return try Retrier.run(
             options, cancellation: cancellation, events: events, fresh: { true },
@@ -124,6 +140,62 @@ extension TransferClient {
         }
     }
 
+    /// `--connections N` (N > 1) to a new upload: what the server can do in parallel. Under `auto`, a draft
+    /// server is asked once more, as tus (`Tus-Resumable`, no interop version): `serve` speaks both, and only
+    /// tus's concatenation sends one file over several connections, so a tus answer offering it wins. A pinned
+    /// tus upload is probed as tus. Returns the probe that decided `wire`.
+    func parallelProbe(
+        _ request: UploadRequest, found: ProtocolProbe?, wire: inout ResumeToken.UploadPart.Wire,
+        cancellation: Cancellation, events: @escaping EventHandler
+    ) throws(TransferError) -> ProtocolProbe? {
+        let asTus: Bool
+        switch (request.uploadProtocol, found) {
+        case (.tus, nil): asTus = true
+        case (.auto, .ietf?): asTus = request.interopVersion == nil
+        default: asTus = false
+        }
+        guard asTus else { return found }
+        let tus = try probe(
+            request.url, headers: request.headers, cancellation: cancellation, events: events,
+            asking: ["Tus-Resumable": TusStateMachine.version])
+        guard case .tus(let capabilities) = tus else { return found }
+        if request.uploadProtocol == .tus || capabilities.extensions.contains("concatenation") {
+            wire = .tus(expires: nil, checksum: nil)
+            return tus
+        }
+        return found
+    }
+
+    /// The partial uploads of a new tus upload with `--connections N`; nil, said in one line, when the upload
+    /// goes as one request stream.
+    func concatenation(
+        _ request: UploadRequest, wire: ResumeToken.UploadPart.Wire, probe: ProtocolProbe?, size: Int64, stream: Bool,
+        events: EventHandler
+    ) -> ResumeToken.TusConcat? {
+        let why: String
+        switch wire {
+        case .tus where stream:
+            why = "a stream is sent in order"
+        case .tus:
+            guard let capabilities = probe?.tusCapabilities else {
+                why = "the server cannot append in parallel (it did not say what it offers)"
+                break
+            }
+            guard capabilities.extensions.contains("concatenation") else {
+                why = "the server cannot append in parallel (its tus offers no concatenation)"
+                break
+            }
+            guard size > 1 else { return nil }
+            return ResumeToken.TusConcat(size: size, count: request.connections)
+        case .ietf where probe != .unknown:
+            why = "the server cannot append in parallel (it speaks the resumable-upload draft)"
+        case .ietf, .plain, .undecided: why = "the server cannot append in parallel"
+        case .s3: return nil
+        }
+        events(.warning(.oneConnection(why)))
+        return nil
+    }
+
     /// Continues an upload ``TransferClient/resume(_:newURL:headers:cancellation:events:)`` opened.
     func runResumeUpload(_ opened: Opened, cancellation: Cancellation, events: @escaping EventHandler)
         throws(TransferError) -> UploadResult
@@ -132,7 +204,7 @@ extension TransferClient {
         guard let source = opened.source else {
             return try continueStream(opened, cancellation: cancellation, events: events)
         }
-        if part.uploadURL == nil, part.uploadProtocol != .s3 {
+        if part.uploadURL == nil, part.uploadProtocol != .s3, part.concat == nil {
             events(
                 .note(
                     part.resumable
@@ -182,6 +254,18 @@ extension TransferClient {
             )
         case .tus(let expires, let checksum):
             let filename = stream == nil ? String(part.source.path.split(separator: "/").last ?? "upload") : "stdin"
+            if let concat = part.concat, stream == nil {
+                // `--limit-rate` is the upload's: the partials in flight share it.
+                var shared = options
+                if shared.transport.maxSendRate > 0 {
+                    shared.transport.maxSendRate = max(1, shared.transport.maxSendRate / Int64(concat.partials.count))
+                }
+                return (
+                    TusConcatMachine(
+                        size: size, creationURL: token.url, filename: filename, concat: concat,
+                        capabilities: capabilities, checksum: checksum, expires: expires, chunkSize: chunkSize), shared
+                )
+            }
             return (
                 TusStateMachine(
                     size: size, creationURL: token.url, filename: filename, capabilities: capabilities,

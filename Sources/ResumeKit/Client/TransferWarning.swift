@@ -6,6 +6,8 @@ public enum TransferWarning: Sendable, Equatable {
     case withheldHeaders([String])
     /// A mirror of the file is no longer used: it failed, its file changed, or its bytes failed a checksum.
     case mirrorDropped(url: String, reason: String)
+    /// `--connections N` asked for requests side by side, and this upload goes as one request stream: why.
+    case oneConnection(String)
 
     /// The line the user reads.
     public var message: String {
@@ -19,6 +21,7 @@ public enum TransferWarning: Sendable, Equatable {
                 + "give \(names.count == 1 ? "it" : "them") again, e.g. "
                 + names.map { "-H '\($0): VALUE'" }.joined(separator: " ")
         case .mirrorDropped(let url, let reason): "warning: mirror \(Redact.url(url)) dropped: \(reason)"
+        case .oneConnection(let reason): "warning: one connection: \(reason)"
         }
     }
 }

@@ -13,6 +13,9 @@ public struct UploadRequest: Sendable, Equatable {
     public var s3: S3Options
     /// For a stream (`filePath` `-`, stdin): the most bytes its spool holds (default 1 GiB).
     public var spoolMax: Int64?
+    /// Requests at once for one file (`--connections`): partial uploads to a tus server that offers
+    /// concatenation; any other server takes one, and is said to.
+    public var connections: Int
     /// What the protocol probe of a batch found once for all its files (nil: probe, unless pinned).
     var probed: ProtocolProbe?
     /// The batch (`b-…`) this file's upload belongs to; its token says so.
@@ -21,8 +24,10 @@ public struct UploadRequest: Sendable, Equatable {
     public init(
         filePath: String, url: String, headers: [String] = [], interopVersion: InteropVersion? = nil,
         chunkSize: Int64? = nil,
-        uploadProtocol: UploadProtocolChoice = .auto, s3: S3Options = S3Options(), spoolMax: Int64? = nil
+        uploadProtocol: UploadProtocolChoice = .auto, s3: S3Options = S3Options(), spoolMax: Int64? = nil,
+        connections: Int = 1
     ) {
+        self.connections = connections
         self.s3 = s3
         self.spoolMax = spoolMax
         self.filePath = filePath

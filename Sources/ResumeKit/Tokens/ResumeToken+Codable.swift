@@ -74,7 +74,7 @@ extension ResumeToken.UploadPart: Codable {
     enum CodingKeys: String, CodingKey {
         case uploadURL, interopVersion, source, acknowledgedBytes, resumable
         case protocolName = "protocol"
-        case expires, checksumAlgorithm, s3, stream, batch
+        case expires, checksumAlgorithm, s3, stream, batch, concat
     }
 
     public init(from decoder: any Decoder) throws {
@@ -99,6 +99,10 @@ extension ResumeToken.UploadPart: Codable {
         let name = try c.decodeIfPresent(String.self, forKey: .protocolName)
         if s3 != nil, name != UploadProtocol.s3.rawValue {
             throw TokenValidation.Violation(field: "upload.s3", reason: "belongs to S3 uploads only")
+        }
+        concat = try c.decodeIfPresent(ResumeToken.TusConcat.self, forKey: .concat)
+        if concat != nil, name != UploadProtocol.tus.rawValue {
+            throw TokenValidation.Violation(field: "upload.concat", reason: "belongs to tus uploads only")
         }
         switch name.map({ UploadProtocol(rawValue: $0) }) {
         case nil: wire = version.map { .ietf($0) } ?? .undecided
@@ -134,6 +138,7 @@ extension ResumeToken.UploadPart: Codable {
         try c.encode(resumable, forKey: .resumable)
         try c.encodeIfPresent(stream, forKey: .stream)
         try c.encodeIfPresent(batch, forKey: .batch)
+        try c.encodeIfPresent(concat?.redacted, forKey: .concat)
         try c.encodeIfPresent(wire.uploadProtocol?.rawValue, forKey: .protocolName)
         switch wire {
         case .undecided, .plain: break

@@ -147,6 +147,8 @@ public struct ResumeToken: Sendable, Equatable {
         public var stream: StreamState?
         /// The folder upload (`b-…`) this file belongs to: `list` and `resume --all` leave the token to it.
         public var batch: String?
+        /// A tus upload sent as partial uploads at once (`--connections`), then concatenated; nil for any other.
+        public var concat: TusConcat?
 
         /// The protocol an upload speaks, with its own state. JSON: `protocol` names it (absent in tokens
         /// of the first release, which are IETF uploads, and before `--detach`'s upload asked the server).
@@ -190,6 +192,59 @@ public struct ResumeToken: Sendable, Equatable {
             guard case .s3(var state) = wire else { return }
             change(&state)
             wire = .s3(state)
+        }
+    }
+
+    /// A tus upload sent as partial uploads side by side and joined by a final upload (tus 1.0.0's
+    /// concatenation extension; ``TusConcatMachine``). JSON `upload.concat`.
+    public struct TusConcat: Codable, Sendable, Equatable {
+        /// One range of the file, sent as a partial upload.
+        public struct Partial: Codable, Sendable, Equatable {
+            /// The range's first byte in the file, and its length.
+            public var start: Int64
+            public var length: Int64
+            /// The partial upload (its 201's `Location`); absent until the server named it.
+            public var url: String?
+            /// Bytes of the range the server acknowledged.
+            public var offset: Int64
+
+            public init(start: Int64, length: Int64, url: String? = nil, offset: Int64 = 0) {
+                self.start = start
+                self.length = length
+                self.url = url
+                self.offset = offset
+            }
+        }
+
+        /// The ranges, in the file's order: the order the final upload names them in.
+        public var partials: [Partial]
+        /// The final upload (its 201's `Location`) once created: the upload is then complete.
+        public var final: String?
+
+        public init(partials: [Partial], final: String? = nil) {
+            self.partials = partials
+            self.final = final
+        }
+
+        /// As written to disk: no URL with a password.
+        var redacted: TusConcat {
+            var copy = self
+            copy.final = final.map(Redact.url)
+            for i in copy.partials.indices { copy.partials[i].url = copy.partials[i].url.map(Redact.url) }
+            return copy
+        }
+
+        /// `size` bytes in `count` ranges of near-equal length (the first ones a byte longer), none empty.
+        public init(size: Int64, count: Int) {
+            let count = Int64(max(1, min(Int64(count), size)))
+            let base = size / count
+            let longer = size % count
+            var start: Int64 = 0
+            partials = (0..<count).map { i in
+                let length = base + (i < longer ? 1 : 0)
+                defer { start += length }
+                return Partial(start: start, length: length)
+            }
         }
     }
 

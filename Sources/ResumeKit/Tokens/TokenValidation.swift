@@ -148,6 +148,33 @@ public enum TokenValidation {
         }
     }
 
+    /// The partial uploads cover the file from its first byte to its last, in order, none empty, each offset
+    /// within its range; every URL is http or https.
+    static func check(_ concat: ResumeToken.TusConcat, size: Int64) throws(Violation) {
+        guard !concat.partials.isEmpty else { throw Violation(field: "upload.concat.partials", reason: "is empty") }
+        var next: Int64 = 0
+        for (i, partial) in concat.partials.enumerated() {
+            let field = "upload.concat.partials[\(i)]"
+            guard partial.start == next else {
+                throw Violation(
+                    field: field + ".start", reason: "is \(partial.start), not \(next) (the previous range's end)")
+            }
+            guard partial.length > 0, partial.length <= size - next else {
+                throw Violation(field: field + ".length", reason: "must be positive and within upload.source.size")
+            }
+            guard (0...partial.length).contains(partial.offset) else {
+                throw Violation(field: field + ".offset", reason: "is \(partial.offset), outside 0...\(partial.length)")
+            }
+            if let url = partial.url { try checkURL(url, field: field + ".url") }
+            next += partial.length
+        }
+        guard next == size else {
+            throw Violation(
+                field: "upload.concat.partials", reason: "cover \(next) bytes, not upload.source.size \(size)")
+        }
+        if let url = concat.final { try checkURL(url, field: "upload.concat.final") }
+    }
+
     static func check(_ u: ResumeToken.UploadPart) throws(Violation) {
         if let url = u.uploadURL { try checkURL(url, field: "upload.uploadURL") }
         try nonNegative(u.source.size, "upload.source.size")
@@ -179,6 +206,7 @@ public enum TokenValidation {
                 field: "upload.acknowledgedBytes",
                 reason: "is \(u.acknowledgedBytes), beyond upload.source.size \(u.source.size)")
         }
+        if let concat = u.concat { try check(concat, size: u.source.size) }
         if let s3 = u.s3 {
             try check(s3, field: "upload.s3")
             if let parts = s3.parts {

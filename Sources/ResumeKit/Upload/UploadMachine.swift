@@ -48,6 +48,8 @@ public protocol UploadMachine: Sendable, Equatable {
     var failureKeepsToken: Bool { get }
     /// What a pause message says after "paused".
     var pauseNote: String { get }
+    /// Where the upload ended up when that is not the URL the user gave (tus's final upload); nil: that URL.
+    var location: String? { get }
 }
 
 extension UploadMachine {
@@ -63,6 +65,7 @@ extension UploadMachine {
     public func digests(for plan: Plan) -> SourceDigests? { nil }
     public mutating func digested(_ values: [[UInt8]], for plan: Plan) -> UploadDecision { .proceed }
     public var failureKeepsToken: Bool { false }
+    public var location: String? { nil }
     public var pauseNote: String {
         canResume ? "; the server will be asked for its offset on resume" : "; a resume sends the whole file again"
     }

@@ -376,8 +376,9 @@ final class UploadOperation<Machine: UploadMachine>: @unchecked Sendable {
                     bytes: upload.source.size, sha256: digest))
             store.remove(id: token.id)
         }
-        emit(.completed(location: token.url, bytes: upload.source.size, sha256: digest))
-        return UploadResult(url: token.url, bytes: upload.source.size, sha256: digest)
+        let location = machine.location ?? token.url
+        emit(.completed(location: location, bytes: upload.source.size, sha256: digest))
+        return UploadResult(url: location, bytes: upload.source.size, sha256: digest)
     }
 
     private func stop(_ reason: StopReason) -> TransferError {

@@ -17,9 +17,11 @@ public final class TusServer: Sendable {
     public var endpoint: String { baseURL + "/files/" }
 
     /// - Parameter expireSeconds: how long an upload lives on the server (tus expiration).
-    public init(expireSeconds: Double? = nil, maxSize: Int64? = nil) async throws {
+    /// - Parameter without: extensions left out of `Tus-Extension` (`concatenation`: a server without it).
+    public init(expireSeconds: Double? = nil, maxSize: Int64? = nil, without: [String] = []) async throws {
         files = try TempDirectory(prefix: "resumectl-tus")
         var args = [Self.script, files.path]
+        for name in without { args += ["--without", name] }
         if let expireSeconds { args += ["--expire-seconds", String(expireSeconds)] }
         if let maxSize { args += ["--max-size", String(maxSize)] }
         process = try RunningProcess("python3", args)
@@ -43,10 +45,10 @@ public final class TusServer: Sendable {
         files.path(String(uploadURL.split(separator: "/").last ?? ""))
     }
 
-    /// The data files (not the `.info` sidecars) the server holds.
+    /// The data files (not the `.info` sidecars, nor the `.info.tmp` each one is written through) the server holds.
     public func storedUploads() -> [String] {
         ((try? FileManager.default.contentsOfDirectory(atPath: files.path)) ?? []).filter {
-            !$0.hasSuffix(".info") && !$0.hasPrefix(".")
+            !$0.hasSuffix(".info") && !$0.hasSuffix(".info.tmp") && !$0.hasPrefix(".")
         }
     }
 

@@ -37,6 +37,9 @@ public struct TusStateMachine: StreamingUploadMachine {
     public private(set) var checksum: DigestAlgorithm?
     /// `Upload-Expires` as the server last sent it.
     public private(set) var expires: String?
+    /// The upload's URL once the server named it, kept after the upload completed (a partial upload of
+    /// ``TusConcatMachine`` is named by it in the final upload).
+    public private(set) var resource: String?
     private let creationURL: String
     private let metadata: String
     private let chunkSize: Int64?
@@ -56,8 +59,7 @@ public struct TusStateMachine: StreamingUploadMachine {
         self.lengthKnown = lengthKnown
         self.lengthDeclared = lengthKnown
         self.creationURL = creationURL
-        self.metadata = [("filename", filename), ("filetype", filetype)]
-            .map { "\($0.0) \(Data($0.1.utf8).base64EncodedString())" }.joined(separator: ",")
+        self.metadata = Self.metadata(filename: filename, filetype: filetype)
         self.capabilities = capabilities
         self.checksum = checksum ?? capabilities?.checksum
         self.expires = expires
@@ -66,6 +68,12 @@ public struct TusStateMachine: StreamingUploadMachine {
     }
 
     public var uploadURL: String? { state.uploadURL }
+
+    /// `Upload-Metadata` with `filename` and `filetype`, base64 (tuspyserver requires both).
+    public static func metadata(filename: String, filetype: String = "application/octet-stream") -> String {
+        [("filename", filename), ("filetype", filetype)]
+            .map { "\($0.0) \(Data($0.1.utf8).base64EncodedString())" }.joined(separator: ",")
+    }
 
     /// More of a stream was read (`final`: its end too). The next plan appends from the acknowledged offset;
     /// the first append after the end says the length (`Upload-Length`).
@@ -290,11 +298,13 @@ public struct TusStateMachine: StreamingUploadMachine {
     /// The server holds `offset` bytes of the upload at `url`: done once that is all of them and it knows that it is.
     private mutating func reached(_ offset: Int64, at url: String) -> UploadDecision {
         state = .append(url: url, offset: offset)
+        resource = url
         return offset == size && lengthKnown && lengthDeclared ? state.complete() : .proceed
     }
 
     private mutating func restart(_ reason: String) -> UploadDecision {
         expires = nil
+        resource = nil
         state = capabilities == nil ? .discover : .create
         return .restarted(reason: reason)
     }
