@@ -208,7 +208,7 @@ class CountingProxy:
     with a per-connection limit (cases 18 and 20; nginx's limit_rate sends a response's first second at once,
     so it does not slow 1 MiB ranges)."""
 
-    def __init__(self, upstream_port, rate=None):
+    def __init__(self, upstream_port, rate=None, host="127.0.0.1"):
         self.upstream_port = upstream_port
         self.rate = rate
         self.methods = {}
@@ -217,10 +217,10 @@ class CountingProxy:
         self.connections = 0
         self.listener = socket.socket()
         self.listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        self.listener.bind(("127.0.0.1", 0))
+        self.listener.bind((host, 0))
         self.listener.listen(64)
         self.port = self.listener.getsockname()[1]
-        self.url = f"http://127.0.0.1:{self.port}"
+        self.url = f"http://{host}:{self.port}"
         self.closed = False
         threading.Thread(target=self.accept, daemon=True).start()
 

@@ -46,7 +46,8 @@ def run(bench):
     size, digest = bench.seg_size, bench.files["seg.bin"]
     mirrors = [Nginx(os.path.join(bench.tmp, f"mirror{i}"), bench.www, bench.slow_rate, bench.seg_rate).start()
                for i in range(3)]
-    proxies = [CountingProxy(m.port, rate=RATE) for m in mirrors]
+    # Three hosts, as mirrors are: aria2c's -x counts connections to a host, whatever its port.
+    proxies = [CountingProxy(m.port, rate=RATE, host=f"127.0.0.{i + 1}") for i, m in enumerate(mirrors)]
     try:
         urls = [f"{p.url}/seg.bin" for p in proxies]
         meta = os.path.join(bench.tmp, "seg.meta4")
