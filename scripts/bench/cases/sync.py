@@ -15,6 +15,7 @@ import sys
 import time
 
 from .folder import NAMES
+from .folderdown import check_tree
 from .s3 import s3_env
 from ..table import med
 from ..util import KiB, MiB, Failure, human, log, make_random_file
@@ -69,10 +70,18 @@ def touch(v2, changed):
         os.utime(os.path.join(v2, rel), (now, now))
 
 
-def first_sync(argv, env, what):
+def first_sync(argv, env):
+    """The tool's own first sync (not timed); None, or a command that fails the timed run with why."""
     r = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=1800)
-    if r.returncode != 0:
-        raise Failure(f"the first sync ({what}) exited {r.returncode}: {r.stderr.strip()[-500:]}")
+    if r.returncode == 0:
+        return None
+    why = f"the first sync exited {r.returncode}: {r.stderr.strip()[-500:]}"
+    return ["sh", "-c", 'echo "$0" >&2; exit 1', why]
+
+
+def proxy_counts(proxy):
+    return {"requests": sum(proxy.requests().values()), "methods": proxy.requests(), "sent_bytes": proxy.sent(),
+            "received_bytes": proxy.received()}
 
 
 def counted(names, runs, stats):
@@ -94,12 +103,22 @@ def counted(names, runs, stats):
     return extra
 
 
+def finish(bench, key, where, trees, names, runs, stats, commands):
+    _, _, files, changed, changed_bytes, total = trees
+    bench.finish_case(key, f"case {key[:3]}: {len(files)} files ({human(total)}) synced again {where} after "
+                      f"{len(changed)} changed ({human(changed_bytes)}), ratio = resumectl/tool "
+                      "(target: wall ≤ 1.0 against rclone)", names, runs, "resumectl", changed_bytes,
+                      {"files": len(files), "changed": len(changed), "commands": commands},
+                      COLUMNS, counted(names, runs, stats))
+
+
 COLUMNS = [("requests", "requests", ".0f"), ("sent MiB", "sent_mib", ".1f"), ("recv MiB", "received_mib", ".1f")]
 
 
 def to_moto(bench, trees):
     v1, v2, files, changed, changed_bytes, total = trees
     env = s3_env(bench)
+    env.pop("AWS_CA_BUNDLE", None)  # rclone's S3 client cannot load one into its transport (and HTTP needs none)
     proxy = bench.peers.counting_proxy(bench.moto.port)
     for remote, endpoint in (("MOTO", bench.moto.endpoint), ("MOTOPX", proxy.url)):
         env.update({f"RCLONE_CONFIG_{remote}_{k}": v for k, v in (
@@ -120,7 +139,9 @@ def to_moto(bench, trees):
         def f(rnd):
             bk = buckets[name] = f"sync-{name.split()[0]}-{rnd}"
             bench.moto.tool("create-bucket", bk)
-            first_sync(cmds[name](v1, bk, bench.moto.endpoint), env, name)
+            failed = first_sync(cmds[name](v1, bk, bench.moto.endpoint), env)
+            if failed:
+                return failed
             touch(v2, changed)
             proxy.reset()
             return cmds[name](v2, bk, proxy.url)
@@ -129,8 +150,7 @@ def to_moto(bench, trees):
     def check(name):
         def f(rnd, verify):
             bk = buckets[name]
-            stats[(name, rnd)] = {"requests": sum(proxy.requests().values()), "methods": proxy.requests(),
-                                  "sent_bytes": proxy.sent(), "received_bytes": proxy.received()}
+            stats[(name, rnd)] = proxy_counts(proxy)
             try:
                 if verify:
                     got = bench.moto.tool("digests", bk)
@@ -149,12 +169,8 @@ def to_moto(bench, trees):
         runs = bench.run_rounds([(n, argv(n), check(n)) for n in names], servers=[bench.moto], env=env)
     finally:
         proxy.stop()
-    bench.finish_case("19a-sync-s3", f"case 19a: {len(files)} files ({human(total)}) synced again to moto after "
-                      f"{len(changed)} changed ({human(changed_bytes)}), ratio = resumectl/tool "
-                      "(target: wall ≤ 1.0 against rclone)", names, runs, "resumectl", changed_bytes,
-                      {"files": len(files), "changed": len(changed),
-                       "commands": {n: cmds[n]("SRC", "BUCKET", "PROXY") for n in names}},
-                      COLUMNS, counted(names, runs, stats))
+    finish(bench, "19a-sync-s3", "to moto", trees, names, runs, stats,
+           {n: cmds[n]("SRC", "BUCKET", "PROXY") for n in names})
 
 
 def from_nginx(bench, trees):
@@ -172,7 +188,9 @@ def from_nginx(bench, trees):
 
     def argv(name):
         def f(rnd):
-            first_sync(cmds[name](bench.nginx.url("listed/sync-v1/"), dest(name)), bench.env, name)
+            failed = first_sync(cmds[name](bench.nginx.url("listed/sync-v1/"), dest(name)), bench.env)
+            if failed:
+                return failed
             touch(v2, changed)
             proxy.reset()
             return cmds[name](proxy.url + "/listed/sync-v2/", dest(name))
@@ -180,16 +198,8 @@ def from_nginx(bench, trees):
 
     def check(name):
         def f(rnd, verify):
-            stats[(name, rnd)] = {"requests": sum(proxy.requests().values()), "methods": proxy.requests(),
-                                  "sent_bytes": proxy.sent(), "received_bytes": proxy.received()}
-            out = dest(name)
-            got = set()
-            for folder, _, found in os.walk(out):
-                got.update(os.path.relpath(os.path.join(folder, n), out) for n in found)
-            if got != set(files):
-                raise Failure(f"{out}: {len(got)} files, want {len(files)}; e.g. {sorted(got ^ set(files))[:3]}")
-            for rel, digest in files.items():
-                bench.check_file(os.path.join(out, rel), os.path.getsize(os.path.join(v2, rel)), digest, verify)
+            stats[(name, rnd)] = proxy_counts(proxy)
+            check_tree(bench, dest(name), v2, files, verify)
             if proxy.received() < changed_bytes:
                 raise Failure(f"{proxy.received()} bytes received, fewer than the {changed_bytes} changed")
         return f
@@ -198,9 +208,5 @@ def from_nginx(bench, trees):
         runs = bench.run_rounds([(n, argv(n), check(n)) for n in names], servers=[bench.nginx], set_aside=True)
     finally:
         proxy.stop()
-    bench.finish_case("19b-sync-http", f"case 19b: {len(files)} files ({human(total)}) synced again from nginx's "
-                      f"autoindex after {len(changed)} changed ({human(changed_bytes)}), ratio = resumectl/tool "
-                      "(target: wall ≤ 1.0 against rclone)", names, runs, "resumectl", changed_bytes,
-                      {"files": len(files), "changed": len(changed),
-                       "commands": {n: cmds[n]("URL", "DIR") for n in names}},
-                      COLUMNS, counted(names, runs, stats))
+    finish(bench, "19b-sync-http", "from nginx's autoindex", trees, names, runs, stats,
+           {n: cmds[n]("URL", "DIR") for n in names})
