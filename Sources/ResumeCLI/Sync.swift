@@ -129,10 +129,10 @@ struct Sync: AsyncParsableCommand {
         }
         let tally = SyncAction.Kind.allCases.map { kind in (kind.rawValue, made.actions.count { $0.kind == kind }) }
         for (kind, count) in tally { counts[kind] = count }
+        if made.noHash { reporter.note(made.noHashNote) }  // on stderr, with --json too (as a real run says it)
         if options.json { return reporter.writeJSON(counts) }
         Output.stdout(
             lines + "plan for \(id): " + tally.map { "\($0.1) \($0.0)" }.joined(separator: ", ")
                 + "; nothing changed (--dry-run)\n")
-        if made.noHash { reporter.note(made.noHashNote) }
     }
 }

@@ -118,6 +118,63 @@ import Testing
         #expect(Self.changed(again.stdout, "completed").isEmpty)
     }
 
+    /// Gives `path` new bytes of the same size and puts its time back: only a content hash tells them apart.
+    static func sneak(_ path: String, seed: UInt64) throws -> String {
+        let time = try FileManager.default.attributesOfItem(atPath: path)[.modificationDate] as? Date ?? Date()
+        let digest = try rewrite(path, seed: seed)
+        try FileManager.default.setAttributes([.modificationDate: time], ofItemAtPath: path)
+        return digest
+    }
+
+    /// The plan's actions other than `keep`.
+    static func changes(_ stdout: String) -> [String] { plan(stdout).filter { !$0.hasPrefix("keep ") } }
+
+    @Test func checksumFindsWhatSizeAndTimeMissToAndFromServe() async throws {
+        let w = try Workspace()
+        let src = w.path("src")
+        var files = try Self.makeTree(src, count: 6)
+        try w.dir.subdirectory("served")
+        let (serve, port) = try await ServeProcess.start(folder: w.path("served"), ["--overwrite"])
+        defer { serve.send(signal: SIGKILL) }
+        let url = "http://127.0.0.1:\(port)/dest/"
+        #expect(try await w.run(["sync", src, url]).status == 0)
+        let name = try #require(files.keys.sorted().first)
+        files[name] = try Self.sneak(src + "/" + name, seed: 901)
+        let blind = try await w.run(["sync", src, url, "--dry-run", "--json"])
+        #expect(blind.status == 0 && Self.changes(blind.stdout).isEmpty, "size and time miss it: \(blind.stdout)")
+        let up = try await w.run(["sync", src, url, "--checksum", "--json"])
+        #expect(up.status == 0 && Self.changes(up.stdout) == ["replace \(name)"], "\(up)")
+        #expect(try Self.digests(w.path("served/dest")) == files)
+
+        // Down: serve's copy changes under the same size and time; its Repr-Digest tells.
+        let local = w.path("local")
+        #expect(try await w.run(["sync", url, local]).status == 0)
+        let other = try #require(files.keys.sorted().last)
+        files[other] = try Self.sneak(w.path("served/dest/") + other, seed: 902)
+        let blindDown = try await w.run(["sync", url, local, "--dry-run", "--json"])
+        #expect(blindDown.status == 0 && Self.changes(blindDown.stdout).isEmpty, "\(blindDown.stdout)")
+        let down = try await w.run(["sync", url, local, "--checksum", "--json"])
+        #expect(down.status == 0 && Self.changes(down.stdout) == ["replace \(other)"], "\(down)")
+        #expect(try Self.digests(local) == files)
+    }
+
+    @Test func checksumFindsWhatSizeAndTimeMissUpToS3() async throws {
+        let s = try await S3Scene()
+        let src = s.w.path("src")
+        var files = try Self.makeTree(src, count: 6)
+        let args = ["sync", src, s.url("m/"), "--endpoint-url", s.moto.endpoint]
+        #expect(try await s.run(args).status == 0)
+        let name = try #require(files.keys.sorted().first)
+        files[name] = try Self.sneak(src + "/" + name, seed: 903)
+        let blind = try await s.run(args + ["--dry-run", "--json"])
+        #expect(blind.status == 0 && Self.changes(blind.stdout).isEmpty, "size and time miss it: \(blind.stdout)")
+        let sums = try await s.run(args + ["--checksum", "--json"])
+        #expect(sums.status == 0 && Self.changes(sums.stdout) == ["replace \(name)"], "\(sums)")
+        #expect(
+            try await s.moto.digests(s.bucket)
+                == Dictionary(uniqueKeysWithValues: files.map { ("m/" + $0.key, $0.value) }))
+    }
+
     static func encoded(_ relative: String) -> String {
         relative.split(separator: "/").map {
             $0.addingPercentEncoding(
@@ -139,6 +196,10 @@ import Testing
         #expect(try Self.digests(local) == files, "the extra went")
         #expect(!FileManager.default.fileExists(atPath: local + "/old"), "with the folders it leaves empty")
         #expect(!FileManager.default.fileExists(atPath: local + "/empty"), "and folders empty before")
+        // nginx offers no hash: --checksum says so once and compares size and time.
+        let noHash = try await w.run(["sync", nginx.url(for: "tree/"), local, "--checksum", "--dry-run", "--json"])
+        #expect(noHash.status == 0 && Self.changes(noHash.stdout).isEmpty, "\(noHash)")
+        #expect(noHash.stderr.components(separatedBy: "warning: --checksum").count == 2, "\(noHash.stderr)")
 
         let expected = try Self.change(w.path("www/tree"), &files)
         let dry = try await w.run(["sync", nginx.url(for: "tree/"), local, "--delete", "--dry-run", "--json"])
@@ -174,13 +235,19 @@ import Testing
         #expect(try Self.digests(local) == seeded)
 
         let five = try await w.run(["sync", nginx.url(for: "tree/"), local, "--delete", "--retries", "0"])
-        #expect(five.status == 75 || five.status == 1, "\(five)")
+        #expect(five.status == 75, "retries spent on a listing: \(five)")
         #expect(try Self.digests(local) == seeded, "a sub-folder that failed to list deletes nothing")
 
-        // A listing cut in mid-answer (the connection dropped after 100 bytes): no plan, nothing deleted.
-        let cut = try FaultProxy(upstreamPort: nginx.port, plan: [.cutAfterDownstream(bytes: 100)])
-        let torn = try await w.run(["sync", cut.url(for: "empty/"), local, "--delete", "--retries", "0"])
+        // The source's listing cut halfway through its entries (the connection dropped): no plan, nothing
+        // deleted, and the same command may try again (75).
+        let whole = try await CurlExchange.run([nginx.url(for: "tree/")])
+        #expect(whole.status == 200 && whole.body.count > 600, "\(whole.body.count) bytes")
+        let cut = try FaultProxy(
+            upstreamPort: nginx.port, plan: [.cutAfterDownstream(bytes: 200 + whole.body.count / 2)])
+        let torn = try await w.run(["sync", cut.url(for: "tree/"), local, "--delete", "--retries", "0"])
         #expect(torn.status == 75, "\(torn)")
+        #expect(cut.connections.first?.triggered == true, "the proxy cut it")
+        #expect(cut.connections.flatMap(\.requestLines).map { $0.hasPrefix("GET /tree/ ") } == [true])
         #expect(try Self.digests(local) == seeded)
 
         let limited = try await w.run([
@@ -195,6 +262,44 @@ import Testing
         #expect(many.status == 1 && many.stderr.contains("--max-delete 3"), "\(many)")
         #expect(try Self.digests(local) == seeded, "refused before any copy or delete")
         _ = files
+    }
+
+    /// A listing cut short inside a length that hides the cut (the `Content-Length` is the cut's): JSON that
+    /// stops between two entries does not parse, an HTML page lacks its `</html>`. With `--delete` the run is
+    /// refused (65) before anything but the listing is asked for; the whole page plans the deletes.
+    @Test(arguments: ["json", "html"]) func aListingCutWithinItsLengthDeletesNothing(_ kind: String) async throws {
+        let w = try Workspace()
+        let local = w.path("local")
+        let seeded = try Self.makeTree(local, count: 4)
+        let names = ["one.bin", "two.bin", "three.bin"]
+        let page =
+            kind == "json"
+            ? "[\n"
+                + names.map {
+                    "{ \"name\":\"\($0)\", \"type\":\"file\", \"mtime\":\"Thu, 03 Dec 2026 07:00:00 GMT\", "
+                        + "\"size\":1000 }"
+                }.joined(separator: ",\n") + "\n]\n"
+            : "<html>\n<head><title>Index of /x/</title></head>\n<body>\n<h1>Index of /x/</h1><hr><pre>"
+                + "<a href=\"../\">../</a>\n"
+                + names.map { "<a href=\"\($0)\">\($0)</a>          03-Dec-2026 07:00     1000\n" }.joined()
+                + "</pre><hr></body>\n</html>\n"
+        let end = try #require(page.range(of: kind == "json" ? "{ \"name\":\"three" : "<a href=\"three"))
+        let cut = String(page[..<end.lowerBound])
+        let server = try RawResponseServer { request in
+            let body = Array((request.target == "/whole/" ? page : cut).utf8)
+            let type = kind == "json" ? "application/json" : "text/html"
+            return Array(
+                "HTTP/1.1 200 OK\r\nContent-Type: \(type)\r\nContent-Length: \(body.count)\r\nConnection: close\r\n\r\n"
+                    .utf8) + body
+        }
+        let whole = try await w.run(["sync", server.url(for: "whole/"), local, "--delete", "--dry-run", "--json"])
+        #expect(whole.status == 0 && Self.changes(whole.stdout).count == 3 + seeded.count, "\(whole)")
+        for more in [["--dry-run"], []] {
+            let r = try await w.run(["sync", server.url(for: "tree/"), local, "--delete"] + more)
+            #expect(r.status == 65, "\(r)")
+        }
+        #expect(try Self.digests(local) == seeded, "nothing deleted")
+        #expect(server.requests.map(\.target) == ["/whole/", "/tree/", "/tree/"], "only listings were asked for")
     }
 
     @Test func aKillMidSyncCostsNoFileTwice() async throws {

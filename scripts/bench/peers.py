@@ -1,6 +1,6 @@
 """The peers the cases measure against, all started from here (Peers.start) and stopped together
 (Peers.stop): nginx (downloads), `resumectl serve` (uploads), tuspyserver (tus), moto (S3), and the
-counting proxy a case puts in front of moto for one killed upload."""
+counting proxy a case puts in front of a peer (bytes each way, requests by method)."""
 
 import json
 import os
@@ -201,20 +201,63 @@ class MotoPeer:
         stop_process(self.proc, signal.SIGTERM)
 
 
+class RequestCounter:
+    """Counts the HTTP/1.1 requests in one connection's client-to-server bytes: a head up to its blank
+    line (its method counted), then its body skipped by Content-Length or by its chunks (RFC 9112 6.3,
+    7.1), so that a body's bytes are never read as a request line."""
+
+    def __init__(self):
+        self.buf = bytearray()
+        self.state = "head"  # head | body | size | chunk | trailer
+        self.left = 0
+        self.methods = {}
+
+    def feed(self, data):
+        self.buf += data
+        while self.buf:
+            if self.state in ("body", "chunk"):
+                n = min(self.left, len(self.buf))
+                del self.buf[:n]
+                self.left -= n
+                if self.left:
+                    return
+                self.state = "size" if self.state == "chunk" else "head"
+                continue
+            end = self.buf.find(b"\r\n\r\n" if self.state == "head" else b"\r\n")
+            if end < 0:
+                return
+            line = bytes(self.buf[:end])
+            del self.buf[:end + (4 if self.state == "head" else 2)]
+            if self.state == "head":
+                lines = line.decode("latin-1").split("\r\n")
+                method = lines[0].split(" ", 1)[0]
+                self.methods[method] = self.methods.get(method, 0) + 1
+                fields = {k.strip().lower(): v.strip() for k, _, v in (h.partition(":") for h in lines[1:])}
+                if "chunked" in fields.get("transfer-encoding", "").lower():
+                    self.state = "size"
+                elif int(fields.get("content-length") or 0) > 0:
+                    self.state, self.left = "body", int(fields["content-length"])
+            elif self.state == "size":
+                size = int(line.split(b";")[0].strip() or b"0", 16)
+                self.state, self.left = ("trailer", 0) if size == 0 else ("chunk", size + 2)
+            elif not line:  # the blank line that ends a chunked body's trailer
+                self.state = "head"
+
+
 class CountingProxy:
     """A TCP relay on 127.0.0.1 in front of a server that counts the bytes clients send (case 7's
-    "sent twice") and the requests they start (`requests("POST")`, from request lines at the start of a
-    read). One thread per direction and connection; `rate` bytes/s per connection and direction: a link
-    with a per-connection limit (cases 18 and 20; nginx's limit_rate sends a response's first second at once,
-    so it does not slow 1 MiB ranges)."""
+    "sent twice") and receive, and the requests they make (by method; RequestCounter). One thread per
+    direction and connection; reset() zeroes the counts between runs. `rate` bytes/s per connection and
+    direction: a link with a per-connection limit (cases 18 and 20; nginx's limit_rate sends a response's
+    first second at once, so it does not slow 1 MiB ranges); `host` another loopback address."""
 
     def __init__(self, upstream_port, rate=None, host="127.0.0.1"):
         self.upstream_port = upstream_port
         self.rate = rate
-        self.methods = {}
         self.lock = threading.Lock()
-        self.upstream = 0
+        self.upstream = self.downstream = 0
         self.connections = 0
+        self.counters = []
         self.listener = socket.socket()
         self.listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         self.listener.bind((host, 0))
@@ -235,12 +278,15 @@ class CountingProxy:
             except OSError:
                 client.close()
                 continue
+            counter = RequestCounter()
             with self.lock:
                 self.connections += 1
-            threading.Thread(target=self.pump, args=(client, server, True), daemon=True).start()
-            threading.Thread(target=self.pump, args=(server, client, False), daemon=True).start()
+                self.counters.append(counter)
+            threading.Thread(target=self.pump, args=(client, server, counter), daemon=True).start()
+            threading.Thread(target=self.pump, args=(server, client, None), daemon=True).start()
 
-    def pump(self, src, dst, count):
+    def pump(self, src, dst, counter):
+        """counter: the client's side (bytes sent, requests); None: the server's (bytes received)."""
         # Throttled: reads of at most a twentieth of a second's bytes, each sent on schedule.
         buf = bytearray(max(4096, self.rate // 20) if self.rate else 1 << 20)
         view = memoryview(buf)
@@ -256,12 +302,12 @@ class CountingProxy:
                     if ahead > 0:
                         time.sleep(ahead)
                 dst.sendall(view[:n])
-                if count:
-                    method = bytes(view[:8]).split(b" ", 1)[0].decode("ascii", "replace")
-                    with self.lock:
+                with self.lock:
+                    if counter:
                         self.upstream += n
-                        if method in ("OPTIONS", "POST", "HEAD", "PATCH", "PUT", "DELETE", "GET"):
-                            self.methods[method] = self.methods.get(method, 0) + 1
+                        counter.feed(view[:n])
+                    else:
+                        self.downstream += n
         except OSError:
             pass
         for sock, how in ((dst, socket.SHUT_WR), (src, socket.SHUT_RD)):
@@ -274,12 +320,24 @@ class CountingProxy:
         with self.lock:
             return self.upstream
 
-    def requests(self, method):
-        """Reads that began with `method` and a space: requests, where each head starts a read (HTTP/1.1
-        without pipelining; a body chunk beginning with the same letters would be miscounted, so only
-        counts that must be exact should be asserted on small heads)."""
+    def received(self):
         with self.lock:
-            return self.methods.get(method, 0)
+            return self.downstream
+
+    def requests(self, method=None):
+        """{method: count} of every request so far, or the count of one method."""
+        with self.lock:
+            out = {}
+            for c in self.counters:
+                for m, k in c.methods.items():
+                    out[m] = out.get(m, 0) + k
+        return out if method is None else out.get(method, 0)
+
+    def reset(self):
+        with self.lock:
+            self.upstream = self.downstream = 0
+            for c in self.counters:
+                c.methods.clear()
 
     def stop(self):
         self.closed = True

@@ -35,7 +35,7 @@ struct FolderDownload {
         events(.announced(id: id, files: files.count, bytes: files.reduce(0) { $0 + ($1.size ?? 0) }))
         var plan: SyncPlan?
         do throws(TransferError) {
-            if request.sync != nil { plan = try syncPlan(files, write: true) }
+            if request.sync != nil { plan = try syncPlan(files, complete: found.complete, write: true) }
         } catch {
             BatchLedger.remove(state: state, id: id)  // refused before any byte: nothing to resume
             throw error
@@ -137,11 +137,13 @@ struct FolderDownload {
             try self.walk(cancellation: cancellation, events: events)
         }
         for line in found.leftOut { events(.leftOut(line)) }
-        return try syncPlan(found.files, write: false)
+        return try syncPlan(found.files, complete: found.complete, write: false)
     }
 
     /// The listing against the folder (which, being the destination, may lack a subfolder it cannot read).
-    private func syncPlan(_ files: [FolderWalk.File], write: Bool) throws(TransferError) -> SyncPlan {
+    private func syncPlan(_ files: [FolderWalk.File], complete: Bool, write: Bool) throws(TransferError)
+        -> SyncPlan
+    {
         let options = request.sync ?? SyncOptions()
         var source = files.map(\.syncFile)
         var local = try SyncSides.local(request.folder, source: Set(files.map(\.relative)))
@@ -158,7 +160,7 @@ struct FolderDownload {
             try SyncSides.hash(
                 &local, folder: request.folder, other: source, cache: (state.batches + "/\(request.id).sums", write))
         }
-        return try SyncPlan(source: source, destination: local, options: options)
+        return try SyncPlan(source: source, destination: local, sourceComplete: complete, options: options)
     }
 
     private enum Choice: Equatable {

@@ -39,8 +39,7 @@ public enum FolderListing {
     static func entries(_ body: [UInt8], contentType: String?, html: (any HTMLLinkReader)?) throws(TransferError)
         -> [ListedEntry]
     {
-        let first = body.first { ![9, 10, 13, 32].contains($0) }
-        if contentType?.lowercased().contains("json") == true || first == UInt8(ascii: "[") {
+        if isJSON(body, contentType: contentType) {
             guard let items = try? JSONDecoder().decode([Item].self, from: Data(body)) else {
                 throw TransferError(.badListing, "the folder listing is not the JSON array nginx and serve send")
             }
@@ -67,6 +66,18 @@ public enum FolderListing {
                 href: link.href, size: link.href.hasSuffix("/") ? nil : size, mtime: mtime, mtimeStep: 60,
                 stamp: words.joined(separator: " "))
         }
+    }
+
+    static func isJSON(_ body: [UInt8], contentType: String?) -> Bool {
+        contentType?.lowercased().contains("json") == true || body.first { ![9, 10, 13, 32].contains($0) } == 91
+    }
+
+    /// Whether a listing reached its end. JSON that stops early does not parse; an HTML page does, so it must
+    /// close: nginx's and Apache's end in `</html>`, and a page cut short inside a length that hid the cut (a
+    /// `Content-Length` that was the cut's, a body read to the close) does not.
+    static func isWhole(_ body: [UInt8], contentType: String?) -> Bool {
+        isJSON(body, contentType: contentType)
+            || String(decoding: body.suffix(1_024), as: UTF8.self).lowercased().contains("</html")
     }
 
     /// A name as a path segment: everything but unreserved characters percent-encoded (serve's folder page

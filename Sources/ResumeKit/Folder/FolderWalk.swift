@@ -28,6 +28,9 @@ struct FolderWalk: Sendable {
 
     private(set) var files: [File] = []
     private(set) var leftOut: [String] = []
+    /// False when a page did not reach its end (``FolderListing/isWhole(_:contentType:)``): a sync with
+    /// `--delete` then refuses, as it does for an empty listing.
+    private(set) var complete = true
 
     /// Files found otherwise (an S3 prefix's objects).
     init(files: [File], leftOut: [String]) throws(TransferError) {
@@ -53,6 +56,7 @@ struct FolderWalk: Sendable {
         while !pending.isEmpty {
             let (page, level) = pending.removeFirst()
             let listing = try read(page)
+            complete = complete && FolderListing.isWhole(listing.body, contentType: listing.contentType)
             for entry in try FolderListing.entries(listing.body, contentType: listing.contentType, html: html) {
                 guard
                     let link = URL(string: entry.href, relativeTo: URL(string: page)).flatMap({

@@ -2,11 +2,11 @@
 `--cases 1,7`), NAME (`make bench CASE=s3`), FILES and PEERS (what the harness makes and starts for
 it before any case runs), COMMANDS and PY_MODULES (what must be installed), and run(bench)."""
 
-from . import download, folder, folderdown, many, mirrors, resume, s3, s3serve, segmented, serve, serveget, small, startup, stdin, stdout, tls, tus, tusparallel, upload
+from . import download, folder, folderdown, many, mirrors, resume, s3, s3serve, segmented, serve, serveget, small, startup, stdin, stdout, sync, tls, tus, tusparallel, upload
 
 # In number order, the order a run takes them.
 ALL = sorted((download, upload, resume, segmented, many, tus, s3, stdin, stdout, tls, serve, small, startup, folder, s3serve,
-              serveget, folderdown, mirrors, tusparallel),
+              serveget, folderdown, mirrors, sync, tusparallel),
              key=lambda c: c.NUMBER)
 BY_KEY = {**{c.NAME: c for c in ALL}, **{str(c.NUMBER): c for c in ALL}}
 

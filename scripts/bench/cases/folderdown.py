@@ -18,6 +18,17 @@ COMMANDS = ("wget",)
 PY_MODULES = ()
 
 
+def check_tree(bench, out, tree, files, verify):
+    """`out` holds exactly the files of `tree` (relative path → SHA-256), each by size (verify: by SHA-256)."""
+    got = set()
+    for folder, _, names in os.walk(out):
+        got.update(os.path.relpath(os.path.join(folder, n), out) for n in names)
+    if got != set(files):
+        raise Failure(f"{out}: {len(got)} files, want {len(files)}; e.g. {sorted(got ^ set(files))[:3]}")
+    for rel, digest in files.items():
+        bench.check_file(os.path.join(out, rel), os.path.getsize(os.path.join(tree, rel)), digest, verify)
+
+
 def run(bench):
     tree = os.path.join(bench.www, "foldertree")
     files, total = make_tree(tree, bench.args.folder_scale)
@@ -34,13 +45,7 @@ def run(bench):
         log("  rclone is not installed (apt-get install rclone): wget only")
 
     def check(rnd, verify):
-        got = set()
-        for folder, _, names in os.walk(out):
-            got.update(os.path.relpath(os.path.join(folder, n), out) for n in names)
-        if got != set(files):
-            raise Failure(f"{out}: {len(got)} files, want {len(files)}; e.g. {sorted(got ^ set(files))[:3]}")
-        for rel, digest in files.items():
-            bench.check_file(os.path.join(out, rel), os.path.getsize(os.path.join(tree, rel)), digest, verify)
+        check_tree(bench, out, tree, files, verify)
     log(f"\n== case 17: a folder of {len(files)} files ({human(total)}) down from nginx's autoindex")
     runs = bench.run_rounds([(n, (lambda a: lambda rnd: a)(a), check) for n, a in cmds.items()], servers=[bench.nginx], set_aside=True)
     bench.finish_case("17-folder-down", f"case 17: {len(files)} files ({human(total)}) from nginx's autoindex, "
