@@ -13,11 +13,11 @@ extension SoakTests {
         let w = try Workspace()
         let size = Self.interopSize
         let digest = try makeRandomFile(path: w.path("www/f.bin"), size: size, seed: 300 + UInt64(version))
-        // Every connection at 64 MB/s, so that the kills land mid-body; the first five cut after a tenth each.
+        // Every connection at 64 MB/s, so that the kills land mid-body; connections cut after a tenth of the file
+        // each until five were cut (a HEAD or OPTIONS carries too little to be cut, whatever its place).
         let rate = 64_000_000
-        let plan =
-            Array(repeating: Fault.cutAfterUpstream(bytes: size / 10).throttled(bytesPerSecond: rate), count: 5)
-            + Array(repeating: Fault.throttle(bytesPerSecond: rate), count: 1_000)
+        let throttled = Array(repeating: Fault.throttle(bytesPerSecond: rate), count: 1_000)
+        let plan = throttled.map { _ in Fault.cutAfterUpstream(bytes: size / 10).throttled(bytesPerSecond: rate) }
         let folder = try w.dir.subdirectory("served")
         var serve: RunningProcess?
         defer { serve?.send(signal: SIGKILL) }
@@ -37,6 +37,13 @@ extension SoakTests {
         let target = proxy.url(for: name == "serve" ? "in/f.bin" : "f.bin")
         let retries = ["-q", "--retries", "inf", "--retry-delay", "0.05"]
         var p = try w.start(["upload", w.path("www/f.bin"), target, "--interop-version", "\(version)"] + retries)
+        let fifthCut = Task {
+            while proxy.connections.filter(\.triggered).count < 5, !Task.isCancelled {
+                try await Task.sleep(for: .milliseconds(10))
+            }
+            proxy.setPlan(throttled)
+        }
+        defer { fifthCut.cancel() }
         for fraction in [0.35, 0.7] {
             try await eventually(timeout: .seconds(600)) { proxy.bytesUpstream >= Int(Double(size) * fraction) }
             #expect(p.isRunning)
@@ -52,7 +59,7 @@ extension SoakTests {
             "interop \(version) to \(name == "serve" ? "serve" : "NIO")", faults: cuts + 2, finished: r.status == 0,
             resent: max(0, proxy.bytesUpstream - size), mismatch: r.status == 0 && !ok)
         #expect(ok, "\(r)")
-        #expect(cuts == 5, "\(proxy.connections)")
+        #expect(cuts >= 5, "\(proxy.connections)")
         #expect(Double(proxy.bytesUpstream) < 1.1 * Double(size), "\(proxy.bytesUpstream)")
     }
 }
