@@ -21,10 +21,7 @@ struct Show: ParsableCommand {
         do {
             let loaded = try state.client.loadToken(token)
             Output.stdout(TokenStore.json(loaded) + "\n")
-            if let mirrors = loaded.download?.mirrors {
-                let used = mirrors.filter { $0.dropped == nil }.count
-                Output.stderr("resumectl: \(token): \(used) of \(mirrors.count) mirrors in use\n")
-            }
+            if let inUse = loaded.download?.mirrorsInUse { Output.stderr("resumectl: \(token): \(inUse)\n") }
             if let concat = loaded.upload?.concat {
                 let complete = concat.partials.filter { $0.url != nil && $0.offset == $0.length }.count
                 Output.stderr(

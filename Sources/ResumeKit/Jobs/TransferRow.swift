@@ -12,11 +12,7 @@ public struct TransferRow {
         self.state = state
         if let token = state.token {
             kind = token.kind.rawValue
-            // A download with mirrors says how many of them are still in use.
-            let mirrors = token.download?.mirrors.map { m in
-                " (\(m.filter { $0.dropped == nil }.count) of \(m.count) mirrors in use)"
-            }
-            url = Redact.url(token.url) + (mirrors ?? "")
+            url = Redact.url(token.url) + (token.download?.mirrorsInUse.map { " (\($0))" } ?? "")
             switch token.transfer {
             case .download(let d): (committed, total, location) = (d.heldBytes, d.totalBytes, d.path)
             case .upload(let u):

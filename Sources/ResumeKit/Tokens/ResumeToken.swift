@@ -84,6 +84,10 @@ public struct ResumeToken: Sendable, Equatable {
         public var s3: S3State?
 
         public var partPath: String { path + ".part" }
+        /// "N of M mirrors in use" for a download with mirrors (`list`, `show`); nil for one URL.
+        public var mirrorsInUse: String? {
+            mirrors.map { "\($0.filter { $0.dropped == nil }.count) of \($0.count) mirrors in use" }
+        }
         /// Committed bytes, over every segment of a segmented download.
         public var heldBytes: Int64 { segments.map { $0.reduce(0) { $0 + $1.committed } } ?? committedBytes }
 
