@@ -37,12 +37,7 @@ extension SoakTests {
         let target = proxy.url(for: name == "serve" ? "in/f.bin" : "f.bin")
         let retries = ["-q", "--retries", "inf", "--retry-delay", "0.05"]
         var p = try w.start(["upload", w.path("www/f.bin"), target, "--interop-version", "\(version)"] + retries)
-        let fifthCut = Task {
-            while proxy.connections.filter(\.triggered).count < 5, !Task.isCancelled {
-                try await Task.sleep(for: .milliseconds(10))
-            }
-            proxy.setPlan(throttled)
-        }
+        let fifthCut = proxy.switchPlan(afterCuts: 5, to: throttled)
         defer { fifthCut.cancel() }
         for fraction in [0.35, 0.7] {
             try await eventually(timeout: .seconds(600)) { proxy.bytesUpstream >= Int(Double(size) * fraction) }

@@ -55,6 +55,18 @@ public final class FaultProxy: Sendable {
         }
     }
 
+    /// Switches to `plan` once `cuts` connections were cut. For a plan that cuts every connection: which
+    /// connection carries enough to be cut (not a HEAD or OPTIONS) is the client's choice, so a fixed plan of
+    /// N cuts may cut fewer. Cancel the task returned when the test ends.
+    public func switchPlan(afterCuts cuts: Int, to plan: [Fault]) -> Task<Void, Never> {
+        Task {
+            while connections.filter(\.triggered).count < cuts, !Task.isCancelled {
+                try? await Task.sleep(for: .milliseconds(10))
+            }
+            setPlan(plan)
+        }
+    }
+
     /// Closes every connection accepted in the next `duration` at once ("server unreachable"), without
     /// consuming plan entries; afterwards connections work again.
     public func refuseConnections(for duration: Duration, reset: Bool = false) {
