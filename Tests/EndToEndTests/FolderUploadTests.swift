@@ -42,12 +42,13 @@ import Testing
     }
 
     /// Waits until the large files are under way, kills the batch (alive), and returns the announced batch id.
-    static func killMidBatch(_ p: RunningProcess) async throws -> String {
+    static func killMidBatch(_ p: RunningProcess, once ready: () throws -> Bool = { true }) async throws -> String {
         let first = try await p.waitForLine(timeout: .seconds(60)) { $0.contains("\"started\"") }
         let announced = try #require(events(first).first?["token"] as? String)
         #expect(announced.hasPrefix("b-"))
         _ = try await p.waitForLine(timeout: .seconds(120)) { $0.contains("\"started\"") && $0.contains("/big/") }
         try await Task.sleep(for: .seconds(2))
+        try await eventually(timeout: .seconds(30), ready)
         #expect(p.isRunning, "the batch was still running when killed")
         p.send(signal: SIGKILL)
         let killed = try await p.wait()
