@@ -45,7 +45,7 @@ struct Sync: AsyncParsableCommand {
     @Flag(help: "Compare content hashes where both sides offer one (S3's ETag, serve's Repr-Digest).")
     var checksum = false
 
-    @Option(help: "Files at once (1-64).")
+    @Option(help: "Files at once (1-64), sharing as many requests in flight (each S3 part takes one).")
     var parallel = 4
 
     @OptionGroup(title: "S3 (for s3:// URLs)")

@@ -90,7 +90,7 @@ struct Upload: AsyncParsableCommand {
 
     @Option(
         help:
-            "S3: parts sent at once; for a folder, files sent at once (1-64), all sharing max(8, N) requests in flight."
+            "S3: parts sent at once; for a folder, files sent at once (1-64), all sharing N requests in flight."
     )
     var parallel = 4
 

@@ -171,14 +171,6 @@ import Testing
         budget.give()
         budget.give()
         #expect(budget.take(waiting: false, unless: never) && budget.take(waiting: false, unless: never))
-        #expect(
-            BatchRequest(
-                folder: "/d", target: "http://h/", upload: UploadRequest(filePath: "/d", url: "http://h/"), parallel: 3
-            ).requests == 8)
-        #expect(
-            BatchRequest(
-                folder: "/d", target: "http://h/", upload: UploadRequest(filePath: "/d", url: "http://h/"), parallel: 16
-            ).requests == 16)
     }
 
     /// A batch's file token names its batch (an optional field: tokens without it load as before); `resume

@@ -1,7 +1,9 @@
 import Glibc
 
 /// What `resumectl upload DIR TARGET/` asks for: every regular file under `folder` to `target` plus its
-/// path relative to the folder, `parallel` files at once, each as `upload` describes a single file.
+/// path relative to the folder, `parallel` files at once, each as `upload` describes a single file. The files
+/// share `parallel` requests in flight (a small file's one, each S3 part), as one file's parts do alone: a fault
+/// loses at most that many S3 parts.
 public struct BatchRequest: Sendable, Equatable {
     public var folder: String
     /// `s3://BUCKET/PREFIX/`, or an http(s) URL ending in `/`.
@@ -28,10 +30,6 @@ public struct BatchRequest: Sendable, Equatable {
         self.followSymlinks = followSymlinks
         self.skipExisting = skipExisting
     }
-
-    /// Requests in flight at once over all the files (a small file's one, each S3 part): `parallel`, and at
-    /// least 8, so that the last large files keep as many parts going as a single upload would.
-    var requests: Int { max(8, parallel) }
 
     /// The batch's id: the same folder to the same target is the same batch, so the command run again continues it.
     public var id: String {

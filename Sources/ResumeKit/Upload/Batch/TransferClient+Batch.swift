@@ -79,7 +79,7 @@ extension TransferClient {
         // files are created, with `Tus-Resumable`), which each file's machine would otherwise ask for again.
         var template = request.upload
         template.batch = id
-        let budget = RequestBudget(request.requests)
+        let budget = RequestBudget(request.parallel)
         template.s3.parallel = budget.limit  // a large file alone may use every request; the budget shares them
         if let first = tree.files.first, !Route.isS3(request.target) {
             if template.uploadProtocol == .tus {
