@@ -79,21 +79,23 @@ final class S3Appender: UploadSink {
         let start = start
         setup.threadPool.runIfActive(eventLoop: setup.eventLoop) { () throws -> Opened in
             let lock = try backend.lock(id)
-            guard let (upload, progress) = try backend.store.load(id) else {
+            do {  // a failed S3 call too gives the lock back, not only a refusal
+                guard let (upload, progress) = try backend.store.load(id) else {
+                    throw UploadFailure(status: 404, "the upload is gone from S3")
+                }
+                guard progress.offset == start, upload.upload.phase == .receiving else {
+                    throw UploadFailure(status: 409, "the upload is at \(progress.offset) on S3, not at \(start)")
+                }
+                if progress.staleTail { try backend.store.deleteTail(id) }
+                let tail = progress.tail > 0 ? try backend.store.readTail(id) : []
+                guard tail.count == progress.tail else {
+                    throw UploadFailure(status: 503, "the upload's tail changed while read")
+                }
+                return Opened(lock: lock, upload: upload, parts: progress.parts, tail: tail)
+            } catch {
                 lock?.release()
-                throw UploadFailure(status: 404, "the upload is gone from S3")
+                throw error
             }
-            guard progress.offset == start, upload.upload.phase == .receiving else {
-                lock?.release()
-                throw UploadFailure(status: 409, "the upload is at \(progress.offset) on S3, not at \(start)")
-            }
-            if progress.staleTail { try backend.store.deleteTail(id) }
-            let tail = progress.tail > 0 ? try backend.store.readTail(id) : []
-            guard tail.count == progress.tail else {
-                lock?.release()
-                throw UploadFailure(status: 503, "the upload's tail changed while read")
-            }
-            return Opened(lock: lock, upload: upload, parts: progress.parts, tail: tail)
         }.assumeIsolated().whenComplete { result in
             self.opening = false
             switch result {
