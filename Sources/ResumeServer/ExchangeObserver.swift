@@ -185,10 +185,7 @@ final class ExchangeObserver: ChannelDuplexHandler {
         // Only when no response is half written; the decoder closes the connection after this.
         if !responseUnterminated {
             let headers = HTTPHeaders([("Connection", "close"), ("Content-Length", "0")])
-            context.write(
-                wrapOutboundOut(.head(HTTPResponseHead(version: .http1_1, status: status, headers: headers))),
-                promise: nil)
-            context.writeAndFlush(wrapOutboundOut(.end(nil)), promise: nil)
+            _ = context.writeAnswer(HTTPResponseHead(version: .http1_1, status: status, headers: headers), method: .GET)
         }
         // A body cut short also surfaces as a parser error; `channelInactive` reports that one.
         if error != .invalidEOFState, let log {

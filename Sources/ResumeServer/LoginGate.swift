@@ -181,14 +181,8 @@ final class LoginGate: ChannelDuplexHandler {
             ("Connection", "close"),
         ])
         headers.add(contentsOf: extra)
-        context.write(
-            wrapOutboundOut(.head(HTTPResponseHead(version: head.version, status: status, headers: headers))),
-            promise: nil)
-        if head.method != .HEAD {
-            context.write(
-                wrapOutboundOut(.body(.byteBuffer(context.channel.allocator.buffer(string: text)))), promise: nil)
-        }
-        context.writeAndFlush(wrapOutboundOut(.end(nil))).assumeIsolated().whenComplete { result in
+        let answer = HTTPResponseHead(version: head.version, status: status, headers: headers)
+        context.writeAnswer(answer, text: text, method: head.method).assumeIsolated().whenComplete { result in
             guard case .refusing(let requestEnded, _) = self.state else { return }
             self.state = .refusing(requestEnded: requestEnded, answered: true)
             // Closing under an unread body could reset the connection and lose the answer.

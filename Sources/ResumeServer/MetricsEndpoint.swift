@@ -60,16 +60,10 @@ final class MetricsEndpoint: ChannelInboundHandler {
         if !allowed { headers.add(name: "Allow", value: "GET, HEAD") }
         if !head.isKeepAlive { headers.add(name: "Connection", value: "close") }
         let status: HTTPResponseStatus = allowed ? .ok : .methodNotAllowed
-        context.write(
-            wrapOutboundOut(.head(HTTPResponseHead(version: head.version, status: status, headers: headers))),
-            promise: nil)
-        if head.method != .HEAD {
-            context.write(
-                wrapOutboundOut(.body(.byteBuffer(context.channel.allocator.buffer(string: body)))), promise: nil)
-        }
         let keepAlive = head.isKeepAlive
         let channel = context.channel
-        context.writeAndFlush(wrapOutboundOut(.end(nil))).whenComplete { _ in
+        let answer = HTTPResponseHead(version: head.version, status: status, headers: headers)
+        context.writeAnswer(answer, text: body, method: head.method).whenComplete { _ in
             if !keepAlive { channel.close(promise: nil) }
         }
     }

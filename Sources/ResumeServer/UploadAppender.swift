@@ -90,12 +90,7 @@ final class UploadAppender: UploadSink {
     /// Starts the next write, a checkpoint, or the settling; one thing at a time.
     private func pump() {
         guard !writing, !opening else { return }
-        if failure != nil || data == nil {
-            if ending != nil { settle() }
-            return
-        }
-        guard let data else { return }
-        if queue.isEmpty {
+        guard failure == nil, let data, !queue.isEmpty else {
             if ending != nil { settle() }
             return
         }
