@@ -142,6 +142,33 @@ import Testing
         #expect(try w.tokens().isEmpty)
     }
 
+    /// `--detach` keeps `--connections`: the process in the background sends the four partials and the final
+    /// upload, and `wait` prints what the upload in the foreground prints (the target).
+    @Test func detachedItSendsThePartialsAndTheFinalUpload() async throws {
+        let w = try Workspace()
+        let reaper = Reaper(w)
+        defer { reaper.stopAll() }
+        let digest = try makeRandomFile(path: w.path("www/src.bin"), size: Self.size, seed: 63)
+        let server = try await TusServer()
+        let proxy = try FaultProxy(upstreamPort: server.port)
+        let r = try await w.run(
+            [
+                "upload", w.path("www/src.bin"), proxy.url(for: "files/"), "--connections", "4", "--limit-rate", "1M",
+                "--detach",
+            ], timeout: .seconds(30))
+        #expect(r.status == 0 && r.stdoutLines.count == 1, "\(r)")
+        let id = try #require(r.stdoutLines.first)
+        #expect(id.hasPrefix("u-"), "\(r)")
+        let waited = try await w.run(["wait", id], timeout: .seconds(120))
+        #expect(waited.status == 0 && waited.stdoutLines == [proxy.url(for: "files/")], "\(waited)")
+        // tuspyserver drops the partials once it joined them: the final upload alone is left.
+        let stored = server.storedUploads()
+        #expect(stored.count == 1, "\(stored)")
+        #expect(try sha256(file: server.files.path(try #require(stored.first))) == digest)
+        #expect(Self.count("POST", proxy) == 5, "\(Self.requests(proxy))")
+        #expect(try w.tokens().isEmpty)
+    }
+
     @Test func aTusServerWithoutConcatenationGetsOneStreamAndALine() async throws {
         let w = try Workspace()
         let digest = try makeRandomFile(path: w.path("www/src.bin"), size: Self.size, seed: 58)
