@@ -25,6 +25,20 @@ import Testing
         #expect(nginx.accessLog().allSatisfy { $0.contains("accept_encoding=\"-\"") }, "\(nginx.accessLog())")
     }
 
+    /// `--limit-rate` holds from the first byte, even where a server on loopback fills the socket faster than
+    /// libcurl reads: 3 MB at 500 KiB/s take about 6 s (a load can only make it slower), never the 0.1 s the
+    /// first megabytes took when libcurl read 100 buffers of 1/16 s each in one go.
+    @Test func theRateLimitHoldsFromTheFirstByte() async throws {
+        let h = try Workspace()
+        let (nginx, digest) = try await nginxWithFile(h)
+        let began = ContinuousClock.now
+        let r = try await h.run(["download", nginx.url(for: "f.bin"), "--limit-rate", "500K", "-q"])
+        let took = ContinuousClock.now - began
+        #expect(r.status == 0, "\(r)")
+        #expect(try sha256(file: h.out + "/f.bin") == digest)
+        #expect(took >= .seconds(4), "3 MB at 500 KiB/s in \(took)")
+    }
+
     @Test func jsonStreamCarriesOnlyEvents() async throws {
         let h = try Workspace()
         let (nginx, digest) = try await nginxWithFile(h)
