@@ -23,6 +23,7 @@
 #include <libxml/HTMLparser.h>
 #include <libxml/parser.h>
 #include <libxml/tree.h>
+#include <libxml/xmlreader.h>
 // The one-algorithm digests are deprecated in OpenSSL 3 and kept through 3.x (MessageDigest.swift says why).
 #define OPENSSL_SUPPRESS_DEPRECATED
 #include <openssl/evp.h>
@@ -91,13 +92,24 @@ _Static_assert(sizeof(long) == sizeof(void *) && sizeof(curl_off_t) == sizeof(vo
     X(uint32_t, crc32_gzip_refl, (uint32_t crc, const unsigned char *buf, uint64_t len), (crc, buf, len)) \
     X(unsigned int, crc32_iscsi, (unsigned char *buf, int len, unsigned int crc), (buf, len, crc))
 
-// libxml2 reads S3's XML answers and HTML folder listings; a plain download never needs its 1.6 MB (and the ICU
-// it may bring), so it is loaded like the others, by the first listing or S3 answer read.
+// libxml2 reads S3's XML answers, Metalinks (its streaming reader) and HTML folder listings (its HTML parser); a
+// plain download never needs its 1.6 MB (and the ICU it may bring), so it is loaded like the others, by the first
+// listing or XML document read.
 #define RCTL_XML2_FUNCTIONS(X) \
-    X(xmlDocPtr, xmlReadMemory, (const char *b, int n, const char *url, const char *enc, int opts), (b, n, url, enc, opts)) \
     X(htmlDocPtr, htmlReadMemory, (const char *b, int n, const char *url, const char *enc, int opts), (b, n, url, enc, opts)) \
     X(xmlNodePtr, xmlDocGetRootElement, (const xmlDoc *doc), (doc)) \
-    X(void, xmlFreeDoc, (xmlDocPtr doc), (doc))
+    X(void, xmlFreeDoc, (xmlDocPtr doc), (doc)) \
+    X(xmlTextReaderPtr, xmlReaderForMemory, (const char *b, int n, const char *url, const char *enc, int opts), \
+        (b, n, url, enc, opts)) \
+    X(int, xmlTextReaderRead, (xmlTextReaderPtr r), (r)) \
+    X(int, xmlTextReaderNodeType, (xmlTextReaderPtr r), (r)) \
+    X(int, xmlTextReaderIsEmptyElement, (xmlTextReaderPtr r), (r)) \
+    X(int, xmlTextReaderMoveToNextAttribute, (xmlTextReaderPtr r), (r)) \
+    X(int, xmlTextReaderIsNamespaceDecl, (xmlTextReaderPtr r), (r)) \
+    X(const xmlChar *, xmlTextReaderConstLocalName, (xmlTextReaderPtr r), (r)) \
+    X(const xmlChar *, xmlTextReaderConstNamespaceUri, (xmlTextReaderPtr r), (r)) \
+    X(const xmlChar *, xmlTextReaderConstValue, (xmlTextReaderPtr r), (r)) \
+    X(void, xmlFreeTextReader, (xmlTextReaderPtr r), (r))
 
 #define RCTL_FIELD(ret, name, params, args) ret (*name) params;
 #define RCTL_VFIELD(ret, name, handle, option) ret (*name)(handle *, option, ...);

@@ -11,8 +11,20 @@ struct MetalinkReader {
         guard !Self.contains(bytes, "<!DOCTYPE") else {
             throw MetalinkError(.doctype, "the Metalink has a document type declaration (entities are refused)")
         }
-        guard !bytes.contains(0), let root = XMLTree.parse(bytes, strict: true) else {
+        // Read as a stream that stops at the first file or URL over the limits: a document of a million URLs is
+        // refused having held a thousand, not after a tree of all of them was built.
+        let root: XMLTree
+        let most = ["file": Metalink.maxFiles, "url": Metalink.maxURLs]
+        switch bytes.contains(0) ? .malformed : XMLTree.read(bytes, strict: true, most: most) {
+        case .tree(let tree):
+            root = tree
+        case .malformed:
             throw MetalinkError(.notXML, "the Metalink is not well-formed UTF-8 XML")
+        case .tooMany("file", _):
+            throw MetalinkError(.fileCount, "the Metalink describes more than \(Metalink.maxFiles) files")
+        case .tooMany(let name, let attributes):
+            let file = (try? Self.checkedName(attributes["name"])) ?? "a file"  // never a name that breaks the line
+            throw MetalinkError(.urlCount, "\(file): more than \(Metalink.maxURLs) <\(name)> elements")
         }
         guard root.name == "metalink", root.namespace == Metalink.namespace else {
             let place = root.namespace.map { " in \($0)" } ?? " without a namespace"
@@ -21,10 +33,6 @@ struct MetalinkReader {
         }
         let elements = Self.own(root, "file")
         guard !elements.isEmpty else { throw MetalinkError(.fileCount, "the Metalink describes no file") }
-        guard elements.count <= Metalink.maxFiles else {
-            throw MetalinkError(
-                .fileCount, "the Metalink describes \(elements.count) files (at most \(Metalink.maxFiles))")
-        }
         var files: [Metalink.File] = []
         var names = Set<String>()
         for element in elements {
@@ -56,11 +64,7 @@ struct MetalinkReader {
             throw MetalinkError(
                 .noHash, "\(name): no hash to check it by (SHA-256, SHA-384, SHA-512 or SHA-1, whole or by piece)")
         }
-        let urls = Self.own(element, "url")
-        guard urls.count <= Metalink.maxURLs else {
-            throw MetalinkError(.urlCount, "\(name): \(urls.count) URLs (at most \(Metalink.maxURLs))")
-        }
-        let mirrors = urls.compactMap { url -> Metalink.Mirror? in
+        let mirrors = Self.own(element, "url").compactMap { url -> Metalink.Mirror? in
             let address = Self.trimmed(url.text)
             guard !address.isEmpty else { return nil }
             let priority = url.attributes["priority"].flatMap { Int(Self.trimmed($0)) }.flatMap {
