@@ -3,8 +3,9 @@ import NIOHTTP1
 
 extension ChannelHandlerContext {
     /// Writes a whole answer from a handler whose outbound parts are `HTTPServerResponsePart`s: `head`, `text`
-    /// unless it is empty or the request a HEAD (whose length `head` announces all the same), and the end, flushed.
-    func writeAnswer(_ head: HTTPResponseHead, text: String = "", method: HTTPMethod) -> EventLoopFuture<Void> {
+    /// unless it is empty or the request's `method` is HEAD (whose length `head` announces all the same), and the
+    /// end, flushed.
+    func writeAnswer(_ head: HTTPResponseHead, text: String = "", method: HTTPMethod? = nil) -> EventLoopFuture<Void> {
         write(NIOAny(HTTPServerResponsePart.head(head)), promise: nil)
         if method != .HEAD && !text.isEmpty {
             let body = channel.allocator.buffer(string: text)

@@ -142,7 +142,7 @@ final class ExchangeObserver: ChannelDuplexHandler {
         // Only when no response is half written; the decoder closes the connection after this.
         if !responseUnterminated {
             let headers = HTTPHeaders([("Connection", "close"), ("Content-Length", "0")])
-            _ = context.writeAnswer(HTTPResponseHead(version: .http1_1, status: status, headers: headers), method: .GET)
+            _ = context.writeAnswer(HTTPResponseHead(version: .http1_1, status: status, headers: headers))
         }
         // A body cut short also surfaces as a parser error; `channelInactive` reports that one.
         if error != .invalidEOFState, let log {
