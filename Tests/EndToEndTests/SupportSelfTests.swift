@@ -155,6 +155,28 @@ struct SupportSelfTests {
         #expect(proxy.bytesUpstream > 0)
     }
 
+    /// A cut held for the interim response: 1,000 bytes into a creation (its head and the body's start) the proxy
+    /// waits for NIOResumableUpload's 104, passes it to the client, and only then cuts.
+    @Test func faultProxyHoldsACutUntilTheInterimResponse() async throws {
+        let dir = try TempDirectory()
+        try makeRandomFile(path: dir.path("body.bin"), size: 2_000_000, seed: 5)
+        let peer = try await UploadPeer()
+        let proxy = try FaultProxy(
+            upstreamPort: peer.port, plan: [Fault.cutAfterUpstream(bytes: 1_000).afterInterimResponse()])
+        let r = try await runProcess(
+            curlBinary,
+            [
+                "-sS", "-D", dir.path("head"), "-o", "/dev/null", "-H", "Expect:", "-H",
+                "Upload-Draft-Interop-Version: 6", "-H", "Upload-Complete: ?1", "--data-binary",
+                "@" + dir.path("body.bin"), proxy.url(for: "x.bin"),
+            ])
+        #expect(r.status != 0, "\(r)")
+        let head = try String(contentsOfFile: dir.path("head"), encoding: .utf8)
+        #expect(head.hasPrefix("HTTP/1.1 104"), "\(head)")
+        let connection = try #require(proxy.connections.first)
+        #expect(connection.triggered && connection.bytesUpstream < 2_000_000, "\(connection)")
+    }
+
     @Test func faultProxyResetsRefusesAndStalls() async throws {
         let dir = try TempDirectory()
         let www = try dir.subdirectory("www")

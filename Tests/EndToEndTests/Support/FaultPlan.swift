@@ -30,6 +30,10 @@ public struct Fault: Sendable, Equatable, CustomStringConvertible {
     /// The trigger fires on the first connection that reaches it, and on no other (a plan that repeats one
     /// fault for every connection, when which connection carries the body is not known in advance).
     public var once = false
+    /// The trigger waits, holding its direction, until an interim (`1xx`) response went to the client on this
+    /// connection: a cut in a resumable upload's creation then comes after the server named the upload (its
+    /// 104 with `Location`), however slowly the server answers under load.
+    public var afterInterim = false
 
     public init(
         trigger: (direction: Direction, bytes: Int, action: Action)? = nil,
@@ -87,6 +91,13 @@ public struct Fault: Sendable, Equatable, CustomStringConvertible {
         return copy
     }
 
+    /// This fault with its trigger held until a `1xx` reached the client (see ``afterInterim``).
+    public func afterInterimResponse() -> Fault {
+        var copy = self
+        copy.afterInterim = true
+        return copy
+    }
+
     /// Close the connection right after accepting it (FIN, or RST with `reset`): "server unreachable".
     public static func refuse(reset: Bool = false) -> Fault {
         Fault(refuse: true, refuseWithReset: reset)
@@ -119,7 +130,7 @@ public struct Fault: Sendable, Equatable, CustomStringConvertible {
 
     public static func == (a: Fault, b: Fault) -> Bool {
         a.refuse == b.refuse && a.refuseWithReset == b.refuseWithReset && a.bytesPerSecond == b.bytesPerSecond
-            && a.answer == b.answer && a.once == b.once
+            && a.answer == b.answer && a.once == b.once && a.afterInterim == b.afterInterim
             && a.trigger?.direction == b.trigger?.direction && a.trigger?.bytes == b.trigger?.bytes
             && a.trigger?.action == b.trigger?.action
     }

@@ -255,6 +255,8 @@ final class ProxyConnection: @unchecked Sendable {
         var stalledForever = false
         var threadsDone = 0
         var triggerArmed = true
+        /// A `1xx` status line went downstream (for ``Fault/afterInterim``).
+        var interimSeen = false
     }
 
     let index: Int
@@ -307,8 +309,13 @@ final class ProxyConnection: @unchecked Sendable {
         let started = ContinuousClock.now
         let trigger = fault.trigger?.direction == direction ? fault.trigger : nil
         var requestLines = RequestLineScanner()
+        var statusWindow: [UInt8] = []
         while !isExiting && !proxy.isStopped {
             if waitWhileStalled() { continue }
+            if let trigger, forwarded >= trigger.bytes, !mayFire() {
+                holdForInterim()
+                continue
+            }
             var limit = buffer.count
             if let rate = fault.bytesPerSecond { limit = min(limit, max(1024, rate / 20)) }
             let armed = control.withLock { $0.triggerArmed }
@@ -316,7 +323,7 @@ final class ProxyConnection: @unchecked Sendable {
 
             var pollFD = pollfd(fd: source, events: Int16(POLLIN), revents: 0)
             guard poll(&pollFD, 1, 50) > 0 else { continue }
-            if limit <= 0, let trigger {
+            if limit <= 0, let trigger, mayFire() {
                 // A trigger at 0 bytes (or one reached exactly): act as data arrives, without forwarding it.
                 fire(trigger.action, destination: destination, direction: direction)
                 continue
@@ -337,12 +344,13 @@ final class ProxyConnection: @unchecked Sendable {
                 break
             }
             forwarded += n
+            if fault.afterInterim, direction == .downstream { noteInterim(buffer[0..<n], window: &statusWindow) }
             let lines = direction == .upstream ? requestLines.scan(buffer[0..<n]) : []
             proxy.record(index) { stats in
                 if direction == .upstream { stats.bytesUpstream += n } else { stats.bytesDownstream += n }
                 stats.requestLines += lines
             }
-            if let trigger, armed, forwarded >= trigger.bytes {
+            if let trigger, armed, forwarded >= trigger.bytes, mayFire() {
                 fire(trigger.action, destination: destination, direction: direction)
             }
             if let rate = fault.bytesPerSecond {
@@ -381,6 +389,34 @@ final class ProxyConnection: @unchecked Sendable {
                 if let duration { $0.stalledUntil = ContinuousClock.now + duration } else { $0.stalledForever = true }
             }
         }
+    }
+
+    /// Whether the trigger may act now: always, unless it waits for an interim response not yet seen (a `once`
+    /// trigger that fired elsewhere waits for nothing: it will not act here).
+    private func mayFire() -> Bool {
+        guard fault.afterInterim, !(fault.once && proxy.locked.withLock({ $0.firedOnce })) else { return true }
+        return control.withLock { !$0.triggerArmed || $0.interimSeen }
+    }
+
+    /// Marks the connection once a status line `HTTP/1.1 1xx` passed downstream; `window` keeps the tail of the
+    /// bytes seen, so that a line split across reads is found too.
+    private func noteInterim(_ bytes: ArraySlice<UInt8>, window: inout [UInt8]) {
+        window += bytes.prefix(4096)
+        let text = String(decoding: window, as: UTF8.self)
+        if text.contains("HTTP/1.1 1") { control.withLock { $0.interimSeen = true } }
+        window = Array(window.suffix(16))
+    }
+
+    /// Holding at the trigger until the interim response comes: forward nothing in this direction, but notice a
+    /// client that hangs up (a server that answered with a final status instead).
+    private func holdForInterim() {
+        var pollFD = pollfd(fd: client, events: Int16(SocketFD.pollReadHangUp), revents: 0)
+        if poll(&pollFD, 1, 20) > 0,
+            pollFD.revents & Int16(SocketFD.pollReadHangUp | Int32(POLLHUP) | Int32(POLLERR)) != 0
+        {
+            cut(reset: false)
+        }
+        usleep(5_000)
     }
 
     /// While stalled: forward nothing, but notice a client that hangs up. Returns true while stalled.
