@@ -276,7 +276,8 @@ import Testing
         let digest = try makeRandomFile(path: w.path("www/src.bin"), size: Self.size, seed: 13)
         let peer = try await UploadPeer()
         let proxy = try FaultProxy(
-            upstreamPort: peer.port, plan: [.stallAfterUpstream(bytes: 1_500_000).throttled(bytesPerSecond: 5_000_000)])
+            upstreamPort: peer.port,
+            plan: [.stallAfterUpstream(bytes: 1_500_000).throttled(bytesPerSecond: 5_000_000).afterInterimResponse()])
         peer.advertise(origin: proxy.baseURL)
         let r = try await w.run([
             "upload", w.path("www/src.bin"), proxy.url(for: "s.bin"), "--interop-version", "6",

@@ -66,8 +66,10 @@ import Testing
         defer { serve.send(signal: SIGKILL) }
         let proxy = try FaultProxy(upstreamPort: port)
         let target = proxy.url(for: "dest/")
-        let p = try w.start(["upload", root, target, "--json", "--limit-rate", "2M"])
-        let id = try await Self.killMidBatch(p)
+        // 1 MiB/s: each large file takes 6 s, so a kill that comes seconds late on a loaded machine still finds them
+        // unfinished (at 2 MiB/s it once came after the batch ended); the kill waits for a file's token.
+        let p = try w.start(["upload", root, target, "--json", "--limit-rate", "1M"])
+        let id = try await Self.killMidBatch(p) { try !w.tokens().isEmpty }
         let listed = try await w.run(["list", "--json"])
         #expect(listed.stdout.contains(id), "\(listed)")
         let r = try await w.run(["resume", id, "--json"], timeout: .seconds(300))

@@ -164,7 +164,8 @@ import Testing
         let source = try makeRandomFile(path: w.path("src.bin"), size: Self.size, seed: 46)
         let peer = try await UploadPeer()
         let named = try FaultProxy(
-            upstreamPort: peer.port, plan: [.cutAfterUpstream(bytes: 2_000_000).throttled(bytesPerSecond: 2_000_000)])
+            upstreamPort: peer.port,
+            plan: [.cutAfterUpstream(bytes: 2_000_000).throttled(bytesPerSecond: 2_000_000).afterInterimResponse()])
         let other = try FaultProxy(upstreamPort: peer.port)
         peer.advertise(origin: other.baseURL)
         let up = try await w.run([

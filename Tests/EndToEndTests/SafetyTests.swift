@@ -44,7 +44,8 @@ import Testing
         // The 104 names the same server under another host name: another origin.
         peer.advertise(origin: "http://localhost:\(peer.port)")
         let proxy = try FaultProxy(
-            upstreamPort: peer.port, plan: [.cutAfterUpstream(bytes: 2_000_000).throttled(bytesPerSecond: 2_000_000)])
+            upstreamPort: peer.port,
+            plan: [.cutAfterUpstream(bytes: 2_000_000).throttled(bytesPerSecond: 2_000_000).afterInterimResponse()])
         let r = try await w.run([
             "upload", w.path("www/src.bin"), proxy.url(for: "o.bin"), "--interop-version", "6",
             "--retry-delay", "0.05", "-H", "Authorization: Bearer secret-token",
@@ -108,7 +109,7 @@ import Testing
         let peer = try await UploadPeer()
         let named = try FaultProxy(
             upstreamPort: peer.port,
-            plan: [.cutAfterUpstream(bytes: 2_000_000).throttled(bytesPerSecond: 2_000_000)])
+            plan: [.cutAfterUpstream(bytes: 2_000_000).throttled(bytesPerSecond: 2_000_000).afterInterimResponse()])
         let other = try FaultProxy(upstreamPort: peer.port)
         defer { named.stop(); other.stop() }
         peer.advertise(origin: other.baseURL)

@@ -350,8 +350,8 @@ struct SupportSelfTests {
         let proxy = try FaultProxy(
             upstreamPort: peer.port,
             plan: [
-                // Slow enough that the 104 (sent as soon as the head arrives) gets through before the cut.
-                .cutAfterUpstream(bytes: 700_000).throttled(bytesPerSecond: 4_000_000)
+                // The cut waits for the 104 (sent as soon as the head arrives) to reach the client.
+                .cutAfterUpstream(bytes: 700_000).throttled(bytesPerSecond: 4_000_000).afterInterimResponse()
             ])
         let creation = try await runProcess(
             curlBinary,

@@ -42,9 +42,10 @@ import Testing
         let w = try Workspace()
         let digest = try source(w)
         let peer = try await UploadPeer()
-        // Slow enough that the 104 is through the proxy before the cut.
+        // Cut once the 104 is through the proxy: the upload has its URL.
         let proxy = try FaultProxy(
-            upstreamPort: peer.port, plan: [.cutAfterUpstream(bytes: 2_000_000).throttled(bytesPerSecond: 2_000_000)])
+            upstreamPort: peer.port,
+            plan: [.cutAfterUpstream(bytes: 2_000_000).throttled(bytesPerSecond: 2_000_000).afterInterimResponse()])
         peer.advertise(origin: proxy.baseURL)
         let r = try await w.run([
             "upload", w.path("www/src.bin"), proxy.url(for: "c.bin"), "--interop-version", "\(version)",
@@ -66,8 +67,9 @@ import Testing
         let peer = try await UploadPeer()
         // libcurl may open a connection that carries nothing after a cut (its own retry, given up at once
         // because the body cannot be rewound), so the plan holds more cuts than the three asked for.
-        let plan = Fault.randomCuts(seed: UInt64(version), count: 6, direction: .upstream, bytes: 200_000...600_000)
+        var plan = Fault.randomCuts(seed: UInt64(version), count: 6, direction: .upstream, bytes: 200_000...600_000)
             .map { $0.throttled(bytesPerSecond: 2_000_000) }
+        plan[0] = plan[0].afterInterimResponse()  // the creation's cut comes after its 104
         let proxy = try FaultProxy(upstreamPort: peer.port, plan: plan)
         peer.advertise(origin: proxy.baseURL)
         let r = try await w.run([
@@ -170,7 +172,8 @@ import Testing
         _ = try source(w)
         let peer = try await UploadPeer()
         let proxy = try FaultProxy(
-            upstreamPort: peer.port, plan: [.cutAfterUpstream(bytes: 2_000_000).throttled(bytesPerSecond: 2_000_000)])
+            upstreamPort: peer.port,
+            plan: [.cutAfterUpstream(bytes: 2_000_000).throttled(bytesPerSecond: 2_000_000).afterInterimResponse()])
         #expect(
             try await w.run([
                 "upload", w.path("www/src.bin"), proxy.url(for: "s.bin"), "--retries", "0", "--interop-version", "6",
@@ -188,7 +191,8 @@ import Testing
         _ = try source(w)
         let peer = try await UploadPeer()
         let proxy = try FaultProxy(
-            upstreamPort: peer.port, plan: [.cutAfterUpstream(bytes: 2_000_000).throttled(bytesPerSecond: 2_000_000)])
+            upstreamPort: peer.port,
+            plan: [.cutAfterUpstream(bytes: 2_000_000).throttled(bytesPerSecond: 2_000_000).afterInterimResponse()])
         #expect(
             try await w.run([
                 "upload", w.path("www/src.bin"), proxy.url(for: "d.bin"), "--retries", "0", "--interop-version", "6",
