@@ -105,10 +105,18 @@ final class SegmentWorker: @unchecked Sendable {
         guard !isDone && !stop.isStopped else { return .done(()) }
         if fetch == nil {
             if learned == nil {
-                switch probe() {
-                case .fault(let fault): return .failed(fault)
-                case .refused: return .done(())
-                case .known(let known): resource.withLock { $0 = known }
+                switch RangeProbe.ask(
+                    url, headers: headers, session: session, settings: options.transport, cancellation: stop)
+                {
+                case .fault(let fault):
+                    return .failed(fault)
+                case .refused(_, let refusal):
+                    return .done(report(.failed(TransferError(.failed, refusal.description))))
+                case .resource(let found, _) where found.totalBytes != total:
+                    let length = "it serves \(found.totalBytes ?? 0) bytes, not \(total)"
+                    return .done(report(.failed(TransferError(.failed, length))))
+                case .resource(let found, _):
+                    resource.withLock { $0 = found }
                 }
             }
             fetch = Fetch(
@@ -137,34 +145,6 @@ final class SegmentWorker: @unchecked Sendable {
             case .status(let status, let reason): .done(report(.failed(.refused(status, reason, url: url))))
             }
         }
-    }
-
-    private enum Probe {
-        case known(DownloadStateMachine.Resource)
-        case fault(Fault)
-        /// Reported as the segment's failure.
-        case refused
-    }
-
-    /// The mirror's HEAD: its validator when it serves the file's length in ranges.
-    private func probe() -> Probe {
-        let result = session.headOnly(
-            TransferRequest(method: "HEAD", url: url, headers: headers, followRedirects: true),
-            settings: options.transport, cancellation: stop)
-        if let fault = Fault.of(result.outcome, stallSeconds: options.transport.stallTimeout) { return .fault(fault) }
-        guard let head = result.head else { return .fault(.lost("no answer to HEAD")) }
-        if RetryPolicy.isRetryable(status: head.status) {
-            return .fault(.answered(head.status, retryAfter: head.headers["Retry-After"]))
-        }
-        switch SegmentRules.probe(head) {
-        case .failure(let refusal):
-            report(.failed(TransferError(.failed, refusal.description)))
-        case .success(let found) where found.totalBytes != total:
-            report(.failed(TransferError(.failed, "it serves \(found.totalBytes ?? 0) bytes, not \(total)")))
-        case .success(let found):
-            return .known(found)
-        }
-        return .refused
     }
 
     private func report(_ outcome: Outcome) {

@@ -317,41 +317,30 @@ final class SegmentedDownload {
         }
     }
 
-    /// The HEAD of one URL: a resource that allows parallel ranges, or why not.
+    /// The HEAD of one URL: a resource that allows parallel ranges, or why not. A busy server (503, 429 … with
+    /// Retry-After) is waited out as on every path.
     private func head(_ url: String) throws -> (DownloadStateMachine.Resource, String?) {
         let headers = (try? HeaderLines.forDownload(token.headers)) ?? [:]
-        let unreached = { (result: ExchangeResult) in
-            Fault.of(result.outcome, stallSeconds: self.options.transport.stallTimeout)?.isNetworkDown == true
-        }
         let id = token.id
-        let result: ExchangeResult = try Retrier.run(
+        let probe: RangeProbe = try Retrier.run(
             options, cancellation: cancellation, events: emit, fresh: { true },
             stopped: "stopped before the download began",
             explain: {
                 var error = $0; error.tokenID = id; return error
             }
-        ) { () throws(TransferError) -> Retrier.Attempt<ExchangeResult> in
-            let result = transport.makeSession().headOnly(
-                TransferRequest(method: "HEAD", url: url, headers: headers, followRedirects: true),
-                settings: options.transport, cancellation: cancellation)
-            // A busy server (503, 429 … with Retry-After) is waited out as on every path, then split.
-            if !unreached(result), let busy = result.head, RetryPolicy.isRetryable(status: busy.status) {
-                return .failed(.answered(busy.status, retryAfter: busy.headers["Retry-After"]))
-            }
-            return .done(result)
+        ) { () throws(TransferError) -> Retrier.Attempt<RangeProbe> in
+            let probe = RangeProbe.ask(
+                url, headers: headers, session: transport.makeSession(), settings: options.transport,
+                cancellation: cancellation)
+            if case .fault(let fault) = probe, fault.status != nil { return .failed(fault) }
+            return .done(probe)
         }
-        if unreached(result) { throw Handover.unreached }
-        guard result.outcome == .completed, let head = result.head else {
-            throw Handover.unsupported("the server did not answer HEAD")
-        }
-        switch SegmentRules.probe(head) {
-        case .failure(let refusal):
-            if case .status(let status) = refusal, !RetryPolicy.isRetryable(status: status) {
-                throw TransferError.refused(status, head.reason, url: url)
-            }
-            throw Handover.unsupported(refusal.description)
-        case .success(let resource):
-            return (resource, result.effectiveURL)
+        switch probe {
+        case .fault(let fault) where fault.isNetworkDown: throw Handover.unreached
+        case .fault: throw Handover.unsupported("the server did not answer HEAD")
+        case .refused(let head, .status(let status)): throw TransferError.refused(status, head.reason, url: url)
+        case .refused(_, let refusal): throw Handover.unsupported(refusal.description)
+        case .resource(let resource, let effectiveURL): return (resource, effectiveURL)
         }
     }
 
