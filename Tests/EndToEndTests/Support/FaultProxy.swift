@@ -311,11 +311,8 @@ final class ProxyConnection: @unchecked Sendable {
         var requestLines = RequestLineScanner()
         var statusWindow: [UInt8] = []
         while !isExiting && !proxy.isStopped {
-            if waitWhileStalled() { continue }
-            if let trigger, forwarded >= trigger.bytes, !mayFire() {
-                holdForInterim()
-                continue
-            }
+            // A trigger reached but waiting for the interim response holds this direction as a stall would.
+            if waitWhileStalled(holding: trigger.map { forwarded >= $0.bytes && !mayFire() } ?? false) { continue }
             var limit = buffer.count
             if let rate = fault.bytesPerSecond { limit = min(limit, max(1024, rate / 20)) }
             let armed = control.withLock { $0.triggerArmed }
@@ -323,7 +320,7 @@ final class ProxyConnection: @unchecked Sendable {
 
             var pollFD = pollfd(fd: source, events: Int16(POLLIN), revents: 0)
             guard poll(&pollFD, 1, 50) > 0 else { continue }
-            if limit <= 0, let trigger, mayFire() {
+            if limit <= 0, let trigger {
                 // A trigger at 0 bytes (or one reached exactly): act as data arrives, without forwarding it.
                 fire(trigger.action, destination: destination, direction: direction)
                 continue
@@ -401,32 +398,23 @@ final class ProxyConnection: @unchecked Sendable {
     /// Marks the connection once a status line `HTTP/1.1 1xx` passed downstream; `window` keeps the tail of the
     /// bytes seen, so that a line split across reads is found too.
     private func noteInterim(_ bytes: ArraySlice<UInt8>, window: inout [UInt8]) {
-        window += bytes.prefix(4096)
-        let text = String(decoding: window, as: UTF8.self)
-        if text.contains("HTTP/1.1 1") { control.withLock { $0.interimSeen = true } }
+        window += bytes
+        if String(decoding: window, as: UTF8.self).contains("HTTP/1.1 1") { control.withLock { $0.interimSeen = true } }
         window = Array(window.suffix(16))
     }
 
-    /// Holding at the trigger until the interim response comes: forward nothing in this direction, but notice a
-    /// client that hangs up (a server that answered with a final status instead).
-    private func holdForInterim() {
-        var pollFD = pollfd(fd: client, events: Int16(SocketFD.pollReadHangUp), revents: 0)
-        if poll(&pollFD, 1, 20) > 0,
-            pollFD.revents & Int16(SocketFD.pollReadHangUp | Int32(POLLHUP) | Int32(POLLERR)) != 0
-        {
-            cut(reset: false)
-        }
-        usleep(5_000)
-    }
-
-    /// While stalled: forward nothing, but notice a client that hangs up. Returns true while stalled.
-    private func waitWhileStalled() -> Bool {
-        let stalled = control.withLock { control -> Bool in
-            if control.stalledForever { return true }
-            guard let until = control.stalledUntil else { return false }
-            if ContinuousClock.now >= until { control.stalledUntil = nil; return false }
-            return true
-        }
+    /// While stalled, or `holding` (a trigger waiting for the interim response): forward nothing, but notice a
+    /// client that hangs up (a server that answered with a final status instead of a 104 leaves a hold so).
+    /// Returns true while stalled or holding.
+    private func waitWhileStalled(holding: Bool) -> Bool {
+        let stalled =
+            holding
+            || control.withLock { control -> Bool in
+                if control.stalledForever { return true }
+                guard let until = control.stalledUntil else { return false }
+                if ContinuousClock.now >= until { control.stalledUntil = nil; return false }
+                return true
+            }
         guard stalled else { return false }
         var pollFD = pollfd(fd: client, events: Int16(SocketFD.pollReadHangUp), revents: 0)
         if poll(&pollFD, 1, 50) > 0,
